@@ -1,0 +1,104 @@
+//! The `agentty` binary: command line, configuration, logging, and the stdio server.
+
+mod config;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use rmcp::ServiceExt;
+use tracing_subscriber::EnvFilter;
+
+use agentty_core::spill::{SPILL_RETENTION, prune};
+use agentty_server::Agentty;
+
+/// An MCP server that gives AI coding agents a real terminal.
+#[derive(Parser)]
+#[command(name = "agentty", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP over stdio (the client's connection is one session)
+    Serve {
+        #[command(flatten)]
+        flags: config::Flags,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // stdout belongs to the protocol: logs go to stderr only.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let result = match cli.command {
+        Command::Serve { flags } => serve(&flags),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agentty: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(flags: &config::Flags) -> Result<()> {
+    let settings = config::resolve(flags)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        agentty_core::reaper::init().map_err(anyhow::Error::msg)?;
+        let pruned = prune(&settings.spill_root, SPILL_RETENTION);
+        if pruned > 0 {
+            tracing::info!(pruned, "removed old spill directories");
+        }
+        let session = session_id();
+        tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
+        let service = Agentty::new(settings, session)
+            .serve(rmcp::transport::stdio_pipes())
+            .await
+            .context("MCP initialization failed")?;
+        let cancel = service.cancellation_token();
+        tokio::select! {
+            quit = service.waiting() => { quit.context("server task failed")?; }
+            signal = shutdown_signal() => {
+                tracing::info!("received {signal}, shutting down");
+                cancel.cancel();
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A name for this session's spill directory: start time and pid, unique on this machine.
+fn session_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs}-{}", std::process::id())
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        _ = hup.recv() => "SIGHUP",
+    }
+}

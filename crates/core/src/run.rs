@@ -1,0 +1,428 @@
+//! The pipe path of `terminal` (SPEC §2): run one process to its end, capture, shape, clean up.
+//!
+//! One loop owns the whole life of the call: it reads stdout and stderr as they arrive, notices
+//! the leader's exit, the timeout, the caller's cancellation and the capture cap, and reports
+//! progress. Its theme is *leave no orphan*: whatever ends the call, everything the command
+//! started is stopped before the call returns (or, on cancellation, by a task that outlives it),
+//! and the call itself returns within a bounded time even if a process ignores SIGKILL.
+
+use std::future::Future;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep_until};
+
+use crate::clean::Cleaner;
+use crate::limits::{
+    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, INLINE_LIMIT_BYTES, KILL_GRACE_MS,
+    KILL_WAIT_MS, PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS, READ_CHUNK_BYTES,
+};
+use crate::reaper::Exit;
+use crate::shape::{Shaped, Shaper};
+use crate::spawn::{SpawnSpec, StdinMode, spawn};
+use crate::spill::{SpillFile, SpillStore};
+use crate::tree::{self, Terminated};
+
+/// One call to run.
+pub struct RunRequest {
+    pub spec: SpawnSpec,
+    /// Fed to the process, then EOF. `None` means stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Where the full output goes if it outgrows the inline limit: the store and a file name.
+    pub spill: Option<(Arc<SpillStore>, String)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Success,
+    Failed,
+    Timeout,
+    Cancelled,
+    /// Stopped by agentty for capturing more than the cap.
+    Killed,
+}
+
+/// What happened to the full text of an over-long output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spill {
+    /// The output fit inline; no file was written.
+    NotNeeded,
+    Written(PathBuf),
+    /// The file could not be written; the reason is stated to the model.
+    Failed(String),
+}
+
+/// Descendants still running when the command's shell had exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strays {
+    /// They held the output pipes open past the drain time (`npm run dev &`).
+    HeldOutput(usize),
+    /// They no longer held the output but were still running (`server > log &`).
+    Lingering(usize),
+}
+
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub pid: i32,
+    pub status: RunStatus,
+    /// `None` when the process could not even be reaped in time (uninterruptible sleep).
+    pub exit: Option<Exit>,
+    pub duration: Duration,
+    pub stdout: Shaped,
+    pub stderr: Shaped,
+    /// stdout and stderr merged in arrival order (line-atomic).
+    pub output: Shaped,
+    pub output_bytes: u64,
+    pub output_lines: u64,
+    pub spill: Spill,
+    pub captured_bytes: u64,
+    pub strays: Option<Strays>,
+    /// Set when the tree had to be stopped (timeout, cap, cancellation, strays).
+    pub stopped: Option<Terminated>,
+}
+
+/// A progress report while the command runs.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub elapsed: Duration,
+    /// The latest line of output, cleaned and shortened.
+    pub line: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Out,
+    Err,
+}
+
+enum SpillState {
+    Off,
+    Ready(Arc<SpillStore>, String),
+    Writing(SpillFile),
+    Failed(String),
+}
+
+/// Everything captured so far.
+struct Capture {
+    out_cleaner: Cleaner,
+    err_cleaner: Cleaner,
+    stdout: Shaper,
+    stderr: Shaper,
+    merged: Shaper,
+    spill: SpillState,
+    captured: u64,
+    last_line: String,
+    last_stream: Stream,
+}
+
+impl Capture {
+    fn new(spill: Option<(Arc<SpillStore>, String)>) -> Self {
+        Self {
+            out_cleaner: Cleaner::new(),
+            err_cleaner: Cleaner::new(),
+            stdout: Shaper::new(),
+            stderr: Shaper::new(),
+            merged: Shaper::new(),
+            spill: spill.map_or(SpillState::Off, |(store, name)| {
+                SpillState::Ready(store, name)
+            }),
+            captured: 0,
+            last_line: String::new(),
+            last_stream: Stream::Out,
+        }
+    }
+
+    /// Takes raw bytes from one stream; returns false once the capture cap is reached.
+    fn ingest(&mut self, stream: Stream, bytes: &[u8]) -> bool {
+        let room = CAPTURE_LIMIT_BYTES.saturating_sub(self.captured);
+        let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.captured += take as u64;
+        self.last_stream = stream;
+        let (cleaner, shaper) = match stream {
+            Stream::Out => (&mut self.out_cleaner, &mut self.stdout),
+            Stream::Err => (&mut self.err_cleaner, &mut self.stderr),
+        };
+        let text = cleaner.feed(&bytes[..take]);
+        shaper.push(text);
+        if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+            self.last_line.clear();
+            self.last_line.push_str(line);
+        }
+        Self::merge(&mut self.merged, &mut self.spill, text);
+        take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
+    }
+
+    fn merge(merged: &mut Shaper, spill: &mut SpillState, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let overflowing = merged
+            .inline_text()
+            .is_some_and(|inline| inline.len() + text.len() > INLINE_LIMIT_BYTES);
+        if overflowing && let SpillState::Ready(store, name) = spill {
+            let opened = store.create(name).and_then(|mut file| {
+                file.write(merged.inline_text().unwrap_or_default())?;
+                Ok(file)
+            });
+            *spill = match opened {
+                Ok(file) => SpillState::Writing(file),
+                Err(e) => SpillState::Failed(e.to_string()),
+            };
+        }
+        if let SpillState::Writing(file) = spill
+            && let Err(e) = file.write(text)
+        {
+            *spill = SpillState::Failed(e.to_string());
+        }
+        merged.push(text);
+    }
+
+    fn progress_line(&self) -> String {
+        let cleaner = match self.last_stream {
+            Stream::Out => &self.out_cleaner,
+            Stream::Err => &self.err_cleaner,
+        };
+        let pending = cleaner.pending_line().trim();
+        let line = if pending.is_empty() {
+            self.last_line.trim()
+        } else {
+            pending
+        };
+        line.chars().take(PROGRESS_LINE_CHARS).collect()
+    }
+
+    fn finish(mut self) -> (Shaped, Shaped, Shaped, u64, u64, Spill, u64) {
+        let tail = self.out_cleaner.finish().to_owned();
+        self.stdout.push(&tail);
+        Self::merge(&mut self.merged, &mut self.spill, &tail);
+        let tail = self.err_cleaner.finish().to_owned();
+        self.stderr.push(&tail);
+        Self::merge(&mut self.merged, &mut self.spill, &tail);
+        let spill = match self.spill {
+            SpillState::Off | SpillState::Ready(..) => Spill::NotNeeded,
+            SpillState::Writing(file) => match file.finish() {
+                Ok(path) => Spill::Written(path),
+                Err(e) => Spill::Failed(e.to_string()),
+            },
+            SpillState::Failed(reason) => Spill::Failed(reason),
+        };
+        let (bytes, lines) = (self.merged.total_bytes(), self.merged.total_lines());
+        (
+            self.stdout.finish(),
+            self.stderr.finish(),
+            self.merged.finish(),
+            bytes,
+            lines,
+            spill,
+            self.captured,
+        )
+    }
+}
+
+/// Why the loop started stopping the tree.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    OverCapture,
+    HeldOutput,
+}
+
+async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> io::Result<usize> {
+    match pipe {
+        Some(p) => p.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
+    let marker = marker.to_owned();
+    tokio::spawn(
+        async move { tree::terminate(pid, &marker, Duration::from_millis(grace_ms)).await },
+    )
+}
+
+/// Runs one command to its end. `cancel` resolving means the caller gave up: the tree is stopped
+/// by a detached task and the call returns at once with status `Cancelled`.
+pub async fn run(
+    req: RunRequest,
+    cancel: impl Future<Output = ()>,
+    mut on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
+) -> io::Result<RunOutcome> {
+    let RunRequest {
+        mut spec,
+        stdin,
+        timeout,
+        spill,
+    } = req;
+    spec.stdin = if stdin.is_some() {
+        StdinMode::Piped
+    } else {
+        StdinMode::Null
+    };
+    let marker = spec.marker.clone();
+    let start = Instant::now();
+    let spawned = spawn(spec)?;
+    let pid = spawned.pid;
+    if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
+        feed_stdin(fd, data)?;
+    }
+    let mut out = Some(pipe::Receiver::from_owned_fd(spawned.stdout)?);
+    let mut err = Some(pipe::Receiver::from_owned_fd(spawned.stderr)?);
+    let mut exit_rx = spawned.exit;
+    let mut exit: Option<Exit> = None;
+    let mut capture = Capture::new(spill);
+    let (mut buf_out, mut buf_err) = (vec![0u8; READ_CHUNK_BYTES], vec![0u8; READ_CHUNK_BYTES]);
+
+    let mut stop: Option<Stop> = None;
+    let mut stopper: Option<JoinHandle<Terminated>> = None;
+    // The next deadline that is not the timeout: the drain time after exit, then the bound on
+    // waiting for a killed tree.
+    let mut aux_deadline: Option<Instant> = None;
+    let timeout_sleep = sleep_until(start + timeout);
+    let progress_every = Duration::from_millis(PROGRESS_INTERVAL_MS);
+    let mut next_progress = start + progress_every;
+    tokio::pin!(cancel, timeout_sleep);
+
+    loop {
+        if exit.is_some() && out.is_none() && err.is_none() {
+            break;
+        }
+        let aux = sleep_until(aux_deadline.unwrap_or(start + timeout + progress_every));
+        let progress = sleep_until(next_progress);
+        tokio::select! {
+            r = read_some(&mut out, &mut buf_out) => match r {
+                Ok(n) if n > 0 => {
+                    if !capture.ingest(Stream::Out, &buf_out[..n]) && stop.is_none() {
+                        stop = Some(Stop::OverCapture);
+                    }
+                }
+                _ => out = None,
+            },
+            r = read_some(&mut err, &mut buf_err) => match r {
+                Ok(n) if n > 0 => {
+                    if !capture.ingest(Stream::Err, &buf_err[..n]) && stop.is_none() {
+                        stop = Some(Stop::OverCapture);
+                    }
+                }
+                _ => err = None,
+            },
+            status = &mut exit_rx, if exit.is_none() => {
+                // A dropped sender means the reaper is gone; report the process as killed.
+                exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
+                if stop.is_none() {
+                    aux_deadline = Some(Instant::now() + Duration::from_millis(DRAIN_MS));
+                }
+            },
+            () = &mut cancel => {
+                drop(start_stop(pid, &marker, CANCEL_GRACE_MS));
+                let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
+                outcome.stopped = Some(Terminated::default());
+                return Ok(outcome);
+            },
+            () = &mut timeout_sleep, if stop.is_none() => stop = Some(Stop::Timeout),
+            () = aux, if aux_deadline.is_some() => {
+                if stopper.is_some() {
+                    break; // the killed tree did not let go of the pipes in time
+                }
+                stop = Some(Stop::HeldOutput);
+            },
+            () = progress, if on_progress.is_some() => {
+                next_progress = Instant::now() + progress_every;
+                if let Some(report) = on_progress.as_deref_mut() {
+                    report(Progress { elapsed: start.elapsed(), line: capture.progress_line() });
+                }
+            },
+        }
+        if let Some(reason) = stop
+            && stopper.is_none()
+        {
+            let grace = if reason == Stop::HeldOutput {
+                CANCEL_GRACE_MS
+            } else {
+                KILL_GRACE_MS
+            };
+            stopper = Some(start_stop(pid, &marker, grace));
+            aux_deadline =
+                Some(Instant::now() + Duration::from_millis(grace + KILL_WAIT_MS + DRAIN_MS));
+            if reason == Stop::OverCapture {
+                // Nothing more will be kept; stop reading so the tree sees EPIPE at once.
+                out = None;
+                err = None;
+            }
+        }
+    }
+
+    let mut strays = None;
+    let mut stopped = None;
+    if let Some(handle) = stopper {
+        // Bounded: the loop above already waited grace + kill-wait for the tree.
+        let report = if handle.is_finished() {
+            handle.await.ok()
+        } else {
+            None
+        };
+        stopped = Some(report.unwrap_or_default());
+        if stop == Some(Stop::HeldOutput) {
+            strays = Some(Strays::HeldOutput(report.map_or(1, |r| r.found.max(1))));
+        }
+    } else if tree::has_survivors(pid, &marker) {
+        let report = tree::terminate(pid, &marker, Duration::from_millis(CANCEL_GRACE_MS)).await;
+        if report.found > 0 {
+            strays = Some(Strays::Lingering(report.found));
+            stopped = Some(report);
+        }
+    }
+    let status = match (stop, exit) {
+        (Some(Stop::Timeout), _) => RunStatus::Timeout,
+        (Some(Stop::OverCapture), _) => RunStatus::Killed,
+        (_, Some(e)) if e.success() => RunStatus::Success,
+        _ => RunStatus::Failed,
+    };
+    let mut outcome = finish(pid, status, exit, start, capture);
+    outcome.strays = strays;
+    outcome.stopped = stopped;
+    Ok(outcome)
+}
+
+fn finish(
+    pid: i32,
+    status: RunStatus,
+    exit: Option<Exit>,
+    start: Instant,
+    capture: Capture,
+) -> RunOutcome {
+    let (stdout, stderr, output, output_bytes, output_lines, spill, captured_bytes) =
+        capture.finish();
+    RunOutcome {
+        pid,
+        status,
+        exit,
+        duration: start.elapsed(),
+        stdout,
+        stderr,
+        output,
+        output_bytes,
+        output_lines,
+        spill,
+        captured_bytes,
+        strays: None,
+        stopped: None,
+    }
+}
+
+/// Writes `data` to the child's stdin in the background, then closes it (EOF). A process that
+/// exits without reading it is not an error.
+fn feed_stdin(fd: OwnedFd, data: Vec<u8>) -> io::Result<()> {
+    let mut sender = pipe::Sender::from_owned_fd(fd)?;
+    tokio::spawn(async move {
+        let _ = sender.write_all(&data).await;
+    });
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! Head+tail shaping of one-shot output (SPEC §2, §7.2).
+//!
+//! Cleaned text up to [`INLINE_LIMIT_BYTES`] is kept whole. Past that, memory stays constant:
+//! the first [`HEAD_CHARS`] characters (what ran), the last [`TAIL_CHARS`] (how it ended), and
+//! exact counts of what lies between, so the notice can state what was left out. The full text is
+//! the spill file's job, not this buffer's.
+
+use crate::limits::{HEAD_CHARS, INLINE_LIMIT_BYTES, TAIL_CHARS};
+
+/// The tail buffer is trimmed back to [`TAIL_CHARS`] once it grows past this many bytes, so
+/// trimming is amortised over many appends.
+const TAIL_TRIM_BYTES: usize = 64 * 1024;
+
+/// What a shaped stream finally holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shaped {
+    /// Everything, unabridged.
+    Whole(String),
+    /// Head and tail of an output that was too long to return whole.
+    HeadTail {
+        head: String,
+        tail: String,
+        omitted_bytes: u64,
+        omitted_lines: u64,
+    },
+}
+
+impl Shaped {
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, Shaped::HeadTail { .. })
+    }
+}
+
+/// Accumulates cleaned text for one stream.
+#[derive(Debug, Default)]
+pub struct Shaper {
+    inline: String,
+    overflowed: bool,
+    head: String,
+    tail: String,
+    total_bytes: u64,
+    total_lines: u64,
+}
+
+impl Shaper {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends text. Returns true exactly once: on the append that overflowed the inline limit.
+    pub fn push(&mut self, text: &str) -> bool {
+        if text.is_empty() {
+            return false;
+        }
+        self.total_bytes += text.len() as u64;
+        self.total_lines += bytecount_newlines(text);
+        if self.overflowed {
+            self.tail.push_str(text);
+            if self.tail.len() > TAIL_TRIM_BYTES {
+                trim_to_last_chars(&mut self.tail, TAIL_CHARS);
+            }
+            return false;
+        }
+        if self.inline.len() + text.len() <= INLINE_LIMIT_BYTES {
+            self.inline.push_str(text);
+            return false;
+        }
+        self.overflowed = true;
+        let mut all = std::mem::take(&mut self.inline);
+        all.push_str(text);
+        let head_end = char_boundary_after(&all, HEAD_CHARS);
+        self.head = all[..head_end].to_owned();
+        self.tail = all[head_end..].to_owned();
+        trim_to_last_chars(&mut self.tail, TAIL_CHARS);
+        true
+    }
+
+    /// Everything pushed so far, if it still fits inline.
+    pub fn inline_text(&self) -> Option<&str> {
+        (!self.overflowed).then_some(self.inline.as_str())
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    pub fn total_lines(&self) -> u64 {
+        self.total_lines
+    }
+
+    pub fn finish(mut self) -> Shaped {
+        if !self.overflowed {
+            return Shaped::Whole(self.inline);
+        }
+        trim_to_last_chars(&mut self.tail, TAIL_CHARS);
+        let kept_bytes = (self.head.len() + self.tail.len()) as u64;
+        let kept_lines = bytecount_newlines(&self.head) + bytecount_newlines(&self.tail);
+        Shaped::HeadTail {
+            omitted_bytes: self.total_bytes.saturating_sub(kept_bytes),
+            omitted_lines: self.total_lines.saturating_sub(kept_lines),
+            head: self.head,
+            tail: self.tail,
+        }
+    }
+}
+
+fn bytecount_newlines(text: &str) -> u64 {
+    text.bytes().filter(|&b| b == b'\n').count() as u64
+}
+
+/// Byte index just after the first `chars` characters (or the end).
+fn char_boundary_after(text: &str, chars: usize) -> usize {
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i)
+}
+
+/// Keeps only the last `chars` characters of `text`.
+fn trim_to_last_chars(text: &mut String, chars: usize) {
+    if let Some((start, _)) = text.char_indices().rev().nth(chars.saturating_sub(1))
+        && start > 0
+    {
+        text.drain(..start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_output_is_whole() {
+        let mut s = Shaper::new();
+        assert!(!s.push("hello\n"));
+        assert_eq!(s.finish(), Shaped::Whole("hello\n".into()));
+    }
+
+    #[test]
+    fn long_output_keeps_exact_head_tail_and_counts() {
+        let mut s = Shaper::new();
+        let mut all = String::new();
+        let mut overflows = 0;
+        for i in 0..20_000 {
+            let line = format!("line {i} é\n");
+            all.push_str(&line);
+            overflows += usize::from(s.push(&line));
+        }
+        assert_eq!(overflows, 1);
+        let Shaped::HeadTail {
+            head,
+            tail,
+            omitted_bytes,
+            omitted_lines,
+        } = s.finish()
+        else {
+            panic!("expected head+tail")
+        };
+        assert_eq!(head.chars().count(), HEAD_CHARS);
+        assert_eq!(tail.chars().count(), TAIL_CHARS);
+        assert!(all.starts_with(&head));
+        assert!(all.ends_with(&tail));
+        assert_eq!(omitted_bytes as usize, all.len() - head.len() - tail.len());
+        let kept = head.matches('\n').count() + tail.matches('\n').count();
+        assert_eq!(omitted_lines as usize, 20_000 - kept);
+    }
+}

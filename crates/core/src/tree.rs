@@ -1,0 +1,190 @@
+//! Finding and stopping everything a command started (Linux, via `/proc`).
+//!
+//! A command's tree is: its process group and session (both keyed by the leader's pid, since
+//! every command starts in a session of its own), every descendant by parent link, and every
+//! process re-parented to the server (we are its subreaper) that carries the command's run
+//! marker in its environment. The marker is what catches a descendant that escaped with `setsid`
+//! or a double fork: it left the group and lost its parent, but it kept the environment.
+//!
+//! Stopping is SIGTERM (plus SIGCONT, so a stopped process can act on it), a grace period, then
+//! SIGKILL rounds until nothing is left, re-scanning each round to catch late forks.
+
+use std::collections::HashSet;
+use std::fs;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use tokio::time::{Instant, sleep};
+
+use crate::spawn::RUN_MARKER_VAR;
+
+/// SIGKILL rounds before giving up on a tree (each re-scans for late forks).
+const KILL_ROUNDS: usize = 50;
+/// Pause between checks while waiting for a tree to die.
+const POLL_MS: u64 = 10;
+
+/// One row of `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy)]
+struct ProcStat {
+    pid: i32,
+    ppid: i32,
+    pgid: i32,
+    sid: i32,
+    zombie: bool,
+}
+
+fn read_stat(pid: i32) -> Option<ProcStat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself contain spaces and parentheses.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    let sid = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        pid,
+        ppid,
+        pgid,
+        sid,
+        zombie: state == "Z",
+    })
+}
+
+fn all_processes() -> Vec<ProcStat> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_stat)
+        .collect()
+}
+
+fn has_marker(pid: i32, marker: &str) -> bool {
+    let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let wanted = format!("{RUN_MARKER_VAR}={marker}");
+    environ
+        .split(|&b| b == 0)
+        .any(|entry| entry == wanted.as_bytes())
+}
+
+/// Live (non-zombie) members of the tree of the run `leader`/`marker`, and whether the process
+/// group `leader` is still this run's (once the leader is reaped its pid could in principle be
+/// reused, so the group only counts if a member carries the marker).
+fn members(leader: i32, marker: &str) -> (Vec<i32>, bool) {
+    let me = std::process::id() as i32;
+    let procs = all_processes();
+    let in_group = |p: &ProcStat| p.pid == leader || p.pgid == leader || p.sid == leader;
+    let group_is_ours = procs
+        .iter()
+        .any(|p| in_group(p) && has_marker(p.pid, marker));
+    let mut set: HashSet<i32> = procs
+        .iter()
+        .filter(|p| {
+            (group_is_ours && in_group(p))
+                || (p.ppid == me && p.pid != leader && has_marker(p.pid, marker))
+        })
+        .map(|p| p.pid)
+        .collect();
+    loop {
+        let before = set.len();
+        for p in &procs {
+            if set.contains(&p.ppid) {
+                set.insert(p.pid);
+            }
+        }
+        if set.len() == before {
+            break;
+        }
+    }
+    let live = procs
+        .iter()
+        .filter(|p| !p.zombie && set.contains(&p.pid))
+        .map(|p| p.pid);
+    (live.collect(), group_is_ours)
+}
+
+/// Children of this process (from any of its threads), cheaply, without a full `/proc` scan.
+fn own_children() -> Option<Vec<i32>> {
+    let mut out = Vec::new();
+    for task in fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let text = fs::read_to_string(task.path().join("children")).ok()?;
+        out.extend(
+            text.split_ascii_whitespace()
+                .filter_map(|s| s.parse::<i32>().ok()),
+        );
+    }
+    Some(out)
+}
+
+/// After the leader was reaped: does anything of its tree still run? Cheap on the common path
+/// (one `kill(-pgid, 0)` and the server's own children list).
+pub fn has_survivors(leader: i32, marker: &str) -> bool {
+    if killpg(Pid::from_raw(leader), None).is_ok() {
+        return true;
+    }
+    match own_children() {
+        Some(children) => children.into_iter().any(|pid| has_marker(pid, marker)),
+        None => !members(leader, marker).0.is_empty(),
+    }
+}
+
+/// What [`terminate`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Terminated {
+    /// Processes found when stopping began.
+    pub found: usize,
+    /// Processes that needed SIGKILL after the grace period.
+    pub killed: usize,
+    /// Processes still alive after every SIGKILL round (uninterruptible sleep).
+    pub stuck: usize,
+}
+
+/// Stops the whole tree of a run: SIGTERM, `grace`, then SIGKILL until nothing is left.
+pub async fn terminate(leader: i32, marker: &str, grace: Duration) -> Terminated {
+    let (first, group_is_ours) = members(leader, marker);
+    let mut report = Terminated {
+        found: first.len(),
+        ..Terminated::default()
+    };
+    if first.is_empty() {
+        return report;
+    }
+    signal_all(leader, group_is_ours, &first, Signal::SIGTERM);
+    for &pid in &first {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        sleep(Duration::from_millis(POLL_MS)).await;
+        if members(leader, marker).0.is_empty() {
+            return report;
+        }
+    }
+    for round in 0..KILL_ROUNDS {
+        let (left, group_is_ours) = members(leader, marker);
+        if left.is_empty() {
+            return report;
+        }
+        if round == 0 {
+            report.killed = left.len();
+        }
+        signal_all(leader, group_is_ours, &left, Signal::SIGKILL);
+        sleep(Duration::from_millis(POLL_MS)).await;
+    }
+    report.stuck = members(leader, marker).0.len();
+    report
+}
+
+fn signal_all(leader: i32, group_is_ours: bool, pids: &[i32], signal: Signal) {
+    if group_is_ours {
+        let _ = killpg(Pid::from_raw(leader), signal);
+    }
+    for &pid in pids {
+        let _ = kill(Pid::from_raw(pid), signal);
+    }
+}

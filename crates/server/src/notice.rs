@@ -1,0 +1,155 @@
+//! Every word the `terminal` family says to a model, in one place (SPEC §1).
+//!
+//! English, short, exact. Each sentence states a fact and, where there is one, the next action.
+//! Numbers come from `agentty_core::limits`, so the text never disagrees with the engine.
+
+use std::path::Path;
+
+use agentty_core::limits::{CAPTURE_LIMIT_BYTES, COMMAND_MAX_BYTES, TIMEOUT_MAX_MS};
+
+pub const TERMINAL_DESCRIPTION: &str = "Run one command to completion and return its output. \
+Pass `command` (a shell command line, run with $SHELL -c) or `argv` (program and arguments, no \
+shell). Non-interactive: stdin is empty unless `stdin` is given, there is no terminal, pagers and \
+git prompts are off. Runs in `workdir` (default: the workspace root); `cd` does not persist \
+between calls. Output over 50 KB returns its head and tail and names a file holding all of it. \
+Every process the command started is stopped when it ends, times out (`timeout_ms`, default \
+120000, max 600000) or is cancelled.";
+
+pub const INVALID_ARGS: &str = "invalid arguments";
+pub const COMMAND_OR_ARGV: &str =
+    "pass exactly one of `command` (a shell command line) or `argv` (program and arguments)";
+pub const EMPTY_ARGV: &str = "`argv` must name a program: it is empty";
+pub const EMPTY_COMMAND: &str = "`command` is empty";
+pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
+
+pub fn timeout_too_large(requested: u64) -> String {
+    format!(
+        "`timeout_ms` {requested} is over the maximum {TIMEOUT_MAX_MS} (10 minutes); \
+         run longer commands with background: true"
+    )
+}
+
+pub fn command_too_long(bytes: usize) -> String {
+    format!(
+        "`command` is {bytes} bytes; one command line can be at most {COMMAND_MAX_BYTES} bytes \
+         (the kernel's limit for one argument). Write the script to a file in the workspace and \
+         run that file"
+    )
+}
+
+pub fn nul_byte(field: &str) -> String {
+    format!("`{field}` contains a NUL byte, which no program argument, path or variable can hold")
+}
+
+pub fn bad_env_name(name: &str) -> String {
+    format!("`env` key {name:?} is not a valid variable name (empty, or contains '=' or NUL)")
+}
+
+pub fn spawn_failed(program: &str, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("cannot run {program:?}: no such program (not found in PATH)")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot run {program:?}: permission denied (not executable?)")
+        }
+        _ => format!("cannot run {program:?}: {error}"),
+    }
+}
+
+pub fn workdir_missing(path: &Path) -> String {
+    format!("workdir {} does not exist", path.display())
+}
+
+pub fn workdir_not_dir(path: &Path) -> String {
+    format!("workdir {} is not a directory", path.display())
+}
+
+/// The head+tail omission marker.
+pub fn omitted(bytes: u64, lines: u64) -> String {
+    format!("\n[... {bytes} bytes in {lines} lines omitted ...]\n")
+}
+
+pub fn spill_hint(path: &Path, bytes: u64, lines: u64) -> String {
+    let p = shell_quote(&path.display().to_string());
+    format!(
+        "[full output ({bytes} bytes, {lines} lines) saved to {p}; read a slice with: \
+         sed -n '1,200p' {p}]"
+    )
+}
+
+pub fn spill_failed(reason: &str) -> String {
+    format!("[the full output could not be saved ({reason}); only the head and tail above remain]")
+}
+
+/// One wording for every path that hits the capture cap.
+pub fn over_capture() -> String {
+    format!(
+        "[output passed {} MB: capture stopped and the process tree was killed. Redirect the \
+         output to a file and read parts of it, or filter it (grep, tail)]",
+        CAPTURE_LIMIT_BYTES / (1024 * 1024)
+    )
+}
+
+pub fn exited(code: i32, ms: u64) -> String {
+    format!("[exit {code} · {ms} ms]")
+}
+
+pub fn signalled(signal: &str, ms: u64) -> String {
+    format!("[killed by {signal} · {ms} ms]")
+}
+
+pub fn timed_out(timeout_ms: u64) -> String {
+    format!(
+        "[timed out after {timeout_ms} ms: the process tree was stopped. Raise timeout_ms \
+         (max {TIMEOUT_MAX_MS}) or run it with background: true]"
+    )
+}
+
+pub const CANCELLED: &str = "[cancelled: the process tree was stopped]";
+
+pub const NO_OUTPUT: &str = "(no output)";
+
+pub fn stray_held_output(count: usize) -> String {
+    format!(
+        "[note] the command exited but {count} process(es) it started in the background kept \
+         its output open; they were stopped. Run servers and watchers with background: true"
+    )
+}
+
+pub fn stray_lingering(count: usize) -> String {
+    format!(
+        "[note] {count} process(es) the command left running were stopped: a one-shot call \
+         cleans up everything it started. Run servers and watchers with background: true"
+    )
+}
+
+pub fn stuck(count: usize) -> String {
+    format!(
+        "[note] {count} process(es) ignored SIGKILL (uninterruptible sleep); the call returned \
+         without them"
+    )
+}
+
+pub fn cd_note(dir: &str) -> String {
+    format!(
+        "[note] cd only takes effect inside this subshell; the next call still runs in the \
+         original working directory. If the following commands have to run in {dir}, pass the \
+         workdir parameter, or write it as \"cd {dir} && <command>\"."
+    )
+}
+
+/// Quotes a path for a POSIX shell when it needs it.
+fn shell_quote(text: &str) -> String {
+    let plain = text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%".contains(&b));
+    if plain && !text.is_empty() {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+pub const SERVER_INSTRUCTIONS: &str = "agentty gives you a real terminal. Use `terminal` for \
+one-shot commands; each call starts fresh in its workdir and cleans up every process it started.";

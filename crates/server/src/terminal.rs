@@ -1,0 +1,310 @@
+//! The `terminal` tool contract (SPEC §2): parameters, validation, and the rendering of a run
+//! into a text block for the model plus `structuredContent` for programs.
+//!
+//! Validation happens before anything starts and every refusal is a tool error the model can
+//! read and act on, never a crash: the server stays up whatever the arguments.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentty_core::limits::{COMMAND_MAX_BYTES, TIMEOUT_MAX_MS};
+use agentty_core::reaper::Exit;
+use agentty_core::run::{RunOutcome, RunStatus, Spill, Strays};
+use agentty_core::shape::Shaped;
+use rmcp::schemars::{self, JsonSchema};
+use serde::{Deserialize, Serialize};
+
+use crate::notice;
+
+/// Arguments of `terminal`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalParams {
+    /// Shell command line, run with $SHELL -c. Give this or `argv`, not both.
+    pub command: Option<String>,
+    /// Program and arguments, executed directly without a shell. Give this or `command`.
+    pub argv: Option<Vec<String>>,
+    /// Working directory: absolute, or relative to the workspace root (the default).
+    pub workdir: Option<String>,
+    /// Variables added to the environment.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Text fed to the process's stdin, followed by end-of-file. Without it stdin is empty.
+    pub stdin: Option<String>,
+    /// Kill the whole process tree after this many milliseconds (default 120000, max 600000).
+    pub timeout_ms: Option<u64>,
+}
+
+/// `structuredContent` of `terminal`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TerminalResult {
+    /// success | failed | timeout | cancelled | killed
+    pub status: Status,
+    /// The exit code, when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the process (e.g. "SIGKILL"), when one did.
+    pub signal: Option<String>,
+    /// Cleaned stdout (head and tail when over 50 KB).
+    pub stdout: String,
+    /// Cleaned stderr (head and tail when over 50 KB).
+    pub stderr: String,
+    pub duration_ms: u64,
+    pub pid: i32,
+    /// True when the output returned is not all of it.
+    pub truncated: bool,
+    /// File holding the full merged output, when it was too long to return.
+    pub spill_path: Option<String>,
+    /// Notes for the reader: strays stopped, cd not persisting, spill failures.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Success,
+    Failed,
+    Timeout,
+    Cancelled,
+    Killed,
+}
+
+/// A validated call, ready to spawn.
+#[derive(Debug)]
+pub struct Prepared {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// What the model asked to run, for notices and logs.
+    pub display: String,
+    pub workdir: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout_ms: u64,
+    /// Set when the whole command is a bare `cd X`.
+    pub bare_cd: Option<String>,
+}
+
+/// Checks the arguments; every error is a sentence for the model.
+pub fn prepare(
+    params: TerminalParams,
+    shell: &Path,
+    workspace: &Path,
+    default_timeout_ms: u64,
+) -> Result<Prepared, String> {
+    let timeout_ms = params.timeout_ms.unwrap_or(default_timeout_ms);
+    if timeout_ms == 0 {
+        return Err(notice::ZERO_TIMEOUT.into());
+    }
+    if timeout_ms > TIMEOUT_MAX_MS {
+        return Err(notice::timeout_too_large(timeout_ms));
+    }
+    let (program, args, display, bare_cd) = match (params.command, params.argv) {
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(notice::EMPTY_COMMAND.into());
+            }
+            if command.contains('\0') {
+                return Err(notice::nul_byte("command"));
+            }
+            if command.len() > COMMAND_MAX_BYTES {
+                return Err(notice::command_too_long(command.len()));
+            }
+            let bare_cd = bare_cd_target(&command);
+            let args = vec![OsString::from("-c"), OsString::from(&command)];
+            (shell.as_os_str().to_owned(), args, command, bare_cd)
+        }
+        (None, Some(argv)) => {
+            let Some(first) = argv.first() else {
+                return Err(notice::EMPTY_ARGV.into());
+            };
+            if first.is_empty() {
+                return Err(notice::EMPTY_ARGV.into());
+            }
+            if argv.iter().any(|a| a.contains('\0')) {
+                return Err(notice::nul_byte("argv"));
+            }
+            if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
+                return Err(notice::command_too_long(long.len()));
+            }
+            let display = argv.join(" ");
+            let program = OsString::from(first);
+            (
+                program,
+                argv[1..].iter().map(OsString::from).collect(),
+                display,
+                None,
+            )
+        }
+        _ => return Err(notice::COMMAND_OR_ARGV.into()),
+    };
+    let workdir = resolve_workdir(params.workdir.as_deref(), workspace)?;
+    let mut env = Vec::new();
+    for (key, value) in params.env.unwrap_or_default() {
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(notice::bad_env_name(&key));
+        }
+        if value.contains('\0') {
+            return Err(notice::nul_byte(&format!("env.{key}")));
+        }
+        env.push((OsString::from(key), OsString::from(value)));
+    }
+    Ok(Prepared {
+        program,
+        args,
+        display,
+        workdir,
+        env,
+        stdin: params.stdin.map(String::into_bytes),
+        timeout_ms,
+        bare_cd,
+    })
+}
+
+fn resolve_workdir(workdir: Option<&str>, workspace: &Path) -> Result<PathBuf, String> {
+    let Some(dir) = workdir else {
+        return Ok(workspace.to_owned());
+    };
+    if dir.contains('\0') {
+        return Err(notice::nul_byte("workdir"));
+    }
+    let path = workspace.join(dir);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => Ok(path),
+        Ok(_) => Err(notice::workdir_not_dir(&path)),
+        Err(_) => Err(notice::workdir_missing(&path)),
+    }
+}
+
+/// `cd X` (or bare `cd`) and nothing else: the one case where the model may believe the
+/// directory changed for the next call.
+fn bare_cd_target(command: &str) -> Option<String> {
+    let trimmed = command.trim();
+    if trimmed.contains(|c: char| ";&|<>()$`\n\\\"'".contains(c)) {
+        return None;
+    }
+    let mut words = trimmed.split_whitespace();
+    if words.next() != Some("cd") {
+        return None;
+    }
+    let target = words.next().unwrap_or("~").to_owned();
+    words.next().is_none().then_some(target)
+}
+
+/// Renders a run for the model (text) and for programs (structured).
+pub fn render(prepared: &Prepared, outcome: &RunOutcome) -> (String, TerminalResult) {
+    let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+    let mut notes = Vec::new();
+    let mut text = shaped_text(&outcome.output);
+    if text.is_empty() {
+        text.push_str(notice::NO_OUTPUT);
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match &outcome.spill {
+        Spill::NotNeeded => {}
+        Spill::Written(path) => {
+            text.push_str(&notice::spill_hint(
+                path,
+                outcome.output_bytes,
+                outcome.output_lines,
+            ));
+            text.push('\n');
+        }
+        Spill::Failed(reason) => notes.push(notice::spill_failed(reason)),
+    }
+    let (exit_code, signal) = match outcome.exit {
+        Some(Exit::Code(code)) => (Some(code), None),
+        Some(Exit::Signal(sig)) => (None, Some(agentty_core::reaper::signal_name(sig))),
+        None => (None, None),
+    };
+    let status_line = match outcome.status {
+        RunStatus::Timeout => notice::timed_out(prepared.timeout_ms),
+        RunStatus::Cancelled => notice::CANCELLED.to_owned(),
+        RunStatus::Killed => notice::over_capture(),
+        RunStatus::Success | RunStatus::Failed => match (&exit_code, &signal) {
+            (Some(code), _) => notice::exited(*code, ms),
+            (None, Some(sig)) => notice::signalled(sig, ms),
+            (None, None) => notice::signalled("an unknown cause", ms),
+        },
+    };
+    match outcome.strays {
+        Some(Strays::HeldOutput(n)) => notes.push(notice::stray_held_output(n)),
+        Some(Strays::Lingering(n)) => notes.push(notice::stray_lingering(n)),
+        None => {}
+    }
+    if let Some(stopped) = outcome.stopped
+        && stopped.stuck > 0
+    {
+        notes.push(notice::stuck(stopped.stuck));
+    }
+    if let Some(dir) = &prepared.bare_cd {
+        notes.push(notice::cd_note(dir));
+    }
+    text.push_str(&status_line);
+    for note in &notes {
+        text.push('\n');
+        text.push_str(note);
+    }
+    let structured = TerminalResult {
+        status: match outcome.status {
+            RunStatus::Success => Status::Success,
+            RunStatus::Failed => Status::Failed,
+            RunStatus::Timeout => Status::Timeout,
+            RunStatus::Cancelled => Status::Cancelled,
+            RunStatus::Killed => Status::Killed,
+        },
+        exit_code,
+        signal,
+        stdout: shaped_text(&outcome.stdout),
+        stderr: shaped_text(&outcome.stderr),
+        duration_ms: ms,
+        pid: outcome.pid,
+        truncated: outcome.output.is_truncated()
+            || outcome.stdout.is_truncated()
+            || outcome.stderr.is_truncated()
+            || outcome.status == RunStatus::Killed,
+        spill_path: match &outcome.spill {
+            Spill::Written(path) => Some(path.display().to_string()),
+            _ => None,
+        },
+        notes,
+    };
+    (text, structured)
+}
+
+fn shaped_text(shaped: &Shaped) -> String {
+    match shaped {
+        Shaped::Whole(text) => text.clone(),
+        Shaped::HeadTail {
+            head,
+            tail,
+            omitted_bytes,
+            omitted_lines,
+        } => {
+            let mut out = head.clone();
+            out.push_str(&notice::omitted(*omitted_bytes, *omitted_lines));
+            out.push_str(tail);
+            out
+        }
+    }
+}
+
+/// The timeout as a duration.
+pub fn timeout(prepared: &Prepared) -> Duration {
+    Duration::from_millis(prepared.timeout_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_cd_is_detected_only_alone() {
+        assert_eq!(bare_cd_target("cd src"), Some("src".into()));
+        assert_eq!(bare_cd_target("  cd  "), Some("~".into()));
+        assert_eq!(bare_cd_target("cd src && ls"), None);
+        assert_eq!(bare_cd_target("cd a b"), None);
+        assert_eq!(bare_cd_target("cdx src"), None);
+    }
+}
