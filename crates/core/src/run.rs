@@ -362,12 +362,13 @@ pub async fn run(
     let mut strays = None;
     let mut stopped = None;
     if let Some(handle) = stopper {
-        // Bounded: the loop above already waited grace + kill-wait for the tree.
-        let report = if handle.is_finished() {
-            handle.await.ok()
-        } else {
-            None
-        };
+        // The pipes are closed (or the wait bound passed): the tree is dead or dying, so the
+        // stopper is about to confirm it. Still bounded, for a process stuck in the kernel.
+        let wait = Duration::from_millis(KILL_WAIT_MS);
+        let report = tokio::time::timeout(wait, handle)
+            .await
+            .ok()
+            .and_then(Result::ok);
         stopped = Some(report.unwrap_or_default());
         if stop == Some(Stop::HeldOutput) {
             strays = Some(Strays::HeldOutput(report.map_or(1, |r| r.found.max(1))));

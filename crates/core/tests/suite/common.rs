@@ -1,0 +1,92 @@
+//! Helpers: build run requests for `/bin/sh`, find a run's processes in `/proc`.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentty_core::run::{self, RunOutcome, RunRequest};
+use agentty_core::shape::Shaped;
+use agentty_core::spawn::{RUN_MARKER_VAR, SpawnSpec, StdinMode};
+use agentty_core::spill::SpillStore;
+
+/// A marker no other test (or test process) uses.
+pub fn marker(name: &str) -> String {
+    format!("test-{}-{name}", std::process::id())
+}
+
+pub fn sh(command: &str, marker: &str) -> SpawnSpec {
+    SpawnSpec {
+        program: OsString::from("/bin/sh"),
+        args: vec![OsString::from("-c"), OsString::from(command)],
+        cwd: std::env::temp_dir(),
+        env: Vec::new(),
+        stdin: StdinMode::Null,
+        marker: marker.to_owned(),
+        confine: None,
+    }
+}
+
+pub fn request(command: &str, marker: &str, timeout_ms: u64) -> RunRequest {
+    RunRequest {
+        spec: sh(command, marker),
+        stdin: None,
+        timeout: Duration::from_millis(timeout_ms),
+        spill: None,
+    }
+}
+
+pub fn with_spill(mut req: RunRequest, dir: &Path, name: &str) -> RunRequest {
+    req.spill = Some((Arc::new(SpillStore::new(dir, "session")), name.to_owned()));
+    req
+}
+
+pub async fn run_to_end(req: RunRequest) -> RunOutcome {
+    agentty_core::reaper::init().expect("reaper");
+    run::run(req, std::future::pending(), None)
+        .await
+        .expect("spawn")
+}
+
+pub fn text(shaped: &Shaped) -> &str {
+    match shaped {
+        Shaped::Whole(t) => t,
+        Shaped::HeadTail { .. } => panic!("expected whole output, got head+tail"),
+    }
+}
+
+/// Live processes whose environment carries this run marker.
+pub fn processes_with_marker(marker: &str) -> Vec<i32> {
+    let wanted = format!("{RUN_MARKER_VAR}={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if !zombie && environ.split(|&b| b == 0).any(|e| e == wanted.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no process of the run is left; returns what is still there.
+pub async fn leftovers_after(marker: &str, within: Duration) -> Vec<i32> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let left = processes_with_marker(marker);
+        if left.is_empty() || tokio::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,3 @@
+mod common;
+mod output;
+mod termination;
