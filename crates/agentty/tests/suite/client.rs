@@ -1,0 +1,129 @@
+//! Starting the real binary and talking to it with rmcp's client.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+
+/// A client that records progress messages.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub progress: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+}
+
+pub struct Server {
+    pub client: RunningService<RoleClient, Recorder>,
+    pub recorder: Recorder,
+    pub workspace: tempfile::TempDir,
+    pub state: tempfile::TempDir,
+}
+
+pub async fn start() -> Server {
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    let transport = TokioChildProcess::new(cmd).unwrap();
+    let recorder = Recorder::default();
+    let client = recorder.clone().serve(transport).await.unwrap();
+    Server {
+        client,
+        recorder,
+        workspace,
+        state,
+    }
+}
+
+impl Server {
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+            .await
+            .unwrap()
+    }
+
+    pub async fn terminal(&self, args: Value) -> (String, Value) {
+        let result = self.call("terminal", args).await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        (
+            text_of(&result),
+            result.structured_content.unwrap_or(Value::Null),
+        )
+    }
+
+    pub fn workspace(&self) -> &Path {
+        self.workspace.path()
+    }
+}
+
+pub fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// Live processes whose environment has `var=value`.
+pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
+    let wanted = format!("{var}={value}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if !zombie && environ.split(|&b| b == 0).any(|e| e == wanted.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+pub async fn wait_until_gone(var: &str, value: &str, within: Duration) -> Vec<i32> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let left = processes_with_env(var, value);
+        if left.is_empty() || tokio::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn tag(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}

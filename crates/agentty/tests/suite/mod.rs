@@ -1,0 +1,2 @@
+mod client;
+mod terminal;

@@ -1,0 +1,233 @@
+//! `terminal` through a real MCP client over stdio.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use serde_json::json;
+
+use super::client::*;
+
+const PROMPT: Duration = Duration::from_secs(20);
+
+#[tokio::test]
+async fn initialize_names_agentty_and_the_tool_is_annotated() {
+    let server = start().await;
+    let info = server.client.peer_info().expect("server info");
+    let implementation = info.server_info.as_ref().expect("serverInfo");
+    assert_eq!(implementation.name, "agentty");
+    assert_eq!(implementation.version, env!("CARGO_PKG_VERSION"));
+    let tools = server.client.list_all_tools().await.unwrap();
+    let terminal = tools
+        .iter()
+        .find(|t| t.name == "terminal")
+        .expect("terminal tool");
+    let a = terminal.annotations.as_ref().expect("annotations");
+    assert_eq!(
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint
+        ),
+        (Some(false), Some(true), Some(false), Some(true))
+    );
+    let schema = terminal.output_schema.as_ref().expect("outputSchema");
+    assert!(schema["properties"]["exit_code"].is_object(), "{schema:?}");
+}
+
+#[tokio::test]
+async fn command_and_argv_round_trip_with_structured_content() {
+    let server = start().await;
+    let (text, s) = server
+        .terminal(json!({"command": "echo out; echo err >&2; exit 4"}))
+        .await;
+    assert!(text.starts_with("out\nerr\n"), "{text}");
+    assert!(text.contains("[exit 4 "), "{text}");
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["exit_code"], 4);
+    assert_eq!(
+        (s["stdout"].as_str(), s["stderr"].as_str()),
+        (Some("out\n"), Some("err\n"))
+    );
+
+    let (_, s) = server
+        .terminal(json!({"argv": ["printf", "%s|", "a b", "$HOME"]}))
+        .await;
+    assert_eq!(s["stdout"], "a b|$HOME|", "argv is not shell-expanded");
+
+    std::fs::create_dir(server.workspace().join("sub")).unwrap();
+    let (_, s) = server
+        .terminal(
+            json!({"argv": ["sh", "-c", "pwd; echo $X; cat"], "workdir": "sub",
+                         "env": {"X": "42"}, "stdin": "fed"}),
+        )
+        .await;
+    let pwd = server.workspace().join("sub").canonicalize().unwrap();
+    assert_eq!(s["stdout"], format!("{}\n42\nfed", pwd.display()));
+}
+
+#[tokio::test]
+async fn bare_cd_says_it_does_not_persist() {
+    let server = start().await;
+    std::fs::create_dir(server.workspace().join("src")).unwrap();
+    let (text, _) = server.terminal(json!({"command": "cd src"})).await;
+    assert!(
+        text.contains("[note] cd only takes effect inside this subshell"),
+        "{text}"
+    );
+    let (_, s) = server.terminal(json!({"command": "cd src && pwd"})).await;
+    assert!(s["stdout"].as_str().unwrap().ends_with("/src\n"));
+    assert!(s["notes"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
+    let server = start().await;
+    let huge = "x".repeat(200 * 1024);
+    let cases = [
+        (json!({}), "exactly one of `command`"),
+        (
+            json!({"command": "ls", "argv": ["ls"]}),
+            "exactly one of `command`",
+        ),
+        (json!({"command": 5}), "invalid arguments"),
+        (json!({"argv": "ls"}), "invalid arguments"),
+        (json!({"argv": []}), "`argv` must name a program"),
+        (
+            json!({"command": "ls", "timeout_ms": -1}),
+            "invalid arguments",
+        ),
+        (
+            json!({"command": "ls", "timeout_ms": 10_000_000}),
+            "over the maximum 600000",
+        ),
+        (json!({"command": "ls", "timeout_ms": 0}), "at least 1"),
+        (
+            json!({"command": "ls", "workdir": "nope"}),
+            "does not exist",
+        ),
+        (
+            json!({"command": "ls", "bogus": 1}),
+            "unknown field `bogus`",
+        ),
+        (json!({"command": "echo a\u{0}b"}), "NUL byte"),
+        (json!({"argv": ["echo", "a\u{0}"]}), "NUL byte"),
+        (
+            json!({"command": "ls", "env": {"A=B": "x"}}),
+            "not a valid variable name",
+        ),
+        (json!({"command": huge}), "at most 131072 bytes"),
+        (json!({"argv": ["/definitely/not/here"]}), "no such program"),
+    ];
+    for (args, expected) in cases {
+        let result = server.call("terminal", args.clone()).await;
+        let text = text_of(&result);
+        assert_eq!(result.is_error, Some(true), "{args}: {text}");
+        assert!(text.contains(expected), "{args}: {text}");
+    }
+    let err = server
+        .client
+        .call_tool(CallToolRequestParams::new("no_such_tool"))
+        .await
+        .expect_err("unknown tool");
+    assert!(err.to_string().contains("no_such_tool") || err.to_string().contains("not found"));
+    let (_, s) = server.terminal(json!({"argv": ["echo", "still up"]})).await;
+    assert_eq!(s["stdout"], "still up\n");
+}
+
+#[tokio::test]
+async fn cancellation_stops_the_whole_tree() {
+    let server = start().await;
+    let tag = tag("e2e-cancel");
+    let args = json!({
+        "command": "(setsid sleep 100 >/dev/null 2>&1 &); sleep 100 & sleep 100",
+        "env": {"E2E_TAG": tag},
+    });
+    let serde_json::Value::Object(args) = args else {
+        unreachable!()
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("terminal").with_arguments(args),
+    ));
+    let handle = server
+        .client
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PROMPT;
+    while processes_with_env("E2E_TAG", &tag).len() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        processes_with_env("E2E_TAG", &tag).len(),
+        4,
+        "sh + three sleeps"
+    );
+    handle
+        .cancel(Some("user pressed stop".into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        wait_until_gone("E2E_TAG", &tag, PROMPT).await,
+        Vec::<i32>::new()
+    );
+    let (_, s) = server.terminal(json!({"argv": ["true"]})).await;
+    assert_eq!(s["status"], "success");
+}
+
+#[tokio::test]
+async fn timeout_and_background_children_leave_nothing_behind() {
+    let server = start().await;
+    let tag = tag("e2e-timeout");
+    let (text, s) = server
+        .terminal(
+            json!({"command": "sleep 100 & sleep 100", "timeout_ms": 300,
+                         "env": {"E2E_TAG": tag}}),
+        )
+        .await;
+    assert_eq!(s["status"], "timeout");
+    assert!(text.contains("timed out after 300 ms"), "{text}");
+    assert_eq!(processes_with_env("E2E_TAG", &tag), Vec::<i32>::new());
+
+    let (text, s) = server
+        .terminal(json!({"command": "sleep 100 & echo up", "env": {"E2E_TAG": tag}}))
+        .await;
+    assert_eq!(s["status"], "success");
+    assert!(text.contains("background: true"), "{text}");
+    assert_eq!(processes_with_env("E2E_TAG", &tag), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn progress_notifications_carry_the_latest_line() {
+    let server = start().await;
+    let (_, s) = server
+        .terminal(json!({"command": "for i in 1 2 3; do echo step$i; sleep 0.7; done"}))
+        .await;
+    assert_eq!(s["status"], "success");
+    let seen = server.recorder.progress.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "no progress during a 2 s command");
+    assert!(seen.iter().all(|m| m.contains("step")), "{seen:?}");
+}
+
+#[tokio::test]
+async fn large_output_is_bounded_and_spilled_privately() {
+    let server = start().await;
+    let result = server
+        .call("terminal", json!({"command": "seq 1 400000"}))
+        .await;
+    let text = text_of(&result);
+    let s = result.structured_content.unwrap();
+    assert!(text.len() < 16 * 1024, "reply text is {} bytes", text.len());
+    assert!(text.contains("omitted"), "{text}");
+    assert_eq!(s["truncated"], true);
+    let path = std::path::PathBuf::from(s["spill_path"].as_str().unwrap());
+    assert!(path.starts_with(server.state.path()));
+    assert!(
+        text.contains(&format!("sed -n '1,200p' {}", path.display())),
+        "{text}"
+    );
+    let full = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(full.lines().count(), 400_000);
+    assert!(full.ends_with("399999\n400000\n"));
+}
