@@ -56,7 +56,7 @@ fn serve(flags: &config::Flags) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        agentty_core::reaper::init().map_err(anyhow::Error::msg)?;
+        agentty_core::init().map_err(anyhow::Error::msg)?;
         let pruned = prune(&settings.spill_root, SPILL_RETENTION);
         if pruned > 0 {
             tracing::info!(pruned, "removed old spill directories");

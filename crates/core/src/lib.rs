@@ -13,3 +13,18 @@ pub mod shape;
 pub mod spawn;
 pub mod spill;
 pub mod tree;
+
+/// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and
+/// drops the controlling terminal so no command can open `/dev/tty`. Idempotent; call it before
+/// the first spawn.
+pub fn init() -> Result<(), String> {
+    static DETACHED: std::sync::Once = std::sync::Once::new();
+    DETACHED.call_once(|| {
+        if !spawn::detach_controlling_terminal() {
+            tracing::warn!(
+                "agentty is a session leader with a controlling terminal; commands may open /dev/tty"
+            );
+        }
+    });
+    reaper::init()
+}

@@ -1,22 +1,27 @@
-//! The one owner of child exit statuses.
+//! Exit statuses: each spawn watches its own child through a pidfd, and one reaper thread
+//! collects everything else.
 //!
 //! agentty makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`): a descendant that escaped
 //! its command with `setsid` or a double fork is re-parented to the server instead of to init, so
-//! it can still be found and stopped, and its exit status lands here. Because orphans must be
-//! reaped too, nobody else may call `waitpid`: this module waits for *any* child on every
-//! SIGCHLD and hands each status to the spawn that registered that pid. Unknown pids are
-//! orphans; their status is discarded.
+//! it can still be found and stopped. Such orphans must be reaped too, which is the reaper
+//! thread's job; it never touches a pid that a spawn registered as its own.
 //!
-//! The loop runs on its own thread with its own small runtime, so it outlives any one tokio
-//! runtime (tests create many) and never competes with request handling.
+//! The spawn's own child is watched with a pidfd registered in the caller's reactor, so the exit
+//! arrives in the same wake-up as the end of its output, with no hop through another thread: on
+//! a trivial command that hop is a measurable share of the whole call.
+//!
+//! The reaper is a plain thread that sweeps every [`SWEEP_INTERVAL`]: it outlives any one tokio
+//! runtime (tests create many), and it is deliberately not woken by SIGCHLD, which fires on
+//! every command's exit and would put its work on the hot path of every call.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
+use std::io;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use nix::errno::Errno;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
-use tokio::sync::oneshot;
+use tokio::io::unix::AsyncFd;
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,20 +42,34 @@ pub fn signal_name(sig: i32) -> String {
         .map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_owned())
 }
 
-type Waiters = HashMap<i32, oneshot::Sender<Exit>>;
-
-struct Reaper {
-    waiters: Mutex<Waiters>,
+#[derive(Default)]
+struct Registry {
+    /// Children a spawn watches itself; the orphan sweep leaves them alone.
+    owned: HashSet<i32>,
+    /// Watches dropped before their child exited: the reaper reaps these on its next sweep.
+    abandoned: Vec<(i32, OwnedFd)>,
 }
 
-static REAPER: OnceLock<Result<Reaper, String>> = OnceLock::new();
+/// How often orphans are looked for. An orphan that exited stays a zombie (no CPU, no memory
+/// beyond its process table slot) at most this long; the hot path never pays for the sweep.
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 
-fn reaper() -> Result<&'static Reaper, String> {
-    REAPER.get_or_init(start).as_ref().map_err(Clone::clone)
+static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+static STARTED: OnceLock<Result<(), String>> = OnceLock::new();
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn start() -> Result<Reaper, String> {
-    #[cfg(target_os = "linux")]
+/// Starts the reaper (idempotent). Call before the first spawn.
+pub fn init() -> Result<(), String> {
+    STARTED.get_or_init(start).clone()
+}
+
+fn start() -> Result<(), String> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -59,86 +78,145 @@ fn start() -> Result<Reaper, String> {
     std::thread::Builder::new()
         .name("agentty-reaper".into())
         .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(format!("reaper runtime: {e}")));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                use tokio::signal::unix::{SignalKind, signal};
-                let mut sigchld = match signal(SignalKind::child()) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("SIGCHLD handler: {e}")));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(Ok(()));
-                loop {
-                    reap_all();
-                    if sigchld.recv().await.is_none() {
-                        return;
-                    }
-                }
-            });
+            let _ = ready_tx.send(Ok(()));
+            loop {
+                sweep();
+                std::thread::sleep(SWEEP_INTERVAL);
+            }
         })
         .map_err(|e| format!("reaper thread: {e}"))?;
-    ready_rx
-        .recv()
-        .map_err(|e| format!("reaper start: {e}"))??;
-    Ok(Reaper {
-        waiters: Mutex::new(HashMap::new()),
-    })
+    ready_rx.recv().map_err(|e| format!("reaper start: {e}"))?
 }
 
-fn reap_all() {
-    loop {
-        let (pid, exit) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, Exit::Signal(sig as i32)),
-            Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => return,
-            Ok(_) | Err(Errno::EINTR) => continue,
-            Err(e) => {
-                tracing::warn!("waitpid: {e}");
-                return;
-            }
-        };
-        // The registry may not exist yet only while `start` is still running, before any spawn.
-        if let Some(Ok(reaper)) = REAPER.get()
-            && let Some(tx) = lock(&reaper.waiters).remove(&pid.as_raw())
+/// Reaps abandoned children and orphans; leaves registered children to their owners.
+fn sweep() {
+    let mut reg = registry();
+    reg.abandoned.retain(|(pid, fd)| {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
+        let done = matches!(
+            waitid(Id::PIDFd(fd.as_fd()), flags),
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_)
+        );
+        if done {
+            tracing::trace!(pid, "reaped an abandoned child");
+        }
+        !done
+    });
+    // Orphans are re-parented to the first live thread of the subreaper: the main thread.
+    let main = std::process::id();
+    let Ok(children) = std::fs::read_to_string(format!("/proc/self/task/{main}/children")) else {
+        return;
+    };
+    for pid in children
+        .split_ascii_whitespace()
+        .filter_map(|s| s.parse::<i32>().ok())
+    {
+        if reg.owned.contains(&pid) || reg.abandoned.iter().any(|(p, _)| *p == pid) {
+            continue;
+        }
+        if let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) =
+            waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG))
         {
-            let _ = tx.send(exit);
-        } else {
-            tracing::debug!(pid = pid.as_raw(), ?exit, "reaped an orphan");
+            tracing::debug!(pid, "reaped an orphan");
         }
     }
 }
 
-fn lock(waiters: &Mutex<Waiters>) -> MutexGuard<'_, Waiters> {
-    waiters
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Starts the reaper (idempotent). Call before the first spawn.
-pub fn init() -> Result<(), String> {
-    reaper().map(|_| ())
-}
-
-/// Runs `spawn` while holding the registry lock, then registers the pid it returns, so a child
-/// that exits at once cannot be reaped before its waiter exists.
+/// Runs `spawn` with the registry locked and registers the pid it returns, so the orphan sweep
+/// can never reap a child before its watch exists.
 pub(crate) fn spawn_registered<T>(
-    spawn: impl FnOnce() -> std::io::Result<(i32, T)>,
-) -> std::io::Result<(T, oneshot::Receiver<Exit>)> {
-    let reaper = reaper().map_err(std::io::Error::other)?;
-    let mut waiters = lock(&reaper.waiters);
+    spawn: impl FnOnce() -> io::Result<(i32, T)>,
+) -> io::Result<(T, ExitWatch)> {
+    init().map_err(io::Error::other)?;
+    let mut reg = registry();
     let (pid, value) = spawn()?;
-    let (tx, rx) = oneshot::channel();
-    waiters.insert(pid, tx);
-    Ok((value, rx))
+    reg.owned.insert(pid);
+    drop(reg);
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if raw < 0 {
+        let err = io::Error::last_os_error();
+        registry().owned.remove(&pid);
+        return Err(err);
+    }
+    // SAFETY: the syscall returned a fresh fd that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    Ok((
+        value,
+        ExitWatch {
+            pid,
+            fd: Some(fd),
+            async_fd: None,
+        },
+    ))
+}
+
+/// The exit of one spawned child, owned by whoever runs it.
+pub struct ExitWatch {
+    pid: i32,
+    fd: Option<OwnedFd>,
+    async_fd: Option<AsyncFd<OwnedFd>>,
+}
+
+impl ExitWatch {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Waits for the child to exit and reaps it. Must be called within a tokio runtime.
+    pub async fn wait(&mut self) -> io::Result<Exit> {
+        if self.async_fd.is_none() {
+            let fd = self
+                .fd
+                .take()
+                .ok_or_else(|| io::Error::other("already reaped"))?;
+            // SAFETY: an OwnedFd is a valid open fd, owned by the AsyncFd until it is dropped or
+            // taken back with into_inner, and it always reports the same raw fd.
+            let registered =
+                unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
+            self.async_fd = Some(registered.map_err(io::Error::from)?);
+        }
+        let Some(async_fd) = &self.async_fd else {
+            return Err(io::Error::other("no pidfd"));
+        };
+        loop {
+            let mut guard = async_fd.readable().await?;
+            let mut reg = registry();
+            match waitid(
+                Id::PIDFd(async_fd.get_ref().as_fd()),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG,
+            ) {
+                Ok(WaitStatus::Exited(_, code)) => {
+                    reg.owned.remove(&self.pid);
+                    drop(reg);
+                    self.async_fd = None;
+                    return Ok(Exit::Code(code));
+                }
+                Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    reg.owned.remove(&self.pid);
+                    drop(reg);
+                    self.async_fd = None;
+                    return Ok(Exit::Signal(sig as i32));
+                }
+                Ok(_) => guard.clear_ready(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl Drop for ExitWatch {
+    fn drop(&mut self) {
+        let fd = match (self.async_fd.take(), self.fd.take()) {
+            (Some(async_fd), _) => async_fd.into_inner(),
+            (None, Some(fd)) => fd,
+            (None, None) => return, // reaped
+        };
+        let mut reg = registry();
+        reg.owned.remove(&self.pid);
+        reg.abandoned.push((self.pid, fd));
+        drop(reg);
+        // The child may already be a zombie, with no SIGCHLD left to come.
+        sweep();
+    }
 }

@@ -234,9 +234,11 @@ enum Stop {
     HeldOutput,
 }
 
-async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads into `buf` (cleared first, capacity kept) so no read buffer is ever zero-filled.
+async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.clear();
     match pipe {
-        Some(p) => p.read(buf).await,
+        Some(p) => p.read_buf(buf).await,
         None => std::future::pending().await,
     }
 }
@@ -275,10 +277,11 @@ pub async fn run(
     }
     let mut out = Some(pipe::Receiver::from_owned_fd(spawned.stdout)?);
     let mut err = Some(pipe::Receiver::from_owned_fd(spawned.stderr)?);
-    let mut exit_rx = spawned.exit;
+    let mut exit_watch = spawned.exit;
     let mut exit: Option<Exit> = None;
     let mut capture = Capture::new(spill);
-    let (mut buf_out, mut buf_err) = (vec![0u8; READ_CHUNK_BYTES], vec![0u8; READ_CHUNK_BYTES]);
+    let mut buf_out = Vec::with_capacity(READ_CHUNK_BYTES);
+    let mut buf_err = Vec::with_capacity(READ_CHUNK_BYTES);
 
     let mut stop: Option<Stop> = None;
     let mut stopper: Option<JoinHandle<Terminated>> = None;
@@ -299,7 +302,7 @@ pub async fn run(
         tokio::select! {
             r = read_some(&mut out, &mut buf_out) => match r {
                 Ok(n) if n > 0 => {
-                    if !capture.ingest(Stream::Out, &buf_out[..n]) && stop.is_none() {
+                    if !capture.ingest(Stream::Out, &buf_out) && stop.is_none() {
                         stop = Some(Stop::OverCapture);
                     }
                 }
@@ -307,14 +310,14 @@ pub async fn run(
             },
             r = read_some(&mut err, &mut buf_err) => match r {
                 Ok(n) if n > 0 => {
-                    if !capture.ingest(Stream::Err, &buf_err[..n]) && stop.is_none() {
+                    if !capture.ingest(Stream::Err, &buf_err) && stop.is_none() {
                         stop = Some(Stop::OverCapture);
                     }
                 }
                 _ => err = None,
             },
-            status = &mut exit_rx, if exit.is_none() => {
-                // A dropped sender means the reaper is gone; report the process as killed.
+            status = exit_watch.wait(), if exit.is_none() => {
+                // waitid cannot fail for our own live child; if it did, treat it as killed.
                 exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
                 if stop.is_none() {
                     aux_deadline = Some(Instant::now() + Duration::from_millis(DRAIN_MS));

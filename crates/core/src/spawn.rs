@@ -1,10 +1,18 @@
 //! The one spawn seam: every process agentty starts is started here.
 //!
-//! One place means one place to get right: a new session (own process group, no controlling
-//! terminal, so `/dev/tty` cannot be opened and `sudo`/`ssh` fail fast instead of prompting), a
-//! parent-death signal, the non-interactive environment, the run marker that lets an escaped
-//! descendant be traced back to its command, the sandbox hook applied just before exec, and
-//! registration with the reaper. Nothing else in agentty calls `Command::spawn`.
+//! One place means one place to get right: its own process group (so a tree can be signalled
+//! as one), no controlling terminal (so `/dev/tty` cannot be opened and `sudo`/`ssh` fail fast
+//! instead of prompting), the non-interactive environment, the run marker that lets an escaped
+//! descendant be traced back to its command, the sandbox, and registration with the reaper.
+//! Nothing else in agentty calls `Command::spawn`.
+//!
+//! Speed shapes this module. A `fork()` of the multi-threaded server costs several hundred
+//! microseconds (page tables, then copy-on-write faults); `posix_spawn` (a `vfork`-style clone)
+//! costs a fraction, and std only uses it when no `pre_exec` closure is set. So nothing runs in
+//! the child: the process group comes from `posix_spawn` itself, the controlling terminal is
+//! dropped once by the server ([`detach_controlling_terminal`]) and so is never inherited, and
+//! the sandbox is applied to a dedicated launcher thread ([`Launcher`]) whose restrictions every
+//! child it spawns inherits (Landlock and `no_new_privs` are per-thread and inherited on clone).
 
 use std::ffi::OsString;
 use std::io;
@@ -14,9 +22,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
-
-use crate::reaper::{self, Exit};
+use crate::reaper::{self, ExitWatch};
 
 /// Environment variable carrying a run's marker; [`crate::tree`] finds escaped descendants by it.
 pub const RUN_MARKER_VAR: &str = "AGENTTY_RUN";
@@ -33,12 +39,79 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("PIP_NO_INPUT", "1"),
 ];
 
-/// A confinement applied in the child between fork and exec (the sandbox, SPEC §5).
-///
-/// `before_exec` runs in the forked child of a multi-threaded process: it must only make
-/// async-signal-safe calls (raw syscalls on data prepared before the fork), never allocate or lock.
+/// A confinement (the sandbox, SPEC §5), applied to the calling thread so that every process
+/// spawned from that thread afterwards inherits it.
 pub trait Confine: Send + Sync {
-    fn before_exec(&self) -> io::Result<()>;
+    fn restrict_current_thread(&self) -> io::Result<()>;
+}
+
+type LaunchJob = Box<dyn FnOnce() + Send>;
+
+/// A thread that holds one confinement and spawns every process that must run under it.
+///
+/// Restricting a thread is irreversible, so each confinement gets its own thread, created once
+/// and reused by every call: the per-call cost of the sandbox is one hand-off between threads.
+pub struct Launcher {
+    jobs: std::sync::Mutex<std::sync::mpsc::Sender<LaunchJob>>,
+}
+
+impl Launcher {
+    pub fn new(confine: Arc<dyn Confine>) -> io::Result<Self> {
+        let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<LaunchJob>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<()>>();
+        std::thread::Builder::new()
+            .name("agentty-launcher".into())
+            .spawn(move || {
+                let restricted = confine.restrict_current_thread();
+                let ok = restricted.is_ok();
+                let _ = ready_tx.send(restricted);
+                if ok {
+                    for job in jobs_rx {
+                        job();
+                    }
+                }
+            })?;
+        ready_rx.recv().map_err(io::Error::other)??;
+        Ok(Self {
+            jobs: std::sync::Mutex::new(jobs_tx),
+        })
+    }
+
+    fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> io::Result<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let job: LaunchJob = Box::new(move || {
+            let _ = tx.send(f());
+        });
+        self.jobs
+            .lock()
+            .map_err(|_| io::Error::other("launcher lock poisoned"))?
+            .send(job)
+            .map_err(|_| io::Error::other("launcher thread is gone"))?;
+        rx.recv()
+            .map_err(|_| io::Error::other("launcher thread is gone"))
+    }
+}
+
+/// Drops this process's controlling terminal, once, at start-up, so no child inherits one.
+/// A session leader cannot do this without hanging up its session; it is left alone and the
+/// result says so.
+pub fn detach_controlling_terminal() -> bool {
+    let Ok(tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return true; // no controlling terminal to begin with
+    };
+    // SAFETY: getsid/getpid have no preconditions; TIOCNOTTY on our own ctty fd only detaches
+    // this process from it.
+    unsafe {
+        if libc::getsid(0) == libc::getpid() {
+            return false;
+        }
+        use std::os::fd::AsRawFd;
+        libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) == 0
+    }
 }
 
 /// What stdin the process gets.
@@ -60,7 +133,8 @@ pub struct SpawnSpec {
     pub stdin: StdinMode,
     /// Unique per run; exported as [`RUN_MARKER_VAR`].
     pub marker: String,
-    pub confine: Option<Arc<dyn Confine>>,
+    /// Spawn from this launcher's confined thread; `None` spawns unconfined.
+    pub launcher: Option<Arc<Launcher>>,
 }
 
 /// A started process with piped output.
@@ -69,7 +143,7 @@ pub struct Spawned {
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
-    pub exit: oneshot::Receiver<Exit>,
+    pub exit: ExitWatch,
 }
 
 /// Starts `spec` in its own session with piped stdout and stderr.
@@ -87,34 +161,19 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     });
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
 
-    let parent = std::process::id() as libc::pid_t;
-    let confine = spec.confine.clone();
-    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls:
-    // setsid, prctl, getppid, and the confinement's contract forbids anything else.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            #[cfg(target_os = "linux")]
-            {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                // The server may have died between fork and prctl: then nobody would kill us.
-                if libc::getppid() != parent {
-                    libc::_exit(137);
-                }
-            }
-            if let Some(confine) = &confine {
-                confine.before_exec()?;
-            }
-            Ok(())
-        });
-    }
+    // Its own process group, set by posix_spawn itself (no fork, no code in the child).
+    cmd.process_group(0);
 
-    let (child, exit) = reaper::spawn_registered(|| {
-        let child = cmd.spawn()?;
-        Ok((child.id() as i32, child))
-    })?;
+    let mut launch = move || {
+        reaper::spawn_registered(|| {
+            let child = cmd.spawn()?;
+            Ok((child.id() as i32, child))
+        })
+    };
+    let (child, exit) = match &spec.launcher {
+        Some(launcher) => launcher.run(launch)??,
+        None => launch()?,
+    };
     let pid = child.id() as i32;
     // The std handle is only a carrier for the pipes: the reaper owns the exit status, and
     // dropping a `Child` neither waits nor kills.

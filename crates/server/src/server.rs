@@ -126,7 +126,7 @@ impl Agentty {
                 env: prepared.env.clone(),
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker: format!("{}-{}", self.inner.session, call),
-                confine: None,
+                launcher: None,
             },
             stdin: prepared.stdin.clone(),
             timeout: terminal::timeout(&prepared),

@@ -23,7 +23,7 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         env: Vec::new(),
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
-        confine: None,
+        launcher: None,
     }
 }
 
@@ -42,7 +42,7 @@ pub fn with_spill(mut req: RunRequest, dir: &Path, name: &str) -> RunRequest {
 }
 
 pub async fn run_to_end(req: RunRequest) -> RunOutcome {
-    agentty_core::reaper::init().expect("reaper");
+    agentty_core::init().expect("reaper");
     run::run(req, std::future::pending(), None)
         .await
         .expect("spawn")

@@ -55,7 +55,7 @@ async fn sigterm_ignoring_process_is_killed_after_grace() {
 
 #[tokio::test]
 async fn cancellation_returns_at_once_and_stops_the_tree() {
-    agentty_core::reaper::init().unwrap();
+    agentty_core::init().unwrap();
     let m = marker("cancel");
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let req = request(
@@ -118,7 +118,7 @@ async fn clean_command_reports_no_strays() {
 
 #[tokio::test]
 async fn progress_reports_the_latest_line() {
-    agentty_core::reaper::init().unwrap();
+    agentty_core::init().unwrap();
     let m = marker("progress");
     let req = request(
         "for i in 1 2 3; do echo line$i; sleep 0.7; done",
@@ -137,7 +137,7 @@ async fn progress_reports_the_latest_line() {
 
 #[tokio::test]
 async fn missing_program_is_an_error_not_a_panic() {
-    agentty_core::reaper::init().unwrap();
+    agentty_core::init().unwrap();
     let m = marker("missing");
     let mut req = request("", &m, 1000);
     req.spec.program = "/nonexistent/program".into();
