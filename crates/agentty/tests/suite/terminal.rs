@@ -40,7 +40,7 @@ async fn initialize_names_agentty_and_the_tool_is_annotated() {
 async fn command_and_argv_round_trip_with_structured_content() {
     let server = start().await;
     let (text, s) = server
-        .terminal(json!({"command": "echo out; echo err >&2; exit 4"}))
+        .terminal(json!({"command": "echo out; sleep 0.1; echo err >&2; exit 4"}))
         .await;
     assert!(text.starts_with("out\nerr\n"), "{text}");
     assert!(text.contains("[exit 4 "), "{text}");

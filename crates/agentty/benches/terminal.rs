@@ -1,0 +1,134 @@
+//! `cargo bench -p agentty --bench terminal`: the cost of a `terminal` call through a real MCP
+//! client over stdio, against the raw cost of what it does, measured in the same run.
+//!
+//! 1. Trivial call: median latency of `terminal({argv:["true"]})` vs a raw spawn+wait of `true`.
+//! 2. Flood: a command printing 100 MB, vs the same command redirected to /dev/null; server peak
+//!    RSS and reply size. (agentty stops capturing at 10 MB and kills the tree, by design.)
+//!
+//! Prints ratios; asserts nothing, since timings belong to the machine, not to the code.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use serde_json::{Value, json};
+
+const TRIVIAL_CALLS: usize = 400;
+const WARMUP_CALLS: usize = 40;
+const FLOOD_RUNS: usize = 3;
+const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, args: Value) -> rmcp::model::CallToolResult {
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    client
+        .call_tool(CallToolRequestParams::new("terminal").with_arguments(args))
+        .await
+        .expect("call")
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    let workspace = tempfile::tempdir().expect("tempdir");
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    let transport = TokioChildProcess::new(cmd).expect("spawn server");
+    let server_pid = transport.id().expect("server pid");
+    let client = ().serve(transport).await.expect("initialize");
+
+    // 1. Trivial call vs raw spawn+wait, interleaved so both see the same machine state.
+    for _ in 0..WARMUP_CALLS {
+        call(&client, json!({"argv": ["true"]})).await;
+        let _ = std::process::Command::new("true").status();
+    }
+    let (mut raw, mut mcp) = (Vec::new(), Vec::new());
+    for _ in 0..TRIVIAL_CALLS {
+        let t = Instant::now();
+        let _ = std::process::Command::new("true").status().expect("true");
+        raw.push(t.elapsed());
+        let t = Instant::now();
+        call(&client, json!({"argv": ["true"]})).await;
+        mcp.push(t.elapsed());
+    }
+    let mut protocol = Vec::new();
+    for _ in 0..TRIVIAL_CALLS {
+        let t = Instant::now();
+        call(&client, json!({})).await; // refused by validation: protocol cost, no process
+        protocol.push(t.elapsed());
+    }
+    let (raw, mcp, protocol) = (median(raw), median(mcp), median(protocol));
+    println!(
+        "trivial call: MCP round trip without a process median {:.0} µs",
+        micros(protocol)
+    );
+    println!(
+        "trivial call: raw spawn+wait of `true` median {:.0} µs",
+        micros(raw)
+    );
+    println!(
+        "trivial call: terminal argv [\"true\"] via MCP stdio median {:.0} µs",
+        micros(mcp)
+    );
+    println!(
+        "trivial call: ratio {:.2}x (target <= 1.3x)",
+        micros(mcp) / micros(raw)
+    );
+
+    // 2. Flood.
+    let (mut base, mut ours, mut reply) = (Vec::new(), Vec::new(), 0usize);
+    for _ in 0..FLOOD_RUNS {
+        let t = Instant::now();
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{FLOOD_COMMAND} > /dev/null"))
+            .status();
+        base.push(t.elapsed());
+        let t = Instant::now();
+        let result = call(&client, json!({"command": FLOOD_COMMAND})).await;
+        ours.push(t.elapsed());
+        reply = serde_json::to_string(&result).map_or(0, |s| s.len());
+    }
+    let (base, ours) = (median(base), median(ours));
+    println!(
+        "100 MB flood: to /dev/null median {:.1} ms",
+        base.as_secs_f64() * 1e3
+    );
+    println!(
+        "100 MB flood: via MCP median {:.1} ms (ratio {:.2}x, target <= 1.5x; capture stops at 10 MB)",
+        ours.as_secs_f64() * 1e3,
+        ours.as_secs_f64() / base.as_secs_f64()
+    );
+    println!("100 MB flood: reply {reply} bytes");
+    println!(
+        "server peak RSS (VmHWM) after all runs: {:.1} MiB (target <= 64 MiB)",
+        peak_rss_kib(server_pid) as f64 / 1024.0
+    );
+    let _ = client.cancel().await;
+}
