@@ -1,0 +1,85 @@
+//! The data model the parser produces and the rules, the classifier and the report read: one
+//! [`SimpleCommand`] per command the line would run, collected in an [`Analysis`].
+//!
+//! It is flat on purpose: rules ask "is there an `rm` with these operands anywhere?", and the few
+//! relations they need (same pipeline, inside `$(…)`, inside a function) are kept as ids and
+//! indices rather than as a tree.
+
+use crate::lex::Dialect;
+
+/// One redirection attached to a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The operator as written: `>`, `>>`, `&>`, `2>`'s `>`, `<`, `<<` (heredoc), `<<<`.
+    pub op: String,
+    /// The target word with quotes removed; for a heredoc, its body.
+    pub target: String,
+}
+
+impl Redirect {
+    /// Whether this redirection writes to its target (rather than reading or duplicating a fd).
+    pub fn writes(&self) -> bool {
+        let op = self.op.as_str();
+        if op.starts_with('<') && op != "<>" {
+            return false;
+        }
+        if op.ends_with('&') || op == ">&" {
+            // `2>&1`, `>&2`: a descriptor duplication unless the target is a file name.
+            return !self.target.chars().all(|c| c.is_ascii_digit() || c == '-');
+        }
+        true
+    }
+}
+
+/// A single command the line would execute, after wrappers were peeled off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// The argv, quotes removed, `$VAR`/`$(…)` kept as text. Empty for a bare redirection.
+    pub argv: Vec<String>,
+    /// `argv[0]` resolved for matching: basename, lower-case, `.exe` dropped (`/bin/RM` → `rm`).
+    pub program: String,
+    /// Wrappers peeled to reach this command, outermost first (`sudo`, `sh -c`, `find -exec`).
+    pub wrappers: Vec<String>,
+    /// Redirections applying to it, including those of an enclosing `{ …; } > file`.
+    pub redirects: Vec<Redirect>,
+    /// The source text it came from (for messages).
+    pub text: String,
+    /// The language the command was written in.
+    pub dialect: Dialect,
+    /// (pipeline id, stage) when part of a pipeline of two or more commands… or of one.
+    pub pipeline: Option<(u32, u32)>,
+    /// Run in the background with `&`.
+    pub background: bool,
+    /// Index into [`Analysis::functions`] of the function body it sits in.
+    pub function: Option<usize>,
+    /// Indices of commands found inside this command's words (`$(…)`, `<(…)`, backticks).
+    pub inner: Vec<usize>,
+    /// Found by the token scan rather than the parser (the line did not parse cleanly).
+    pub approximate: bool,
+}
+
+/// Everything the rules and the read-only classifier look at.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// All simple commands, inner ones (from substitutions) before the command using them.
+    pub commands: Vec<SimpleCommand>,
+    /// Names of the functions defined, indexed by [`SimpleCommand::function`].
+    pub functions: Vec<String>,
+    /// False when any part was understood only approximately (parse error, a cap, PowerShell).
+    pub exact: bool,
+    /// Source texts that were token-scanned, kept for the fork-bomb text check.
+    pub scanned: Vec<String>,
+}
+
+/// Shell-quotes a word for display when it needs it.
+pub(crate) fn quote_for_display(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^~".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,540 @@
+//! The dangerous-command table: one static slice, each rule with a stable kebab-case name (what
+//! users put in the allow-list and what a block message names) and a one-line reason.
+//!
+//! A rule looks at the whole [`Analysis`] rather than one command, because some dangers live
+//! between commands (`curl … | sh`, a function that pipes itself into itself). Each check returns
+//! the text of the offending command. The table is a guardrail against slips, so every check
+//! matches a specific destructive shape and leaves look-alikes alone (`rm -rf ./build`,
+//! `dd if=a of=b`, `kill -9 12345`, `curl … | jq`).
+
+use crate::command::{Analysis, SimpleCommand};
+use crate::invocation::{code_arg, runs_stdin};
+use crate::lex::Dialect;
+use crate::powershell::ps_param_is;
+use crate::targets::{Critical, critical_path, is_block_device, root_or_system, windows_critical};
+use crate::unwrap::program_name;
+
+/// One entry of the table.
+#[derive(Debug)]
+pub struct Rule {
+    /// Stable kebab-case name, used in the allow-list and in block messages.
+    pub name: &'static str,
+    /// One-line English reason, shown to the model when the rule fires.
+    pub reason: &'static str,
+    /// Returns the offending command's text when the rule fires.
+    pub(crate) check: fn(&Analysis) -> Option<String>,
+}
+
+/// Every rule, in the order they are tried.
+pub static RULES: &[Rule] = &[
+    Rule {
+        name: "rm-root",
+        reason: "deletes the filesystem root, a drive, the home directory or a top-level system directory recursively",
+        check: rm_root,
+    },
+    Rule {
+        name: "find-delete-root",
+        reason: "deletes files found under the filesystem root, the home directory or a system directory",
+        check: find_delete_root,
+    },
+    Rule {
+        name: "format-disk",
+        reason: "formats a disk or volume, destroying the data on it",
+        check: format_disk,
+    },
+    Rule {
+        name: "disk-overwrite",
+        reason: "writes over a raw block device, destroying the filesystem on it",
+        check: disk_overwrite,
+    },
+    Rule {
+        name: "fork-bomb",
+        reason: "defines a function that starts copies of itself without bound (a fork bomb)",
+        check: fork_bomb,
+    },
+    Rule {
+        name: "chmod-root",
+        reason: "changes permissions or ownership recursively on the filesystem root or a system directory",
+        check: chmod_root,
+    },
+    Rule {
+        name: "download-exec",
+        reason: "runs code downloaded from the network without saving or reviewing it first",
+        check: download_exec,
+    },
+    Rule {
+        name: "shutdown",
+        reason: "shuts down or reboots the machine",
+        check: shutdown,
+    },
+    Rule {
+        name: "kill-all",
+        reason: "sends a signal to every process the user can reach (pid -1)",
+        check: kill_all,
+    },
+];
+
+/// Looks a rule up by name.
+pub fn rule(name: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.name == name)
+}
+
+fn first(a: &Analysis, pred: impl Fn(&SimpleCommand) -> bool) -> Option<String> {
+    a.commands.iter().find(|c| pred(c)).map(|c| c.text.clone())
+}
+
+fn args(c: &SimpleCommand) -> &[String] {
+    c.argv.get(1..).unwrap_or_default()
+}
+
+/// Operands (non-option words) of a GNU-style command, honouring `--`.
+fn operands(c: &SimpleCommand) -> impl Iterator<Item = &String> {
+    let mut done = false;
+    args(c).iter().filter(move |a| {
+        if done {
+            return true;
+        }
+        if a.as_str() == "--" {
+            done = true;
+            return false;
+        }
+        !(a.starts_with('-') && a.len() > 1)
+    })
+}
+
+/// Whether a GNU-style option is present: a long name, or a short letter inside a cluster.
+fn has_flag(c: &SimpleCommand, short: &[char], long: &[&str]) -> bool {
+    for a in args(c) {
+        if a == "--" {
+            break;
+        }
+        if let Some(name) = a.strip_prefix("--") {
+            let name = name.split('=').next().unwrap_or(name);
+            if long.contains(&name) {
+                return true;
+            }
+        } else if let Some(cluster) = a.strip_prefix('-')
+            && cluster.chars().any(|ch| short.contains(&ch))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn rm_root(a: &Analysis) -> Option<String> {
+    // `cd / && rm -rf *`: a relative wildcard after changing into a critical directory.
+    let mut cwd_critical = false;
+    for c in &a.commands {
+        if matches!(
+            c.program.as_str(),
+            "cd" | "pushd" | "set-location" | "sl" | "chdir"
+        ) {
+            cwd_critical = match operands(c).next() {
+                None => c.dialect == Dialect::Posix,
+                Some(dir) => critical_path(dir).is_some() || windows_critical(dir),
+            };
+            continue;
+        }
+        let posix = c.program == "rm"
+            && has_flag(
+                c,
+                &['r', 'R', 'f'],
+                &["recursive", "force", "no-preserve-root"],
+            )
+            && operands(c).any(|o| {
+                critical_path(o).is_some()
+                    || (cwd_critical && matches!(o.as_str(), "*" | "." | "./" | "./*" | ".*"))
+            });
+        if posix || powershell_remove_root(a, c) {
+            return Some(c.text.clone());
+        }
+    }
+    None
+}
+
+/// `Remove-Item -Recurse C:\` and its aliases (`rm -r`, `ri`, `del`, … inside PowerShell), also
+/// when the items are piped in from `Get-ChildItem C:\`.
+fn powershell_remove_root(a: &Analysis, c: &SimpleCommand) -> bool {
+    let cmdlet = c.program == "remove-item";
+    let alias = c.dialect == Dialect::PowerShell
+        && matches!(
+            c.program.as_str(),
+            "rm" | "ri" | "del" | "erase" | "rd" | "rmdir"
+        );
+    if !(cmdlet || alias) {
+        return false;
+    }
+    let words = args(c);
+    let recurse = words.iter().any(|w| ps_param_is(w, "Recurse", 1));
+    if !recurse {
+        return false;
+    }
+    if let Some((id, stage)) = c.pipeline.filter(|p| p.1 > 0) {
+        let listed_root = a.commands.iter().any(|o| {
+            o.pipeline.is_some_and(|(oid, os)| oid == id && os < stage)
+                && matches!(o.program.as_str(), "get-childitem" | "gci" | "ls" | "dir")
+                && args(o)
+                    .iter()
+                    .any(|w| !w.starts_with('-') && windows_critical(w))
+        });
+        if listed_root {
+            return true;
+        }
+    }
+    /// Parameters whose value is not a path to delete.
+    const NOT_PATHS: &[(&str, usize)] = &[
+        ("Filter", 2),
+        ("Include", 1),
+        ("Exclude", 1),
+        ("Credential", 1),
+        ("Stream", 1),
+    ];
+    let mut skip_next = false;
+    for w in words {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        if w.starts_with('-') {
+            skip_next = NOT_PATHS.iter().any(|&(p, min)| ps_param_is(w, p, min));
+            if let Some((_, value)) = w.split_once(':')
+                && (ps_param_is(w, "Path", 1) || ps_param_is(w, "LiteralPath", 1))
+                && value.split(',').any(windows_critical)
+            {
+                return true;
+            }
+            continue;
+        }
+        if w.split(',').any(windows_critical) {
+            return true;
+        }
+    }
+    false
+}
+
+fn find_delete_root(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        if c.program != "find" {
+            return false;
+        }
+        let mut words = args(c).iter().peekable();
+        // Leading `-H -L -P -D opts -O3` options come before the starting points.
+        while let Some(w) = words.peek() {
+            match w.as_str() {
+                "-H" | "-L" | "-P" => {}
+                "-D" => {
+                    words.next();
+                }
+                o if o.starts_with("-O") => {}
+                _ => break,
+            }
+            words.next();
+        }
+        let mut system_root = false;
+        let mut home_root = false;
+        for w in words.by_ref() {
+            if w.starts_with(['-', '(', '!', ')']) {
+                break;
+            }
+            match critical_path(w) {
+                Some(Critical::Home) => home_root = true,
+                Some(_) => system_root = true,
+                None => {}
+            }
+        }
+        let expr: Vec<&String> = args(c).iter().collect();
+        // `find ~ -name '*.pyc' -delete` is routine cleanup; an unfiltered `find ~ -delete` is not.
+        let filtered = expr.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "-name"
+                    | "-iname"
+                    | "-path"
+                    | "-ipath"
+                    | "-wholename"
+                    | "-iwholename"
+                    | "-regex"
+                    | "-iregex"
+                    | "-lname"
+                    | "-ilname"
+            )
+        });
+        if !(system_root || (home_root && !filtered)) {
+            return false;
+        }
+        expr.iter().enumerate().any(|(i, w)| {
+            w.as_str() == "-delete"
+                || (matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                    && expr.get(i + 1).is_some_and(|n| {
+                        matches!(
+                            program_name(n).as_str(),
+                            "rm" | "shred" | "unlink" | "rmdir"
+                        )
+                    }))
+        })
+    })
+}
+
+fn format_disk(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        let p = c.program.as_str();
+        p == "mkfs"
+            || p.starts_with("mkfs.")
+            || p.starts_with("mkfs_")
+            || matches!(
+                p,
+                "mke2fs" | "mkdosfs" | "mkntfs" | "newfs" | "format-volume" | "clear-disk"
+            )
+            || p.starts_with("newfs_")
+            || (p == "diskutil"
+                && args(c).first().is_some_and(|verb| {
+                    let v = verb.to_ascii_lowercase();
+                    v.starts_with("erase")
+                        || matches!(
+                            v.as_str(),
+                            "zerodisk"
+                                | "randomdisk"
+                                | "secureerase"
+                                | "partitiondisk"
+                                | "reformat"
+                        )
+                }))
+    })
+}
+
+fn disk_overwrite(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        let to_device = c
+            .redirects
+            .iter()
+            .any(|r| r.writes() && is_block_device(&r.target));
+        let by_program = match c.program.as_str() {
+            "dd" => args(c)
+                .iter()
+                .any(|w| w.strip_prefix("of=").is_some_and(is_block_device)),
+            "shred" | "blkdiscard" | "tee" => operands(c).any(|o| is_block_device(o)),
+            "cp" | "pv" => operands(c).last().is_some_and(|o| is_block_device(o)),
+            "wipefs" => {
+                has_flag(c, &['a', 'o'], &["all", "offset"])
+                    && operands(c).any(|o| is_block_device(o))
+            }
+            "sgdisk" => {
+                has_flag(c, &['Z', 'z', 'o'], &["zap", "zap-all", "clear"])
+                    && operands(c).any(|o| is_block_device(o))
+            }
+            _ => false,
+        };
+        to_device || by_program
+    })
+}
+
+fn fork_bomb(a: &Analysis) -> Option<String> {
+    for (id, name) in a.functions.iter().enumerate() {
+        if name.is_empty() {
+            continue;
+        }
+        let calls: Vec<&SimpleCommand> = a
+            .commands
+            .iter()
+            .filter(|c| c.function == Some(id) && c.argv.first() == Some(name))
+            .collect();
+        if calls.len() >= 2 && calls.iter().any(|c| c.pipeline.is_some() || c.background) {
+            return calls
+                .first()
+                .map(|c| format!("{name}() {{ … {} … }}", c.text));
+        }
+    }
+    a.scanned.iter().find(|t| fork_bomb_text(t)).cloned()
+}
+
+/// Text-level fork-bomb check for lines that did not parse: `NAME(){ … NAME|NAME … }` or
+/// `NAME&` inside NAME's own body.
+fn fork_bomb_text(text: &str) -> bool {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut from = 0;
+    while let Some(pos) = compact.get(from..).and_then(|s| s.find("(){")) {
+        let at = from + pos;
+        from = at + 3;
+        let head = compact.get(..at).unwrap_or_default();
+        let name_start = head
+            .rfind([';', '&', '|', '{', '}', '(', ')', '\n'])
+            .map_or(0, |i| i + 1);
+        let name = head.get(name_start..).unwrap_or_default();
+        if name.is_empty() {
+            continue;
+        }
+        let body = compact.get(from..).unwrap_or_default();
+        let body = body.split('}').next().unwrap_or(body);
+        let piped = format!("{name}|{name}");
+        let backgrounded = format!("{name}&");
+        if body.contains(&piped) || body.matches(name).count() >= 2 && body.contains(&backgrounded)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn chmod_root(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        matches!(c.program.as_str(), "chmod" | "chown" | "chgrp")
+            && has_flag(c, &['R'], &["recursive"])
+            && operands(c).any(|o| root_or_system(o))
+    })
+}
+
+/// Programs that fetch from the network to stdout.
+fn is_downloader(c: &SimpleCommand) -> bool {
+    matches!(
+        c.program.as_str(),
+        "curl"
+            | "wget"
+            | "wget2"
+            | "fetch"
+            | "http"
+            | "https"
+            | "xh"
+            | "lwp-request"
+            | "iwr"
+            | "irm"
+            | "invoke-webrequest"
+            | "invoke-restmethod"
+    ) || mentions_webclient(&c.text)
+}
+
+fn mentions_webclient(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("downloadstring") || lower.contains("net.webclient")
+}
+
+/// Whether `text` contains a downloader invocation (for `$(curl …)`-style code arguments).
+fn mentions_download(text: &str) -> bool {
+    mentions_webclient(text)
+        || text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .any(|t| {
+                matches!(
+                    t.to_ascii_lowercase().as_str(),
+                    "curl"
+                        | "wget"
+                        | "wget2"
+                        | "fetch"
+                        | "iwr"
+                        | "irm"
+                        | "invoke-webrequest"
+                        | "invoke-restmethod"
+                        | "lwp-request"
+                        | "xh"
+                )
+            })
+}
+
+fn download_exec(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        // `curl … | sh`: a later pipeline stage runs what an earlier one downloaded.
+        if let Some((id, stage)) = c.pipeline
+            && stage > 0
+            && runs_stdin(c)
+            && a.commands.iter().any(|o| {
+                o.pipeline.is_some_and(|(oid, os)| oid == id && os < stage)
+                    && (is_downloader(o)
+                        || o.inner
+                            .iter()
+                            .any(|&i| a.commands.get(i).is_some_and(is_downloader)))
+            })
+        {
+            return true;
+        }
+        // `sh <(curl …)`, `python -c "$(curl …)"`, `iex (iwr …)`, and `$(curl …)` run as a command.
+        let substituted = |w: &str| w.starts_with(['$', '<', '`', '(']) && mentions_download(w);
+        if c.argv.first().is_some_and(|w| substituted(w)) {
+            return true;
+        }
+        code_arg(c).is_some_and(substituted)
+    })
+}
+
+fn shutdown(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        let first_operand = operands(c).next().map(String::as_str);
+        match c.program.as_str() {
+            "shutdown" | "reboot" | "halt" | "poweroff" => !args(c)
+                .iter()
+                .any(|w| matches!(w.as_str(), "-c" | "--help" | "--version")),
+            "init" | "telinit" => matches!(first_operand, Some("0" | "6")),
+            "systemctl" | "loginctl" => {
+                let mut words = args(c).iter();
+                let mut verb = None;
+                while let Some(w) = words.next() {
+                    if matches!(
+                        w.as_str(),
+                        "-H" | "-M" | "--host" | "--machine" | "-t" | "-p"
+                    ) {
+                        words.next();
+                    } else if !w.starts_with('-') {
+                        verb = Some(w.as_str());
+                        break;
+                    }
+                }
+                matches!(
+                    verb,
+                    Some("poweroff" | "reboot" | "halt" | "kexec" | "soft-reboot")
+                )
+            }
+            "stop-computer" | "restart-computer" => true,
+            _ => false,
+        }
+    })
+}
+
+fn kill_all(a: &Analysis) -> Option<String> {
+    first(a, |c| {
+        if c.program == "killall5" {
+            return true;
+        }
+        if c.program != "kill" {
+            return false;
+        }
+        let mut words = args(c).iter();
+        let mut signal_seen = false;
+        let mut signal = String::new();
+        while let Some(w) = words.next() {
+            match w.as_str() {
+                "-l" | "-L" | "--list" | "--table" => return false,
+                "-s" | "-n" | "--signal" => {
+                    signal = words.next().cloned().unwrap_or_default();
+                    signal_seen = true;
+                }
+                "--" => return words.any(|p| p == "-1") && signal != "0",
+                "-1" if signal_seen => return signal != "0",
+                s if s.starts_with('-') && !signal_seen => {
+                    signal = s.trim_start_matches('-').to_string();
+                    signal_seen = true;
+                }
+                _ => {}
+            }
+        }
+        false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case() {
+        for (i, r) in RULES.iter().enumerate() {
+            assert!(r.name.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            assert!(RULES.iter().skip(i + 1).all(|o| o.name != r.name));
+            assert!(!r.reason.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn fork_bomb_text_forms() {
+        assert!(fork_bomb_text(":(){ :|:& };:"));
+        assert!(fork_bomb_text("bomb() { bomb | bomb & }; bomb"));
+        assert!(!fork_bomb_text("f() { echo hi; }; f & wait"));
+    }
+}

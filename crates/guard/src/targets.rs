@@ -1,0 +1,312 @@
+//! Classifies path arguments: is this the filesystem root, the home directory, a top-level system
+//! directory, a raw block device, or a Windows drive root?
+//!
+//! All judgement is lexical on the word as written (quotes already removed): the guard runs before
+//! the command and must not depend on the machine's current layout. `~`, `$HOME` and `${HOME}`
+//! stand for a symbolic home, so `~/..` is `/home` and `/tmp/../` is `/`. Variables other than
+//! HOME are unknown and never make a path critical: `rm -rf "$BUILD/"` is ordinary.
+
+/// What makes a path too important to delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Critical {
+    /// `/` (or `/*`).
+    Root,
+    /// The user's home directory.
+    Home,
+    /// A top-level system directory such as `/usr`, `/etc`, `/home`.
+    System,
+    /// A system directory one level down, such as `/usr/local`, `/var/lib`.
+    SystemSubdir,
+}
+
+/// Top-level directories whose loss breaks the machine (Linux and macOS), compared lower-case.
+const SYSTEM_DIRS: &[&str] = &[
+    "bin",
+    "boot",
+    "dev",
+    "etc",
+    "home",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "media",
+    "mnt",
+    "opt",
+    "proc",
+    "root",
+    "run",
+    "sbin",
+    "snap",
+    "srv",
+    "sys",
+    "usr",
+    "var",
+    "applications",
+    "library",
+    "system",
+    "users",
+    "volumes",
+    "private",
+    "nix",
+];
+
+/// Second-level directories as important as their parents.
+const SYSTEM_SUBDIRS: &[(&str, &str)] = &[
+    ("usr", "bin"),
+    ("usr", "lib"),
+    ("usr", "lib64"),
+    ("usr", "local"),
+    ("usr", "sbin"),
+    ("usr", "share"),
+    ("usr", "include"),
+    ("var", "lib"),
+    ("system", "library"),
+];
+
+/// Stands for the user's home directory inside a normalized path (cannot be typed in a word).
+const HOME_MARK: &str = "\u{1}home";
+
+/// Splits an absolute or home-relative path into normalized components (`..` applied). `None` for
+/// relative paths and paths starting with an unknown variable.
+fn normalize(word: &str) -> Option<Vec<&str>> {
+    let word = word.trim();
+    let (mut comps, rest): (Vec<&str>, &str) = if let Some(rest) = home_rest(word) {
+        (vec!["home", HOME_MARK], rest)
+    } else if word.starts_with('/') {
+        (Vec::new(), word)
+    } else {
+        return None;
+    };
+    for comp in rest.split('/') {
+        match comp {
+            "" | "." => {}
+            ".." => {
+                comps.pop();
+            }
+            c => comps.push(c),
+        }
+    }
+    Some(comps)
+}
+
+/// The part after a leading home reference (`~`, `~user`, `$HOME`, `${HOME}`), if any.
+fn home_rest(word: &str) -> Option<&str> {
+    if let Some(rest) = word.strip_prefix('~') {
+        // `~user` is some user's home: as critical as our own.
+        let slash = rest.find('/').unwrap_or(rest.len());
+        return rest.get(slash..);
+    }
+    for prefix in ["${HOME}", "$HOME"] {
+        if let Some(rest) = word.strip_prefix(prefix)
+            && !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Some(rest);
+        }
+    }
+    None
+}
+
+/// Whether deleting `word` recursively would destroy the system or the home directory.
+pub fn critical_path(word: &str) -> Option<Critical> {
+    let mut comps = normalize(word)?;
+    // One trailing glob level (`/*`, `~/*`, `/usr/.*`) deletes the directory's contents.
+    if comps
+        .last()
+        .is_some_and(|c| matches!(*c, "*" | ".*" | "*.*"))
+    {
+        comps.pop();
+    }
+    match comps.as_slice() {
+        [] => Some(Critical::Root),
+        ["home", mark] if *mark == HOME_MARK => Some(Critical::Home),
+        [dir] => is_system_dir(dir).then_some(Critical::System),
+        // `/home/$USER`, `/Users/$USER`: somebody's home, as written in scripts.
+        [dir, user]
+            if (dir.eq_ignore_ascii_case("home") || dir.eq_ignore_ascii_case("users"))
+                && matches!(*user, "$USER" | "${USER}" | "$LOGNAME" | "${LOGNAME}") =>
+        {
+            Some(Critical::Home)
+        }
+        [dir, sub] => SYSTEM_SUBDIRS
+            .iter()
+            .any(|(d, s)| dir.eq_ignore_ascii_case(d) && sub.eq_ignore_ascii_case(s))
+            .then_some(Critical::SystemSubdir),
+        _ => None,
+    }
+}
+
+fn is_system_dir(dir: &str) -> bool {
+    SYSTEM_DIRS.iter().any(|d| dir.eq_ignore_ascii_case(d))
+}
+
+/// Root or a top-level system directory. The home directory and `/usr/local` are excluded:
+/// `chown -R me ~` and `chown -R me /usr/local` are normal fixes.
+pub fn root_or_system(word: &str) -> bool {
+    matches!(critical_path(word), Some(Critical::Root | Critical::System))
+}
+
+/// Whether `word` names a whole-disk or partition block device (`/dev/sda`, `/dev/nvme0n1p2`,
+/// `/dev/disk2`, `/dev/mapper/root`, …).
+pub fn is_block_device(word: &str) -> bool {
+    let Some(comps) = normalize(word) else {
+        return false;
+    };
+    let [dev, name, rest @ ..] = comps.as_slice() else {
+        return false;
+    };
+    if *dev != "dev" {
+        return false;
+    }
+    let after = |prefix: &str| name.strip_prefix(prefix);
+    let letter =
+        |s: Option<&str>| s.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_lowercase()));
+    let digit = |s: Option<&str>| s.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    letter(after("sd"))
+        || letter(after("hd"))
+        || letter(after("vd"))
+        || letter(after("xvd"))
+        || digit(after("nvme"))
+        || digit(after("mmcblk"))
+        || digit(after("disk"))
+        || digit(after("rdisk"))
+        || digit(after("dm-"))
+        || digit(after("md"))
+        || digit(after("nbd"))
+        || (*name == "disk" && !rest.is_empty())
+        || (*name == "mapper" && rest.first().is_some_and(|r| *r != "control"))
+        || *name == "root"
+}
+
+/// Windows roots and profile directories, for PowerShell's `Remove-Item` (plus the POSIX ones,
+/// since pwsh also runs on Linux and macOS).
+pub fn windows_critical(word: &str) -> bool {
+    let slashed = word.trim().replace('\\', "/");
+    let lower = slashed.to_lowercase();
+    let core = lower.trim_end_matches(['/', '*', '.']);
+    const PROFILE_VARS: &[&str] = &[
+        "~",
+        "$home",
+        "${home}",
+        "$env:userprofile",
+        "${env:userprofile}",
+        "$env:homedrive",
+        "$env:homepath",
+        "$env:systemdrive",
+        "$env:systemroot",
+        "$env:windir",
+        "$env:programfiles",
+        "${env:programfiles(x86)}",
+        "$env:programdata",
+    ];
+    if PROFILE_VARS.contains(&core) {
+        return true;
+    }
+    let bytes = core.as_bytes();
+    let is_drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
+    if is_drive {
+        let rest = core.get(2..).unwrap_or_default().trim_start_matches('/');
+        const WINDOWS_DIRS: &[&str] = &[
+            "",
+            "windows",
+            "windows/system32",
+            "users",
+            "program files",
+            "program files (x86)",
+            "programdata",
+        ];
+        return WINDOWS_DIRS.contains(&rest);
+    }
+    critical_path(&slashed).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn critical_paths() {
+        for p in [
+            "/",
+            "//",
+            "/*",
+            "/.",
+            "~",
+            "~/",
+            "~/*",
+            "$HOME",
+            "${HOME}/",
+            "/usr",
+            "/etc/",
+            "/var/*",
+            "/tmp/..",
+            "~/..",
+            "/usr/local",
+            "/home/*",
+        ] {
+            assert!(critical_path(p).is_some(), "{p}");
+        }
+        for p in [
+            "/tmp/foo",
+            "./build",
+            "build",
+            "$HOME/.cache/foo",
+            "~/project/target",
+            "$HOMEDIR",
+            "/usr/local/lib/node_modules/x",
+            "/var/tmp/x",
+            "$DIR/",
+            "/tmp",
+            "/tmp/*",
+        ] {
+            assert!(critical_path(p).is_none(), "{p}");
+        }
+    }
+
+    #[test]
+    fn block_devices() {
+        for p in [
+            "/dev/sda",
+            "/dev/sdb1",
+            "/dev/nvme0n1",
+            "/dev/mmcblk0p1",
+            "/dev/disk2",
+            "/dev/xvda",
+            "/dev/vda",
+            "/dev/hda",
+            "/dev/mapper/vg-root",
+            "/dev/disk/by-id/x",
+        ] {
+            assert!(is_block_device(p), "{p}");
+        }
+        for p in [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/stdout",
+            "/dev/shm/x",
+            "/dev/tty",
+            "sda",
+        ] {
+            assert!(!is_block_device(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn windows_paths() {
+        for p in [
+            "C:\\",
+            "C:",
+            "c:/",
+            "C:\\*",
+            "$env:USERPROFILE",
+            "~",
+            "C:\\Windows",
+            "/",
+        ] {
+            assert!(windows_critical(p), "{p}");
+        }
+        for p in ["C:\\temp\\x", ".\\build", "node_modules"] {
+            assert!(!windows_critical(p), "{p}");
+        }
+    }
+}

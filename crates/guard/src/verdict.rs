@@ -1,0 +1,146 @@
+//! The guard's public decision: configuration (the allow-list), the verdict, and the block.
+//!
+//! `check` is what the server calls before spawning; it never panics and runs in microseconds for
+//! ordinary lines (see `benches/verdict.rs`). Rules are tried in table order and the first one
+//! that fires and is not allowed blocks; otherwise the read-only classification rides along so an
+//! approval policy can use it without a second parse.
+
+use crate::command::Analysis;
+use crate::notice;
+use crate::parse;
+use crate::readonly;
+use crate::rules::{RULES, Rule};
+
+/// The guard's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuardConfig {
+    /// Rule names switched off (e.g. `"download-exec"`).
+    pub allow: Vec<String>,
+}
+
+/// The allow-list named rules that do not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", notice::unknown_rules(.unknown, &rule_names().collect::<Vec<_>>()))]
+pub struct UnknownRules {
+    /// The names that match no rule.
+    pub unknown: Vec<String>,
+}
+
+impl GuardConfig {
+    /// Names in `allow` that match no rule (for the config loader's error).
+    pub fn unknown_rules(&self) -> Vec<String> {
+        self.allow
+            .iter()
+            .filter(|name| !RULES.iter().any(|r| r.name == name.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// `Err` naming the unknown rules and listing the known ones.
+    pub fn validate(&self) -> Result<(), UnknownRules> {
+        let unknown = self.unknown_rules();
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(UnknownRules { unknown })
+        }
+    }
+
+    /// Whether `rule` is switched off.
+    pub fn allows(&self, rule: &str) -> bool {
+        self.allow.iter().any(|a| a == rule)
+    }
+}
+
+/// All rule names, in table order.
+pub fn rule_names() -> impl Iterator<Item = &'static str> {
+    RULES.iter().map(|r| r.name)
+}
+
+/// The guard's decision on one command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// May run. `read_only` says whether it changes nothing (see `readonly.rs`).
+    Allow {
+        /// Every simple command is read-only and nothing is written by redirection.
+        read_only: bool,
+    },
+    /// Must not run.
+    Block(Block),
+}
+
+impl Verdict {
+    /// Whether the line was blocked.
+    pub fn is_blocked(&self) -> bool {
+        matches!(self, Self::Block(_))
+    }
+
+    /// Whether the line was allowed and is read-only.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Self::Allow { read_only: true })
+    }
+}
+
+/// Why a line was blocked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The rule's stable name.
+    pub rule: &'static str,
+    /// The rule's one-line reason.
+    pub reason: &'static str,
+    /// The offending simple command as text.
+    pub command: String,
+}
+
+impl Block {
+    /// The model-facing message: "blocked by guard rule `rm-root`: …".
+    pub fn message(&self) -> String {
+        notice::blocked(self.rule, self.reason, &self.command)
+    }
+}
+
+/// Judges a shell command line (run via `$SHELL -c`).
+pub fn check(command_line: &str, cfg: &GuardConfig) -> Verdict {
+    verdict(&parse::analyze(command_line), cfg)
+}
+
+/// Judges an argv executed directly (`argv[0]` may itself be `bash -c …`).
+pub fn check_argv(argv: &[String], cfg: &GuardConfig) -> Verdict {
+    verdict(&parse::analyze_argv(argv), cfg)
+}
+
+/// Whether a shell command line is read-only (ignores the dangerous rules).
+pub fn is_read_only(command_line: &str) -> bool {
+    readonly::line_is_read_only(&parse::analyze(command_line))
+}
+
+/// The verdict for an analysed line.
+pub fn verdict(analysis: &Analysis, cfg: &GuardConfig) -> Verdict {
+    for rule in RULES {
+        if cfg.allows(rule.name) {
+            continue;
+        }
+        if let Some(command) = (rule.check)(analysis) {
+            return Verdict::Block(block(rule, command));
+        }
+    }
+    Verdict::Allow {
+        read_only: readonly::line_is_read_only(analysis),
+    }
+}
+
+fn block(rule: &'static Rule, command: String) -> Block {
+    Block {
+        rule: rule.name,
+        reason: rule.reason,
+        command,
+    }
+}
+
+/// Every rule that fires, allow-list ignored (for the report).
+pub(crate) fn firing_rules(analysis: &Analysis) -> Vec<Block> {
+    RULES
+        .iter()
+        .filter_map(|r| (r.check)(analysis).map(|c| block(r, c)))
+        .collect()
+}

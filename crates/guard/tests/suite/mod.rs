@@ -1,0 +1,5 @@
+mod api;
+mod boundary;
+mod corpus;
+mod fuzz;
+mod readonly;
