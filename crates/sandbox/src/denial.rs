@@ -1,0 +1,278 @@
+//! Recognising, after the fact, that a failed command was refused a write by the sandbox (2008).
+//!
+//! The kernel tells the command, not us, so this reads the command's output. It is deliberately
+//! conservative: a plausible lie ("the sandbox blocked you") sends the agent to ask for escalation
+//! when the real fix is a `chmod` or an ssh key. So a line counts only when the command failed, the
+//! line carries a permission-type error, it names a path, and that path lies outside the plan's
+//! writable set. `ssh: Permission denied (publickey)` names no path and is never blamed; a chmod-000
+//! file inside the workspace is writable by the plan and is never blamed either.
+
+use std::path::{Path, PathBuf};
+
+use crate::mode::Mode;
+use crate::plan::Plan;
+
+/// A write refused by the sandbox; `path` when the message named one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub path: Option<PathBuf>,
+}
+
+impl Denial {
+    /// The sentence for error 2008 (from `notice.rs`).
+    pub fn notice(&self, mode: Mode) -> String {
+        crate::notice::denial_notice(self, mode)
+    }
+}
+
+/// Error texts for EACCES (Landlock), EPERM (Seatbelt), EROFS and EXDEV (Landlock's REFER check
+/// on links and renames), lowercase.
+const DENIAL_MARKERS: &[&str] = &[
+    "permission denied",
+    "operation not permitted",
+    "read-only file system",
+    "invalid cross-device link",
+    "eacces",
+    "eperm",
+    "erofs",
+];
+
+/// Bounds the scan on huge outputs; denials are printed where the command stops, near the end.
+const SCAN_TAIL_LINES: usize = 400;
+
+/// Returns the denial when a failed command's output shows a write refused outside the writable
+/// set of `plan`. Always `None` when the command succeeded or the plan confines nothing.
+pub fn detect_denial(exit_ok: bool, output: &str, plan: &Plan) -> Option<Denial> {
+    if exit_ok || !plan.confines() {
+        return None;
+    }
+    let lines: Vec<&str> = output.lines().collect();
+    let start = lines.len().saturating_sub(SCAN_TAIL_LINES);
+    lines[start..]
+        .iter()
+        .find_map(|line| denial_in_line(line, plan))
+}
+
+fn denial_in_line(line: &str, plan: &Plan) -> Option<Denial> {
+    let lower = line.to_ascii_lowercase();
+    if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
+        return None;
+    }
+    let read_only = plan.mode() == Mode::Plan;
+    for candidate in path_candidates(line) {
+        let path = Path::new(&candidate);
+        if path.is_absolute() {
+            if !plan.allows_write(path) {
+                return Some(Denial {
+                    path: Some(path.to_path_buf()),
+                });
+            }
+        } else if read_only && looks_like_relative_path(&candidate) {
+            // Without the cwd a relative path cannot be judged, except in read-only mode where
+            // nothing but devices is writable.
+            return Some(Denial {
+                path: Some(path.to_path_buf()),
+            });
+        }
+    }
+    None
+}
+
+fn looks_like_relative_path(s: &str) -> bool {
+    !s.is_empty() && !s.contains(char::is_whitespace) && !s.starts_with('-')
+}
+
+/// Paths a message may name: quoted spans first ('x', "x", ‘x’, `x'), then the fields between
+/// `: ` separators (`bash: /x: Permission denied`), then words after "cannot create" etc.
+fn path_candidates(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (open, close) in [
+        ('\'', '\''),
+        ('"', '"'),
+        ('‘', '’'),
+        ('`', '\''),
+        ('“', '”'),
+    ] {
+        let mut rest = line;
+        while let Some(i) = rest.find(open) {
+            let after = &rest[i + open.len_utf8()..];
+            let Some(j) = after.find(close) else { break };
+            let inner = &after[..j];
+            if !inner.is_empty() {
+                out.push(inner.to_owned());
+            }
+            rest = &after[j + close.len_utf8()..];
+        }
+    }
+    let fields: Vec<&str> = line.split(": ").collect();
+    // With three or more fields the first is the program (`/bin/sh: 1: cannot create /x: ...`).
+    let skip = usize::from(fields.len() >= 3 && !fields[0].trim().contains(' '));
+    for field in &fields[skip..] {
+        let field = field.trim();
+        // `sh: 1: cannot create /x: ...`, `open /x: ...` (Go), `... lock file /x: ...`.
+        let word = field.rsplit(' ').next().unwrap_or(field);
+        for cand in [field, word] {
+            let cand = cand.trim_matches(|c| matches!(c, ',' | ';' | '(' | ')'));
+            if cand.starts_with('/') && !out.iter().any(|o| o == cand) {
+                out.push(cand.to_owned());
+            }
+        }
+    }
+    if out.is_empty() {
+        // dash and GNU tools name relative paths bare: `sh: 1: cannot create x: Permission denied`,
+        // `bash: x: Permission denied`. Keep the field right before the marker; with only two
+        // fields the first is the program (`ssh: Permission denied (publickey)`), not a path.
+        if fields.len() >= 3 {
+            let before = fields[fields.len() - 2].trim();
+            out.push(before.rsplit(' ').next().unwrap_or(before).to_owned());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::enforcement::Backend;
+    use crate::mode::Policy;
+    use crate::plan::HostContext;
+
+    fn plan(mode: Mode, root: &Path) -> Plan {
+        let mut p = Plan::with_context(
+            &Policy::new(mode, vec![root.to_path_buf()]),
+            &HostContext {
+                temp_dirs: vec![],
+                ..HostContext::default()
+            },
+        );
+        p.backend = Backend::Landlock { abi: 7 };
+        p
+    }
+
+    #[test]
+    fn names_outside_paths() {
+        let ws = tempfile::tempdir().unwrap();
+        let p = plan(Mode::Default, ws.path());
+        for (msg, path) in [
+            ("touch: cannot touch '/etc/x': Permission denied", "/etc/x"),
+            ("bash: /home/u/x: Permission denied", "/home/u/x"),
+            ("PermissionError: [Errno 13] Permission denied: '/x'", "/x"),
+            (
+                "mkdir: cannot create directory ‘/opt/d’: Permission denied",
+                "/opt/d",
+            ),
+            ("sh: 1: cannot create /etc/y: Permission denied", "/etc/y"),
+            (
+                "/bin/sh: 1: cannot create /etc/w: Permission denied",
+                "/etc/w",
+            ),
+            ("/usr/bin/bash: /etc/v: Permission denied", "/etc/v"),
+            ("/etc/u: Read-only file system", "/etc/u"),
+            (
+                "Error: EACCES: permission denied, open '/usr/lib/z'",
+                "/usr/lib/z",
+            ),
+            ("open /var/lib/q: permission denied", "/var/lib/q"),
+            (
+                "ln: failed to create hard link 'w/l' => '/srv/f': Invalid cross-device link",
+                "/srv/f",
+            ),
+        ] {
+            let d = detect_denial(false, &format!("noise\n{msg}\n"), &p);
+            assert_eq!(
+                d,
+                Some(Denial {
+                    path: Some(PathBuf::from(path))
+                }),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn inside_paths_and_pathless_lines_are_not_blamed() {
+        let ws = tempfile::tempdir().unwrap();
+        let p = plan(Mode::Default, ws.path());
+        let inside = ws.path().join("locked.txt");
+        for msg in [
+            format!("bash: {}: Permission denied", inside.display()),
+            format!(
+                "touch: cannot touch '{}': Permission denied",
+                inside.display()
+            ),
+            "git@github.com: Permission denied (publickey).".to_owned(),
+            "kill: (1) - Operation not permitted".to_owned(),
+            "Permission denied (os error 13)".to_owned(),
+            "bash: rel.txt: Permission denied".to_owned(),
+        ] {
+            assert_eq!(detect_denial(false, &msg, &p), None, "{msg}");
+        }
+    }
+
+    #[test]
+    fn only_failed_confined_commands() {
+        let ws = tempfile::tempdir().unwrap();
+        let msg = "touch: cannot touch '/etc/x': Permission denied";
+        assert_eq!(
+            detect_denial(true, msg, &plan(Mode::Default, ws.path())),
+            None
+        );
+        assert_eq!(
+            detect_denial(false, msg, &plan(Mode::Auto, ws.path())),
+            None
+        );
+        let mut disabled = plan(Mode::Default, ws.path());
+        disabled.enabled = false;
+        assert_eq!(detect_denial(false, msg, &disabled), None);
+        let mut no_kernel = plan(Mode::Default, ws.path());
+        no_kernel.backend = Backend::KernelLacksLandlock;
+        assert_eq!(detect_denial(false, msg, &no_kernel), None);
+    }
+
+    #[test]
+    fn read_only_mode_blames_workspace_and_relative_paths() {
+        let ws = tempfile::tempdir().unwrap();
+        let p = plan(Mode::Plan, ws.path());
+        let inside = ws.path().join("a.txt");
+        let msg = format!(
+            "touch: cannot touch '{}': Permission denied",
+            inside.display()
+        );
+        assert_eq!(
+            detect_denial(false, &msg, &p),
+            Some(Denial { path: Some(inside) })
+        );
+        let rel = detect_denial(false, "bash: out.txt: Permission denied", &p);
+        assert_eq!(
+            rel,
+            Some(Denial {
+                path: Some(PathBuf::from("out.txt"))
+            })
+        );
+        let dash = detect_denial(false, "sh: 1: cannot create out.txt: Permission denied", &p);
+        assert_eq!(
+            dash,
+            Some(Denial {
+                path: Some(PathBuf::from("out.txt"))
+            })
+        );
+        assert_eq!(
+            detect_denial(false, "ssh: Permission denied (publickey)", &p),
+            None
+        );
+    }
+
+    #[test]
+    fn symlink_out_of_the_workspace_is_blamed() {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("out")).unwrap();
+        let p = plan(Mode::Default, ws.path());
+        let via = ws.path().join("out/f");
+        let msg = format!("bash: {}: Permission denied", via.display());
+        assert_eq!(
+            detect_denial(false, &msg, &p),
+            Some(Denial { path: Some(via) })
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! What confinement a plan actually gets on this host, as data.
+//!
+//! The states are kept apart on purpose: "disabled by configuration", "no backend on this
+//! platform" and "kernel lacks Landlock" send the user to three different fixes, so they must
+//! never collapse into one "not sandboxed". The sentences themselves live in `notice.rs`.
+
+use crate::mode::Mode;
+
+/// Lowest Landlock ABI that handles every write right we ask for (REFER is ABI 2, TRUNCATE 3).
+pub const LANDLOCK_ABI_FULL_WRITES: u32 = 3;
+
+/// The sandbox backend this host offers, detected once per plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Linux with Landlock at this ABI version (as reported by the kernel).
+    Landlock { abi: u32 },
+    /// Linux, but `landlock_create_ruleset` is missing, disabled at boot, or filtered.
+    KernelLacksLandlock,
+    /// macOS: confinement goes through `sandbox-exec` with a generated profile.
+    Seatbelt,
+    /// Anything else.
+    None,
+}
+
+impl Backend {
+    pub fn detect() -> Backend {
+        #[cfg(target_os = "linux")]
+        {
+            match crate::landlock::kernel_abi() {
+                Some(abi) => Backend::Landlock { abi },
+                None => Backend::KernelLacksLandlock,
+            }
+        }
+        #[cfg(target_os = "macos")]
+        {
+            Backend::Seatbelt
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        {
+            Backend::None
+        }
+    }
+}
+
+/// Write rights an older Landlock ABI cannot handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartialWhy {
+    /// ABI 1: no REFER (every cross-directory rename or link fails, even inside the workspace)
+    /// and no TRUNCATE (`truncate(2)` of files outside the writable set is not refused).
+    NoReferNoTruncate,
+    /// ABI 2: no TRUNCATE.
+    NoTruncate,
+}
+
+/// Why writes are not confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotEnforcedWhy {
+    DisabledByConfig,
+    NoBackend,
+    KernelLacksLandlock,
+    FullAccess,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Landlock at `abi`, every write right handled.
+    Enforced {
+        abi: u32,
+    },
+    /// Seatbelt profile applied by `sandbox-exec` (macOS; untested on real macOS here).
+    EnforcedSeatbelt,
+    Partial {
+        abi: u32,
+        why: PartialWhy,
+    },
+    NotEnforced {
+        why: NotEnforcedWhy,
+    },
+}
+
+/// The mode plus what the host does with it; `line()` is the one line every result carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enforcement {
+    pub mode: Mode,
+    pub state: State,
+    /// `Some(true)` when network-off was asked for and installed, `Some(false)` when asked for
+    /// but impossible here; `None` when the network is allowed.
+    pub network_off: Option<bool>,
+}
+
+impl Enforcement {
+    /// What `mode` gets with `backend` (`enabled` is `sandbox.terminal`). `Plan::enforcement`
+    /// calls this with the detected backend; it is public so callers can word hypotheticals.
+    pub fn decide(mode: Mode, enabled: bool, backend: &Backend) -> Enforcement {
+        use NotEnforcedWhy as N;
+        let state = if mode == Mode::Auto {
+            State::NotEnforced { why: N::FullAccess }
+        } else if !enabled {
+            State::NotEnforced {
+                why: N::DisabledByConfig,
+            }
+        } else {
+            match *backend {
+                Backend::Landlock { abi } if abi >= LANDLOCK_ABI_FULL_WRITES => {
+                    State::Enforced { abi }
+                }
+                Backend::Landlock { abi: 2 } => State::Partial {
+                    abi: 2,
+                    why: PartialWhy::NoTruncate,
+                },
+                Backend::Landlock { abi } => State::Partial {
+                    abi,
+                    why: PartialWhy::NoReferNoTruncate,
+                },
+                Backend::KernelLacksLandlock => State::NotEnforced {
+                    why: N::KernelLacksLandlock,
+                },
+                Backend::Seatbelt => State::EnforcedSeatbelt,
+                Backend::None => State::NotEnforced { why: N::NoBackend },
+            }
+        };
+        Enforcement {
+            mode,
+            state,
+            network_off: None,
+        }
+    }
+
+    /// True when some writes are refused by the kernel.
+    pub fn confines(&self) -> bool {
+        !matches!(self.state, State::NotEnforced { .. })
+    }
+
+    /// The single line every result carries, e.g.
+    /// `[sandbox] workspace-write: enforced (Landlock ABI 7)`.
+    pub fn line(&self) -> String {
+        crate::notice::enforcement_line(self)
+    }
+}
+
+impl std::fmt::Display for Enforcement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line())
+    }
+}

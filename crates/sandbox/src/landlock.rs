@@ -1,0 +1,104 @@
+//! Linux backend: a Landlock ruleset that handles write rights only.
+//!
+//! Split in two on purpose. `build_ruleset` runs in the parent, before any fork, and may allocate,
+//! open paths and fail with a `SandboxError`. `restrict_self` runs in the forked child of a
+//! multi-threaded server between fork and exec, so it is two raw syscalls on a file descriptor
+//! prepared earlier: no allocation, no lock, async-signal-safe. One ruleset fd is applied by any
+//! number of children (the kernel copies the rules into each child's new domain).
+//!
+//! The `landlock` crate builds the ruleset (best-effort across ABI versions, correct struct
+//! layouts) and hands its fd out through `From<RulesetCreated> for Option<OwnedFd>`; we do not use
+//! its `restrict_self`, which consumes the ruleset and allocates its status report.
+
+use std::os::fd::{OwnedFd, RawFd};
+
+use landlock::{
+    ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError, Ruleset,
+    RulesetAttr, RulesetCreatedAttr,
+};
+
+use crate::error::SandboxError;
+use crate::plan::Writable;
+
+/// The newest ABI whose *write* rights we handle. ABI 2 adds REFER (links and renames across
+/// directories), ABI 3 TRUNCATE. Later write-ish rights are left alone on purpose: IOCTL_DEV
+/// (ABI 5) would refuse ioctls on devices opened read-only, and RESOLVE_UNIX (ABI 9) would refuse
+/// connecting to unix sockets (ssh-agent, docker); neither is a write to the filesystem.
+const HANDLED_ABI: ABI = ABI::V3;
+
+/// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>` (not exported by libc).
+const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
+
+/// The Landlock ABI the running kernel offers, or `None` when it does not (ENOSYS: not built;
+/// EOPNOTSUPP: disabled at boot; EPERM: filtered by a container's seccomp profile).
+pub fn kernel_abi() -> Option<u32> {
+    // SAFETY: the version query reads no memory (NULL attr, size 0).
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(v).ok().filter(|&abi| abi > 0)
+}
+
+/// Builds the ruleset for `writable` and returns its fd, or `None` if the kernel turned out not to
+/// support Landlock after all (the crate's best-effort mode then yields no fd).
+pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxError> {
+    let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI);
+    // Directory-only rights (mkdir, unlink, ...) are invalid on a file rule such as /dev/null.
+    let file_rights = handled & AccessFs::from_file(HANDLED_ABI);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(handled)?
+        .create()?;
+    for w in writable {
+        let fd = match PathFd::new(&w.path) {
+            Ok(fd) => fd,
+            // Vanished since the plan was made: nothing there to write, and its parent is not
+            // writable unless covered by another rule.
+            Err(PathFdError::OpenCall { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                continue;
+            }
+            Err(PathFdError::OpenCall { source, .. }) => {
+                return Err(SandboxError::OpenPath {
+                    path: w.path.clone(),
+                    source,
+                });
+            }
+            Err(other) => {
+                let source = std::io::Error::other(other.to_string());
+                return Err(SandboxError::OpenPath {
+                    path: w.path.clone(),
+                    source,
+                });
+            }
+        };
+        let is_dir = std::fs::metadata(&w.path)
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        let rights = if is_dir { handled } else { file_rights };
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
+    }
+    Ok(ruleset.into())
+}
+
+/// Restricts the calling (single-threaded, forked) process with the ruleset `fd`.
+/// Async-signal-safe: two syscalls, and `last_os_error` only reads errno.
+pub fn restrict_self(fd: RawFd) -> std::io::Result<()> {
+    // no_new_privs is required for an unprivileged process to enter a Landlock domain, and it
+    // stops a setuid binary from shedding the restriction.
+    // SAFETY: plain prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a live Landlock ruleset fd owned by `Prepared`; flags 0.
+    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! agentty-sandbox: permission mode -> write confinement (SPEC §5).
+//!
+//! Only writes are confined; reads and the network are left alone (optional network-off aside),
+//! because a read allow-list breaks `git push` reading `~/.ssh`. The flow is
+//! `Policy -> Plan` (what is writable, `plan.rs`) `-> Prepared` (kernel objects built once, before
+//! any fork, `prepared.rs`) `-> apply_in_child` (raw syscalls between fork and exec, so the command
+//! keeps its pid and process group). Every result states its `Enforcement` in one line, and a
+//! failed command's output can be checked for a sandbox `Denial`. This is a leaf crate: it imports
+//! nothing of ours.
+
+mod denial;
+mod enforcement;
+mod error;
+#[cfg(target_os = "linux")]
+mod landlock;
+mod mode;
+pub mod notice;
+mod plan;
+mod prepared;
+mod probe;
+mod seatbelt;
+#[cfg(target_os = "linux")]
+mod seccomp;
+mod tables;
+
+pub use denial::{Denial, detect_denial};
+pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
+pub use error::SandboxError;
+pub use mode::{Mode, ParseModeError, Policy};
+pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
+pub use prepared::Prepared;
+pub use probe::{ProbeOutcome, ProbeReport, probe};
+#[cfg(any(target_os = "macos", test))]
+pub use seatbelt::sandbox_exec_argv;
+pub use seatbelt::{SANDBOX_EXEC, seatbelt_profile};
+pub use tables::{
+    CacheDir, CacheLocation, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES, TOOLCHAIN_CACHES,
+};
+
+/// Kernel's Landlock ABI (`None` when absent or not Linux); for `doctor` and tests.
+pub fn landlock_abi() -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        landlock::kernel_abi()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}

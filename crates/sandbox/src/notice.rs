@@ -1,0 +1,137 @@
+//! Every sentence this crate shows to a model or a user, in one place.
+//!
+//! One module per family of wording (STYLE: one source of truth per fact) so that the distinct
+//! sentences stay distinct: "disabled by configuration" and "no sandbox backend on this platform"
+//! point to different fixes, and a reviewer can read them side by side here.
+
+use std::fmt::Write as _;
+
+use crate::denial::Denial;
+use crate::enforcement::{Enforcement, NotEnforcedWhy, PartialWhy, State};
+use crate::mode::Mode;
+use crate::probe::{ProbeOutcome, ProbeReport};
+
+pub const DISABLED_BY_CONFIG: &str =
+    "not confined: disabled by configuration (sandbox.terminal = false)";
+pub const NO_BACKEND: &str = "not confined: no sandbox backend on this platform";
+pub const KERNEL_LACKS_LANDLOCK: &str = "not confined: this kernel does not offer Landlock";
+pub const FULL_ACCESS: &str = "danger-full-access: writes are not confined";
+
+const PREFIX: &str = "[sandbox]";
+
+fn partial_why(why: PartialWhy) -> &'static str {
+    match why {
+        PartialWhy::NoTruncate => {
+            "lacks TRUNCATE: truncate(2) outside the writable set is not refused"
+        }
+        PartialWhy::NoReferNoTruncate => {
+            "lacks REFER and TRUNCATE: renames and links across directories fail everywhere, \
+             and truncate(2) outside the writable set is not refused"
+        }
+    }
+}
+
+pub(crate) fn enforcement_line(e: &Enforcement) -> String {
+    let mode = e.mode;
+    let mut line = match e.state {
+        State::Enforced { abi } => format!("{PREFIX} {mode}: enforced (Landlock ABI {abi})"),
+        State::EnforcedSeatbelt => format!("{PREFIX} {mode}: enforced (Seatbelt)"),
+        State::Partial { abi, why } => {
+            format!(
+                "{PREFIX} {mode}: partially enforced (Landlock ABI {abi} {})",
+                partial_why(why)
+            )
+        }
+        State::NotEnforced {
+            why: NotEnforcedWhy::FullAccess,
+        } => format!("{PREFIX} {FULL_ACCESS}"),
+        State::NotEnforced { why } => {
+            let text = match why {
+                NotEnforcedWhy::DisabledByConfig => DISABLED_BY_CONFIG,
+                NotEnforcedWhy::NoBackend => NO_BACKEND,
+                NotEnforcedWhy::KernelLacksLandlock | NotEnforcedWhy::FullAccess => {
+                    KERNEL_LACKS_LANDLOCK
+                }
+            };
+            format!("{PREFIX} {mode}: {text}")
+        }
+    };
+    match e.network_off {
+        Some(true) => line.push_str("; network off"),
+        Some(false) => line.push_str("; network-off requested but not available here"),
+        None => {}
+    }
+    line
+}
+
+pub(crate) fn ruleset_failed(e: &dyn std::fmt::Display) -> String {
+    format!("the sandbox failed to start: could not build the Landlock ruleset: {e}")
+}
+
+pub(crate) fn open_path_failed(path: &std::path::Path, e: &std::io::Error) -> String {
+    format!(
+        "the sandbox failed to start: could not open writable path {}: {e}",
+        path.display()
+    )
+}
+
+/// What a mode lets a command write, in words (used when a write was refused).
+fn writable_summary(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Plan => "read-only mode writes nowhere except /dev/null and the terminal",
+        Mode::Default => {
+            "workspace-write allows the workspace, extra roots, temp dirs and toolchain caches"
+        }
+        Mode::Auto => "danger-full-access does not confine writes",
+    }
+}
+
+/// The explanation attached to error 2008 (a command ran and the sandbox refused a write).
+pub fn denial_notice(denial: &Denial, mode: Mode) -> String {
+    let what = match &denial.path {
+        Some(path) => format!("a write to {} was refused by the sandbox", path.display()),
+        None => "a write was refused by the sandbox".to_owned(),
+    };
+    format!(
+        "{PREFIX} {mode}: {what} ({}). If the write is needed, retry with \
+         sandbox_permissions: \"require_escalated\" and a justification.",
+        writable_summary(mode)
+    )
+}
+
+impl std::fmt::Display for ProbeReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = String::new();
+        match self.landlock_abi {
+            Some(abi) => {
+                let _ = writeln!(out, "Landlock: available, ABI {abi}");
+            }
+            None if cfg!(target_os = "linux") => {
+                let _ = writeln!(out, "Landlock: not offered by this kernel");
+            }
+            None => {
+                let _ = writeln!(out, "Landlock: not applicable on this platform");
+            }
+        }
+        let _ = match &self.outcome {
+            ProbeOutcome::Refused { exit_code, message } => write!(
+                out,
+                "denied-write probe: refused as expected (exit {}{})",
+                exit_code.map_or_else(|| "by signal".to_owned(), |c| c.to_string()),
+                if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {message}")
+                }
+            ),
+            ProbeOutcome::NotRefused => write!(
+                out,
+                "denied-write probe: NOT refused: a read-only sandboxed shell wrote outside; \
+                 commands are not confined"
+            ),
+            ProbeOutcome::Skipped(why) => write!(out, "denied-write probe: skipped: {why}"),
+            ProbeOutcome::Failed(why) => write!(out, "denied-write probe: could not run: {why}"),
+        };
+        f.write_str(&out)
+    }
+}

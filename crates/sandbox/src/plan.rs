@@ -1,0 +1,368 @@
+//! `Policy -> Plan`: the exact set of paths a confined command may write.
+//!
+//! This is the one place that decides what is writable, so the Landlock rules, the Seatbelt
+//! profile and the denial heuristics all agree. Host facts (home, temp dirs, cache variables) come
+//! in through `HostContext` so tests can build plans over private directories instead of the real
+//! `/tmp`. Only paths that exist are kept: a kernel rule needs an open file to anchor on, and a
+//! missing cache directory cannot be created anyway when its parent is not writable.
+//!
+//! Unlike other agents' sandboxes, `.git` stays writable so `git commit` works: inside a root it is
+//! covered by the root; for a linked worktree (`<root>/.git` is a file) the real git dir and its
+//! common dir, which live elsewhere, are added explicitly.
+
+use std::path::{Path, PathBuf};
+
+use crate::enforcement::{Backend, Enforcement};
+use crate::mode::{Mode, Policy};
+use crate::tables::{
+    CacheLocation, GPU_DEVICE_PREFIX, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES,
+    TOOLCHAIN_CACHES,
+};
+
+/// Why a path is writable; shown by `doctor`, and kept so a reviewer can audit the set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    Root,
+    GitDir,
+    Temp,
+    Cache(&'static str),
+    Device,
+}
+
+/// A writable path, canonical.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writable {
+    pub path: PathBuf,
+    pub why: Why,
+}
+
+/// Host facts a plan depends on; `from_env` reads the real ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostContext {
+    pub home: Option<PathBuf>,
+    /// Temp dirs to make writable (the fixed ones plus `$TMPDIR` in `from_env`).
+    pub temp_dirs: Vec<PathBuf>,
+    /// Values of the environment variables named in `TOOLCHAIN_CACHES`.
+    pub vars: Vec<(String, PathBuf)>,
+}
+
+impl HostContext {
+    pub fn from_env() -> Self {
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let mut temp_dirs: Vec<PathBuf> = TEMP_DIRS.iter().map(PathBuf::from).collect();
+        temp_dirs.extend(var("TMPDIR"));
+        let vars = TOOLCHAIN_CACHES
+            .iter()
+            .filter_map(|c| match c.location {
+                CacheLocation::Env(name) => var(name).map(|v| (name.to_owned(), v)),
+                CacheLocation::Home(_) => None,
+            })
+            .collect();
+        HostContext {
+            home: var("HOME"),
+            temp_dirs,
+            vars,
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<&Path> {
+        self.vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_path())
+    }
+}
+
+/// The computed confinement for one policy on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub(crate) mode: Mode,
+    pub(crate) enabled: bool,
+    pub(crate) network: bool,
+    pub(crate) writable: Vec<Writable>,
+    pub(crate) backend: Backend,
+}
+
+impl Plan {
+    /// The plan for `policy` on this host (real environment, real kernel).
+    pub fn new(policy: &Policy) -> Plan {
+        Plan::with_context(policy, &HostContext::from_env())
+    }
+
+    /// The plan for `policy` with explicit host facts (tests, or a server with its own env).
+    pub fn with_context(policy: &Policy, host: &HostContext) -> Plan {
+        Plan {
+            mode: policy.mode,
+            enabled: policy.enabled,
+            network: policy.network,
+            writable: writable_set(policy, host),
+            backend: Backend::detect(),
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The writable set (empty in `danger-full-access`, where everything is writable).
+    pub fn writable(&self) -> &[Writable] {
+        &self.writable
+    }
+
+    /// Whether the network-off filter was asked for.
+    pub fn network_allowed(&self) -> bool {
+        self.network
+    }
+
+    /// What this plan will do on this host, before anything is prepared.
+    pub fn enforcement(&self) -> Enforcement {
+        Enforcement::decide(self.mode, self.enabled, &self.backend)
+    }
+
+    /// True when writes are actually confined, i.e. a refused write may be the sandbox's doing.
+    pub fn confines(&self) -> bool {
+        self.enforcement().confines()
+    }
+
+    /// Whether a write to `path` is allowed by the plan (ignoring ordinary file permissions).
+    /// Symlinks are resolved on the longest existing prefix, as the kernel would.
+    pub fn allows_write(&self, path: &Path) -> bool {
+        if self.mode == Mode::Auto {
+            return true;
+        }
+        let resolved = resolve(path);
+        self.writable.iter().any(|w| resolved.starts_with(&w.path))
+    }
+}
+
+/// Canonicalizes the longest existing prefix of `path`, keeping the missing tail (the file being
+/// created is usually the part that does not exist yet).
+pub(crate) fn resolve(path: &Path) -> PathBuf {
+    let mut tail = Vec::new();
+    let mut cur = path;
+    loop {
+        if let Ok(canon) = cur.canonicalize() {
+            let mut out = canon;
+            for part in tail.iter().rev() {
+                // The missing tail cannot contain symlinks, so `..` is lexical here.
+                if part == ".." {
+                    out.pop();
+                } else if part != "." {
+                    out.push(part);
+                }
+            }
+            return out;
+        }
+        let Some(parent) = cur.parent() else {
+            return path.to_path_buf();
+        };
+        // `file_name` is None for a trailing `..`; keep it as a component.
+        tail.push(
+            cur.components()
+                .next_back()
+                .map_or_else(Default::default, |c| c.as_os_str().to_owned()),
+        );
+        cur = parent;
+    }
+}
+
+fn writable_set(policy: &Policy, host: &HostContext) -> Vec<Writable> {
+    let mut out = Vec::new();
+    let mut push = |path: &Path, why: Why| {
+        if let Ok(canon) = path.canonicalize() {
+            out.push(Writable { path: canon, why });
+        }
+    };
+    match policy.mode {
+        Mode::Auto => return Vec::new(),
+        Mode::Plan => {}
+        Mode::Default => {
+            for root in &policy.writable_roots {
+                push(root, Why::Root);
+                for git in worktree_git_dirs(root) {
+                    push(&git, Why::GitDir);
+                }
+            }
+            for temp in &host.temp_dirs {
+                push(temp, Why::Temp);
+            }
+            for cache in TOOLCHAIN_CACHES {
+                let path = match cache.location {
+                    CacheLocation::Home(rel) => host.home.as_ref().map(|h| h.join(rel)),
+                    CacheLocation::Env(var) => host.var(var).map(Path::to_path_buf),
+                };
+                if let Some(path) = path {
+                    push(&path, Why::Cache(cache.reason));
+                }
+            }
+            for dev in HARMLESS_DEVICES {
+                push(Path::new(dev), Why::Device);
+            }
+            for gpu in gpu_devices() {
+                push(&gpu, Why::Device);
+            }
+        }
+    }
+    for dev in TERMINAL_DEVICES {
+        push(Path::new(dev), Why::Device);
+    }
+    dedup_nested(out)
+}
+
+/// Drops paths already covered by a writable ancestor: fewer kernel rules, same meaning.
+fn dedup_nested(mut all: Vec<Writable>) -> Vec<Writable> {
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut out: Vec<Writable> = Vec::with_capacity(all.len());
+    for w in all {
+        if !out.iter().any(|kept| w.path.starts_with(&kept.path)) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+fn gpu_devices() -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir("/dev") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(GPU_DEVICE_PREFIX)
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// For a linked worktree or submodule (`<root>/.git` is a file `gitdir: <path>`): the real git
+/// dir, and its common dir (`<gitdir>/commondir`, relative to the git dir) where objects and refs
+/// live. Both are needed for `git commit`. A normal `.git` directory is inside the root already.
+pub fn worktree_git_dirs(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    if !dot_git.is_file() {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return Vec::new();
+    };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return Vec::new();
+    };
+    let gitdir = root.join(gitdir.trim());
+    let mut out = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        let common = common.trim();
+        if !common.is_empty() {
+            out.push(gitdir.join(common));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(home: &Path, tmp: &Path) -> HostContext {
+        HostContext {
+            home: Some(home.to_path_buf()),
+            temp_dirs: vec![tmp.to_path_buf()],
+            vars: vec![],
+        }
+    }
+
+    #[test]
+    fn default_mode_collects_roots_temp_caches_devices() {
+        let base = tempfile::tempdir().unwrap();
+        let (ws, home, tmp) = (
+            base.path().join("ws"),
+            base.path().join("home"),
+            base.path().join("tmp"),
+        );
+        for d in [&ws, &home.join(".cargo"), &tmp, &home.join("go/pkg/mod")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let plan = Plan::with_context(
+            &Policy::new(Mode::Default, vec![ws.clone()]),
+            &ctx(&home, &tmp),
+        );
+        let paths: Vec<&Path> = plan.writable().iter().map(|w| w.path.as_path()).collect();
+        let canon = |p: &Path| p.canonicalize().unwrap();
+        assert!(paths.contains(&canon(&ws).as_path()));
+        assert!(paths.contains(&canon(&tmp).as_path()));
+        assert!(paths.contains(&canon(&home.join(".cargo")).as_path()));
+        assert!(paths.contains(&canon(&home.join("go/pkg/mod")).as_path()));
+        assert!(paths.contains(&Path::new("/dev/null")));
+        assert!(
+            !paths.iter().any(|p| p.ends_with(".npm")),
+            "missing caches are skipped"
+        );
+        assert!(plan.allows_write(&ws.join("new/file")));
+        assert!(!plan.allows_write(&home.join("file")));
+    }
+
+    #[test]
+    fn plan_mode_is_devices_only() {
+        let ws = tempfile::tempdir().unwrap();
+        let plan = Plan::with_context(
+            &Policy::new(Mode::Plan, vec![ws.path().to_path_buf()]),
+            &HostContext {
+                temp_dirs: vec!["/tmp".into()],
+                ..HostContext::default()
+            },
+        );
+        assert!(
+            plan.writable()
+                .iter()
+                .all(|w| w.why == Why::Device && w.path.starts_with("/dev"))
+        );
+        assert!(!plan.allows_write(ws.path()));
+        assert!(
+            !plan.allows_write(Path::new("/dev/zero")),
+            "only terminal devices in plan"
+        );
+        assert!(plan.allows_write(Path::new("/dev/null")));
+    }
+
+    #[test]
+    fn auto_allows_everything_and_lists_nothing() {
+        let plan = Plan::with_context(&Policy::new(Mode::Auto, vec![]), &HostContext::default());
+        assert!(plan.writable().is_empty());
+        assert!(plan.allows_write(Path::new("/etc/passwd")));
+    }
+
+    #[test]
+    fn nested_paths_are_deduplicated() {
+        let base = tempfile::tempdir().unwrap();
+        let inner = base.path().join("a/b");
+        std::fs::create_dir_all(&inner).unwrap();
+        let plan = Plan::with_context(
+            &Policy::new(Mode::Default, vec![base.path().to_path_buf(), inner]),
+            &HostContext::default(),
+        );
+        assert_eq!(
+            plan.writable()
+                .iter()
+                .filter(|w| w.why == Why::Root)
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn resolve_keeps_missing_tail() {
+        let base = tempfile::tempdir().unwrap();
+        let canon = base.path().canonicalize().unwrap();
+        assert_eq!(resolve(&base.path().join("x/y")), canon.join("x/y"));
+        assert_eq!(resolve(&base.path().join("x/../y")), canon.join("y"));
+        assert_eq!(
+            resolve(&base.path().join("x/../../z")),
+            canon.parent().unwrap().join("z")
+        );
+    }
+}

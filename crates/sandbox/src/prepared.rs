@@ -1,0 +1,102 @@
+//! `Plan::prepare` and the async-signal-safe `Prepared::apply_in_child`.
+//!
+//! Everything that can allocate or fail slowly (opening paths, building the ruleset, compiling the
+//! network filter) happens once in `prepare`, in the parent and before any fork. What the child
+//! does is fixed syscalls on data owned by `Prepared`, so one `Prepared` (shared through an `Arc`)
+//! serves every spawn of a session: the per-call cost is a few microseconds, and the command keeps
+//! its pid and process group because nothing forks or re-execs on its behalf.
+
+#[cfg(target_os = "linux")]
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use crate::enforcement::Enforcement;
+#[cfg(target_os = "linux")]
+use crate::enforcement::State;
+use crate::error::SandboxError;
+use crate::plan::Plan;
+
+/// A plan made ready to apply in children. `Send + Sync`; share it behind an `Arc`.
+#[derive(Debug)]
+pub struct Prepared {
+    enforcement: Enforcement,
+    #[cfg(target_os = "linux")]
+    ruleset: Option<OwnedFd>,
+    #[cfg(target_os = "linux")]
+    net_filter: Option<crate::seccomp::NetFilter>,
+}
+
+impl Plan {
+    /// Builds the kernel objects for this plan. Call once, before forking; an error here means the
+    /// sandbox failed to start (error 2009) and the command must not run.
+    pub fn prepare(&self) -> Result<Prepared, SandboxError> {
+        let mut enforcement = self.enforcement();
+        #[cfg(target_os = "linux")]
+        {
+            let ruleset = match enforcement.state {
+                State::Enforced { .. } | State::Partial { .. } => {
+                    let fd = crate::landlock::build_ruleset(&self.writable)?;
+                    if fd.is_none() {
+                        enforcement.state = State::NotEnforced {
+                            why: crate::enforcement::NotEnforcedWhy::KernelLacksLandlock,
+                        };
+                    }
+                    fd
+                }
+                _ => None,
+            };
+            // Network-off is independent of write confinement, but `sandbox.terminal = false`
+            // and `auto` both mean "do not confine this command at all".
+            let net_filter = if !self.network && self.enabled && self.mode != crate::Mode::Auto {
+                let filter = crate::seccomp::NetFilter::new();
+                enforcement.network_off = Some(filter.is_some());
+                filter
+            } else {
+                None
+            };
+            Ok(Prepared {
+                enforcement,
+                ruleset,
+                net_filter,
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            if !self.network && self.enabled && self.mode != crate::Mode::Auto {
+                enforcement.network_off = Some(false);
+            }
+            Ok(Prepared { enforcement })
+        }
+    }
+}
+
+impl Prepared {
+    /// What this prepared sandbox enforces; `enforcement().line()` is the result line.
+    pub fn enforcement(&self) -> Enforcement {
+        self.enforcement
+    }
+
+    /// Confines the calling process. Meant for the child between fork and exec: only raw syscalls
+    /// on data prepared before the fork, no allocation, no lock. A no-op when nothing is confined.
+    /// On macOS confinement comes from `sandbox-exec` wrapping instead, so this is a no-op there.
+    pub fn apply_in_child(&self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            if let Some(fd) = &self.ruleset {
+                crate::landlock::restrict_self(fd.as_raw_fd())?;
+            }
+            if let Some(filter) = &self.net_filter {
+                filter.install()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn prepared_is_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Prepared>();
+    }
+}

@@ -1,0 +1,9 @@
+mod common;
+mod enforcement;
+mod escape;
+mod git;
+mod network;
+mod perf;
+mod pid;
+mod probe;
+mod writable;
