@@ -6,6 +6,7 @@
 //! returns into words for a model.
 
 pub mod clean;
+pub mod jobs;
 pub mod limits;
 pub mod reaper;
 pub mod run;

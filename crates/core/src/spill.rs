@@ -83,6 +83,10 @@ impl SpillFile {
         self.out.write_all(text.as_bytes())
     }
 
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     pub fn finish(mut self) -> io::Result<PathBuf> {
         self.out.flush()?;
         Ok(self.path)

@@ -1,0 +1,269 @@
+//! The output buffer of a long-lived job (SPEC §3): a ring that drops the head and keeps the tail,
+//! read with absolute byte cursors, spilling lazily to a file.
+//!
+//! Why drop-head: the end of a build is what matters (the result, the error), so the newest
+//! [`RING_BYTES`] are kept. Why absolute cursors: a reader says "from byte N" and gets exactly what
+//! follows, with no gap and no duplicate, and is told precisely how much scrolled out if N is
+//! gone. Why lazy spill: most jobs never overflow and should write no file; the first overflow
+//! starts a spill file holding *everything* from byte 0, so what scrolled out is not lost.
+//!
+//! The ring holds cleaned text (§7.1): cursors count bytes of that text.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use crate::spill::{SpillFile, SpillStore};
+
+/// Bytes of cleaned output kept per job.
+pub const RING_BYTES: usize = 256 * 1024;
+
+/// Most bytes one read returns: small enough for a model to read in one go.
+pub const READ_MAX_BYTES: usize = 8 * 1024;
+
+enum Spill {
+    /// No store configured (tests) or no overflow yet.
+    Idle(Option<(Arc<SpillStore>, String)>),
+    Writing(SpillFile),
+    Failed(String),
+}
+
+struct Inner {
+    buf: VecDeque<u8>,
+    /// Absolute offset of `buf[0]`.
+    start: u64,
+    spill: Spill,
+    closed: bool,
+}
+
+/// What one read returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    pub text: String,
+    /// Absolute offset where `text` starts.
+    pub from: u64,
+    /// Cursor for the next read.
+    pub next: u64,
+    /// Bytes between the requested cursor and `from` that had scrolled out of the ring.
+    pub dropped: u64,
+    /// Total bytes ever written.
+    pub total: u64,
+    /// Bytes left after `next` (more to read at once).
+    pub remaining: u64,
+    /// File holding the full text, once the ring has overflowed.
+    pub spill_path: Option<PathBuf>,
+    /// Why the full text could not be kept, if it could not.
+    pub spill_error: Option<String>,
+}
+
+pub struct OutputRing {
+    inner: Mutex<Inner>,
+    changed: Notify,
+}
+
+impl OutputRing {
+    /// `spill`: the store and file name used on the first overflow.
+    pub fn new(spill: Option<(Arc<SpillStore>, String)>) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                buf: VecDeque::new(),
+                start: 0,
+                spill: Spill::Idle(spill),
+                closed: false,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Appends cleaned text.
+    pub fn push(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut inner = self.lock();
+        let overflow = inner.buf.len() + text.len() > RING_BYTES;
+        if overflow && let Spill::Idle(Some((store, name))) = &inner.spill {
+            let opened = store.create(name).and_then(|mut file| {
+                let (a, b) = inner.buf.as_slices();
+                file.write(&String::from_utf8_lossy(a))?;
+                file.write(&String::from_utf8_lossy(b))?;
+                Ok(file)
+            });
+            inner.spill = match opened {
+                Ok(file) => Spill::Writing(file),
+                Err(e) => Spill::Failed(e.to_string()),
+            };
+        }
+        if let Spill::Writing(file) = &mut inner.spill
+            && let Err(e) = file.write(text)
+        {
+            inner.spill = Spill::Failed(e.to_string());
+        }
+        inner.buf.extend(text.as_bytes());
+        let excess = inner.buf.len().saturating_sub(RING_BYTES);
+        if excess > 0 {
+            inner.buf.drain(..excess);
+            inner.start += excess as u64;
+        }
+        drop(inner);
+        self.changed.notify_waiters();
+    }
+
+    /// Marks the end of output (the job ended); flushes the spill file.
+    pub fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        if let Spill::Writing(file) = &mut inner.spill
+            && let Err(e) = file.flush()
+        {
+            inner.spill = Spill::Failed(e.to_string());
+        }
+        drop(inner);
+        self.changed.notify_waiters();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Total bytes written so far.
+    pub fn total(&self) -> u64 {
+        let inner = self.lock();
+        inner.start + inner.buf.len() as u64
+    }
+
+    /// Reads at most `max` bytes from `since`, or the newest `max` bytes when `since` is `None`.
+    /// A cursor past the end is the caller's error to report; here it reads nothing.
+    pub fn read(&self, since: Option<u64>, max: usize) -> Slice {
+        let inner = self.lock();
+        let end = inner.start + inner.buf.len() as u64;
+        let wanted = since.unwrap_or_else(|| end.saturating_sub(max as u64));
+        let from_abs = wanted.clamp(inner.start, end);
+        let dropped = from_abs.saturating_sub(wanted);
+        let offset = (from_abs - inner.start) as usize;
+        let len = (inner.buf.len() - offset).min(max);
+        let bytes: Vec<u8> = inner.buf.range(offset..offset + len).copied().collect();
+        // Cut at character boundaries: skip a partial character at the start (it scrolled out
+        // or was split by the caller's cursor) and leave a partial one at the end for next time.
+        let lead = bytes.iter().take_while(|&&b| is_continuation(b)).count();
+        let cut = lead + complete_prefix_len(&bytes[lead..]);
+        let text = String::from_utf8_lossy(&bytes[lead..cut]).into_owned();
+        let from = from_abs + lead as u64;
+        let next = from_abs + cut as u64;
+        let (spill_path, spill_error) = match &inner.spill {
+            Spill::Writing(file) => (Some(file.path().to_owned()), None),
+            Spill::Failed(e) => (None, Some(e.clone())),
+            Spill::Idle(_) => (None, None),
+        };
+        Slice {
+            text,
+            from,
+            next,
+            dropped,
+            total: end,
+            remaining: end - next,
+            spill_path,
+            spill_error,
+        }
+    }
+
+    /// Resolves the next time output is pushed or the ring is closed.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// Length of the longest prefix of `bytes` that does not end inside a character.
+fn complete_prefix_len(bytes: &[u8]) -> usize {
+    let Some(last_start) = bytes.iter().rposition(|&b| !is_continuation(b)) else {
+        return bytes.len();
+    };
+    let width = match bytes[last_start] {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        0xC0.. => 2,
+        _ => 1,
+    };
+    if last_start + width <= bytes.len() {
+        bytes.len()
+    } else {
+        last_start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rebuild(ring: &OutputRing) -> String {
+        let mut cursor = 0;
+        let mut out = String::new();
+        loop {
+            let s = ring.read(Some(cursor), READ_MAX_BYTES);
+            assert_eq!(s.from, cursor, "no gap");
+            if s.text.is_empty() {
+                return out;
+            }
+            out.push_str(&s.text);
+            cursor = s.next;
+        }
+    }
+
+    #[test]
+    fn cursors_rebuild_the_stream_exactly() {
+        let ring = OutputRing::new(None);
+        let mut all = String::new();
+        for i in 0..3000 {
+            let line = format!("line {i} — ünïcödé\n");
+            all.push_str(&line);
+            ring.push(&line);
+        }
+        assert!(all.len() < RING_BYTES);
+        assert_eq!(rebuild(&ring), all);
+    }
+
+    #[test]
+    fn overflow_drops_the_head_and_says_how_much() {
+        let ring = OutputRing::new(None);
+        let chunk = "x".repeat(1000) + "\n";
+        for _ in 0..400 {
+            ring.push(&chunk);
+        }
+        let total = 400 * chunk.len() as u64;
+        let s = ring.read(Some(0), READ_MAX_BYTES);
+        assert_eq!(s.dropped, total - RING_BYTES as u64);
+        assert_eq!(s.from, total - RING_BYTES as u64);
+        let newest = ring.read(None, 100);
+        assert_eq!(newest.next, total);
+        assert_eq!(newest.text.len(), 100);
+    }
+
+    #[test]
+    fn multibyte_characters_are_never_split() {
+        let ring = OutputRing::new(None);
+        ring.push(&"é".repeat(10_000));
+        for max in [1, 2, 3, 7, 8191] {
+            let mut cursor = 1; // inside a character
+            loop {
+                let s = ring.read(Some(cursor), max);
+                assert!(s.text.chars().all(|c| c == 'é'), "max {max}");
+                if s.next == cursor {
+                    break;
+                }
+                cursor = s.next;
+            }
+        }
+    }
+}

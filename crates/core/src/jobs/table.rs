@@ -1,0 +1,263 @@
+//! The job table (SPEC §3): the single registry of every long-lived child of one client session.
+//!
+//! Background commands (`t1`, `t2`, …) and persistent shells (`s1`, …) live here and nowhere
+//! else: one registration, so a missed registration cannot exist. Ids are never reused within the
+//! table. A table belongs to one client session; another session has its own table and so cannot
+//! see, read or stop these jobs (it gets the same answer as for an id that never existed).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use crate::jobs::ring::OutputRing;
+
+/// At most this many background commands run per session: each holds a process tree and a
+/// buffer, and a model that starts more has usually lost track of them.
+pub const MAX_RUNNING_COMMANDS: usize = 8;
+
+/// At most this many shells per session: a PTY and a shell are heavier than a pipe.
+pub const MAX_SHELLS: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    Command,
+    Shell,
+}
+
+impl JobKind {
+    fn prefix(self) -> char {
+        match self {
+            JobKind::Command => 't',
+            JobKind::Shell => 's',
+        }
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    Running,
+    Exited(i32),
+    /// Ended by a signal it did not get from us.
+    Signalled(i32),
+    /// Stopped by `task_stop`, `shell_close`, session end or server shutdown.
+    Stopped,
+    /// Closed because it was idle too long (shells).
+    Reaped,
+}
+
+impl JobState {
+    pub fn is_running(&self) -> bool {
+        matches!(self, JobState::Running)
+    }
+}
+
+pub type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// How the table stops a job: the kind-specific part (kill a tree, hang up a PTY).
+pub trait JobControl: Send + Sync {
+    /// Stops the job and everything it started; resolves when that is done.
+    fn stop(&self) -> StopFuture;
+}
+
+/// One registered job.
+pub struct Job {
+    pub id: String,
+    pub kind: JobKind,
+    /// The command line, or the shell and its workdir.
+    pub label: String,
+    pub workdir: PathBuf,
+    pub started: Instant,
+    pub pid: i32,
+    pub output: Arc<OutputRing>,
+    state: watch::Sender<JobState>,
+    control: Box<dyn JobControl>,
+}
+
+impl Job {
+    pub fn state(&self) -> JobState {
+        self.state.borrow().clone()
+    }
+
+    /// Sets the state (the job's own runner calls this when the process ends).
+    pub fn set_state(&self, state: JobState) {
+        self.state.send_replace(state);
+    }
+
+    /// Resolves when the job is no longer running.
+    pub async fn ended(&self) -> JobState {
+        let mut rx = self.state.subscribe();
+        match rx.wait_for(|s| !s.is_running()).await {
+            Ok(state) => state.clone(),
+            Err(_) => self.state(),
+        }
+    }
+
+    pub async fn stop(&self) {
+        if self.state().is_running() {
+            self.control.stop().await;
+            if self.state().is_running() {
+                self.set_state(JobState::Stopped);
+            }
+        }
+        self.output.close();
+    }
+}
+
+/// Why a job could not be registered.
+pub struct CapReached {
+    pub kind: JobKind,
+    pub limit: usize,
+    /// The running jobs of that kind, so "stop one first" is actionable.
+    pub running: Vec<Arc<Job>>,
+}
+
+/// Everything needed to register a job, except its id.
+pub struct NewJob {
+    pub kind: JobKind,
+    pub label: String,
+    pub workdir: PathBuf,
+    pub pid: i32,
+    pub output: Arc<OutputRing>,
+    pub control: Box<dyn JobControl>,
+}
+
+#[derive(Default)]
+struct Inner {
+    next_command: u64,
+    next_shell: u64,
+    jobs: BTreeMap<(char, u64), Arc<Job>>,
+}
+
+/// The jobs of one client session.
+#[derive(Default)]
+pub struct JobTable {
+    inner: Mutex<Inner>,
+}
+
+impl JobTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The id the next job of `kind` will get (so a spill file can be named before registering).
+    pub fn peek_id(&self, kind: JobKind) -> String {
+        let inner = self.lock();
+        let n = match kind {
+            JobKind::Command => inner.next_command,
+            JobKind::Shell => inner.next_shell,
+        };
+        format!("{}{}", kind.prefix(), n + 1)
+    }
+
+    /// Checks the cap for `kind` without registering.
+    pub fn check_cap(&self, kind: JobKind) -> Result<(), CapReached> {
+        let inner = self.lock();
+        let limit = match kind {
+            JobKind::Command => MAX_RUNNING_COMMANDS,
+            JobKind::Shell => MAX_SHELLS,
+        };
+        let running: Vec<Arc<Job>> = inner
+            .jobs
+            .values()
+            .filter(|j| j.kind == kind && j.state().is_running())
+            .cloned()
+            .collect();
+        if running.len() >= limit {
+            Err(CapReached {
+                kind,
+                limit,
+                running,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Registers a job, or refuses when the session already runs the maximum of its kind.
+    pub fn register(&self, new: NewJob) -> Result<Arc<Job>, CapReached> {
+        self.check_cap(new.kind)?;
+        let mut inner = self.lock();
+        let n = match new.kind {
+            JobKind::Command => {
+                inner.next_command += 1;
+                inner.next_command
+            }
+            JobKind::Shell => {
+                inner.next_shell += 1;
+                inner.next_shell
+            }
+        };
+        let (state, _) = watch::channel(JobState::Running);
+        let job = Arc::new(Job {
+            id: format!("{}{n}", new.kind.prefix()),
+            kind: new.kind,
+            label: new.label,
+            workdir: new.workdir,
+            started: Instant::now(),
+            pid: new.pid,
+            output: new.output,
+            state,
+            control: new.control,
+        });
+        inner.jobs.insert((new.kind.prefix(), n), job.clone());
+        Ok(job)
+    }
+
+    /// The job with this id, if this session has one.
+    pub fn get(&self, id: &str) -> Option<Arc<Job>> {
+        let mut chars = id.chars();
+        let prefix = chars.next()?;
+        let n: u64 = chars.as_str().parse().ok()?;
+        self.lock().jobs.get(&(prefix, n)).cloned()
+    }
+
+    /// Every job, commands first, in id order.
+    pub fn list(&self) -> Vec<Arc<Job>> {
+        let mut jobs: Vec<Arc<Job>> = self.lock().jobs.values().cloned().collect();
+        jobs.sort_by_key(|j| j.kind == JobKind::Shell);
+        jobs
+    }
+
+    /// Forgets a job (its id is still never reused).
+    pub fn remove(&self, id: &str) -> Option<Arc<Job>> {
+        let mut chars = id.chars();
+        let prefix = chars.next()?;
+        let n: u64 = chars.as_str().parse().ok()?;
+        self.lock().jobs.remove(&(prefix, n))
+    }
+
+    /// Stops every running job (session end, shutdown); returns the ones it stopped.
+    pub async fn stop_all(&self) -> Vec<Arc<Job>> {
+        let running: Vec<Arc<Job>> = self
+            .list()
+            .into_iter()
+            .filter(|j| j.state().is_running())
+            .collect();
+        let stops = running.iter().map(|j| j.stop());
+        futures_join_all(stops).await;
+        running
+    }
+}
+
+/// Awaits all futures concurrently (a tiny join_all, to avoid a dependency for ten lines).
+async fn futures_join_all<F: Future<Output = ()>>(futures: impl IntoIterator<Item = F>) {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    for f in set {
+        f.await;
+    }
+}
