@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use agentty_core::limits::{TIMEOUT_DEFAULT_MS, TIMEOUT_MAX_MS};
+use agentty_guard::GuardConfig;
+use agentty_sandbox::Mode;
 use agentty_server::Settings;
 
 /// The config file's shape.
@@ -16,9 +18,31 @@ use agentty_server::Settings;
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub workspace: Option<PathBuf>,
+    pub mode: Option<String>,
+    pub add_dirs: Option<Vec<PathBuf>>,
     pub shell: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
     pub default_timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+    #[serde(default)]
+    pub guard: GuardSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// false: commands are not confined; results keep the mode and say so.
+    pub terminal: Option<bool>,
+    /// false: commands get no network (IPv4/IPv6 sockets refused).
+    pub network: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardSection {
+    /// Guard rules to switch off, by name (`agentty guard --rules` lists them).
+    pub allow: Option<Vec<String>>,
 }
 
 impl FileConfig {
@@ -47,6 +71,22 @@ pub struct Flags {
     /// Default `terminal` timeout in milliseconds [default: 120000, max 600000]
     #[arg(long, value_name = "MS")]
     pub default_timeout_ms: Option<u64>,
+    /// Permission mode: plan (read-only), default (workspace-write), auto (no write sandbox)
+    /// [default: default]
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+    /// Extra writable root, inside the workspace boundary too (repeatable)
+    #[arg(long = "add-dir", value_name = "DIR")]
+    pub add_dirs: Vec<PathBuf>,
+    /// Do not confine commands (sandbox.terminal = false); results still state the mode
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Turn the network off for commands (sandbox.network = false)
+    #[arg(long)]
+    pub no_network: bool,
+    /// Switch off a guard rule by name (repeatable; guard.allow)
+    #[arg(long = "allow-rule", value_name = "RULE")]
+    pub allow_rules: Vec<String>,
 }
 
 /// The config file in effect: the flag, else the default path if that file exists.
@@ -96,12 +136,54 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     if default_timeout_ms == 0 || default_timeout_ms > TIMEOUT_MAX_MS {
         bail!("default_timeout_ms must be between 1 and {TIMEOUT_MAX_MS}");
     }
+    let mode_name = flags
+        .mode
+        .clone()
+        .or(file.mode)
+        .unwrap_or_else(|| "default".into());
+    let mode: Mode = mode_name
+        .parse()
+        .map_err(|e| anyhow::anyhow!("mode: {e}"))?;
+    let mut add_dirs = Vec::new();
+    for dir in flags.add_dirs.iter().chain(file.add_dirs.iter().flatten()) {
+        let canonical = dir
+            .canonicalize()
+            .with_context(|| format!("add-dir {} does not exist", dir.display()))?;
+        add_dirs.push(canonical);
+    }
+    let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
+    let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
+    let guard = merge_guard(file.guard, flags)?;
     Ok(Settings {
         workspace,
         shell,
         spill_root: state_dir.join("spill"),
         default_timeout_ms,
+        add_dirs,
+        mode,
+        sandbox_enabled,
+        network,
+        guard,
     })
+}
+
+fn merge_guard(section: GuardSection, flags: &Flags) -> Result<GuardConfig> {
+    let mut allow = section.allow.unwrap_or_default();
+    allow.extend(flags.allow_rules.iter().cloned());
+    let guard = GuardConfig { allow };
+    guard
+        .validate()
+        .map_err(|e| anyhow::anyhow!("guard.allow: {e}"))?;
+    Ok(guard)
+}
+
+/// Only the guard part of the settings, for `agentty guard` (which needs no workspace).
+pub fn guard_config(flags: &Flags) -> Result<GuardConfig> {
+    let file = match config_path(flags) {
+        Some(path) => FileConfig::load(&path)?,
+        None => FileConfig::default(),
+    };
+    merge_guard(file.guard, flags)
 }
 
 /// `$SHELL` when it names an executable, else `/bin/sh`. The one place that chooses the shell.

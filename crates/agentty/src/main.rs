@@ -1,6 +1,7 @@
 //! The `agentty` binary: command line, configuration, logging, and the stdio server.
 
 mod config;
+mod doctor;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -25,6 +26,24 @@ enum Command {
         #[command(flatten)]
         flags: config::Flags,
     },
+    /// Print the measured state: Landlock ABI, a denied-write probe, PTYs, shell, config in use
+    Doctor {
+        #[command(flatten)]
+        flags: config::Flags,
+    },
+    /// Show how the guard reads a command and whether it would block it (runs nothing).
+    /// One argument is a shell command line; several are an argv.
+    /// Exits 1 when blocked.
+    Guard {
+        #[command(flatten)]
+        flags: config::Flags,
+        /// List the rule names and reasons instead
+        #[arg(long)]
+        rules: bool,
+        /// The command line (or argv) to judge
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,10 +57,19 @@ fn main() -> std::process::ExitCode {
         .with_ansi(false)
         .init();
     let result = match cli.command {
-        Command::Serve { flags } => serve(&flags),
+        Command::Serve { flags } => serve(&flags).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Doctor { flags } => doctor::run(&flags).map(|report| {
+            print!("{report}");
+            std::process::ExitCode::SUCCESS
+        }),
+        Command::Guard {
+            flags,
+            rules,
+            command,
+        } => guard(&flags, rules, &command),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("agentty: {e:#}");
             std::process::ExitCode::FAILURE
@@ -63,7 +91,7 @@ fn serve(flags: &config::Flags) -> Result<()> {
         }
         let session = session_id();
         tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
-        let service = Agentty::new(settings, session)
+        let service = Agentty::new(settings, session)?
             .serve(rmcp::transport::stdio_pipes())
             .await
             .context("MCP initialization failed")?;
@@ -76,6 +104,36 @@ fn serve(flags: &config::Flags) -> Result<()> {
             }
         }
         Ok(())
+    })
+}
+
+fn guard(
+    flags: &config::Flags,
+    list_rules: bool,
+    command: &[String],
+) -> Result<std::process::ExitCode> {
+    let cfg = config::guard_config(flags)?;
+    if list_rules {
+        for rule in agentty_guard::RULES {
+            let state = if cfg.allows(rule.name) {
+                " (allowed by config)"
+            } else {
+                ""
+            };
+            println!("{}{state}: {}", rule.name, rule.reason);
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let (report, verdict) = match command {
+        [] => anyhow::bail!("usage: agentty guard -- COMMAND"),
+        [line] => agentty_guard::report(line, &cfg),
+        argv => agentty_guard::report_argv(argv, &cfg),
+    };
+    print!("{report}");
+    Ok(if verdict.is_blocked() {
+        std::process::ExitCode::from(1)
+    } else {
+        std::process::ExitCode::SUCCESS
     })
 }
 

@@ -153,3 +153,36 @@ fn shell_quote(text: &str) -> String {
 
 pub const SERVER_INSTRUCTIONS: &str = "agentty gives you a real terminal. Use `terminal` for \
 one-shot commands; each call starts fresh in its workdir and cleans up every process it started.";
+
+pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
+    format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
+}
+
+pub fn escalation_question(what: &str, justification: &str) -> String {
+    format!(
+        "The agent asks to run this without the write sandbox, once:\n\n{what}\n\nReason given: \
+         {justification}\n\nApprove for this one command only?"
+    )
+}
+
+pub const ESCALATION_DECLINED: &str = "escalation declined by the user: the command did not run. \
+Run it inside the sandbox, or ask the user to run it themselves";
+
+pub const ESCALATION_UNSUPPORTED: &str = "escalation is not possible: this MCP client cannot ask \
+the user (no elicitation support). The command did not run. Run it inside the sandbox, or ask the \
+user to run it themselves";
+
+pub const JUSTIFICATION_REQUIRED: &str = "`sandbox_permissions: \"require_escalated\"` needs a `justification` saying why the command \
+     must write outside the sandbox";
+
+pub fn escalation_failed(error: &str) -> String {
+    format!("escalation could not be asked ({error}): the command did not run")
+}
+
+pub fn sandbox_failed(reason: &str) -> String {
+    format!("[error 2009] {reason}. The command did not run; do not change the command")
+}
+
+pub fn sandbox_denied(sentence: &str) -> String {
+    format!("[error 2008] {sentence}")
+}

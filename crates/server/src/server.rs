@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use agentty_core::run::{self, Progress, RunRequest};
 use agentty_core::spawn::SpawnSpec;
 use agentty_core::spill::SpillStore;
+use agentty_guard::{BoundaryError, GuardConfig, Workspace};
+use agentty_sandbox::Mode;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
 use rmcp::model::{
@@ -19,8 +21,9 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde::de::DeserializeOwned;
 
-use crate::notice;
+use crate::confinement::Confinement;
 use crate::terminal::{self, TerminalParams, TerminalResult};
+use crate::{escalation, notice};
 
 /// Settings the server runs with (resolved by the binary from flags and the config file).
 #[derive(Debug, Clone)]
@@ -32,6 +35,16 @@ pub struct Settings {
     /// Root of spill directories (`<state dir>/spill`).
     pub spill_root: PathBuf,
     pub default_timeout_ms: u64,
+    /// Extra writable roots (`--add-dir`), inside the workspace boundary too.
+    pub add_dirs: Vec<PathBuf>,
+    /// Permission mode: plan (read-only), default (workspace-write), auto (full access).
+    pub mode: Mode,
+    /// `sandbox.terminal`: false keeps the mode but confines nothing, and says so.
+    pub sandbox_enabled: bool,
+    /// `sandbox.network`: false turns the network off for commands (seccomp).
+    pub network: bool,
+    /// Guard rules switched off by the user.
+    pub guard: GuardConfig,
 }
 
 /// One MCP session's server.
@@ -43,6 +56,8 @@ pub struct Agentty {
 
 struct Inner {
     settings: Settings,
+    workspace: Workspace,
+    confinement: Confinement,
     spill: Arc<SpillStore>,
     /// Per-call ids (`c1`, `c2`, …): they name spill files and run markers.
     calls: AtomicU64,
@@ -50,17 +65,33 @@ struct Inner {
 }
 
 impl Agentty {
-    pub fn new(settings: Settings, session: String) -> Self {
+    /// One session's server. Fails only when the workspace roots are unusable.
+    pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
         let spill = Arc::new(SpillStore::new(&settings.spill_root, &session));
-        Self {
-            inner: Arc::new(Inner {
-                settings,
-                spill,
-                calls: AtomicU64::new(0),
-                session,
-            }),
+        let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
+        let confinement = Confinement::new(
+            settings.mode,
+            settings.sandbox_enabled,
+            settings.network,
+            &workspace,
+        );
+        let inner = Inner {
+            settings,
+            workspace,
+            confinement,
+            spill,
+            calls: AtomicU64::new(0),
+            session,
+        };
+        Ok(Self {
+            inner: Arc::new(inner),
             tool_router: Self::tool_router(),
-        }
+        })
+    }
+
+    /// The sandbox line this session's commands carry.
+    pub fn sandbox_line(&self) -> String {
+        self.inner.confinement.line(false)
     }
 
     pub fn settings(&self) -> &Settings {
@@ -106,18 +137,32 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let settings = &self.inner.settings;
+        let inner = &self.inner;
         let prepared = match terminal::prepare(
             params,
-            &settings.shell,
-            &settings.workspace,
-            settings.default_timeout_ms,
+            &inner.settings.shell,
+            &inner.workspace,
+            &inner.settings.guard,
+            inner.settings.default_timeout_ms,
         ) {
             Ok(p) => p,
             Err(e) => return tool_error(e),
         };
-        let call = format!("c{}", self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
-        tracing::debug!(%call, command = %prepared.display, "terminal");
+        let escalated = match &prepared.escalation {
+            Some(justification) => {
+                match escalation::ask(&ctx.peer, &prepared.display, justification).await {
+                    Ok(()) => true,
+                    Err(refusal) => return tool_error(refusal),
+                }
+            }
+            None => false,
+        };
+        let launcher = match inner.confinement.launcher(escalated) {
+            Ok(l) => l,
+            Err(reason) => return tool_error(notice::sandbox_failed(&reason)),
+        };
+        let call = format!("c{}", inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        tracing::debug!(%call, command = %prepared.display, escalated, "terminal");
         let request = RunRequest {
             spec: SpawnSpec {
                 program: prepared.program.clone(),
@@ -125,12 +170,12 @@ impl Agentty {
                 cwd: prepared.workdir.clone(),
                 env: prepared.env.clone(),
                 stdin: agentty_core::spawn::StdinMode::Null,
-                marker: format!("{}-{}", self.inner.session, call),
-                launcher: None,
+                marker: format!("{}-{}", inner.session, call),
+                launcher,
             },
             stdin: prepared.stdin.clone(),
             timeout: terminal::timeout(&prepared),
-            spill: Some((self.inner.spill.clone(), call)),
+            spill: Some((inner.spill.clone(), call)),
         };
         let mut progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
@@ -153,7 +198,15 @@ impl Agentty {
                 return tool_error(notice::spawn_failed(&program, &e));
             }
         };
-        let (text, structured) = terminal::render(&prepared, &outcome);
+        let exit_ok = outcome.exit.is_some_and(|e| e.success());
+        let denial = inner
+            .confinement
+            .denial(escalated, exit_ok, &terminal::output_text(&outcome));
+        let sandbox = terminal::SandboxReport {
+            line: inner.confinement.line(escalated),
+            denial,
+        };
+        let (text, structured) = terminal::render(&prepared, &outcome, sandbox);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = serde_json::to_value(structured).ok();
         result

@@ -13,6 +13,7 @@ use agentty_core::limits::{COMMAND_MAX_BYTES, TIMEOUT_MAX_MS};
 use agentty_core::reaper::Exit;
 use agentty_core::run::{RunOutcome, RunStatus, Spill, Strays};
 use agentty_core::shape::Shaped;
+use agentty_guard::{GuardConfig, Verdict, Workspace};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,18 @@ pub struct TerminalParams {
     pub stdin: Option<String>,
     /// Kill the whole process tree after this many milliseconds (default 120000, max 600000).
     pub timeout_ms: Option<u64>,
+    /// "require_escalated" asks the user to run this one call without the write sandbox
+    /// (give a `justification`); default "use_default".
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Why the command must write outside the sandbox (shown to the user).
+    pub justification: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxPermissions {
+    UseDefault,
+    RequireEscalated,
 }
 
 /// `structuredContent` of `terminal`.
@@ -57,6 +70,10 @@ pub struct TerminalResult {
     pub spill_path: Option<String>,
     /// Notes for the reader: strays stopped, cd not persisting, spill failures.
     pub notes: Vec<String>,
+    /// The sandbox line: mode, and whether writes were confined.
+    pub sandbox: String,
+    /// 2008 when the sandbox refused a write (the command ran).
+    pub error_code: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
@@ -82,13 +99,16 @@ pub struct Prepared {
     pub timeout_ms: u64,
     /// Set when the whole command is a bare `cd X`.
     pub bare_cd: Option<String>,
+    /// The user's justification, when the call asks to run without the sandbox.
+    pub escalation: Option<String>,
 }
 
 /// Checks the arguments; every error is a sentence for the model.
 pub fn prepare(
     params: TerminalParams,
     shell: &Path,
-    workspace: &Path,
+    workspace: &Workspace,
+    guard: &GuardConfig,
     default_timeout_ms: u64,
 ) -> Result<Prepared, String> {
     let timeout_ms = params.timeout_ms.unwrap_or(default_timeout_ms);
@@ -109,6 +129,9 @@ pub fn prepare(
             if command.len() > COMMAND_MAX_BYTES {
                 return Err(notice::command_too_long(command.len()));
             }
+            if let Verdict::Block(block) = agentty_guard::check(&command, guard) {
+                return Err(block.message());
+            }
             let bare_cd = bare_cd_target(&command);
             let args = vec![OsString::from("-c"), OsString::from(&command)];
             (shell.as_os_str().to_owned(), args, command, bare_cd)
@@ -126,6 +149,9 @@ pub fn prepare(
             if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
                 return Err(notice::command_too_long(long.len()));
             }
+            if let Verdict::Block(block) = agentty_guard::check_argv(&argv, guard) {
+                return Err(block.message());
+            }
             let display = argv.join(" ");
             let program = OsString::from(first);
             (
@@ -137,7 +163,16 @@ pub fn prepare(
         }
         _ => return Err(notice::COMMAND_OR_ARGV.into()),
     };
-    let workdir = resolve_workdir(params.workdir.as_deref(), workspace)?;
+    let workdir = workspace
+        .resolve_workdir(params.workdir.as_deref())
+        .map_err(|e| e.to_string())?;
+    let escalation = match (params.sandbox_permissions, params.justification) {
+        (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => Some(j),
+        (Some(SandboxPermissions::RequireEscalated), _) => {
+            return Err(notice::JUSTIFICATION_REQUIRED.into());
+        }
+        _ => None,
+    };
     let mut env = Vec::new();
     for (key, value) in params.env.unwrap_or_default() {
         if key.is_empty() || key.contains('=') || key.contains('\0') {
@@ -157,22 +192,8 @@ pub fn prepare(
         stdin: params.stdin.map(String::into_bytes),
         timeout_ms,
         bare_cd,
+        escalation,
     })
-}
-
-fn resolve_workdir(workdir: Option<&str>, workspace: &Path) -> Result<PathBuf, String> {
-    let Some(dir) = workdir else {
-        return Ok(workspace.to_owned());
-    };
-    if dir.contains('\0') {
-        return Err(notice::nul_byte("workdir"));
-    }
-    let path = workspace.join(dir);
-    match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_dir() => Ok(path),
-        Ok(_) => Err(notice::workdir_not_dir(&path)),
-        Err(_) => Err(notice::workdir_missing(&path)),
-    }
 }
 
 /// `cd X` (or bare `cd`) and nothing else: the one case where the model may believe the
@@ -191,7 +212,17 @@ fn bare_cd_target(command: &str) -> Option<String> {
 }
 
 /// Renders a run for the model (text) and for programs (structured).
-pub fn render(prepared: &Prepared, outcome: &RunOutcome) -> (String, TerminalResult) {
+/// What the sandbox says about one call: its line, and a denial sentence when it refused a write.
+pub struct SandboxReport {
+    pub line: String,
+    pub denial: Option<String>,
+}
+
+pub fn render(
+    prepared: &Prepared,
+    outcome: &RunOutcome,
+    sandbox: SandboxReport,
+) -> (String, TerminalResult) {
     let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
     let mut notes = Vec::new();
     let mut text = shaped_text(&outcome.output);
@@ -241,11 +272,20 @@ pub fn render(prepared: &Prepared, outcome: &RunOutcome) -> (String, TerminalRes
     if let Some(dir) = &prepared.bare_cd {
         notes.push(notice::cd_note(dir));
     }
+    let error_code = sandbox
+        .denial
+        .as_ref()
+        .map(|_| crate::confinement::SANDBOX_DENIED);
+    if let Some(denial) = &sandbox.denial {
+        notes.push(notice::sandbox_denied(denial));
+    }
     text.push_str(&status_line);
     for note in &notes {
         text.push('\n');
         text.push_str(note);
     }
+    text.push('\n');
+    text.push_str(&sandbox.line);
     let structured = TerminalResult {
         status: match outcome.status {
             RunStatus::Success => Status::Success,
@@ -269,8 +309,15 @@ pub fn render(prepared: &Prepared, outcome: &RunOutcome) -> (String, TerminalRes
             _ => None,
         },
         notes,
+        sandbox: sandbox.line,
+        error_code,
     };
     (text, structured)
+}
+
+/// The merged output as the model reads it (head+tail when long), for denial detection.
+pub fn output_text(outcome: &RunOutcome) -> String {
+    shaped_text(&outcome.output)
 }
 
 fn shaped_text(shaped: &Shaped) -> String {

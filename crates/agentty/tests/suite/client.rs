@@ -37,6 +37,11 @@ pub struct Server {
 }
 
 pub async fn start() -> Server {
+    start_with(&[]).await
+}
+
+/// Starts the server with extra flags (e.g. `--mode plan`).
+pub async fn start_with(flags: &[&str]) -> Server {
     let workspace = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
@@ -44,7 +49,8 @@ pub async fn start() -> Server {
         .arg("--workspace")
         .arg(workspace.path())
         .arg("--state-dir")
-        .arg(state.path());
+        .arg(state.path())
+        .args(flags);
     let transport = TokioChildProcess::new(cmd).unwrap();
     let recorder = Recorder::default();
     let client = recorder.clone().serve(transport).await.unwrap();

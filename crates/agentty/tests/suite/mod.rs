@@ -1,2 +1,3 @@
 mod client;
+mod sandbox;
 mod terminal;

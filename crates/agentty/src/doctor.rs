@@ -1,0 +1,62 @@
+//! `agentty doctor`: the *measured* state of this machine for agentty, not the configured one.
+//!
+//! Every line comes from something it tried: the Landlock ABI from the kernel, an actual
+//! write that a read-only sandbox must refuse, a PTY actually opened, the sandbox line a session
+//! would print, and the config file actually in effect.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::config::{self, Flags};
+
+pub fn run(flags: &Flags) -> Result<String> {
+    let mut out = String::new();
+    writeln!(out, "agentty {}", env!("CARGO_PKG_VERSION"))?;
+    match config::config_path(flags) {
+        Some(path) => writeln!(out, "config file: {}", path.display())?,
+        None => writeln!(out, "config file: none (defaults and flags only)")?,
+    }
+    let settings = config::resolve(flags)?;
+    writeln!(out, "workspace: {}", settings.workspace.display())?;
+    for dir in &settings.add_dirs {
+        writeln!(out, "extra root: {}", dir.display())?;
+    }
+    writeln!(out, "shell: {}", settings.shell.display())?;
+    writeln!(out, "spill files: {}", settings.spill_root.display())?;
+    match agentty_sandbox::landlock_abi() {
+        Some(abi) => writeln!(out, "landlock: ABI {abi}")?,
+        None => writeln!(out, "landlock: not available")?,
+    }
+    writeln!(out, "{}", agentty_sandbox::probe())?;
+    let session = agentty_server::Agentty::new(settings, "doctor".into())?;
+    writeln!(out, "commands would run with: {}", session.sandbox_line())?;
+    writeln!(out, "pty: {}", pty_probe())?;
+    Ok(out)
+}
+
+/// Opens a pseudo-terminal pair and reports the slave's name, or why it failed.
+fn pty_probe() -> String {
+    // SAFETY: plain libc calls on a fd we own and close; ptsname's buffer is copied at once.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return format!("not available ({})", std::io::Error::last_os_error());
+        }
+        let result = if libc::grantpt(fd) == 0 && libc::unlockpt(fd) == 0 {
+            let name = libc::ptsname(fd);
+            if name.is_null() {
+                "available".to_owned()
+            } else {
+                let name = std::ffi::CStr::from_ptr(name)
+                    .to_string_lossy()
+                    .into_owned();
+                format!("available (opened {name})")
+            }
+        } else {
+            format!("not usable ({})", std::io::Error::last_os_error())
+        };
+        libc::close(fd);
+        result
+    }
+}

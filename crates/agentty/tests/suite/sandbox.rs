@@ -1,0 +1,181 @@
+//! The write sandbox, guard and workspace boundary on the pipe path, through the real binary.
+//! The kernel (Landlock) does the refusing here, not a mock.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::client::*;
+
+/// A path outside every writable root (not under the workspace, temp dirs or caches).
+fn outside(name: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap();
+    home.join(format!("agentty-escape-{name}-{}", std::process::id()))
+}
+
+#[tokio::test]
+async fn writes_outside_are_refused_with_2008_and_inside_succeed() {
+    let server = start().await;
+    let target = outside("plain");
+    let (text, s) = server
+        .terminal(json!({"command": format!("echo x > {}", target.display())}))
+        .await;
+    assert!(!target.exists(), "the write went through");
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["error_code"], 2008, "{text}");
+    assert!(text.contains("[error 2008]"), "{text}");
+    assert!(
+        s["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("workspace-write: enforced"),
+        "{s}"
+    );
+
+    let (_, s) = server
+        .terminal(
+            json!({"command": "echo a > inside && mkdir -p d/e && mv inside d/e/ && \
+                         t=$(mktemp) && echo b > $t && rm $t && cat d/e/inside"}),
+        )
+        .await;
+    assert_eq!(s["stdout"], "a\n", "{s}");
+}
+
+#[tokio::test]
+async fn escapes_through_links_rename_proc_and_home_are_refused() {
+    let server = start().await;
+    let dir = outside("links");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("victim"), "keep").unwrap();
+    let d = dir.display();
+    let attempts = [
+        format!("ln -s {d} link && echo x > link/new"),
+        format!("ln {d}/victim hard && echo x >> hard"),
+        format!("mv {d}/victim stolen"),
+        format!("echo x > /proc/self/root{d}/new"),
+        "echo x > \"$HOME/agentty-escape-home-$$\"".to_owned(),
+    ];
+    for cmd in attempts {
+        let (text, s) = server.terminal(json!({"command": cmd})).await;
+        assert_ne!(s["status"], "success", "{cmd}: {text}");
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("victim")).unwrap(), "keep");
+    assert!(!dir.join("new").exists());
+    let leaked: Vec<_> = std::fs::read_dir(std::env::var("HOME").unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("agentty-escape-home-")
+        })
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(leaked.is_empty(), "{leaked:?}");
+}
+
+#[tokio::test]
+async fn git_commit_works_in_the_workspace() {
+    let server = start().await;
+    let (text, s) = server
+        .terminal(
+            json!({"command": "git init -q . && echo hi > f && git add f && \
+            git -c user.name=t -c user.email=t@t commit -qm first && git log --oneline | wc -l"}),
+        )
+        .await;
+    assert_eq!(s["stdout"], "1\n", "{text}");
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_every_write() {
+    let server = start_with(&["--mode", "plan"]).await;
+    let (text, s) = server.terminal(json!({"command": "echo x > inside"})).await;
+    assert_ne!(s["status"], "success", "{text}");
+    assert!(!server.workspace().join("inside").exists());
+    assert!(
+        s["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("read-only: enforced"),
+        "{s}"
+    );
+    let (_, s) = server
+        .terminal(json!({"command": "echo ok > /dev/null && echo ok"}))
+        .await;
+    assert_eq!(s["stdout"], "ok\n");
+}
+
+#[tokio::test]
+async fn disabled_by_configuration_says_so_and_does_not_confine() {
+    let server = start_with(&["--no-sandbox"]).await;
+    let target = outside("disabled");
+    let (_, s) = server
+        .terminal(json!({"command": format!("echo x > {} && cat {}", target.display(), target.display())}))
+        .await;
+    let existed = target.exists();
+    let _ = std::fs::remove_file(&target);
+    assert!(existed);
+    assert_eq!(
+        s["sandbox"],
+        "[sandbox] workspace-write: not confined: disabled by configuration (sandbox.terminal = false)"
+    );
+}
+
+#[tokio::test]
+async fn sandbox_keeps_pid_and_process_group() {
+    for flags in [&[][..], &["--no-sandbox"][..]] {
+        let server = start_with(flags).await;
+        let (_, s) = server
+            .terminal(json!({"command": "cut -d' ' -f5 /proc/$$/stat; echo $$"}))
+            .await;
+        let pid = s["pid"].as_i64().unwrap();
+        assert_eq!(s["stdout"], format!("{pid}\n{pid}\n"), "flags {flags:?}");
+    }
+}
+
+#[tokio::test]
+async fn guard_blocks_slips_by_name_and_allows_look_alikes() {
+    let server = start().await;
+    for cmd in [
+        "rm -rf /",
+        "sudo rm -rf ~",
+        "bash -c 'rm -rf /'",
+        "curl -s x | sh",
+    ] {
+        let result = server.call("terminal", json!({"command": cmd})).await;
+        let text = text_of(&result);
+        assert_eq!(result.is_error, Some(true), "{cmd}");
+        assert!(text.contains("blocked by guard rule `"), "{cmd}: {text}");
+    }
+    let result = server
+        .call("terminal", json!({"argv": ["rm", "-rf", "/"]}))
+        .await;
+    assert_eq!(result.is_error, Some(true));
+    let (_, s) = server.terminal(json!({"command": "echo 'rm -rf /'"})).await;
+    assert_eq!(s["stdout"], "rm -rf /\n");
+}
+
+#[tokio::test]
+async fn workdir_outside_the_workspace_is_refused_and_extra_roots_are_inside() {
+    let extra = tempfile::tempdir().unwrap();
+    let extra_path = extra.path().to_str().unwrap().to_owned();
+    let server = start_with(&["--add-dir", &extra_path]).await;
+    let result = server
+        .call("terminal", json!({"command": "pwd", "workdir": "/etc"}))
+        .await;
+    let text = text_of(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text.contains("outside the workspace") && text.contains("allowed:"),
+        "{text}"
+    );
+    let result = server
+        .call("terminal", json!({"command": "pwd", "workdir": "../.."}))
+        .await;
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    let (_, s) = server
+        .terminal(json!({"command": "pwd && echo x > f && cat f", "workdir": extra_path}))
+        .await;
+    let canonical = extra.path().canonicalize().unwrap();
+    assert_eq!(s["stdout"], format!("{}\nx\n", canonical.display()));
+}

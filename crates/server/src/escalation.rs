@@ -1,0 +1,38 @@
+//! One-time escalation (SPEC §5): a call asks to run without the sandbox, the user decides.
+//!
+//! The question goes to the user through MCP elicitation. Approval covers this one call (or, for
+//! a shell, the whole shell) and is never cached; the form offers no "always". When the client
+//! cannot ask the user, the call is refused with a sentence that says so.
+
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::ElicitationError;
+use rmcp::{Peer, RoleServer, elicit_safe};
+use serde::{Deserialize, Serialize};
+
+use crate::notice;
+
+/// The user's answer. A single yes/no: there is deliberately no "always" field.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Approval {
+    /// Run this one command without the write sandbox?
+    pub approve: bool,
+}
+
+elicit_safe!(Approval);
+
+/// Asks the user; `Ok(())` means approved for this one call. The error is the refusal text.
+pub async fn ask(peer: &Peer<RoleServer>, what: &str, justification: &str) -> Result<(), String> {
+    match peer
+        .elicit::<Approval>(notice::escalation_question(what, justification))
+        .await
+    {
+        Ok(Some(Approval { approve: true })) => Ok(()),
+        Ok(_) | Err(ElicitationError::UserDeclined) | Err(ElicitationError::UserCancelled) => {
+            Err(notice::ESCALATION_DECLINED.to_owned())
+        }
+        Err(ElicitationError::CapabilityNotSupported) => {
+            Err(notice::ESCALATION_UNSUPPORTED.to_owned())
+        }
+        Err(e) => Err(notice::escalation_failed(&e.to_string())),
+    }
+}

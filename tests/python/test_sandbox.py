@@ -1,0 +1,102 @@
+"""One-time escalation end to end with the official MCP Python SDK's elicitation callback.
+
+Approve: the one call runs unconfined, the next is confined again. Decline: refused. A client
+without elicitation: refused. The kernel (Landlock) enforces the confinement being lifted.
+"""
+
+import asyncio
+import os
+import tempfile
+
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
+
+
+def run(body, elicitation_callback=None):
+    async def scenario():
+        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+            params = StdioServerParameters(
+                command=BIN, args=["serve", "--workspace", ws, "--state-dir", state]
+            )
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(
+                    read, write, elicitation_callback=elicitation_callback
+                ) as session:
+                    await session.initialize()
+                    return await body(session)
+
+    return asyncio.run(scenario())
+
+
+def outside(name):
+    return os.path.join(os.path.expanduser("~"), f"agentty-escalate-{name}-{os.getpid()}")
+
+
+def escalated_write(path):
+    return {
+        "command": f"echo x > {path}",
+        "sandbox_permissions": "require_escalated",
+        "justification": "the test writes outside the workspace",
+    }
+
+
+def text(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_approve_runs_once_unconfined_then_confined_again():
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    path = outside("approve")
+
+    async def body(session):
+        first = await session.call_tool("terminal", escalated_write(path))
+        assert first.structured_content["status"] == "success", text(first)
+        assert "escalation approved" in first.structured_content["sandbox"]
+        assert os.path.exists(path)
+        os.remove(path)
+        second = await session.call_tool("terminal", {"command": f"echo x > {path}"})
+        assert second.structured_content["status"] == "failed"
+        assert "enforced" in second.structured_content["sandbox"]
+        assert not os.path.exists(path)
+
+    try:
+        run(body, approve)
+    finally:
+        if os.path.exists(path):
+            os.remove(path)
+    assert len(asked) == 1 and "always" not in asked[0].lower()
+
+
+def test_decline_refuses():
+    async def decline(context, params):
+        return types.ElicitResult(action="decline")
+
+    path = outside("decline")
+
+    async def body(session):
+        result = await session.call_tool("terminal", escalated_write(path))
+        assert result.is_error is True
+        assert "declined" in text(result)
+
+    run(body, decline)
+    assert not os.path.exists(path)
+
+
+def test_client_without_elicitation_is_refused():
+    path = outside("none")
+
+    async def body(session):
+        result = await session.call_tool("terminal", escalated_write(path))
+        assert result.is_error is True
+        assert "cannot ask the user" in text(result), text(result)
+
+    run(body)
+    assert not os.path.exists(path)
