@@ -49,27 +49,44 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+async fn start(
+    workspace: &std::path::Path,
+    state: &std::path::Path,
+    flags: &[&str],
+) -> (RunningService<RoleClient, ()>, u32) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--state-dir")
+        .arg(state)
+        .args(flags);
+    let transport = TokioChildProcess::new(cmd).expect("spawn server");
+    let server_pid = transport.id().expect("server pid");
+    (().serve(transport).await.expect("initialize"), server_pid)
+}
+
 #[tokio::main]
 async fn main() {
     let workspace = tempfile::tempdir().expect("tempdir");
     let state = tempfile::tempdir().expect("tempdir");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace.path())
-        .arg("--state-dir")
-        .arg(state.path());
-    let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = transport.id().expect("server pid");
-    let client = ().serve(transport).await.expect("initialize");
+    // The default server confines writes with Landlock; the second one runs unconfined.
+    let (client, server_pid) = start(workspace.path(), state.path(), &[]).await;
+    let (plain, _) = start(workspace.path(), state.path(), &["--no-sandbox"]).await;
 
     // 1. Trivial call vs raw spawn+wait, interleaved so both see the same machine state.
     for _ in 0..WARMUP_CALLS {
         call(&client, json!({"argv": ["true"]})).await;
         let _ = std::process::Command::new("true").status();
     }
-    let (mut raw, mut mcp) = (Vec::new(), Vec::new());
+    let (mut raw, mut mcp, mut unconfined) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..WARMUP_CALLS {
+        call(&plain, json!({"argv": ["true"]})).await;
+    }
     for _ in 0..TRIVIAL_CALLS {
+        let t = Instant::now();
+        call(&plain, json!({"argv": ["true"]})).await;
+        unconfined.push(t.elapsed());
         let t = Instant::now();
         let _ = std::process::Command::new("true").status().expect("true");
         raw.push(t.elapsed());
@@ -84,6 +101,7 @@ async fn main() {
         protocol.push(t.elapsed());
     }
     let (raw, mcp, protocol) = (median(raw), median(mcp), median(protocol));
+    let unconfined = median(unconfined);
     println!(
         "trivial call: MCP round trip without a process median {:.0} µs",
         micros(protocol)
@@ -93,12 +111,21 @@ async fn main() {
         micros(raw)
     );
     println!(
-        "trivial call: terminal argv [\"true\"] via MCP stdio median {:.0} µs",
+        "trivial call: terminal argv [\"true\"] via MCP stdio, sandboxed, median {:.0} µs",
         micros(mcp)
     );
     println!(
         "trivial call: ratio {:.2}x (target <= 1.3x)",
         micros(mcp) / micros(raw)
+    );
+    println!(
+        "trivial call: same via an unconfined (--no-sandbox) server median {:.0} µs ({:.2}x raw)",
+        micros(unconfined),
+        micros(unconfined) / micros(raw)
+    );
+    println!(
+        "sandbox cost: sandboxed/unconfined {:.2}x (target <= 1.15x)",
+        micros(mcp) / micros(unconfined)
     );
 
     // 2. Flood.
@@ -131,4 +158,5 @@ async fn main() {
         peak_rss_kib(server_pid) as f64 / 1024.0
     );
     let _ = client.cancel().await;
+    let _ = plain.cancel().await;
 }
