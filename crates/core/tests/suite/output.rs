@@ -12,12 +12,10 @@ use super::common::*;
 #[tokio::test]
 async fn stdout_stderr_separate_and_merged_in_order() {
     let m = marker("merged");
-    let out = run_to_end(request(
-        "echo one; echo two >&2; echo three; exit 3",
-        &m,
-        10_000,
-    ))
-    .await;
+    // Two pipes share no clock: writes in the same instant may be read in either order, so the
+    // writes are spaced out to make "arrival order" observable.
+    let cmd = "echo one; sleep 0.3; echo two >&2; sleep 0.3; echo three; exit 3";
+    let out = run_to_end(request(cmd, &m, 10_000)).await;
     assert_eq!(out.status, RunStatus::Failed);
     assert_eq!(out.exit, Some(Exit::Code(3)));
     assert_eq!(text(&out.stdout), "one\nthree\n");
