@@ -23,6 +23,7 @@ pub struct FileConfig {
     pub shell: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
     pub default_timeout_ms: Option<u64>,
+    pub shell_idle_ms: Option<u64>,
     #[serde(default)]
     pub sandbox: SandboxSection,
     #[serde(default)]
@@ -59,6 +60,9 @@ pub struct Flags {
     /// Workspace root: the default workdir [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Close a shell (shell_open) unused for this many milliseconds [default: 600000]
+    #[arg(long, value_name = "MS")]
+    pub shell_idle_ms: Option<u64>,
     /// TOML config file [default: $XDG_CONFIG_HOME/agentty/config.toml, if it exists]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -164,6 +168,10 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         sandbox_enabled,
         network,
         guard,
+        shell_idle_ms: flags
+            .shell_idle_ms
+            .or(file.shell_idle_ms)
+            .filter(|&ms| ms > 0),
     })
 }
 

@@ -79,6 +79,11 @@ fn main() -> std::process::ExitCode {
 
 fn serve(flags: &config::Flags) -> Result<()> {
     let settings = config::resolve(flags)?;
+    // Forked while this process still has one thread (before the runtime): the watchdog stops
+    // every process of this server's runs if the server dies, even by SIGKILL.
+    let session = session_id();
+    let _watchdog = agentty_core::watchdog::start(&format!("{session}-"))
+        .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -89,21 +94,25 @@ fn serve(flags: &config::Flags) -> Result<()> {
         if pruned > 0 {
             tracing::info!(pruned, "removed old spill directories");
         }
-        let session = session_id();
         tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
-        let service = Agentty::new(settings, session)?
+        let agentty = Agentty::new(settings, session)?;
+        let service = agentty
+            .clone()
             .serve(rmcp::transport::stdio_pipes())
             .await
             .context("MCP initialization failed")?;
         let cancel = service.cancellation_token();
-        tokio::select! {
-            quit = service.waiting() => { quit.context("server task failed")?; }
+        let ended = tokio::select! {
+            quit = service.waiting() => quit.map(drop).context("server task failed"),
             signal = shutdown_signal() => {
                 tracing::info!("received {signal}, shutting down");
                 cancel.cancel();
+                Ok(())
             }
-        }
-        Ok(())
+        };
+        // The stdio connection is the session: whatever ended it, no job outlives it.
+        agentty.end_session().await;
+        ended
     })
 }
 

@@ -2,18 +2,21 @@
 //!
 //! It owns spawning (one seam, [`spawn`]), exit statuses ([`reaper`]), process trees ([`tree`]),
 //! output cleaning ([`clean`]) and shaping ([`shape`]), spill files ([`spill`]) and the pipe path
-//! of one-shot commands ([`run`]). It knows nothing of MCP: the server crate renders what it
+//! of one-shot commands ([`run`]), long-lived jobs ([`jobs`]) and the [`watchdog`] that stops
+//! them if the server is killed. It knows nothing of MCP: the server crate renders what it
 //! returns into words for a model.
 
 pub mod clean;
 pub mod jobs;
 pub mod limits;
+pub mod pty;
 pub mod reaper;
 pub mod run;
 pub mod shape;
 pub mod spawn;
 pub mod spill;
 pub mod tree;
+pub mod watchdog;
 
 /// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and
 /// drops the controlling terminal so no command can open `/dev/tty`. Idempotent; call it before

@@ -5,6 +5,11 @@
 //! progress. Its theme is *leave no orphan*: whatever ends the call, everything the command
 //! started is stopped before the call returns (or, on cancellation, by a task that outlives it),
 //! and the call itself returns within a bounded time even if a process ignores SIGKILL.
+//!
+//! One exception, asked for by the caller: with [`run_until`] and `hand_over: true`, reaching
+//! the timeout stops nothing. The loop hands its live pipes, exit watch, per-stream cleaners and
+//! a ring already holding the captured text to [`Handover`], and the job table adopts the
+//! command as a background job ([`crate::jobs::command::adopt`]), so no byte is lost or doubled.
 
 use std::future::Future;
 use std::io;
@@ -19,6 +24,9 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
+use crate::jobs::command::Live;
+use crate::jobs::plain::StreamCleaner;
+use crate::jobs::ring::OutputRing;
 use crate::limits::{
     CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, INLINE_LIMIT_BYTES, KILL_GRACE_MS,
     KILL_WAIT_MS, PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS, READ_CHUNK_BYTES,
@@ -88,6 +96,58 @@ pub struct RunOutcome {
     pub stopped: Option<Terminated>,
 }
 
+/// How a [`run_until`] call ended.
+// Finished is the path of every call and stays unboxed; the rare hand-over is the boxed one.
+#[allow(clippy::large_enum_variant)]
+pub enum RunEnd {
+    Finished(RunOutcome),
+    /// The timeout was reached and the command is still running, handed over intact.
+    TimedOut(Box<Handover>),
+}
+
+/// A command whose timeout was reached, with everything needed to keep it running elsewhere.
+pub struct Handover {
+    pub pid: i32,
+    /// When the command started.
+    pub started: std::time::Instant,
+    pub workdir: PathBuf,
+    /// Merged output captured so far (complete lines; a partial line stays with the cleaner).
+    pub output: Shaped,
+    pub stdout: Shaped,
+    pub stderr: Shaped,
+    pub output_bytes: u64,
+    pub output_lines: u64,
+    /// The spill file of the capture, when it had started one (it keeps growing).
+    pub spill_path: Option<PathBuf>,
+    /// Byte cursor just after `output`: where a reader of the job continues.
+    pub cursor: u64,
+    pub(crate) live: Live,
+    /// The merged text so far (its newest 256 KB), with absolute cursors from byte 0.
+    pub(crate) ring: OutputRing,
+    pub(crate) spill: HandoverSpill,
+}
+
+/// What becomes of the capture's spill when the command is handed over.
+pub(crate) enum HandoverSpill {
+    Off,
+    /// Nothing spilled yet: the job's ring spills lazily, to a file named after the job.
+    Lazy(Arc<SpillStore>),
+    /// The capture's file holds every byte so far: the job keeps writing it.
+    Continue(SpillFile, u64),
+    Failed(String),
+}
+
+impl HandoverSpill {
+    pub(crate) fn apply(self, ring: &OutputRing, job_id: String) {
+        match self {
+            HandoverSpill::Off => {}
+            HandoverSpill::Lazy(store) => ring.spill_to(Some((store, job_id))),
+            HandoverSpill::Continue(file, bytes) => ring.continue_spill(file, bytes),
+            HandoverSpill::Failed(reason) => ring.spill_failed(reason),
+        }
+    }
+}
+
 /// A progress report while the command runs.
 #[derive(Debug, Clone)]
 pub struct Progress {
@@ -120,10 +180,12 @@ struct Capture {
     captured: u64,
     last_line: String,
     last_stream: Stream,
+    /// Only when the command may be handed over: the merged text, as a job would have kept it.
+    ring: Option<OutputRing>,
 }
 
 impl Capture {
-    fn new(spill: Option<(Arc<SpillStore>, String)>) -> Self {
+    fn new(spill: Option<(Arc<SpillStore>, String)>, hand_over: bool) -> Self {
         Self {
             out_cleaner: Cleaner::new(),
             err_cleaner: Cleaner::new(),
@@ -136,6 +198,7 @@ impl Capture {
             captured: 0,
             last_line: String::new(),
             last_stream: Stream::Out,
+            ring: hand_over.then(|| OutputRing::new(None)),
         }
     }
 
@@ -156,6 +219,9 @@ impl Capture {
             self.last_line.push_str(line);
         }
         Self::merge(&mut self.merged, &mut self.spill, text);
+        if let Some(ring) = &self.ring {
+            ring.push(text);
+        }
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
     }
 
@@ -196,6 +262,43 @@ impl Capture {
             pending
         };
         line.chars().take(PROGRESS_LINE_CHARS).collect()
+    }
+
+    /// Everything but the shaped text goes to the new owner; partial lines stay in the
+    /// cleaners, so they are neither lost nor counted twice.
+    fn hand_over(self, live: Live, started: Instant, workdir: PathBuf) -> Handover {
+        let ring = self.ring.unwrap_or_else(|| OutputRing::new(None));
+        let (spill_path, spill) = match self.spill {
+            SpillState::Off => (None, HandoverSpill::Off),
+            SpillState::Ready(store, _) => (None, HandoverSpill::Lazy(store)),
+            SpillState::Writing(mut file) => match file.flush() {
+                Ok(()) => (
+                    Some(file.path().to_owned()),
+                    HandoverSpill::Continue(file, self.merged.total_bytes()),
+                ),
+                Err(e) => (None, HandoverSpill::Failed(e.to_string())),
+            },
+            SpillState::Failed(reason) => (None, HandoverSpill::Failed(reason)),
+        };
+        Handover {
+            pid: live.pid,
+            started: started.into_std(),
+            workdir,
+            output_bytes: self.merged.total_bytes(),
+            output_lines: self.merged.total_lines(),
+            output: self.merged.finish(),
+            stdout: self.stdout.finish(),
+            stderr: self.stderr.finish(),
+            spill_path,
+            cursor: ring.total(),
+            live: Live {
+                out_cleaner: StreamCleaner::resume(self.out_cleaner),
+                err_cleaner: StreamCleaner::resume(self.err_cleaner),
+                ..live
+            },
+            ring,
+            spill,
+        }
     }
 
     fn finish(mut self) -> (Shaped, Shaped, Shaped, u64, u64, Spill, u64) {
@@ -255,8 +358,22 @@ fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
 pub async fn run(
     req: RunRequest,
     cancel: impl Future<Output = ()>,
-    mut on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
+    on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
 ) -> io::Result<RunOutcome> {
+    match run_until(req, false, cancel, on_progress).await? {
+        RunEnd::Finished(outcome) => Ok(outcome),
+        RunEnd::TimedOut(_) => Err(io::Error::other("hand-over without a request for it")),
+    }
+}
+
+/// Like [`run`]; with `hand_over`, reaching the timeout returns the still-running command as a
+/// [`Handover`] instead of stopping it.
+pub async fn run_until(
+    req: RunRequest,
+    hand_over: bool,
+    cancel: impl Future<Output = ()>,
+    mut on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
+) -> io::Result<RunEnd> {
     let RunRequest {
         mut spec,
         stdin,
@@ -269,6 +386,7 @@ pub async fn run(
         StdinMode::Null
     };
     let marker = spec.marker.clone();
+    let workdir = spec.cwd.clone();
     let start = Instant::now();
     let spawned = spawn(spec)?;
     let pid = spawned.pid;
@@ -279,7 +397,7 @@ pub async fn run(
     let mut err = Some(pipe::Receiver::from_owned_fd(spawned.stderr)?);
     let mut exit_watch = spawned.exit;
     let mut exit: Option<Exit> = None;
-    let mut capture = Capture::new(spill);
+    let mut capture = Capture::new(spill, hand_over);
     let mut buf_out = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut buf_err = Vec::with_capacity(READ_CHUNK_BYTES);
 
@@ -327,9 +445,25 @@ pub async fn run(
                 drop(start_stop(pid, &marker, CANCEL_GRACE_MS));
                 let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
                 outcome.stopped = Some(Terminated::default());
-                return Ok(outcome);
+                return Ok(RunEnd::Finished(outcome));
             },
-            () = &mut timeout_sleep, if stop.is_none() => stop = Some(Stop::Timeout),
+            () = &mut timeout_sleep, if stop.is_none() => {
+                if hand_over {
+                    let live = Live {
+                        pid,
+                        marker,
+                        out,
+                        err,
+                        exit_watch,
+                        exit,
+                        out_cleaner: StreamCleaner::new(),
+                        err_cleaner: StreamCleaner::new(),
+                    };
+                    let handover = capture.hand_over(live, start, workdir);
+                    return Ok(RunEnd::TimedOut(Box::new(handover)));
+                }
+                stop = Some(Stop::Timeout);
+            },
             () = aux, if aux_deadline.is_some() => {
                 if stopper.is_some() {
                     break; // the killed tree did not let go of the pipes in time
@@ -392,7 +526,7 @@ pub async fn run(
     let mut outcome = finish(pid, status, exit, start, capture);
     outcome.strays = strays;
     outcome.stopped = stopped;
-    Ok(outcome)
+    Ok(RunEnd::Finished(outcome))
 }
 
 fn finish(

@@ -146,8 +146,8 @@ pub struct Spawned {
     pub exit: ExitWatch,
 }
 
-/// Starts `spec` in its own session with piped stdout and stderr.
-pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
+/// The program, arguments, workdir and environment of `spec`: shared by the pipe and PTY paths.
+fn base_command(spec: &SpawnSpec) -> Command {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args).current_dir(&spec.cwd);
     for (key, value) in NON_INTERACTIVE_ENV {
@@ -155,6 +155,12 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd.env(RUN_MARKER_VAR, &spec.marker);
+    cmd
+}
+
+/// Starts `spec` in its own session with piped stdout and stderr.
+pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
+    let mut cmd = base_command(&spec);
     cmd.stdin(match spec.stdin {
         StdinMode::Null => Stdio::null(),
         StdinMode::Piped => Stdio::piped(),
@@ -192,4 +198,56 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
         }),
         _ => Err(io::Error::other("spawned process has no output pipes")),
     }
+}
+
+/// A process started on the slave side of a pseudo-terminal.
+pub struct SpawnedPty {
+    pub pid: i32,
+    pub exit: ExitWatch,
+}
+
+/// Starts `spec` with `slave` (a PTY's slave side) as stdin, stdout, stderr and controlling
+/// terminal, in a new session of its own. `spec.stdin` is ignored: the terminal is the input.
+///
+/// Unlike [`spawn`], this needs code in the child: `setsid` and `TIOCSCTTY` cannot be expressed
+/// to `posix_spawn`, so std forks here. That costs a few hundred microseconds, paid once per
+/// shell or per `pty: true` call, never on the pipe path. A new session is required: a
+/// terminal can only be the controlling terminal of a session leader, and job control (Ctrl+C
+/// reaching the foreground job, `tcgetpgrp`) works only through a controlling terminal.
+/// Forked from the launcher thread, the child inherits that thread's confinement as on the pipe
+/// path.
+pub fn spawn_pty(spec: SpawnSpec, slave: &OwnedFd) -> io::Result<SpawnedPty> {
+    let mut cmd = base_command(&spec);
+    cmd.stdin(Stdio::from(slave.try_clone()?))
+        .stdout(Stdio::from(slave.try_clone()?))
+        .stderr(Stdio::from(slave.try_clone()?));
+    // SAFETY: setsid and ioctl are async-signal-safe and touch only the child's own state; no
+    // allocation or lock happens between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // fd 0 is the slave by now (std dups stdio before running pre_exec).
+            if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut launch = move || {
+        reaper::spawn_registered(|| {
+            let child = cmd.spawn()?;
+            Ok((child.id() as i32, child))
+        })
+    };
+    let (child, exit) = match &spec.launcher {
+        Some(launcher) => launcher.run(launch)??,
+        None => launch()?,
+    };
+    // The child's stdio are the slave; std holds no pipes for it. Dropping the `Child` neither
+    // waits nor kills: the reaper owns the exit status.
+    let pid = child.id() as i32;
+    drop(child);
+    Ok(SpawnedPty { pid, exit })
 }

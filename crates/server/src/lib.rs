@@ -4,6 +4,10 @@ pub mod confinement;
 pub mod escalation;
 pub mod notice;
 pub mod server;
+pub mod shell_notice;
+pub mod shells;
+pub mod task_notice;
+pub mod tasks;
 pub mod terminal;
 
 pub use server::{Agentty, Settings};

@@ -9,11 +9,13 @@ use agentty_core::limits::{CAPTURE_LIMIT_BYTES, COMMAND_MAX_BYTES, TIMEOUT_MAX_M
 
 pub const TERMINAL_DESCRIPTION: &str = "Run one command to completion and return its output. \
 Pass `command` (a shell command line, run with $SHELL -c) or `argv` (program and arguments, no \
-shell). Non-interactive: stdin is empty unless `stdin` is given, there is no terminal, pagers and \
-git prompts are off. Runs in `workdir` (default: the workspace root); `cd` does not persist \
-between calls. Output over 50 KB returns its head and tail and names a file holding all of it. \
-Every process the command started is stopped when it ends, times out (`timeout_ms`, default \
-120000, max 600000) or is cancelled.";
+shell). Non-interactive: stdin is empty unless `stdin` is given, there is no terminal (unless \
+`pty: true`), pagers and git prompts are off. Runs in `workdir` (default: the workspace root); \
+`cd` does not persist between calls (use shell_open for that). Output over 50 KB returns its head \
+and tail and names a file holding all of it. Every process the command started is stopped when it \
+ends, times out (`timeout_ms`, default 120000, max 600000) or is cancelled. For servers, watchers \
+and long builds pass `background: true` (returns a job id for task_output/task_wait/task_stop), or \
+`on_timeout: \"background\"` to keep a slow command running past its timeout.";
 
 pub const INVALID_ARGS: &str = "invalid arguments";
 pub const COMMAND_OR_ARGV: &str =
@@ -152,7 +154,9 @@ fn shell_quote(text: &str) -> String {
 }
 
 pub const SERVER_INSTRUCTIONS: &str = "agentty gives you a real terminal. Use `terminal` for \
-one-shot commands; each call starts fresh in its workdir and cleans up every process it started.";
+one-shot commands (each call starts fresh in its workdir and cleans up every process it started), \
+`terminal` with `background: true` plus the task_* tools for servers and long builds, and \
+shell_open/shell_send for a shell that keeps its cwd, environment, venv or REPL between calls.";
 
 pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
     format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")

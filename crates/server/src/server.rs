@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agentty_core::run::{self, Progress, RunRequest};
+use agentty_core::jobs::JobTable;
+use agentty_core::run::{self, Progress, RunEnd, RunRequest};
 use agentty_core::spawn::SpawnSpec;
 use agentty_core::spill::SpillStore;
 use agentty_guard::{BoundaryError, GuardConfig, Workspace};
@@ -45,6 +46,8 @@ pub struct Settings {
     pub network: bool,
     /// Guard rules switched off by the user.
     pub guard: GuardConfig,
+    /// Close a shell unused for this long (`None`: 10 minutes).
+    pub shell_idle_ms: Option<u64>,
 }
 
 /// One MCP session's server.
@@ -62,6 +65,10 @@ struct Inner {
     /// Per-call ids (`c1`, `c2`, …): they name spill files and run markers.
     calls: AtomicU64,
     session: String,
+    /// This session's background commands and shells (SPEC §3).
+    jobs: Arc<JobTable>,
+    /// Handles of this session's open shells (registered in `jobs`), and their idle reaper.
+    shells: Arc<agentty_core::pty::Shells>,
 }
 
 impl Agentty {
@@ -75,6 +82,9 @@ impl Agentty {
             settings.network,
             &workspace,
         );
+        let jobs = Arc::new(JobTable::new());
+        let shell_idle = settings.shell_idle_ms.map(std::time::Duration::from_millis);
+        let shells = agentty_core::pty::Shells::new(jobs.clone(), shell_idle);
         let inner = Inner {
             settings,
             workspace,
@@ -82,10 +92,12 @@ impl Agentty {
             spill,
             calls: AtomicU64::new(0),
             session,
+            jobs,
+            shells,
         };
         Ok(Self {
             inner: Arc::new(inner),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::tasks_router() + Self::shells_router(),
         })
     }
 
@@ -97,23 +109,51 @@ impl Agentty {
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
     }
+
+    /// This session's job table.
+    pub fn jobs(&self) -> &Arc<JobTable> {
+        &self.inner.jobs
+    }
+
+    pub(crate) fn spill_store(&self) -> &Arc<SpillStore> {
+        &self.inner.spill
+    }
+
+    pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {
+        &self.inner.shells
+    }
+
+    pub(crate) fn workspace(&self) -> &Workspace {
+        &self.inner.workspace
+    }
+
+    pub(crate) fn confinement(&self) -> &Confinement {
+        &self.inner.confinement
+    }
+
+    /// A new per-call id and the run marker derived from it.
+    pub(crate) fn next_call(&self) -> (String, String) {
+        let call = format!("c{}", self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let marker = format!("{}-{}", self.inner.session, call);
+        (call, marker)
+    }
 }
 
 /// Input schema for a tool whose handler parses its arguments itself (so that a bad argument is
 /// a tool error the model can read, not a protocol error).
-fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+pub(crate) fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     schema_for_input::<T>().unwrap_or_else(|e| {
         tracing::error!("input schema: {e}");
         Arc::new(JsonObject::new())
     })
 }
 
-fn parse_args<T: DeserializeOwned>(args: JsonObject) -> Result<T, CallToolResult> {
+pub(crate) fn parse_args<T: DeserializeOwned>(args: JsonObject) -> Result<T, CallToolResult> {
     serde_json::from_value(serde_json::Value::Object(args))
         .map_err(|e| tool_error(format!("{}: {e}", notice::INVALID_ARGS)))
 }
 
-fn tool_error(text: String) -> CallToolResult {
+pub(crate) fn tool_error(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
@@ -177,6 +217,12 @@ impl Agentty {
             timeout: terminal::timeout(&prepared),
             spill: Some((inner.spill.clone(), call)),
         };
+        if prepared.pty {
+            return self.terminal_pty(&prepared, request, escalated, &ctx).await;
+        }
+        if prepared.background {
+            return self.start_background(&prepared, request, inner.confinement.line(escalated));
+        }
         let mut progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
             move |p: Progress| {
@@ -191,8 +237,13 @@ impl Agentty {
         let on_progress = progress
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Progress) + Send));
-        let outcome = match run::run(request, ctx.ct.cancelled(), on_progress).await {
-            Ok(o) => o,
+        let ran = run::run_until(request, prepared.hand_over, ctx.ct.cancelled(), on_progress);
+        let outcome = match ran.await {
+            Ok(RunEnd::Finished(o)) => o,
+            Ok(RunEnd::TimedOut(handover)) => {
+                let line = inner.confinement.line(escalated);
+                return self.adopt_timed_out(&prepared, handover, line).await;
+            }
             Err(e) => {
                 let program = prepared.program.to_string_lossy();
                 return tool_error(notice::spawn_failed(&program, &e));

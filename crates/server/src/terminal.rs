@@ -40,6 +40,22 @@ pub struct TerminalParams {
     pub sandbox_permissions: Option<SandboxPermissions>,
     /// Why the command must write outside the sandbox (shown to the user).
     pub justification: Option<String>,
+    /// Run in the background: return a job id (t1, …) at once; read it with task_output,
+    /// wait with task_wait, stop with task_stop. No timeout applies.
+    pub background: Option<bool>,
+    /// What reaching `timeout_ms` does: "kill" (default) stops the process tree; "background"
+    /// moves the still-running command into the background as a job, losing no output.
+    pub on_timeout: Option<OnTimeout>,
+    /// Run under a pseudo-terminal, for programs that behave only on a terminal. Stops early
+    /// (and says so) when the command waits for keyboard input.
+    pub pty: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    Kill,
+    Background,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -74,6 +90,8 @@ pub struct TerminalResult {
     pub sandbox: String,
     /// 2008 when the sandbox refused a write (the command ran).
     pub error_code: Option<u32>,
+    /// The job id when the command runs in the background (status "background").
+    pub job_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
@@ -84,6 +102,8 @@ pub enum Status {
     Timeout,
     Cancelled,
     Killed,
+    /// Running in the background as job `job_id`.
+    Background,
 }
 
 /// A validated call, ready to spawn.
@@ -101,6 +121,12 @@ pub struct Prepared {
     pub bare_cd: Option<String>,
     /// The user's justification, when the call asks to run without the sandbox.
     pub escalation: Option<String>,
+    /// Start as a background job.
+    pub background: bool,
+    /// At the timeout, move the command into the background instead of stopping it.
+    pub hand_over: bool,
+    /// Run under a pseudo-terminal (SPEC §4).
+    pub pty: bool,
 }
 
 /// Checks the arguments; every error is a sentence for the model.
@@ -193,6 +219,9 @@ pub fn prepare(
         timeout_ms,
         bare_cd,
         escalation,
+        background: params.background.unwrap_or(false),
+        hand_over: params.on_timeout == Some(OnTimeout::Background),
+        pty: params.pty.unwrap_or(false),
     })
 }
 
@@ -311,6 +340,7 @@ pub fn render(
         notes,
         sandbox: sandbox.line,
         error_code,
+        job_id: None,
     };
     (text, structured)
 }
@@ -320,7 +350,7 @@ pub fn output_text(outcome: &RunOutcome) -> String {
     shaped_text(&outcome.output)
 }
 
-fn shaped_text(shaped: &Shaped) -> String {
+pub(crate) fn shaped_text(shaped: &Shaped) -> String {
     match shaped {
         Shaped::Whole(text) => text.clone(),
         Shaped::HeadTail {

@@ -1,3 +1,5 @@
 mod client;
 mod sandbox;
+mod shells;
+mod tasks;
 mod terminal;

@@ -1,7 +1,11 @@
 //! Long-lived jobs: the output ring and the one job table (SPEC §3, §4).
 
+pub mod command;
+pub(crate) mod plain;
 pub mod ring;
 pub mod table;
 
 pub use ring::{OutputRing, READ_MAX_BYTES, RING_BYTES, Slice};
-pub use table::{CapReached, Job, JobControl, JobKind, JobState, JobTable, NewJob, StopFuture};
+pub use table::{
+    CapReached, Job, JobControl, JobKind, JobState, JobTable, NewJob, Reserved, StopFuture,
+};

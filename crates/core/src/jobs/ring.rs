@@ -23,10 +23,17 @@ pub const RING_BYTES: usize = 256 * 1024;
 /// Most bytes one read returns: small enough for a model to read in one go.
 pub const READ_MAX_BYTES: usize = 8 * 1024;
 
+/// A job's spill file stops growing at this size. A job that floods forever (a log loop, `yes`)
+/// keeps running and keeps its ring (the tail), but must not fill the disk: a quarter gigabyte
+/// is far beyond what anyone reads, and reads say where the file stopped.
+pub const SPILL_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
 enum Spill {
     /// No store configured (tests) or no overflow yet.
     Idle(Option<(Arc<SpillStore>, String)>),
     Writing(SpillFile),
+    /// The file reached [`SPILL_MAX_BYTES`]; it holds the start, the ring the tail.
+    Full(SpillFile),
     Failed(String),
 }
 
@@ -35,6 +42,8 @@ struct Inner {
     /// Absolute offset of `buf[0]`.
     start: u64,
     spill: Spill,
+    /// Bytes in the spill file.
+    spilled: u64,
     closed: bool,
 }
 
@@ -56,6 +65,8 @@ pub struct Slice {
     pub spill_path: Option<PathBuf>,
     /// Why the full text could not be kept, if it could not.
     pub spill_error: Option<String>,
+    /// The spill file stopped growing at this many bytes ([`SPILL_MAX_BYTES`]).
+    pub spill_full_at: Option<u64>,
 }
 
 pub struct OutputRing {
@@ -71,6 +82,7 @@ impl OutputRing {
                 buf: VecDeque::new(),
                 start: 0,
                 spill: Spill::Idle(spill),
+                spilled: 0,
                 closed: false,
             }),
             changed: Notify::new(),
@@ -91,22 +103,21 @@ impl OutputRing {
         let mut inner = self.lock();
         let overflow = inner.buf.len() + text.len() > RING_BYTES;
         if overflow && let Spill::Idle(Some((store, name))) = &inner.spill {
-            let opened = store.create(name).and_then(|mut file| {
-                let (a, b) = inner.buf.as_slices();
-                file.write(&String::from_utf8_lossy(a))?;
-                file.write(&String::from_utf8_lossy(b))?;
+            let (store, name) = (store.clone(), name.clone());
+            // Before the first overflow nothing was dropped, so the buffer is everything from
+            // byte 0 and holds whole characters; made contiguous so no character is split.
+            let everything = inner.buf.make_contiguous();
+            let opened = store.create(&name).and_then(|mut file| {
+                file.write(&String::from_utf8_lossy(everything))?;
                 Ok(file)
             });
+            inner.spilled = inner.buf.len() as u64;
             inner.spill = match opened {
                 Ok(file) => Spill::Writing(file),
                 Err(e) => Spill::Failed(e.to_string()),
             };
         }
-        if let Spill::Writing(file) = &mut inner.spill
-            && let Err(e) = file.write(text)
-        {
-            inner.spill = Spill::Failed(e.to_string());
-        }
+        inner.spill_text(text);
         inner.buf.extend(text.as_bytes());
         let excess = inner.buf.len().saturating_sub(RING_BYTES);
         if excess > 0 {
@@ -117,11 +128,32 @@ impl OutputRing {
         self.changed.notify_waiters();
     }
 
+    /// Continues an already-open spill file holding every byte pushed so far (a foreground
+    /// command moved into the background keeps writing the file its capture started).
+    pub(crate) fn continue_spill(&self, file: SpillFile, bytes: u64) {
+        let mut inner = self.lock();
+        inner.spilled = bytes;
+        inner.spill = Spill::Writing(file);
+    }
+
+    /// Sets where the first overflow spills (before anything overflowed).
+    pub(crate) fn spill_to(&self, spill: Option<(Arc<SpillStore>, String)>) {
+        let mut inner = self.lock();
+        if let Spill::Idle(_) = inner.spill {
+            inner.spill = Spill::Idle(spill);
+        }
+    }
+
+    /// Records that the full text could not be kept.
+    pub(crate) fn spill_failed(&self, reason: String) {
+        self.lock().spill = Spill::Failed(reason);
+    }
+
     /// Marks the end of output (the job ended); flushes the spill file.
     pub fn close(&self) {
         let mut inner = self.lock();
         inner.closed = true;
-        if let Spill::Writing(file) = &mut inner.spill
+        if let Spill::Writing(file) | Spill::Full(file) = &mut inner.spill
             && let Err(e) = file.flush()
         {
             inner.spill = Spill::Failed(e.to_string());
@@ -158,10 +190,11 @@ impl OutputRing {
         let text = String::from_utf8_lossy(&bytes[lead..cut]).into_owned();
         let from = from_abs + lead as u64;
         let next = from_abs + cut as u64;
-        let (spill_path, spill_error) = match &inner.spill {
-            Spill::Writing(file) => (Some(file.path().to_owned()), None),
-            Spill::Failed(e) => (None, Some(e.clone())),
-            Spill::Idle(_) => (None, None),
+        let (spill_path, spill_error, spill_full_at) = match &inner.spill {
+            Spill::Writing(file) => (Some(file.path().to_owned()), None, None),
+            Spill::Full(file) => (Some(file.path().to_owned()), None, Some(inner.spilled)),
+            Spill::Failed(e) => (None, Some(e.clone()), None),
+            Spill::Idle(_) => (None, None, None),
         };
         Slice {
             text,
@@ -172,12 +205,39 @@ impl OutputRing {
             remaining: end - next,
             spill_path,
             spill_error,
+            spill_full_at,
         }
     }
 
     /// Resolves the next time output is pushed or the ring is closed.
     pub async fn changed(&self) {
         self.changed.notified().await;
+    }
+}
+
+impl Inner {
+    /// Appends to the spill file, up to [`SPILL_MAX_BYTES`] (cut at a character boundary).
+    fn spill_text(&mut self, text: &str) {
+        let Spill::Writing(file) = &mut self.spill else {
+            return;
+        };
+        let room = usize::try_from(SPILL_MAX_BYTES.saturating_sub(self.spilled)).unwrap_or(0);
+        let mut take = text.len().min(room);
+        while !text.is_char_boundary(take) {
+            take -= 1;
+        }
+        if let Err(e) = file.write(&text[..take]) {
+            self.spill = Spill::Failed(e.to_string());
+            return;
+        }
+        self.spilled += take as u64;
+        if take < text.len() {
+            let full = std::mem::replace(&mut self.spill, Spill::Idle(None));
+            if let Spill::Writing(mut file) = full {
+                let _ = file.flush();
+                self.spill = Spill::Full(file);
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -77,9 +78,20 @@ pub struct Job {
     pub output: Arc<OutputRing>,
     state: watch::Sender<JobState>,
     control: Box<dyn JobControl>,
+    /// Processes the job left behind when it ended, which were then stopped.
+    leftovers: AtomicUsize,
 }
 
 impl Job {
+    /// Records how many processes the job left running when it ended (they were stopped).
+    pub fn set_leftovers(&self, count: usize) {
+        self.leftovers.store(count, Ordering::Relaxed);
+    }
+
+    pub fn leftovers(&self) -> usize {
+        self.leftovers.load(Ordering::Relaxed)
+    }
+
     pub fn state(&self) -> JobState {
         self.state.borrow().clone()
     }
@@ -110,11 +122,24 @@ impl Job {
 }
 
 /// Why a job could not be registered.
+#[derive(thiserror::Error)]
+#[error("{limit} {kind:?} jobs already run in this session")]
 pub struct CapReached {
     pub kind: JobKind,
     pub limit: usize,
     /// The running jobs of that kind, so "stop one first" is actionable.
     pub running: Vec<Arc<Job>>,
+}
+
+impl std::fmt::Debug for CapReached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.running.iter().map(|j| j.id.as_str()).collect();
+        f.debug_struct("CapReached")
+            .field("kind", &self.kind)
+            .field("limit", &self.limit)
+            .field("running", &ids)
+            .finish()
+    }
 }
 
 /// Everything needed to register a job, except its id.
@@ -163,56 +188,30 @@ impl JobTable {
 
     /// Checks the cap for `kind` without registering.
     pub fn check_cap(&self, kind: JobKind) -> Result<(), CapReached> {
-        let inner = self.lock();
-        let limit = match kind {
-            JobKind::Command => MAX_RUNNING_COMMANDS,
-            JobKind::Shell => MAX_SHELLS,
-        };
-        let running: Vec<Arc<Job>> = inner
-            .jobs
-            .values()
-            .filter(|j| j.kind == kind && j.state().is_running())
-            .cloned()
-            .collect();
-        if running.len() >= limit {
-            Err(CapReached {
-                kind,
-                limit,
-                running,
-            })
-        } else {
-            Ok(())
-        }
+        check_cap(&self.lock(), kind)
     }
 
     /// Registers a job, or refuses when the session already runs the maximum of its kind.
     pub fn register(&self, new: NewJob) -> Result<Arc<Job>, CapReached> {
-        self.check_cap(new.kind)?;
-        let mut inner = self.lock();
-        let n = match new.kind {
-            JobKind::Command => {
-                inner.next_command += 1;
-                inner.next_command
-            }
-            JobKind::Shell => {
-                inner.next_shell += 1;
-                inner.next_shell
-            }
-        };
-        let (state, _) = watch::channel(JobState::Running);
-        let job = Arc::new(Job {
-            id: format!("{}{n}", new.kind.prefix()),
-            kind: new.kind,
-            label: new.label,
-            workdir: new.workdir,
-            started: Instant::now(),
-            pid: new.pid,
-            output: new.output,
-            state,
-            control: new.control,
-        });
-        inner.jobs.insert((new.kind.prefix(), n), job.clone());
-        Ok(job)
+        Ok(self.reserve(new.kind)?.register(new))
+    }
+
+    /// Checks the cap and holds the table until the job is registered (or the reservation is
+    /// dropped), so the id is known before the job starts and no concurrent start can take the
+    /// last slot in between. Spawn and register while holding it; do not await.
+    pub fn reserve(&self, kind: JobKind) -> Result<Reserved<'_>, CapReached> {
+        let inner = self.lock();
+        check_cap(&inner, kind)?;
+        let n = match kind {
+            JobKind::Command => inner.next_command,
+            JobKind::Shell => inner.next_shell,
+        } + 1;
+        Ok(Reserved {
+            id: format!("{}{n}", kind.prefix()),
+            kind,
+            n,
+            inner,
+        })
     }
 
     /// The job with this id, if this session has one.
@@ -238,26 +237,90 @@ impl JobTable {
         self.lock().jobs.remove(&(prefix, n))
     }
 
-    /// Stops every running job (session end, shutdown); returns the ones it stopped.
+    /// Stops every running job (session end, shutdown), all at once so a slow tree does not
+    /// delay the others; returns the ones it stopped.
     pub async fn stop_all(&self) -> Vec<Arc<Job>> {
         let running: Vec<Arc<Job>> = self
             .list()
             .into_iter()
             .filter(|j| j.state().is_running())
             .collect();
-        let stops = running.iter().map(|j| j.stop());
-        futures_join_all(stops).await;
+        let mut stops = tokio::task::JoinSet::new();
+        for job in &running {
+            let job = job.clone();
+            stops.spawn(async move { job.stop().await });
+        }
+        while stops.join_next().await.is_some() {}
         running
     }
 }
 
-/// Awaits all futures concurrently (a tiny join_all, to avoid a dependency for ten lines).
-async fn futures_join_all<F: Future<Output = ()>>(futures: impl IntoIterator<Item = F>) {
-    let mut set = Vec::new();
-    for f in futures {
-        set.push(Box::pin(f));
+fn check_cap(inner: &Inner, kind: JobKind) -> Result<(), CapReached> {
+    let limit = match kind {
+        JobKind::Command => MAX_RUNNING_COMMANDS,
+        JobKind::Shell => MAX_SHELLS,
+    };
+    let running: Vec<Arc<Job>> = inner
+        .jobs
+        .values()
+        .filter(|j| j.kind == kind && j.state().is_running())
+        .cloned()
+        .collect();
+    if running.len() >= limit {
+        Err(CapReached {
+            kind,
+            limit,
+            running,
+        })
+    } else {
+        Ok(())
     }
-    for f in set {
-        f.await;
+}
+
+/// A slot in the table, held between the cap check and the registration (see
+/// [`JobTable::reserve`]). Dropping it releases the slot; the id is then not used.
+pub struct Reserved<'a> {
+    id: String,
+    kind: JobKind,
+    n: u64,
+    inner: MutexGuard<'a, Inner>,
+}
+
+impl Reserved<'_> {
+    /// The id the job will have.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Registers the job under the reserved id (its `kind` must be the reserved kind).
+    pub fn register(self, new: NewJob) -> Arc<Job> {
+        self.register_since(new, Instant::now())
+    }
+
+    /// Like [`Reserved::register`] for a process that was already running since `started`
+    /// (a foreground command moved into the background keeps its age).
+    pub fn register_since(mut self, new: NewJob, started: Instant) -> Arc<Job> {
+        debug_assert_eq!(new.kind, self.kind, "reserved for another kind");
+        match self.kind {
+            JobKind::Command => self.inner.next_command = self.n,
+            JobKind::Shell => self.inner.next_shell = self.n,
+        }
+        let (state, _) = watch::channel(JobState::Running);
+        let job = Arc::new(Job {
+            id: self.id,
+            kind: self.kind,
+            label: new.label,
+            workdir: new.workdir,
+            started,
+            pid: new.pid,
+            output: new.output,
+            state,
+            control: new.control,
+            leftovers: AtomicUsize::new(0),
+        });
+        self.inner
+            .jobs
+            .insert((self.kind.prefix(), self.n), job.clone());
+        job
     }
 }

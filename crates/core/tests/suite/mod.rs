@@ -1,3 +1,5 @@
 mod common;
+mod jobs;
 mod output;
+mod pty;
 mod termination;

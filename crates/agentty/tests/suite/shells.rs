@@ -1,0 +1,292 @@
+//! The five `shell_*` tools and `terminal({pty: true})` through a real MCP client over stdio,
+//! plus the leak check: many open/send/close cycles leave the server at its baseline.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::client::*;
+
+const PROMPT: Duration = Duration::from_secs(20);
+
+async fn ok(server: &Server, tool: &str, args: Value) -> (String, Value) {
+    let result = server.call(tool, args.clone()).await;
+    assert_eq!(result.is_error, Some(false), "{tool} {args}: {result:?}");
+    (
+        text_of(&result),
+        result.structured_content.unwrap_or(Value::Null),
+    )
+}
+
+async fn err(server: &Server, tool: &str, args: Value) -> String {
+    let result = server.call(tool, args.clone()).await;
+    assert_eq!(result.is_error, Some(true), "{tool} {args}: {result:?}");
+    text_of(&result)
+}
+
+/// The server process: the one whose command line names this test's state directory.
+fn server_pid(server: &Server) -> i32 {
+    let wanted = server.state.path().to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.starts_with(env!("CARGO_BIN_EXE_agentty")) && cmdline.contains(&wanted) {
+            return pid;
+        }
+    }
+    panic!("server process not found");
+}
+
+/// (open fds, of which terminals) of a process.
+fn fds(pid: i32) -> (usize, usize) {
+    let mut total = 0;
+    let mut ttys = 0;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        total += 1;
+        let target = std::fs::read_link(entry.path()).unwrap_or_default();
+        let target = target.to_string_lossy();
+        if target.starts_with("/dev/pts") || target == "/dev/ptmx" {
+            ttys += 1;
+        }
+    }
+    (total, ttys)
+}
+
+fn children(pid: i32) -> Vec<String> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(text.split_whitespace().map(str::to_owned));
+    }
+    out
+}
+
+#[tokio::test]
+async fn five_tools_are_listed_with_annotations_and_schemas() {
+    let server = start().await;
+    let tools = server.client.list_all_tools().await.unwrap();
+    for (name, read_only, destructive, open_world) in [
+        ("shell_open", false, true, true),
+        ("shell_send", false, true, true),
+        ("shell_read", true, false, false),
+        ("shell_list", true, false, false),
+        ("shell_close", false, true, false),
+    ] {
+        let tool = tools.iter().find(|t| t.name == name).expect(name);
+        let a = tool.annotations.as_ref().expect("annotations");
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint, a.open_world_hint),
+            (Some(read_only), Some(destructive), Some(open_world)),
+            "{name}"
+        );
+        assert!(tool.output_schema.is_some(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
+    let server = start().await;
+    std::fs::create_dir(server.workspace().join("src")).unwrap();
+    let (text, s) = ok(&server, "shell_open", json!({"cols": 100, "rows": 30})).await;
+    assert_eq!(s["id"], "s1", "{text}");
+    assert!(text.contains("s1 open"), "{text}");
+    let (_, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "cd src && export X=42\n"}),
+    )
+    .await;
+    assert_eq!(
+        (s["status"].as_str(), s["exit_code"].as_i64()),
+        (Some("done"), Some(0))
+    );
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "pwd; echo $X\n"}),
+    )
+    .await;
+    let src = server.workspace().join("src").canonicalize().unwrap();
+    assert_eq!(s["output"], format!("{}\n42\n", src.display()));
+    assert!(text.contains("[exit 0"), "{text}");
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "false\n"}),
+    )
+    .await;
+    assert_eq!(s["exit_code"], 1, "{text}");
+
+    // shell_read from the send's cursor, task_list and task_output see the same shell.
+    let (_, r) = ok(&server, "shell_read", json!({"id": "s1", "since": 0})).await;
+    assert!(r["text"].as_str().unwrap().contains("42\n"), "{r}");
+    let (list, _) = ok(&server, "task_list", json!({})).await;
+    assert!(list.contains("s1"), "{list}");
+    let (out, _) = ok(&server, "task_output", json!({"id": "s1", "since": 0})).await;
+    assert!(out.contains("42"), "{out}");
+    let (list, l) = ok(&server, "shell_list", json!({})).await;
+    assert_eq!(l["shells"][0]["cols"], 100, "{list}");
+
+    let (text, _) = ok(&server, "shell_close", json!({"id": "s1"})).await;
+    assert!(text.contains("s1 closed"), "{text}");
+    let e = err(&server, "shell_send", json!({"id": "s1", "input": "pwd\n"})).await;
+    assert!(e.contains("shell s1 was closed (shell_close)"), "{e}");
+    let e = err(&server, "shell_send", json!({"id": "s7", "input": "pwd\n"})).await;
+    assert!(e.contains("there is no shell s7"), "{e}");
+    // Its output is still readable.
+    let (_, r) = ok(&server, "shell_read", json!({"id": "s1", "since": 0})).await;
+    assert_eq!(r["state"], "closed");
+}
+
+#[tokio::test]
+async fn prompts_ctrl_c_and_screens() {
+    let server = start().await;
+    ok(&server, "shell_open", json!({})).await;
+    let started = Instant::now();
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "read -p 'Password: ' pw; echo len ${#pw}\n", "timeout_ms": 60000}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "did not wait out the timeout"
+    );
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    assert_eq!(s["prompt"], "Password:");
+    assert!(text.contains("[awaiting input"), "{text}");
+    let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "abc\n"})).await;
+    assert_eq!(
+        s["output"], "len 3\n",
+        "the echo of the answer is not output"
+    );
+
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "sleep 100\n", "timeout_ms": 300}),
+    )
+    .await;
+    assert_eq!(s["status"], "running", "{text}");
+    assert!(text.contains("keeps running it"), "{text}");
+    let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "\u{3}"})).await;
+    assert_eq!(s["exit_code"], 130, "{s}");
+
+    ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "clear; echo FULLSCREEN; read -s -n1\n"}),
+    )
+    .await;
+    let (screen, s) = ok(&server, "shell_read", json!({"id": "s1", "screen": true})).await;
+    assert_eq!(screen.lines().next(), Some("FULLSCREEN"), "{screen}");
+    assert_eq!(s["screen"]["cols"], 120);
+    let (_, s) = ok(
+        &server,
+        "shell_read",
+        json!({"id": "s1", "screen": true, "cols": 60, "rows": 10}),
+    )
+    .await;
+    assert_eq!(s["screen"]["cols"], 60);
+    let (raw, _) = ok(&server, "shell_read", json!({"id": "s1", "raw": true})).await;
+    assert!(raw.contains("\\u{1b}"), "escapes are visible: {raw}");
+    let e = err(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "x", "wait_for": "("}),
+    )
+    .await;
+    assert!(e.contains("not a valid regular expression"), "{e}");
+}
+
+#[tokio::test]
+async fn a_fifth_shell_is_refused_and_an_idle_one_explains_itself() {
+    let server = start_with(&["--shell-idle-ms", "1500"]).await;
+    for i in 1..=4 {
+        let (_, s) = ok(&server, "shell_open", json!({})).await;
+        assert_eq!(s["id"], format!("s{i}"));
+    }
+    let e = err(&server, "shell_open", json!({})).await;
+    assert!(e.contains("already has 4 open shells"), "{e}");
+    assert!(e.contains("s4"), "the refusal lists them: {e}");
+    // Keep s1 in use by reading it; the others go idle and are reaped.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(2500) {
+        ok(&server, "shell_read", json!({"id": "s1"})).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let e = err(&server, "shell_send", json!({"id": "s2", "input": "pwd\n"})).await;
+    assert!(e.contains("closed for inactivity"), "{e}");
+    assert!(e.contains("cwd, env, running programs"), "{e}");
+    let (list, _) = ok(&server, "task_list", json!({})).await;
+    assert!(list.contains("s2"), "{list}");
+    let (_, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "echo alive\n"}),
+    )
+    .await;
+    assert_eq!(s["output"], "alive\n");
+}
+
+#[tokio::test]
+async fn terminal_pty_runs_on_a_terminal_and_returns_at_a_prompt() {
+    let server = start().await;
+    let (text, s) = server
+        .terminal(json!({"command": "test -t 0 && test -t 1 && echo tty", "pty": true}))
+        .await;
+    assert_eq!(s["stdout"], "tty\n", "{text}");
+    assert_eq!(s["exit_code"], 0);
+    let started = Instant::now();
+    let (text, s) = server
+        .terminal(json!({"command": "printf 'Proceed? [y/N] '; read a; echo never", "pty": true, "timeout_ms": 60000}))
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(15), "{text}");
+    assert!(
+        text.contains("wait for keyboard input at \"Proceed? [y/N]\""),
+        "{text}"
+    );
+    assert!(!s["stdout"].as_str().unwrap().contains("never"));
+}
+
+#[tokio::test]
+async fn two_hundred_cycles_leave_no_fd_pty_or_process_behind() {
+    let server = start().await;
+    let pid = server_pid(&server);
+    // Warm up once so lazily created runtime fds (reactor, reaper) are in the baseline.
+    ok(&server, "shell_open", json!({})).await;
+    ok(&server, "shell_close", json!({"id": "s1"})).await;
+    let baseline = fds(pid);
+    assert_eq!(baseline.1, 0, "no terminal held after close");
+    // The server's own helpers (e.g. its watchdog) are children too: they are the baseline.
+    let helpers = children(pid);
+    for i in 2..=201 {
+        let id = format!("s{i}");
+        let (_, s) = ok(&server, "shell_open", json!({})).await;
+        assert_eq!(s["id"], id);
+        let (_, s) = ok(
+            &server,
+            "shell_send",
+            json!({"id": id, "input": "echo $((6*7))\n"}),
+        )
+        .await;
+        assert_eq!(s["output"], "42\n");
+        ok(&server, "shell_close", json!({"id": id})).await;
+    }
+    let deadline = Instant::now() + PROMPT;
+    while (fds(pid) != baseline || children(pid) != helpers) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(fds(pid), baseline, "fd count back at baseline, no PTY held");
+    assert_eq!(children(pid), helpers, "no shell left");
+}

@@ -1,0 +1,402 @@
+//! Background jobs and the four `task_*` tools through a real MCP client over stdio, and the
+//! rule that no job outlives the server, however the server ends (EOF, SIGTERM, SIGKILL).
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use super::client::*;
+
+const PROMPT: Duration = Duration::from_secs(20);
+
+/// A server whose pid and stderr the test keeps (to kill it, and to read its shutdown log).
+struct Owned {
+    client: RunningService<RoleClient, ()>,
+    pid: i32,
+    stderr: tempfile::NamedTempFile,
+    _workspace: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+async fn start_owned() -> Owned {
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::from(stderr.reopen().unwrap()))
+        .spawn()
+        .unwrap();
+    let pid = transport.id().unwrap() as i32;
+    let client = ().serve(transport).await.unwrap();
+    Owned {
+        client,
+        pid,
+        stderr,
+        _workspace: workspace,
+        _state: state,
+    }
+}
+
+async fn call_on(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+fn ok(result: &CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    result.structured_content.clone().unwrap_or(Value::Null)
+}
+
+fn err(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    text_of(result)
+}
+
+async fn background(server: &Server, command: &str, env: Value) -> String {
+    let r = server
+        .call(
+            "terminal",
+            json!({"command": command, "background": true, "env": env}),
+        )
+        .await;
+    let s = ok(&r);
+    assert_eq!(s["status"], "background", "{s}");
+    s["job_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_four_tools_are_listed_with_their_annotations_and_schemas() {
+    let server = start().await;
+    let tools = server.client.list_all_tools().await.unwrap();
+    for (name, read_only, destructive) in [
+        ("task_list", true, false),
+        ("task_output", true, false),
+        ("task_wait", true, false),
+        ("task_stop", false, true),
+    ] {
+        let tool = tools.iter().find(|t| t.name == name).expect(name);
+        let a = tool.annotations.as_ref().expect("annotations");
+        assert_eq!(a.read_only_hint, Some(read_only), "{name}");
+        assert_eq!(a.destructive_hint, Some(destructive), "{name}");
+        assert_eq!(a.open_world_hint, Some(false), "{name}");
+        assert!(tool.output_schema.is_some(), "{name} has no outputSchema");
+    }
+}
+
+#[tokio::test]
+async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
+    let server = start().await;
+    let started = Instant::now();
+    let id = background(
+        &server,
+        "seq -f 'line %06g ok' 1 9000; sleep 0.5; echo done",
+        json!({}),
+    )
+    .await;
+    assert_eq!(id, "t1");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "background must return at once"
+    );
+
+    let r = server
+        .call("task_wait", json!({"id": "t1", "timeout_ms": 20000}))
+        .await;
+    let s = ok(&r);
+    assert_eq!(s["ended"], true);
+    assert_eq!(s["job"]["state"], "exited");
+    assert_eq!(s["job"]["exit_code"], 0);
+    assert!(
+        s["output"]
+            .as_str()
+            .unwrap()
+            .ends_with("line 009000 ok\ndone\n")
+    );
+
+    let mut expected: String = (1..=9000).map(|i| format!("line {i:06} ok\n")).collect();
+    expected.push_str("done\n");
+    let (mut cursor, mut rebuilt) = (0u64, String::new());
+    loop {
+        let r = server
+            .call("task_output", json!({"id": "t1", "since": cursor}))
+            .await;
+        let s = ok(&r);
+        assert_eq!(s["from"], cursor, "gap or overlap");
+        let text = s["text"].as_str().unwrap();
+        assert!(text.len() <= 8192);
+        if text.is_empty() {
+            break;
+        }
+        rebuilt.push_str(text);
+        cursor = s["next"].as_u64().unwrap();
+        if s["remaining"] == 0 {
+            assert!(text_of(&r).contains("end of output"), "{}", text_of(&r));
+        }
+    }
+    assert_eq!(rebuilt, expected);
+
+    let r = server.call("task_list", json!({})).await;
+    let s = ok(&r);
+    assert_eq!(s["jobs"][0]["id"], "t1");
+    let line = text_of(&r);
+    assert!(line.starts_with("t1 [command] exited 0"), "{line}");
+}
+
+#[tokio::test]
+async fn a_short_wait_never_kills_and_stop_takes_the_whole_tree() {
+    let server = start().await;
+    let t = tag("tasks-stop");
+    let id = background(
+        &server,
+        "echo up; setsid sleep 300 >/dev/null 2>&1 & (setsid sleep 300 >/dev/null 2>&1 &); sleep 300",
+        json!({"JOBTAG": t}),
+    )
+    .await;
+    let r = server
+        .call("task_wait", json!({"id": id, "timeout_ms": 300}))
+        .await;
+    let s = ok(&r);
+    assert_eq!(s["ended"], false);
+    assert_eq!(s["job"]["state"], "running");
+    assert!(
+        text_of(&r).contains("it was not stopped"),
+        "{}",
+        text_of(&r)
+    );
+    let deadline = Instant::now() + PROMPT;
+    while processes_with_env("JOBTAG", &t).len() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        processes_with_env("JOBTAG", &t).len() >= 3,
+        "the wait killed something"
+    );
+
+    let r = server.call("task_stop", json!({"id": id})).await;
+    let s = ok(&r);
+    assert_eq!(s["was_running"], true);
+    assert_eq!(s["job"]["state"], "stopped");
+    assert_eq!(processes_with_env("JOBTAG", &t), Vec::<i32>::new());
+    let r = server.call("task_stop", json!({"id": id})).await;
+    assert_eq!(ok(&r)["was_running"], false);
+    assert!(text_of(&r).contains("had already ended"));
+}
+
+#[tokio::test]
+async fn the_ninth_background_command_is_refused_with_the_list_of_running_ones() {
+    let server = start().await;
+    let t = tag("tasks-cap");
+    for i in 1..=8 {
+        let id = background(
+            &server,
+            &format!("sleep 300 # job {i}"),
+            json!({"JOBTAG": t}),
+        )
+        .await;
+        assert_eq!(id, format!("t{i}"));
+    }
+    let r = server
+        .call(
+            "terminal",
+            json!({"command": "echo ninth", "background": true}),
+        )
+        .await;
+    let text = err(&r);
+    assert!(
+        text.contains("already runs 8 background commands"),
+        "{text}"
+    );
+    for i in 1..=8 {
+        assert!(text.contains(&format!("t{i} ")), "{text}");
+        assert!(text.contains(&format!("sleep 300 # job {i}")), "{text}");
+    }
+    assert!(text.contains("task_stop"), "{text}");
+    ok(&server.call("task_stop", json!({"id": "t3"})).await);
+    assert_eq!(background(&server, "true", json!({})).await, "t9");
+    drop(server);
+    assert_eq!(
+        wait_until_gone("JOBTAG", &t, PROMPT).await,
+        Vec::<i32>::new()
+    );
+}
+
+#[tokio::test]
+async fn bad_ids_and_cursors_are_tool_errors_and_foreign_ids_look_nonexistent() {
+    let a = start().await;
+    let b = start().await;
+    let t = tag("tasks-foreign");
+    background(&a, "echo hello; sleep 300", json!({"JOBTAG": t})).await;
+    for (id, expected) in [
+        ("", "is not a job id"),
+        ("x1", "is not a job id"),
+        ("t01", "is not a job id"),
+        ("t", "is not a job id"),
+        ("t7", "no job t7 in this session"),
+    ] {
+        for tool in ["task_output", "task_wait", "task_stop"] {
+            let text = err(&a.call(tool, json!({"id": id})).await);
+            assert!(text.contains(expected), "{tool} {id:?}: {text}");
+        }
+    }
+    // Session B asking for A's t1 gets exactly what A gets for its nonexistent t2.
+    for tool in ["task_output", "task_wait", "task_stop"] {
+        let foreign = err(&b.call(tool, json!({"id": "t1"})).await);
+        let missing = err(&a.call(tool, json!({"id": "t2"})).await);
+        assert_eq!(foreign, missing.replace("t2", "t1"), "{tool}");
+    }
+    assert!(
+        ok(&b.call("task_list", json!({})).await)["jobs"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let text = err(&a
+        .call("task_output", json!({"id": "t1", "since": -1}))
+        .await);
+    assert!(text.contains("cannot be negative"), "{text}");
+    let text = err(&a
+        .call("task_output", json!({"id": "t1", "since": 1_000_000}))
+        .await);
+    assert!(text.contains("past the end"), "{text}");
+    let text = err(&a
+        .call("task_output", json!({"id": "t1", "since": "zero"}))
+        .await);
+    assert!(text.contains("invalid arguments"), "{text}");
+    let text = err(&a
+        .call("task_wait", json!({"id": "t1", "timeout_ms": 0}))
+        .await);
+    assert!(text.contains("at least 1"), "{text}");
+    // B's stop did not touch A's job.
+    let s = ok(&a.call("task_output", json!({"id": "t1", "since": 0})).await);
+    assert_eq!(s["job"]["state"], "running");
+    assert_eq!(s["text"], "hello\n");
+    drop(a);
+    assert_eq!(
+        wait_until_gone("JOBTAG", &t, PROMPT).await,
+        Vec::<i32>::new()
+    );
+}
+
+#[tokio::test]
+async fn on_timeout_background_moves_the_command_and_loses_nothing() {
+    let server = start().await;
+    let r = server
+        .call(
+            "terminal",
+            json!({"command": "echo one; printf tw; sleep 1; echo o; echo three",
+                   "timeout_ms": 400, "on_timeout": "background"}),
+        )
+        .await;
+    let s = ok(&r);
+    assert_eq!(s["status"], "background", "{s}");
+    assert_eq!(s["job_id"], "t1");
+    assert_eq!(s["stdout"], "one\n");
+    let text = text_of(&r);
+    assert!(text.starts_with("one\n"), "{text}");
+    assert!(text.contains("moved to the background as t1"), "{text}");
+    assert!(text.contains("\"since\": 4"), "{text}");
+    let s = ok(&server
+        .call("task_wait", json!({"id": "t1", "timeout_ms": 20000}))
+        .await);
+    assert_eq!(s["job"]["exit_code"], 0);
+    let s = ok(&server
+        .call("task_output", json!({"id": "t1", "since": 0}))
+        .await);
+    assert_eq!(s["text"], "one\ntwo\nthree\n");
+    let s = ok(&server
+        .call("task_output", json!({"id": "t1", "since": 4}))
+        .await);
+    assert_eq!(s["text"], "two\nthree\n");
+}
+
+/// Starts jobs whose trees include setsid'd and double-forked escapees, then ends the server
+/// with `end`; every process of every job must be gone within a bounded time.
+async fn no_job_survives(end: &str) {
+    let server = start_owned().await;
+    let t = tag(&format!("tasks-survive-{end}"));
+    for cmd in [
+        "setsid sleep 300 >/dev/null 2>&1 & sleep 300",
+        "(setsid sh -c 'trap \"\" TERM; sleep 300' >/dev/null 2>&1 &); trap '' TERM; sleep 300",
+        "yes flood",
+    ] {
+        let r = call_on(
+            &server.client,
+            "terminal",
+            json!({"command": cmd, "background": true, "env": {"JOBTAG": t}}),
+        )
+        .await;
+        ok(&r);
+    }
+    let deadline = Instant::now() + PROMPT;
+    while processes_with_env("JOBTAG", &t).len() < 6 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        processes_with_env("JOBTAG", &t).len() >= 6,
+        "jobs did not start"
+    );
+    match end {
+        "eof" => {
+            let _ = server.client.cancel().await;
+        }
+        signal => {
+            let status = std::process::Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg(server.pid.to_string())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
+    assert_eq!(
+        wait_until_gone("JOBTAG", &t, PROMPT).await,
+        Vec::<i32>::new(),
+        "{end}"
+    );
+    if end != "KILL" {
+        // The server stopped them itself and said so, one line per job.
+        let deadline = Instant::now() + PROMPT;
+        let mut log = String::new();
+        while Instant::now() < deadline && log.matches("stopped job t").count() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            log = std::fs::read_to_string(server.stderr.path()).unwrap();
+        }
+        assert_eq!(log.matches("stopped job t").count(), 3, "{log}");
+    }
+}
+
+#[tokio::test]
+async fn no_job_survives_stdin_eof() {
+    no_job_survives("eof").await;
+}
+
+#[tokio::test]
+async fn no_job_survives_sigterm() {
+    no_job_survives("TERM").await;
+}
+
+#[tokio::test]
+async fn no_job_survives_sigkill_of_the_server() {
+    no_job_survives("KILL").await;
+}

@@ -1,0 +1,336 @@
+//! Background commands (SPEC §3): `terminal({…, background: true})`, and foreground commands
+//! moved into the background when their timeout is reached (`on_timeout: "background"`).
+//!
+//! A background command is started through the one spawn seam with the caller's `SpawnSpec`
+//! (same sandbox launcher, same marker scheme), registered in the session's [`JobTable`] under
+//! the id it was reserved (so its spill file can be named after it), and then driven by one
+//! task that owns its pipes and exit watch until the whole tree is gone.
+//!
+//! Why the driver never stops reading: a process blocked on a full pipe looks hung, and an
+//! endless flood must not hold the server's memory either. So the pipes are drained at full
+//! speed forever; the ring keeps the newest 256 KB and the spill file the first
+//! [`SPILL_MAX_BYTES`](crate::jobs::ring::SPILL_MAX_BYTES). The one-shot 10 MB over-capture kill
+//! does not apply: a background job is expected to be long and loud (a dev server, a watcher).
+//!
+//! A job's life is its leader's: once the leader exited and its output is drained, anything it
+//! left running is stopped (as in the foreground), counted in [`Job::leftovers`], and only then
+//! is the job's state set, so `task_wait` returns with the tree gone and the output complete.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
+
+use crate::jobs::plain::StreamCleaner;
+use crate::jobs::ring::OutputRing;
+use crate::jobs::table::{
+    CapReached, Job, JobControl, JobKind, JobState, JobTable, NewJob, StopFuture,
+};
+use crate::limits::{CANCEL_GRACE_MS, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS};
+use crate::reaper::Exit;
+use crate::run::Handover;
+use crate::spawn::{SpawnSpec, StdinMode, spawn};
+use crate::spill::SpillStore;
+use crate::tree::{self, Terminated};
+
+/// Pipe capacity asked for a job's output, and the size of one read. A flood then costs one
+/// wake-up and one read per quarter megabyte instead of per 64 KB (the default pipe), which is
+/// most of the driver's overhead; the kernel may grant less (`/proc/sys/fs/pipe-max-size`).
+const JOB_PIPE_BYTES: usize = 256 * 1024;
+
+/// A background command to start.
+pub struct CommandStart {
+    pub spec: SpawnSpec,
+    /// Fed to the process, then EOF. `None` means stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    /// What the model asked to run, shown by `task_list`.
+    pub label: String,
+}
+
+/// Why a background command did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Cap(#[from] CapReached),
+    #[error("cannot start the command: {0}")]
+    Spawn(#[from] io::Error),
+}
+
+/// The live parts of a running command: what the driver owns.
+pub(crate) struct Live {
+    pub(crate) pid: i32,
+    pub(crate) marker: String,
+    pub(crate) out: Option<pipe::Receiver>,
+    pub(crate) err: Option<pipe::Receiver>,
+    pub(crate) exit_watch: crate::reaper::ExitWatch,
+    /// Set when the leader already exited (and was reaped) before the driver took over.
+    pub(crate) exit: Option<Exit>,
+    /// Per-stream cleaners: a partial line in either stays pending until its newline.
+    pub(crate) out_cleaner: StreamCleaner,
+    pub(crate) err_cleaner: StreamCleaner,
+}
+
+/// Starts `start` as a background job of `table`; its output spills to `<id>.log` in `spill`.
+pub fn start(
+    table: &JobTable,
+    start: CommandStart,
+    spill: Option<Arc<SpillStore>>,
+) -> Result<Arc<Job>, StartError> {
+    let CommandStart {
+        mut spec,
+        stdin,
+        label,
+    } = start;
+    spec.stdin = if stdin.is_some() {
+        StdinMode::Piped
+    } else {
+        StdinMode::Null
+    };
+    let marker = spec.marker.clone();
+    let workdir = spec.cwd.clone();
+    // Reserved first, so a refusal spawns nothing and the id is known for the spill name.
+    let reserved = table.reserve(JobKind::Command)?;
+    let spawned = spawn(spec)?;
+    let pid = spawned.pid;
+    if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
+        feed_stdin(fd, data)?;
+    }
+    let live = Live {
+        pid,
+        marker,
+        out: Some(job_pipe(spawned.stdout)?),
+        err: Some(job_pipe(spawned.stderr)?),
+        exit_watch: spawned.exit,
+        exit: None,
+        out_cleaner: StreamCleaner::new(),
+        err_cleaner: StreamCleaner::new(),
+    };
+    let id = reserved.id().to_owned();
+    let output = Arc::new(OutputRing::new(spill.map(|store| (store, id))));
+    let (control, shared) = CommandControl::new(pid, live.marker.clone());
+    let job = reserved.register(NewJob {
+        kind: JobKind::Command,
+        label,
+        workdir,
+        pid,
+        output,
+        control: Box::new(control),
+    });
+    tokio::spawn(drive(job.clone(), live, shared));
+    Ok(job)
+}
+
+/// Moves a foreground command whose timeout was reached into `table`. On refusal (the session
+/// already runs the maximum) the handover comes back so the caller can stop it instead.
+pub fn adopt(
+    table: &JobTable,
+    handover: Handover,
+    label: String,
+) -> Result<Arc<Job>, (Box<Handover>, CapReached)> {
+    let reserved = match table.reserve(JobKind::Command) {
+        Ok(r) => r,
+        Err(cap) => return Err((Box::new(handover), cap)),
+    };
+    let Handover {
+        live,
+        ring,
+        spill,
+        started,
+        workdir,
+        ..
+    } = handover;
+    let id = reserved.id().to_owned();
+    spill.apply(&ring, id);
+    let pid = live.pid;
+    let (control, shared) = CommandControl::new(pid, live.marker.clone());
+    let job = reserved.register_since(
+        NewJob {
+            kind: JobKind::Command,
+            label,
+            workdir,
+            pid,
+            output: Arc::new(ring),
+            control: Box::new(control),
+        },
+        started,
+    );
+    tokio::spawn(drive(job.clone(), live, shared));
+    Ok(job)
+}
+
+/// Stops a handed-over command that could not be adopted (the foreground timeout path).
+pub async fn abandon(handover: Box<Handover>) -> Terminated {
+    let live = handover.live;
+    let report =
+        tree::terminate(live.pid, &live.marker, Duration::from_millis(KILL_GRACE_MS)).await;
+    // Dropping the exit watch hands the zombie to the reaper.
+    drop(live);
+    report
+}
+
+/// What the driver and the control share.
+struct Shared {
+    /// Set by `task_stop` and shutdown: the end is then "stopped", not an exit of its own.
+    stopping: AtomicBool,
+    /// Becomes true when the driver has finished (output closed, state set).
+    done: watch::Sender<bool>,
+}
+
+struct CommandControl {
+    pid: i32,
+    marker: String,
+    shared: Arc<Shared>,
+}
+
+impl CommandControl {
+    fn new(pid: i32, marker: String) -> (Self, Arc<Shared>) {
+        let (done, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            done,
+        });
+        let control = Self {
+            pid,
+            marker,
+            shared: shared.clone(),
+        };
+        (control, shared)
+    }
+}
+
+impl JobControl for CommandControl {
+    fn stop(&self) -> StopFuture {
+        let (pid, marker, shared) = (self.pid, self.marker.clone(), self.shared.clone());
+        Box::pin(async move {
+            shared.stopping.store(true, Ordering::SeqCst);
+            tree::terminate(pid, &marker, Duration::from_millis(KILL_GRACE_MS)).await;
+            // The driver now sees the pipes close; let it record the end and flush the ring.
+            // Bounded, for a process stuck in uninterruptible sleep holding a pipe.
+            let mut done = shared.done.subscribe();
+            let wait = Duration::from_millis(KILL_WAIT_MS + DRAIN_MS);
+            let _ = tokio::time::timeout(wait, done.wait_for(|d| *d)).await;
+        })
+    }
+}
+
+/// Reads into `buf` (cleared first) from a pipe, or waits forever once it is closed.
+async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.clear();
+    match pipe {
+        Some(p) => p.read_buf(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Owns a running command until its whole tree is gone.
+async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
+    let ring = job.output.clone();
+    let mut buf_out = Vec::with_capacity(JOB_PIPE_BYTES);
+    let mut buf_err = Vec::with_capacity(JOB_PIPE_BYTES);
+    let mut drain_deadline = live.exit.map(|_| Instant::now() + drain());
+    // Whether the leader's end was our doing: only an exit seen after `task_stop` began is
+    // "stopped"; a job that ended on its own just before keeps its own exit status.
+    let mut ended_by_stop = false;
+    loop {
+        if live.exit.is_some() && live.out.is_none() && live.err.is_none() {
+            break;
+        }
+        let drain_sleep = sleep_until(drain_deadline.unwrap_or_else(far_future));
+        tokio::select! {
+            r = read_some(&mut live.out, &mut buf_out) => match r {
+                Ok(n) if n > 0 => ring.push(live.out_cleaner.feed(&buf_out)),
+                _ => live.out = None,
+            },
+            r = read_some(&mut live.err, &mut buf_err) => match r {
+                Ok(n) if n > 0 => ring.push(live.err_cleaner.feed(&buf_err)),
+                _ => live.err = None,
+            },
+            status = live.exit_watch.wait(), if live.exit.is_none() => {
+                // waitid cannot fail for our own live child; if it did, treat it as killed.
+                live.exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
+                ended_by_stop = shared.stopping.load(Ordering::SeqCst);
+                drain_deadline = Some(Instant::now() + drain());
+            },
+            () = drain_sleep, if drain_deadline.is_some() => break,
+        }
+    }
+    let stopping = shared.stopping.load(Ordering::SeqCst);
+    let held = live.out.is_some() || live.err.is_some();
+    if !stopping && (held || tree::has_survivors(live.pid, &live.marker)) {
+        // The leader is gone but something it started still runs: the job ends with its
+        // leader, and nothing it started outlives it.
+        let stopped = tree::terminate(
+            live.pid,
+            &live.marker,
+            Duration::from_millis(CANCEL_GRACE_MS),
+        )
+        .await;
+        job.set_leftovers(stopped.found.max(usize::from(held)));
+    }
+    // Whatever is still in the pipes after the tree died, bounded for a stuck process.
+    let rest = tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), async {
+        while live.out.is_some() || live.err.is_some() {
+            tokio::select! {
+                r = read_some(&mut live.out, &mut buf_out) => match r {
+                    Ok(n) if n > 0 => ring.push(live.out_cleaner.feed(&buf_out)),
+                    _ => live.out = None,
+                },
+                r = read_some(&mut live.err, &mut buf_err) => match r {
+                    Ok(n) if n > 0 => ring.push(live.err_cleaner.feed(&buf_err)),
+                    _ => live.err = None,
+                },
+            }
+        }
+    });
+    let _ = rest.await;
+    ring.push(live.out_cleaner.finish());
+    ring.push(live.err_cleaner.finish());
+    let state = match live.exit {
+        _ if ended_by_stop => JobState::Stopped,
+        Some(Exit::Code(code)) => JobState::Exited(code),
+        Some(Exit::Signal(sig)) => JobState::Signalled(sig),
+        None => JobState::Stopped,
+    };
+    if job.state().is_running() {
+        job.set_state(state);
+    }
+    ring.close();
+    shared.done.send_replace(true);
+}
+
+fn drain() -> Duration {
+    Duration::from_millis(DRAIN_MS)
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// The read end of a job's output pipe, enlarged (best-effort) to [`JOB_PIPE_BYTES`].
+fn job_pipe(fd: OwnedFd) -> io::Result<pipe::Receiver> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_SETPIPE_SZ on a pipe fd we own; failure leaves the pipe as it was.
+    unsafe {
+        libc::fcntl(
+            fd.as_raw_fd(),
+            libc::F_SETPIPE_SZ,
+            JOB_PIPE_BYTES as libc::c_int,
+        );
+    }
+    pipe::Receiver::from_owned_fd(fd)
+}
+
+/// Writes `data` to the child's stdin in the background, then closes it (EOF).
+fn feed_stdin(fd: OwnedFd, data: Vec<u8>) -> io::Result<()> {
+    let mut sender = pipe::Sender::from_owned_fd(fd)?;
+    tokio::spawn(async move {
+        let _ = sender.write_all(&data).await;
+    });
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! `terminal({command, pty: true})` (SPEC §4): one command under a pseudo-terminal, with the
+//! limits and termination of the pipe path (§2) and early return when it waits for input.
+//!
+//! A PTY has one stream, so stdout and stderr arrive merged; the result carries it as both the
+//! merged output and stdout, with stderr empty. Shaping is the pipe path's (head+tail past
+//! 50 KB, spill file, 10 MB capture cap), termination too (timeout, cancellation, tree stop,
+//! strays holding the terminal). What is PTY-only: when the command blocks reading the keyboard
+//! (a `Password:` or `[y/N]` prompt nobody will answer), it is stopped at once instead of
+//! waiting out the timeout, and the result names the prompt line.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep_until};
+
+use crate::clean::Cleaner;
+use crate::limits::{
+    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, INLINE_LIMIT_BYTES, KILL_GRACE_MS,
+    KILL_WAIT_MS, READ_CHUNK_BYTES,
+};
+use crate::pty::integration::keystrokes;
+use crate::pty::probe::{InputWait, input_wait};
+use crate::pty::{ONCE_AWAIT_QUIET_MS, PROBE_INTERVAL_MS, spawn_on_pty, sys};
+use crate::reaper::Exit;
+use crate::run::{RunOutcome, RunStatus, Spill, Strays};
+use crate::shape::{Shaped, Shaper};
+use crate::spawn::SpawnSpec;
+use crate::spill::{SpillFile, SpillStore};
+use crate::tree::{self, Terminated};
+
+pub struct PtyRunRequest {
+    pub spec: SpawnSpec,
+    /// Typed into the terminal after start (`\n` becomes Enter). No end-of-file follows.
+    pub input: Option<String>,
+    pub timeout: Duration,
+    pub spill: Option<(Arc<SpillStore>, String)>,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+pub struct PtyRunOutcome {
+    pub run: RunOutcome,
+    /// Set when the command was stopped because it waited for input: the prompt line.
+    pub awaiting_input: Option<String>,
+}
+
+enum SpillState {
+    Off,
+    Ready(Arc<SpillStore>, String),
+    Writing(SpillFile),
+    Failed(String),
+}
+
+struct Capture {
+    cleaner: Cleaner,
+    shaper: Shaper,
+    spill: SpillState,
+    captured: u64,
+}
+
+impl Capture {
+    /// Returns false once the capture cap is reached.
+    fn ingest(&mut self, bytes: &[u8]) -> bool {
+        let room = CAPTURE_LIMIT_BYTES.saturating_sub(self.captured);
+        let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.captured += take as u64;
+        let text = self.cleaner.feed(&bytes[..take]).to_owned();
+        self.push(&text);
+        take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
+    }
+
+    fn push(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let overflowing = self
+            .shaper
+            .inline_text()
+            .is_some_and(|inline| inline.len() + text.len() > INLINE_LIMIT_BYTES);
+        if overflowing && let SpillState::Ready(store, name) = &self.spill {
+            let opened = store.create(name).and_then(|mut file| {
+                file.write(self.shaper.inline_text().unwrap_or_default())?;
+                Ok(file)
+            });
+            self.spill = match opened {
+                Ok(file) => SpillState::Writing(file),
+                Err(e) => SpillState::Failed(e.to_string()),
+            };
+        }
+        if let SpillState::Writing(file) = &mut self.spill
+            && let Err(e) = file.write(text)
+        {
+            self.spill = SpillState::Failed(e.to_string());
+        }
+        self.shaper.push(text);
+    }
+
+    fn prompt_line(&self) -> String {
+        self.cleaner.pending_line().trim_end().to_owned()
+    }
+
+    fn finish(mut self) -> (Shaped, u64, u64, Spill, u64) {
+        let tail = self.cleaner.finish().to_owned();
+        self.push(&tail);
+        let spill = match self.spill {
+            SpillState::Off | SpillState::Ready(..) => Spill::NotNeeded,
+            SpillState::Writing(file) => match file.finish() {
+                Ok(path) => Spill::Written(path),
+                Err(e) => Spill::Failed(e.to_string()),
+            },
+            SpillState::Failed(reason) => Spill::Failed(reason),
+        };
+        let (bytes, lines) = (self.shaper.total_bytes(), self.shaper.total_lines());
+        (self.shaper.finish(), bytes, lines, spill, self.captured)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    OverCapture,
+    HeldOutput,
+    AwaitingInput,
+}
+
+fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
+    let marker = marker.to_owned();
+    tokio::spawn(
+        async move { tree::terminate(pid, &marker, Duration::from_millis(grace_ms)).await },
+    )
+}
+
+/// Runs one command under a PTY to its end (see the module header).
+pub async fn run(
+    req: PtyRunRequest,
+    cancel: impl Future<Output = ()>,
+) -> io::Result<PtyRunOutcome> {
+    let PtyRunRequest {
+        mut spec,
+        input,
+        timeout,
+        spill,
+        cols,
+        rows,
+    } = req;
+    spec.env.insert(0, ("TERM".into(), "xterm-256color".into()));
+    let marker = spec.marker.clone();
+    let start = Instant::now();
+    let (master, tty_path, started) = spawn_on_pty(spec, cols, rows)?;
+    let pid = started.pid;
+    let mut exit_watch = started.exit;
+    if let Some(text) = input {
+        master.write_all(&keystrokes(&text)).await?;
+    }
+    let mut capture = Capture {
+        cleaner: Cleaner::new(),
+        shaper: Shaper::new(),
+        spill: spill.map_or(SpillState::Off, |(s, n)| SpillState::Ready(s, n)),
+        captured: 0,
+    };
+    let mut buf = vec![0u8; READ_CHUNK_BYTES];
+    let mut reading = true;
+    let mut exit: Option<Exit> = None;
+    let mut stop: Option<Stop> = None;
+    let mut stopper: Option<JoinHandle<Terminated>> = None;
+    let mut aux_deadline: Option<Instant> = None;
+    let mut last_output = start;
+    let mut waiting_probes = 0u32;
+    let mut prompt = None;
+    let timeout_at = start + timeout;
+    let far = timeout_at + Duration::from_secs(3600);
+    tokio::pin!(cancel);
+
+    loop {
+        if exit.is_some() && !reading {
+            break;
+        }
+        let probe_at = if stop.is_none() && exit.is_none() {
+            (last_output + Duration::from_millis(ONCE_AWAIT_QUIET_MS))
+                .max(Instant::now() + Duration::from_millis(PROBE_INTERVAL_MS))
+        } else {
+            far
+        };
+        tokio::select! {
+            r = master.read(&mut buf), if reading => match r {
+                Ok(n) if n > 0 => {
+                    last_output = Instant::now();
+                    waiting_probes = 0;
+                    if !capture.ingest(&buf[..n]) && stop.is_none() {
+                        stop = Some(Stop::OverCapture);
+                    }
+                }
+                _ => reading = false,
+            },
+            status = exit_watch.wait(), if exit.is_none() => {
+                exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
+                if stop.is_none() {
+                    aux_deadline = Some(Instant::now() + Duration::from_millis(DRAIN_MS));
+                }
+            },
+            () = &mut cancel => {
+                drop(start_stop(pid, &marker, CANCEL_GRACE_MS));
+                let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
+                outcome.stopped = Some(Terminated::default());
+                return Ok(PtyRunOutcome { run: outcome, awaiting_input: None });
+            },
+            () = sleep_until(timeout_at), if stop.is_none() => stop = Some(Stop::Timeout),
+            () = sleep_until(aux_deadline.unwrap_or(far)), if aux_deadline.is_some() => {
+                if stopper.is_some() {
+                    break; // the stopped tree did not let go of the terminal in time
+                }
+                stop = Some(Stop::HeldOutput);
+            },
+            () = sleep_until(probe_at), if stop.is_none() && exit.is_none() => {
+                let fg = sys::foreground_group(master.raw());
+                if input_wait(pid, fg, &tty_path) == InputWait::No {
+                    waiting_probes = 0;
+                } else {
+                    waiting_probes += 1;
+                    if waiting_probes >= 2 {
+                        prompt = Some(capture.prompt_line());
+                        stop = Some(Stop::AwaitingInput);
+                    }
+                }
+            },
+        }
+        if let Some(reason) = stop
+            && stopper.is_none()
+        {
+            let grace = match reason {
+                Stop::HeldOutput | Stop::AwaitingInput => CANCEL_GRACE_MS,
+                Stop::Timeout | Stop::OverCapture => KILL_GRACE_MS,
+            };
+            stopper = Some(start_stop(pid, &marker, grace));
+            aux_deadline =
+                Some(Instant::now() + Duration::from_millis(grace + KILL_WAIT_MS + DRAIN_MS));
+            if reason == Stop::OverCapture {
+                reading = false;
+            }
+        }
+    }
+    drop(master);
+    let mut strays = None;
+    let mut stopped = None;
+    if let Some(handle) = stopper {
+        let report = tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), handle)
+            .await
+            .ok()
+            .and_then(Result::ok);
+        stopped = Some(report.unwrap_or_default());
+        if stop == Some(Stop::HeldOutput) {
+            strays = Some(Strays::HeldOutput(report.map_or(1, |r| r.found.max(1))));
+        }
+    } else if tree::has_survivors(pid, &marker) {
+        let report = tree::terminate(pid, &marker, Duration::from_millis(CANCEL_GRACE_MS)).await;
+        if report.found > 0 {
+            strays = Some(Strays::Lingering(report.found));
+            stopped = Some(report);
+        }
+    }
+    let status = match (stop, exit) {
+        (Some(Stop::Timeout), _) => RunStatus::Timeout,
+        (Some(Stop::OverCapture), _) => RunStatus::Killed,
+        (_, Some(e)) if e.success() && stop.is_none() => RunStatus::Success,
+        _ => RunStatus::Failed,
+    };
+    let mut outcome = finish(pid, status, exit, start, capture);
+    outcome.strays = strays;
+    outcome.stopped = stopped;
+    Ok(PtyRunOutcome {
+        run: outcome,
+        awaiting_input: if stop == Some(Stop::AwaitingInput) {
+            prompt
+        } else {
+            None
+        },
+    })
+}
+
+fn finish(
+    pid: i32,
+    status: RunStatus,
+    exit: Option<Exit>,
+    start: Instant,
+    capture: Capture,
+) -> RunOutcome {
+    let (output, output_bytes, output_lines, spill, captured_bytes) = capture.finish();
+    RunOutcome {
+        pid,
+        status,
+        exit,
+        duration: start.elapsed(),
+        stdout: output.clone(),
+        stderr: Shaped::Whole(String::new()),
+        output,
+        output_bytes,
+        output_lines,
+        spill,
+        captured_bytes,
+        strays: None,
+        stopped: None,
+    }
+}

@@ -1,0 +1,168 @@
+//! The pseudo-terminal itself: opening a master/slave pair, the non-blocking master registered
+//! in tokio's reactor, window size, and the terminal's foreground process group.
+//!
+//! Plain `libc` rather than a PTY crate: portable-pty and pty-process both bring their own
+//! `Command` and child handle, which would bypass the one spawn seam ([`crate::spawn`]) with its
+//! run marker, sandbox launcher and pidfd reaper. What remains is five calls
+//! (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname_r`, `open`), written out here.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// A fresh pair: the master stays with agentty, the slave goes to the child and is then dropped
+/// here (while the server holds a slave fd, reading the master never reports the end).
+pub struct PtyPair {
+    pub master: OwnedFd,
+    pub slave: OwnedFd,
+    /// `/dev/pts/N`: how the child's file descriptors name the terminal in `/proc`.
+    pub tty_path: String,
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Opens a pair sized `cols`×`rows`.
+pub fn open_pair(cols: u16, rows: u16) -> io::Result<PtyPair> {
+    // SAFETY: plain syscalls on fds we own; ptsname_r writes at most buf.len() bytes.
+    unsafe {
+        let raw = check(libc::posix_openpt(
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        ))?;
+        let master = OwnedFd::from_raw_fd(raw);
+        check(libc::grantpt(raw))?;
+        check(libc::unlockpt(raw))?;
+        let mut buf = [0 as libc::c_char; 128];
+        let rc = libc::ptsname_r(raw, buf.as_mut_ptr(), buf.len());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        let name = CStr::from_ptr(buf.as_ptr());
+        let tty_path = name.to_string_lossy().into_owned();
+        let slave_raw = check(libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        ))?;
+        let slave = OwnedFd::from_raw_fd(slave_raw);
+        set_size(raw, cols, rows)?;
+        Ok(PtyPair {
+            master,
+            slave,
+            tty_path,
+        })
+    }
+}
+
+/// Sets the terminal's window size (the kernel sends SIGWINCH to the foreground group).
+pub fn set_size(master: RawFd, cols: u16, rows: u16) -> io::Result<()> {
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize from the pointer.
+    check(unsafe { libc::ioctl(master, libc::TIOCSWINSZ, &size) }).map(drop)
+}
+
+/// The foreground process group of the terminal, read through the master.
+pub fn foreground_group(master: RawFd) -> Option<i32> {
+    // SAFETY: tcgetpgrp only reads the terminal's state.
+    let pgrp = unsafe { libc::tcgetpgrp(master) };
+    (pgrp > 0).then_some(pgrp)
+}
+
+/// Bytes the terminal has written that agentty has not read yet.
+pub fn unread_output(master: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    let rc = unsafe { libc::ioctl(master, libc::FIONREAD, &mut n) };
+    if rc < 0 {
+        0
+    } else {
+        usize::try_from(n).unwrap_or(0)
+    }
+}
+
+/// The master side, non-blocking, in tokio's reactor.
+pub struct Master {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl Master {
+    pub fn new(fd: OwnedFd) -> io::Result<Self> {
+        // SAFETY: fcntl on an fd we own.
+        unsafe {
+            let flags = check(libc::fcntl(fd.as_raw_fd(), libc::F_GETFL))?;
+            check(libc::fcntl(
+                fd.as_raw_fd(),
+                libc::F_SETFL,
+                flags | libc::O_NONBLOCK,
+            ))?;
+        }
+        // SAFETY: the OwnedFd is open and owned by the AsyncFd until it is dropped, and it
+        // always reports the same raw fd.
+        let fd =
+            unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE | Interest::WRITABLE) };
+        Ok(Self {
+            fd: fd.map_err(io::Error::from)?,
+        })
+    }
+
+    pub fn raw(&self) -> RawFd {
+        self.fd.get_ref().as_raw_fd()
+    }
+
+    /// Reads some bytes; `Ok(0)` is the end. After the last slave fd closes Linux reports EIO
+    /// rather than 0, so EIO is the end too.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            let result = guard.try_io(|fd| {
+                // SAFETY: read writes at most buf.len() bytes into buf.
+                let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match result {
+                Ok(Ok(n)) => return Ok(n),
+                Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Writes all of `data` (the terminal's input queue may take it in pieces).
+    pub async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let mut guard = self.fd.writable().await?;
+            let result = guard.try_io(|fd| {
+                // SAFETY: write reads at most data.len() bytes from data.
+                let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match result {
+                Ok(Ok(n)) => data = &data[n..],
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+        Ok(())
+    }
+}

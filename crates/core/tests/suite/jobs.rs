@@ -1,0 +1,329 @@
+//! Background commands with real processes: cursors, waiting, caps, stopping, hand-over from
+//! the foreground, and the watchdog's sweep, each checked in `/proc` where it matters.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentty_core::jobs::command::{self, CommandStart, StartError};
+use agentty_core::jobs::{JobState, JobTable, OutputRing, READ_MAX_BYTES, RING_BYTES};
+use agentty_core::run::{self, RunEnd};
+use agentty_core::spill::SpillStore;
+
+use super::common::*;
+
+const PROMPT: Duration = Duration::from_secs(20);
+
+fn start(table: &JobTable, cmd: &str, m: &str) -> Arc<agentty_core::jobs::Job> {
+    agentty_core::init().unwrap();
+    command::start(
+        table,
+        CommandStart {
+            spec: sh(cmd, m),
+            stdin: None,
+            label: cmd.to_owned(),
+        },
+        None,
+    )
+    .unwrap_or_else(|e| panic!("start {cmd}: {e}"))
+}
+
+async fn ended(job: &agentty_core::jobs::Job) -> JobState {
+    tokio::time::timeout(PROMPT, job.ended())
+        .await
+        .expect("job ended in time")
+}
+
+/// Reads the whole ring from `cursor` with at most `max` bytes per read, checking every cursor.
+fn rebuild(ring: &OutputRing, mut cursor: u64, max: usize) -> String {
+    let mut out = String::new();
+    loop {
+        let s = ring.read(Some(cursor), max);
+        assert_eq!(s.from, cursor, "gap or overlap at {cursor}");
+        assert!(s.text.len() <= max);
+        if s.text.is_empty() {
+            return out;
+        }
+        out.push_str(&s.text);
+        cursor = s.next;
+    }
+}
+
+/// Lines 1..=n, as `seq -f` prints them: about 100 KB for n = 9000.
+fn numbered(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i:06} ok\n")).collect()
+}
+
+#[tokio::test]
+async fn cursor_reads_rebuild_a_100kb_stream_exactly() {
+    let table = JobTable::new();
+    let m = marker("jobs-100k");
+    let job = start(&table, "seq -f 'line %06g ok' 1 9000", &m);
+    assert_eq!(job.id, "t1");
+    // Read while it runs too: concurrent reads must never see a gap or a duplicate.
+    let mut early = String::new();
+    let mut cursor = 0;
+    let deadline = Instant::now() + PROMPT;
+    while job.state().is_running() && Instant::now() < deadline {
+        let s = job.output.read(Some(cursor), READ_MAX_BYTES);
+        assert_eq!(s.from, cursor);
+        early.push_str(&s.text);
+        cursor = s.next;
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(ended(&job).await, JobState::Exited(0));
+    early.push_str(&rebuild(&job.output, cursor, READ_MAX_BYTES));
+    let expected = numbered(9000);
+    assert!(expected.len() > 100_000 && expected.len() < RING_BYTES);
+    assert_eq!(early, expected);
+    assert_eq!(rebuild(&job.output, 0, READ_MAX_BYTES), expected);
+    assert_eq!(rebuild(&job.output, 0, 7), expected, "odd read sizes");
+}
+
+#[tokio::test]
+async fn overflow_spills_everything_and_reads_say_what_scrolled_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SpillStore::new(dir.path(), "session"));
+    let table = JobTable::new();
+    let m = marker("jobs-spill");
+    agentty_core::init().unwrap();
+    let job = command::start(
+        &table,
+        CommandStart {
+            spec: sh("seq -f 'line %06g ok' 1 60000; echo tail >&2", &m),
+            stdin: None,
+            label: "seq".into(),
+        },
+        Some(store),
+    )
+    .unwrap();
+    assert_eq!(ended(&job).await, JobState::Exited(0));
+    let mut expected = numbered(60_000);
+    expected.push_str("tail\n");
+    let s = job.output.read(Some(0), READ_MAX_BYTES);
+    let total = expected.len() as u64;
+    assert_eq!(s.total, total);
+    assert_eq!(s.dropped, total - RING_BYTES as u64);
+    let path = s.spill_path.expect("spilled");
+    assert!(path.ends_with("t1.log"), "{path:?}");
+    assert_eq!(std::fs::read_to_string(path).unwrap(), expected);
+    assert!(rebuild(&job.output, s.from, READ_MAX_BYTES).ends_with("line 060000 ok\ntail\n"));
+}
+
+#[tokio::test]
+async fn a_short_wait_leaves_the_job_running() {
+    let table = JobTable::new();
+    let m = marker("jobs-wait");
+    let job = start(&table, "echo started; sleep 100", &m);
+    let waited = tokio::time::timeout(Duration::from_millis(200), job.ended()).await;
+    assert!(waited.is_err(), "a 100 s job ended within 200 ms");
+    assert!(job.state().is_running());
+    assert!(!processes_with_marker(&m).is_empty(), "the wait killed it");
+    job.stop().await;
+    assert_eq!(job.state(), JobState::Stopped);
+    assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn the_ninth_job_is_refused_and_the_refusal_lists_the_running_ones() {
+    let table = JobTable::new();
+    let m = marker("jobs-cap");
+    // Each job has its own marker, as in the server: a marker names one run's tree.
+    let markers: Vec<String> = (0..10).map(|i| format!("{m}-{i}")).collect();
+    let jobs: Vec<_> = (0..8)
+        .map(|i| start(&table, &format!("sleep 100 # {i}"), &markers[i]))
+        .collect();
+    agentty_core::init().unwrap();
+    let m_refused = marker("jobs-cap-refused");
+    let refused = command::start(
+        &table,
+        CommandStart {
+            spec: sh("sleep 100", &m_refused),
+            stdin: None,
+            label: "ninth".into(),
+        },
+        None,
+    );
+    let Err(StartError::Cap(cap)) = refused else {
+        panic!("the ninth job was not refused")
+    };
+    assert_eq!(cap.limit, 8);
+    let ids: Vec<&str> = cap.running.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"]);
+    assert!(cap.running.iter().all(|j| j.label.starts_with("sleep 100")));
+    // Nothing was spawned for the refused call, and its id was not consumed.
+    assert_eq!(processes_with_marker(&m_refused), Vec::<i32>::new());
+    jobs[0].stop().await;
+    assert!(jobs[1..].iter().all(|j| j.state().is_running()));
+    let next = start(&table, "sleep 100", &markers[9]);
+    assert_eq!(next.id, "t9");
+    assert_eq!(table.stop_all().await.len(), 8);
+    for m in &markers {
+        assert_eq!(leftovers_after(m, PROMPT).await, Vec::<i32>::new());
+    }
+}
+
+#[tokio::test]
+async fn stopping_a_job_stops_a_setsid_child_and_a_double_fork() {
+    let table = JobTable::new();
+    let m = marker("jobs-stop-tree");
+    let cmd = "setsid sleep 100 >/dev/null 2>&1 & (setsid sleep 100 >/dev/null 2>&1 &); \
+               trap '' TERM; sleep 100";
+    let job = start(&table, cmd, &m);
+    let deadline = Instant::now() + PROMPT;
+    while processes_with_marker(&m).len() < 4 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(processes_with_marker(&m).len() >= 4);
+    job.stop().await;
+    assert_eq!(job.state(), JobState::Stopped);
+    assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
+    assert!(job.output.is_closed());
+}
+
+#[tokio::test]
+async fn a_job_ends_with_its_leader_and_takes_leftovers_with_it() {
+    let table = JobTable::new();
+    let m = marker("jobs-leftovers");
+    let job = start(&table, "sleep 100 & echo hi; exit 3", &m);
+    assert_eq!(ended(&job).await, JobState::Exited(3));
+    assert!(job.leftovers() >= 1);
+    assert_eq!(job.output.read(Some(0), 100).text, "hi\n");
+    assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn stdin_is_fed_and_stderr_is_merged_line_by_line() {
+    agentty_core::init().unwrap();
+    let table = JobTable::new();
+    let m = marker("jobs-stdin");
+    let job = command::start(
+        &table,
+        CommandStart {
+            spec: sh("cat; echo err >&2", &m),
+            stdin: Some(b"fed\n".to_vec()),
+            label: "cat".into(),
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(ended(&job).await, JobState::Exited(0));
+    assert_eq!(job.output.read(Some(0), 100).text, "fed\nerr\n");
+}
+
+#[tokio::test]
+async fn a_timed_out_command_is_handed_over_without_losing_or_doubling_a_byte() {
+    agentty_core::init().unwrap();
+    let m = marker("jobs-handover");
+    // Lines before the timeout, a partial line across it, and lines after it.
+    let cmd = "for i in 1 2 3; do echo before$i; done; printf half; sleep 0.6; \
+               echo -way; for i in 1 2 3; do echo after$i; done; (setsid sleep 100 &); sleep 0.2";
+    let req = request(cmd, &m, 300);
+    let end = run::run_until(req, true, std::future::pending(), None)
+        .await
+        .unwrap();
+    let RunEnd::TimedOut(handover) = end else {
+        panic!("not handed over")
+    };
+    assert_eq!(text(&handover.output), "before1\nbefore2\nbefore3\n");
+    assert_eq!(handover.cursor, "before1\nbefore2\nbefore3\n".len() as u64);
+    let table = JobTable::new();
+    let job = command::adopt(&table, *handover, cmd.into())
+        .map_err(|_| "refused")
+        .unwrap();
+    assert!(
+        job.started.elapsed() >= Duration::from_millis(300),
+        "age kept"
+    );
+    assert_eq!(ended(&job).await, JobState::Exited(0));
+    assert_eq!(
+        rebuild(&job.output, 0, 5),
+        "before1\nbefore2\nbefore3\nhalf-way\nafter1\nafter2\nafter3\n"
+    );
+    assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn a_refused_hand_over_is_stopped_like_a_timeout() {
+    agentty_core::init().unwrap();
+    let m = marker("jobs-handover-refused");
+    let table = JobTable::new();
+    let _jobs: Vec<_> = (0..8)
+        .map(|i| start(&table, "sleep 100", &format!("{m}-{i}")))
+        .collect();
+    let m2 = marker("jobs-handover-refused-2");
+    let req = request("(setsid sleep 100 &); sleep 100", &m2, 200);
+    let RunEnd::TimedOut(handover) = run::run_until(req, true, std::future::pending(), None)
+        .await
+        .unwrap()
+    else {
+        panic!("not handed over")
+    };
+    let Err((handover, cap)) = command::adopt(&table, *handover, "x".into()) else {
+        panic!("adopted over the cap")
+    };
+    assert_eq!(cap.running.len(), 8);
+    command::abandon(handover).await;
+    assert_eq!(processes_with_marker(&m2), Vec::<i32>::new());
+    table.stop_all().await;
+    for i in 0..8 {
+        assert_eq!(
+            leftovers_after(&format!("{m}-{i}"), PROMPT).await,
+            Vec::<i32>::new()
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_hand_over_a_timeout_still_kills() {
+    let m = marker("jobs-no-handover");
+    let end = run::run_until(
+        request("sleep 100", &m, 200),
+        false,
+        std::future::pending(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(end, RunEnd::Finished(o) if o.status == run::RunStatus::Timeout));
+    assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn the_watchdog_sweep_stops_every_process_with_the_prefix() {
+    agentty_core::init().unwrap();
+    let prefix = marker("sweep-prefix");
+    let table = JobTable::new();
+    let jobs: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|s| {
+            start(
+                &table,
+                "(setsid sleep 100 >/dev/null 2>&1 &); trap '' TERM; sleep 100",
+                &format!("{prefix}-{s}"),
+            )
+        })
+        .collect();
+    let other = marker("sweep-other");
+    let bystander = start(&table, "sleep 100", &other);
+    let all = || {
+        processes_with_marker(&format!("{prefix}-a")).len()
+            + processes_with_marker(&format!("{prefix}-b")).len()
+    };
+    let deadline = Instant::now() + PROMPT;
+    while all() < 4 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let sweep_prefix = format!("{prefix}-");
+    let (found, killed) =
+        tokio::task::spawn_blocking(move || agentty_core::watchdog::sweep(&sweep_prefix))
+            .await
+            .unwrap();
+    assert!(found >= 4, "found {found}");
+    assert!(killed >= 2, "TERM-ignoring shells needed SIGKILL: {killed}");
+    assert_eq!(all(), 0);
+    assert!(bystander.state().is_running(), "another prefix was touched");
+    for job in jobs {
+        assert!(!ended(&job).await.is_running());
+    }
+    bystander.stop().await;
+}

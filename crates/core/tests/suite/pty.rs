@@ -1,0 +1,371 @@
+//! The PTY paths with real terminals, real shells and real signals: persistent shells
+//! (cd/env persistence, exit codes, Ctrl+C, REPLs, input prompts, screens, caps, idle reaping,
+//! closing) and `pty: true` one-shot commands.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentty_core::jobs::{JobState, JobTable, OutputRing, READ_MAX_BYTES};
+use agentty_core::pty::once::{self, PtyRunRequest};
+use agentty_core::pty::{Gone, OpenError, OpenSpec, SendRequest, SendStatus, Shell, Shells};
+use agentty_core::run::RunStatus;
+use agentty_core::spawn::{SpawnSpec, StdinMode};
+
+use super::common::{leftovers_after, marker, text};
+
+/// Generous bound for "returns promptly": never a measure of speed, only of not hanging.
+const PROMPT: Duration = Duration::from_secs(10);
+
+fn spec(program: &str, marker: &str) -> SpawnSpec {
+    SpawnSpec {
+        program: OsString::from(program),
+        args: Vec::new(),
+        cwd: std::env::temp_dir(),
+        env: Vec::new(),
+        stdin: StdinMode::Null,
+        marker: marker.to_owned(),
+        launcher: None,
+    }
+}
+
+fn open_spec(program: &str, marker: &str) -> OpenSpec {
+    OpenSpec {
+        spawn: spec(program, marker),
+        cols: 80,
+        rows: 24,
+        output: Arc::new(OutputRing::new(None)),
+    }
+}
+
+async fn shells(idle: Option<Duration>) -> Arc<Shells> {
+    agentty_core::init().expect("reaper");
+    Shells::new(Arc::new(JobTable::new()), idle)
+}
+
+async fn open(shells: &Arc<Shells>, program: &str, marker: &str) -> Arc<Shell> {
+    let (_, shell) = shells
+        .open(open_spec(program, marker), program.into())
+        .await
+        .expect("open");
+    shell
+}
+
+async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
+    let started = Instant::now();
+    let outcome = shell
+        .send(SendRequest {
+            input,
+            timeout: PROMPT,
+            wait_for: None,
+        })
+        .await
+        .expect("send");
+    assert!(started.elapsed() < PROMPT, "send hung: {outcome:?}");
+    outcome
+}
+
+#[tokio::test]
+async fn cd_and_export_persist_and_output_is_only_the_commands() {
+    for program in ["/bin/bash", "/bin/sh"] {
+        let m = marker(&format!("persist-{}", program.len()));
+        let shells = shells(None).await;
+        let shell = open(&shells, program, &m).await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().canonicalize().unwrap();
+        let out = send(&shell, &format!("cd {}\n", path.display())).await;
+        assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
+        assert_eq!(
+            out.output, "",
+            "{program}: the echo and prompt are not output"
+        );
+        send(&shell, "export AGENTTY_X=42\n").await;
+        let out = send(&shell, "pwd; echo $AGENTTY_X\n").await;
+        assert_eq!(
+            out.output,
+            format!("{}\n42\n", path.display()),
+            "{program}: {out:?}"
+        );
+        let out = send(&shell, "false\n").await;
+        assert_eq!(out.status, SendStatus::Done(1), "{program}: {out:?}");
+        let out = send(&shell, "echo a\necho b\n").await;
+        assert_eq!(out.status, SendStatus::Done(0), "{program}");
+        if program.ends_with("bash") {
+            assert_eq!(out.output, "a\nb\n", "both commands' output, nothing else");
+        }
+        assert!(shells.close("s1").await.is_ok());
+        assert!(leftovers_after(&m, PROMPT).await.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_interrupts_a_command_and_the_prompt_comes_back() {
+    let m = marker("ctrl-c");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    let out = shell
+        .send(SendRequest {
+            input: "sleep 100\n",
+            timeout: Duration::from_millis(300),
+            wait_for: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.status, SendStatus::Running, "{out:?}");
+    let out = send(&shell, "\x03").await;
+    assert_eq!(out.status, SendStatus::Done(130), "{out:?}");
+    let out = send(&shell, "echo back\n").await;
+    assert_eq!(out.output, "back\n");
+    shells.close("s1").await.unwrap();
+    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+}
+
+#[tokio::test]
+async fn python_repl_round_trip() {
+    let m = marker("repl");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    let out = send(&shell, "python3 -q\n").await;
+    assert!(
+        matches!(&out.status, SendStatus::AwaitingInput { prompt, by_shell: false } if prompt.contains(">>>")),
+        "{out:?}"
+    );
+    let out = send(&shell, "print(6 * 7)\n").await;
+    assert!(out.output.contains("42"), "{out:?}");
+    assert!(
+        matches!(out.status, SendStatus::AwaitingInput { .. }),
+        "{out:?}"
+    );
+    let out = send(&shell, "exit()\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    shells.close("s1").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_password_prompt_is_detected_within_a_second_and_answered_next() {
+    let m = marker("password");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    let started = Instant::now();
+    let out = send(
+        &shell,
+        "read -s -p 'Password: ' pw; echo; echo got ${#pw}\n",
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(&out.status, SendStatus::AwaitingInput { prompt, .. } if prompt == "Password:"),
+        "{out:?}"
+    );
+    let out = send(&shell, "hunter2\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert!(out.output.contains("got 7"), "{out:?}");
+    assert!(!out.output.contains("hunter2"), "no echo of a silent read");
+
+    // A program's prompt too, not only the shell's builtin.
+    let out = send(&shell, "python3 -c 'input(\"Continue? [y/N] \")'\n").await;
+    assert!(
+        matches!(&out.status, SendStatus::AwaitingInput { prompt, by_shell: false } if prompt == "Continue? [y/N]"),
+        "{out:?}"
+    );
+    let out = send(&shell, "y\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    shells.close("s1").await.unwrap();
+}
+
+#[tokio::test]
+async fn wait_for_and_partial_input() {
+    let m = marker("wait-for");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    let re = regex::Regex::new("ready").unwrap();
+    let out = shell
+        .send(SendRequest {
+            input: "echo ready; sleep 0.3; echo late\n",
+            timeout: PROMPT,
+            wait_for: Some(&re),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.status, SendStatus::Matched, "{out:?}");
+    // The earlier command's prompt arrives during this send: it must not end it.
+    let out = send(&shell, "echo after\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert_eq!(out.output, "after\n", "{out:?}");
+    // Typing without Enter runs nothing: the shell waits for the rest of the line.
+    let out = send(&shell, "echo typed").await;
+    assert!(
+        matches!(
+            &out.status,
+            SendStatus::AwaitingInput { by_shell: true, .. }
+        ),
+        "{out:?}"
+    );
+    let out = send(&shell, "\n").await;
+    assert_eq!(out.status, SendStatus::Done(0));
+    assert!(out.output.contains("typed"), "{out:?}");
+    shells.close("s1").await.unwrap();
+}
+
+#[tokio::test]
+async fn the_screen_of_a_program_that_clears_the_terminal_is_rendered() {
+    let m = marker("screen");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    send(&shell, "seq 1 100\n").await;
+    let out = send(
+        &shell,
+        "printf '\\033[2J\\033[H\\033[1mTOP\\033[0m\\n\\033[5;10Hmiddle'; read -s -n1\n",
+    )
+    .await;
+    assert!(
+        matches!(out.status, SendStatus::AwaitingInput { .. }),
+        "{out:?}"
+    );
+    let screen = shell.screen();
+    let lines: Vec<&str> = screen.text.lines().collect();
+    assert_eq!(lines[0], "TOP", "{}", screen.text);
+    assert_eq!(lines[4], "         middle", "{}", screen.text);
+    assert!(!screen.text.contains("100"), "cleared: {}", screen.text);
+    shell.resize(100, 30).unwrap();
+    assert_eq!(shell.screen().cols, 100);
+    send(&shell, "q").await;
+    let out = send(&shell, "stty size\n").await;
+    assert_eq!(out.output, "30 100\n", "the program sees the new size");
+    shells.close("s1").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fifth_shell_is_refused_and_closed_shells_say_why() {
+    // One run marker per shell, as the server gives each: closing one stops only its tree.
+    let markers: Vec<String> = (1..=6).map(|i| marker(&format!("cap-{i}"))).collect();
+    let shells = shells(None).await;
+    for m in &markers[..4] {
+        open(&shells, "/bin/sh", m).await;
+    }
+    let refused = shells
+        .open(open_spec("/bin/sh", &markers[4]), "sh".into())
+        .await;
+    let Err(OpenError::Cap(cap)) = refused else {
+        panic!("a fifth shell opened")
+    };
+    assert_eq!(cap.0.running.len(), 4);
+    shells.close("s2").await.unwrap();
+    assert_eq!(shells.get("s2").err(), Some(Gone::Closed));
+    assert_eq!(shells.get("s9").err(), Some(Gone::Unknown));
+    open(&shells, "/bin/sh", &markers[5]).await; // a slot is free again
+    let (_, s1) = shells.get("s1").unwrap();
+    let out = send(&s1, "exit 3\n").await;
+    assert_eq!(out.status, SendStatus::ShellEnded, "{out:?}");
+    let deadline = Instant::now() + PROMPT;
+    while shells.get("s1").is_ok() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(shells.get("s1").err(), Some(Gone::Exited(3)));
+    shells.table().stop_all().await;
+    for m in &markers {
+        assert!(leftovers_after(m, PROMPT).await.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn an_idle_shell_is_reaped_with_everything_in_it() {
+    let m = marker("idle");
+    let shells = shells(Some(Duration::from_millis(300))).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    send(&shell, "sleep 1000 &\n").await;
+    let deadline = Instant::now() + PROMPT;
+    while shells.get("s1").is_ok() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(shells.get("s1").err(), Some(Gone::Reaped));
+    let job = shells.table().get("s1").unwrap();
+    assert_eq!(job.state(), JobState::Reaped);
+    assert!(
+        leftovers_after(&m, PROMPT).await.is_empty(),
+        "background job too"
+    );
+    assert!(matches!(
+        shell
+            .send(SendRequest {
+                input: "pwd\n",
+                timeout: PROMPT,
+                wait_for: None
+            })
+            .await,
+        Err(agentty_core::pty::PtyError::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn shell_output_lands_in_the_job_ring() {
+    let m = marker("ring");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    let out = send(&shell, "echo one; echo two\n").await;
+    let job = shells.table().get("s1").unwrap();
+    let slice = job.output.read(Some(out.cursor_from), READ_MAX_BYTES);
+    assert!(slice.text.contains("one\ntwo\n"), "{slice:?}");
+    let raw = shell.raw_tail(4096);
+    assert!(
+        raw.contains("one\r\n") && raw.contains('\x1b'),
+        "raw keeps escapes: {raw:?}"
+    );
+    shells.close("s1").await.unwrap();
+}
+
+#[tokio::test]
+async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
+    agentty_core::init().unwrap();
+    let m = marker("once");
+    let mut s = spec("/bin/sh", &m);
+    s.args = vec!["-c".into(), "test -t 1 && echo on a tty; exit 5".into()];
+    let out = once::run(
+        PtyRunRequest {
+            spec: s,
+            input: None,
+            timeout: PROMPT,
+            spill: None,
+            cols: 80,
+            rows: 24,
+        },
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&out.run.output), "on a tty\n");
+    assert_eq!(out.run.status, RunStatus::Failed);
+    assert_eq!(out.run.exit, Some(agentty_core::reaper::Exit::Code(5)));
+
+    let m = marker("once-prompt");
+    let mut s = spec("/bin/sh", &m);
+    s.args = vec![
+        "-c".into(),
+        "echo start; printf 'Overwrite? [y/N] '; read answer; echo never".into(),
+    ];
+    let started = Instant::now();
+    let out = once::run(
+        PtyRunRequest {
+            spec: s,
+            input: None,
+            timeout: Duration::from_secs(60),
+            spill: None,
+            cols: 80,
+            rows: 24,
+        },
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "did not wait out the timeout"
+    );
+    assert_eq!(out.awaiting_input.as_deref(), Some("Overwrite? [y/N]"));
+    assert!(!text(&out.run.output).contains("never"));
+    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+}

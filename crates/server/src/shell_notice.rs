@@ -1,0 +1,256 @@
+//! Every word the persistent-shell family (`shell_*`, and `terminal`'s `pty: true` extras) says
+//! to a model, in one place (SPEC §1, §4).
+//!
+//! The recurring facts are stated the same way everywhere: a newline is never added for you,
+//! a command still running at the bound keeps running, and a shell that is gone took its cwd,
+//! env and programs with it. Numbers come from the engine's constants.
+
+use std::time::Duration;
+
+use agentty_core::jobs::table::MAX_SHELLS;
+use agentty_core::jobs::{Job, JobState};
+use agentty_core::pty::{Gone, SEND_TIMEOUT_DEFAULT_MS, SIZE_MAX};
+use agentty_core::reaper::signal_name;
+
+pub const SHELL_OPEN_DESCRIPTION: &str = "Open a persistent interactive shell on a terminal \
+(PTY) and return its id (s1, …). Unlike `terminal`, cd, exported variables, an activated \
+virtualenv and running REPLs persist between calls. Returns after the first prompt. `workdir` \
+(default: the workspace root), `cols`/`rows` (terminal size), `env`. At most 4 shells per \
+session; a shell unused for 10 minutes is closed.";
+
+pub const SHELL_SEND_DESCRIPTION: &str = "Type `input` into a shell and return what it printed. \
+No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"\\x03\" is \
+Ctrl+C, \"\\x04\" Ctrl+D. Returns as soon as the command finished (with its exit code and only \
+its output), or when the program waits for keyboard input (status awaiting_input with the \
+prompt line: answer with another shell_send), or when `wait_for` (a regex) matches the output, \
+or at `timeout_ms` (default 30000, max 600000) — then the command keeps running; read more \
+with shell_read or send \"\\x03\" to stop it. `cols`/`rows` resize the terminal first.";
+
+pub const SHELL_READ_DESCRIPTION: &str = "Read a shell's output without typing anything. \
+Incremental like task_output: `since` is a byte cursor (the `next` of the previous read), at \
+most 8 KB per call, cleaned text. `screen: true` returns the rendered terminal screen instead \
+(for full-screen programs: top, less, vim); `raw: true` the newest raw bytes with escape \
+sequences. `cols`/`rows` resize the terminal first. Runs nothing.";
+
+pub const SHELL_LIST_DESCRIPTION: &str = "List this session's shells: id, state, shell, \
+workdir, size, idle time and output size. Runs nothing.";
+
+pub const SHELL_CLOSE_DESCRIPTION: &str = "Close a shell: hang up its terminal and stop every \
+process started in it. Its output stays readable with shell_read and task_output.";
+
+pub const EMPTY_INPUT: &str = "`input` is empty: pass the keystrokes to type, e.g. \"ls\\n\" \
+(a newline runs the line) or \"\\x03\" (Ctrl+C)";
+
+pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
+
+pub const SCREEN_AND_RAW: &str = "pass at most one of `screen` and `raw`";
+
+pub fn bad_size(cols: u16, rows: u16) -> String {
+    format!("terminal size {cols}x{rows} is out of range: cols and rows must be 1..={SIZE_MAX}")
+}
+
+pub fn half_size() -> String {
+    "pass both `cols` and `rows` to resize the terminal".to_owned()
+}
+
+pub fn bad_regex(error: &str) -> String {
+    format!("`wait_for` is not a valid regular expression: {error}")
+}
+
+pub fn timeout_too_large(requested: u64, max: u64) -> String {
+    format!(
+        "`timeout_ms` {requested} is over the maximum {max}; the command keeps running at the \
+         bound anyway, so send again or read with shell_read to wait longer"
+    )
+}
+
+pub fn cap_reached(running: &[std::sync::Arc<Job>]) -> String {
+    let mut text = format!(
+        "this session already has {MAX_SHELLS} open shells, the maximum. Close one with \
+         shell_close, or reuse one with shell_send:"
+    );
+    for job in running {
+        text.push_str(&format!(
+            "\n  {} {} (in {})",
+            job.id,
+            job.label,
+            job.workdir.display()
+        ));
+    }
+    text
+}
+
+pub fn no_prompt(waited_ms: u64) -> String {
+    format!(
+        "the shell printed no prompt within {waited_ms} ms and was stopped; nothing was left \
+         running"
+    )
+}
+
+pub fn ended_at_start(output: &str) -> String {
+    let output = output.trim();
+    if output.is_empty() {
+        "the shell exited as soon as it started".to_owned()
+    } else {
+        format!("the shell exited as soon as it started, saying:\n{output}")
+    }
+}
+
+pub fn open_failed(error: &str) -> String {
+    format!("cannot open a shell: {error}")
+}
+
+/// Why an id has no open shell, as the error for send/close/screen.
+pub fn gone(id: &str, why: &Gone, idle: Duration) -> String {
+    match why {
+        Gone::Unknown => format!(
+            "there is no shell {id} in this session. shell_list shows the open ones; \
+             shell_open starts a new one"
+        ),
+        Gone::NotAShell => {
+            format!("{id} is a background command, not a shell: use task_output / task_stop for it")
+        }
+        Gone::Closed => format!(
+            "shell {id} was closed (shell_close); everything in it (cwd, env, running \
+             programs) is gone. Open a new one with shell_open"
+        ),
+        Gone::Reaped => format!(
+            "shell {id} was closed for inactivity (unused for {}); everything in it (cwd, env, \
+             running programs) is gone. Open a new one with shell_open and redo the setup \
+             (cd, export, activate)",
+            human_duration(idle)
+        ),
+        Gone::Exited(code) => format!(
+            "shell {id} has exited (exit {code}, e.g. after `exit` or Ctrl+D); everything in \
+             it is gone. Open a new one with shell_open"
+        ),
+        Gone::Signalled(sig) => format!(
+            "shell {id} was killed by {}; everything in it is gone. Open a new one with \
+             shell_open",
+            signal_name(*sig)
+        ),
+    }
+}
+
+pub fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 120_000 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} min", ms / 60_000)
+    }
+}
+
+pub fn opened(id: &str, shell: &str, workdir: &str, cols: u16, rows: u16, marked: bool) -> String {
+    let done = if marked {
+        "each shell_send returns when its command finishes, with the exit code"
+    } else {
+        "this shell has no prompt markers, so shell_send returns once output is quiet"
+    };
+    format!(
+        "{id} open: {shell} in {workdir} ({cols}x{rows}). Type with shell_send({{id: \"{id}\", \
+         input: \"…\\n\"}}); {done}."
+    )
+}
+
+pub fn done(code: i32, ms: u64) -> String {
+    format!("[exit {code} · {ms} ms]")
+}
+
+pub fn awaiting_input(prompt: &str, by_shell: bool) -> String {
+    if by_shell {
+        format!(
+            "[awaiting input: the shell waits for the rest of the line at {prompt:?}. Send \
+             more keystrokes, \"\\n\" to run it, or \"\\x03\" to discard it]"
+        )
+    } else {
+        format!(
+            "[awaiting input: the program waits for keyboard input at {prompt:?}. Answer with \
+             shell_send (end the line with \\n), or send \"\\x03\" to interrupt it]"
+        )
+    }
+}
+
+pub fn matched(ms: u64) -> String {
+    format!("[wait_for matched after {ms} ms; the command may still be running]")
+}
+
+pub fn quiet(ms: u64) -> String {
+    format!("[output quiet; returned after {ms} ms. The command may still be running]")
+}
+
+pub fn running(ms: u64, id: &str, cursor: u64) -> String {
+    format!(
+        "[still running after {ms} ms; the shell keeps running it. Read more with \
+         shell_read({{id: \"{id}\", since: {cursor}}}), wait with another shell_send, or stop it \
+         with shell_send({{id: \"{id}\", input: \"\\x03\"}})]"
+    )
+}
+
+pub fn shell_ended(id: &str) -> String {
+    format!("[the shell {id} ended during this send; everything in it is gone]")
+}
+
+pub fn dropped(bytes: u64, id: &str, cursor: u64) -> String {
+    format!(
+        "[… {bytes} bytes of this output omitted at the start; read them with \
+         shell_read({{id: \"{id}\", since: {cursor}}})]"
+    )
+}
+
+pub fn scrolled_out(bytes: u64, spill: Option<&std::path::Path>) -> String {
+    match spill {
+        Some(path) => format!(
+            "[{bytes} bytes scrolled out of the buffer before this cursor; the full text is in \
+             {}]",
+            path.display()
+        ),
+        None => format!("[{bytes} bytes scrolled out of the buffer before this cursor]"),
+    }
+}
+
+pub fn more(next: u64, remaining: u64, id: &str) -> String {
+    format!("[{remaining} more bytes: shell_read({{id: \"{id}\", since: {next}}})]")
+}
+
+pub fn cursor_past_end(since: u64, total: u64) -> String {
+    format!("`since` {since} is past the end of the output ({total} bytes so far)")
+}
+
+pub const NO_SCREEN: &str =
+    "the shell is no longer open, so it has no screen; its output is readable without `screen`";
+
+pub fn closed(id: &str) -> String {
+    format!("{id} closed: the shell and every process started in it were stopped.")
+}
+
+pub fn state_word(state: &JobState) -> String {
+    match state {
+        JobState::Running => "open".to_owned(),
+        JobState::Exited(code) => format!("exited {code}"),
+        JobState::Signalled(sig) => format!("killed by {}", signal_name(*sig)),
+        JobState::Stopped => "closed".to_owned(),
+        JobState::Reaped => "closed for inactivity".to_owned(),
+    }
+}
+
+pub const NO_SHELLS: &str = "no shells in this session; shell_open starts one";
+
+pub const PTY_NOT_BACKGROUND: &str = "`pty: true` runs one command to its end; it cannot be \
+combined with `background` or `on_timeout: \"background\"`. For a long-lived program on a \
+terminal, use shell_open and shell_send";
+
+/// `terminal` with `pty: true` when the command waited for input.
+pub fn pty_awaiting_input(prompt: &str) -> String {
+    format!(
+        "[note] the command stopped to wait for keyboard input at {prompt:?}, which a one-shot \
+         call cannot answer, so it was stopped. Pass the answer with `stdin`, use a \
+         non-interactive flag (e.g. --yes), or run it in a shell (shell_open + shell_send) and \
+         answer the prompt there"
+    )
+}
+
+/// The default send bound, quoted by the description.
+pub const SEND_TIMEOUT_DEFAULT: u64 = SEND_TIMEOUT_DEFAULT_MS;

@@ -1,0 +1,758 @@
+//! The persistent-shell family (SPEC §4): `shell_open`, `shell_send`, `shell_read`,
+//! `shell_list`, `shell_close`.
+//!
+//! Contracts only: validation, the guard on typed command lines, the workspace boundary and
+//! sandbox decided once at open (an escalation at open covers the whole shell), and rendering.
+//! The engine is `agentty_core::pty`; every word is in [`crate::shell_notice`]. Shells are
+//! registered in the session's one job table, so `task_list` / `task_output` see them too.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentty_core::jobs::{Job, OutputRing, READ_MAX_BYTES};
+use agentty_core::limits::TIMEOUT_MAX_MS;
+use agentty_core::pty::integration::Flavor;
+use agentty_core::pty::once::{self, PtyRunRequest};
+use agentty_core::pty::{
+    COLS_DEFAULT, OpenError, OpenSpec, PtyError, ROWS_DEFAULT, Regex, SEND_TIMEOUT_DEFAULT_MS,
+    SIZE_MAX, SendRequest, SendStatus, Shell,
+};
+use agentty_core::run::RunRequest;
+use agentty_core::spawn::{SpawnSpec, StdinMode};
+use agentty_guard::Verdict;
+use rmcp::handler::server::tool::schema_for_output;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
+use serde::{Deserialize, Serialize};
+
+use crate::escalation;
+use crate::server::{Agentty, input_schema, parse_args, tool_error};
+use crate::shell_notice as say;
+use crate::terminal::{Prepared, SandboxPermissions};
+
+/// Arguments of `shell_open`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellOpenParams {
+    /// Working directory: absolute, or relative to the workspace root (the default).
+    pub workdir: Option<String>,
+    /// Terminal width in columns (default 120).
+    pub cols: Option<u16>,
+    /// Terminal height in rows (default 40).
+    pub rows: Option<u16>,
+    /// Variables added to the shell's environment.
+    pub env: Option<BTreeMap<String, String>>,
+    /// "require_escalated" asks the user to run this whole shell without the write sandbox
+    /// (give a `justification`); default "use_default".
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Why the shell must write outside the sandbox (shown to the user).
+    pub justification: Option<String>,
+}
+
+/// Arguments of `shell_send`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellSendParams {
+    /// The shell id (s1, …).
+    pub id: String,
+    /// Keystrokes. No newline is added: end a command with \n. \u0003 is Ctrl+C.
+    pub input: String,
+    /// Longest wait in milliseconds (default 30000, max 600000). The command keeps running.
+    pub timeout_ms: Option<u64>,
+    /// Return as soon as the output since this send matches this regex.
+    pub wait_for: Option<String>,
+    /// Resize the terminal to this many columns first (with `rows`).
+    pub cols: Option<u16>,
+    /// Resize the terminal to this many rows first (with `cols`).
+    pub rows: Option<u16>,
+}
+
+/// Arguments of `shell_read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellReadParams {
+    /// The shell id (s1, …).
+    pub id: String,
+    /// Byte cursor: the `next` of the previous read (or a send's `cursor`). Omit for the newest.
+    pub since: Option<u64>,
+    /// Return the rendered screen (for full-screen programs) instead of the output stream.
+    pub screen: Option<bool>,
+    /// Return the newest raw bytes, escape sequences included.
+    pub raw: Option<bool>,
+    /// Resize the terminal to this many columns first (with `rows`).
+    pub cols: Option<u16>,
+    /// Resize the terminal to this many rows first (with `cols`).
+    pub rows: Option<u16>,
+}
+
+/// Arguments of `shell_list`: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellListParams {}
+
+/// Arguments of `shell_close`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellCloseParams {
+    /// The shell id (s1, …).
+    pub id: String,
+}
+
+/// `structuredContent` of `shell_open`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShellOpenResult {
+    pub id: String,
+    pub pid: i32,
+    pub shell: String,
+    pub workdir: String,
+    pub cols: u16,
+    pub rows: u16,
+    /// True when prompt markers tell when each command finished (bash, zsh, sh).
+    pub integration: bool,
+    /// The sandbox line, decided for the whole shell.
+    pub sandbox: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SendState {
+    Done,
+    AwaitingInput,
+    Matched,
+    Quiet,
+    Running,
+    ShellEnded,
+}
+
+/// `structuredContent` of `shell_send`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShellSendResult {
+    pub id: String,
+    /// done | awaiting_input | matched | quiet | running | shell_ended
+    pub status: SendState,
+    /// The finished command's exit code (status done).
+    pub exit_code: Option<i32>,
+    /// The line the program waits on (status awaiting_input).
+    pub prompt: Option<String>,
+    /// Cleaned output of this send, without the echoed input or the next prompt.
+    pub output: String,
+    /// Bytes omitted from the start of `output`.
+    pub dropped_bytes: u64,
+    /// shell_read cursors: this send's output starts at `cursor_from`; continue at `cursor`.
+    pub cursor_from: u64,
+    pub cursor: u64,
+    pub elapsed_ms: u64,
+}
+
+/// The screen part of `shell_read`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ScreenInfo {
+    pub cols: u16,
+    pub rows: u16,
+    pub cursor_row: u16,
+    pub cursor_col: u16,
+    /// True while a full-screen program uses the alternate screen.
+    pub alternate: bool,
+}
+
+/// `structuredContent` of `shell_read`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShellReadResult {
+    pub id: String,
+    /// open | closed | closed for inactivity | exited N | killed by SIG…
+    pub state: String,
+    /// Cleaned output from `from` (or the screen, or raw bytes).
+    pub text: String,
+    pub from: Option<u64>,
+    /// Cursor for the next read.
+    pub next: Option<u64>,
+    /// Bytes that had scrolled out before the requested cursor.
+    pub dropped: u64,
+    /// Bytes after `next` (read again at once to get them).
+    pub remaining: u64,
+    pub total: u64,
+    pub spill_path: Option<String>,
+    pub screen: Option<ScreenInfo>,
+}
+
+/// One row of `shell_list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShellEntry {
+    pub id: String,
+    pub state: String,
+    pub shell: String,
+    pub workdir: String,
+    pub pid: i32,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    pub idle_ms: Option<u64>,
+    pub age_ms: u64,
+    pub output_bytes: u64,
+}
+
+/// `structuredContent` of `shell_list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShellListResult {
+    pub shells: Vec<ShellEntry>,
+}
+
+/// `structuredContent` of `shell_close`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShellCloseResult {
+    pub id: String,
+    pub state: String,
+}
+
+fn success<T: Serialize>(text: String, structured: &T) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = serde_json::to_value(structured).ok();
+    result
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Both or neither of `cols`/`rows`, each in range.
+fn size(cols: Option<u16>, rows: Option<u16>) -> Result<Option<(u16, u16)>, String> {
+    match (cols, rows) {
+        (None, None) => Ok(None),
+        (Some(c), Some(r)) if (1..=SIZE_MAX).contains(&c) && (1..=SIZE_MAX).contains(&r) => {
+            Ok(Some((c, r)))
+        }
+        (Some(c), Some(r)) => Err(say::bad_size(c, r)),
+        _ => Err(say::half_size()),
+    }
+}
+
+impl Agentty {
+    fn open_shell_of(&self, id: &str) -> Result<(Arc<Job>, Arc<Shell>), CallToolResult> {
+        self.shells()
+            .get(id)
+            .map_err(|why| tool_error(say::gone(id, &why, self.shells().idle_limit())))
+    }
+}
+
+#[tool_router(router = shells_router, vis = "pub(crate)")]
+impl Agentty {
+    #[tool(
+        name = "shell_open",
+        description = say::SHELL_OPEN_DESCRIPTION,
+        input_schema = input_schema::<ShellOpenParams>(),
+        output_schema = schema_for_output::<ShellOpenResult>(),
+        annotations(
+            title = "Open a shell",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn shell_open(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let p: ShellOpenParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let (cols, rows) = match size(p.cols, p.rows) {
+            Ok(s) => s.unwrap_or((COLS_DEFAULT, ROWS_DEFAULT)),
+            Err(e) if p.cols.is_some() != p.rows.is_some() => {
+                // One of the two alone is fine at open: the other keeps its default.
+                let c = p.cols.unwrap_or(COLS_DEFAULT);
+                let r = p.rows.unwrap_or(ROWS_DEFAULT);
+                if !(1..=SIZE_MAX).contains(&c) || !(1..=SIZE_MAX).contains(&r) {
+                    return tool_error(e);
+                }
+                (c, r)
+            }
+            Err(e) => return tool_error(e),
+        };
+        let workdir = match self.workspace().resolve_workdir(p.workdir.as_deref()) {
+            Ok(dir) => dir,
+            Err(e) => return tool_error(e.to_string()),
+        };
+        let mut env = Vec::new();
+        for (key, value) in p.env.unwrap_or_default() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return tool_error(crate::notice::bad_env_name(&key));
+            }
+            if value.contains('\0') {
+                return tool_error(crate::notice::nul_byte(&format!("env.{key}")));
+            }
+            env.push((OsString::from(key), OsString::from(value)));
+        }
+        let shell_path = self.settings().shell.clone();
+        let escalated = match (p.sandbox_permissions, p.justification) {
+            (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
+                let what = format!("an interactive shell ({})", shell_path.display());
+                match escalation::ask(&ctx.peer, &what, &j).await {
+                    Ok(()) => true,
+                    Err(refusal) => return tool_error(refusal),
+                }
+            }
+            (Some(SandboxPermissions::RequireEscalated), _) => {
+                return tool_error(crate::notice::JUSTIFICATION_REQUIRED.into());
+            }
+            _ => false,
+        };
+        let launcher = match self.confinement().launcher(escalated) {
+            Ok(l) => l,
+            Err(reason) => return tool_error(crate::notice::sandbox_failed(&reason)),
+        };
+        let (call, marker) = self.next_call();
+        let output = Arc::new(OutputRing::new(Some((
+            self.spill_store().clone(),
+            format!("shell-{call}"),
+        ))));
+        let spec = OpenSpec {
+            spawn: SpawnSpec {
+                program: shell_path.clone().into_os_string(),
+                args: Vec::new(),
+                cwd: workdir.clone(),
+                env,
+                stdin: StdinMode::Null,
+                marker,
+                launcher,
+            },
+            cols,
+            rows,
+            output,
+        };
+        let label = shell_path.display().to_string();
+        let (job, shell) = match self.shells().open(spec, label.clone()).await {
+            Ok(opened) => opened,
+            Err(OpenError::Cap(cap)) => return tool_error(say::cap_reached(&cap.0.running)),
+            Err(OpenError::Pty(PtyError::NoPrompt(waited))) => {
+                return tool_error(say::no_prompt(waited));
+            }
+            Err(OpenError::Pty(PtyError::EndedAtStart(text))) => {
+                return tool_error(say::ended_at_start(&text));
+            }
+            Err(OpenError::Pty(e)) => return tool_error(say::open_failed(&e.to_string())),
+        };
+        let marked = shell.flavor != Flavor::Unknown;
+        let sandbox = self.confinement().line(escalated);
+        let workdir = workdir.display().to_string();
+        let text = format!(
+            "{}\n{sandbox}",
+            say::opened(&job.id, &label, &workdir, cols, rows, marked)
+        );
+        success(
+            text,
+            &ShellOpenResult {
+                id: job.id.clone(),
+                pid: shell.pid,
+                shell: label,
+                workdir,
+                cols,
+                rows,
+                integration: marked,
+                sandbox,
+            },
+        )
+    }
+
+    #[tool(
+        name = "shell_send",
+        description = say::SHELL_SEND_DESCRIPTION,
+        input_schema = input_schema::<ShellSendParams>(),
+        output_schema = schema_for_output::<ShellSendResult>(),
+        annotations(
+            title = "Type into a shell",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn shell_send(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let p: ShellSendParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        if p.input.is_empty() {
+            return tool_error(say::EMPTY_INPUT.into());
+        }
+        let timeout_ms = p.timeout_ms.unwrap_or(SEND_TIMEOUT_DEFAULT_MS);
+        if timeout_ms == 0 {
+            return tool_error(say::ZERO_TIMEOUT.into());
+        }
+        if timeout_ms > TIMEOUT_MAX_MS {
+            return tool_error(say::timeout_too_large(timeout_ms, TIMEOUT_MAX_MS));
+        }
+        let resize = match size(p.cols, p.rows) {
+            Ok(r) => r,
+            Err(e) => return tool_error(e),
+        };
+        let wait_for = match p.wait_for.as_deref().map(Regex::new).transpose() {
+            Ok(re) => re,
+            Err(e) => return tool_error(say::bad_regex(&e.to_string())),
+        };
+        // A typed line is a command line: the guard applies as in `terminal`.
+        if p.input.contains('\n')
+            && let Verdict::Block(block) = agentty_guard::check(&p.input, &self.settings().guard)
+        {
+            return tool_error(block.message());
+        }
+        let (job, shell) = match self.open_shell_of(&p.id) {
+            Ok(found) => found,
+            Err(e) => return e,
+        };
+        if let Some((cols, rows)) = resize
+            && let Err(e) = shell.resize(cols, rows)
+        {
+            return tool_error(say::open_failed(&e.to_string()));
+        }
+        let request = SendRequest {
+            input: &p.input,
+            timeout: Duration::from_millis(timeout_ms),
+            wait_for: wait_for.as_ref(),
+        };
+        // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
+        let outcome = tokio::select! {
+            r = shell.send(request) => r,
+            () = ctx.ct.cancelled() => return tool_error("cancelled; the shell keeps running".into()),
+        };
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(PtyError::Closed) => {
+                let why = self
+                    .shells()
+                    .get(&job.id)
+                    .err()
+                    .unwrap_or(agentty_core::pty::Gone::Closed);
+                return tool_error(say::gone(&job.id, &why, self.shells().idle_limit()));
+            }
+            Err(e) => return tool_error(say::open_failed(&e.to_string())),
+        };
+        let elapsed = ms(outcome.elapsed);
+        let (status, exit_code, prompt, line) = match &outcome.status {
+            SendStatus::Done(code) => (
+                SendState::Done,
+                Some(*code),
+                None,
+                say::done(*code, elapsed),
+            ),
+            SendStatus::AwaitingInput { prompt, by_shell } => (
+                SendState::AwaitingInput,
+                None,
+                Some(prompt.clone()),
+                say::awaiting_input(prompt, *by_shell),
+            ),
+            SendStatus::Matched => (SendState::Matched, None, None, say::matched(elapsed)),
+            SendStatus::Quiet => (SendState::Quiet, None, None, say::quiet(elapsed)),
+            SendStatus::Running => (
+                SendState::Running,
+                None,
+                None,
+                say::running(elapsed, &job.id, outcome.cursor_next),
+            ),
+            SendStatus::ShellEnded => {
+                (SendState::ShellEnded, None, None, say::shell_ended(&job.id))
+            }
+        };
+        let mut text = String::new();
+        if outcome.dropped > 0 {
+            text.push_str(&say::dropped(outcome.dropped, &job.id, outcome.cursor_from));
+            text.push('\n');
+        }
+        text.push_str(&outcome.output);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&line);
+        success(
+            text,
+            &ShellSendResult {
+                id: job.id.clone(),
+                status,
+                exit_code,
+                prompt,
+                output: outcome.output,
+                dropped_bytes: outcome.dropped,
+                cursor_from: outcome.cursor_from,
+                cursor: outcome.cursor_next,
+                elapsed_ms: elapsed,
+            },
+        )
+    }
+
+    #[tool(
+        name = "shell_read",
+        description = say::SHELL_READ_DESCRIPTION,
+        input_schema = input_schema::<ShellReadParams>(),
+        output_schema = schema_for_output::<ShellReadResult>(),
+        annotations(
+            title = "Read a shell",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn shell_read(&self, args: JsonObject) -> CallToolResult {
+        let p: ShellReadParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let (want_screen, want_raw) = (p.screen.unwrap_or(false), p.raw.unwrap_or(false));
+        if want_screen && want_raw {
+            return tool_error(say::SCREEN_AND_RAW.into());
+        }
+        let resize = match size(p.cols, p.rows) {
+            Ok(r) => r,
+            Err(e) => return tool_error(e),
+        };
+        // A closed shell's output stays readable; only screen, raw and resize need it open.
+        let (job, shell) = match self.shells().get(&p.id) {
+            Ok((job, shell)) => (job, Some(shell)),
+            Err(why) => match self.jobs().get(&p.id) {
+                Some(job) if why != agentty_core::pty::Gone::NotAShell => (job, None),
+                _ => return tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
+            },
+        };
+        let state = say::state_word(&job.state());
+        if want_screen || want_raw || resize.is_some() {
+            let Some(shell) = &shell else {
+                return tool_error(say::NO_SCREEN.into());
+            };
+            if let Some((cols, rows)) = resize
+                && let Err(e) = shell.resize(cols, rows)
+            {
+                return tool_error(say::open_failed(&e.to_string()));
+            }
+            if want_screen {
+                let screen = shell.screen();
+                return success(
+                    screen.text.clone(),
+                    &ShellReadResult {
+                        id: job.id.clone(),
+                        state,
+                        text: screen.text,
+                        from: None,
+                        next: None,
+                        dropped: 0,
+                        remaining: 0,
+                        total: job.output.total(),
+                        spill_path: None,
+                        screen: Some(ScreenInfo {
+                            cols: screen.cols,
+                            rows: screen.rows,
+                            cursor_row: screen.cursor_row,
+                            cursor_col: screen.cursor_col,
+                            alternate: screen.alternate,
+                        }),
+                    },
+                );
+            }
+            if want_raw {
+                let raw = shell.raw_tail(READ_MAX_BYTES);
+                return success(
+                    raw.escape_debug().to_string(),
+                    &ShellReadResult {
+                        id: job.id.clone(),
+                        state,
+                        text: raw,
+                        from: None,
+                        next: None,
+                        dropped: 0,
+                        remaining: 0,
+                        total: job.output.total(),
+                        spill_path: None,
+                        screen: None,
+                    },
+                );
+            }
+        }
+        if let Some(shell) = &shell {
+            shell.touch_read();
+        }
+        let total = job.output.total();
+        if let Some(since) = p.since
+            && since > total
+        {
+            return tool_error(say::cursor_past_end(since, total));
+        }
+        let slice = job.output.read(p.since, READ_MAX_BYTES);
+        let mut text = String::new();
+        if slice.dropped > 0 {
+            text.push_str(&say::scrolled_out(
+                slice.dropped,
+                slice.spill_path.as_deref(),
+            ));
+            text.push('\n');
+        }
+        text.push_str(&slice.text);
+        if slice.remaining > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&say::more(slice.next, slice.remaining, &job.id));
+        }
+        if text.is_empty() {
+            text.push_str(crate::notice::NO_OUTPUT);
+        }
+        success(
+            text,
+            &ShellReadResult {
+                id: job.id.clone(),
+                state,
+                text: slice.text,
+                from: Some(slice.from),
+                next: Some(slice.next),
+                dropped: slice.dropped,
+                remaining: slice.remaining,
+                total: slice.total,
+                spill_path: slice.spill_path.map(|p| p.display().to_string()),
+                screen: None,
+            },
+        )
+    }
+
+    #[tool(
+        name = "shell_list",
+        description = say::SHELL_LIST_DESCRIPTION,
+        input_schema = input_schema::<ShellListParams>(),
+        output_schema = schema_for_output::<ShellListResult>(),
+        annotations(
+            title = "List shells",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn shell_list(&self, args: JsonObject) -> CallToolResult {
+        if let Err(e) = parse_args::<ShellListParams>(args) {
+            return e;
+        }
+        let mut lines = Vec::new();
+        let mut shells = Vec::new();
+        for (job, shell) in self.shells().list() {
+            let state = say::state_word(&job.state());
+            let size = shell.as_ref().map(|s| s.size());
+            let idle = shell.as_ref().map(|s| s.last_used().elapsed());
+            let mut line = format!(
+                "{} [{state}] {} in {}",
+                job.id,
+                job.label,
+                job.workdir.display()
+            );
+            if let (Some((c, r)), Some(idle)) = (size, idle) {
+                line.push_str(&format!(" · {c}x{r} · idle {}", say::human_duration(idle)));
+            }
+            line.push_str(&format!(" · {} bytes of output", job.output.total()));
+            lines.push(line);
+            shells.push(ShellEntry {
+                id: job.id.clone(),
+                state,
+                shell: job.label.clone(),
+                workdir: job.workdir.display().to_string(),
+                pid: job.pid,
+                cols: size.map(|s| s.0),
+                rows: size.map(|s| s.1),
+                idle_ms: idle.map(ms),
+                age_ms: ms(job.started.elapsed()),
+                output_bytes: job.output.total(),
+            });
+        }
+        let text = if lines.is_empty() {
+            say::NO_SHELLS.to_owned()
+        } else {
+            lines.join("\n")
+        };
+        success(text, &ShellListResult { shells })
+    }
+
+    #[tool(
+        name = "shell_close",
+        description = say::SHELL_CLOSE_DESCRIPTION,
+        input_schema = input_schema::<ShellCloseParams>(),
+        output_schema = schema_for_output::<ShellCloseResult>(),
+        annotations(
+            title = "Close a shell",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn shell_close(&self, args: JsonObject) -> CallToolResult {
+        let p: ShellCloseParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        match self.shells().close(&p.id).await {
+            Ok(job) => success(
+                say::closed(&job.id),
+                &ShellCloseResult {
+                    id: job.id.clone(),
+                    state: say::state_word(&job.state()),
+                },
+            ),
+            Err(why) => tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
+        }
+    }
+}
+
+impl Agentty {
+    /// `terminal({command, pty: true})`: one command under a PTY (SPEC §4), rendered like the
+    /// pipe path plus the awaiting-input note.
+    pub(crate) async fn terminal_pty(
+        &self,
+        prepared: &Prepared,
+        request: RunRequest,
+        escalated: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        if prepared.background || prepared.hand_over {
+            return tool_error(say::PTY_NOT_BACKGROUND.into());
+        }
+        let pty_request = PtyRunRequest {
+            spec: request.spec,
+            input: request
+                .stdin
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+            timeout: request.timeout,
+            spill: request.spill,
+            cols: COLS_DEFAULT,
+            rows: ROWS_DEFAULT,
+        };
+        let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
+            Ok(o) => o,
+            Err(e) => {
+                let program = prepared.program.to_string_lossy();
+                return tool_error(crate::notice::spawn_failed(&program, &e));
+            }
+        };
+        let exit_ok = outcome.run.exit.is_some_and(|e| e.success());
+        let denial = self.confinement().denial(
+            escalated,
+            exit_ok,
+            &crate::terminal::output_text(&outcome.run),
+        );
+        let sandbox = crate::terminal::SandboxReport {
+            line: self.confinement().line(escalated),
+            denial,
+        };
+        let (mut text, mut structured) = crate::terminal::render(prepared, &outcome.run, sandbox);
+        if let Some(prompt) = &outcome.awaiting_input {
+            let note = say::pty_awaiting_input(prompt);
+            text.push('\n');
+            text.push_str(&note);
+            structured.notes.push(note);
+        }
+        success(text, &structured)
+    }
+}

@@ -1,0 +1,604 @@
+//! The job-control family (SPEC §3): `task_list`, `task_output`, `task_wait`, `task_stop`, and
+//! the two ways a command enters the job table from `terminal` (background start, and a
+//! foreground command moved there at its timeout).
+//!
+//! The four tools run nothing, so they need no approval: they only read the session's
+//! [`JobTable`](agentty_core::jobs::JobTable), or stop a job in it. The table is per session,
+//! so an id of another session is simply absent and gets exactly the answer of an id that never
+//! existed. Every refusal is a tool error (`isError`) whose text says what to do instead.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentty_core::jobs::command::{self, CommandStart, StartError};
+use agentty_core::jobs::{CapReached, Job, JobKind, JobState, READ_MAX_BYTES};
+use agentty_core::limits::TIMEOUT_MAX_MS;
+use agentty_core::run::{Handover, RunRequest};
+use rmcp::handler::server::tool::schema_for_output;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
+use serde::{Deserialize, Serialize};
+
+use crate::server::{Agentty, input_schema, parse_args, tool_error};
+use crate::task_notice as say;
+use crate::terminal::{Prepared, Status, TerminalResult, shaped_text};
+
+/// Arguments of `task_list`: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskListParams {}
+
+/// Arguments of `task_output`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskOutputParams {
+    /// The job id (t1, s1, …).
+    pub id: String,
+    /// Byte cursor: the `next` of the previous read. Omit it to read the newest output.
+    pub since: Option<i64>,
+}
+
+/// Arguments of `task_wait`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskWaitParams {
+    /// The job id (t1, …).
+    pub id: String,
+    /// Longest wait in milliseconds (default 30000, max 600000). Reaching it never stops the job.
+    pub timeout_ms: Option<u64>,
+}
+
+/// Arguments of `task_stop`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskStopParams {
+    /// The job id (t1, …).
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    Command,
+    Shell,
+}
+
+/// running | exited | killed (by a signal it did not get from us) | stopped (by agentty) |
+/// reaped (a shell closed for inactivity)
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Running,
+    Exited,
+    Killed,
+    Stopped,
+    Reaped,
+}
+
+/// One job as `task_*` reports it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskInfo {
+    pub id: String,
+    pub kind: TaskKind,
+    pub state: TaskState,
+    /// The state in words ("exited 0", "killed by SIGKILL", …).
+    pub state_text: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub age_ms: u64,
+    /// The command line (or the shell).
+    pub command: String,
+    pub workdir: String,
+    pub pid: i32,
+    /// Bytes of cleaned output so far (the cursor of the end).
+    pub output_bytes: u64,
+    /// Processes still running when the command ended, which were stopped.
+    pub leftovers_stopped: usize,
+}
+
+/// `structuredContent` of `task_list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskListResult {
+    pub jobs: Vec<TaskInfo>,
+}
+
+/// `structuredContent` of `task_output`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskOutputResult {
+    pub job: TaskInfo,
+    /// Cleaned output from `from` to `next`.
+    pub text: String,
+    pub from: u64,
+    /// Pass this as `since` on the next read.
+    pub next: u64,
+    pub total: u64,
+    /// Bytes available after `next` right now.
+    pub remaining: u64,
+    /// Bytes between the requested cursor and `from` that scrolled out of the buffer.
+    pub dropped: u64,
+    /// File holding the full output, once the buffer overflowed.
+    pub spill_path: Option<String>,
+    /// Why the full output could not be kept, when it could not.
+    pub spill_error: Option<String>,
+}
+
+/// `structuredContent` of `task_wait`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskWaitResult {
+    pub job: TaskInfo,
+    /// True when the job has ended; false when the wait timed out (the job still runs).
+    pub ended: bool,
+    pub cancelled: bool,
+    pub waited_ms: u64,
+    /// The newest output (at most 8 KB).
+    pub output: String,
+    pub from: u64,
+    /// Cursor after `output`, for task_output.
+    pub next: u64,
+}
+
+/// `structuredContent` of `task_stop`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskStopResult {
+    pub job: TaskInfo,
+    /// False when the job had already ended.
+    pub was_running: bool,
+}
+
+fn info(job: &Job) -> TaskInfo {
+    let state = job.state();
+    let (task_state, exit_code, signal) = match &state {
+        JobState::Running => (TaskState::Running, None, None),
+        JobState::Exited(code) => (TaskState::Exited, Some(*code), None),
+        JobState::Signalled(sig) => (
+            TaskState::Killed,
+            None,
+            Some(agentty_core::reaper::signal_name(*sig)),
+        ),
+        JobState::Stopped => (TaskState::Stopped, None, None),
+        JobState::Reaped => (TaskState::Reaped, None, None),
+    };
+    TaskInfo {
+        id: job.id.clone(),
+        kind: match job.kind {
+            JobKind::Command => TaskKind::Command,
+            JobKind::Shell => TaskKind::Shell,
+        },
+        state: task_state,
+        state_text: say::state_words(&state),
+        exit_code,
+        signal,
+        age_ms: millis(job.started.elapsed()),
+        command: job.label.clone(),
+        workdir: job.workdir.display().to_string(),
+        pid: job.pid,
+        output_bytes: job.output.total(),
+        leftovers_stopped: job.leftovers(),
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn reply<T: Serialize>(text: String, structured: &T) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = serde_json::to_value(structured).ok();
+    result
+}
+
+/// `t1`, `s12`: a kind letter and a number without leading zeros.
+fn well_formed(id: &str) -> bool {
+    let digits = id.get(1..).unwrap_or("");
+    matches!(id.as_bytes().first(), Some(b't' | b's'))
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0')
+        && digits.parse::<u64>().is_ok()
+}
+
+/// The refusal at the cap, listing the running jobs.
+fn cap_text(cap: &CapReached) -> String {
+    let running: Vec<say::RunningJob<'_>> = cap
+        .running
+        .iter()
+        .map(|j| say::RunningJob {
+            id: &j.id,
+            age: j.started.elapsed(),
+            label: &j.label,
+        })
+        .collect();
+    say::cap_reached(cap.kind, cap.limit, &running)
+}
+
+/// `terminal`'s reply for a command that runs in the background.
+fn background_result(pid: i32, id: &str, sandbox: String, notes: Vec<String>) -> TerminalResult {
+    TerminalResult {
+        status: Status::Background,
+        exit_code: None,
+        signal: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        duration_ms: 0,
+        pid,
+        truncated: false,
+        spill_path: None,
+        notes,
+        sandbox,
+        error_code: None,
+        job_id: Some(id.to_owned()),
+    }
+}
+
+impl Agentty {
+    /// This session's job with `id`, or the tool error that says why there is none.
+    fn job(&self, id: &str) -> Result<Arc<Job>, CallToolResult> {
+        if !well_formed(id) {
+            return Err(tool_error(say::malformed_id(id)));
+        }
+        self.jobs()
+            .get(id)
+            .ok_or_else(|| tool_error(say::unknown_id(id)))
+    }
+
+    /// `terminal({…, background: true})`: starts the prepared (guarded, confined) request as a
+    /// job and returns its id at once.
+    pub(crate) fn start_background(
+        &self,
+        prepared: &Prepared,
+        request: RunRequest,
+        sandbox: String,
+    ) -> CallToolResult {
+        let start = CommandStart {
+            spec: request.spec,
+            stdin: request.stdin,
+            label: prepared.display.clone(),
+        };
+        match command::start(self.jobs(), start, Some(self.spill_store().clone())) {
+            Ok(job) => {
+                let text = format!(
+                    "{}\n{sandbox}",
+                    say::started(&job.id, job.pid, &prepared.display)
+                );
+                reply(text, &background_result(job.pid, &job.id, sandbox, vec![]))
+            }
+            Err(StartError::Cap(cap)) => tool_error(cap_text(&cap)),
+            Err(StartError::Spawn(e)) => {
+                let program = prepared.program.to_string_lossy();
+                tool_error(crate::notice::spawn_failed(&program, &e))
+            }
+        }
+    }
+
+    /// `terminal({…, on_timeout: "background"})` reached its timeout: the command becomes a
+    /// job with everything captured so far, or, over the cap, is stopped like any timeout.
+    pub(crate) async fn adopt_timed_out(
+        &self,
+        prepared: &Prepared,
+        handover: Box<Handover>,
+        sandbox: String,
+    ) -> CallToolResult {
+        let mut text = shaped_text(&handover.output);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let (stdout, stderr) = (shaped_text(&handover.stdout), shaped_text(&handover.stderr));
+        let truncated = handover.output.is_truncated();
+        let (pid, cursor) = (handover.pid, handover.cursor);
+        let duration_ms = millis(handover.started.elapsed());
+        let spill_path = handover.spill_path.clone();
+        let (status, job_id, line) =
+            match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
+                Ok(job) => {
+                    if let Some(path) = &spill_path {
+                        text.push_str(&say::spill_so_far(path));
+                        text.push('\n');
+                    }
+                    let line = say::moved_to_background(prepared.timeout_ms, &job.id, cursor);
+                    (Status::Background, Some(job.id.clone()), line)
+                }
+                Err((handover, cap)) => {
+                    command::abandon(handover).await;
+                    let line = say::not_moved(prepared.timeout_ms, &cap_text(&cap));
+                    (Status::Timeout, None, line)
+                }
+            };
+        text.push_str(&line);
+        text.push('\n');
+        text.push_str(&sandbox);
+        let structured = TerminalResult {
+            status,
+            exit_code: None,
+            signal: None,
+            stdout,
+            stderr,
+            duration_ms,
+            pid,
+            truncated,
+            spill_path: spill_path.map(|p| p.display().to_string()),
+            notes: vec![line],
+            sandbox,
+            error_code: None,
+            job_id,
+        };
+        reply(text, &structured)
+    }
+
+    /// Ends this session (SPEC §3): stops every job first (a job still writing into a removed
+    /// directory would be a bug), logs one line per job stopped, then removes the session's
+    /// spill directory. Returns how many jobs were stopped.
+    pub async fn end_session(&self) -> usize {
+        let stopped = self.jobs().stop_all().await;
+        for job in &stopped {
+            tracing::warn!(
+                "stopped job {} {} (pid {}, ran {}, {} of output): {}",
+                job.id,
+                say::kind_words(job.kind),
+                job.pid,
+                say::age(job.started.elapsed()),
+                say::size(job.output.total()),
+                job.label
+            );
+        }
+        if let Err(e) = self.spill_store().remove() {
+            tracing::warn!("cannot remove the session's spill directory: {e}");
+        }
+        stopped.len()
+    }
+}
+
+#[tool_router(router = tasks_router, vis = "pub(crate)")]
+impl Agentty {
+    #[tool(
+        name = "task_list",
+        description = say::TASK_LIST_DESCRIPTION,
+        input_schema = input_schema::<TaskListParams>(),
+        output_schema = schema_for_output::<TaskListResult>(),
+        annotations(title = "List jobs", read_only_hint = true, destructive_hint = false,
+                    idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn task_list(&self, args: JsonObject) -> CallToolResult {
+        if let Err(e) = parse_args::<TaskListParams>(args) {
+            return e;
+        }
+        let jobs = self.jobs().list();
+        let mut text = String::new();
+        for job in &jobs {
+            let state = say::state_words(&job.state());
+            let line = say::list_line(
+                &job.id,
+                job.kind,
+                &state,
+                job.started.elapsed(),
+                &job.label,
+                job.output.total(),
+            );
+            text.push_str(&line);
+            text.push('\n');
+        }
+        if jobs.is_empty() {
+            text.push_str(say::NO_JOBS);
+        }
+        let structured = TaskListResult {
+            jobs: jobs.iter().map(|j| info(j)).collect(),
+        };
+        reply(text.trim_end().to_owned(), &structured)
+    }
+
+    #[tool(
+        name = "task_output",
+        description = say::TASK_OUTPUT_DESCRIPTION,
+        input_schema = input_schema::<TaskOutputParams>(),
+        output_schema = schema_for_output::<TaskOutputResult>(),
+        annotations(title = "Read a job's output", read_only_hint = true,
+                    destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn task_output(&self, args: JsonObject) -> CallToolResult {
+        let p: TaskOutputParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let job = match self.job(&p.id) {
+            Ok(j) => j,
+            Err(e) => return e,
+        };
+        let since = match p.since {
+            Some(n) if n < 0 => return tool_error(say::negative_cursor(n)),
+            Some(n) => Some(n.unsigned_abs()),
+            None => None,
+        };
+        let total = job.output.total();
+        if let Some(s) = since
+            && s > total
+        {
+            return tool_error(say::cursor_past_end(&job.id, s, total));
+        }
+        let s = job.output.read(since, READ_MAX_BYTES);
+        let job_info = info(&job);
+        let mut text = String::new();
+        if s.dropped > 0 {
+            text.push_str(&say::scrolled_out(
+                s.dropped,
+                s.spill_path.as_deref(),
+                s.spill_error.as_deref(),
+            ));
+            text.push('\n');
+        }
+        text.push_str(if s.text.is_empty() {
+            say::NO_NEW_OUTPUT
+        } else {
+            &s.text
+        });
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let state = &job_info.state_text;
+        text.push_str(&say::read_footer(
+            &job.id,
+            state,
+            s.from,
+            s.next,
+            s.total,
+            s.remaining,
+        ));
+        if let (Some(path), Some(bytes)) = (&s.spill_path, s.spill_full_at) {
+            text.push('\n');
+            text.push_str(&say::spill_stopped(path, bytes));
+        }
+        let structured = TaskOutputResult {
+            job: job_info,
+            from: s.from,
+            next: s.next,
+            total: s.total,
+            remaining: s.remaining,
+            dropped: s.dropped,
+            spill_path: s.spill_path.map(|p| p.display().to_string()),
+            spill_error: s.spill_error,
+            text: s.text,
+        };
+        reply(text, &structured)
+    }
+
+    #[tool(
+        name = "task_wait",
+        description = say::TASK_WAIT_DESCRIPTION,
+        input_schema = input_schema::<TaskWaitParams>(),
+        output_schema = schema_for_output::<TaskWaitResult>(),
+        annotations(title = "Wait for a job", read_only_hint = true, destructive_hint = false,
+                    idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn task_wait(&self, args: JsonObject, ctx: RequestContext<RoleServer>) -> CallToolResult {
+        let p: TaskWaitParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let job = match self.job(&p.id) {
+            Ok(j) => j,
+            Err(e) => return e,
+        };
+        let timeout_ms = p.timeout_ms.unwrap_or(say::WAIT_DEFAULT_MS);
+        if timeout_ms == 0 {
+            return tool_error(say::ZERO_WAIT.into());
+        }
+        if timeout_ms > TIMEOUT_MAX_MS {
+            return tool_error(say::wait_too_long(timeout_ms));
+        }
+        let began = std::time::Instant::now();
+        let (ended, cancelled) = if job.kind == JobKind::Shell {
+            (false, false)
+        } else {
+            tokio::select! {
+                _ = job.ended() => (true, false),
+                () = tokio::time::sleep(Duration::from_millis(timeout_ms)) => (false, false),
+                () = ctx.ct.cancelled() => (false, true),
+            }
+        };
+        let waited_ms = millis(began.elapsed());
+        let s = job.output.read(None, READ_MAX_BYTES);
+        let job_info = info(&job);
+        let mut text = s.text.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&if job.kind == JobKind::Shell {
+            say::shell_has_no_end(&job.id)
+        } else if cancelled {
+            say::wait_cancelled(&job.id)
+        } else if ended {
+            say::wait_ended(&job.id, &job_info.state_text, waited_ms)
+        } else {
+            say::wait_timed_out(&job.id, waited_ms)
+        });
+        text.push('\n');
+        text.push_str(&say::read_footer(
+            &job.id,
+            &job_info.state_text,
+            s.from,
+            s.next,
+            s.total,
+            s.remaining,
+        ));
+        if job.leftovers() > 0 && ended {
+            text.push('\n');
+            text.push_str(&say::leftovers(job.leftovers()));
+        }
+        let structured = TaskWaitResult {
+            job: job_info,
+            ended,
+            cancelled,
+            waited_ms,
+            output: s.text,
+            from: s.from,
+            next: s.next,
+        };
+        reply(text, &structured)
+    }
+
+    #[tool(
+        name = "task_stop",
+        description = say::TASK_STOP_DESCRIPTION,
+        input_schema = input_schema::<TaskStopParams>(),
+        output_schema = schema_for_output::<TaskStopResult>(),
+        annotations(title = "Stop a job", read_only_hint = false, destructive_hint = true,
+                    idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn task_stop(&self, args: JsonObject) -> CallToolResult {
+        let p: TaskStopParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let job = match self.job(&p.id) {
+            Ok(j) => j,
+            Err(e) => return e,
+        };
+        if job.kind == JobKind::Shell {
+            return tool_error(say::shell_cannot_stop(&job.id));
+        }
+        let was_running = job.state().is_running();
+        if was_running {
+            job.stop().await;
+        }
+        let job_info = info(&job);
+        let text = if was_running {
+            say::stopped(&job.id, &job_info.state_text)
+        } else {
+            say::already_ended(&job.id, &job_info.state_text)
+        };
+        reply(
+            text,
+            &TaskStopResult {
+                job: job_info,
+                was_running,
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_a_kind_letter_and_a_plain_number() {
+        for ok in ["t1", "s1", "t42", "s9999"] {
+            assert!(well_formed(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "t",
+            "1",
+            "x1",
+            "t01",
+            "t-1",
+            "t1 ",
+            "T1",
+            "t1a",
+            "tt1",
+            "t99999999999999999999",
+        ] {
+            assert!(!well_formed(bad), "{bad}");
+        }
+    }
+}
