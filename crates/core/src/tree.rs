@@ -128,7 +128,12 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
         return true;
     }
     match own_children() {
-        Some(children) => children.into_iter().any(|pid| has_marker(pid, marker)),
+        Some(children) => {
+            let watchdog = crate::watchdog::watchdog_pid();
+            children
+                .into_iter()
+                .any(|pid| Some(pid) != watchdog && has_marker(pid, marker))
+        }
         None => !members(leader, marker).0.is_empty(),
     }
 }

@@ -38,6 +38,16 @@ const KILL_ROUNDS: usize = 50;
 /// Pause between two scans.
 const POLL_MS: u64 = 20;
 
+/// The watchdog's pid (0 when none runs). It is a child of the server but never a command's
+/// leftover, so the per-call survivor check skips it without reading its environment.
+static WATCHDOG_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The running watchdog's pid, if any.
+pub fn watchdog_pid() -> Option<i32> {
+    let pid = WATCHDOG_PID.load(std::sync::atomic::Ordering::Relaxed);
+    (pid != 0).then_some(pid)
+}
+
 /// Why the watchdog could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchdogError {
@@ -75,6 +85,7 @@ pub fn start(marker_prefix: &str) -> Result<Watchdog, WatchdogError> {
     match unsafe { fork() }? {
         ForkResult::Parent { child } => {
             drop(read_end);
+            WATCHDOG_PID.store(child.as_raw(), std::sync::atomic::Ordering::Relaxed);
             Ok(Watchdog {
                 pid: child.as_raw(),
                 _alive: write_end,
