@@ -179,3 +179,95 @@ async fn workdir_outside_the_workspace_is_refused_and_extra_roots_are_inside() {
     let canonical = extra.path().canonicalize().unwrap();
     assert_eq!(s["stdout"], format!("{}\nx\n", canonical.display()));
 }
+
+/// The same escapes on the other three paths: background job, `terminal(pty)`, persistent shell.
+/// Each path also makes one write inside, so a path that ran nothing cannot pass.
+#[tokio::test]
+async fn escapes_are_refused_on_the_background_pty_and_shell_paths() {
+    let server = start().await;
+    let dir = outside("paths");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("victim"), "keep").unwrap();
+    let d = dir.display();
+    let escapes = format!(
+        "echo x > {d}/new; ln -s {d} link && echo x > link/new2; ln {d}/victim hard && echo x >> hard; \
+         mv {d}/victim stolen; echo x > /proc/self/root{d}/new3; echo x >> {d}/victim; \
+         echo inside > inside-$P"
+    );
+    for path in ["background", "pty", "shell"] {
+        let cmd = escapes
+            .replace("$P", path)
+            .replace("link", &format!("link-{path}"))
+            .replace(" hard", &format!(" hard-{path}"));
+        match path {
+            "background" => {
+                let r = server
+                    .call("terminal", json!({"command": cmd, "background": true}))
+                    .await;
+                let id = r.structured_content.unwrap()["job_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let r = server
+                    .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
+                    .await;
+                assert_eq!(r.is_error, Some(false), "{}", text_of(&r));
+            }
+            "pty" => {
+                let r = server
+                    .call("terminal", json!({"command": cmd, "pty": true}))
+                    .await;
+                assert_eq!(r.is_error, Some(false), "{}", text_of(&r));
+            }
+            _ => {
+                let r = server.call("shell_open", json!({})).await;
+                let id = r.structured_content.unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let r = server
+                    .call(
+                        "shell_send",
+                        json!({"id": id, "input": format!("{cmd}\n"), "timeout_ms": 20_000}),
+                    )
+                    .await;
+                assert_eq!(r.is_error, Some(false), "{}", text_of(&r));
+            }
+        }
+        let inside = server.workspace().join(format!("inside-{path}"));
+        assert!(
+            inside.exists(),
+            "{path}: the command did not run (no inside write)"
+        );
+        for name in ["new", "new2", "new3"] {
+            assert!(
+                !dir.join(name).exists(),
+                "{path}: {name} was written outside"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("victim")).unwrap(),
+            "keep",
+            "{path}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn plan_mode_is_read_only_in_a_shell_too() {
+    let server = start_with(&["--mode", "plan"]).await;
+    let r = server.call("shell_open", json!({})).await;
+    let id = r.structured_content.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = server
+        .call(
+            "shell_send",
+            json!({"id": id, "input": "echo x > inside; echo done\n"}),
+        )
+        .await;
+    assert!(text_of(&r).contains("done"), "{}", text_of(&r));
+    assert!(!server.workspace().join("inside").exists());
+}
