@@ -92,7 +92,8 @@ def test_python_repl_and_password_prompt():
         answered = await ok(session, "shell_send", {"id": "s1", "input": "secret\n"})
         assert answered.structured_content["output"].strip().endswith("ok")
 
-    run(body)
+    # `read -s -p` is bash; name the shell rather than trust the environment's $SHELL.
+    run(body, "--shell", "/bin/bash")
 
 
 def test_idle_shell_is_reaped_and_terminal_pty():

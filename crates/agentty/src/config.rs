@@ -194,12 +194,26 @@ pub fn guard_config(flags: &Flags) -> Result<GuardConfig> {
     merge_guard(file.guard, flags)
 }
 
-/// `$SHELL` when it names an executable, else `/bin/sh`. The one place that chooses the shell.
+/// The one place that chooses the shell, as a terminal emulator does: `$SHELL` when it names an
+/// executable, else the user's login shell from the password database, else `/bin/sh`. MCP hosts
+/// often start servers with a bare environment, and falling straight to `/bin/sh` (dash on Debian)
+/// would take `read -s`, `[[ ]]` and the rest of bash away from a user who never chose that.
 fn default_shell() -> PathBuf {
-    std::env::var_os("SHELL")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && is_executable(p))
+    let from_env = std::env::var_os("SHELL").map(PathBuf::from);
+    let login = || {
+        nix::unistd::User::from_uid(nix::unistd::Uid::current())
+            .ok()
+            .flatten()
+            .map(|user| user.shell)
+    };
+    from_env
+        .filter(|p| usable_shell(p))
+        .or_else(|| login().filter(|p| usable_shell(p)))
         .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+fn usable_shell(path: &Path) -> bool {
+    path.is_absolute() && is_executable(path)
 }
 
 fn is_executable(path: &Path) -> bool {

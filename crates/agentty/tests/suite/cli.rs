@@ -1,0 +1,38 @@
+//! The command line outside `serve`: what `agentty doctor` reports about the environment.
+
+use std::process::Command;
+
+/// The login shell of the current user, read straight from `/etc/passwd`.
+fn login_shell() -> String {
+    let uid = unsafe { libc::getuid() }.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    passwd
+        .lines()
+        .map(|line| line.split(':').collect::<Vec<_>>())
+        .find(|fields| fields.len() == 7 && fields[2] == uid)
+        .map(|fields| fields[6].to_owned())
+        .expect("current user in /etc/passwd")
+}
+
+fn doctor_shell(shell_var: Option<&str>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("doctor").env_remove("SHELL");
+    if let Some(value) = shell_var {
+        cmd.env("SHELL", value);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("shell: "))
+        .unwrap_or_else(|| panic!("no shell line in doctor output:\n{text}"))
+        .to_owned()
+}
+
+#[test]
+fn shell_comes_from_shell_var_then_login_shell() {
+    // MCP hosts often start servers without $SHELL; the login shell stands in, as in a terminal.
+    assert_eq!(doctor_shell(None), login_shell());
+    assert_eq!(doctor_shell(Some("/no/such/shell")), login_shell());
+    assert_eq!(doctor_shell(Some("relative-sh")), login_shell());
+    assert_eq!(doctor_shell(Some("/bin/sh")), "/bin/sh");
+}
