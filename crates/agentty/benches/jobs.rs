@@ -38,6 +38,22 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(ticks * 1000 / hz)
+}
+
 fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -107,6 +123,7 @@ async fn main() {
     let direct = raw(&format!("cat '{file}' > /dev/null"));
     let piped = raw(&format!("cat '{file}' | cat > /dev/null"));
 
+    let cpu_before = cpu_time(server_pid);
     let t = Instant::now();
     for _ in 0..JOBS {
         call(
@@ -129,6 +146,7 @@ async fn main() {
         assert_eq!(s["job"]["output_bytes"], BYTES_PER_JOB, "t{i} lost bytes");
     }
     let ours = t.elapsed();
+    let server_cpu = cpu_time(server_pid).saturating_sub(cpu_before);
     let idle = latency(&client, LATENCY_SAMPLES).await;
     let piped_after = raw(&format!("cat '{file}' | cat > /dev/null"));
 
@@ -158,6 +176,11 @@ async fn main() {
         "capture throughput: {:.2}x of the piped baseline, {:.2}x of the direct one (target >= 0.7x)",
         piped.as_secs_f64() / ours.as_secs_f64(),
         direct.as_secs_f64() / ours.as_secs_f64()
+    );
+    println!(
+        "server CPU while capturing: {:.0} ms ({:.0} MB per CPU-second)",
+        server_cpu.as_secs_f64() * 1e3,
+        total_mb / server_cpu.as_secs_f64().max(1e-3)
     );
     println!(
         "task_output median latency: {:.0} µs while flooding, {:.0} µs idle (target <= 1 ms)",

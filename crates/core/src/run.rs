@@ -25,7 +25,6 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
 use crate::jobs::command::Live;
-use crate::jobs::plain::StreamCleaner;
 use crate::jobs::ring::OutputRing;
 use crate::limits::{
     CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, INLINE_LIMIT_BYTES, KILL_GRACE_MS,
@@ -292,8 +291,8 @@ impl Capture {
             spill_path,
             cursor: ring.total(),
             live: Live {
-                out_cleaner: StreamCleaner::resume(self.out_cleaner),
-                err_cleaner: StreamCleaner::resume(self.err_cleaner),
+                out_cleaner: self.out_cleaner,
+                err_cleaner: self.err_cleaner,
                 ..live
             },
             ring,
@@ -456,8 +455,8 @@ pub async fn run_until(
                         err,
                         exit_watch,
                         exit,
-                        out_cleaner: StreamCleaner::new(),
-                        err_cleaner: StreamCleaner::new(),
+                        out_cleaner: Cleaner::new(),
+                        err_cleaner: Cleaner::new(),
                     };
                     let handover = capture.hand_over(live, start, workdir);
                     return Ok(RunEnd::TimedOut(Box::new(handover)));

@@ -27,7 +27,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
-use crate::jobs::plain::StreamCleaner;
+use crate::clean::Cleaner;
 use crate::jobs::ring::OutputRing;
 use crate::jobs::table::{
     CapReached, Job, JobControl, JobKind, JobState, JobTable, NewJob, StopFuture,
@@ -72,8 +72,8 @@ pub(crate) struct Live {
     /// Set when the leader already exited (and was reaped) before the driver took over.
     pub(crate) exit: Option<Exit>,
     /// Per-stream cleaners: a partial line in either stays pending until its newline.
-    pub(crate) out_cleaner: StreamCleaner,
-    pub(crate) err_cleaner: StreamCleaner,
+    pub(crate) out_cleaner: Cleaner,
+    pub(crate) err_cleaner: Cleaner,
 }
 
 /// Starts `start` as a background job of `table`; its output spills to `<id>.log` in `spill`.
@@ -108,8 +108,8 @@ pub fn start(
         err: Some(job_pipe(spawned.stderr)?),
         exit_watch: spawned.exit,
         exit: None,
-        out_cleaner: StreamCleaner::new(),
-        err_cleaner: StreamCleaner::new(),
+        out_cleaner: Cleaner::new(),
+        err_cleaner: Cleaner::new(),
     };
     let id = reserved.id().to_owned();
     let output = Arc::new(OutputRing::new(spill.map(|store| (store, id))));
@@ -244,11 +244,11 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
         let drain_sleep = sleep_until(drain_deadline.unwrap_or_else(far_future));
         tokio::select! {
             r = read_some(&mut live.out, &mut buf_out) => match r {
-                Ok(n) if n > 0 => ring.push(live.out_cleaner.feed(&buf_out)),
+                Ok(n) if n > 0 => live.out_cleaner.feed_into(&buf_out, &mut |t| ring.push(t)),
                 _ => live.out = None,
             },
             r = read_some(&mut live.err, &mut buf_err) => match r {
-                Ok(n) if n > 0 => ring.push(live.err_cleaner.feed(&buf_err)),
+                Ok(n) if n > 0 => live.err_cleaner.feed_into(&buf_err, &mut |t| ring.push(t)),
                 _ => live.err = None,
             },
             status = live.exit_watch.wait(), if live.exit.is_none() => {
@@ -278,11 +278,11 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
         while live.out.is_some() || live.err.is_some() {
             tokio::select! {
                 r = read_some(&mut live.out, &mut buf_out) => match r {
-                    Ok(n) if n > 0 => ring.push(live.out_cleaner.feed(&buf_out)),
+                    Ok(n) if n > 0 => live.out_cleaner.feed_into(&buf_out, &mut |t| ring.push(t)),
                     _ => live.out = None,
                 },
                 r = read_some(&mut live.err, &mut buf_err) => match r {
-                    Ok(n) if n > 0 => ring.push(live.err_cleaner.feed(&buf_err)),
+                    Ok(n) if n > 0 => live.err_cleaner.feed_into(&buf_err, &mut |t| ring.push(t)),
                     _ => live.err = None,
                 },
             }

@@ -1,7 +1,6 @@
 //! Long-lived jobs: the output ring and the one job table (SPEC §3, §4).
 
 pub mod command;
-pub(crate) mod plain;
 pub mod ring;
 pub mod table;
 
