@@ -3,17 +3,17 @@
 //!
 //! Each shell gets prompts that carry an OSC sequence no program prints by accident:
 //! `ESC ] 6973 ; <nonce> ; <kind> [; <exit code>] BEL`, with a nonce unique to the shell.
-//! `D;<code>` starts the primary prompt (the previous command ended with `<code>`), `C` is
-//! printed when a command line was read and is about to run (bash's `PS0`), `P` starts a
+//! `D;<code>` comes just before the primary prompt (the previous command ended with `<code>`),
+//! `C` is printed when a command line was read and is about to run (bash's `PS0`), `P` starts a
 //! continuation prompt (`PS2`). The terminal emulator and the cleaner drop unknown OSC
 //! sequences, so the markers are invisible in every view.
 //!
-//! Injection is by environment only (`PS0`/`PS1`/`PS2`), no rc file written anywhere: bash reads
-//! them from the environment and runs with `--norc --noprofile` so a user's rc cannot replace
-//! them (and start-up stays fast and deterministic); dash and other POSIX shells expand `$?` in
-//! `PS1` but have no `PS0`, so their output window starts at the send and the echoed input line
-//! is removed by text; zsh (`-f`) expands `%?` (unverified here: zsh is not installed on the
-//! build machine). Other shells (fish, …) run without markers and fall back to idle detection.
+//! Injection is by environment only (`PS0`/`PS1`/`PS2`, bash's `PROMPT_COMMAND`), no rc file
+//! written anywhere: bash reads them from the environment and runs with `--norc --noprofile` so
+//! a user's rc cannot replace them (and start-up stays fast and deterministic); dash and other
+//! POSIX shells expand `$?` in `PS1` but have no `PS0`, so their output window starts at the
+//! send and the echoed input line is removed by text; zsh (`-f`) expands `%?` (unverified here:
+//! zsh is not installed on the build machine). Other shells (fish, …) run without markers and fall back to idle detection.
 
 /// The fixed part of every marker; the nonce follows.
 const OSC_PREFIX: &[u8] = b"\x1b]6973;";
@@ -59,9 +59,16 @@ impl Flavor {
     pub fn env(self, nonce: &str) -> Vec<(String, String)> {
         let osc = |kind: &str| format!("\x1b]6973;{nonce};{kind}\x07");
         match self {
+            // The end marker comes from PROMPT_COMMAND, which runs before the prompt is
+            // printed: whatever is later put in front of the prompt (a venv's `(.venv) `, a
+            // conda env, a git branch) then stays outside the command's output.
             Flavor::Bash => vec![
                 ("PS0".into(), osc("C")),
-                ("PS1".into(), format!("\\[{}\\]\\$ ", osc("D;$?"))),
+                (
+                    "PROMPT_COMMAND".into(),
+                    format!("printf '\\033]6973;{nonce};D;%s\\007' \"$?\""),
+                ),
+                ("PS1".into(), "\\$ ".into()),
                 ("PS2".into(), format!("\\[{}\\]> ", osc("P"))),
             ],
             Flavor::Zsh => vec![
@@ -174,7 +181,7 @@ impl Scanner {
 }
 
 fn memchr_esc(data: &[u8]) -> Option<usize> {
-    data.iter().position(|&b| b == 0x1b)
+    memchr::memchr(0x1b, data)
 }
 
 fn parse_body(body: &[u8]) -> Option<Marker> {

@@ -99,6 +99,21 @@ async fn cd_and_export_persist_and_output_is_only_the_commands() {
 }
 
 #[tokio::test]
+async fn a_prompt_prefix_like_a_venvs_stays_out_of_the_output() {
+    let m = marker("venv-prompt");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    // What `source .venv/bin/activate` does to the prompt.
+    let out = send(&shell, "PS1=\"(.venv) ${PS1-}\"\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    let out = send(&shell, "echo hi; false\n").await;
+    assert_eq!(out.status, SendStatus::Done(1), "{out:?}");
+    assert_eq!(out.output, "hi\n", "{out:?}");
+    assert!(shells.close("s1").await.is_ok());
+    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+}
+
+#[tokio::test]
 async fn ctrl_c_interrupts_a_command_and_the_prompt_comes_back() {
     let m = marker("ctrl-c");
     let shells = shells(None).await;
