@@ -219,7 +219,9 @@ async fn stdin_is_fed_and_stderr_is_merged_line_by_line() {
     )
     .unwrap();
     assert_eq!(ended(&job).await, JobState::Exited(0));
-    assert_eq!(job.output.read(Some(0), 100).text, "fed\nerr\n");
+    // Merged whole lines, in arrival order (which two pipes do not fix under load).
+    let text = job.output.read(Some(0), 100).text;
+    assert!(text == "fed\nerr\n" || text == "err\nfed\n", "{text:?}");
 }
 
 #[tokio::test]
