@@ -386,6 +386,7 @@ pub async fn run_until(
     };
     let marker = spec.marker.clone();
     let workdir = spec.cwd.clone();
+    let confined = spec.launcher.is_some();
     let start = Instant::now();
     let spawned = spawn(spec)?;
     let pid = spawned.pid;
@@ -450,6 +451,7 @@ pub async fn run_until(
                 if hand_over {
                     let live = Live {
                         pid,
+                        confined,
                         marker,
                         out,
                         err,

@@ -21,6 +21,8 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 use serde::{Deserialize, Serialize};
 
+use crate::confinement::{Confinement, SANDBOX_DENIED};
+use crate::notice;
 use crate::server::{Agentty, input_schema, parse_args, tool_error};
 use crate::task_notice as say;
 use crate::terminal::{Prepared, Status, TerminalResult, shaped_text};
@@ -96,6 +98,10 @@ pub struct TaskInfo {
     pub output_bytes: u64,
     /// Processes still running when the command ended, which were stopped.
     pub leftovers_stopped: usize,
+    /// 2008 when the command ran under the sandbox, ended, and its output shows a refused write.
+    pub error_code: Option<u32>,
+    /// What the sandbox refused, in words, with `error_code`.
+    pub sandbox_denied: Option<String>,
 }
 
 /// `structuredContent` of `task_list`.
@@ -147,7 +153,22 @@ pub struct TaskStopResult {
     pub was_running: bool,
 }
 
-fn info(job: &Job) -> TaskInfo {
+/// The 2008 sentence for an ended command job whose output shows a write the sandbox refused.
+fn denial(job: &Job, confinement: &Confinement) -> Option<String> {
+    if !job.confined || job.kind != JobKind::Command {
+        return None;
+    }
+    let exit_ok = match job.state() {
+        JobState::Running => return None,
+        JobState::Exited(code) => code == 0,
+        _ => false,
+    };
+    let tail = job.output.read(None, READ_MAX_BYTES).text;
+    confinement.denial(false, exit_ok, &tail)
+}
+
+fn info(job: &Job, confinement: &Confinement) -> TaskInfo {
+    let sandbox_denied = denial(job, confinement);
     let state = job.state();
     let (task_state, exit_code, signal) = match &state {
         JobState::Running => (TaskState::Running, None, None),
@@ -176,6 +197,18 @@ fn info(job: &Job) -> TaskInfo {
         pid: job.pid,
         output_bytes: job.output.total(),
         leftovers_stopped: job.leftovers(),
+        error_code: sandbox_denied.as_ref().map(|_| SANDBOX_DENIED),
+        sandbox_denied,
+    }
+}
+
+/// Appends the 2008 line, when there is one, to a reply's text.
+fn push_denial(text: &mut String, job: &TaskInfo) {
+    if let Some(sentence) = &job.sandbox_denied {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&notice::sandbox_denied(sentence));
     }
 }
 
@@ -382,7 +415,7 @@ impl Agentty {
             text.push_str(say::NO_JOBS);
         }
         let structured = TaskListResult {
-            jobs: jobs.iter().map(|j| info(j)).collect(),
+            jobs: jobs.iter().map(|j| info(j, self.confinement())).collect(),
         };
         reply(text.trim_end().to_owned(), &structured)
     }
@@ -416,7 +449,7 @@ impl Agentty {
             return tool_error(say::cursor_past_end(&job.id, s, total));
         }
         let s = job.output.read(since, READ_MAX_BYTES);
-        let job_info = info(&job);
+        let job_info = info(&job, self.confinement());
         let mut text = String::new();
         if s.dropped > 0 {
             text.push_str(&say::scrolled_out(
@@ -447,6 +480,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::spill_stopped(path, bytes));
         }
+        push_denial(&mut text, &job_info);
         let structured = TaskOutputResult {
             job: job_info,
             from: s.from,
@@ -497,7 +531,7 @@ impl Agentty {
         };
         let waited_ms = millis(began.elapsed());
         let s = job.output.read(None, READ_MAX_BYTES);
-        let job_info = info(&job);
+        let job_info = info(&job, self.confinement());
         let mut text = s.text.clone();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
@@ -524,6 +558,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::leftovers(job.leftovers()));
         }
+        push_denial(&mut text, &job_info);
         let structured = TaskWaitResult {
             job: job_info,
             ended,
@@ -560,7 +595,7 @@ impl Agentty {
         if was_running {
             job.stop().await;
         }
-        let job_info = info(&job);
+        let job_info = info(&job, self.confinement());
         let text = if was_running {
             say::stopped(&job.id, &job_info.state_text)
         } else {

@@ -180,6 +180,49 @@ async fn workdir_outside_the_workspace_is_refused_and_extra_roots_are_inside() {
     assert_eq!(s["stdout"], format!("{}\nx\n", canonical.display()));
 }
 
+#[tokio::test]
+async fn a_background_job_refused_a_write_reports_2008_when_it_ends() {
+    let server = start().await;
+    let target = outside("background-2008");
+    let cmd = format!("echo x > {}", target.display());
+    let r = server
+        .call("terminal", json!({"command": cmd, "background": true}))
+        .await;
+    let id = r.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = server
+        .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
+        .await;
+    let text = text_of(&r);
+    let s = r.structured_content.unwrap();
+    assert!(!target.exists(), "the write went through");
+    assert_eq!(s["ended"], true, "{text}");
+    assert_eq!(s["job"]["error_code"], 2008, "{text}");
+    assert!(text.contains("[error 2008]"), "{text}");
+    let r = server.call("task_output", json!({"id": id})).await;
+    assert!(text_of(&r).contains("[error 2008]"), "{}", text_of(&r));
+
+    // A job that wrote only inside ends without one.
+    let r = server
+        .call(
+            "terminal",
+            json!({"command": "echo ok > inside-job && cat inside-job", "background": true}),
+        )
+        .await;
+    let id = r.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = server
+        .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
+        .await;
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["job"]["exit_code"], 0, "{s}");
+    assert!(s["job"]["error_code"].is_null(), "{s}");
+}
+
 /// The same escapes on the other three paths: background job, `terminal(pty)`, persistent shell.
 /// Each path also makes one write inside, so a path that ran nothing cannot pass.
 #[tokio::test]

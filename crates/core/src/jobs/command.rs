@@ -65,6 +65,8 @@ pub enum StartError {
 /// The live parts of a running command: what the driver owns.
 pub(crate) struct Live {
     pub(crate) pid: i32,
+    /// Spawned through a confined launcher (the sandbox applies).
+    pub(crate) confined: bool,
     pub(crate) marker: String,
     pub(crate) out: Option<pipe::Receiver>,
     pub(crate) err: Option<pipe::Receiver>,
@@ -94,6 +96,7 @@ pub fn start(
     };
     let marker = spec.marker.clone();
     let workdir = spec.cwd.clone();
+    let confined = spec.launcher.is_some();
     // Reserved first, so a refusal spawns nothing and the id is known for the spill name.
     let reserved = table.reserve(JobKind::Command)?;
     let spawned = spawn(spec)?;
@@ -103,6 +106,7 @@ pub fn start(
     }
     let live = Live {
         pid,
+        confined,
         marker,
         out: Some(job_pipe(spawned.stdout)?),
         err: Some(job_pipe(spawned.stderr)?),
@@ -121,6 +125,7 @@ pub fn start(
         pid,
         output,
         control: Box::new(control),
+        confined,
     });
     tokio::spawn(drive(job.clone(), live, shared));
     Ok(job)
@@ -157,6 +162,7 @@ pub fn adopt(
             pid,
             output: Arc::new(ring),
             control: Box::new(control),
+            confined: live.confined,
         },
         started,
     );

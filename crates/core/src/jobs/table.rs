@@ -76,6 +76,8 @@ pub struct Job {
     pub started: Instant,
     pub pid: i32,
     pub output: Arc<OutputRing>,
+    /// Started under the sandbox: a "Permission denied" in its output may be the sandbox's.
+    pub confined: bool,
     state: watch::Sender<JobState>,
     control: Box<dyn JobControl>,
     /// Processes the job left behind when it ended, which were then stopped.
@@ -150,6 +152,8 @@ pub struct NewJob {
     pub pid: i32,
     pub output: Arc<OutputRing>,
     pub control: Box<dyn JobControl>,
+    /// Started under the sandbox (a confined launcher), so a refused write is the sandbox's.
+    pub confined: bool,
 }
 
 #[derive(Default)]
@@ -314,6 +318,7 @@ impl Reserved<'_> {
             started,
             pid: new.pid,
             output: new.output,
+            confined: new.confined,
             state,
             control: new.control,
             leftovers: AtomicUsize::new(0),

@@ -104,6 +104,7 @@ impl Shells {
             .map_err(|c| OpenError::Cap(CapReachedInfo(c)))?;
         let workdir = spec.spawn.cwd.clone();
         let output = spec.output.clone();
+        let confined = spec.spawn.launcher.is_some();
         let shell = Shell::open(spec).await?;
         let registered = self.table.register(NewJob {
             kind: JobKind::Shell,
@@ -112,6 +113,7 @@ impl Shells {
             pid: shell.pid,
             output,
             control: Box::new(ShellControl(Arc::downgrade(&shell))),
+            confined,
         });
         let job = match registered {
             Ok(job) => job,
