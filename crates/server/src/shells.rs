@@ -6,7 +6,6 @@
 //! The engine is `agentty_core::pty`; every word is in [`crate::shell_notice`]. Shells are
 //! registered in the session's one job table, so `task_list` / `task_output` see them too.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,188 +23,17 @@ use agentty_core::spawn::{SpawnSpec, StdinMode};
 use agentty_guard::Verdict;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::escalation;
 use crate::server::{Agentty, input_schema, parse_args, tool_error};
 use crate::shell_notice as say;
 use crate::terminal::{Prepared, SandboxPermissions};
 
-/// Arguments of `shell_open`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShellOpenParams {
-    /// Working directory: absolute, or relative to the workspace root (the default).
-    pub workdir: Option<String>,
-    /// Terminal width in columns (default 120).
-    pub cols: Option<u16>,
-    /// Terminal height in rows (default 40).
-    pub rows: Option<u16>,
-    /// Variables added to the shell's environment.
-    pub env: Option<BTreeMap<String, String>>,
-    /// "require_escalated" asks the user to run this whole shell without the write sandbox
-    /// (give a `justification`); default "use_default".
-    pub sandbox_permissions: Option<SandboxPermissions>,
-    /// Why the shell must write outside the sandbox (shown to the user).
-    pub justification: Option<String>,
-}
-
-/// Arguments of `shell_send`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShellSendParams {
-    /// The shell id (s1, …).
-    pub id: String,
-    /// Keystrokes. No newline is added: end a command with \n. \u0003 is Ctrl+C.
-    pub input: String,
-    /// Longest wait in milliseconds (default 30000, max 600000). The command keeps running.
-    pub timeout_ms: Option<u64>,
-    /// Return as soon as the output since this send matches this regex.
-    pub wait_for: Option<String>,
-    /// Resize the terminal to this many columns first (with `rows`).
-    pub cols: Option<u16>,
-    /// Resize the terminal to this many rows first (with `cols`).
-    pub rows: Option<u16>,
-}
-
-/// Arguments of `shell_read`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShellReadParams {
-    /// The shell id (s1, …).
-    pub id: String,
-    /// Byte cursor: the `next` of the previous read (or a send's `cursor`). Omit for the newest.
-    pub since: Option<u64>,
-    /// Return the rendered screen (for full-screen programs) instead of the output stream.
-    pub screen: Option<bool>,
-    /// Return the newest raw bytes, escape sequences included.
-    pub raw: Option<bool>,
-    /// Resize the terminal to this many columns first (with `rows`).
-    pub cols: Option<u16>,
-    /// Resize the terminal to this many rows first (with `cols`).
-    pub rows: Option<u16>,
-}
-
-/// Arguments of `shell_list`: none.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShellListParams {}
-
-/// Arguments of `shell_close`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShellCloseParams {
-    /// The shell id (s1, …).
-    pub id: String,
-}
-
-/// `structuredContent` of `shell_open`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ShellOpenResult {
-    pub id: String,
-    pub pid: i32,
-    pub shell: String,
-    pub workdir: String,
-    pub cols: u16,
-    pub rows: u16,
-    /// True when prompt markers tell when each command finished (bash, zsh, sh).
-    pub integration: bool,
-    /// The sandbox line, decided for the whole shell.
-    pub sandbox: String,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum SendState {
-    Done,
-    AwaitingInput,
-    Matched,
-    Quiet,
-    Running,
-    ShellEnded,
-}
-
-/// `structuredContent` of `shell_send`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ShellSendResult {
-    pub id: String,
-    /// done | awaiting_input | matched | quiet | running | shell_ended
-    pub status: SendState,
-    /// The finished command's exit code (status done).
-    pub exit_code: Option<i32>,
-    /// The line the program waits on (status awaiting_input).
-    pub prompt: Option<String>,
-    /// Cleaned output of this send, without the echoed input or the next prompt.
-    pub output: String,
-    /// Bytes omitted from the start of `output`.
-    pub dropped_bytes: u64,
-    /// shell_read cursors: this send's output starts at `cursor_from`; continue at `cursor`.
-    pub cursor_from: u64,
-    pub cursor: u64,
-    pub elapsed_ms: u64,
-}
-
-/// The screen part of `shell_read`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ScreenInfo {
-    pub cols: u16,
-    pub rows: u16,
-    pub cursor_row: u16,
-    pub cursor_col: u16,
-    /// True while a full-screen program uses the alternate screen.
-    pub alternate: bool,
-}
-
-/// `structuredContent` of `shell_read`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ShellReadResult {
-    pub id: String,
-    /// open | closed | closed for inactivity | exited N | killed by SIG…
-    pub state: String,
-    /// Cleaned output from `from` (or the screen, or raw bytes).
-    pub text: String,
-    pub from: Option<u64>,
-    /// Cursor for the next read.
-    pub next: Option<u64>,
-    /// Bytes that had scrolled out before the requested cursor.
-    pub dropped: u64,
-    /// Bytes after `next` (read again at once to get them).
-    pub remaining: u64,
-    pub total: u64,
-    pub spill_path: Option<String>,
-    pub screen: Option<ScreenInfo>,
-}
-
-/// One row of `shell_list`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ShellEntry {
-    pub id: String,
-    pub state: String,
-    pub shell: String,
-    pub workdir: String,
-    pub pid: i32,
-    pub cols: Option<u16>,
-    pub rows: Option<u16>,
-    pub idle_ms: Option<u64>,
-    pub age_ms: u64,
-    pub output_bytes: u64,
-}
-
-/// `structuredContent` of `shell_list`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ShellListResult {
-    pub shells: Vec<ShellEntry>,
-}
-
-/// `structuredContent` of `shell_close`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ShellCloseResult {
-    pub id: String,
-    pub state: String,
-}
+mod schema;
+pub use schema::*;
 
 fn success<T: Serialize>(text: String, structured: &T) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
