@@ -497,27 +497,7 @@ pub async fn run_until(
         }
     }
 
-    let mut strays = None;
-    let mut stopped = None;
-    if let Some(handle) = stopper {
-        // The pipes are closed (or the wait bound passed): the tree is dead or dying, so the
-        // stopper is about to confirm it. Still bounded, for a process stuck in the kernel.
-        let wait = Duration::from_millis(KILL_WAIT_MS);
-        let report = tokio::time::timeout(wait, handle)
-            .await
-            .ok()
-            .and_then(Result::ok);
-        stopped = Some(report.unwrap_or_default());
-        if stop == Some(Stop::HeldOutput) {
-            strays = Some(Strays::HeldOutput(report.map_or(1, |r| r.found.max(1))));
-        }
-    } else if tree::has_survivors(pid, &marker) {
-        let report = tree::terminate(pid, &marker, Duration::from_millis(CANCEL_GRACE_MS)).await;
-        if report.found > 0 {
-            strays = Some(Strays::Lingering(report.found));
-            stopped = Some(report);
-        }
-    }
+    let (strays, stopped) = settle(pid, &marker, stopper, stop == Some(Stop::HeldOutput)).await;
     let status = match (stop, exit) {
         (Some(Stop::Timeout), _) => RunStatus::Timeout,
         (Some(Stop::OverCapture), _) => RunStatus::Killed,
@@ -528,6 +508,35 @@ pub async fn run_until(
     outcome.strays = strays;
     outcome.stopped = stopped;
     Ok(RunEnd::Finished(outcome))
+}
+
+/// After a run's read loop, on every path (pipe and PTY): a stop that was started is confirmed
+/// (bounded, for a process stuck in the kernel); otherwise anything the command left running
+/// is stopped now. `held_output`: the stop was for processes that kept the output open.
+pub(crate) async fn settle(
+    pid: i32,
+    marker: &str,
+    stopper: Option<JoinHandle<Terminated>>,
+    held_output: bool,
+) -> (Option<Strays>, Option<Terminated>) {
+    if let Some(handle) = stopper {
+        // The output is closed (or the wait bound passed): the tree is dead or dying, so the
+        // stopper is about to confirm it.
+        let wait = Duration::from_millis(KILL_WAIT_MS);
+        let report = tokio::time::timeout(wait, handle)
+            .await
+            .ok()
+            .and_then(Result::ok);
+        let strays = held_output.then(|| Strays::HeldOutput(report.map_or(1, |r| r.found.max(1))));
+        return (strays, Some(report.unwrap_or_default()));
+    }
+    if tree::has_survivors(pid, marker) {
+        let report = tree::terminate(pid, marker, Duration::from_millis(CANCEL_GRACE_MS)).await;
+        if report.found > 0 {
+            return (Some(Strays::Lingering(report.found)), Some(report));
+        }
+    }
+    (None, None)
 }
 
 fn finish(

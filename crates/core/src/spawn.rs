@@ -19,7 +19,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use crate::reaper::{self, ExitWatch};
@@ -158,6 +158,21 @@ fn base_command(spec: &SpawnSpec) -> Command {
     cmd
 }
 
+/// The one `Command::spawn` of the program: from `launcher`'s confined thread when there is one,
+/// registered with the reaper before anything can reap it.
+fn launch(mut cmd: Command, launcher: Option<&Launcher>) -> io::Result<(Child, ExitWatch)> {
+    let mut spawn = move || {
+        reaper::spawn_registered(|| {
+            let child = cmd.spawn()?;
+            Ok((child.id() as i32, child))
+        })
+    };
+    match launcher {
+        Some(launcher) => launcher.run(spawn)?,
+        None => spawn(),
+    }
+}
+
 /// Starts `spec` in its own session with piped stdout and stderr.
 pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     let mut cmd = base_command(&spec);
@@ -170,16 +185,7 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     // Its own process group, set by posix_spawn itself (no fork, no code in the child).
     cmd.process_group(0);
 
-    let mut launch = move || {
-        reaper::spawn_registered(|| {
-            let child = cmd.spawn()?;
-            Ok((child.id() as i32, child))
-        })
-    };
-    let (child, exit) = match &spec.launcher {
-        Some(launcher) => launcher.run(launch)??,
-        None => launch()?,
-    };
+    let (child, exit) = launch(cmd, spec.launcher.as_deref())?;
     let pid = child.id() as i32;
     // The std handle is only a carrier for the pipes: the reaper owns the exit status, and
     // dropping a `Child` neither waits nor kills.
@@ -235,16 +241,7 @@ pub fn spawn_pty(spec: SpawnSpec, slave: &OwnedFd) -> io::Result<SpawnedPty> {
             Ok(())
         });
     }
-    let mut launch = move || {
-        reaper::spawn_registered(|| {
-            let child = cmd.spawn()?;
-            Ok((child.id() as i32, child))
-        })
-    };
-    let (child, exit) = match &spec.launcher {
-        Some(launcher) => launcher.run(launch)??,
-        None => launch()?,
-    };
+    let (child, exit) = launch(cmd, spec.launcher.as_deref())?;
     // The child's stdio are the slave; std holds no pipes for it. Dropping the `Child` neither
     // waits nor kills: the reaper owns the exit status.
     let pid = child.id() as i32;

@@ -25,7 +25,7 @@ use crate::pty::integration::keystrokes;
 use crate::pty::probe::{InputWait, input_wait};
 use crate::pty::{ONCE_AWAIT_QUIET_MS, PROBE_INTERVAL_MS, spawn_on_pty, sys};
 use crate::reaper::Exit;
-use crate::run::{RunOutcome, RunStatus, Spill, Strays};
+use crate::run::{RunOutcome, RunStatus, Spill};
 use crate::shape::{Shaped, Shaper};
 use crate::spawn::SpawnSpec;
 use crate::spill::{SpillFile, SpillStore};
@@ -243,24 +243,8 @@ pub async fn run(
         }
     }
     drop(master);
-    let mut strays = None;
-    let mut stopped = None;
-    if let Some(handle) = stopper {
-        let report = tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), handle)
-            .await
-            .ok()
-            .and_then(Result::ok);
-        stopped = Some(report.unwrap_or_default());
-        if stop == Some(Stop::HeldOutput) {
-            strays = Some(Strays::HeldOutput(report.map_or(1, |r| r.found.max(1))));
-        }
-    } else if tree::has_survivors(pid, &marker) {
-        let report = tree::terminate(pid, &marker, Duration::from_millis(CANCEL_GRACE_MS)).await;
-        if report.found > 0 {
-            strays = Some(Strays::Lingering(report.found));
-            stopped = Some(report);
-        }
-    }
+    let (strays, stopped) =
+        crate::run::settle(pid, &marker, stopper, stop == Some(Stop::HeldOutput)).await;
     let status = match (stop, exit) {
         (Some(Stop::Timeout), _) => RunStatus::Timeout,
         (Some(Stop::OverCapture), _) => RunStatus::Killed,
