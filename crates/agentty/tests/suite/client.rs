@@ -82,6 +82,14 @@ impl Server {
         )
     }
 
+    /// Starts `terminal` with `args` plus `background: true`; returns the job id.
+    pub async fn background(&self, mut args: Value) -> String {
+        args["background"] = Value::Bool(true);
+        let (text, s) = self.terminal(args).await;
+        assert_eq!(s["status"], "background", "{text}");
+        s["job_id"].as_str().unwrap().to_owned()
+    }
+
     pub fn workspace(&self) -> &Path {
         self.workspace.path()
     }

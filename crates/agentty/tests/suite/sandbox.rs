@@ -185,13 +185,7 @@ async fn a_background_job_refused_a_write_reports_2008_when_it_ends() {
     let server = start().await;
     let target = outside("background-2008");
     let cmd = format!("echo x > {}", target.display());
-    let r = server
-        .call("terminal", json!({"command": cmd, "background": true}))
-        .await;
-    let id = r.structured_content.unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = server.background(json!({"command": cmd})).await;
     let r = server
         .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
         .await;
@@ -205,16 +199,9 @@ async fn a_background_job_refused_a_write_reports_2008_when_it_ends() {
     assert!(text_of(&r).contains("[error 2008]"), "{}", text_of(&r));
 
     // A job that wrote only inside ends without one.
-    let r = server
-        .call(
-            "terminal",
-            json!({"command": "echo ok > inside-job && cat inside-job", "background": true}),
-        )
+    let id = server
+        .background(json!({"command": "echo ok > inside-job && cat inside-job"}))
         .await;
-    let id = r.structured_content.unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let r = server
         .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
         .await;
@@ -244,13 +231,7 @@ async fn escapes_are_refused_on_the_background_pty_and_shell_paths() {
             .replace(" hard", &format!(" hard-{path}"));
         match path {
             "background" => {
-                let r = server
-                    .call("terminal", json!({"command": cmd, "background": true}))
-                    .await;
-                let id = r.structured_content.unwrap()["job_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
+                let id = server.background(json!({"command": cmd})).await;
                 let r = server
                     .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
                     .await;

@@ -73,15 +73,9 @@ fn err(result: &CallToolResult) -> String {
 }
 
 async fn background(server: &Server, command: &str, env: Value) -> String {
-    let r = server
-        .call(
-            "terminal",
-            json!({"command": command, "background": true, "env": env}),
-        )
-        .await;
-    let s = ok(&r);
-    assert_eq!(s["status"], "background", "{s}");
-    s["job_id"].as_str().unwrap().to_owned()
+    server
+        .background(json!({"command": command, "env": env}))
+        .await
 }
 
 #[tokio::test]
