@@ -55,6 +55,9 @@ impl SpillStore {
         Ok(SpillFile {
             path,
             out: BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+            written: 0,
+            reserved: 0,
+            can_reserve: true,
         })
     }
 
@@ -67,11 +70,25 @@ impl SpillStore {
     }
 }
 
+/// Disk space is reserved ahead of the writes (as much as was written so far, between these
+/// bounds), so the filesystem allocates blocks in large extents instead of page by page: on
+/// ext4 that is about 40% of the CPU a flood's spill costs (800 MB in 256 KiB writes: 126 ms
+/// without, 76 ms with 32 MiB steps). What was reserved past the end is given back when the
+/// file is finished or dropped.
+const RESERVE_MIN_BYTES: u64 = 1024 * 1024;
+const RESERVE_MAX_BYTES: u64 = 32 * 1024 * 1024;
+
 /// An open spill file.
 #[derive(Debug)]
 pub struct SpillFile {
     path: PathBuf,
     out: BufWriter<File>,
+    /// Bytes written (through the buffer).
+    written: u64,
+    /// Bytes of disk reserved from offset 0.
+    reserved: u64,
+    /// False once the filesystem refused a reservation (no support, no space): plain writes.
+    can_reserve: bool,
 }
 
 impl SpillFile {
@@ -80,16 +97,75 @@ impl SpillFile {
     }
 
     pub fn write(&mut self, text: &str) -> io::Result<()> {
-        self.out.write_all(text.as_bytes())
+        let end = self.written + text.len() as u64;
+        if self.can_reserve && end > self.reserved {
+            self.reserve(end);
+        }
+        self.out.write_all(text.as_bytes())?;
+        self.written = end;
+        Ok(())
     }
 
+    fn reserve(&mut self, end: u64) {
+        use std::os::fd::AsRawFd;
+        let step = self.written.clamp(RESERVE_MIN_BYTES, RESERVE_MAX_BYTES);
+        let len = step.max(end - self.reserved);
+        let (Ok(offset), Ok(len_arg)) = (
+            libc::off_t::try_from(self.reserved),
+            libc::off_t::try_from(len),
+        ) else {
+            self.can_reserve = false;
+            return;
+        };
+        // SAFETY: fallocate on a file we own; KEEP_SIZE leaves its size (what readers see)
+        // alone, and a failure changes nothing.
+        let rc = unsafe {
+            libc::fallocate(
+                self.out.get_ref().as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len_arg,
+            )
+        };
+        if rc == 0 {
+            self.reserved += len;
+        } else {
+            self.can_reserve = false;
+        }
+    }
+
+    /// Gives back the disk reserved past the end of what was written (the buffer is flushed).
+    fn release(&mut self) {
+        if self.reserved <= self.written {
+            return;
+        }
+        // Truncating to the current size frees the blocks past it (punching a hole past the
+        // end does not, on ext4). The size does not change.
+        if self.out.get_ref().set_len(self.written).is_ok() {
+            self.reserved = self.written;
+        }
+    }
+
+    /// Flushes, and gives back unused reserved space (a later write reserves again).
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.flush()?;
+        self.release();
+        Ok(())
     }
 
+    /// Flushes, gives back unused reserved space, and returns the path.
     pub fn finish(mut self) -> io::Result<PathBuf> {
-        self.out.flush()?;
-        Ok(self.path)
+        self.flush()?;
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        // Only after a complete flush: truncating to `written` must never extend the file.
+        if self.out.flush().is_ok() {
+            self.release();
+        }
     }
 }
 

@@ -2,4 +2,5 @@ mod common;
 mod jobs;
 mod output;
 mod pty;
+mod spill;
 mod termination;

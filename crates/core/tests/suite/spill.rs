@@ -1,0 +1,66 @@
+//! Spill files on a real filesystem: private, exclusive, and no disk kept past their end.
+
+use std::os::unix::fs::MetadataExt;
+
+use agentty_core::spill::SpillStore;
+
+/// Bytes the filesystem has allocated to `path` (st_blocks is in 512-byte units).
+fn allocated(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn a_finished_spill_keeps_only_its_own_size_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SpillStore::new(dir.path(), "session");
+    let mut file = store.create("c1").unwrap();
+    let path = file.path().to_owned();
+    let line = "a line of build output\n".repeat(1000);
+    file.write(&line).unwrap();
+    file.flush().unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        meta.len(),
+        line.len() as u64,
+        "the size is what was written"
+    );
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    // Reserved space ahead of the writes is given back on flush: at most a few blocks over.
+    assert!(
+        allocated(&path) < 64 * 1024,
+        "{} bytes kept",
+        allocated(&path)
+    );
+
+    for _ in 0..200 {
+        file.write(&line).unwrap();
+    }
+    let path = file.finish().unwrap();
+    let expected = line.len() as u64 * 201;
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap().len() as u64,
+        expected
+    );
+    assert!(
+        allocated(&path) < expected + 64 * 1024,
+        "{} bytes kept",
+        allocated(&path)
+    );
+    assert!(store.create("c1").is_err(), "exclusive create");
+}
+
+#[test]
+fn a_dropped_spill_gives_back_its_reservation_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SpillStore::new(dir.path(), "session");
+    let mut file = store.create("t1").unwrap();
+    let path = file.path().to_owned();
+    file.write("short\n").unwrap();
+    drop(file);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "short\n");
+    assert!(
+        allocated(&path) < 64 * 1024,
+        "{} bytes kept",
+        allocated(&path)
+    );
+}
