@@ -216,11 +216,17 @@ impl Cleaner {
     /// At rest: text in bulk, or one step through the parser. Returns the bytes used (0 only
     /// when it leaves the rest state, so the next step goes through the parser).
     fn feed_at_rest(&mut self, bytes: &[u8], emit: &mut impl FnMut(&str)) -> usize {
-        let candidate = &bytes[..text_prefix_len(bytes)];
-        let valid = match std::str::from_utf8(candidate) {
-            Ok(text) => text,
-            // SAFETY: `valid_up_to` bytes were just checked to be UTF-8.
-            Err(e) => unsafe { std::str::from_utf8_unchecked(&candidate[..e.valid_up_to()]) },
+        let ascii = ascii_text_prefix_len(bytes);
+        let valid = if ascii == bytes.len() || ends_text(bytes[ascii]) {
+            // SAFETY: every byte of the prefix was just checked to be ASCII.
+            unsafe { std::str::from_utf8_unchecked(&bytes[..ascii]) }
+        } else {
+            let candidate = &bytes[..ascii + text_prefix_len(&bytes[ascii..])];
+            match std::str::from_utf8(candidate) {
+                Ok(text) => text,
+                // SAFETY: `valid_up_to` bytes were just checked to be UTF-8.
+                Err(e) => unsafe { std::str::from_utf8_unchecked(&candidate[..e.valid_up_to()]) },
+            }
         };
         if !valid.is_empty() {
             self.text(valid, emit);
@@ -297,6 +303,27 @@ impl Cleaner {
 /// simply take the parser's path).
 fn ends_text(b: u8) -> bool {
     (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2
+}
+
+/// Printable ASCII, `\n` and `\t`: text that needs no UTF-8 check.
+fn is_plain_ascii(b: u8) -> bool {
+    b.wrapping_sub(b' ') < 0x5f || b == b'\n' || b == b'\t'
+}
+
+/// Length of the leading run of plain ASCII: the common flood, checked in one pass.
+fn ascii_text_prefix_len(bytes: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let mut done = 0;
+    for block in bytes.chunks_exact(BLOCK) {
+        if !block.iter().fold(true, |all, &b| all & is_plain_ascii(b)) {
+            break;
+        }
+        done += BLOCK;
+    }
+    done + bytes[done..]
+        .iter()
+        .position(|&b| !is_plain_ascii(b))
+        .unwrap_or(bytes.len() - done)
 }
 
 /// Length of the leading run of bytes that may be text. Checks 64 bytes at a time without an
