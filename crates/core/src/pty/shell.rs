@@ -445,6 +445,14 @@ impl Shell {
             }
             // Before the shell echoed anything it may simply not have read the input yet.
             InputWait::Shell if !any_output => None,
+            // A command line was accepted and runs: the shell reading now is a builtin of that
+            // command (`read -p`, `select`), which waits for an answer like any program.
+            InputWait::Shell if matches!(cap.last, Some(Marker::Start)) => {
+                Some(SendStatus::AwaitingInput {
+                    prompt: cap.prompt_line(),
+                    by_shell: false,
+                })
+            }
             InputWait::Shell => Some(SendStatus::AwaitingInput {
                 prompt: cap.prompt_line(),
                 by_shell: true,

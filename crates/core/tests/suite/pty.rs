@@ -173,7 +173,7 @@ async fn a_password_prompt_is_detected_within_a_second_and_answered_next() {
         started.elapsed()
     );
     assert!(
-        matches!(&out.status, SendStatus::AwaitingInput { prompt, .. } if prompt == "Password:"),
+        matches!(&out.status, SendStatus::AwaitingInput { prompt, by_shell: false } if prompt == "Password:"),
         "{out:?}"
     );
     let out = send(&shell, "hunter2\n").await;
