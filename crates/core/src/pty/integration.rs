@@ -4,16 +4,18 @@
 //! Each shell gets prompts that carry an OSC sequence no program prints by accident:
 //! `ESC ] 6973 ; <nonce> ; <kind> [; <exit code>] BEL`, with a nonce unique to the shell.
 //! `D;<code>` comes just before the primary prompt (the previous command ended with `<code>`),
-//! `C` is printed when a command line was read and is about to run (bash's `PS0`), `P` starts a
-//! continuation prompt (`PS2`). The terminal emulator and the cleaner drop unknown OSC
-//! sequences, so the markers are invisible in every view.
+//! `C` is printed when a command line was read and is about to run (bash's `PS0`, zsh's
+//! `POSTEDIT`), `P` starts a continuation prompt (`PS2`). The terminal emulator and the cleaner
+//! drop unknown OSC sequences, so the markers are invisible in every view.
 //!
-//! Injection is by environment only (`PS0`/`PS1`/`PS2`, bash's `PROMPT_COMMAND`), no rc file
-//! written anywhere: bash reads them from the environment and runs with `--norc --noprofile` so
-//! a user's rc cannot replace them (and start-up stays fast and deterministic); dash and other
-//! POSIX shells expand `$?` in `PS1` but have no `PS0`, so their output window starts at the
-//! send and the echoed input line is removed by text; zsh (`-f`) expands `%?` (unverified here:
-//! zsh is not installed on the build machine). Other shells (fish, …) run without markers and fall back to idle detection.
+//! Injection is by environment only, no rc file written anywhere. bash (`--norc --noprofile`,
+//! so a user's rc cannot replace them, and start-up stays fast and deterministic) takes `PS0`,
+//! `PS1`, `PS2` and `PROMPT_COMMAND`; zsh (`-f`) takes `POSTEDIT`, `PS1`, `PS2` and
+//! `PROMPT_EOL_MARK`. In both the end marker is printed before the prompt proper, so a prefix a
+//! venv puts in front of the prompt stays out of the output. dash and other POSIX shells expand
+//! `$?` in `PS1` but have no start marker, so their output window starts at the send and the
+//! echoed input line is removed by text. Other shells (fish, …) run without markers and fall
+//! back to idle detection.
 
 /// The fixed part of every marker; the nonce follows.
 const OSC_PREFIX: &[u8] = b"\x1b]6973;";
@@ -50,7 +52,7 @@ impl Flavor {
     pub fn args(self) -> Vec<&'static str> {
         match self {
             Flavor::Bash => vec!["--norc", "--noprofile", "-i"],
-            Flavor::Zsh => vec!["-f", "-i"],
+            Flavor::Zsh => vec!["-f", "-o", "promptsp", "-o", "promptcr", "-i"],
             Flavor::Posix | Flavor::Unknown => vec!["-i"],
         }
     }
@@ -71,8 +73,13 @@ impl Flavor {
                 ("PS1".into(), "\\$ ".into()),
                 ("PS2".into(), format!("\\[{}\\]> ", osc("P"))),
             ],
+            // zsh prints POSTEDIT when the line editor hands over a line (its PS0), and
+            // PROMPT_EOL_MARK (prompt-expanded) before every prompt while PROMPT_SP is on: the
+            // end marker there comes before whatever is put in front of PS1, as with bash.
             Flavor::Zsh => vec![
-                ("PS1".into(), format!("%{{{}%}}%# ", osc("D;%?"))),
+                ("POSTEDIT".into(), osc("C")),
+                ("PROMPT_EOL_MARK".into(), format!("%{{{}%}}", osc("D;%?"))),
+                ("PS1".into(), "%# ".into()),
                 ("PS2".into(), format!("%{{{}%}}> ", osc("P"))),
             ],
             Flavor::Posix => vec![
@@ -85,7 +92,7 @@ impl Flavor {
 
     /// Whether the shell marks where a command's output starts.
     pub fn marks_start(self) -> bool {
-        self == Flavor::Bash
+        matches!(self, Flavor::Bash | Flavor::Zsh)
     }
 }
 

@@ -384,3 +384,65 @@ async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
     assert!(!text(&out.run.output).contains("never"));
     assert!(leftovers_after(&m, PROMPT).await.is_empty());
 }
+
+/// zsh, when installed (CI installs it and sets AGENTTY_REQUIRE_ZSH=1, so there it cannot skip).
+#[tokio::test]
+async fn zsh_knows_when_a_command_is_done_too() {
+    let zsh = "/usr/bin/zsh";
+    if !std::path::Path::new(zsh).exists() {
+        assert!(
+            std::env::var_os("AGENTTY_REQUIRE_ZSH").is_none(),
+            "zsh is required here"
+        );
+        eprintln!("skipped: {zsh} is not installed");
+        return;
+    }
+    let m = marker("zsh");
+    let shells = shells(None).await;
+    let shell = open(&shells, zsh, &m).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().canonicalize().unwrap();
+    let out = send(
+        &shell,
+        &format!("cd {} && export AGENTTY_X=42\n", path.display()),
+    )
+    .await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert_eq!(out.output, "", "{out:?}");
+    let out = send(&shell, "pwd; echo $AGENTTY_X; false\n").await;
+    assert_eq!(out.status, SendStatus::Done(1), "{out:?}");
+    assert_eq!(out.output, format!("{}\n42\n", path.display()), "{out:?}");
+    let out = send(&shell, "echo a\necho b\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert_eq!(out.output, "a\nb\n", "{out:?}");
+    // A venv's prompt prefix stays out of the output.
+    let out = send(&shell, "PS1=\"(.venv) $PS1\"\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    let out = send(&shell, "echo hi\n").await;
+    assert_eq!(out.output, "hi\n", "{out:?}");
+    // A question asked by the read builtin, answered by the next send.
+    let out = send(&shell, "read -s 'pw?Password: '; echo; echo got ${#pw}\n").await;
+    assert!(
+        matches!(&out.status, SendStatus::AwaitingInput { prompt, .. } if prompt == "Password:"),
+        "{out:?}"
+    );
+    let out = send(&shell, "hunter2\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert!(out.output.contains("got 7"), "{out:?}");
+    // Ctrl+C.
+    let out = shell
+        .send(SendRequest {
+            input: "sleep 100\n",
+            timeout: Duration::from_millis(300),
+            wait_for: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.status, SendStatus::Running, "{out:?}");
+    let out = send(&shell, "\x03").await;
+    assert!(matches!(out.status, SendStatus::Done(_)), "{out:?}");
+    let out = send(&shell, "echo back\n").await;
+    assert_eq!(out.output, "back\n", "{out:?}");
+    shells.close("s1").await.unwrap();
+    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+}
