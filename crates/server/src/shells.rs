@@ -290,6 +290,13 @@ impl Agentty {
                 (SendState::ShellEnded, None, None, say::shell_ended(&job.id))
             }
         };
+        // A command that finished under the sandbox, and whose output shows a refused write.
+        let sandbox_denied = match exit_code {
+            Some(code) if job.confined => {
+                self.confinement().denial(false, code == 0, &outcome.output)
+            }
+            _ => None,
+        };
         let mut text = String::new();
         if outcome.dropped > 0 {
             text.push_str(&say::dropped(outcome.dropped, &job.id, outcome.cursor_from));
@@ -300,6 +307,10 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(&line);
+        if let Some(sentence) = &sandbox_denied {
+            text.push('\n');
+            text.push_str(&crate::notice::sandbox_denied(sentence));
+        }
         success(
             text,
             &ShellSendResult {
@@ -312,6 +323,10 @@ impl Agentty {
                 cursor_from: outcome.cursor_from,
                 cursor: outcome.cursor_next,
                 elapsed_ms: elapsed,
+                error_code: sandbox_denied
+                    .as_ref()
+                    .map(|_| crate::confinement::SANDBOX_DENIED),
+                sandbox_denied,
             },
         )
     }

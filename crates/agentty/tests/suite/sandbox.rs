@@ -210,6 +210,36 @@ async fn a_background_job_refused_a_write_reports_2008_when_it_ends() {
     assert!(s["job"]["error_code"].is_null(), "{s}");
 }
 
+#[tokio::test]
+async fn a_shell_command_refused_a_write_reports_2008() {
+    let server = start().await;
+    let target = outside("shell-2008");
+    let r = server.call("shell_open", json!({})).await;
+    let id = r.structured_content.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let input = format!("echo x > {}\n", target.display());
+    let r = server
+        .call("shell_send", json!({"id": id, "input": input}))
+        .await;
+    let text = text_of(&r);
+    let s = r.structured_content.unwrap();
+    assert!(!target.exists(), "the write went through");
+    assert_eq!(s["status"], "done", "{text}");
+    assert_eq!(s["error_code"], 2008, "{text}");
+    assert!(text.contains("[error 2008]"), "{text}");
+    let r = server
+        .call(
+            "shell_send",
+            json!({"id": id, "input": "echo fine > inside-shell\n"}),
+        )
+        .await;
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["exit_code"], 0, "{s}");
+    assert!(s["error_code"].is_null(), "{s}");
+}
+
 /// The same escapes on the other three paths: background job, `terminal(pty)`, persistent shell.
 /// Each path also makes one write inside, so a path that ran nothing cannot pass.
 #[tokio::test]
