@@ -25,9 +25,10 @@ fn a_finished_spill_keeps_only_its_own_size_on_disk() {
         "the size is what was written"
     );
     assert_eq!(meta.mode() & 0o777, 0o600);
-    // Reserved space ahead of the writes is given back on flush: at most a few blocks over.
+    // The reservation (1 MiB at least) is given back on flush; the margin leaves room for a
+    // filesystem's own small preallocation.
     assert!(
-        allocated(&path) < 64 * 1024,
+        allocated(&path) < 256 * 1024,
         "{} bytes kept",
         allocated(&path)
     );
@@ -42,7 +43,7 @@ fn a_finished_spill_keeps_only_its_own_size_on_disk() {
         expected
     );
     assert!(
-        allocated(&path) < expected + 64 * 1024,
+        allocated(&path) < expected + 256 * 1024,
         "{} bytes kept",
         allocated(&path)
     );
@@ -59,7 +60,7 @@ fn a_dropped_spill_gives_back_its_reservation_too() {
     drop(file);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "short\n");
     assert!(
-        allocated(&path) < 64 * 1024,
+        allocated(&path) < 256 * 1024,
         "{} bytes kept",
         allocated(&path)
     );
