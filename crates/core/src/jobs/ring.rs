@@ -9,12 +9,12 @@
 //!
 //! The ring holds cleaned text (§7.1): cursors count bytes of that text.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
+use crate::jobs::tail::Tail;
 use crate::spill::{SpillFile, SpillStore};
 
 /// Bytes of cleaned output kept per job.
@@ -38,8 +38,8 @@ enum Spill {
 }
 
 struct Inner {
-    buf: VecDeque<u8>,
-    /// Absolute offset of `buf[0]`.
+    buf: Tail,
+    /// Absolute offset of the oldest byte in `buf`.
     start: u64,
     spill: Spill,
     /// Bytes in the spill file.
@@ -79,7 +79,7 @@ impl OutputRing {
     pub fn new(spill: Option<(Arc<SpillStore>, String)>) -> Self {
         Self {
             inner: Mutex::new(Inner {
-                buf: VecDeque::new(),
+                buf: Tail::new(RING_BYTES),
                 start: 0,
                 spill: Spill::Idle(spill),
                 spilled: 0,
@@ -106,7 +106,7 @@ impl OutputRing {
             let (store, name) = (store.clone(), name.clone());
             // Before the first overflow nothing was dropped, so the buffer is everything from
             // byte 0 and holds whole characters; made contiguous so no character is split.
-            let everything = inner.buf.make_contiguous();
+            let everything = inner.buf.contiguous();
             let opened = store.create(&name).and_then(|mut file| {
                 file.write(&String::from_utf8_lossy(everything))?;
                 Ok(file)
@@ -118,12 +118,8 @@ impl OutputRing {
             };
         }
         inner.spill_text(text);
-        inner.buf.extend(text.as_bytes());
-        let excess = inner.buf.len().saturating_sub(RING_BYTES);
-        if excess > 0 {
-            inner.buf.drain(..excess);
-            inner.start += excess as u64;
-        }
+        let dropped = inner.buf.push(text.as_bytes());
+        inner.start += dropped as u64;
         drop(inner);
         self.changed.notify_waiters();
     }
@@ -182,7 +178,7 @@ impl OutputRing {
         let dropped = from_abs.saturating_sub(wanted);
         let offset = (from_abs - inner.start) as usize;
         let len = (inner.buf.len() - offset).min(max);
-        let bytes: Vec<u8> = inner.buf.range(offset..offset + len).copied().collect();
+        let bytes = inner.buf.copy_out(offset, len);
         // Cut at character boundaries: skip a partial character at the start (it scrolled out
         // or was split by the caller's cursor) and leave a partial one at the end for next time.
         let lead = bytes.iter().take_while(|&&b| is_continuation(b)).count();
