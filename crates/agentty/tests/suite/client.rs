@@ -8,7 +8,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationPar
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A client that records progress messages.
 #[derive(Clone, Default)]
@@ -88,6 +88,16 @@ impl Server {
         let (text, s) = self.terminal(args).await;
         assert_eq!(s["status"], "background", "{text}");
         s["job_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Opens a shell with no arguments; returns its id.
+    pub async fn open_shell(&self) -> String {
+        let r = self.call("shell_open", json!({})).await;
+        assert_eq!(r.is_error, Some(false), "{}", text_of(&r));
+        r.structured_content.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     pub fn workspace(&self) -> &Path {

@@ -214,11 +214,7 @@ async fn a_background_job_refused_a_write_reports_2008_when_it_ends() {
 async fn a_shell_command_refused_a_write_reports_2008() {
     let server = start().await;
     let target = outside("shell-2008");
-    let r = server.call("shell_open", json!({})).await;
-    let id = r.structured_content.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = server.open_shell().await;
     let input = format!("echo x > {}\n", target.display());
     let r = server
         .call("shell_send", json!({"id": id, "input": input}))
@@ -274,11 +270,7 @@ async fn escapes_are_refused_on_the_background_pty_and_shell_paths() {
                 assert_eq!(r.is_error, Some(false), "{}", text_of(&r));
             }
             _ => {
-                let r = server.call("shell_open", json!({})).await;
-                let id = r.structured_content.unwrap()["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
+                let id = server.open_shell().await;
                 let r = server
                     .call(
                         "shell_send",
@@ -311,11 +303,7 @@ async fn escapes_are_refused_on_the_background_pty_and_shell_paths() {
 #[tokio::test]
 async fn plan_mode_is_read_only_in_a_shell_too() {
     let server = start_with(&["--mode", "plan"]).await;
-    let r = server.call("shell_open", json!({})).await;
-    let id = r.structured_content.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = server.open_shell().await;
     let r = server
         .call(
             "shell_send",
