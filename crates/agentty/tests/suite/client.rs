@@ -137,6 +137,19 @@ pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
     found
 }
 
+/// Waits (at most `within`) until two scans in a row count at least `n`, and returns the last
+/// two counts. Trees fork and exec as they start, so a single scan can catch a passing state;
+/// judge by these counts, not by a fresh scan.
+pub async fn wait_for_processes(var: &str, value: &str, n: usize, within: Duration) -> [usize; 2] {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut seen = [0, processes_with_env(var, value).len()];
+    while seen.iter().any(|&c| c < n) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen = [seen[1], processes_with_env(var, value).len()];
+    }
+    seen
+}
+
 pub async fn wait_until_gone(var: &str, value: &str, within: Duration) -> Vec<i32> {
     let deadline = tokio::time::Instant::now() + within;
     loop {

@@ -177,13 +177,10 @@ async fn a_short_wait_never_kills_and_stop_takes_the_whole_tree() {
         "{}",
         text_of(&r)
     );
-    let deadline = Instant::now() + PROMPT;
-    while processes_with_env("JOBTAG", &t).len() < 3 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let seen = wait_for_processes("JOBTAG", &t, 3, PROMPT).await;
     assert!(
-        processes_with_env("JOBTAG", &t).len() >= 3,
-        "the wait killed something"
+        seen.iter().all(|&n| n >= 3),
+        "the wait killed something: {seen:?}"
     );
 
     let r = server.call("task_stop", json!({"id": id})).await;
@@ -342,14 +339,8 @@ async fn no_job_survives(end: &str) {
         .await;
         ok(&r);
     }
-    let deadline = Instant::now() + PROMPT;
-    while processes_with_env("JOBTAG", &t).len() < 6 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        processes_with_env("JOBTAG", &t).len() >= 6,
-        "jobs did not start"
-    );
+    let seen = wait_for_processes("JOBTAG", &t, 6, PROMPT).await;
+    assert!(seen.iter().all(|&n| n >= 6), "jobs did not start: {seen:?}");
     match end {
         "eof" => {
             let _ = server.client.cancel().await;

@@ -1,6 +1,6 @@
 //! `terminal` through a real MCP client over stdio.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
@@ -155,15 +155,8 @@ async fn cancellation_stops_the_whole_tree() {
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
         .unwrap();
-    let deadline = Instant::now() + PROMPT;
-    while processes_with_env("E2E_TAG", &tag).len() < 3 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(
-        processes_with_env("E2E_TAG", &tag).len(),
-        4,
-        "sh + three sleeps"
-    );
+    let seen = wait_for_processes("E2E_TAG", &tag, 4, PROMPT).await;
+    assert!(seen.iter().all(|&n| n >= 4), "sh + three sleeps: {seen:?}");
     handle
         .cancel(Some("user pressed stop".into()))
         .await

@@ -56,6 +56,19 @@ pub fn text(shaped: &Shaped) -> &str {
 }
 
 /// Live processes whose environment carries this run marker.
+/// Waits (at most `within`) until two scans in a row count at least `n`, and returns the last
+/// two counts. Trees fork and exec as they start, so a single scan can catch a passing state;
+/// judge by these counts, not by a fresh scan.
+pub async fn wait_for_marked(marker: &str, n: usize, within: Duration) -> [usize; 2] {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut seen = [0, processes_with_marker(marker).len()];
+    while seen.iter().any(|&c| c < n) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        seen = [seen[1], processes_with_marker(marker).len()];
+    }
+    seen
+}
+
 pub fn processes_with_marker(marker: &str) -> Vec<i32> {
     let wanted = format!("{RUN_MARKER_VAR}={marker}");
     let mut found = Vec::new();

@@ -181,11 +181,8 @@ async fn stopping_a_job_stops_a_setsid_child_and_a_double_fork() {
     let cmd = "setsid sleep 100 >/dev/null 2>&1 & (setsid sleep 100 >/dev/null 2>&1 &); \
                trap '' TERM; sleep 100";
     let job = start(&table, cmd, &m);
-    let deadline = Instant::now() + PROMPT;
-    while processes_with_marker(&m).len() < 4 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(processes_with_marker(&m).len() >= 4);
+    let seen = wait_for_marked(&m, 4, PROMPT).await;
+    assert!(seen.iter().all(|&n| n >= 4), "{seen:?}");
     job.stop().await;
     assert_eq!(job.state(), JobState::Stopped);
     assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
