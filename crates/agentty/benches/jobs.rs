@@ -10,32 +10,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::CallToolResult;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
+
+use common::{median, status_kib};
 
 const JOBS: usize = 8;
 const BYTES_PER_JOB: u64 = 100_000_000;
 const LATENCY_SAMPLES: usize = 300;
 
 async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
-        .await
-        .expect("call");
+    let result = common::call(client, name, args).await;
     assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
     result
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 /// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`.
@@ -52,15 +45,6 @@ fn cpu_time(pid: u32) -> Duration {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Duration::from_millis(ticks * 1000 / hz)
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Runs `JOBS` copies of `script` at once; wall time until all ended.
@@ -189,7 +173,7 @@ async fn main() {
     );
     println!(
         "server peak RSS (VmHWM): {:.1} MiB (target <= 64 MiB)",
-        peak_rss_kib(server_pid) as f64 / 1024.0
+        status_kib(server_pid, "VmHWM") as f64 / 1024.0
     );
     let _ = client.cancel().await;
 }

@@ -8,47 +8,26 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
 
+mod common;
+
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use agentty_core::pty::spawn_on_pty;
 use agentty_core::spawn::{SpawnSpec, StdinMode};
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
 
+use common::{median, micros, status_kib};
+
 const ROUND_TRIPS: usize = 300;
 const WARMUP: usize = 30;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
 async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> Value {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
-        .await
-        .expect("call");
+    let result = common::call(client, name, args).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
     result.structured_content.unwrap_or(Value::Null)
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// bash on a bare PTY with a plain prompt: the floor any shell tool pays.
@@ -125,7 +104,7 @@ async fn main() {
     let client = ().serve(transport).await.expect("initialize");
 
     let mut raw = RawPty::start().await;
-    let before_open = rss_kib(server_pid);
+    let before_open = status_kib(server_pid, "VmRSS");
     call(&client, "shell_open", json!({})).await;
     for _ in 0..WARMUP {
         raw.round_trip().await;
@@ -175,7 +154,7 @@ async fn main() {
         )
         .await;
     }
-    let after_open = rss_kib(server_pid);
+    let after_open = status_kib(server_pid, "VmRSS");
     println!(
         "server RSS: {before_open} KiB before, {after_open} KiB with 4 open shells: {:.0} KiB per shell \
          (the shells' own processes not counted)",

@@ -9,45 +9,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
 
-use std::time::{Duration, Instant};
+mod common;
 
-use rmcp::model::CallToolRequestParams;
+use std::time::Instant;
+
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
-use serde_json::{Value, json};
+use serde_json::json;
+
+use common::{median, micros, status_kib};
 
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
 const FLOOD_RUNS: usize = 3;
 const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-async fn call(client: &RunningService<RoleClient, ()>, args: Value) -> rmcp::model::CallToolResult {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    client
-        .call_tool(CallToolRequestParams::new("terminal").with_arguments(args))
-        .await
-        .expect("call")
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
 
 async fn start(
     workspace: &std::path::Path,
@@ -76,28 +51,28 @@ async fn main() {
 
     // 1. Trivial call vs raw spawn+wait, interleaved so both see the same machine state.
     for _ in 0..WARMUP_CALLS {
-        call(&client, json!({"argv": ["true"]})).await;
+        common::call(&client, "terminal", json!({"argv": ["true"]})).await;
         let _ = std::process::Command::new("true").status();
     }
     let (mut raw, mut mcp, mut unconfined) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..WARMUP_CALLS {
-        call(&plain, json!({"argv": ["true"]})).await;
+        common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
     }
     for _ in 0..TRIVIAL_CALLS {
         let t = Instant::now();
-        call(&plain, json!({"argv": ["true"]})).await;
+        common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
         unconfined.push(t.elapsed());
         let t = Instant::now();
         let _ = std::process::Command::new("true").status().expect("true");
         raw.push(t.elapsed());
         let t = Instant::now();
-        call(&client, json!({"argv": ["true"]})).await;
+        common::call(&client, "terminal", json!({"argv": ["true"]})).await;
         mcp.push(t.elapsed());
     }
     let mut protocol = Vec::new();
     for _ in 0..TRIVIAL_CALLS {
         let t = Instant::now();
-        call(&client, json!({})).await; // refused by validation: protocol cost, no process
+        common::call(&client, "terminal", json!({})).await; // refused by validation: protocol cost, no process
         protocol.push(t.elapsed());
     }
     let (raw, mcp, protocol) = (median(raw), median(mcp), median(protocol));
@@ -138,7 +113,7 @@ async fn main() {
             .status();
         base.push(t.elapsed());
         let t = Instant::now();
-        let result = call(&client, json!({"command": FLOOD_COMMAND})).await;
+        let result = common::call(&client, "terminal", json!({"command": FLOOD_COMMAND})).await;
         ours.push(t.elapsed());
         reply = serde_json::to_string(&result).map_or(0, |s| s.len());
     }
@@ -155,7 +130,7 @@ async fn main() {
     println!("100 MB flood: reply {reply} bytes");
     println!(
         "server peak RSS (VmHWM) after all runs: {:.1} MiB (target <= 64 MiB)",
-        peak_rss_kib(server_pid) as f64 / 1024.0
+        status_kib(server_pid, "VmHWM") as f64 / 1024.0
     );
     let _ = client.cancel().await;
     let _ = plain.cancel().await;

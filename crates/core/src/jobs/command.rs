@@ -249,14 +249,12 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
         }
         let drain_sleep = sleep_until(drain_deadline.unwrap_or_else(far_future));
         tokio::select! {
-            r = read_some(&mut live.out, &mut buf_out) => match r {
-                Ok(n) if n > 0 => live.out_cleaner.feed_into(&buf_out, &mut |t| ring.push(t)),
-                _ => live.out = None,
-            },
-            r = read_some(&mut live.err, &mut buf_err) => match r {
-                Ok(n) if n > 0 => live.err_cleaner.feed_into(&buf_err, &mut |t| ring.push(t)),
-                _ => live.err = None,
-            },
+            r = read_some(&mut live.out, &mut buf_out) => {
+                ingest(r, &mut live.out, &mut live.out_cleaner, &buf_out, &ring);
+            }
+            r = read_some(&mut live.err, &mut buf_err) => {
+                ingest(r, &mut live.err, &mut live.err_cleaner, &buf_err, &ring);
+            }
             status = live.exit_watch.wait(), if live.exit.is_none() => {
                 // waitid cannot fail for our own live child; if it did, treat it as killed.
                 live.exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
@@ -283,14 +281,12 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
     let rest = tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), async {
         while live.out.is_some() || live.err.is_some() {
             tokio::select! {
-                r = read_some(&mut live.out, &mut buf_out) => match r {
-                    Ok(n) if n > 0 => live.out_cleaner.feed_into(&buf_out, &mut |t| ring.push(t)),
-                    _ => live.out = None,
-                },
-                r = read_some(&mut live.err, &mut buf_err) => match r {
-                    Ok(n) if n > 0 => live.err_cleaner.feed_into(&buf_err, &mut |t| ring.push(t)),
-                    _ => live.err = None,
-                },
+                r = read_some(&mut live.out, &mut buf_out) => {
+                    ingest(r, &mut live.out, &mut live.out_cleaner, &buf_out, &ring);
+                }
+                r = read_some(&mut live.err, &mut buf_err) => {
+                    ingest(r, &mut live.err, &mut live.err_cleaner, &buf_err, &ring);
+                }
             }
         }
     });
@@ -308,6 +304,21 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
     }
     ring.close();
     shared.done.send_replace(true);
+}
+
+/// Hands one read's bytes to the ring through the stream's cleaner; end of file or an error
+/// closes the stream.
+fn ingest(
+    read: io::Result<usize>,
+    pipe: &mut Option<pipe::Receiver>,
+    cleaner: &mut Cleaner,
+    buf: &[u8],
+    ring: &OutputRing,
+) {
+    match read {
+        Ok(n) if n > 0 => cleaner.feed_into(buf, &mut |text| ring.push(text)),
+        _ => *pipe = None,
+    }
 }
 
 fn drain() -> Duration {

@@ -1,0 +1,43 @@
+//! What the benchmarks share: calling a tool, medians, and reading the server's memory.
+
+#![allow(dead_code)] // each bench uses its own part
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::{RoleClient, service::RunningService};
+use serde_json::Value;
+
+/// Calls `name` with `args` (a JSON object); the result is the caller's to judge.
+pub async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
+    let Value::Object(args) = args else {
+        unreachable!("tool arguments are an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+        .await
+        .expect("call")
+}
+
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+pub fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// A `kB` line of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in KiB; 0 when unreadable.
+pub fn status_kib(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
