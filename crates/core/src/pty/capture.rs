@@ -36,6 +36,10 @@ pub(crate) struct SendCapture {
     /// The previous send left a command running: the first prompt is that command's, and
     /// everything up to it belongs to that command, not to this send.
     stale: bool,
+    /// That earlier command's exit code and what it printed since this send, kept at its
+    /// prompt. If nothing of this send runs after that prompt, the input went to that command
+    /// (a line typed into a REPL that was still busy), and this is the send's answer.
+    stale_end: Option<(i32, String)>,
 }
 
 impl SendCapture {
@@ -59,6 +63,7 @@ impl SendCapture {
                 .to_owned(),
             any_output: false,
             stale: false,
+            stale_end: None,
         }
     }
 
@@ -91,11 +96,13 @@ impl SendCapture {
                 self.cleaner = Cleaner::new();
                 self.feeding = true;
             }
-            Marker::Prompt(_) if self.stale => {
+            Marker::Prompt(code) if self.stale => {
+                let before = self.output(false);
                 let echo = std::mem::take(&mut self.echo);
                 *self = Self::new("", self.marks_start);
                 self.echo = echo;
                 self.any_output = true;
+                self.stale_end = Some((code, before));
                 return;
             }
             Marker::Prompt(code) => {
@@ -164,8 +171,23 @@ impl SendCapture {
             .to_owned()
     }
 
+    /// The exit code of the command a previous send left running, when this send's input went
+    /// to it: that command's prompt came, and nothing (no command, no continuation) since.
+    pub fn input_went_to_earlier_command(&self) -> Option<i32> {
+        match (&self.stale_end, &self.last) {
+            (Some((code, _)), None) => Some(*code),
+            _ => None,
+        }
+    }
+
     /// The command's output: up to the last prompt when the command finished, else all of it.
     pub fn output(&self, finished: bool) -> String {
+        if finished
+            && self.last.is_none()
+            && let Some((_, before)) = &self.stale_end
+        {
+            return before.clone();
+        }
         let mut out = if finished && self.prompts > 0 {
             self.text[..self.text_at_prompt.min(self.text.len())].to_owned()
         } else {
@@ -211,6 +233,19 @@ mod tests {
         c.bytes(b"$ ");
         assert_eq!(c.output(true), "");
         assert_eq!(c.exit, Some(1));
+    }
+
+    #[test]
+    fn input_taken_by_the_earlier_command_is_answered_by_its_prompt() {
+        let mut c = SendCapture::new("exit(3)\n", true).after_running_command();
+        c.bytes(b"exit(3)\r\nbye\r\n");
+        c.marker(Marker::Prompt(3));
+        c.bytes(b"$ ");
+        assert_eq!(c.input_went_to_earlier_command(), Some(3));
+        assert_eq!(c.output(true), "bye\n");
+        // A typed-ahead command line runs after that prompt instead: the window is its own.
+        c.marker(Marker::Start);
+        assert_eq!(c.input_went_to_earlier_command(), None);
     }
 
     #[test]

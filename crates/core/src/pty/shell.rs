@@ -438,6 +438,11 @@ impl Shell {
         let cap = live.send.as_ref()?;
         match wait {
             InputWait::No => None,
+            // The earlier command's prompt came and the shell reads again with nothing of this
+            // send run: the input was that command's (typed into a REPL still busy).
+            InputWait::Shell if let Some(code) = cap.input_went_to_earlier_command() => {
+                Some(SendStatus::Done(code))
+            }
             // The shell reads again after a prompt: done, even if fewer prompts came than
             // lines were typed (a program consumed some of them).
             InputWait::Shell if matches!(cap.last, Some(Marker::Prompt(_))) => {

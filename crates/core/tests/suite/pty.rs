@@ -156,6 +156,42 @@ async fn python_repl_round_trip() {
     shells.close("s1").await.unwrap();
 }
 
+/// A send that timed out leaves its command running; the next line may be for that command
+/// (typed into the REPL still busy) rather than for the shell. Then the command's own end is
+/// the answer, not a shell "waiting for the rest of the line".
+#[tokio::test]
+async fn input_for_a_command_that_outran_its_send_gets_that_commands_exit() {
+    for program in ["/bin/bash", "/bin/sh"] {
+        let m = marker(&format!("outran-{}", program.len()));
+        let shells = shells(None).await;
+        let shell = open(&shells, program, &m).await;
+        let out = send(&shell, "python3 -q\n").await;
+        assert!(
+            matches!(out.status, SendStatus::AwaitingInput { .. }),
+            "{program}: {out:?}"
+        );
+        let out = shell
+            .send(SendRequest {
+                input: "import time; time.sleep(0.5)\n",
+                timeout: Duration::from_millis(100),
+                wait_for: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
+        // Typed while the REPL still sleeps: the REPL reads it once it is done.
+        let out = send(&shell, "print(6 * 7); exit(3)\n").await;
+        assert_eq!(out.status, SendStatus::Done(3), "{program}: {out:?}");
+        assert!(out.output.contains("42"), "{program}: {out:?}");
+        // And the shell is in step again.
+        let out = send(&shell, "echo back\n").await;
+        assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
+        assert!(out.output.contains("back"), "{program}: {out:?}");
+        shells.close("s1").await.unwrap();
+        assert!(leftovers_after(&m, PROMPT).await.is_empty());
+    }
+}
+
 #[tokio::test]
 async fn a_password_prompt_is_detected_within_a_second_and_answered_next() {
     let m = marker("password");
