@@ -57,6 +57,17 @@ def test_approve_runs_once_unconfined_then_confined_again():
     path = outside("approve")
 
     async def body(session):
+        # A refused write tells the model how to retry, and the way depends on the tool.
+        refused = await session.call_tool("terminal", {"command": f"echo x > {path}"})
+        assert refused.structured_content["error_code"] == 2008, text(refused)
+        assert 'retry with sandbox_permissions: "require_escalated"' in text(refused)
+        opened = await session.call_tool("shell_open", {})
+        shell = opened.structured_content["id"]
+        refused = await session.call_tool("shell_send", {"id": shell, "input": f"echo x > {path}\n"})
+        assert refused.structured_content["error_code"] == 2008, text(refused)
+        assert "in a new shell_open, with sandbox_permissions" in text(refused), text(refused)
+        await session.call_tool("shell_close", {"id": shell})
+        assert not os.path.exists(path)
         first = await session.call_tool("terminal", escalated_write(path))
         assert first.structured_content["status"] == "success", text(first)
         assert "escalation approved" in first.structured_content["sandbox"]
@@ -97,6 +108,11 @@ def test_client_without_elicitation_is_refused():
         result = await session.call_tool("terminal", escalated_write(path))
         assert result.is_error is True
         assert "cannot ask the user" in text(result), text(result)
+        # So a refused write does not suggest an escalation that would be refused too.
+        refused = await session.call_tool("terminal", {"command": f"echo x > {path}"})
+        assert refused.structured_content["error_code"] == 2008, text(refused)
+        assert "cannot ask the user to lift the sandbox" in text(refused), text(refused)
+        assert "require_escalated" not in text(refused), text(refused)
 
     run(body)
     assert not os.path.exists(path)

@@ -86,17 +86,14 @@ fn writable_summary(mode: Mode) -> &'static str {
     }
 }
 
-/// The explanation attached to error 2008 (a command ran and the sandbox refused a write).
+/// The explanation attached to error 2008 (a command ran and the sandbox refused a write). How
+/// to retry depends on the tool and the client, so the caller adds it.
 pub fn denial_notice(denial: &Denial, mode: Mode) -> String {
     let what = match &denial.path {
         Some(path) => format!("a write to {} was refused by the sandbox", path.display()),
         None => "a write was refused by the sandbox".to_owned(),
     };
-    format!(
-        "{PREFIX} {mode}: {what} ({}). If the write is needed, retry with \
-         sandbox_permissions: \"require_escalated\" and a justification.",
-        writable_summary(mode)
-    )
+    format!("{PREFIX} {mode}: {what} ({}).", writable_summary(mode))
 }
 
 impl std::fmt::Display for ProbeReport {

@@ -12,6 +12,8 @@ use agentty_core::spawn::{Confine, Launcher};
 use agentty_guard::Workspace;
 use agentty_sandbox::{Enforcement, Mode, Plan, Policy, Prepared, detect_denial};
 
+use crate::notice::{Retry, denial_retry};
+
 /// Error code: the command ran and a write was refused by the sandbox.
 pub const SANDBOX_DENIED: u32 = 2008;
 /// Error code: the sandbox failed to start; the command did not run.
@@ -87,11 +89,19 @@ impl Confinement {
         }
     }
 
-    /// The 2008 sentence, when a failed command's output shows a write the sandbox refused.
-    pub fn denial(&self, escalated: bool, exit_ok: bool, output: &str) -> Option<String> {
+    /// The 2008 sentence, when a failed command's output shows a write the sandbox refused,
+    /// ending with how to run it again (`retry`).
+    pub fn denial(
+        &self,
+        escalated: bool,
+        exit_ok: bool,
+        output: &str,
+        retry: Retry,
+    ) -> Option<String> {
         if escalated {
             return None;
         }
-        detect_denial(exit_ok, output, &self.plan).map(|d| d.notice(self.plan.mode()))
+        detect_denial(exit_ok, output, &self.plan)
+            .map(|d| format!("{} {}", d.notice(self.plan.mode()), denial_retry(retry)))
     }
 }

@@ -187,6 +187,35 @@ pub fn sandbox_failed(reason: &str) -> String {
     format!("[error 2009] {reason}. The command did not run; do not change the command")
 }
 
+/// How a command the sandbox refused a write can be run again without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// `terminal` (foreground or background) takes `sandbox_permissions` per call.
+    Terminal,
+    /// A shell is confined for its whole life: escalation is asked when it is opened.
+    Shell,
+    /// The client cannot ask the user (no elicitation): escalation would be refused.
+    Impossible,
+}
+
+pub fn denial_retry(retry: Retry) -> &'static str {
+    match retry {
+        Retry::Terminal => {
+            "If the write is needed, retry with sandbox_permissions: \"require_escalated\" and a \
+             justification."
+        }
+        Retry::Shell => {
+            "If the write is needed, run the command with terminal, or in a new shell_open, with \
+             sandbox_permissions: \"require_escalated\" and a justification."
+        }
+        Retry::Impossible => {
+            "This MCP client cannot ask the user to lift the sandbox (no elicitation support): if \
+             the write is needed, ask the user to run the command, or to add the directory with \
+             --add-dir."
+        }
+    }
+}
+
 pub fn sandbox_denied(sentence: &str) -> String {
     format!("[error 2008] {sentence}")
 }

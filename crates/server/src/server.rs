@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use agentty_core::jobs::JobTable;
 use agentty_core::run::{self, Progress, RunEnd, RunRequest};
@@ -14,12 +14,12 @@ use agentty_sandbox::Mode;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult,
+    JsonObject, ProgressNotificationParam, ServerCapabilities, ServerConfig,
 };
 use rmcp::schemars::JsonSchema;
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde::de::DeserializeOwned;
 
 use crate::confinement::Confinement;
@@ -69,6 +69,9 @@ struct Inner {
     jobs: Arc<JobTable>,
     /// Handles of this session's open shells (registered in `jobs`), and their idle reaper.
     shells: Arc<agentty_core::pty::Shells>,
+    /// The client said at `initialize` that it can show the user a form (elicitation), so an
+    /// escalation can be asked.
+    client_can_ask: AtomicBool,
 }
 
 impl Agentty {
@@ -94,6 +97,7 @@ impl Agentty {
             session,
             jobs,
             shells,
+            client_can_ask: AtomicBool::new(false),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -129,6 +133,18 @@ impl Agentty {
 
     pub(crate) fn confinement(&self) -> &Confinement {
         &self.inner.confinement
+    }
+
+    /// How a command the sandbox refused a write can be run again in this session
+    /// (`in_shell`: it ran in a persistent shell).
+    pub(crate) fn retry(&self, in_shell: bool) -> notice::Retry {
+        if !self.inner.client_can_ask.load(Ordering::Relaxed) {
+            notice::Retry::Impossible
+        } else if in_shell {
+            notice::Retry::Shell
+        } else {
+            notice::Retry::Terminal
+        }
     }
 
     /// A new per-call id and the run marker derived from it.
@@ -250,9 +266,12 @@ impl Agentty {
             }
         };
         let exit_ok = outcome.exit.is_some_and(|e| e.success());
-        let denial = inner
-            .confinement
-            .denial(escalated, exit_ok, &terminal::output_text(&outcome));
+        let denial = inner.confinement.denial(
+            escalated,
+            exit_ok,
+            &terminal::output_text(&outcome),
+            self.retry(false),
+        );
         let sandbox = terminal::SandboxReport {
             line: inner.confinement.line(escalated),
             denial,
@@ -273,5 +292,20 @@ impl ServerHandler for Agentty {
                     .with_title("agentty: a real terminal for AI agents"),
             )
             .with_instructions(notice::SERVER_INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        // What `peer.elicit` checks before asking, remembered for the advice of error 2008.
+        let form = context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form);
+        self.inner.client_can_ask.store(form, Ordering::Relaxed);
+        self.negotiate_initialize(&request)
     }
 }

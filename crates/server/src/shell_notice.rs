@@ -19,12 +19,12 @@ virtualenv and running REPLs persist between calls. Returns after the first prom
 session; a shell unused for 10 minutes is closed.";
 
 pub const SHELL_SEND_DESCRIPTION: &str = "Type `input` into a shell and return what it printed. \
-No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"\\x03\" is \
-Ctrl+C, \"\\x04\" Ctrl+D. Returns as soon as the command finished (with its exit code and only \
+No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"\\u0003\" is \
+Ctrl+C, \"\\u0004\" Ctrl+D. Returns as soon as the command finished (with its exit code and only \
 its output), or when the program waits for keyboard input (status awaiting_input with the \
 prompt line: answer with another shell_send), or when `wait_for` (a regex) matches the output, \
 or at `timeout_ms` (default 30000, max 600000) — then the command keeps running; read more \
-with shell_read or send \"\\x03\" to stop it. `cols`/`rows` resize the terminal first.";
+with shell_read or send \"\\u0003\" to stop it. `cols`/`rows` resize the terminal first.";
 
 pub const SHELL_READ_DESCRIPTION: &str = "Read a shell's output without typing anything. \
 Incremental like task_output: `since` is a byte cursor (the `next` of the previous read), at \
@@ -39,7 +39,7 @@ pub const SHELL_CLOSE_DESCRIPTION: &str = "Close a shell: hang up its terminal a
 process started in it. Its output stays readable with shell_read and task_output.";
 
 pub const EMPTY_INPUT: &str = "`input` is empty: pass the keystrokes to type, e.g. \"ls\\n\" \
-(a newline runs the line) or \"\\x03\" (Ctrl+C)";
+(a newline runs the line) or \"\\u0003\" (Ctrl+C)";
 
 pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
 
@@ -163,12 +163,12 @@ pub fn awaiting_input(prompt: &str, by_shell: bool) -> String {
     if by_shell {
         format!(
             "[awaiting input: the shell waits for the rest of the line at {prompt:?}. Send \
-             more keystrokes, \"\\n\" to run it, or \"\\x03\" to discard it]"
+             more keystrokes, \"\\n\" to run it, or \"\\u0003\" to discard it]"
         )
     } else {
         format!(
             "[awaiting input: the program waits for keyboard input at {prompt:?}. Answer with \
-             shell_send (end the line with \\n), or send \"\\x03\" to interrupt it]"
+             shell_send (end the line with \\n), or send \"\\u0003\" to interrupt it]"
         )
     }
 }
@@ -185,7 +185,7 @@ pub fn running(ms: u64, id: &str, cursor: u64) -> String {
     format!(
         "[still running after {ms} ms; the shell keeps running it. Read more with \
          shell_read({{id: \"{id}\", since: {cursor}}}), wait with another shell_send, or stop it \
-         with shell_send({{id: \"{id}\", input: \"\\x03\"}})]"
+         with shell_send({{id: \"{id}\", input: \"\\u0003\"}})]"
     )
 }
 

@@ -293,7 +293,8 @@ impl Agentty {
         // A command that finished under the sandbox, and whose output shows a refused write.
         let sandbox_denied = match exit_code {
             Some(code) if job.confined => {
-                self.confinement().denial(false, code == 0, &outcome.output)
+                self.confinement()
+                    .denial(false, code == 0, &outcome.output, self.retry(true))
             }
             _ => None,
         };
@@ -584,6 +585,7 @@ impl Agentty {
             escalated,
             exit_ok,
             &crate::terminal::output_text(&outcome.run),
+            self.retry(false),
         );
         let sandbox = crate::terminal::SandboxReport {
             line: self.confinement().line(escalated),

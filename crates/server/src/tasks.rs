@@ -21,7 +21,7 @@ use rmcp::{RoleServer, tool, tool_router};
 use serde::Serialize;
 
 use crate::confinement::{Confinement, SANDBOX_DENIED};
-use crate::notice;
+use crate::notice::{self, Retry};
 use crate::server::{Agentty, input_schema, parse_args, tool_error};
 use crate::task_notice as say;
 use crate::terminal::{Prepared, Status, TerminalResult, shaped_text};
@@ -30,7 +30,7 @@ mod schema;
 pub use schema::*;
 
 /// The 2008 sentence for an ended command job whose output shows a write the sandbox refused.
-fn denial(job: &Job, confinement: &Confinement) -> Option<String> {
+fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> {
     if !job.confined || job.kind != JobKind::Command {
         return None;
     }
@@ -40,11 +40,11 @@ fn denial(job: &Job, confinement: &Confinement) -> Option<String> {
         _ => false,
     };
     let tail = job.output.read(None, READ_MAX_BYTES).text;
-    confinement.denial(false, exit_ok, &tail)
+    confinement.denial(false, exit_ok, &tail, retry)
 }
 
-fn info(job: &Job, confinement: &Confinement) -> TaskInfo {
-    let sandbox_denied = denial(job, confinement);
+fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
+    let sandbox_denied = denial(job, confinement, retry);
     let state = job.state();
     let (task_state, exit_code, signal) = match &state {
         JobState::Running => (TaskState::Running, None, None),
@@ -291,7 +291,10 @@ impl Agentty {
             text.push_str(say::NO_JOBS);
         }
         let structured = TaskListResult {
-            jobs: jobs.iter().map(|j| info(j, self.confinement())).collect(),
+            jobs: jobs
+                .iter()
+                .map(|j| info(j, self.confinement(), self.retry(false)))
+                .collect(),
         };
         reply(text.trim_end().to_owned(), &structured)
     }
@@ -325,7 +328,7 @@ impl Agentty {
             return tool_error(say::cursor_past_end(&job.id, s, total));
         }
         let s = job.output.read(since, READ_MAX_BYTES);
-        let job_info = info(&job, self.confinement());
+        let job_info = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.dropped > 0 {
             text.push_str(&say::scrolled_out(
@@ -407,7 +410,7 @@ impl Agentty {
         };
         let waited_ms = millis(began.elapsed());
         let s = job.output.read(None, READ_MAX_BYTES);
-        let job_info = info(&job, self.confinement());
+        let job_info = info(&job, self.confinement(), self.retry(false));
         let mut text = s.text.clone();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
@@ -471,7 +474,7 @@ impl Agentty {
         if was_running {
             job.stop().await;
         }
-        let job_info = info(&job, self.confinement());
+        let job_info = info(&job, self.confinement(), self.retry(false));
         let text = if was_running {
             say::stopped(&job.id, &job_info.state_text)
         } else {

@@ -225,6 +225,9 @@ async fn a_shell_command_refused_a_write_reports_2008() {
     assert_eq!(s["status"], "done", "{text}");
     assert_eq!(s["error_code"], 2008, "{text}");
     assert!(text.contains("[error 2008]"), "{text}");
+    // This client has no elicitation: no advice to escalate, which would be refused.
+    assert!(text.contains("cannot ask the user"), "{text}");
+    assert!(!text.contains("require_escalated"), "{text}");
     let r = server
         .call(
             "shell_send",
