@@ -46,7 +46,9 @@ pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
 pub const SCREEN_AND_RAW: &str = "pass at most one of `screen` and `raw`";
 
 pub fn bad_size(cols: u16, rows: u16) -> String {
-    format!("terminal size {cols}x{rows} is out of range: cols and rows must be 1..={SIZE_MAX}")
+    format!(
+        "terminal size {cols}x{rows} is out of range: cols and rows must be between 1 and {SIZE_MAX}"
+    )
 }
 
 pub fn half_size() -> String {

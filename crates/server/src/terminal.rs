@@ -34,6 +34,7 @@ pub struct TerminalParams {
     /// Text fed to the process's stdin, followed by end-of-file. Without it stdin is empty.
     pub stdin: Option<String>,
     /// Kill the whole process tree after this many milliseconds (default 120000, max 600000).
+    #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// "require_escalated" asks the user to run this one call without the write sandbox
     /// (give a `justification`); default "use_default".
@@ -298,7 +299,11 @@ pub fn render(
     {
         notes.push(notice::stuck(stopped.stuck));
     }
-    if let Some(dir) = &prepared.bare_cd {
+    // Only when the cd worked: after a failed one the shell's own error says what happened, and
+    // "pass the workdir parameter" would point at a directory that is not there.
+    if let Some(dir) = &prepared.bare_cd
+        && exit_code == Some(0)
+    {
         notes.push(notice::cd_note(dir));
     }
     let error_code = sandbox

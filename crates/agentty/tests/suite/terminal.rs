@@ -79,6 +79,10 @@ async fn bare_cd_says_it_does_not_persist() {
     let (_, s) = server.terminal(json!({"command": "cd src && pwd"})).await;
     assert!(s["stdout"].as_str().unwrap().ends_with("/src\n"));
     assert!(s["notes"].as_array().unwrap().is_empty());
+    // A cd that failed gets the shell's error, not advice to use a directory that is not there.
+    let (text, s) = server.terminal(json!({"command": "cd no-such-dir"})).await;
+    assert_ne!(s["exit_code"], 0, "{text}");
+    assert!(s["notes"].as_array().unwrap().is_empty(), "{text}");
 }
 
 #[tokio::test]

@@ -15,8 +15,10 @@ pub struct ShellOpenParams {
     /// Working directory: absolute, or relative to the workspace root (the default).
     pub workdir: Option<String>,
     /// Terminal width in columns (default 120).
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub cols: Option<u16>,
     /// Terminal height in rows (default 40).
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub rows: Option<u16>,
     /// Variables added to the shell's environment.
     pub env: Option<BTreeMap<String, String>>,
@@ -36,12 +38,15 @@ pub struct ShellSendParams {
     /// Keystrokes. No newline is added: end a command with \n. \u0003 is Ctrl+C.
     pub input: String,
     /// Longest wait in milliseconds (default 30000, max 600000). The command keeps running.
+    #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// Return as soon as the output since this send matches this regex.
     pub wait_for: Option<String>,
     /// Resize the terminal to this many columns first (with `rows`).
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub cols: Option<u16>,
     /// Resize the terminal to this many rows first (with `cols`).
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub rows: Option<u16>,
 }
 
@@ -58,8 +63,10 @@ pub struct ShellReadParams {
     /// Return the newest raw bytes, escape sequences included.
     pub raw: Option<bool>,
     /// Resize the terminal to this many columns first (with `rows`).
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub cols: Option<u16>,
     /// Resize the terminal to this many rows first (with `cols`).
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub rows: Option<u16>,
 }
 
@@ -165,7 +172,9 @@ pub struct ShellEntry {
     pub shell: String,
     pub workdir: String,
     pub pid: i32,
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub cols: Option<u16>,
+    #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub rows: Option<u16>,
     pub idle_ms: Option<u64>,
     pub age_ms: u64,

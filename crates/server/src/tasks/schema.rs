@@ -26,6 +26,7 @@ pub struct TaskWaitParams {
     /// The job id (t1, …).
     pub id: String,
     /// Longest wait in milliseconds (default 30000, max 600000). Reaching it never stops the job.
+    #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
 }
 
