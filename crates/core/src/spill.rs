@@ -146,6 +146,12 @@ impl SpillFile {
         }
     }
 
+    /// Writes out what is buffered, so a reader of the file sees everything written so far.
+    /// Keeps the disk reserved ahead (a running job goes on writing).
+    pub fn write_out(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     /// Flushes, and gives back unused reserved space (a later write reserves again).
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()?;

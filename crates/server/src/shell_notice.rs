@@ -195,11 +195,19 @@ pub fn shell_ended(id: &str) -> String {
     format!("[the shell {id} ended during this send; everything in it is gone]")
 }
 
-pub fn dropped(bytes: u64, id: &str, cursor: u64) -> String {
-    format!(
-        "[… {bytes} bytes of this output omitted at the start; read them with \
-         shell_read({{id: \"{id}\", since: {cursor}}})]"
-    )
+/// The head of a send's output was left out of the reply. `spill`: the ring no longer holds it
+/// either, and this file does.
+pub fn dropped(bytes: u64, id: &str, cursor: u64, spill: Option<&std::path::Path>) -> String {
+    match spill {
+        Some(path) => format!(
+            "[… {bytes} bytes of this output omitted at the start; the full text is in {}]",
+            path.display()
+        ),
+        None => format!(
+            "[… {bytes} bytes of this output omitted at the start; read them with \
+             shell_read({{id: \"{id}\", since: {cursor}}})]"
+        ),
+    }
 }
 
 pub fn scrolled_out(bytes: u64, spill: Option<&std::path::Path>) -> String {

@@ -300,7 +300,15 @@ impl Agentty {
         };
         let mut text = String::new();
         if outcome.dropped > 0 {
-            text.push_str(&say::dropped(outcome.dropped, &job.id, outcome.cursor_from));
+            // Where the left-out head is: still in the ring, or only in the spill file.
+            let head = job.output.read(Some(outcome.cursor_from), 0);
+            let spill = head.spill_path.filter(|_| head.dropped > 0);
+            text.push_str(&say::dropped(
+                outcome.dropped,
+                &job.id,
+                outcome.cursor_from,
+                spill.as_deref(),
+            ));
             text.push('\n');
         }
         text.push_str(&outcome.output);

@@ -246,6 +246,20 @@ pub fn spill_stopped(path: &Path, bytes: u64) -> String {
     )
 }
 
+/// Above the newest output `task_wait` shows: where the `from` bytes before it are.
+pub fn earlier_output(id: &str, from: u64, spill: Option<&Path>) -> String {
+    match spill {
+        Some(path) => format!(
+            "[{from} earlier bytes are not shown; the full output is in {}]",
+            path.display()
+        ),
+        None => format!(
+            "[{from} earlier bytes are not shown; read them with task_output({{id: \"{id}\", \
+             since: 0}})]"
+        ),
+    }
+}
+
 pub fn wait_ended(id: &str, state: &str, waited_ms: u64) -> String {
     format!("[{id} {state} · waited {waited_ms} ms]")
 }

@@ -411,7 +411,16 @@ impl Agentty {
         let waited_ms = millis(began.elapsed());
         let s = job.output.read(None, READ_MAX_BYTES);
         let job_info = info(&job, self.confinement(), self.retry(false));
-        let mut text = s.text.clone();
+        let mut text = String::new();
+        if s.from > 0 {
+            text.push_str(&say::earlier_output(
+                &job.id,
+                s.from,
+                s.spill_path.as_deref(),
+            ));
+            text.push('\n');
+        }
+        text.push_str(&s.text);
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }

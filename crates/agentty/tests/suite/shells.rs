@@ -126,6 +126,23 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     .await;
     assert_eq!(s["exit_code"], 1, "{text}");
 
+    // A send whose output outgrew the reply and the ring names the file that holds it all.
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "seq 1 100000\n"}),
+    )
+    .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    let path = text
+        .split("the full text is in ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no spill path in: {text}"));
+    let full = std::fs::read_to_string(path).unwrap();
+    assert!(full.contains("\n1\n2\n3\n"), "the head is in the file");
+    assert!(full.contains("\n99999\n100000\n"), "so is the tail");
+
     // shell_read from the send's cursor, task_list and task_output see the same shell.
     let (_, r) = ok(&server, "shell_read", json!({"id": "s1", "since": 0})).await;
     assert!(r["text"].as_str().unwrap().contains("42\n"), "{r}");

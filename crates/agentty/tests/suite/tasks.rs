@@ -126,6 +126,14 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
             .unwrap()
             .ends_with("line 009000 ok\ndone\n")
     );
+    // The wait shows the newest 8 KB and says where the rest is.
+    assert!(
+        text_of(&r).contains(
+            r#"earlier bytes are not shown; read them with task_output({id: "t1", since: 0})"#
+        ),
+        "{}",
+        text_of(&r)
+    );
 
     let mut expected: String = (1..=9000).map(|i| format!("line {i:06} ok\n")).collect();
     expected.push_str("done\n");
@@ -154,6 +162,26 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
     assert_eq!(s["jobs"][0]["id"], "t1");
     let line = text_of(&r);
     assert!(line.starts_with("t1 [command] exited 0"), "{line}");
+}
+
+#[tokio::test]
+async fn a_wait_on_a_job_that_overflowed_names_its_spill_file() {
+    let server = start().await;
+    let id = background(&server, "seq 1 100000", json!({})).await;
+    let r = server
+        .call("task_wait", json!({"id": id, "timeout_ms": 20000}))
+        .await;
+    let s = ok(&r);
+    assert_eq!(s["ended"], true);
+    let text = text_of(&r);
+    let path = text
+        .split("the full output is in ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no spill path in: {text}"));
+    let full = std::fs::read_to_string(path).unwrap();
+    let expected: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(full, expected, "the spill file holds everything");
 }
 
 #[tokio::test]

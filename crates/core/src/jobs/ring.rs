@@ -171,7 +171,13 @@ impl OutputRing {
     /// Reads at most `max` bytes from `since`, or the newest `max` bytes when `since` is `None`.
     /// A cursor past the end is the caller's error to report; here it reads nothing.
     pub fn read(&self, since: Option<u64>, max: usize) -> Slice {
-        let inner = self.lock();
+        let mut inner = self.lock();
+        // A reply that names the spill file must not name a file lagging behind the buffer.
+        if let Spill::Writing(file) = &mut inner.spill
+            && let Err(e) = file.write_out()
+        {
+            inner.spill = Spill::Failed(e.to_string());
+        }
         let end = inner.start + inner.buf.len() as u64;
         let wanted = since.unwrap_or_else(|| end.saturating_sub(max as u64));
         let from_abs = wanted.clamp(inner.start, end);
