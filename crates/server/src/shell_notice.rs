@@ -161,6 +161,28 @@ pub fn done(code: i32, ms: u64) -> String {
     format!("[exit {code} · {ms} ms]")
 }
 
+/// Longest prompt quoted back: a program may write a long line without a newline.
+const PROMPT_MAX_CHARS: usize = 120;
+
+/// The end of `prompt`, at most [`PROMPT_MAX_CHARS`] characters ("…" marks a cut).
+pub fn short_prompt(prompt: &str) -> String {
+    let count = prompt.chars().count();
+    if count <= PROMPT_MAX_CHARS {
+        return prompt.to_owned();
+    }
+    let tail: String = prompt.chars().skip(count - PROMPT_MAX_CHARS).collect();
+    format!("…{tail}")
+}
+
+/// A full-screen program is up: the reply's text is its rendered screen.
+pub fn full_screen(id: &str) -> String {
+    format!(
+        "[awaiting input: a full-screen program waits for keys; above is its screen as a \
+         terminal shows it. Send keys with shell_send, see the screen again with \
+         shell_read({{id: \"{id}\", screen: true}})]"
+    )
+}
+
 pub fn awaiting_input(prompt: &str, by_shell: bool) -> String {
     if by_shell {
         format!(

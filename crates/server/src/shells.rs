@@ -265,6 +265,19 @@ impl Agentty {
             Err(e) => return tool_error(say::open_failed(&e.to_string())),
         };
         let elapsed = ms(outcome.elapsed);
+        let mut outcome = outcome;
+        // A full-screen program (vim, less, top) draws with cursor moves on the alternate
+        // screen: its stream, flattened, is a wall of spaces and `~`. What it shows is the
+        // rendered screen, and the line it waits at is the whole screen, not a prompt.
+        let full_screen = !matches!(outcome.status, SendStatus::Done(_) | SendStatus::ShellEnded)
+            && shell.screen().alternate;
+        if full_screen {
+            outcome.output = shell.screen().text;
+            outcome.dropped = 0;
+            if let SendStatus::AwaitingInput { prompt, .. } = &mut outcome.status {
+                prompt.clear();
+            }
+        }
         let (status, exit_code, prompt, line) = match &outcome.status {
             SendStatus::Done(code) => (
                 SendState::Done,
@@ -272,12 +285,17 @@ impl Agentty {
                 None,
                 say::done(*code, elapsed),
             ),
-            SendStatus::AwaitingInput { prompt, by_shell } => (
+            SendStatus::AwaitingInput { .. } if full_screen => (
                 SendState::AwaitingInput,
                 None,
-                Some(prompt.clone()),
-                say::awaiting_input(prompt, *by_shell),
+                None,
+                say::full_screen(&job.id),
             ),
+            SendStatus::AwaitingInput { prompt, by_shell } => {
+                let prompt = say::short_prompt(prompt);
+                let line = say::awaiting_input(&prompt, *by_shell);
+                (SendState::AwaitingInput, None, Some(prompt), line)
+            }
             SendStatus::Matched => (SendState::Matched, None, None, say::matched(elapsed)),
             SendStatus::Quiet => (SendState::Quiet, None, None, say::quiet(elapsed)),
             SendStatus::Running => (

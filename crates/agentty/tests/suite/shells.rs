@@ -224,6 +224,27 @@ async fn prompts_ctrl_c_and_screens() {
     )
     .await;
     assert!(e.contains("not a valid regular expression"), "{e}");
+
+    // A full-screen program (alternate screen, cursor moves): the reply is its screen, not
+    // the flattened stream, and the prompt is not the whole screen.
+    let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "x"})).await;
+    assert_eq!(s["status"], "done", "{s}");
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "printf '\\e[?1049h\\e[2J\\e[5;10HALTSCREEN'; read -s -n1; printf '\\e[?1049l'\n"}),
+    )
+    .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    assert!(s["prompt"].is_null(), "{s}");
+    let lines: Vec<&str> = s["output"].as_str().unwrap().lines().collect();
+    assert_eq!(lines.get(4).copied(), Some("         ALTSCREEN"), "{text}");
+    assert!(
+        text.contains("a full-screen program waits for keys"),
+        "{text}"
+    );
+    let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "q"})).await;
+    assert_eq!(s["status"], "done", "{s}");
 }
 
 #[tokio::test]
