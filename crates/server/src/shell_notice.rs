@@ -243,6 +243,12 @@ pub fn scrolled_out(bytes: u64, spill: Option<&std::path::Path>) -> String {
     }
 }
 
+pub const END_OF_OUTPUT: &str = "[end of output: the shell is closed]";
+
+pub fn read_on(next: u64, id: &str) -> String {
+    format!("[nothing more yet; next read: shell_read({{id: \"{id}\", since: {next}}})]")
+}
+
 pub fn more(next: u64, remaining: u64, id: &str) -> String {
     format!("[{remaining} more bytes: shell_read({{id: \"{id}\", since: {next}}})]")
 }

@@ -463,15 +463,21 @@ impl Agentty {
             ));
             text.push('\n');
         }
-        text.push_str(&slice.text);
-        if slice.remaining > 0 {
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(&say::more(slice.next, slice.remaining, &job.id));
+        text.push_str(if slice.text.is_empty() {
+            crate::notice::NO_OUTPUT
+        } else {
+            &slice.text
+        });
+        if !text.ends_with('\n') {
+            text.push('\n');
         }
-        if text.is_empty() {
-            text.push_str(crate::notice::NO_OUTPUT);
+        // Always the cursor: a host that shows only the text still lets the model read on.
+        if slice.remaining > 0 {
+            text.push_str(&say::more(slice.next, slice.remaining, &job.id));
+        } else if shell.is_some() {
+            text.push_str(&say::read_on(slice.next, &job.id));
+        } else {
+            text.push_str(say::END_OF_OUTPUT);
         }
         success(
             text,

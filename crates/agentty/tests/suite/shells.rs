@@ -126,6 +126,23 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     .await;
     assert_eq!(s["exit_code"], 1, "{text}");
 
+    // shell_read from the send's cursor, task_list and task_output see the same shell.
+    let (read, r) = ok(&server, "shell_read", json!({"id": "s1", "since": 0})).await;
+    assert!(r["text"].as_str().unwrap().contains("42\n"), "{r}");
+    let cursor = &r["next"];
+    assert!(
+        read.ends_with(&format!(
+            "nothing more yet; next read: shell_read({{id: \"s1\", since: {cursor}}})]"
+        )),
+        "the text carries the cursor: {read}"
+    );
+    let (list, _) = ok(&server, "task_list", json!({})).await;
+    assert!(list.contains("s1"), "{list}");
+    let (out, _) = ok(&server, "task_output", json!({"id": "s1", "since": 0})).await;
+    assert!(out.contains("42"), "{out}");
+    let (list, l) = ok(&server, "shell_list", json!({})).await;
+    assert_eq!(l["shells"][0]["cols"], 100, "{list}");
+
     // A send whose output outgrew the reply and the ring names the file that holds it all.
     let (text, s) = ok(
         &server,
@@ -143,25 +160,19 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     assert!(full.contains("\n1\n2\n3\n"), "the head is in the file");
     assert!(full.contains("\n99999\n100000\n"), "so is the tail");
 
-    // shell_read from the send's cursor, task_list and task_output see the same shell.
-    let (_, r) = ok(&server, "shell_read", json!({"id": "s1", "since": 0})).await;
-    assert!(r["text"].as_str().unwrap().contains("42\n"), "{r}");
-    let (list, _) = ok(&server, "task_list", json!({})).await;
-    assert!(list.contains("s1"), "{list}");
-    let (out, _) = ok(&server, "task_output", json!({"id": "s1", "since": 0})).await;
-    assert!(out.contains("42"), "{out}");
-    let (list, l) = ok(&server, "shell_list", json!({})).await;
-    assert_eq!(l["shells"][0]["cols"], 100, "{list}");
-
     let (text, _) = ok(&server, "shell_close", json!({"id": "s1"})).await;
     assert!(text.contains("s1 closed"), "{text}");
     let e = err(&server, "shell_send", json!({"id": "s1", "input": "pwd\n"})).await;
     assert!(e.contains("shell s1 was closed (shell_close)"), "{e}");
     let e = err(&server, "shell_send", json!({"id": "s7", "input": "pwd\n"})).await;
     assert!(e.contains("there is no shell s7"), "{e}");
-    // Its output is still readable.
-    let (_, r) = ok(&server, "shell_read", json!({"id": "s1", "since": 0})).await;
+    // Its output is still readable, to the end.
+    let (read, r) = ok(&server, "shell_read", json!({"id": "s1"})).await;
     assert_eq!(r["state"], "closed");
+    assert!(
+        read.ends_with("[end of output: the shell is closed]"),
+        "{read}"
+    );
 }
 
 #[tokio::test]
