@@ -24,10 +24,7 @@ pub fn run(flags: &Flags) -> Result<String> {
     }
     writeln!(out, "shell: {}", settings.shell.display())?;
     writeln!(out, "spill files: {}", settings.spill_root.display())?;
-    match agentty_sandbox::landlock_abi() {
-        Some(abi) => writeln!(out, "landlock: ABI {abi}")?,
-        None => writeln!(out, "landlock: not available")?,
-    }
+    // The probe's report starts with the Landlock line.
     writeln!(out, "{}", agentty_sandbox::probe())?;
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;

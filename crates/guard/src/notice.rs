@@ -13,7 +13,7 @@ pub fn blocked(rule: &str, reason: &str, command: &str) -> String {
     format!(
         "blocked by guard rule `{rule}`: {reason}. Command: `{}`. Nothing was run. \
          This guard catches slips; if the user really wants this, they can allow the rule in \
-         agentty's configuration (guard allow = [\"{rule}\"]). Do not rewrite the command to get \
+         agentty's configuration (`allow = [\"{rule}\"]` under `[guard]`, or --allow-rule {rule}). Do not rewrite the command to get \
          around the guard.",
         clip(command, COMMAND_IN_MESSAGE_CHARS)
     )

@@ -420,7 +420,11 @@ impl Agentty {
             ));
             text.push('\n');
         }
-        text.push_str(&s.text);
+        text.push_str(if s.total == 0 {
+            notice::NO_OUTPUT
+        } else {
+            &s.text
+        });
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
