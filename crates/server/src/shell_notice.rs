@@ -243,6 +243,8 @@ pub fn scrolled_out(bytes: u64, spill: Option<&std::path::Path>) -> String {
     }
 }
 
+pub const AT_PROMPT: &str = "[at the prompt: no command ran, so there is no exit code]";
+
 pub const END_OF_OUTPUT: &str = "[end of output: the shell is closed]";
 
 pub fn read_on(next: u64, id: &str) -> String {

@@ -269,8 +269,10 @@ impl Agentty {
         // A full-screen program (vim, less, top) draws with cursor moves on the alternate
         // screen: its stream, flattened, is a wall of spaces and `~`. What it shows is the
         // rendered screen, and the line it waits at is the whole screen, not a prompt.
-        let full_screen = !matches!(outcome.status, SendStatus::Done(_) | SendStatus::ShellEnded)
-            && shell.screen().alternate;
+        let full_screen = !matches!(
+            outcome.status,
+            SendStatus::Done(_) | SendStatus::AtPrompt | SendStatus::ShellEnded
+        ) && shell.screen().alternate;
         if full_screen {
             outcome.output = shell.screen().text;
             outcome.dropped = 0;
@@ -285,6 +287,7 @@ impl Agentty {
                 None,
                 say::done(*code, elapsed),
             ),
+            SendStatus::AtPrompt => (SendState::AtPrompt, None, None, say::AT_PROMPT.into()),
             SendStatus::AwaitingInput { .. } if full_screen => (
                 SendState::AwaitingInput,
                 None,

@@ -67,6 +67,11 @@ impl SendCapture {
         }
     }
 
+    /// A command line was accepted since the send (its start marker came).
+    pub fn ran_command(&self) -> bool {
+        self.seen_start
+    }
+
     /// See [`SendCapture::stale`].
     pub fn after_running_command(mut self) -> Self {
         self.stale = true;

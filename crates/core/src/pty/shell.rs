@@ -46,6 +46,9 @@ pub enum Hangup {
 pub enum SendStatus {
     /// The shell printed its next prompt: the command finished with this exit code.
     Done(i32),
+    /// The shell printed a new prompt and no command ran (an empty line, Ctrl+C at the
+    /// prompt): there is no exit code to report (`$?` would be an older command's).
+    AtPrompt,
     /// The foreground program (or the shell itself) is blocked reading the keyboard.
     AwaitingInput { prompt: String, by_shell: bool },
     /// The `wait_for` pattern matched.
@@ -106,6 +109,8 @@ struct Live {
     /// A send returned while its command still ran (matched, timed out, quiet) and no prompt
     /// came since: that command's prompt will arrive before the next one's.
     command_pending: bool,
+    /// The last marker was a primary prompt: the shell sits at its prompt, running nothing.
+    at_prompt: bool,
     eof: bool,
 }
 
@@ -189,6 +194,7 @@ impl Shell {
                 last_output: Instant::now(),
                 send: None,
                 command_pending: false,
+                at_prompt: false,
                 eof: false,
             }),
             output,
@@ -332,8 +338,9 @@ impl Shell {
         let newlines = req.input.matches('\n').count() as u32;
         let mut rx = self.changed.subscribe();
         let cursor_from = self.output.total();
-        {
+        let idle_before = {
             let mut live = lock(&self.live);
+            let idle_before = live.at_prompt;
             let mut cap = SendCapture::new(req.input, self.flavor.marks_start());
             // Only typed-ahead lines wait behind the earlier command's prompt; a bare key
             // (Ctrl+C) is for that command, and its prompt is this send's answer.
@@ -342,7 +349,8 @@ impl Shell {
                 cap = cap.after_running_command();
             }
             live.send = Some(cap);
-        }
+            idle_before
+        };
         self.touch();
         master.write_all(&keystrokes(req.input)).await?;
         drop(master);
@@ -411,9 +419,22 @@ impl Shell {
                 && !matches!(status, SendStatus::Done(_)));
             live.send.take()
         };
+        // With start markers: the shell sat at its prompt, and a new prompt came with no command
+        // started in between, so it ended nothing.
+        let status = match (status, &cap) {
+            (SendStatus::Done(_), Some(c))
+                if idle_before && self.flavor.marks_start() && !c.ran_command() =>
+            {
+                SendStatus::AtPrompt
+            }
+            (status, _) => status,
+        };
         self.touch();
         let (output, dropped) = match &cap {
-            Some(c) => (c.output(matches!(status, SendStatus::Done(_))), c.dropped),
+            Some(c) => (
+                c.output(matches!(status, SendStatus::Done(_) | SendStatus::AtPrompt)),
+                c.dropped,
+            ),
             None => (String::new(), 0),
         };
         Ok(SendOutcome {
@@ -498,11 +519,12 @@ impl Shell {
         live.raw_tail.extend(chunk);
         let excess = live.raw_tail.len().saturating_sub(RAW_TAIL_BYTES);
         live.raw_tail.drain(..excess);
-        let (ring_cleaner, screen, send, pending, output) = (
+        let (ring_cleaner, screen, send, pending, at_prompt, output) = (
             &mut live.ring_cleaner,
             &mut live.screen,
             &mut live.send,
             &mut live.command_pending,
+            &mut live.at_prompt,
             &self.output,
         );
         live.scanner.scan(chunk, |piece| match piece {
@@ -513,11 +535,14 @@ impl Shell {
                     cap.bytes(bytes);
                 }
             }
-            Piece::Marker(marker) => match send.as_mut() {
-                Some(cap) => cap.marker(marker),
-                None if matches!(marker, Marker::Prompt(_)) => *pending = false,
-                None => {}
-            },
+            Piece::Marker(marker) => {
+                *at_prompt = matches!(marker, Marker::Prompt(_));
+                match send.as_mut() {
+                    Some(cap) => cap.marker(marker),
+                    None if matches!(marker, Marker::Prompt(_)) => *pending = false,
+                    None => {}
+                }
+            }
         });
     }
 

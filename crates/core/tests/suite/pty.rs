@@ -135,6 +135,25 @@ async fn ctrl_c_interrupts_a_command_and_the_prompt_comes_back() {
     assert!(leftovers_after(&m, PROMPT).await.is_empty());
 }
 
+/// Ctrl+C or an empty line at an idle prompt ran nothing: no exit code is made up for it
+/// (bash's `$?` still holds the last command's, here 3).
+#[tokio::test]
+async fn a_new_prompt_with_no_command_reports_no_exit_code() {
+    let m = marker("at-prompt");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    let out = send(&shell, "(exit 3)\n").await;
+    assert_eq!(out.status, SendStatus::Done(3), "{out:?}");
+    let out = send(&shell, "\x03").await;
+    assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
+    let out = send(&shell, "\n").await;
+    assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
+    let out = send(&shell, "true\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    shells.close("s1").await.unwrap();
+    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+}
+
 #[tokio::test]
 async fn python_repl_round_trip() {
     let m = marker("repl");

@@ -102,6 +102,8 @@ pub struct ShellOpenResult {
 #[serde(rename_all = "snake_case")]
 pub enum SendState {
     Done,
+    /// A new prompt, and no command ran: nothing to report an exit code for.
+    AtPrompt,
     AwaitingInput,
     Matched,
     Quiet,
@@ -113,7 +115,7 @@ pub enum SendState {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ShellSendResult {
     pub id: String,
-    /// done | awaiting_input | matched | quiet | running | shell_ended
+    /// done | at_prompt | awaiting_input | matched | quiet | running | shell_ended
     pub status: SendState,
     /// The finished command's exit code (status done).
     pub exit_code: Option<i32>,
