@@ -65,12 +65,50 @@ async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
     outcome
 }
 
+/// Types `input` and waits at most `ms` for it (a send expected to leave its command running).
+async fn send_for(shell: &Shell, input: &str, ms: u64) -> agentty_core::pty::SendOutcome {
+    shell
+        .send(SendRequest {
+            input,
+            timeout: Duration::from_millis(ms),
+            wait_for: None,
+        })
+        .await
+        .expect("send")
+}
+
+/// One shell opened for a test, with its run marker.
+struct Opened {
+    shells: Arc<Shells>,
+    shell: Arc<Shell>,
+    marker: String,
+}
+
+/// Opens `program` as the test's only shell (`s1`).
+async fn open_one(program: &str, name: &str) -> Opened {
+    let marker = marker(name);
+    let shells = shells(None).await;
+    let shell = open(&shells, program, &marker).await;
+    Opened {
+        shells,
+        shell,
+        marker,
+    }
+}
+
+impl Opened {
+    /// Closes the shell and checks that nothing it started is left.
+    async fn close_clean(self) {
+        self.shells.close("s1").await.expect("close");
+        assert!(leftovers_after(&self.marker, PROMPT).await.is_empty());
+    }
+}
+
 #[tokio::test]
 async fn cd_and_export_persist_and_output_is_only_the_commands() {
     for program in ["/bin/bash", "/bin/sh"] {
-        let m = marker(&format!("persist-{}", program.len()));
-        let shells = shells(None).await;
-        let shell = open(&shells, program, &m).await;
+        let t = open_one(program, &format!("persist-{}", program.len())).await;
+        let shell = t.shell.clone();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().canonicalize().unwrap();
         let out = send(&shell, &format!("cd {}\n", path.display())).await;
@@ -93,55 +131,42 @@ async fn cd_and_export_persist_and_output_is_only_the_commands() {
         if program.ends_with("bash") {
             assert_eq!(out.output, "a\nb\n", "both commands' output, nothing else");
         }
-        assert!(shells.close("s1").await.is_ok());
-        assert!(leftovers_after(&m, PROMPT).await.is_empty());
+        t.close_clean().await;
     }
 }
 
 #[tokio::test]
 async fn a_prompt_prefix_like_a_venvs_stays_out_of_the_output() {
-    let m = marker("venv-prompt");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
+    let t = open_one("/bin/bash", "venv-prompt").await;
+    let shell = t.shell.clone();
     // What `source .venv/bin/activate` does to the prompt.
     let out = send(&shell, "PS1=\"(.venv) ${PS1-}\"\n").await;
     assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
     let out = send(&shell, "echo hi; false\n").await;
     assert_eq!(out.status, SendStatus::Done(1), "{out:?}");
     assert_eq!(out.output, "hi\n", "{out:?}");
-    assert!(shells.close("s1").await.is_ok());
-    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+    t.close_clean().await;
 }
 
 #[tokio::test]
 async fn ctrl_c_interrupts_a_command_and_the_prompt_comes_back() {
-    let m = marker("ctrl-c");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
-    let out = shell
-        .send(SendRequest {
-            input: "sleep 100\n",
-            timeout: Duration::from_millis(300),
-            wait_for: None,
-        })
-        .await
-        .unwrap();
+    let t = open_one("/bin/bash", "ctrl-c").await;
+    let shell = t.shell.clone();
+    let out = send_for(&shell, "sleep 100\n", 300).await;
     assert_eq!(out.status, SendStatus::Running, "{out:?}");
     let out = send(&shell, "\x03").await;
     assert_eq!(out.status, SendStatus::Done(130), "{out:?}");
     let out = send(&shell, "echo back\n").await;
     assert_eq!(out.output, "back\n");
-    shells.close("s1").await.unwrap();
-    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+    t.close_clean().await;
 }
 
 /// Ctrl+C or an empty line at an idle prompt ran nothing: no exit code is made up for it
 /// (bash's `$?` still holds the last command's, here 3).
 #[tokio::test]
 async fn a_new_prompt_with_no_command_reports_no_exit_code() {
-    let m = marker("at-prompt");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
+    let t = open_one("/bin/bash", "at-prompt").await;
+    let shell = t.shell.clone();
     let out = send(&shell, "(exit 3)\n").await;
     assert_eq!(out.status, SendStatus::Done(3), "{out:?}");
     let out = send(&shell, "\x03").await;
@@ -150,15 +175,13 @@ async fn a_new_prompt_with_no_command_reports_no_exit_code() {
     assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
     let out = send(&shell, "true\n").await;
     assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
-    shells.close("s1").await.unwrap();
-    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+    t.close_clean().await;
 }
 
 #[tokio::test]
 async fn python_repl_round_trip() {
-    let m = marker("repl");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
+    let t = open_one("/bin/bash", "repl").await;
+    let shell = t.shell.clone();
     let out = send(&shell, "python3 -q\n").await;
     assert!(
         matches!(&out.status, SendStatus::AwaitingInput { prompt, by_shell: false } if prompt.contains(">>>")),
@@ -172,7 +195,7 @@ async fn python_repl_round_trip() {
     );
     let out = send(&shell, "exit()\n").await;
     assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
-    shells.close("s1").await.unwrap();
+    t.close_clean().await;
 }
 
 /// A send that timed out leaves its command running; the next line may be for that command
@@ -181,22 +204,14 @@ async fn python_repl_round_trip() {
 #[tokio::test]
 async fn input_for_a_command_that_outran_its_send_gets_that_commands_exit() {
     for program in ["/bin/bash", "/bin/sh"] {
-        let m = marker(&format!("outran-{}", program.len()));
-        let shells = shells(None).await;
-        let shell = open(&shells, program, &m).await;
+        let t = open_one(program, &format!("outran-{}", program.len())).await;
+        let shell = t.shell.clone();
         let out = send(&shell, "python3 -q\n").await;
         assert!(
             matches!(out.status, SendStatus::AwaitingInput { .. }),
             "{program}: {out:?}"
         );
-        let out = shell
-            .send(SendRequest {
-                input: "import time; time.sleep(0.5)\n",
-                timeout: Duration::from_millis(100),
-                wait_for: None,
-            })
-            .await
-            .unwrap();
+        let out = send_for(&shell, "import time; time.sleep(0.5)\n", 100).await;
         assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
         // Typed while the REPL still sleeps: the REPL reads it once it is done.
         let out = send(&shell, "print(6 * 7); exit(3)\n").await;
@@ -206,16 +221,14 @@ async fn input_for_a_command_that_outran_its_send_gets_that_commands_exit() {
         let out = send(&shell, "echo back\n").await;
         assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
         assert!(out.output.contains("back"), "{program}: {out:?}");
-        shells.close("s1").await.unwrap();
-        assert!(leftovers_after(&m, PROMPT).await.is_empty());
+        t.close_clean().await;
     }
 }
 
 #[tokio::test]
 async fn a_password_prompt_is_detected_within_a_second_and_answered_next() {
-    let m = marker("password");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
+    let t = open_one("/bin/bash", "password").await;
+    let shell = t.shell.clone();
     let started = Instant::now();
     let out = send(
         &shell,
@@ -244,14 +257,13 @@ async fn a_password_prompt_is_detected_within_a_second_and_answered_next() {
     );
     let out = send(&shell, "y\n").await;
     assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
-    shells.close("s1").await.unwrap();
+    t.close_clean().await;
 }
 
 #[tokio::test]
 async fn wait_for_and_partial_input() {
-    let m = marker("wait-for");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
+    let t = open_one("/bin/bash", "wait-for").await;
+    let shell = t.shell.clone();
     let re = regex::Regex::new("ready").unwrap();
     let out = shell
         .send(SendRequest {
@@ -278,14 +290,13 @@ async fn wait_for_and_partial_input() {
     let out = send(&shell, "\n").await;
     assert_eq!(out.status, SendStatus::Done(0));
     assert!(out.output.contains("typed"), "{out:?}");
-    shells.close("s1").await.unwrap();
+    t.close_clean().await;
 }
 
 #[tokio::test]
 async fn the_screen_of_a_program_that_clears_the_terminal_is_rendered() {
-    let m = marker("screen");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
+    let t = open_one("/bin/bash", "screen").await;
+    let shell = t.shell.clone();
     send(&shell, "seq 1 100\n").await;
     let out = send(
         &shell,
@@ -306,7 +317,7 @@ async fn the_screen_of_a_program_that_clears_the_terminal_is_rendered() {
     send(&shell, "q").await;
     let out = send(&shell, "stty size\n").await;
     assert_eq!(out.output, "30 100\n", "the program sees the new size");
-    shells.close("s1").await.unwrap();
+    t.close_clean().await;
 }
 
 #[tokio::test]
@@ -452,9 +463,8 @@ async fn zsh_knows_when_a_command_is_done_too() {
         eprintln!("skipped: {zsh} is not installed");
         return;
     }
-    let m = marker("zsh");
-    let shells = shells(None).await;
-    let shell = open(&shells, zsh, &m).await;
+    let t = open_one(zsh, "zsh").await;
+    let shell = t.shell.clone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().canonicalize().unwrap();
     let out = send(
@@ -485,19 +495,11 @@ async fn zsh_knows_when_a_command_is_done_too() {
     assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
     assert!(out.output.contains("got 7"), "{out:?}");
     // Ctrl+C.
-    let out = shell
-        .send(SendRequest {
-            input: "sleep 100\n",
-            timeout: Duration::from_millis(300),
-            wait_for: None,
-        })
-        .await
-        .unwrap();
+    let out = send_for(&shell, "sleep 100\n", 300).await;
     assert_eq!(out.status, SendStatus::Running, "{out:?}");
     let out = send(&shell, "\x03").await;
     assert!(matches!(out.status, SendStatus::Done(_)), "{out:?}");
     let out = send(&shell, "echo back\n").await;
     assert_eq!(out.output, "back\n", "{out:?}");
-    shells.close("s1").await.unwrap();
-    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+    t.close_clean().await;
 }
