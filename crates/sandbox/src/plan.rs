@@ -55,13 +55,15 @@ impl HostContext {
         };
         let mut temp_dirs: Vec<PathBuf> = TEMP_DIRS.iter().map(PathBuf::from).collect();
         temp_dirs.extend(var("TMPDIR"));
-        let vars = TOOLCHAIN_CACHES
-            .iter()
-            .filter_map(|c| match c.location {
-                CacheLocation::Env(name) => var(name).map(|v| (name.to_owned(), v)),
-                CacheLocation::Home(_) => None,
-            })
-            .collect();
+        let mut vars: Vec<(String, PathBuf)> = Vec::new();
+        for cache in TOOLCHAIN_CACHES {
+            if let CacheLocation::Env(name, _) = cache.location
+                && !vars.iter().any(|(n, _)| n == name)
+                && let Some(value) = var(name)
+            {
+                vars.push((name.to_owned(), value));
+            }
+        }
         HostContext {
             home: var("HOME"),
             temp_dirs,
@@ -183,7 +185,7 @@ fn writable_set(policy: &Policy, host: &HostContext) -> Vec<Writable> {
         Mode::Default => {
             for root in &policy.writable_roots {
                 push(root, Why::Root);
-                for git in worktree_git_dirs(root) {
+                for git in worktree_git_dirs(root, host.home.as_deref()) {
                     push(&git, Why::GitDir);
                 }
             }
@@ -193,9 +195,10 @@ fn writable_set(policy: &Policy, host: &HostContext) -> Vec<Writable> {
             for cache in TOOLCHAIN_CACHES {
                 let path = match cache.location {
                     CacheLocation::Home(rel) => host.home.as_ref().map(|h| h.join(rel)),
-                    CacheLocation::Env(var) => host.var(var).map(Path::to_path_buf),
+                    CacheLocation::Env(var, rel) => host.var(var).map(|v| v.join(rel)),
                 };
                 if let Some(path) = path {
+                    create_missing_cache(&path, host.home.as_deref());
                     push(&path, Why::Cache(cache.reason));
                 }
             }
@@ -211,6 +214,23 @@ fn writable_set(policy: &Policy, host: &HostContext) -> Vec<Writable> {
         push(Path::new(dev), Why::Device);
     }
     dedup_nested(out)
+}
+
+/// Creates a missing cache directory when its tool is installed (the parent exists and is not
+/// the home directory itself) or when it is the XDG cache dir (`~/.cache`, a standard directory).
+/// Best-effort: a cache that cannot be created stays read-only, as before.
+fn create_missing_cache(path: &Path, home: Option<&Path>) {
+    if path.exists() {
+        return;
+    }
+    let Some(parent) = path.parent() else {
+        return;
+    };
+    let is_home = |p: &Path| home.is_some_and(|h| h == p);
+    let xdg_cache = is_home(parent) && path.file_name().is_some_and(|n| n == ".cache");
+    if parent.is_dir() && (!is_home(parent) || xdg_cache) {
+        let _ = std::fs::DirBuilder::new().create(path);
+    }
 }
 
 /// Drops paths already covered by a writable ancestor: fewer kernel rules, same meaning.
@@ -239,13 +259,26 @@ fn gpu_devices() -> Vec<PathBuf> {
         .collect()
 }
 
-/// For a linked worktree or submodule (`<root>/.git` is a file `gitdir: <path>`): the real git
-/// dir, and its common dir (`<gitdir>/commondir`, relative to the git dir) where objects and refs
-/// live. Both are needed for `git commit`. A normal `.git` directory is inside the root already.
-pub fn worktree_git_dirs(root: &Path) -> Vec<PathBuf> {
-    let dot_git = root.join(".git");
-    if !dot_git.is_file() {
+/// The git directories a commit in `root` writes, when they lie outside it: the `.git` of the
+/// repository `root` is a subfolder of (a package of a monorepo), or a linked worktree's own git
+/// dir and the common dir it shares with the main checkout. A repository rooted at `root` keeps
+/// its `.git` inside the root, so nothing is added for it. A repository at `home` or `/` (a
+/// dotfiles repo) is never opened up: its hooks would run outside the sandbox in every git call
+/// the user makes at home.
+pub fn worktree_git_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(top) = root.ancestors().find(|dir| dir.join(".git").exists()) else {
         return Vec::new();
+    };
+    if top.parent().is_none() || (top != root && home.is_some_and(|h| h == top)) {
+        return Vec::new();
+    }
+    let dot_git = top.join(".git");
+    if dot_git.is_dir() {
+        return if top == root {
+            Vec::new()
+        } else {
+            vec![dot_git]
+        };
     }
     let Ok(text) = std::fs::read_to_string(&dot_git) else {
         return Vec::new();
@@ -253,7 +286,7 @@ pub fn worktree_git_dirs(root: &Path) -> Vec<PathBuf> {
     let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
         return Vec::new();
     };
-    let gitdir = root.join(gitdir.trim());
+    let gitdir = top.join(gitdir.trim());
     let mut out = vec![gitdir.clone()];
     if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
         let common = common.trim();
@@ -295,15 +328,37 @@ mod tests {
         let canon = |p: &Path| p.canonicalize().unwrap();
         assert!(paths.contains(&canon(&ws).as_path()));
         assert!(paths.contains(&canon(&tmp).as_path()));
-        assert!(paths.contains(&canon(&home.join(".cargo")).as_path()));
+        assert!(
+            paths.contains(&canon(&home.join(".cargo/registry")).as_path()),
+            "a cache under an installed tool is created and writable"
+        );
+        assert!(
+            !paths.contains(&canon(&home.join(".cargo")).as_path()),
+            "never a tool's whole home"
+        );
+        assert!(!plan.allows_write(&home.join(".cargo/env")));
+        assert!(!plan.allows_write(&home.join(".cargo/bin/git")));
         assert!(paths.contains(&canon(&home.join("go/pkg/mod")).as_path()));
         assert!(paths.contains(&Path::new("/dev/null")));
         assert!(
-            !paths.iter().any(|p| p.ends_with(".npm")),
-            "missing caches are skipped"
+            !paths.iter().any(|p| p.starts_with(home.join(".npm"))),
+            "caches of tools that are not installed are skipped"
         );
+        assert!(!home.join(".npm").exists(), "and not created");
         assert!(plan.allows_write(&ws.join("new/file")));
         assert!(!plan.allows_write(&home.join("file")));
+    }
+
+    #[test]
+    fn a_dotfiles_repo_at_home_is_not_opened_up() {
+        let base = tempfile::tempdir().unwrap();
+        let home = base.path().join("home");
+        let project = home.join("project");
+        std::fs::create_dir_all(home.join(".git")).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        assert!(worktree_git_dirs(&project, Some(&home)).is_empty());
+        // The same layout elsewhere is a monorepo with a package.
+        assert_eq!(worktree_git_dirs(&project, None), vec![home.join(".git")]);
     }
 
     #[test]

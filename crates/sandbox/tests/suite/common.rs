@@ -32,7 +32,7 @@ impl Fixture {
             tmp: root.join("tmp"),
             _base: base,
         };
-        for d in [&f.ws, &f.outside, &f.home.join(".cargo"), &f.tmp] {
+        for d in [&f.ws, &f.outside, &f.home.join(".cargo/registry"), &f.tmp] {
             std::fs::create_dir_all(d).unwrap();
         }
         f

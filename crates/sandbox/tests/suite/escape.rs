@@ -98,6 +98,42 @@ fn proc_self_root_path_is_refused() {
     assert!(!f.outside.join("via-proc").exists());
 }
 
+/// A tool's home is not a cache: what it holds runs outside the sandbox later (`~/.cargo/env` is
+/// sourced by shell rc files, `~/.cargo/bin` leads `PATH`). Only its cache folders are writable.
+#[test]
+fn tool_homes_that_hold_startup_code_are_refused() {
+    let f = Fixture::new();
+    let p = f.prepared(Mode::Default);
+    std::fs::create_dir_all(f.home.join(".cargo/bin")).unwrap();
+    std::fs::write(f.home.join(".cargo/env"), "# rc\n").unwrap();
+    refused(&sh(
+        &p,
+        &f.ws,
+        &f.home,
+        "echo 'evil' >> \"$HOME/.cargo/env\"",
+    ));
+    refused(&sh(
+        &p,
+        &f.ws,
+        &f.home,
+        "echo 'evil' > \"$HOME/.cargo/bin/git\"",
+    ));
+    refused(&sh(
+        &p,
+        &f.ws,
+        &f.home,
+        "echo 'evil' > \"$HOME/.cargo/config.toml\"",
+    ));
+    assert_eq!(read(&f.home.join(".cargo/env")), "# rc\n");
+    assert!(!f.home.join(".cargo/bin/git").exists());
+    super::common::ok(&sh(
+        &p,
+        &f.ws,
+        &f.home,
+        "echo crate > \"$HOME/.cargo/registry/x\"",
+    ));
+}
+
 #[test]
 fn home_directory_is_refused() {
     let f = Fixture::new();
@@ -142,7 +178,7 @@ fn real_home_is_refused_with_the_real_environment() {
 fn plan_mode_refuses_everything_but_devices() {
     let f = Fixture::new();
     let p = f.prepared(Mode::Plan);
-    for dir in [&f.ws, &f.tmp, &f.home.join(".cargo")] {
+    for dir in [&f.ws, &f.tmp, &f.home.join(".cargo/registry")] {
         let target = dir.join("x");
         let err = refused(&sh(
             &p,

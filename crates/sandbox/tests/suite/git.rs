@@ -38,7 +38,7 @@ fn commit_in_linked_worktree() {
     );
     assert!(wt.join(".git").is_file());
 
-    let dirs = worktree_git_dirs(&wt);
+    let dirs = worktree_git_dirs(&wt, Some(&f.home));
     assert_eq!(dirs.len(), 2, "{dirs:?}");
     let plan = f.plan(Mode::Default, vec![wt.clone()]);
     let common = repo.join(".git").canonicalize().unwrap();
@@ -67,4 +67,43 @@ fn commit_in_linked_worktree() {
         &format!("echo x > '{}/a'", repo.display()),
     ));
     assert_eq!(std::fs::read_to_string(repo.join("a")).unwrap(), "a\n");
+}
+
+/// A workspace that is a package of a bigger repository commits into that repository's `.git`;
+/// the rest of the repository stays read-only.
+#[test]
+fn commit_in_a_subfolder_of_a_repo() {
+    let f = Fixture::new();
+    let mono = f.outside.join("mono");
+    let pkg = mono.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    setup(
+        &mono,
+        &format!("set -e; {GIT} init -q; echo a > a; {GIT} add a; {GIT} commit -qm base"),
+    );
+    let plan = f.plan(Mode::Default, vec![pkg.clone()]);
+    let git_dir = mono.join(".git").canonicalize().unwrap();
+    assert!(
+        plan.writable()
+            .iter()
+            .any(|w| w.why == Why::GitDir && w.path == git_dir)
+    );
+    let p = std::sync::Arc::new(plan.prepare().unwrap());
+    let out = sh(
+        &p,
+        &pkg,
+        &f.home,
+        &format!(
+            "set -e; echo b > b; {GIT} add b; {GIT} commit -qm in-pkg; {GIT} log --oneline -1"
+        ),
+    );
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("in-pkg"));
+    refused(&sh(
+        &p,
+        &pkg,
+        &f.home,
+        &format!("echo x > '{}/a'", mono.display()),
+    ));
+    assert_eq!(std::fs::read_to_string(mono.join("a")).unwrap(), "a\n");
 }

@@ -13,7 +13,7 @@ fn workspace_temp_cache_and_devices_are_writable() {
          ln -s moved soft; truncate -s 0 hard; rm -r d; echo c > '{tmp}/t'; echo d > '{cache}/c'; \
          echo e > /dev/null; echo f > /dev/stdout; echo g >&2",
         tmp = f.tmp.display(),
-        cache = f.home.join(".cargo").display()
+        cache = f.home.join(".cargo/registry").display()
     );
     let out = sh(&p, &f.ws, &f.home, &script);
     ok(&out);
@@ -21,7 +21,7 @@ fn workspace_temp_cache_and_devices_are_writable() {
     assert!(f.ws.join("moved").exists() && f.ws.join("hard").exists());
     assert_eq!(std::fs::read_to_string(f.tmp.join("t")).unwrap(), "c\n");
     assert_eq!(
-        std::fs::read_to_string(f.home.join(".cargo/c")).unwrap(),
+        std::fs::read_to_string(f.home.join(".cargo/registry/c")).unwrap(),
         "d\n"
     );
 }
