@@ -66,7 +66,7 @@ pub struct Flags {
     /// TOML config file [default: $XDG_CONFIG_HOME/agentty/config.toml, if it exists]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Shell that runs `command` strings [default: $SHELL, else /bin/sh]
+    /// Shell that runs `command` strings [default: $SHELL, else the login shell, else /bin/sh]
     #[arg(long, value_name = "PATH")]
     pub shell: Option<PathBuf>,
     /// Directory for spill files and other state [default: $XDG_STATE_HOME/agentty]

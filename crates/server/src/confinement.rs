@@ -30,8 +30,23 @@ impl Confine for PreparedConfine {
 pub struct Confinement {
     plan: Plan,
     enforcement: Enforcement,
+    /// A writable root so wide that confining writes to it protects little (`/`, the home
+    /// directory or one of its ancestors, a system directory): said on every sandbox line.
+    broad_root: Option<std::path::PathBuf>,
     /// `Ok(None)`: nothing to confine (auto mode, switched off, no backend).
     launcher: Result<Option<Arc<Launcher>>, String>,
+}
+
+/// Top-level directories whose contents are the system itself.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/etc", "/var", "/opt", "/bin", "/sbin", "/lib", "/boot",
+];
+
+/// `/`, the home directory or one of its ancestors, or a system directory.
+fn is_broad(root: &std::path::Path, home: Option<&std::path::Path>) -> bool {
+    root.parent().is_none()
+        || home.is_some_and(|h| h.starts_with(root))
+        || SYSTEM_DIRS.iter().any(|d| root == std::path::Path::new(d))
 }
 
 impl Confinement {
@@ -60,9 +75,26 @@ impl Confinement {
         if let Err(e) = &launcher {
             tracing::error!("{e}");
         }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let broad_root = (mode == Mode::Default)
+            .then(|| {
+                workspace
+                    .writable_roots()
+                    .find(|root| is_broad(root, home.as_deref()))
+                    .map(ToOwned::to_owned)
+            })
+            .flatten();
+        if let Some(root) = &broad_root {
+            tracing::warn!(
+                "the workspace root {} covers most of the system: the write sandbox protects \
+                 little; pass --workspace with the project directory",
+                root.display()
+            );
+        }
         Self {
             plan,
             enforcement,
+            broad_root,
             launcher,
         }
     }
@@ -83,9 +115,12 @@ impl Confinement {
     /// The one line every result carries.
     pub fn line(&self, escalated: bool) -> String {
         if escalated {
-            crate::notice::escalated_line(self.plan.mode())
-        } else {
-            self.enforcement.line()
+            return crate::notice::escalated_line(self.plan.mode());
+        }
+        let line = self.enforcement.line();
+        match &self.broad_root {
+            Some(root) if self.enforcement.confines() => crate::notice::broad_root(&line, root),
+            _ => line,
         }
     }
 

@@ -158,6 +158,15 @@ one-shot commands (each call starts fresh in its workdir and cleans up every pro
 `terminal` with `background: true` plus the task_* tools for servers and long builds, and \
 shell_open/shell_send for a shell that keeps its cwd, environment, venv or REPL between calls.";
 
+/// The sandbox line when the workspace itself is most of the system.
+pub fn broad_root(line: &str, root: &Path) -> String {
+    format!(
+        "{line}; but the workspace is {}, so writes are allowed almost everywhere (start \
+         agentty with --workspace set to the project)",
+        root.display()
+    )
+}
+
 pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
     format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
 }

@@ -36,3 +36,32 @@ fn shell_comes_from_shell_var_then_login_shell() {
     assert_eq!(doctor_shell(Some("relative-sh")), login_shell());
     assert_eq!(doctor_shell(Some("/bin/sh")), "/bin/sh");
 }
+
+/// A workspace that is `/` or the home directory confines nothing worth having; the sandbox
+/// line every result carries says so rather than just "enforced".
+#[test]
+fn a_workspace_that_covers_the_system_is_called_out() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let line = |workspace: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .arg("doctor")
+            .arg("--workspace")
+            .arg(workspace)
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("commands would run with: "))
+            .unwrap_or_else(|| panic!("no sandbox line in doctor output:\n{text}"))
+            .to_owned()
+    };
+    for broad in [std::path::Path::new("/"), home.path()] {
+        let l = line(broad);
+        assert!(l.contains("so writes are allowed almost everywhere"), "{l}");
+    }
+    let l = line(&project);
+    assert!(!l.contains("almost everywhere"), "{l}");
+}
