@@ -133,10 +133,17 @@ fn guard(
         }
         return Ok(std::process::ExitCode::SUCCESS);
     }
+    // Judged where it would run: here.
+    let place = std::env::current_dir()
+        .ok()
+        .map(|cwd| agentty_guard::Place {
+            cwd: cwd.display().to_string(),
+            home: std::env::var("HOME").ok(),
+        });
     let (report, verdict) = match command {
         [] => anyhow::bail!("usage: agentty guard -- COMMAND"),
-        [line] => agentty_guard::report(line, &cfg),
-        argv => agentty_guard::report_argv(argv, &cfg),
+        [line] => agentty_guard::report(line, &cfg, place),
+        argv => agentty_guard::report_argv(argv, &cfg, place),
     };
     print!("{report}");
     Ok(if verdict.is_blocked() {

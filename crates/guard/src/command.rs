@@ -69,6 +69,16 @@ pub struct Analysis {
     pub exact: bool,
     /// Source texts that were token-scanned, kept for the fork-bomb text check.
     pub scanned: Vec<String>,
+    /// Where the line runs, when the caller knows: lets `rm -rf ../..` be judged by where it
+    /// lands (see [`crate::check_at`]).
+    pub place: Option<Place>,
+}
+
+/// The directory a line runs in and the user's home, both absolute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub cwd: String,
+    pub home: Option<String>,
 }
 
 /// Shell-quotes a word for display when it needs it.

@@ -25,12 +25,13 @@ mod unwrap;
 mod verdict;
 
 pub use boundary::{BoundaryError, Workspace};
-pub use command::{Analysis, Redirect, SimpleCommand};
+pub use command::{Analysis, Place, Redirect, SimpleCommand};
 pub use lex::Dialect;
 pub use parse::{analyze, analyze_argv};
 pub use readonly::{command_is_read_only, line_is_read_only};
 pub use report::{report, report_argv};
 pub use rules::{RULES, Rule, rule};
 pub use verdict::{
-    Block, GuardConfig, UnknownRules, Verdict, check, check_argv, is_read_only, rule_names, verdict,
+    Block, GuardConfig, UnknownRules, Verdict, check, check_argv, check_argv_at, check_at,
+    is_read_only, rule_names, verdict,
 };

@@ -145,6 +145,7 @@ impl Builder {
             functions: self.functions,
             exact: self.exact,
             scanned: self.scanned,
+            place: None,
         }
     }
 

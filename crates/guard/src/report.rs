@@ -5,24 +5,29 @@
 
 use std::fmt::Write as _;
 
-use crate::command::{Analysis, SimpleCommand, quote_for_display};
+use crate::command::{Analysis, Place, SimpleCommand, quote_for_display};
 use crate::parse;
 use crate::readonly;
 use crate::verdict::{GuardConfig, Verdict, firing_rules, verdict};
 
 /// Report for a shell command line, with the verdict it describes.
-pub fn report(command_line: &str, cfg: &GuardConfig) -> (String, Verdict) {
-    render(command_line, &parse::analyze(command_line), cfg)
+/// `place`: where the line runs, when known (see [`crate::check_at`]).
+pub fn report(command_line: &str, cfg: &GuardConfig, place: Option<Place>) -> (String, Verdict) {
+    let mut analysis = parse::analyze(command_line);
+    analysis.place = place;
+    render(command_line, &analysis, cfg)
 }
 
 /// Report for an argv executed directly.
-pub fn report_argv(argv: &[String], cfg: &GuardConfig) -> (String, Verdict) {
+pub fn report_argv(argv: &[String], cfg: &GuardConfig, place: Option<Place>) -> (String, Verdict) {
     let shown = argv
         .iter()
         .map(|a| quote_for_display(a))
         .collect::<Vec<_>>()
         .join(" ");
-    render(&shown, &parse::analyze_argv(argv), cfg)
+    let mut analysis = parse::analyze_argv(argv);
+    analysis.place = place;
+    render(&shown, &analysis, cfg)
 }
 
 fn yes_no(b: bool) -> &'static str {

@@ -123,16 +123,29 @@ fn has_flag(c: &SimpleCommand, short: &[char], long: &[&str]) -> bool {
 }
 
 fn rm_root(a: &Analysis) -> Option<String> {
+    // Where the commands run, as far as the line shows: the caller's directory, then each `cd`.
+    let mut cwd = a.place.as_ref().map(|p| p.cwd.clone());
+    let home = a.place.as_ref().and_then(|p| p.home.as_deref());
+    let is_critical = |path: &str| critical_path(&home_relative(path, home)).is_some();
     // `cd / && rm -rf *`: a relative wildcard after changing into a critical directory.
-    let mut cwd_critical = false;
+    let mut cwd_critical = cwd.as_deref().is_some_and(is_critical);
     for c in &a.commands {
         if matches!(
             c.program.as_str(),
             "cd" | "pushd" | "set-location" | "sl" | "chdir"
         ) {
-            cwd_critical = match operands(c).next() {
+            let dir = operands(c).next();
+            cwd = match dir {
+                None => home.map(ToOwned::to_owned),
+                Some(dir) => in_dir(cwd.as_deref(), dir),
+            };
+            cwd_critical = match dir {
                 None => c.dialect == Dialect::Posix,
-                Some(dir) => critical_path(dir).is_some() || windows_critical(dir),
+                Some(dir) => {
+                    critical_path(dir).is_some()
+                        || windows_critical(dir)
+                        || cwd.as_deref().is_some_and(is_critical)
+                }
             };
             continue;
         }
@@ -145,12 +158,60 @@ fn rm_root(a: &Analysis) -> Option<String> {
             && operands(c).any(|o| {
                 critical_path(o).is_some()
                     || (cwd_critical && matches!(o.as_str(), "*" | "." | "./" | "./*" | ".*"))
+                    || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
             });
         if posix || powershell_remove_root(a, c) {
             return Some(c.text.clone());
         }
     }
     None
+}
+
+/// Where `word` points when used in `cwd`: an absolute path for a relative word (`..`, `build`,
+/// `$PWD/..`), `None` when that cannot be known (no `cwd`, another variable, a home path, which
+/// the targets already judge as written).
+fn in_dir(cwd: Option<&str>, word: &str) -> Option<String> {
+    let cwd = cwd?;
+    for pwd in ["$PWD", "${PWD}", "$(pwd)", "`pwd`"] {
+        if let Some(rest) = word.strip_prefix(pwd)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return Some(format!("{cwd}{rest}"));
+        }
+    }
+    if word.starts_with('/') {
+        return Some(word.to_owned());
+    }
+    if word.starts_with(['~', '$', '`']) || word.contains('$') {
+        return None;
+    }
+    Some(format!("{cwd}/{word}"))
+}
+
+/// `path` with a leading `home` written as `~`, so the targets see the home directory as such.
+fn home_relative(path: &str, home: Option<&str>) -> String {
+    let Some(home) = home
+        .map(|h| h.trim_end_matches('/'))
+        .filter(|h| !h.is_empty())
+    else {
+        return path.to_owned();
+    };
+    // Lexically normalized first, so `/home/me/project/..` is seen as the home directory.
+    let mut parts: Vec<&str> = Vec::new();
+    for comp in path.split('/') {
+        match comp {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let normal = format!("/{}", parts.join("/"));
+    match normal.strip_prefix(home) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
+        _ => normal,
+    }
 }
 
 /// `Remove-Item -Recurse C:\` and its aliases (`rm -r`, `ri`, `del`, … inside PowerShell), also
@@ -275,17 +336,25 @@ fn find_delete_root(a: &Analysis) -> Option<String> {
     })
 }
 
+/// `mkfs` of a regular image file (`mkfs.ext4 -F ./disk.img`) is ordinary image building; only a
+/// target that may be a device counts: one under `/dev`, an expansion, or no target at all.
+fn formats_a_device(c: &SimpleCommand) -> bool {
+    let mut targets = operands(c).peekable();
+    targets.peek().is_none()
+        || targets.any(|o| o.starts_with("/dev") || o.contains('$') || o.contains('`'))
+}
+
 fn format_disk(a: &Analysis) -> Option<String> {
     first(a, |c| {
         let p = c.program.as_str();
-        p == "mkfs"
+        let mkfs = p == "mkfs"
             || p.starts_with("mkfs.")
             || p.starts_with("mkfs_")
-            || matches!(
-                p,
-                "mke2fs" | "mkdosfs" | "mkntfs" | "newfs" | "format-volume" | "clear-disk"
-            )
-            || p.starts_with("newfs_")
+            || matches!(p, "mke2fs" | "mkdosfs" | "mkntfs")
+            || p == "newfs"
+            || p.starts_with("newfs_");
+        (mkfs && formats_a_device(c))
+            || matches!(p, "format-volume" | "clear-disk")
             || (p == "diskutil"
                 && args(c).first().is_some_and(|verb| {
                     let v = verb.to_ascii_lowercase();

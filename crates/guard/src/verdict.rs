@@ -5,7 +5,7 @@
 //! that fires and is not allowed blocks; otherwise the read-only classification rides along so an
 //! approval policy can use it without a second parse.
 
-use crate::command::Analysis;
+use crate::command::{Analysis, Place};
 use crate::notice;
 use crate::parse;
 use crate::readonly;
@@ -107,6 +107,21 @@ pub fn check(command_line: &str, cfg: &GuardConfig) -> Verdict {
 /// Judges an argv executed directly (`argv[0]` may itself be `bash -c …`).
 pub fn check_argv(argv: &[String], cfg: &GuardConfig) -> Verdict {
     verdict(&parse::analyze_argv(argv), cfg)
+}
+
+/// Like [`check`], for a line that runs in `place`: relative targets (`rm -rf ../..`,
+/// `rm -rf "$PWD/.."`, `cd .. && rm -rf *`) are judged by the directory they name there.
+pub fn check_at(command_line: &str, cfg: &GuardConfig, place: Place) -> Verdict {
+    let mut analysis = parse::analyze(command_line);
+    analysis.place = Some(place);
+    verdict(&analysis, cfg)
+}
+
+/// Like [`check_argv`], for an argv that runs in `place`.
+pub fn check_argv_at(argv: &[String], cfg: &GuardConfig, place: Place) -> Verdict {
+    let mut analysis = parse::analyze_argv(argv);
+    analysis.place = Some(place);
+    verdict(&analysis, cfg)
 }
 
 /// Whether a shell command line is read-only (ignores the dangerous rules).

@@ -227,16 +227,28 @@ impl Agentty {
             Ok(re) => re,
             Err(e) => return tool_error(say::bad_regex(&e.to_string())),
         };
-        // A typed line is a command line: the guard applies as in `terminal`.
-        if p.input.contains('\n')
-            && let Verdict::Block(block) = agentty_guard::check(&p.input, &self.settings().guard)
-        {
-            return tool_error(block.message());
-        }
         let (job, shell) = match self.open_shell_of(&p.id) {
             Ok(found) => found,
             Err(e) => return e,
         };
+        // A typed line is a command line: the guard applies as in `terminal`, judged in the
+        // directory the shell is in now.
+        if p.input.contains('\n') {
+            let verdict = match std::fs::read_link(format!("/proc/{}/cwd", shell.pid)) {
+                Ok(cwd) => agentty_guard::check_at(
+                    &p.input,
+                    &self.settings().guard,
+                    agentty_guard::Place {
+                        cwd: cwd.display().to_string(),
+                        home: std::env::var("HOME").ok(),
+                    },
+                ),
+                Err(_) => agentty_guard::check(&p.input, &self.settings().guard),
+            };
+            if let Verdict::Block(block) = verdict {
+                return tool_error(block.message());
+            }
+        }
         if let Some((cols, rows)) = resize
             && let Err(e) = shell.resize(cols, rows)
         {

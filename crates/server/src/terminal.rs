@@ -145,6 +145,13 @@ pub fn prepare(
     if timeout_ms > TIMEOUT_MAX_MS {
         return Err(notice::timeout_too_large(timeout_ms));
     }
+    let workdir = workspace
+        .resolve_workdir(params.workdir.as_deref())
+        .map_err(|e| e.to_string())?;
+    let place = || agentty_guard::Place {
+        cwd: workdir.display().to_string(),
+        home: std::env::var("HOME").ok(),
+    };
     let (program, args, display, bare_cd) = match (params.command, params.argv) {
         (Some(command), None) => {
             if command.trim().is_empty() {
@@ -156,7 +163,7 @@ pub fn prepare(
             if command.len() > COMMAND_MAX_BYTES {
                 return Err(notice::command_too_long(command.len()));
             }
-            if let Verdict::Block(block) = agentty_guard::check(&command, guard) {
+            if let Verdict::Block(block) = agentty_guard::check_at(&command, guard, place()) {
                 return Err(block.message());
             }
             let bare_cd = bare_cd_target(&command);
@@ -176,7 +183,7 @@ pub fn prepare(
             if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
                 return Err(notice::command_too_long(long.len()));
             }
-            if let Verdict::Block(block) = agentty_guard::check_argv(&argv, guard) {
+            if let Verdict::Block(block) = agentty_guard::check_argv_at(&argv, guard, place()) {
                 return Err(block.message());
             }
             let display = argv.join(" ");
@@ -190,9 +197,6 @@ pub fn prepare(
         }
         _ => return Err(notice::COMMAND_OR_ARGV.into()),
     };
-    let workdir = workspace
-        .resolve_workdir(params.workdir.as_deref())
-        .map_err(|e| e.to_string())?;
     let escalation = match (params.sandbox_permissions, params.justification) {
         (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => Some(j),
         (Some(SandboxPermissions::RequireEscalated), _) => {

@@ -153,6 +153,37 @@ async fn guard_blocks_slips_by_name_and_allows_look_alikes() {
     assert_eq!(result.is_error, Some(true));
     let (_, s) = server.terminal(json!({"command": "echo 'rm -rf /'"})).await;
     assert_eq!(s["stdout"], "rm -rf /\n");
+
+    // Relative targets are judged where they land: from the workspace (a temp dir one level
+    // below /), `../..` is the root; in a shell, from the directory the shell is in now.
+    let depth = server.workspace().components().count() - 1;
+    let up = vec![".."; depth].join("/");
+    let result = server
+        .call("terminal", json!({"command": format!("rm -rf {up}")}))
+        .await;
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    assert!(
+        text_of(&result).contains("`rm-root`"),
+        "{}",
+        text_of(&result)
+    );
+    let id = server.open_shell().await;
+    server
+        .call("shell_send", json!({"id": id, "input": "cd /usr/share\n"}))
+        .await;
+    let result = server
+        .call("shell_send", json!({"id": id, "input": "rm -rf ../..\n"}))
+        .await;
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    assert!(
+        text_of(&result).contains("`rm-root`"),
+        "{}",
+        text_of(&result)
+    );
+    let (_, s) = server
+        .terminal(json!({"command": "mkdir -p a/b/c && rm -rf a/b/../b/c"}))
+        .await;
+    assert_eq!(s["exit_code"], 0, "an ordinary relative delete runs: {s}");
 }
 
 #[tokio::test]

@@ -69,6 +69,7 @@ fn report_shows_argv_wrappers_verdict_and_read_only() {
     let (text, v) = report(
         "sudo env A=1 sh -c 'rm -rf /' ; ls",
         &GuardConfig::default(),
+        None,
     );
     assert!(v.is_blocked());
     for needle in [
@@ -80,7 +81,7 @@ fn report_shows_argv_wrappers_verdict_and_read_only() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
-    let (text, v) = report("git status && ls -la", &GuardConfig::default());
+    let (text, v) = report("git status && ls -la", &GuardConfig::default(), None);
     assert_eq!(v, Verdict::Allow { read_only: true });
     assert!(
         text.contains("verdict: allowed") && text.ends_with("read-only: yes\n"),
@@ -93,7 +94,7 @@ fn report_mentions_allowed_rules() {
     let cfg = GuardConfig {
         allow: vec!["shutdown".into()],
     };
-    let (text, v) = report("sudo reboot", &cfg);
+    let (text, v) = report("sudo reboot", &cfg, None);
     assert!(!v.is_blocked());
     assert!(text.contains("rule `shutdown` matched"), "{text}");
 }
@@ -139,4 +140,48 @@ fn hostile_inputs_do_not_panic_and_stay_conservative() {
     assert!(check("echo \u{e9}t\u{e9}; rm -rf /", &cfg).is_blocked());
     let huge = "x".repeat(2 << 20);
     assert!(!check(&huge, &cfg).is_blocked());
+}
+
+/// Where a line runs decides where its relative targets land: `rm -rf ../../..` from three levels
+/// down is `rm -rf /`, and `rm -rf ..` from a project in the home directory deletes the home.
+#[test]
+fn relative_targets_are_judged_where_the_line_runs() {
+    use agentty_guard::{Place, check_argv_at, check_at};
+    let cfg = GuardConfig::default();
+    let place = |cwd: &str| Place {
+        cwd: cwd.to_owned(),
+        home: Some("/home/me".to_owned()),
+    };
+    let blocked = |line: &str, cwd: &str| matches!(check_at(line, &cfg, place(cwd)), Verdict::Block(b) if b.rule == "rm-root");
+    for (line, cwd) in [
+        ("rm -rf ../../..", "/tmp/a/b"),
+        ("rm -rf \"$PWD/../../..\"", "/tmp/a/b"),
+        ("rm -rf $(pwd)/../../..", "/tmp/a/b"),
+        ("cd .. && cd .. && rm -rf *", "/usr/a"),
+        ("rm -rf ..", "/home/me/project"),
+        ("rm -rf ../*", "/home/me/project"),
+        ("rm -rf .", "/home/me"),
+        ("cd && rm -rf *", "/tmp"),
+    ] {
+        assert!(blocked(line, cwd), "{line} in {cwd}");
+    }
+    for (line, cwd) in [
+        ("rm -rf ..", "/home/me/project/build"),
+        ("rm -rf ../dist", "/home/me/project/web"),
+        ("rm -rf build node_modules", "/home/me/project"),
+        ("cd .. && rm -rf build", "/home/me/project/web"),
+        ("rm -rf \"$OUT/..\"", "/tmp/a/b"),
+        ("rm -rf ../../..", "/home/me/project/a/b/c"),
+    ] {
+        assert!(!blocked(line, cwd), "{line} in {cwd}");
+    }
+    let argv = ["rm", "-rf", "../.."].map(String::from);
+    assert!(matches!(
+        check_argv_at(&argv, &cfg, place("/home/me/x")),
+        Verdict::Block(_)
+    ));
+    assert!(
+        matches!(check_argv(&argv, &cfg), Verdict::Allow { .. }),
+        "no place: as before"
+    );
 }

@@ -117,7 +117,7 @@ fn timed(line: &str) {
     let cfg = GuardConfig::default();
     let _ = check(line, &cfg);
     let _ = analyze(line);
-    let (_, _) = report(line, &cfg);
+    let (_, _) = report(line, &cfg, None);
     let elapsed = started.elapsed();
     assert!(
         elapsed < Duration::from_millis(MAX_CHECK_MS),
