@@ -47,10 +47,28 @@ pub struct GuardSection {
 }
 
 impl FileConfig {
+    /// Reads `path`; relative paths in it are relative to the file's directory (as in other
+    /// tools' config files), not to wherever the server happens to start.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+        let mut file: FileConfig = toml::from_str(&text)
+            .with_context(|| format!("invalid config file {}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let anchor = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        file.workspace.as_mut().map(anchor);
+        file.state_dir.as_mut().map(anchor);
+        if let Some(shell) = file.shell.as_mut()
+            && shell.components().count() > 1
+        {
+            anchor(shell);
+        }
+        file.add_dirs.iter_mut().flatten().for_each(anchor);
+        Ok(file)
     }
 }
 
@@ -152,7 +170,7 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     for dir in flags.add_dirs.iter().chain(file.add_dirs.iter().flatten()) {
         let canonical = dir
             .canonicalize()
-            .with_context(|| format!("add-dir {} does not exist", dir.display()))?;
+            .with_context(|| format!("extra root {} (add-dir) does not exist", dir.display()))?;
         add_dirs.push(canonical);
     }
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);

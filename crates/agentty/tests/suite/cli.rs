@@ -65,3 +65,42 @@ fn a_workspace_that_covers_the_system_is_called_out() {
     let l = line(&project);
     assert!(!l.contains("almost everywhere"), "{l}");
 }
+
+/// Relative paths in a config file are relative to the file, wherever the server starts.
+#[test]
+fn config_paths_are_relative_to_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(dir_path.join("ws")).unwrap();
+    std::fs::create_dir_all(dir_path.join("extra")).unwrap();
+    let config = dir_path.join("agentty.toml");
+    std::fs::write(
+        &config,
+        "workspace = \"ws\"\nadd_dirs = [\"extra\"]\nstate_dir = \"state\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .arg("doctor")
+        .arg("--config")
+        .arg(&config)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains(&format!("workspace: {}", dir_path.join("ws").display())),
+        "{text}{stderr}"
+    );
+    assert!(
+        text.contains(&format!("extra root: {}", dir_path.join("extra").display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "spill files: {}",
+            dir_path.join("state/spill").display()
+        )),
+        "{text}"
+    );
+}
