@@ -111,6 +111,27 @@ pub struct Flags {
     pub allow_rules: Vec<String>,
 }
 
+/// The flags `agentty guard` takes: only what changes a verdict.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct GuardFlags {
+    /// TOML config file [default: $XDG_CONFIG_HOME/agentty/config.toml, if it exists]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Switch off a guard rule by name (repeatable; guard.allow)
+    #[arg(long = "allow-rule", value_name = "RULE")]
+    pub allow_rules: Vec<String>,
+}
+
+impl From<GuardFlags> for Flags {
+    fn from(g: GuardFlags) -> Flags {
+        Flags {
+            config: g.config,
+            allow_rules: g.allow_rules,
+            ..Flags::default()
+        }
+    }
+}
+
 /// The config file in effect: the flag, else the default path if that file exists.
 pub fn config_path(flags: &Flags) -> Option<PathBuf> {
     if let Some(path) = &flags.config {

@@ -36,7 +36,7 @@ enum Command {
     /// Exits 1 when blocked.
     Guard {
         #[command(flatten)]
-        flags: config::Flags,
+        flags: config::GuardFlags,
         /// List the rule names and reasons instead
         #[arg(long)]
         rules: bool,
@@ -66,7 +66,7 @@ fn main() -> std::process::ExitCode {
             flags,
             rules,
             command,
-        } => guard(&flags, rules, &command),
+        } => guard(&flags.into(), rules, &command),
     };
     match result {
         Ok(code) => code,
