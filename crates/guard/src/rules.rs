@@ -29,7 +29,7 @@ pub struct Rule {
 pub static RULES: &[Rule] = &[
     Rule {
         name: "rm-root",
-        reason: "deletes the filesystem root, a drive, the home directory or a top-level system directory recursively",
+        reason: "deletes (or moves away) the filesystem root, a drive, the home directory or a top-level system directory recursively",
         check: rm_root,
     },
     Rule {
@@ -160,7 +160,17 @@ fn rm_root(a: &Analysis) -> Option<String> {
                     || (cwd_critical && matches!(o.as_str(), "*" | "." | "./" | "./*" | ".*"))
                     || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
             });
-        if posix || powershell_remove_root(a, c) {
+        // `mv ~ /tmp/old`, `mv /usr /x`: moving it away takes it as surely as deleting it.
+        let moved = c.program == "mv" && {
+            let ops: Vec<&String> = operands(c).collect();
+            ops.split_last().is_some_and(|(_, sources)| {
+                sources.iter().any(|o| {
+                    critical_path(o).is_some()
+                        || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
+                })
+            })
+        };
+        if posix || moved || powershell_remove_root(a, c) {
             return Some(c.text.clone());
         }
     }
@@ -381,7 +391,7 @@ fn disk_overwrite(a: &Analysis) -> Option<String> {
             "dd" => args(c)
                 .iter()
                 .any(|w| w.strip_prefix("of=").is_some_and(is_block_device)),
-            "shred" | "blkdiscard" | "tee" => operands(c).any(|o| is_block_device(o)),
+            "shred" | "blkdiscard" | "tee" | "truncate" => operands(c).any(|o| is_block_device(o)),
             "cp" | "pv" => operands(c).last().is_some_and(|o| is_block_device(o)),
             "wipefs" => {
                 has_flag(c, &['a', 'o'], &["all", "offset"])
