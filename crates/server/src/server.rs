@@ -276,7 +276,7 @@ impl Agentty {
             line: inner.confinement.line(escalated),
             denial,
         };
-        let (text, structured) = terminal::render(&prepared, &outcome, sandbox);
+        let (text, structured) = terminal::render(&prepared, &outcome, sandbox, Vec::new());
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = serde_json::to_value(structured).ok();
         result

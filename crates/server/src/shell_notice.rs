@@ -184,6 +184,12 @@ pub fn full_screen(id: &str) -> String {
 }
 
 pub fn awaiting_input(prompt: &str, by_shell: bool) -> String {
+    if prompt.is_empty() && !by_shell {
+        return "[awaiting input: the program waits for keyboard input (it shows no prompt). \
+                Answer with shell_send (end the line with \\n), send \"\\u0004\" for end of input, \
+                or \"\\u0003\" to interrupt it]"
+            .to_owned();
+    }
     if by_shell {
         format!(
             "[awaiting input: the shell waits for the rest of the line at {prompt:?}. Send \

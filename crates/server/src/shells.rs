@@ -638,13 +638,13 @@ impl Agentty {
             line: self.confinement().line(escalated),
             denial,
         };
-        let (mut text, mut structured) = crate::terminal::render(prepared, &outcome.run, sandbox);
-        if let Some(prompt) = &outcome.awaiting_input {
-            let note = say::pty_awaiting_input(prompt);
-            text.push('\n');
-            text.push_str(&note);
-            structured.notes.push(note);
-        }
+        let notes = outcome
+            .awaiting_input
+            .as_deref()
+            .map(say::pty_awaiting_input)
+            .into_iter()
+            .collect();
+        let (text, structured) = crate::terminal::render(prepared, &outcome.run, sandbox, notes);
         success(text, &structured)
     }
 }

@@ -245,20 +245,23 @@ fn bare_cd_target(command: &str) -> Option<String> {
     words.next().is_none().then_some(target)
 }
 
-/// Renders a run for the model (text) and for programs (structured).
 /// What the sandbox says about one call: its line, and a denial sentence when it refused a write.
 pub struct SandboxReport {
     pub line: String,
     pub denial: Option<String>,
 }
 
+/// Renders a run for the model (text) and for programs (structured). `path_notes`: what the
+/// calling path adds (the PTY path's awaiting-input note), listed with the others, before the
+/// sandbox line.
 pub fn render(
     prepared: &Prepared,
     outcome: &RunOutcome,
     sandbox: SandboxReport,
+    path_notes: Vec<String>,
 ) -> (String, TerminalResult) {
     let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
-    let mut notes = Vec::new();
+    let mut notes = path_notes;
     let mut text = shaped_text(&outcome.output);
     if text.is_empty() {
         text.push_str(notice::NO_OUTPUT);

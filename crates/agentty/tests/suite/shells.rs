@@ -256,6 +256,13 @@ async fn prompts_ctrl_c_and_screens() {
     );
     let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "q"})).await;
     assert_eq!(s["status"], "done", "{s}");
+
+    // A program that reads without a prompt (cat) is said to show none, not quoted as "".
+    let (text, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "cat\n"})).await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    assert!(text.contains("it shows no prompt"), "{text}");
+    let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "\u{4}"})).await;
+    assert_eq!(s["status"], "done", "{s}");
 }
 
 #[tokio::test]
@@ -306,6 +313,16 @@ async fn terminal_pty_runs_on_a_terminal_and_returns_at_a_prompt() {
         "{text}"
     );
     assert!(!s["stdout"].as_str().unwrap().contains("never"));
+    // The note is one of the notes, before the closing sandbox line, as on the pipe path.
+    let (note, sandbox) = (
+        text.find("[note]").unwrap(),
+        text.find("[sandbox]").unwrap(),
+    );
+    assert!(note < sandbox, "{text}");
+    assert!(
+        text.trim_end().ends_with(s["sandbox"].as_str().unwrap()),
+        "{text}"
+    );
 }
 
 #[tokio::test]
