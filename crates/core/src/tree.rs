@@ -150,29 +150,35 @@ pub struct Terminated {
 }
 
 /// Stops the whole tree of a run: SIGTERM, `grace`, then SIGKILL until nothing is left.
+///
+/// Every scan adds to what was found: a process the first scan could not attribute (caught
+/// between `fork` and `setsid`, or mid-`exec`) is counted, and sent SIGTERM, by a later one.
 pub async fn terminate(leader: i32, marker: &str, grace: Duration) -> Terminated {
     let (first, group_is_ours) = members(leader, marker);
-    let mut report = Terminated {
-        found: first.len(),
-        ..Terminated::default()
-    };
     if first.is_empty() {
-        return report;
+        return Terminated::default();
     }
-    signal_all(leader, group_is_ours, &first, Signal::SIGTERM);
-    for &pid in &first {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
-    }
+    let mut seen: HashSet<i32> = first.iter().copied().collect();
+    stop_gently(leader, group_is_ours, &first);
+    let mut report = Terminated::default();
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         sleep(Duration::from_millis(POLL_MS)).await;
-        if members(leader, marker).0.is_empty() {
+        let (left, group_is_ours) = members(leader, marker);
+        if left.is_empty() {
+            report.found = seen.len();
             return report;
+        }
+        let new: Vec<i32> = left.into_iter().filter(|&p| seen.insert(p)).collect();
+        if !new.is_empty() {
+            stop_gently(leader, group_is_ours, &new);
         }
     }
     for round in 0..KILL_ROUNDS {
         let (left, group_is_ours) = members(leader, marker);
+        seen.extend(&left);
         if left.is_empty() {
+            report.found = seen.len();
             return report;
         }
         if round == 0 {
@@ -181,8 +187,17 @@ pub async fn terminate(leader: i32, marker: &str, grace: Duration) -> Terminated
         signal_all(leader, group_is_ours, &left, Signal::SIGKILL);
         sleep(Duration::from_millis(POLL_MS)).await;
     }
+    report.found = seen.len();
     report.stuck = members(leader, marker).0.len();
     report
+}
+
+/// SIGTERM, and SIGCONT so a stopped process gets to act on it.
+fn stop_gently(leader: i32, group_is_ours: bool, pids: &[i32]) {
+    signal_all(leader, group_is_ours, pids, Signal::SIGTERM);
+    for &pid in pids {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+    }
 }
 
 fn signal_all(leader: i32, group_is_ours: bool, pids: &[i32], signal: Signal) {

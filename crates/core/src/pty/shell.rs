@@ -431,10 +431,9 @@ impl Shell {
         };
         self.touch();
         let (output, dropped) = match &cap {
-            Some(c) => (
-                c.output(matches!(status, SendStatus::Done(_) | SendStatus::AtPrompt)),
-                c.dropped,
-            ),
+            // Nothing ran: what came back is the echo of the key and a prompt.
+            _ if status == SendStatus::AtPrompt => (String::new(), 0),
+            Some(c) => (c.output(matches!(status, SendStatus::Done(_))), c.dropped),
             None => (String::new(), 0),
         };
         Ok(SendOutcome {

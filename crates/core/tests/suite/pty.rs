@@ -161,16 +161,27 @@ async fn ctrl_c_interrupts_a_command_and_the_prompt_comes_back() {
     t.close_clean().await;
 }
 
-/// Ctrl+C or an empty line at an idle prompt ran nothing: no exit code is made up for it
-/// (bash's `$?` still holds the last command's, here 3).
+/// An empty line or Ctrl+C at an idle prompt ran nothing: no exit code is made up for it (bash's
+/// `$?` still holds the last command's, here 3).
 #[tokio::test]
 async fn a_new_prompt_with_no_command_reports_no_exit_code() {
     let t = open_one("/bin/bash", "at-prompt").await;
     let shell = t.shell.clone();
     let out = send(&shell, "(exit 3)\n").await;
     assert_eq!(out.status, SendStatus::Done(3), "{out:?}");
-    let out = send(&shell, "\x03").await;
+    let out = send(&shell, "\n").await;
     assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
+    assert_eq!(out.output, "", "{out:?}");
+    // Ctrl+C: a new prompt, or (when the key lands while bash still draws the last prompt, so
+    // readline acts on it only at the next key) the line waiting; never the stale exit code.
+    let out = send(&shell, "\x03").await;
+    assert!(
+        matches!(
+            out.status,
+            SendStatus::AtPrompt | SendStatus::AwaitingInput { by_shell: true, .. }
+        ),
+        "{out:?}"
+    );
     let out = send(&shell, "\n").await;
     assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
     let out = send(&shell, "true\n").await;
