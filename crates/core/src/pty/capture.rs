@@ -9,7 +9,7 @@
 //! `Password: ` a program waits on).
 
 use crate::clean::Cleaner;
-use crate::pty::integration::Marker;
+use crate::pty::integration::{Marker, POSIX_PROMPT};
 
 /// Most cleaned text one send keeps; past it the head is dropped and the reply says how much
 /// (the ring still holds it for `shell_read`). Same figure as the one-shot inline limit.
@@ -33,9 +33,9 @@ pub(crate) struct SendCapture {
     echo: String,
     /// Output arrived since the send (a line editor echoes what it read).
     pub any_output: bool,
-    /// The previous send left a command running: the first prompt is that command's, and
-    /// everything up to it belongs to that command, not to this send.
-    stale: bool,
+    /// Earlier sends left this many command lines running or queued: the first prompts are
+    /// theirs, and everything up to the last of them belongs to them, not to this send.
+    stale: u32,
     /// That earlier command's exit code and what it printed since this send, kept at its
     /// prompt. If nothing of this send runs after that prompt, the input went to that command
     /// (a line typed into a REPL that was still busy), and this is the send's answer.
@@ -62,7 +62,7 @@ impl SendCapture {
                 .trim_end()
                 .to_owned(),
             any_output: false,
-            stale: false,
+            stale: 0,
             stale_end: None,
         }
     }
@@ -73,9 +73,14 @@ impl SendCapture {
     }
 
     /// See [`SendCapture::stale`].
-    pub fn after_running_command(mut self) -> Self {
-        self.stale = true;
+    pub fn after_running_commands(mut self, lines: u32) -> Self {
+        self.stale = lines;
         self
+    }
+
+    /// Prompts of earlier commands this send has not seen (they are still owed).
+    pub fn stale_left(&self) -> u32 {
+        self.stale
     }
 
     pub fn bytes(&mut self, bytes: &[u8]) {
@@ -101,11 +106,13 @@ impl SendCapture {
                 self.cleaner = Cleaner::new();
                 self.feeding = true;
             }
-            Marker::Prompt(code) if self.stale => {
+            Marker::Prompt(code) if self.stale > 0 => {
                 let before = self.output(false);
                 let echo = std::mem::take(&mut self.echo);
+                let stale = self.stale - 1;
                 *self = Self::new("", self.marks_start);
                 self.echo = echo;
+                self.stale = stale;
                 self.any_output = true;
                 self.stale_end = Some((code, before));
                 return;
@@ -198,6 +205,13 @@ impl SendCapture {
         } else {
             self.visible()
         };
+        if self.stale_end.is_some() && !self.marks_start {
+            // The window opened at an earlier command's prompt marker: without a start marker,
+            // the visible prompt that follows it is in the text.
+            if let Some(rest) = out.strip_prefix(POSIX_PROMPT) {
+                out = rest.to_owned();
+            }
+        }
         if !self.seen_start && !self.echo.is_empty() {
             strip_echo(&mut out, &self.echo);
         }
@@ -242,7 +256,7 @@ mod tests {
 
     #[test]
     fn input_taken_by_the_earlier_command_is_answered_by_its_prompt() {
-        let mut c = SendCapture::new("exit(3)\n", true).after_running_command();
+        let mut c = SendCapture::new("exit(3)\n", true).after_running_commands(1);
         c.bytes(b"exit(3)\r\nbye\r\n");
         c.marker(Marker::Prompt(3));
         c.bytes(b"$ ");

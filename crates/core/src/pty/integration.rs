@@ -83,7 +83,7 @@ impl Flavor {
                 ("PS2".into(), format!("%{{{}%}}> ", osc("P"))),
             ],
             Flavor::Posix => vec![
-                ("PS1".into(), format!("{}$ ", osc("D;$?"))),
+                ("PS1".into(), format!("{}{POSIX_PROMPT}", osc("D;$?"))),
                 ("PS2".into(), format!("{}> ", osc("P"))),
             ],
             Flavor::Unknown => Vec::new(),
@@ -95,6 +95,9 @@ impl Flavor {
         matches!(self, Flavor::Bash | Flavor::Zsh)
     }
 }
+
+/// What a POSIX shell prints after its prompt marker (the visible prompt).
+pub(crate) const POSIX_PROMPT: &str = "$ ";
 
 /// A marker found in the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -106,9 +106,9 @@ struct Live {
     raw_tail: VecDeque<u8>,
     last_output: Instant,
     send: Option<SendCapture>,
-    /// A send returned while its command still ran (matched, timed out, quiet) and no prompt
-    /// came since: that command's prompt will arrive before the next one's.
-    command_pending: bool,
+    /// Prompts still owed to command lines whose sends returned while they ran or waited in
+    /// the queue (matched, timed out, quiet): they arrive before the next send's own.
+    owed_prompts: u32,
     /// The last marker was a primary prompt: the shell sits at its prompt, running nothing.
     at_prompt: bool,
     eof: bool,
@@ -193,7 +193,7 @@ impl Shell {
                 raw_tail: VecDeque::new(),
                 last_output: Instant::now(),
                 send: None,
-                command_pending: false,
+                owed_prompts: 0,
                 at_prompt: false,
                 eof: false,
             }),
@@ -338,15 +338,26 @@ impl Shell {
         let newlines = req.input.matches('\n').count() as u32;
         let mut rx = self.changed.subscribe();
         let cursor_from = self.output.total();
+        // Blank lines or Ctrl+C: nothing a shell at its prompt would run.
+        let blank = req
+            .input
+            .chars()
+            .all(|ch| ch.is_whitespace() || ch == '\x03');
         let idle_before = {
             let mut live = lock(&self.live);
-            let idle_before = live.at_prompt;
+            let idle_before = live.at_prompt && live.owed_prompts == 0;
+            if !blank {
+                // Text goes in: until the next prompt, the line is not empty or something other
+                // than the prompt reads the keyboard (shells without a start marker give no
+                // other sign of it).
+                live.at_prompt = false;
+            }
             let mut cap = SendCapture::new(req.input, self.flavor.marks_start());
-            // Only typed-ahead lines wait behind the earlier command's prompt; a bare key
-            // (Ctrl+C) is for that command, and its prompt is this send's answer.
-            if live.command_pending && newlines > 0 {
-                live.command_pending = false;
-                cap = cap.after_running_command();
+            // Only typed-ahead lines wait behind the earlier commands' prompts; a bare key
+            // (Ctrl+C) is for the running command, and its prompt is this send's answer.
+            if live.owed_prompts > 0 && newlines > 0 {
+                cap = cap.after_running_commands(live.owed_prompts);
+                live.owed_prompts = 0;
             }
             live.send = Some(cap);
             idle_before
@@ -412,18 +423,28 @@ impl Shell {
         };
         let cap = {
             let mut live = lock(&self.live);
-            live.command_pending = matches!(
-                status,
-                SendStatus::Matched | SendStatus::Running | SendStatus::Quiet
-            ) || (live.command_pending
-                && !matches!(status, SendStatus::Done(_)));
+            let (unseen, own_missing) = live.send.as_ref().map_or((0, 0), |c| {
+                (c.stale_left(), newlines.saturating_sub(c.prompts))
+            });
+            live.owed_prompts = match status {
+                // This send's lines still run or wait: their prompts come later.
+                SendStatus::Matched | SendStatus::Running | SendStatus::Quiet => {
+                    live.owed_prompts + unseen + own_missing
+                }
+                // At a prompt again: nothing is owed.
+                SendStatus::Done(_) | SendStatus::AtPrompt => 0,
+                // A program reads the input (not the shell), or the shell is gone.
+                SendStatus::AwaitingInput { .. } | SendStatus::ShellEnded => {
+                    live.owed_prompts + unseen
+                }
+            };
             live.send.take()
         };
-        // With start markers: the shell sat at its prompt, and a new prompt came with no command
-        // started in between, so it ended nothing.
+        // The shell sat at its prompt and the new prompt ended nothing: the input was blank lines
+        // or Ctrl+C (any shell), or no command started in between (a start marker says so).
         let status = match (status, &cap) {
             (SendStatus::Done(_), Some(c))
-                if idle_before && self.flavor.marks_start() && !c.ran_command() =>
+                if idle_before && (blank || (self.flavor.marks_start() && !c.ran_command())) =>
             {
                 SendStatus::AtPrompt
             }
@@ -518,11 +539,11 @@ impl Shell {
         live.raw_tail.extend(chunk);
         let excess = live.raw_tail.len().saturating_sub(RAW_TAIL_BYTES);
         live.raw_tail.drain(..excess);
-        let (ring_cleaner, screen, send, pending, at_prompt, output) = (
+        let (ring_cleaner, screen, send, owed, at_prompt, output) = (
             &mut live.ring_cleaner,
             &mut live.screen,
             &mut live.send,
-            &mut live.command_pending,
+            &mut live.owed_prompts,
             &mut live.at_prompt,
             &self.output,
         );
@@ -538,7 +559,9 @@ impl Shell {
                 *at_prompt = matches!(marker, Marker::Prompt(_));
                 match send.as_mut() {
                     Some(cap) => cap.marker(marker),
-                    None if matches!(marker, Marker::Prompt(_)) => *pending = false,
+                    None if matches!(marker, Marker::Prompt(_)) => {
+                        *owed = owed.saturating_sub(1);
+                    }
                     None => {}
                 }
             }

@@ -150,43 +150,73 @@ async fn a_prompt_prefix_like_a_venvs_stays_out_of_the_output() {
 
 #[tokio::test]
 async fn ctrl_c_interrupts_a_command_and_the_prompt_comes_back() {
-    let t = open_one("/bin/bash", "ctrl-c").await;
-    let shell = t.shell.clone();
-    let out = send_for(&shell, "sleep 100\n", 300).await;
-    assert_eq!(out.status, SendStatus::Running, "{out:?}");
-    let out = send(&shell, "\x03").await;
-    assert_eq!(out.status, SendStatus::Done(130), "{out:?}");
-    let out = send(&shell, "echo back\n").await;
-    assert_eq!(out.output, "back\n");
-    t.close_clean().await;
+    for program in ["/bin/bash", "/bin/sh"] {
+        let t = open_one(program, &format!("ctrl-c-{}", program.len())).await;
+        let shell = t.shell.clone();
+        let out = send_for(&shell, "sleep 100\n", 300).await;
+        assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
+        let out = send(&shell, "\x03").await;
+        assert_eq!(out.status, SendStatus::Done(130), "{program}: {out:?}");
+        let out = send(&shell, "echo back\n").await;
+        assert_eq!(out.output, "back\n", "{program}");
+        // The same for a program reading the keyboard: the key ends it, it is not "nothing".
+        let out = send(&shell, "cat\n").await;
+        assert!(
+            matches!(out.status, SendStatus::AwaitingInput { .. }),
+            "{program}: {out:?}"
+        );
+        let out = send(&shell, "\x03").await;
+        assert_eq!(out.status, SendStatus::Done(130), "{program}: {out:?}");
+        t.close_clean().await;
+    }
 }
 
-/// An empty line or Ctrl+C at an idle prompt ran nothing: no exit code is made up for it (bash's
-/// `$?` still holds the last command's, here 3).
+/// An empty line or Ctrl+C at an idle prompt ran nothing: no exit code is made up for it (the
+/// shell's `$?` still holds the last command's, here 3).
 #[tokio::test]
 async fn a_new_prompt_with_no_command_reports_no_exit_code() {
-    let t = open_one("/bin/bash", "at-prompt").await;
-    let shell = t.shell.clone();
-    let out = send(&shell, "(exit 3)\n").await;
-    assert_eq!(out.status, SendStatus::Done(3), "{out:?}");
-    let out = send(&shell, "\n").await;
-    assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
-    assert_eq!(out.output, "", "{out:?}");
-    // Ctrl+C: a new prompt, or (when the key lands while bash still draws the last prompt, so
-    // readline acts on it only at the next key) the line waiting; never the stale exit code.
-    let out = send(&shell, "\x03").await;
-    assert!(
-        matches!(
-            out.status,
-            SendStatus::AtPrompt | SendStatus::AwaitingInput { by_shell: true, .. }
-        ),
-        "{out:?}"
-    );
-    let out = send(&shell, "\n").await;
-    assert_eq!(out.status, SendStatus::AtPrompt, "{out:?}");
-    let out = send(&shell, "true\n").await;
-    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
-    t.close_clean().await;
+    for program in ["/bin/bash", "/bin/sh"] {
+        let t = open_one(program, &format!("at-prompt-{}", program.len())).await;
+        let shell = t.shell.clone();
+        let out = send(&shell, "(exit 3)\n").await;
+        assert_eq!(out.status, SendStatus::Done(3), "{program}: {out:?}");
+        let out = send(&shell, "\n").await;
+        assert_eq!(out.status, SendStatus::AtPrompt, "{program}: {out:?}");
+        assert_eq!(out.output, "", "{program}: {out:?}");
+        // Ctrl+C: a new prompt, or (when the key lands while bash still draws the last prompt,
+        // so readline acts on it only at the next key) the line waiting; never the stale code.
+        let out = send(&shell, "\x03").await;
+        assert!(
+            matches!(
+                out.status,
+                SendStatus::AtPrompt | SendStatus::AwaitingInput { by_shell: true, .. }
+            ),
+            "{program}: {out:?}"
+        );
+        let out = send(&shell, "\n").await;
+        assert_eq!(out.status, SendStatus::AtPrompt, "{program}: {out:?}");
+        let out = send(&shell, "true\n").await;
+        assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
+        t.close_clean().await;
+    }
+}
+
+/// Two sends that timed out leave two command lines running or queued; the third send's reply
+/// is its own command's, not the second one's.
+#[tokio::test]
+async fn two_timed_out_sends_then_a_third_gets_its_own_result() {
+    for program in ["/bin/bash", "/bin/sh"] {
+        let t = open_one(program, &format!("owed-{}", program.len())).await;
+        let shell = t.shell.clone();
+        let out = send_for(&shell, "sleep 0.5; echo A; (exit 4)\n", 50).await;
+        assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
+        let out = send_for(&shell, "sleep 0.5; echo B; (exit 6)\n", 50).await;
+        assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
+        let out = send(&shell, "echo C\n").await;
+        assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
+        assert_eq!(out.output, "C\n", "{program}: {out:?}");
+        t.close_clean().await;
+    }
 }
 
 #[tokio::test]
