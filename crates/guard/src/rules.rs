@@ -163,11 +163,15 @@ fn rm_root(a: &Analysis) -> Option<String> {
         // `mv ~ /tmp/old`, `mv /usr /x`: moving it away takes it as surely as deleting it.
         let moved = c.program == "mv" && {
             let ops: Vec<&String> = operands(c).collect();
-            ops.split_last().is_some_and(|(_, sources)| {
-                sources.iter().any(|o| {
-                    critical_path(o).is_some()
-                        || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
-                })
+            // With -t DIR every operand is a source; otherwise the last one is the target.
+            let sources = if has_flag(c, &['t'], &["target-directory"]) {
+                &ops[..]
+            } else {
+                ops.split_last().map_or(&[][..], |(_, sources)| sources)
+            };
+            sources.iter().any(|o| {
+                critical_path(o).is_some()
+                    || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
             })
         };
         if posix || moved || powershell_remove_root(a, c) {

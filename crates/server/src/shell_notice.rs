@@ -20,7 +20,7 @@ session; a shell unused for 10 minutes is closed.";
 
 pub const SHELL_SEND_DESCRIPTION: &str = "Type `input` into a shell and return what it printed. \
 No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"\\u0003\" is \
-Ctrl+C, \"\\u0004\" Ctrl+D. Returns as soon as the command finished (with its exit code and only \
+Ctrl+C, \"\\u0004\" Ctrl+D; \"\" types nothing and waits for a command still running. Returns as soon as the command finished (with its exit code and only \
 its output), or when the program waits for keyboard input (status awaiting_input with the \
 prompt line: answer with another shell_send), or when `wait_for` (a regex) matches the output, \
 or at `timeout_ms` (default 30000, max 600000) — then the command keeps running; read more \
@@ -37,9 +37,6 @@ workdir, size, idle time and output size. Runs nothing.";
 
 pub const SHELL_CLOSE_DESCRIPTION: &str = "Close a shell: hang up its terminal and stop every \
 process started in it. Its output stays readable with shell_read and task_output.";
-
-pub const EMPTY_INPUT: &str = "`input` is empty: pass the keystrokes to type, e.g. \"ls\\n\" \
-(a newline runs the line) or \"\\u0003\" (Ctrl+C)";
 
 pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
 
@@ -214,8 +211,8 @@ pub fn quiet(ms: u64) -> String {
 pub fn running(ms: u64, id: &str, cursor: u64) -> String {
     format!(
         "[still running after {ms} ms; the shell keeps running it. Read more with \
-         shell_read({{id: \"{id}\", since: {cursor}}}), wait with another shell_send, or stop it \
-         with shell_send({{id: \"{id}\", input: \"\\u0003\"}})]"
+         shell_read({{id: \"{id}\", since: {cursor}}}), wait for it with shell_send({{id: \"{id}\", \
+         input: \"\"}}), or stop it with shell_send({{id: \"{id}\", input: \"\\u0003\"}})]"
     )
 }
 
@@ -265,8 +262,8 @@ pub fn cursor_past_end(since: u64, total: u64) -> String {
     format!("`since` {since} is past the end of the output ({total} bytes so far)")
 }
 
-pub const NO_SCREEN: &str =
-    "the shell is no longer open, so it has no screen; its output is readable without `screen`";
+pub const NO_SCREEN: &str = "the shell is no longer open, so it has no screen or raw tail; its \
+output is readable without `screen` and `raw`";
 
 pub fn closed(id: &str) -> String {
     format!("{id} closed: the shell and every process started in it were stopped.")

@@ -209,9 +209,6 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return e,
         };
-        if p.input.is_empty() {
-            return tool_error(say::EMPTY_INPUT.into());
-        }
         let timeout_ms = p.timeout_ms.unwrap_or(SEND_TIMEOUT_DEFAULT_MS);
         if timeout_ms == 0 {
             return tool_error(say::ZERO_TIMEOUT.into());
@@ -278,13 +275,10 @@ impl Agentty {
         };
         let elapsed = ms(outcome.elapsed);
         let mut outcome = outcome;
-        // A full-screen program (vim, less, top) draws with cursor moves on the alternate
-        // screen: its stream, flattened, is a wall of spaces and `~`. What it shows is the
-        // rendered screen, and the line it waits at is the whole screen, not a prompt.
-        let full_screen = !matches!(
-            outcome.status,
-            SendStatus::Done(_) | SendStatus::AtPrompt | SendStatus::ShellEnded
-        ) && shell.screen().alternate;
+        // A full-screen program (vim, less, top) draws with cursor moves: its stream, flattened,
+        // is a wall of spaces and `~`. What it shows is the rendered screen, and the line it
+        // waits at is the whole screen, not a prompt.
+        let full_screen = outcome.full_screen;
         if full_screen {
             outcome.output = shell.screen().text;
             outcome.dropped = 0;

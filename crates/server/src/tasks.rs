@@ -459,6 +459,7 @@ impl Agentty {
             output: s.text,
             from: s.from,
             next: s.next,
+            spill_path: s.spill_path.map(|p| p.display().to_string()),
         };
         reply(text, &structured)
     }

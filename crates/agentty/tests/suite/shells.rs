@@ -256,6 +256,30 @@ async fn prompts_ctrl_c_and_screens() {
     );
     let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "q"})).await;
     assert_eq!(s["status"], "done", "{s}");
+    // Drawing in place without the alternate screen (top) counts too, and only for that send.
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "printf '\\e[H\\e[2JTOPLIKE'; read -s -n1\n"}),
+    )
+    .await;
+    assert!(
+        text.contains("a full-screen program waits for keys"),
+        "{text}"
+    );
+    assert!(s["output"].as_str().unwrap().starts_with("TOPLIKE"), "{s}");
+    ok(&server, "shell_send", json!({"id": "s1", "input": "q"})).await;
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "sleep 0.3; echo waited\n", "timeout_ms": 50}),
+    )
+    .await;
+    assert_eq!(s["status"], "running", "{text}");
+    assert!(!text.contains("full-screen"), "{text}");
+    let (text, s) = ok(&server, "shell_send", json!({"id": "s1", "input": ""})).await;
+    assert_eq!(s["exit_code"], 0, "an empty send waits for it: {text}");
+    assert!(text.contains("waited"), "{text}");
 
     // A program that reads without a prompt (cat) is said to show none, not quoted as "".
     let (text, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "cat\n"})).await;

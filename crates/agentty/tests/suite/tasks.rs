@@ -179,6 +179,7 @@ async fn a_wait_on_a_job_that_overflowed_names_its_spill_file() {
         .nth(1)
         .and_then(|rest| rest.split(']').next())
         .unwrap_or_else(|| panic!("no spill path in: {text}"));
+    assert_eq!(s["spill_path"], path, "the structured result names it too");
     let full = std::fs::read_to_string(path).unwrap();
     let expected: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
     assert_eq!(full, expected, "the spill file holds everything");

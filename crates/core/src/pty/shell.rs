@@ -71,6 +71,10 @@ pub struct SendOutcome {
     pub cursor_from: u64,
     pub cursor_next: u64,
     pub elapsed: Duration,
+    /// A program drew a whole screen during the send and still shows it: the alternate screen
+    /// is up (vim, less), or the output since the send homed the cursor or cleared the screen
+    /// (top draws in place). Its stream is then no reading matter; its screen is.
+    pub full_screen: bool,
 }
 
 pub struct SendRequest<'a> {
@@ -104,6 +108,8 @@ struct Live {
     ring_cleaner: Cleaner,
     screen: vt100::Parser,
     raw_tail: VecDeque<u8>,
+    /// Raw bytes received since the shell opened (positions in `raw_tail`).
+    raw_total: u64,
     last_output: Instant,
     send: Option<SendCapture>,
     /// Prompts still owed to command lines whose sends returned while they ran or waited in
@@ -191,6 +197,7 @@ impl Shell {
                 ring_cleaner: Cleaner::new(),
                 screen: vt100::Parser::new(nz(rows), nz(cols), 0),
                 raw_tail: VecDeque::new(),
+                raw_total: 0,
                 last_output: Instant::now(),
                 send: None,
                 owed_prompts: 0,
@@ -315,6 +322,19 @@ impl Shell {
         }
     }
 
+    /// Whether a program draws a whole screen now, judged on the raw bytes after `raw_from`.
+    fn draws_full_screen(live: &Live, raw_from: u64) -> bool {
+        if live.screen.screen().alternate_screen() {
+            return true;
+        }
+        let new = usize::try_from(live.raw_total.saturating_sub(raw_from)).unwrap_or(usize::MAX);
+        let skip = live.raw_tail.len().saturating_sub(new);
+        let since: Vec<u8> = live.raw_tail.iter().skip(skip).copied().collect();
+        [&b"\x1b[H"[..], b"\x1b[2J", b"\x1b[1;1H"]
+            .iter()
+            .any(|seq| since.windows(seq.len()).any(|w| w == *seq))
+    }
+
     /// The newest raw bytes (escape sequences intact), at most `max`, lossily decoded.
     pub fn raw_tail(&self, max: usize) -> String {
         self.touch();
@@ -343,9 +363,10 @@ impl Shell {
             .input
             .chars()
             .all(|ch| ch.is_whitespace() || ch == '\x03');
-        let idle_before = {
+        let (idle_before, raw_from) = {
             let mut live = lock(&self.live);
             let idle_before = live.at_prompt && live.owed_prompts == 0;
+            let raw_from = live.raw_total;
             if !blank {
                 // Text goes in: until the next prompt, the line is not empty or something other
                 // than the prompt reads the keyboard (shells without a start marker give no
@@ -360,9 +381,22 @@ impl Shell {
                 live.owed_prompts = 0;
             }
             live.send = Some(cap);
-            idle_before
+            (idle_before, raw_from)
         };
         self.touch();
+        if req.input.is_empty() && idle_before {
+            // Nothing typed and nothing running: nothing to wait for.
+            lock(&self.live).send = None;
+            return Ok(SendOutcome {
+                status: SendStatus::AtPrompt,
+                output: String::new(),
+                dropped: 0,
+                cursor_from,
+                cursor_next: cursor_from,
+                elapsed: start.elapsed(),
+                full_screen: false,
+            });
+        }
         master.write_all(&keystrokes(req.input)).await?;
         drop(master);
         let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
@@ -421,24 +455,36 @@ impl Shell {
                 () = sleep_until(wake.min(deadline).max(now + Duration::from_millis(1))) => {}
             }
         };
-        let cap = {
+        let (cap, full_screen) = {
             let mut live = lock(&self.live);
-            let (unseen, own_missing) = live.send.as_ref().map_or((0, 0), |c| {
-                (c.stale_left(), newlines.saturating_sub(c.prompts))
+            let full_screen = !matches!(
+                status,
+                SendStatus::Done(_) | SendStatus::AtPrompt | SendStatus::ShellEnded
+            ) && Self::draws_full_screen(&live, raw_from);
+            let (unseen, own_missing, seen) = live.send.as_ref().map_or((0, 0, 0), |c| {
+                (
+                    c.stale_left(),
+                    newlines.saturating_sub(c.prompts),
+                    c.prompts,
+                )
             });
             live.owed_prompts = match status {
                 // This send's lines still run or wait: their prompts come later.
                 SendStatus::Matched | SendStatus::Running | SendStatus::Quiet => {
                     live.owed_prompts + unseen + own_missing
                 }
-                // At a prompt again: nothing is owed.
+                // A wait (nothing typed) ended at the first prompt: later lines may still run.
+                SendStatus::Done(_) | SendStatus::AtPrompt if req.input.is_empty() => {
+                    live.owed_prompts.saturating_sub(seen)
+                }
+                // At a prompt again after typing (Ctrl+C flushes what was queued): nothing owed.
                 SendStatus::Done(_) | SendStatus::AtPrompt => 0,
                 // A program reads the input (not the shell), or the shell is gone.
                 SendStatus::AwaitingInput { .. } | SendStatus::ShellEnded => {
                     live.owed_prompts + unseen
                 }
             };
-            live.send.take()
+            (live.send.take(), full_screen)
         };
         // The shell sat at its prompt and the new prompt ended nothing: the input was blank lines
         // or Ctrl+C (any shell), or no command started in between (a start marker says so).
@@ -464,6 +510,7 @@ impl Shell {
             cursor_from,
             cursor_next: self.output.total(),
             elapsed: start.elapsed(),
+            full_screen,
         })
     }
 
@@ -537,6 +584,7 @@ impl Shell {
         let live = &mut *guard;
         live.last_output = Instant::now();
         live.raw_tail.extend(chunk);
+        live.raw_total += chunk.len() as u64;
         let excess = live.raw_tail.len().saturating_sub(RAW_TAIL_BYTES);
         live.raw_tail.drain(..excess);
         let (ring_cleaner, screen, send, owed, at_prompt, output) = (

@@ -215,6 +215,13 @@ async fn two_timed_out_sends_then_a_third_gets_its_own_result() {
         let out = send(&shell, "echo C\n").await;
         assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
         assert_eq!(out.output, "C\n", "{program}: {out:?}");
+        // An empty send waits for a running command; at an idle prompt it returns at once.
+        let out = send_for(&shell, "sleep 0.3; (exit 5)\n", 50).await;
+        assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
+        let out = send(&shell, "").await;
+        assert_eq!(out.status, SendStatus::Done(5), "{program}: {out:?}");
+        let out = send(&shell, "").await;
+        assert_eq!(out.status, SendStatus::AtPrompt, "{program}: {out:?}");
         t.close_clean().await;
     }
 }

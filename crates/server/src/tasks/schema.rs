@@ -121,6 +121,8 @@ pub struct TaskWaitResult {
     pub from: u64,
     /// Cursor after `output`, for task_output.
     pub next: u64,
+    /// File holding the full output, once it outgrew the 256 KB buffer.
+    pub spill_path: Option<String>,
 }
 
 /// `structuredContent` of `task_stop`.
