@@ -246,6 +246,20 @@ pub fn scrolled_out(bytes: u64, spill: Option<&std::path::Path>) -> String {
     }
 }
 
+/// Commands whose sends returned while they ran, and that ended before this send.
+pub fn ended_before(codes: &[i32]) -> String {
+    let list = codes
+        .iter()
+        .map(|c| format!("exit {c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if codes.len() == 1 {
+        format!("[before this send, the earlier command ended: {list}]")
+    } else {
+        format!("[before this send, the earlier commands ended: {list}]")
+    }
+}
+
 pub const AT_PROMPT: &str = "[at the prompt: no command ran, so there is no exit code]";
 
 pub const END_OF_OUTPUT: &str = "[end of output: the shell is closed]";

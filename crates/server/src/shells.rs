@@ -326,6 +326,10 @@ impl Agentty {
             _ => None,
         };
         let mut text = String::new();
+        if !outcome.ended_before.is_empty() {
+            text.push_str(&say::ended_before(&outcome.ended_before));
+            text.push('\n');
+        }
         if outcome.dropped > 0 {
             // Where the left-out head is: still in the ring, or only in the spill file.
             let head = job.output.read(Some(outcome.cursor_from), 0);
@@ -363,6 +367,7 @@ impl Agentty {
                     .as_ref()
                     .map(|_| crate::confinement::SANDBOX_DENIED),
                 sandbox_denied,
+                earlier_exit_codes: outcome.ended_before,
             },
         )
     }

@@ -71,6 +71,9 @@ pub struct SendOutcome {
     pub cursor_from: u64,
     pub cursor_next: u64,
     pub elapsed: Duration,
+    /// Exit codes of earlier commands (sends that returned while they ran) that ended before
+    /// this send, oldest first.
+    pub ended_before: Vec<i32>,
     /// A program drew a whole screen during the send and still shows it: the alternate screen
     /// is up (vim, less), or the output since the send homed the cursor or cleared the screen
     /// (top draws in place). Its stream is then no reading matter; its screen is.
@@ -115,6 +118,9 @@ struct Live {
     /// Prompts still owed to command lines whose sends returned while they ran or waited in
     /// the queue (matched, timed out, quiet): they arrive before the next send's own.
     owed_prompts: u32,
+    /// Exit codes of commands whose sends returned early and that ended between sends, oldest
+    /// first: told by the next send, since no reply carried them.
+    ended_unseen: Vec<i32>,
     /// The last marker was a primary prompt: the shell sits at its prompt, running nothing.
     at_prompt: bool,
     eof: bool,
@@ -201,6 +207,7 @@ impl Shell {
                 last_output: Instant::now(),
                 send: None,
                 owed_prompts: 0,
+                ended_unseen: Vec::new(),
                 at_prompt: false,
                 eof: false,
             }),
@@ -363,10 +370,11 @@ impl Shell {
             .input
             .chars()
             .all(|ch| ch.is_whitespace() || ch == '\x03');
-        let (idle_before, raw_from) = {
+        let (idle_before, raw_from, ended_before) = {
             let mut live = lock(&self.live);
             let idle_before = live.at_prompt && live.owed_prompts == 0;
             let raw_from = live.raw_total;
+            let ended_before = std::mem::take(&mut live.ended_unseen);
             if !blank {
                 // Text goes in: until the next prompt, the line is not empty or something other
                 // than the prompt reads the keyboard (shells without a start marker give no
@@ -381,7 +389,7 @@ impl Shell {
                 live.owed_prompts = 0;
             }
             live.send = Some(cap);
-            (idle_before, raw_from)
+            (idle_before, raw_from, ended_before)
         };
         self.touch();
         if req.input.is_empty() && idle_before {
@@ -394,6 +402,7 @@ impl Shell {
                 cursor_from,
                 cursor_next: cursor_from,
                 elapsed: start.elapsed(),
+                ended_before,
                 full_screen: false,
             });
         }
@@ -510,6 +519,7 @@ impl Shell {
             cursor_from,
             cursor_next: self.output.total(),
             elapsed: start.elapsed(),
+            ended_before,
             full_screen,
         })
     }
@@ -587,11 +597,12 @@ impl Shell {
         live.raw_total += chunk.len() as u64;
         let excess = live.raw_tail.len().saturating_sub(RAW_TAIL_BYTES);
         live.raw_tail.drain(..excess);
-        let (ring_cleaner, screen, send, owed, at_prompt, output) = (
+        let (ring_cleaner, screen, send, owed, ended, at_prompt, output) = (
             &mut live.ring_cleaner,
             &mut live.screen,
             &mut live.send,
             &mut live.owed_prompts,
+            &mut live.ended_unseen,
             &mut live.at_prompt,
             &self.output,
         );
@@ -607,10 +618,14 @@ impl Shell {
                 *at_prompt = matches!(marker, Marker::Prompt(_));
                 match send.as_mut() {
                     Some(cap) => cap.marker(marker),
-                    None if matches!(marker, Marker::Prompt(_)) => {
-                        *owed = owed.saturating_sub(1);
+                    None => {
+                        if let Marker::Prompt(code) = marker
+                            && *owed > 0
+                        {
+                            *owed -= 1;
+                            ended.push(code);
+                        }
                     }
-                    None => {}
                 }
             }
         });

@@ -77,6 +77,21 @@ async fn send_for(shell: &Shell, input: &str, ms: u64) -> agentty_core::pty::Sen
         .expect("send")
 }
 
+/// Waits until the shell runs no command (it has no children), then a moment more for its
+/// prompt to be read. Bounded; used to let a command end between two sends.
+async fn wait_until_idle(shell: i32) {
+    let started = Instant::now();
+    while started.elapsed() < PROMPT {
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .unwrap_or_default();
+        if children.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
 /// One shell opened for a test, with its run marker.
 struct Opened {
     shells: Arc<Shells>,
@@ -222,6 +237,13 @@ async fn two_timed_out_sends_then_a_third_gets_its_own_result() {
         assert_eq!(out.status, SendStatus::Done(5), "{program}: {out:?}");
         let out = send(&shell, "").await;
         assert_eq!(out.status, SendStatus::AtPrompt, "{program}: {out:?}");
+        // A command that ends between sends: the next send tells its exit code.
+        let out = send_for(&shell, "sleep 0.2; (exit 4)\n", 50).await;
+        assert_eq!(out.status, SendStatus::Running, "{program}: {out:?}");
+        wait_until_idle(shell.pid).await;
+        let out = send(&shell, "true\n").await;
+        assert_eq!(out.status, SendStatus::Done(0), "{program}: {out:?}");
+        assert_eq!(out.ended_before, vec![4], "{program}: {out:?}");
         t.close_clean().await;
     }
 }

@@ -133,6 +133,9 @@ pub struct ShellSendResult {
     pub error_code: Option<u32>,
     /// What the sandbox refused, in words, with `error_code`.
     pub sandbox_denied: Option<String>,
+    /// Exit codes of earlier commands that were still running when their sends returned and
+    /// ended before this send (oldest first).
+    pub earlier_exit_codes: Vec<i32>,
 }
 
 /// The screen part of `shell_read`.
