@@ -136,10 +136,7 @@ fn guard(
     // Judged where it would run: here.
     let place = std::env::current_dir()
         .ok()
-        .map(|cwd| agentty_guard::Place {
-            cwd: cwd.display().to_string(),
-            home: std::env::var("HOME").ok(),
-        });
+        .map(|cwd| agentty_guard::Place::at(&cwd));
     let (report, verdict) = match command {
         [] => anyhow::bail!("usage: agentty guard -- COMMAND"),
         [line] => agentty_guard::report(line, &cfg, place),

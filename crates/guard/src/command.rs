@@ -81,6 +81,16 @@ pub struct Place {
     pub home: Option<String>,
 }
 
+impl Place {
+    /// A line running in `cwd`, for this process's user (`$HOME`).
+    pub fn at(cwd: &std::path::Path) -> Place {
+        Place {
+            cwd: cwd.display().to_string(),
+            home: std::env::var("HOME").ok(),
+        }
+    }
+}
+
 /// Shell-quotes a word for display when it needs it.
 pub(crate) fn quote_for_display(word: &str) -> String {
     let plain = !word.is_empty()

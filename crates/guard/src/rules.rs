@@ -11,7 +11,9 @@ use crate::command::{Analysis, SimpleCommand};
 use crate::invocation::{code_arg, runs_stdin};
 use crate::lex::Dialect;
 use crate::powershell::ps_param_is;
-use crate::targets::{Critical, critical_path, is_block_device, root_or_system, windows_critical};
+use crate::targets::{
+    Critical, critical_path, home_relative, is_block_device, root_or_system, windows_critical,
+};
 use crate::unwrap::program_name;
 
 /// One entry of the table.
@@ -200,32 +202,6 @@ fn in_dir(cwd: Option<&str>, word: &str) -> Option<String> {
         return None;
     }
     Some(format!("{cwd}/{word}"))
-}
-
-/// `path` with a leading `home` written as `~`, so the targets see the home directory as such.
-fn home_relative(path: &str, home: Option<&str>) -> String {
-    let Some(home) = home
-        .map(|h| h.trim_end_matches('/'))
-        .filter(|h| !h.is_empty())
-    else {
-        return path.to_owned();
-    };
-    // Lexically normalized first, so `/home/me/project/..` is seen as the home directory.
-    let mut parts: Vec<&str> = Vec::new();
-    for comp in path.split('/') {
-        match comp {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    let normal = format!("/{}", parts.join("/"));
-    match normal.strip_prefix(home) {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
-        _ => normal,
-    }
 }
 
 /// `Remove-Item -Recurse C:\` and its aliases (`rm -r`, `ri`, `del`, … inside PowerShell), also

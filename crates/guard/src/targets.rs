@@ -107,6 +107,25 @@ fn home_rest(word: &str) -> Option<&str> {
     None
 }
 
+/// `path` (absolute) with a leading `home` written as `~`, so the targets see the home directory
+/// as such; normalized first, so `/home/me/project/..` is the home directory.
+pub(crate) fn home_relative(path: &str, home: Option<&str>) -> String {
+    let Some(home) = home
+        .map(|h| h.trim_end_matches('/'))
+        .filter(|h| !h.is_empty())
+    else {
+        return path.to_owned();
+    };
+    let Some(comps) = normalize(path) else {
+        return path.to_owned();
+    };
+    let normal = format!("/{}", comps.join("/"));
+    match normal.strip_prefix(home) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
+        _ => normal,
+    }
+}
+
 /// Whether deleting `word` recursively would destroy the system or the home directory.
 pub fn critical_path(word: &str) -> Option<Critical> {
     let mut comps = normalize(word)?;

@@ -235,10 +235,7 @@ impl Agentty {
                 Ok(cwd) => agentty_guard::check_at(
                     &p.input,
                     &self.settings().guard,
-                    agentty_guard::Place {
-                        cwd: cwd.display().to_string(),
-                        home: std::env::var("HOME").ok(),
-                    },
+                    agentty_guard::Place::at(&cwd),
                 ),
                 Err(_) => agentty_guard::check(&p.input, &self.settings().guard),
             };

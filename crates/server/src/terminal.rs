@@ -148,10 +148,7 @@ pub fn prepare(
     let workdir = workspace
         .resolve_workdir(params.workdir.as_deref())
         .map_err(|e| e.to_string())?;
-    let place = || agentty_guard::Place {
-        cwd: workdir.display().to_string(),
-        home: std::env::var("HOME").ok(),
-    };
+    let place = || agentty_guard::Place::at(&workdir);
     let (program, args, display, bare_cd) = match (params.command, params.argv) {
         (Some(command), None) => {
             if command.trim().is_empty() {
