@@ -45,7 +45,7 @@ impl RawPty {
             env: vec![("PS1".into(), "PROMPT$ ".into())],
             stdin: StdinMode::Null,
             marker: format!("bench-raw-{}", std::process::id()),
-            launcher: None,
+            confine: None,
         };
         let (master, _, _) = spawn_on_pty(spec, 120, 40).expect("raw pty");
         let mut raw = Self {

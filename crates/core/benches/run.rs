@@ -32,7 +32,7 @@ async fn main() {
                 env: Vec::new(),
                 stdin: StdinMode::Null,
                 marker: format!("bench-{i}"),
-                launcher: None,
+                confine: None,
             },
             stdin: None,
             timeout: Duration::from_secs(10),

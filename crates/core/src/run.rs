@@ -386,7 +386,7 @@ pub async fn run_until(
     };
     let marker = spec.marker.clone();
     let workdir = spec.cwd.clone();
-    let confined = spec.launcher.is_some();
+    let confined = spec.confine.is_some();
     let start = Instant::now();
     let spawned = spawn(spec)?;
     let pid = spawned.pid;

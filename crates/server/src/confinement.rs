@@ -1,14 +1,13 @@
-//! The sandbox of one session (SPEC §5), decided once: the plan, the prepared kernel objects,
-//! and the launcher thread that carries them, plus the per-call choice between that and a
-//! one-time escalated (unconfined) run.
+//! The sandbox of one session (SPEC §5), decided once: the plan and the prepared kernel objects,
+//! plus the per-call choice between that and a one-time escalated (unconfined) run.
 //!
-//! The Landlock ruleset is built once per session and applied once, to a dedicated launcher
-//! thread; every command spawned from that thread inherits it. So confinement costs one thread
-//! hand-off per call, and a command keeps its own pid and process group.
+//! The Landlock ruleset (and the seccomp filter) are built once per session; each confined
+//! child applies them to itself between clone and exec, so confinement costs two or three
+//! system calls per command, and a command keeps its own pid and process group.
 
 use std::sync::Arc;
 
-use agentty_core::spawn::{Confine, Launcher};
+use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
 use agentty_sandbox::{Enforcement, Mode, Plan, Policy, Prepared, detect_denial};
 
@@ -22,9 +21,24 @@ pub const SANDBOX_FAILED: u32 = 2009;
 struct PreparedConfine(Prepared);
 
 impl Confine for PreparedConfine {
-    fn restrict_current_thread(&self) -> std::io::Result<()> {
+    fn apply_in_child(&self) -> std::io::Result<()> {
         self.0.apply_in_child()
     }
+}
+
+/// Applies `confine` once, to a short-lived thread, so a kernel that refuses the ruleset is
+/// found at start-up (every call then says so) rather than by each command in turn.
+fn try_confine(confine: &Arc<PreparedConfine>) -> Result<(), String> {
+    let confine = Arc::clone(confine);
+    std::thread::Builder::new()
+        .name("agentty-sandbox-check".into())
+        .spawn(move || confine.0.apply_in_child())
+        .and_then(|thread| {
+            thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the check panicked")))
+        })
+        .map_err(|e| format!("the sandbox failed to start: {e}"))
 }
 
 pub struct Confinement {
@@ -33,8 +47,9 @@ pub struct Confinement {
     /// A writable root so wide that confining writes to it protects little (`/`, the home
     /// directory or one of its ancestors, a system directory): said on every sandbox line.
     broad_root: Option<std::path::PathBuf>,
-    /// `Ok(None)`: nothing to confine (auto mode, switched off, no backend).
-    launcher: Result<Option<Arc<Launcher>>, String>,
+    /// What each confined child applies to itself. `Ok(None)`: nothing to confine (auto
+    /// mode, switched off, no backend).
+    confine: Result<Option<Arc<dyn Confine>>, String>,
 }
 
 /// Top-level directories whose contents are the system itself.
@@ -59,20 +74,19 @@ impl Confinement {
         };
         let plan = Plan::new(&policy);
         let mut enforcement = plan.enforcement();
-        let launcher = match plan.prepare() {
+        let confine = match plan.prepare() {
             Ok(prepared) => {
                 enforcement = prepared.enforcement();
                 if enforcement.confines() || enforcement.network_off == Some(true) {
-                    Launcher::new(Arc::new(PreparedConfine(prepared)))
-                        .map(|l| Some(Arc::new(l)))
-                        .map_err(|e| format!("the sandbox failed to start: {e}"))
+                    let confine = Arc::new(PreparedConfine(prepared));
+                    try_confine(&confine).map(|()| Some(confine as Arc<dyn Confine>))
                 } else {
                     Ok(None)
                 }
             }
             Err(e) => Err(e.to_string()),
         };
-        if let Err(e) = &launcher {
+        if let Err(e) = &confine {
             tracing::error!("{e}");
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -95,7 +109,7 @@ impl Confinement {
             plan,
             enforcement,
             broad_root,
-            launcher,
+            confine,
         }
     }
 
@@ -103,13 +117,13 @@ impl Confinement {
         self.plan.mode()
     }
 
-    /// The launcher for a call: the session's, or none for an approved escalation.
+    /// The confinement for a call: the session's, or none for an approved escalation.
     /// An error is the 2009 message: the command must not run.
-    pub fn launcher(&self, escalated: bool) -> Result<Option<Arc<Launcher>>, String> {
+    pub fn confine(&self, escalated: bool) -> Result<Option<Arc<dyn Confine>>, String> {
         if escalated {
             return Ok(None);
         }
-        self.launcher.clone()
+        self.confine.clone()
     }
 
     /// The one line every result carries.

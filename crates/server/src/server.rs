@@ -213,7 +213,7 @@ impl Agentty {
             }
             None => false,
         };
-        let launcher = match inner.confinement.launcher(escalated) {
+        let confine = match inner.confinement.confine(escalated) {
             Ok(l) => l,
             Err(reason) => return tool_error(notice::sandbox_failed(&reason)),
         };
@@ -227,7 +227,7 @@ impl Agentty {
                 env: prepared.env.clone(),
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker: format!("{}-{}", inner.session, call),
-                launcher,
+                confine,
             },
             stdin: prepared.stdin.clone(),
             timeout: terminal::timeout(&prepared),

@@ -130,7 +130,7 @@ impl Agentty {
             }
             _ => false,
         };
-        let launcher = match self.confinement().launcher(escalated) {
+        let confine = match self.confinement().confine(escalated) {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::notice::sandbox_failed(&reason)),
         };
@@ -147,7 +147,7 @@ impl Agentty {
                 env,
                 stdin: StdinMode::Null,
                 marker,
-                launcher,
+                confine,
             },
             cols,
             rows,

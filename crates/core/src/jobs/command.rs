@@ -2,7 +2,7 @@
 //! moved into the background when their timeout is reached (`on_timeout: "background"`).
 //!
 //! A background command is started through the one spawn seam with the caller's `SpawnSpec`
-//! (same sandbox launcher, same marker scheme), registered in the session's [`JobTable`] under
+//! (same sandbox, same marker scheme), registered in the session's [`JobTable`] under
 //! the id it was reserved (so its spill file can be named after it), and then driven by one
 //! task that owns its pipes and exit watch until the whole tree is gone.
 //!
@@ -65,7 +65,7 @@ pub enum StartError {
 /// The live parts of a running command: what the driver owns.
 pub(crate) struct Live {
     pub(crate) pid: i32,
-    /// Spawned through a confined launcher (the sandbox applies).
+    /// Spawned confined (the sandbox applies).
     pub(crate) confined: bool,
     pub(crate) marker: String,
     pub(crate) out: Option<pipe::Receiver>,
@@ -96,7 +96,7 @@ pub fn start(
     };
     let marker = spec.marker.clone();
     let workdir = spec.cwd.clone();
-    let confined = spec.launcher.is_some();
+    let confined = spec.confine.is_some();
     // Reserved first, so a refusal spawns nothing and the id is known for the spill name.
     let reserved = table.reserve(JobKind::Command)?;
     let spawned = spawn(spec)?;

@@ -152,7 +152,7 @@ pub struct NewJob {
     pub pid: i32,
     pub output: Arc<OutputRing>,
     pub control: Box<dyn JobControl>,
-    /// Started under the sandbox (a confined launcher), so a refused write is the sandbox's.
+    /// Started under the sandbox, so a refused write is the sandbox's.
     pub confined: bool,
 }
 

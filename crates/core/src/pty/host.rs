@@ -104,7 +104,7 @@ impl Shells {
             .map_err(|c| OpenError::Cap(CapReachedInfo(c)))?;
         let workdir = spec.spawn.cwd.clone();
         let output = spec.output.clone();
-        let confined = spec.spawn.launcher.is_some();
+        let confined = spec.spawn.confine.is_some();
         let shell = Shell::open(spec).await?;
         let registered = self.table.register(NewJob {
             kind: JobKind::Shell,

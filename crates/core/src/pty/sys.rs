@@ -3,7 +3,7 @@
 //!
 //! Plain `libc` rather than a PTY crate: portable-pty and pty-process both bring their own
 //! `Command` and child handle, which would bypass the one spawn seam ([`crate::spawn`]) with its
-//! run marker, sandbox launcher and pidfd reaper. What remains is five calls
+//! run marker, sandbox and pidfd reaper. What remains is five calls
 //! (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname_r`, `open`), written out here.
 
 use std::ffi::CStr;

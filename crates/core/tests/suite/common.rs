@@ -23,7 +23,7 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         env: Vec::new(),
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
-        launcher: None,
+        confine: None,
     }
 }
 

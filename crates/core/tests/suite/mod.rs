@@ -2,5 +2,6 @@ mod common;
 mod jobs;
 mod output;
 mod pty;
+mod spawn;
 mod spill;
 mod termination;

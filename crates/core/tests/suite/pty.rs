@@ -25,7 +25,7 @@ fn spec(program: &str, marker: &str) -> SpawnSpec {
         env: Vec::new(),
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
-        launcher: None,
+        confine: None,
     }
 }
 

@@ -1,0 +1,280 @@
+//! The one spawn seam: every process agentty starts is started here.
+//!
+//! One place means one place to get right: its own process group (so a tree can be signalled
+//! as one), no controlling terminal (so `/dev/tty` cannot be opened and `sudo`/`ssh` fail fast
+//! instead of prompting), the non-interactive environment, the run marker that lets an escaped
+//! descendant be traced back to its command, the sandbox, and registration with the reaper.
+//! Nothing else in agentty starts a process.
+//!
+//! Speed shapes this module: a trivial command must cost barely more than its own fork and
+//! exec. [`exec`] starts the child the way `posix_spawn` does (a `vfork`-style clone, nothing
+//! copied) and runs the few steps that must happen in the child itself (the process group or
+//! terminal session, the sandbox) there, on the calling thread, with no hand-off to another
+//! thread. The controlling terminal is dropped once by the server
+//! ([`detach_controlling_terminal`]) and so is never inherited.
+
+mod exec;
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use crate::reaper::{self, ExitWatch};
+use exec::{ExecPlan, Session};
+
+/// Environment variable carrying a run's marker; [`crate::tree`] finds escaped descendants by it.
+pub const RUN_MARKER_VAR: &str = "AGENTTY_RUN";
+
+/// Set unless the caller overrides them: a command must never wait for a human who is not there.
+pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("GCM_INTERACTIVE", "never"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("PIP_NO_INPUT", "1"),
+];
+
+/// A confinement (the sandbox, SPEC §5) that a child applies to itself just before `exec`.
+pub trait Confine: Send + Sync {
+    /// Runs in the child between clone and exec, sharing the server's memory: raw system calls
+    /// on data prepared beforehand only, no allocation, no lock.
+    fn apply_in_child(&self) -> io::Result<()>;
+}
+
+/// Drops this process's controlling terminal, once, at start-up, so no child inherits one.
+/// A session leader cannot do this without hanging up its session; it is left alone and the
+/// result says so.
+pub fn detach_controlling_terminal() -> bool {
+    let Ok(tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return true; // no controlling terminal to begin with
+    };
+    // SAFETY: getsid/getpid have no preconditions; TIOCNOTTY on our own ctty fd only detaches
+    // this process from it.
+    unsafe {
+        if libc::getsid(0) == libc::getpid() {
+            return false;
+        }
+        use std::os::fd::AsRawFd;
+        libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) == 0
+    }
+}
+
+/// What stdin the process gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinMode {
+    /// `/dev/null`: reading gets EOF at once.
+    Null,
+    /// A pipe the caller writes to and closes.
+    Piped,
+}
+
+/// Everything needed to start one process.
+pub struct SpawnSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// Added to (and overriding) the inherited environment, after the non-interactive defaults.
+    pub env: Vec<(OsString, OsString)>,
+    pub stdin: StdinMode,
+    /// Unique per run; exported as [`RUN_MARKER_VAR`].
+    pub marker: String,
+    /// The sandbox the child applies to itself; `None` runs it unconfined.
+    pub confine: Option<Arc<dyn Confine>>,
+}
+
+/// A started process with piped output.
+pub struct Spawned {
+    pub pid: i32,
+    pub stdin: Option<OwnedFd>,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    pub exit: ExitWatch,
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what} contains a NUL byte"),
+    )
+}
+
+fn c_string(bytes: Vec<u8>, what: &str) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| invalid(what))
+}
+
+/// The server's own environment, read once: agentty never changes it after start-up, and
+/// reading it per spawn (as std does) is a measurable share of a trivial call.
+fn inherited_env() -> &'static [(OsString, OsString)] {
+    static ENV: OnceLock<Vec<(OsString, OsString)>> = OnceLock::new();
+    ENV.get_or_init(|| std::env::vars_os().collect())
+}
+
+/// The child's environment: inherited, then the non-interactive defaults, then the caller's
+/// variables, then the run marker; a later entry replaces an earlier one of the same name.
+fn child_env(spec: &SpawnSpec) -> io::Result<Vec<(&OsStr, &OsStr)>> {
+    let mut set: Vec<(&OsStr, &OsStr)> = Vec::with_capacity(NON_INTERACTIVE_ENV.len() + 8);
+    let overrides = NON_INTERACTIVE_ENV
+        .iter()
+        .map(|(k, v)| (OsStr::new(*k), OsStr::new(*v)))
+        .chain(spec.env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())))
+        .chain(std::iter::once((
+            OsStr::new(RUN_MARKER_VAR),
+            OsStr::new(spec.marker.as_str()),
+        )));
+    for (key, value) in overrides {
+        if key.is_empty() || key.as_bytes().contains(&b'=') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("invalid environment variable name {key:?}"),
+            ));
+        }
+        match set.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = value,
+            None => set.push((key, value)),
+        }
+    }
+    let mut env: Vec<(&OsStr, &OsStr)> = inherited_env()
+        .iter()
+        .filter(|(k, _)| !set.iter().any(|(s, _)| s == k))
+        .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+        .collect();
+    env.extend(set);
+    Ok(env)
+}
+
+/// Where `execve` is tried: the program itself when it names a path, else each directory of
+/// the child's `PATH` in order (an empty entry is the workdir), as `execvp` searches.
+fn exec_candidates(program: &OsStr, path: Option<&OsStr>) -> io::Result<Vec<CString>> {
+    let bytes = program.as_bytes();
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    if bytes.contains(&b'/') {
+        return Ok(vec![c_string(bytes.to_vec(), "the program")?]);
+    }
+    let path = path.map_or(&b"/bin:/usr/bin"[..], OsStr::as_bytes);
+    path.split(|&b| b == b':')
+        .map(|dir| {
+            let dir = if dir.is_empty() { &b"."[..] } else { dir };
+            let mut full = Vec::with_capacity(dir.len() + 1 + bytes.len());
+            full.extend_from_slice(dir);
+            full.push(b'/');
+            full.extend_from_slice(bytes);
+            c_string(full, "PATH")
+        })
+        .collect()
+}
+
+/// A read-only `/dev/null`, opened once and shared as every child's empty stdin.
+fn dev_null() -> io::Result<&'static OwnedFd> {
+    static NULL: OnceLock<OwnedFd> = OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd);
+    }
+    let file = std::fs::File::open("/dev/null")?;
+    Ok(NULL.get_or_init(|| OwnedFd::from(file)))
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both fds are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Starts `spec` with `stdio` as fds 0-2, registered with the reaper before anything can reap
+/// it. The one place a process is started.
+fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i32, ExitWatch)> {
+    let env = child_env(spec)?;
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == OsStr::new("PATH"))
+        .map(|(_, v)| *v);
+    let candidates = exec_candidates(&spec.program, path)?;
+    let mut argv = Vec::with_capacity(spec.args.len() + 1);
+    argv.push(c_string(spec.program.clone().into_vec(), "the program")?);
+    for arg in &spec.args {
+        argv.push(c_string(arg.as_bytes().to_vec(), "an argument")?);
+    }
+    let env = env
+        .into_iter()
+        .map(|(k, v)| {
+            let mut entry = Vec::with_capacity(k.len() + 1 + v.len());
+            entry.extend_from_slice(k.as_bytes());
+            entry.push(b'=');
+            entry.extend_from_slice(v.as_bytes());
+            c_string(entry, "an environment variable")
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    let plan = ExecPlan {
+        argv,
+        env,
+        candidates,
+        cwd: c_string(spec.cwd.as_os_str().as_bytes().to_vec(), "the workdir")?,
+        stdio,
+        session,
+        confine: spec.confine.as_deref(),
+    };
+    reaper::spawn_registered(|| exec::start(&plan).map(|pid| (pid, pid)))
+}
+
+/// Starts `spec` in a process group of its own with piped stdout and stderr.
+pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
+    let (stdin_read, stdin_write) = match spec.stdin {
+        StdinMode::Null => (None, None),
+        StdinMode::Piped => {
+            let (r, w) = pipe()?;
+            (Some(r), Some(w))
+        }
+    };
+    let stdin_fd = match &stdin_read {
+        Some(fd) => fd.as_raw_fd(),
+        None => dev_null()?.as_raw_fd(),
+    };
+    let (stdout, stdout_write) = pipe()?;
+    let (stderr, stderr_write) = pipe()?;
+    let stdio = [stdin_fd, stdout_write.as_raw_fd(), stderr_write.as_raw_fd()];
+    let (pid, exit) = launch(&spec, stdio, Session::OwnGroup)?;
+    // The child's ends close here, so the read ends see EOF when the child's copies close.
+    drop((stdin_read, stdout_write, stderr_write));
+    Ok(Spawned {
+        pid,
+        stdin: stdin_write,
+        stdout,
+        stderr,
+        exit,
+    })
+}
+
+/// A process started on the slave side of a pseudo-terminal.
+pub struct SpawnedPty {
+    pub pid: i32,
+    pub exit: ExitWatch,
+}
+
+/// Starts `spec` with `slave` (a PTY's slave side) as stdin, stdout, stderr and controlling
+/// terminal, in a new session of its own. `spec.stdin` is ignored: the terminal is the input.
+///
+/// A new session is required: a terminal can only be the controlling terminal of a session
+/// leader, and job control (Ctrl+C reaching the foreground job, `tcgetpgrp`) works only
+/// through a controlling terminal.
+pub fn spawn_pty(spec: SpawnSpec, slave: &OwnedFd) -> io::Result<SpawnedPty> {
+    let fd = slave.as_raw_fd();
+    let (pid, exit) = launch(&spec, [fd, fd, fd], Session::OwnTerminal)?;
+    Ok(SpawnedPty { pid, exit })
+}

@@ -1,0 +1,258 @@
+//! The spawn seam itself: what a child starts with (signals, fds, group, environment), how
+//! `exec` failures come back, and that the sandbox step runs in the child and only there.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentty_core::run;
+use agentty_core::spawn::{Confine, RUN_MARKER_VAR};
+
+use super::common::{marker, request, run_to_end, text};
+
+/// Runs `argv` directly (no shell) and returns its stdout.
+async fn output_of(argv: &[&str], m: &str) -> String {
+    let mut req = request("", m, 10_000);
+    req.spec.program = argv[0].into();
+    req.spec.args = argv[1..].iter().map(OsString::from).collect();
+    let outcome = run_to_end(req).await;
+    assert!(outcome.exit.is_some_and(|e| e.success()), "{outcome:?}");
+    text(&outcome.stdout).to_owned()
+}
+
+fn status_field<'a>(status: &'a str, name: &str) -> &'a str {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("{name} missing in {status}"))
+}
+
+#[tokio::test]
+async fn child_starts_with_no_blocked_signals_and_sigpipe_at_default() {
+    agentty_core::init().unwrap();
+    let status = output_of(&["cat", "/proc/self/status"], &marker("signals")).await;
+    assert_eq!(status_field(&status, "SigBlk"), "0000000000000000");
+    let ignored = u64::from_str_radix(status_field(&status, "SigIgn"), 16).unwrap();
+    let sigpipe_bit = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(ignored & sigpipe_bit, 0, "SIGPIPE is ignored: {ignored:x}");
+    // Rust ignores SIGPIPE in this (the parent) process: the child's default is the spawn's work.
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    let own_ignored = u64::from_str_radix(status_field(&own, "SigIgn"), 16).unwrap();
+    assert_ne!(own_ignored & sigpipe_bit, 0);
+}
+
+#[tokio::test]
+async fn child_has_its_own_group_no_terminal_and_only_its_stdio() {
+    agentty_core::init().unwrap();
+    let m = marker("group");
+    let stat = output_of(&["cat", "/proc/self/stat"], &m).await;
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<i64> = rest
+        .split_ascii_whitespace()
+        .skip(1)
+        .take(5)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let pid: i64 = stat
+        .split_ascii_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (pgrp, session, tty_nr) = (fields[1], fields[2], fields[3]);
+    assert_eq!(pgrp, pid, "own process group");
+    assert_ne!(session, pid, "not a session leader on the pipe path");
+    assert_eq!(tty_nr, 0, "no controlling terminal");
+
+    // Every fd of the server is close-on-exec except what this test process itself leaks.
+    let inheritable: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        // SAFETY: F_GETFD only reads the flags of an fd number.
+        .filter(|&fd| fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } == 0)
+        .map(|fd| fd.to_string())
+        .collect();
+    let listed = output_of(&["ls", "/proc/self/fd"], &m).await;
+    for fd in listed.split_whitespace() {
+        assert!(
+            ["0", "1", "2", "3"].contains(&fd) || inheritable.iter().any(|i| i == fd),
+            "fd {fd} leaked into the child: {listed}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn environment_layers_inherited_defaults_caller_and_marker() {
+    agentty_core::init().unwrap();
+    let m = marker("env");
+    let mut req = request("env", &m, 10_000);
+    req.spec.env = vec![
+        ("GIT_PAGER".into(), "less".into()),
+        ("AGENTTY_TEST_VAR".into(), "a=b c".into()),
+    ];
+    let outcome = run_to_end(req).await;
+    let env = text(&outcome.stdout);
+    let lines: Vec<&str> = env.lines().collect();
+    assert!(lines.contains(&"PAGER=cat"), "{env}");
+    assert!(lines.contains(&"GIT_PAGER=less"), "{env}");
+    assert!(!lines.contains(&"GIT_PAGER=cat"), "{env}");
+    assert!(lines.contains(&"AGENTTY_TEST_VAR=a=b c"), "{env}");
+    assert!(
+        lines.contains(&format!("{RUN_MARKER_VAR}={m}").as_str()),
+        "{env}"
+    );
+    let path = std::env::var("PATH").unwrap();
+    assert!(lines.contains(&format!("PATH={path}").as_str()), "{env}");
+}
+
+#[tokio::test]
+async fn path_search_skips_a_non_executable_and_uses_the_callers_path() {
+    agentty_core::init().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("a"), dir.path().join("b"));
+    for (d, mode) in [(&first, 0o644), (&second, 0o755)] {
+        std::fs::create_dir(d).unwrap();
+        let prog = d.join("agentty-probe-prog");
+        std::fs::write(&prog, format!("#!/bin/sh\necho from {}\n", d.display())).unwrap();
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let m = marker("path");
+    let mut req = request("", &m, 10_000);
+    req.spec.program = "agentty-probe-prog".into();
+    req.spec.args.clear();
+    let path = format!("{}:{}", first.display(), second.display());
+    req.spec.env = vec![("PATH".into(), path.into())];
+    let outcome = run_to_end(req).await;
+    assert_eq!(
+        text(&outcome.stdout).trim(),
+        format!("from {}", second.display())
+    );
+
+    // Only the non-executable one, then a directory without it: permission denied, as
+    // execvp reports it (not the "not found" of the last directory tried).
+    let mut req = request("", &m, 10_000);
+    req.spec.program = "agentty-probe-prog".into();
+    req.spec.args.clear();
+    let path = format!("{}:/nonexistent-agentty-dir", first.display());
+    req.spec.env = vec![("PATH".into(), path.into())];
+    let err = run::run(req, std::future::pending(), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+}
+
+#[tokio::test]
+async fn bad_specs_are_errors_and_leave_no_process() {
+    agentty_core::init().unwrap();
+    let m = marker("bad");
+    type Change = Box<dyn Fn(&mut agentty_core::run::RunRequest)>;
+    let cases: Vec<(&str, Change)> = vec![
+        (
+            "NUL",
+            Box::new(|r| r.spec.args = vec!["-c".into(), "echo a\0b".into()]),
+        ),
+        (
+            "environment variable name",
+            Box::new(|r| r.spec.env = vec![("A=B".into(), "x".into())]),
+        ),
+        (
+            "workdir",
+            Box::new(|r| r.spec.cwd = "/nonexistent/agentty-test-dir".into()),
+        ),
+        ("No such file", Box::new(|r| r.spec.program = "".into())),
+    ];
+    for (expected, change) in cases {
+        let mut req = request("true", &m, 10_000);
+        change(&mut req);
+        let err = run::run(req, std::future::pending(), None)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expected), "{expected}: {err}");
+    }
+    assert_eq!(zombie_children(), Vec::<i32>::new());
+}
+
+/// Children of this test process that exited and were never reaped.
+fn zombie_children() -> Vec<i32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|stat| {
+            let rest = stat[stat.rfind(')')? + 2..].to_owned();
+            let mut f = rest.split_ascii_whitespace();
+            let (state, ppid) = (f.next()?, f.next()?);
+            (state == "Z" && ppid == me).then(|| stat.split(' ').next()?.parse().ok())?
+        })
+        .collect()
+}
+
+/// A stand-in sandbox that sets `no_new_privs` (the first thing the real one does), counting
+/// its calls; or fails, as a kernel refusing the ruleset would.
+struct MarkNoNewPrivs {
+    calls: Arc<AtomicUsize>,
+    fail: bool,
+}
+
+impl Confine for MarkNoNewPrivs {
+    fn apply_in_child(&self) -> io::Result<()> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if self.fail {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        // SAFETY: plain prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+fn no_new_privs_of_every_thread() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .map(|s| status_field(&s, "NoNewPrivs").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_sandbox_step_runs_in_the_child_only() {
+    agentty_core::init().unwrap();
+    let m = marker("confine");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut req = request("grep NoNewPrivs /proc/self/status", &m, 10_000);
+    req.spec.confine = Some(Arc::new(MarkNoNewPrivs {
+        calls: calls.clone(),
+        fail: false,
+    }));
+    let outcome = run_to_end(req).await;
+    // The child's memory is the server's until exec: the count it wrote is visible here.
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!(
+        text(&outcome.stdout).split_whitespace().collect::<Vec<_>>(),
+        ["NoNewPrivs:", "1"]
+    );
+    assert!(
+        no_new_privs_of_every_thread().iter().all(|v| v == "0"),
+        "a server thread was confined"
+    );
+
+    let mut req = request("true", &m, 10_000);
+    req.spec.confine = Some(Arc::new(MarkNoNewPrivs {
+        calls: calls.clone(),
+        fail: true,
+    }));
+    let err = run::run(req, std::future::pending(), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sandbox"), "{err}");
+    assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+    assert_eq!(zombie_children(), Vec::<i32>::new());
+}
