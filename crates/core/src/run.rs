@@ -393,8 +393,9 @@ pub async fn run_until(
     if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
         feed_stdin(fd, data)?;
     }
-    let mut out = Some(pipe::Receiver::from_owned_fd(spawned.stdout)?);
-    let mut err = Some(pipe::Receiver::from_owned_fd(spawned.stderr)?);
+    // The seam hands over non-blocking pipe read ends: no need to check and set them again.
+    let mut out = Some(pipe::Receiver::from_owned_fd_unchecked(spawned.stdout)?);
+    let mut err = Some(pipe::Receiver::from_owned_fd_unchecked(spawned.stderr)?);
     let mut exit_watch = spawned.exit;
     let mut exit: Option<Exit> = None;
     let mut capture = Capture::new(spill, hand_over);

@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::fs;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -110,15 +111,30 @@ fn members(leader: i32, marker: &str) -> (Vec<i32>, bool) {
 
 /// Children of this process's main thread. The kernel re-parents an orphan to the first live
 /// thread of the subreaper, which is the main thread, so this lists every escaped descendant
-/// with one small read and no full `/proc` scan.
+/// with one small read and no full `/proc` scan. It runs after every command, so the file is
+/// kept open and read with one `pread` (a proc file is generated afresh at offset 0).
 fn own_children() -> Option<Vec<i32>> {
-    let pid = std::process::id();
-    let text = fs::read_to_string(format!("/proc/self/task/{pid}/children")).ok()?;
-    Some(
-        text.split_ascii_whitespace()
-            .filter_map(|s| s.parse::<i32>().ok())
-            .collect(),
-    )
+    use std::os::unix::fs::FileExt;
+    static CHILDREN: OnceLock<Option<(u32, fs::File)>> = OnceLock::new();
+    let path = |pid: u32| format!("/proc/self/task/{pid}/children");
+    let (pid, file) = CHILDREN
+        .get_or_init(|| {
+            let pid = std::process::id();
+            fs::File::open(path(pid)).ok().map(|file| (pid, file))
+        })
+        .as_ref()?;
+    let mut buf = [0u8; 1024];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let parse = |text: &[u8]| -> Vec<i32> {
+        text.split(u8::is_ascii_whitespace)
+            .filter_map(|s| std::str::from_utf8(s).ok()?.parse::<i32>().ok())
+            .collect()
+    };
+    if n < buf.len() {
+        return Some(parse(&buf[..n]));
+    }
+    // Longer than the buffer: read it whole.
+    fs::read(path(*pid)).ok().map(|text| parse(&text))
 }
 
 /// After the leader was reaped: does anything of its tree still run? Cheap on the common path

@@ -19,7 +19,8 @@
 //! stack; the child resets every handled signal (and SIGPIPE, which Rust ignores) to its
 //! default, then unblocks them all, as `posix_spawn` and std do.
 
-use std::ffi::CString;
+use std::borrow::Cow;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
@@ -30,6 +31,13 @@ use super::Confine;
 
 /// The child's stack. Its code is a few system calls deep; 64 KB leaves a wide margin.
 const CHILD_STACK_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// One child stack per spawning thread, allocated on its first spawn and reused rather than
+    /// zero-filling 64 KB per call. Reuse is safe: the thread is suspended while its child
+    /// runs on it (CLONE_VFORK), and the child never spawns.
+    static CHILD_STACK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// How the child relates to sessions and terminals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +51,8 @@ pub(crate) enum Session {
 /// Everything the child needs, built before the clone.
 pub(crate) struct ExecPlan<'a> {
     pub argv: Vec<CString>,
-    /// `KEY=VALUE` entries.
-    pub env: Vec<CString>,
+    /// `KEY=VALUE` entries; the inherited ones are encoded once and borrowed.
+    pub env: Vec<Cow<'static, CStr>>,
     /// Paths to try `execve` on, in order: the program itself when it contains a `/`, else
     /// the program under each `PATH` directory (as `execvp` searches).
     pub candidates: Vec<CString>,
@@ -102,10 +110,10 @@ struct Failure {
 }
 
 /// Null-terminated pointer arrays over `strings`, which must outlive them.
-fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
+fn pointers<S: AsRef<CStr>>(strings: &[S]) -> Vec<*const libc::c_char> {
     strings
         .iter()
-        .map(|s| s.as_ptr())
+        .map(|s| s.as_ref().as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect()
 }
@@ -122,7 +130,6 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
         step: AtomicU8::new(Step::None as u8),
         errno: AtomicI32::new(0),
     };
-    let mut stack = vec![0u8; CHILD_STACK_BYTES];
     let child = Box::new(|| {
         // SAFETY: runs in the vfork-style child, on its own stack, while the parent's thread
         // is suspended; `child_main` makes only async-signal-safe calls on data that lives in
@@ -138,17 +145,23 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
         Some(&mut saved),
     )
     .map_err(io::Error::from)?;
-    // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on `stack` and this thread waits until it
-    // has exec'd or exited, so everything the closure borrows outlives its use. All signals
-    // are blocked (above) so no handler runs in the child before it resets them.
-    let cloned = unsafe {
-        clone(
-            child,
-            &mut stack,
-            CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
-            Some(libc::SIGCHLD),
-        )
-    };
+    let cloned = CHILD_STACK.with_borrow_mut(|stack| {
+        if stack.len() < CHILD_STACK_BYTES {
+            stack.resize(CHILD_STACK_BYTES, 0);
+        }
+        // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on `stack` and this thread waits
+        // until it has exec'd or exited, so everything the closure borrows outlives its use.
+        // All signals are blocked (above) so no handler runs in the child before it resets
+        // them.
+        unsafe {
+            clone(
+                child,
+                stack,
+                CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
+                Some(libc::SIGCHLD),
+            )
+        }
+    });
     let _ = nix::sys::signal::pthread_sigmask(
         nix::sys::signal::SigmaskHow::SIG_SETMASK,
         Some(&saved),

@@ -15,7 +15,8 @@
 
 mod exec;
 
-use std::ffi::{CString, OsStr, OsString};
+use std::borrow::Cow;
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -96,7 +97,9 @@ pub struct SpawnSpec {
 pub struct Spawned {
     pub pid: i32,
     pub stdin: Option<OwnedFd>,
+    /// Read end of a pipe, already non-blocking.
     pub stdout: OwnedFd,
+    /// Read end of a pipe, already non-blocking.
     pub stderr: OwnedFd,
     pub exit: ExitWatch,
 }
@@ -112,16 +115,40 @@ fn c_string(bytes: Vec<u8>, what: &str) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| invalid(what))
 }
 
-/// The server's own environment, read once: agentty never changes it after start-up, and
-/// reading it per spawn (as std does) is a measurable share of a trivial call.
-fn inherited_env() -> &'static [(OsString, OsString)] {
-    static ENV: OnceLock<Vec<(OsString, OsString)>> = OnceLock::new();
-    ENV.get_or_init(|| std::env::vars_os().collect())
+/// One `KEY=VALUE` entry of the server's own environment, encoded once.
+struct InheritedVar {
+    key: OsString,
+    entry: CString,
 }
 
-/// The child's environment: inherited, then the non-interactive defaults, then the caller's
-/// variables, then the run marker; a later entry replaces an earlier one of the same name.
-fn child_env(spec: &SpawnSpec) -> io::Result<Vec<(&OsStr, &OsStr)>> {
+/// The server's own environment, read and encoded once: agentty never changes it after
+/// start-up, and re-reading it per spawn (as std does) is a measurable share of a trivial call.
+/// Entries with a NUL byte cannot be passed on and are dropped, as std drops them.
+fn inherited_env() -> &'static [InheritedVar] {
+    static ENV: OnceLock<Vec<InheritedVar>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        std::env::vars_os()
+            .filter_map(|(key, value)| {
+                let entry = CString::new(env_entry(&key, &value)).ok()?;
+                Some(InheritedVar { key, entry })
+            })
+            .collect()
+    })
+}
+
+fn env_entry(key: &OsStr, value: &OsStr) -> Vec<u8> {
+    let mut entry = Vec::with_capacity(key.len() + 1 + value.len());
+    entry.extend_from_slice(key.as_bytes());
+    entry.push(b'=');
+    entry.extend_from_slice(value.as_bytes());
+    entry
+}
+
+/// The child's environment as `KEY=VALUE` entries: inherited, then the non-interactive
+/// defaults, then the caller's variables, then the run marker; a later entry replaces an
+/// earlier one of the same name. Also returns the child's `PATH`, where its program is looked
+/// up.
+fn child_env(spec: &SpawnSpec) -> io::Result<(Vec<Cow<'static, CStr>>, Option<&OsStr>)> {
     let mut set: Vec<(&OsStr, &OsStr)> = Vec::with_capacity(NON_INTERACTIVE_ENV.len() + 8);
     let overrides = NON_INTERACTIVE_ENV
         .iter()
@@ -143,13 +170,30 @@ fn child_env(spec: &SpawnSpec) -> io::Result<Vec<(&OsStr, &OsStr)>> {
             None => set.push((key, value)),
         }
     }
-    let mut env: Vec<(&OsStr, &OsStr)> = inherited_env()
+    let inherited = inherited_env();
+    let path = set
         .iter()
-        .filter(|(k, _)| !set.iter().any(|(s, _)| s == k))
-        .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
-        .collect();
-    env.extend(set);
-    Ok(env)
+        .find(|(k, _)| *k == OsStr::new("PATH"))
+        .map(|(_, v)| *v)
+        .or_else(|| {
+            let var = inherited.iter().find(|var| var.key == "PATH")?;
+            let value = var.entry.to_bytes().get(var.key.len() + 1..)?;
+            Some(OsStr::from_bytes(value))
+        });
+    let mut env: Vec<Cow<'static, CStr>> = Vec::with_capacity(inherited.len() + set.len());
+    env.extend(
+        inherited
+            .iter()
+            .filter(|var| !set.iter().any(|(k, _)| *k == var.key))
+            .map(|var| Cow::Borrowed(var.entry.as_c_str())),
+    );
+    for (key, value) in set {
+        env.push(Cow::Owned(c_string(
+            env_entry(key, value),
+            "an environment variable",
+        )?));
+    }
+    Ok((env, path))
 }
 
 /// Where `execve` is tried: the program itself when it names a path, else each directory of
@@ -185,42 +229,35 @@ fn dev_null() -> io::Result<&'static OwnedFd> {
     Ok(NULL.get_or_init(|| OwnedFd::from(file)))
 }
 
-/// A pipe, both ends close-on-exec: (read end, write end).
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+/// A pipe, both ends close-on-exec: (read end, write end). The read end is non-blocking when
+/// asked, ready for the reactor.
+fn pipe(nonblocking_read: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two fds into the array on success.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both fds are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: F_SETFL on an fd we own; O_NONBLOCK is the only status flag a fresh pipe needs.
+    if nonblocking_read
+        && unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((read, write))
 }
 
 /// Starts `spec` with `stdio` as fds 0-2, registered with the reaper before anything can reap
 /// it. The one place a process is started.
 fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i32, ExitWatch)> {
-    let env = child_env(spec)?;
-    let path = env
-        .iter()
-        .rev()
-        .find(|(k, _)| *k == OsStr::new("PATH"))
-        .map(|(_, v)| *v);
+    let (env, path) = child_env(spec)?;
     let candidates = exec_candidates(&spec.program, path)?;
     let mut argv = Vec::with_capacity(spec.args.len() + 1);
     argv.push(c_string(spec.program.clone().into_vec(), "the program")?);
     for arg in &spec.args {
         argv.push(c_string(arg.as_bytes().to_vec(), "an argument")?);
     }
-    let env = env
-        .into_iter()
-        .map(|(k, v)| {
-            let mut entry = Vec::with_capacity(k.len() + 1 + v.len());
-            entry.extend_from_slice(k.as_bytes());
-            entry.push(b'=');
-            entry.extend_from_slice(v.as_bytes());
-            c_string(entry, "an environment variable")
-        })
-        .collect::<io::Result<Vec<_>>>()?;
     let plan = ExecPlan {
         argv,
         env,
@@ -238,7 +275,7 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     let (stdin_read, stdin_write) = match spec.stdin {
         StdinMode::Null => (None, None),
         StdinMode::Piped => {
-            let (r, w) = pipe()?;
+            let (r, w) = pipe(false)?;
             (Some(r), Some(w))
         }
     };
@@ -246,8 +283,8 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
         Some(fd) => fd.as_raw_fd(),
         None => dev_null()?.as_raw_fd(),
     };
-    let (stdout, stdout_write) = pipe()?;
-    let (stderr, stderr_write) = pipe()?;
+    let (stdout, stdout_write) = pipe(true)?;
+    let (stderr, stderr_write) = pipe(true)?;
     let stdio = [stdin_fd, stdout_write.as_raw_fd(), stderr_write.as_raw_fd()];
     let (pid, exit) = launch(&spec, stdio, Session::OwnGroup)?;
     // The child's ends close here, so the read ends see EOF when the child's copies close.

@@ -108,6 +108,25 @@ async fn detached_leftovers_are_stopped_and_reported() {
     assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
 }
 
+/// The orphan check re-reads the server's children list on every call (one file kept open):
+/// an escapee is seen between two clean runs, and forgotten once stopped.
+#[tokio::test]
+async fn each_run_sees_the_children_list_as_it_is_now() {
+    let strays = |cmd: &'static str, name: &'static str| async move {
+        let m = marker(name);
+        let out = run_to_end(request(cmd, &m, 60_000)).await;
+        assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
+        out.strays
+    };
+    assert_eq!(strays("echo one", "children-1").await, None);
+    let escapee = "setsid sleep 100 >/dev/null 2>&1 & echo two";
+    assert_eq!(
+        strays(escapee, "children-2").await,
+        Some(Strays::Lingering(1))
+    );
+    assert_eq!(strays("echo three", "children-3").await, None);
+}
+
 #[tokio::test]
 async fn clean_command_reports_no_strays() {
     let m = marker("clean-exit");
