@@ -11,9 +11,7 @@ use crate::command::{Analysis, SimpleCommand};
 use crate::invocation::{code_arg, runs_stdin};
 use crate::lex::Dialect;
 use crate::powershell::ps_param_is;
-use crate::targets::{
-    Critical, critical_path, home_relative, is_block_device, root_or_system, windows_critical,
-};
+use crate::targets::{Critical, critical_path, home_relative, is_block_device, windows_critical};
 use crate::unwrap::program_name;
 
 /// One entry of the table.
@@ -56,7 +54,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         name: "chmod-root",
-        reason: "changes permissions or ownership recursively on the filesystem root or a system directory",
+        reason: "changes permissions or ownership recursively on the filesystem root, the home directory or a system directory",
         check: chmod_root,
     },
     Rule {
@@ -124,13 +122,23 @@ fn has_flag(c: &SimpleCommand, short: &[char], long: &[&str]) -> bool {
     false
 }
 
-fn rm_root(a: &Analysis) -> Option<String> {
-    // Where the commands run, as far as the line shows: the caller's directory, then each `cd`.
+/// A command of the line with where it runs, as far as the line shows: the caller's directory,
+/// then each `cd` before it.
+struct Located<'a> {
+    command: &'a SimpleCommand,
+    cwd: Option<String>,
+    /// The directory is itself critical (`cd / && rm -rf *`), judged as `critical` says.
+    cwd_critical: bool,
+}
+
+/// Every command of `a` but the `cd`s, each with its directory. `critical` judges a directory
+/// (after `~` is expanded against the caller's home).
+fn located<'a>(a: &'a Analysis, critical: impl Fn(&str) -> bool) -> Vec<Located<'a>> {
     let mut cwd = a.place.as_ref().map(|p| p.cwd.clone());
     let home = a.place.as_ref().and_then(|p| p.home.as_deref());
-    let is_critical = |path: &str| critical_path(&home_relative(path, home)).is_some();
-    // `cd / && rm -rf *`: a relative wildcard after changing into a critical directory.
+    let is_critical = |path: &str| critical(&home_relative(path, home));
     let mut cwd_critical = cwd.as_deref().is_some_and(is_critical);
+    let mut out = Vec::new();
     for c in &a.commands {
         if matches!(
             c.program.as_str(),
@@ -142,26 +150,44 @@ fn rm_root(a: &Analysis) -> Option<String> {
                 Some(dir) => in_dir(cwd.as_deref(), dir),
             };
             cwd_critical = match dir {
-                None => c.dialect == Dialect::Posix,
+                None => c.dialect == Dialect::Posix && critical("~"),
                 Some(dir) => {
-                    critical_path(dir).is_some()
+                    critical(dir)
                         || windows_critical(dir)
                         || cwd.as_deref().is_some_and(is_critical)
                 }
             };
             continue;
         }
+        out.push(Located {
+            command: c,
+            cwd: cwd.clone(),
+            cwd_critical,
+        });
+    }
+    out
+}
+
+/// Whether operand `o` of a command located at `l` names a directory `critical` judges so:
+/// as written, as a wildcard or `.` inside such a directory, or relative to the directory.
+fn hits(l: &Located<'_>, o: &str, home: Option<&str>, critical: &impl Fn(&str) -> bool) -> bool {
+    critical(o)
+        || (l.cwd_critical && matches!(o, "*" | "." | "./" | "./*" | ".*"))
+        || in_dir(l.cwd.as_deref(), o).is_some_and(|p| critical(&home_relative(&p, home)))
+}
+
+fn rm_root(a: &Analysis) -> Option<String> {
+    let home = a.place.as_ref().and_then(|p| p.home.as_deref());
+    let critical = |path: &str| critical_path(path).is_some();
+    for l in located(a, critical) {
+        let c = l.command;
         let posix = c.program == "rm"
             && has_flag(
                 c,
                 &['r', 'R', 'f'],
                 &["recursive", "force", "no-preserve-root"],
             )
-            && operands(c).any(|o| {
-                critical_path(o).is_some()
-                    || (cwd_critical && matches!(o.as_str(), "*" | "." | "./" | "./*" | ".*"))
-                    || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
-            });
+            && operands(c).any(|o| hits(&l, o, home, &critical));
         // `mv ~ /tmp/old`, `mv /usr /x`: moving it away takes it as surely as deleting it.
         let moved = c.program == "mv" && {
             let ops: Vec<&String> = operands(c).collect();
@@ -172,8 +198,9 @@ fn rm_root(a: &Analysis) -> Option<String> {
                 ops.split_last().map_or(&[][..], |(_, sources)| sources)
             };
             sources.iter().any(|o| {
-                critical_path(o).is_some()
-                    || in_dir(cwd.as_deref(), o).is_some_and(|p| is_critical(&p))
+                critical(o)
+                    || in_dir(l.cwd.as_deref(), o)
+                        .is_some_and(|p| critical(&home_relative(&p, home)))
             })
         };
         if posix || moved || powershell_remove_root(a, c) {
@@ -434,11 +461,23 @@ fn fork_bomb_text(text: &str) -> bool {
     false
 }
 
+/// `chmod -R`/`chown -R` on `/`, the home directory or a top-level system directory: every
+/// file below loses its permissions (`~/.ssh` stops working, `sudo` breaks). A directory one
+/// level down (`/usr/local`) is left alone: recursive fixes there are routine.
 fn chmod_root(a: &Analysis) -> Option<String> {
-    first(a, |c| {
-        matches!(c.program.as_str(), "chmod" | "chown" | "chgrp")
+    let home = a.place.as_ref().and_then(|p| p.home.as_deref());
+    let critical = |path: &str| {
+        matches!(
+            critical_path(path),
+            Some(Critical::Root | Critical::Home | Critical::System)
+        )
+    };
+    located(a, critical).into_iter().find_map(|l| {
+        let c = l.command;
+        let hit = matches!(c.program.as_str(), "chmod" | "chown" | "chgrp")
             && has_flag(c, &['R'], &["recursive"])
-            && operands(c).any(|o| root_or_system(o))
+            && operands(c).any(|o| hits(&l, o, home, &critical));
+        hit.then(|| c.text.clone())
     })
 }
 

@@ -159,12 +159,6 @@ fn is_system_dir(dir: &str) -> bool {
     SYSTEM_DIRS.iter().any(|d| dir.eq_ignore_ascii_case(d))
 }
 
-/// Root or a top-level system directory. The home directory and `/usr/local` are excluded:
-/// `chown -R me ~` and `chown -R me /usr/local` are normal fixes.
-pub fn root_or_system(word: &str) -> bool {
-    matches!(critical_path(word), Some(Critical::Root | Critical::System))
-}
-
 /// Whether `word` names a whole-disk or partition block device (`/dev/sda`, `/dev/nvme0n1p2`,
 /// `/dev/disk2`, `/dev/mapper/root`, …).
 pub fn is_block_device(word: &str) -> bool {

@@ -175,6 +175,11 @@ fn relative_targets_are_judged_where_the_line_runs() {
     ] {
         assert!(!blocked(line, cwd), "{line} in {cwd}");
     }
+    let chmod_blocked = |line: &str, cwd: &str| matches!(check_at(line, &cfg, place(cwd)), Verdict::Block(b) if b.rule == "chmod-root");
+    assert!(chmod_blocked("chmod -R 000 ..", "/home/me/project"));
+    assert!(chmod_blocked("chown -R nobody .", "/home/me"));
+    assert!(!chmod_blocked("chmod -R u+w .", "/home/me/project"));
+    assert!(!chmod_blocked("chmod -R 000 ..", "/home/me/project/web"));
     let argv = ["rm", "-rf", "../.."].map(String::from);
     assert!(matches!(
         check_argv_at(&argv, &cfg, place("/home/me/x")),
