@@ -33,5 +33,5 @@ pub use report::{report, report_argv};
 pub use rules::{RULES, Rule, rule};
 pub use verdict::{
     Block, GuardConfig, UnknownRules, Verdict, check, check_argv, check_argv_at, check_at,
-    is_read_only, rule_names, verdict,
+    cwd_after, is_read_only, rule_names, verdict,
 };

@@ -134,6 +134,24 @@ struct Located<'a> {
 /// Every command of `a` but the `cd`s, each with its directory. `critical` judges a directory
 /// (after `~` is expanded against the caller's home).
 fn located<'a>(a: &'a Analysis, critical: impl Fn(&str) -> bool) -> Vec<Located<'a>> {
+    walk_cds(a, critical).0
+}
+
+/// Where the line leaves its shell, as far as the line shows: the caller's directory moved by
+/// each `cd`. `None` without a place, after a `cd` to an unknown directory (`cd $X`), or when a
+/// subshell or substitution could have kept a `cd` to itself.
+pub(crate) fn cwd_after(a: &Analysis, line: &str) -> Option<String> {
+    if !a.exact || line.contains(['(', '`']) {
+        return None;
+    }
+    walk_cds(a, |_| false).1
+}
+
+/// [`located`], and the directory after the last command.
+fn walk_cds<'a>(
+    a: &'a Analysis,
+    critical: impl Fn(&str) -> bool,
+) -> (Vec<Located<'a>>, Option<String>) {
     let mut cwd = a.place.as_ref().map(|p| p.cwd.clone());
     let home = a.place.as_ref().and_then(|p| p.home.as_deref());
     let is_critical = |path: &str| critical(&home_relative(path, home));
@@ -147,7 +165,8 @@ fn located<'a>(a: &'a Analysis, critical: impl Fn(&str) -> bool) -> Vec<Located<
             let dir = operands(c).next();
             cwd = match dir {
                 None => home.map(ToOwned::to_owned),
-                Some(dir) => in_dir(cwd.as_deref(), dir),
+                Some(dir) if dir == "-" => None, // the previous directory: not known here
+                Some(dir) => in_dir(cwd.as_deref(), &expand_home(dir, home)),
             };
             cwd_critical = match dir {
                 None => c.dialect == Dialect::Posix && critical("~"),
@@ -165,7 +184,7 @@ fn located<'a>(a: &'a Analysis, critical: impl Fn(&str) -> bool) -> Vec<Located<
             cwd_critical,
         });
     }
-    out
+    (out, cwd)
 }
 
 /// Whether operand `o` of a command located at `l` names a directory `critical` judges so:
@@ -208,6 +227,16 @@ fn rm_root(a: &Analysis) -> Option<String> {
         }
     }
     None
+}
+
+/// `~` and `~/x` with the caller's home put in, when it is known.
+fn expand_home(word: &str, home: Option<&str>) -> String {
+    match (word.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            format!("{}{rest}", home.trim_end_matches('/'))
+        }
+        _ => word.to_owned(),
+    }
 }
 
 /// Where `word` points when used in `cwd`: an absolute path for a relative word (`..`, `build`,

@@ -117,6 +117,14 @@ pub fn check_at(command_line: &str, cfg: &GuardConfig, place: Place) -> Verdict 
     verdict(&analysis, cfg)
 }
 
+/// The directory a shell command line run in `place` ends in: `place.cwd` moved by the line's
+/// `cd`s. `None` when that cannot be told from the text (`cd "$DIR"`, a subshell).
+pub fn cwd_after(command_line: &str, place: Place) -> Option<String> {
+    let mut analysis = parse::analyze(command_line);
+    analysis.place = Some(place);
+    crate::rules::cwd_after(&analysis, command_line)
+}
+
 /// Like [`check_argv`], for an argv that runs in `place`.
 pub fn check_argv_at(argv: &[String], cfg: &GuardConfig, place: Place) -> Verdict {
     let mut analysis = parse::analyze_argv(argv);

@@ -5,7 +5,9 @@
 //! when the real fix is a `chmod` or an ssh key. So a line counts only when the command failed, the
 //! line carries a permission-type error, it names a path, and that path lies outside the plan's
 //! writable set. `ssh: Permission denied (publickey)` names no path and is never blamed; a chmod-000
-//! file inside the workspace is writable by the plan and is never blamed either.
+//! file inside the workspace is writable by the plan and is never blamed either. A relative path
+//! (`touch: cannot touch 'x'`) is judged only when it is known where the command ran and the
+//! command itself names that path: then it is resolved against that directory.
 
 use std::path::{Path, PathBuf};
 
@@ -37,12 +39,34 @@ const DENIAL_MARKERS: &[&str] = &[
     "erofs",
 ];
 
+/// Where a failed command ran (its directory when it ended, as far as known) and its text: what
+/// a relative path in its errors is judged against.
+#[derive(Debug, Clone, Copy)]
+pub struct RanIn<'a> {
+    pub cwd: &'a Path,
+    pub command: &'a str,
+}
+
+impl RanIn<'_> {
+    /// Whether the command names `word` as a word of its own (`touch x`, `echo > x`).
+    fn names(&self, word: &str) -> bool {
+        self.command
+            .split(|c: char| c.is_whitespace() || "'\"`;&|<>()=".contains(c))
+            .any(|w| w == word)
+    }
+}
+
 /// Bounds the scan on huge outputs; denials are printed where the command stops, near the end.
 const SCAN_TAIL_LINES: usize = 400;
 
 /// Returns the denial when a failed command's output shows a write refused outside the writable
 /// set of `plan`. Always `None` when the command succeeded or the plan confines nothing.
-pub fn detect_denial(exit_ok: bool, output: &str, plan: &Plan) -> Option<Denial> {
+pub fn detect_denial(
+    exit_ok: bool,
+    output: &str,
+    plan: &Plan,
+    ran: Option<RanIn<'_>>,
+) -> Option<Denial> {
     if exit_ok || !plan.confines() {
         return None;
     }
@@ -50,10 +74,10 @@ pub fn detect_denial(exit_ok: bool, output: &str, plan: &Plan) -> Option<Denial>
     let start = lines.len().saturating_sub(SCAN_TAIL_LINES);
     lines[start..]
         .iter()
-        .find_map(|line| denial_in_line(line, plan))
+        .find_map(|line| denial_in_line(line, plan, ran))
 }
 
-fn denial_in_line(line: &str, plan: &Plan) -> Option<Denial> {
+fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Denial> {
     let lower = line.to_ascii_lowercase();
     if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
         return None;
@@ -67,7 +91,14 @@ fn denial_in_line(line: &str, plan: &Plan) -> Option<Denial> {
                     path: Some(path.to_path_buf()),
                 });
             }
-        } else if read_only && looks_like_relative_path(&candidate) {
+        } else if !looks_like_relative_path(&candidate) {
+            continue;
+        } else if let Some(ran) = ran.filter(|r| r.names(&candidate)) {
+            let full = ran.cwd.join(path);
+            if !plan.allows_write(&full) {
+                return Some(Denial { path: Some(full) });
+            }
+        } else if read_only {
             // Without the cwd a relative path cannot be judged, except in read-only mode where
             // nothing but devices is writable.
             return Some(Denial {
@@ -178,7 +209,7 @@ mod tests {
                 "/srv/f",
             ),
         ] {
-            let d = detect_denial(false, &format!("noise\n{msg}\n"), &p);
+            let d = detect_denial(false, &format!("noise\n{msg}\n"), &p, None);
             assert_eq!(
                 d,
                 Some(Denial {
@@ -205,7 +236,7 @@ mod tests {
             "Permission denied (os error 13)".to_owned(),
             "bash: rel.txt: Permission denied".to_owned(),
         ] {
-            assert_eq!(detect_denial(false, &msg, &p), None, "{msg}");
+            assert_eq!(detect_denial(false, &msg, &p, None), None, "{msg}");
         }
     }
 
@@ -214,19 +245,19 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let msg = "touch: cannot touch '/etc/x': Permission denied";
         assert_eq!(
-            detect_denial(true, msg, &plan(Mode::Default, ws.path())),
+            detect_denial(true, msg, &plan(Mode::Default, ws.path()), None),
             None
         );
         assert_eq!(
-            detect_denial(false, msg, &plan(Mode::Auto, ws.path())),
+            detect_denial(false, msg, &plan(Mode::Auto, ws.path()), None),
             None
         );
         let mut disabled = plan(Mode::Default, ws.path());
         disabled.enabled = false;
-        assert_eq!(detect_denial(false, msg, &disabled), None);
+        assert_eq!(detect_denial(false, msg, &disabled, None), None);
         let mut no_kernel = plan(Mode::Default, ws.path());
         no_kernel.backend = Backend::KernelLacksLandlock;
-        assert_eq!(detect_denial(false, msg, &no_kernel), None);
+        assert_eq!(detect_denial(false, msg, &no_kernel, None), None);
     }
 
     #[test]
@@ -239,17 +270,22 @@ mod tests {
             inside.display()
         );
         assert_eq!(
-            detect_denial(false, &msg, &p),
+            detect_denial(false, &msg, &p, None),
             Some(Denial { path: Some(inside) })
         );
-        let rel = detect_denial(false, "bash: out.txt: Permission denied", &p);
+        let rel = detect_denial(false, "bash: out.txt: Permission denied", &p, None);
         assert_eq!(
             rel,
             Some(Denial {
                 path: Some(PathBuf::from("out.txt"))
             })
         );
-        let dash = detect_denial(false, "sh: 1: cannot create out.txt: Permission denied", &p);
+        let dash = detect_denial(
+            false,
+            "sh: 1: cannot create out.txt: Permission denied",
+            &p,
+            None,
+        );
         assert_eq!(
             dash,
             Some(Denial {
@@ -257,7 +293,43 @@ mod tests {
             })
         );
         assert_eq!(
-            detect_denial(false, "ssh: Permission denied (publickey)", &p),
+            detect_denial(false, "ssh: Permission denied (publickey)", &p, None),
+            None
+        );
+    }
+
+    #[test]
+    fn relative_paths_are_judged_where_the_command_ran_when_it_names_them() {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let p = plan(Mode::Default, ws.path());
+        let at = |cwd: &Path, command: &str, msg: &str| {
+            detect_denial(false, msg, &p, Some(RanIn { cwd, command }))
+        };
+        let touch = "touch: cannot touch 'x': Permission denied";
+        let redirect = "bash: out.txt: Permission denied";
+        assert_eq!(
+            at(outside.path(), "cd /elsewhere && touch x", touch),
+            Some(Denial {
+                path: Some(outside.path().join("x"))
+            })
+        );
+        assert_eq!(
+            at(outside.path(), "echo hi >out.txt", redirect),
+            Some(Denial {
+                path: Some(outside.path().join("out.txt"))
+            })
+        );
+        // Inside the workspace a relative path is writable: the sandbox is not the cause.
+        assert_eq!(at(ws.path(), "touch x", touch), None);
+        // A path the command does not name may be relative to another directory (a sub-make).
+        assert_eq!(at(outside.path(), "make", touch), None);
+        assert_eq!(
+            at(
+                outside.path(),
+                "ssh host",
+                "ssh: Permission denied (publickey)"
+            ),
             None
         );
     }
@@ -271,7 +343,7 @@ mod tests {
         let via = ws.path().join("out/f");
         let msg = format!("bash: {}: Permission denied", via.display());
         assert_eq!(
-            detect_denial(false, &msg, &p),
+            detect_denial(false, &msg, &p, None),
             Some(Denial { path: Some(via) })
         );
     }

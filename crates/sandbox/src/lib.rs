@@ -23,7 +23,7 @@ mod seatbelt;
 mod seccomp;
 mod tables;
 
-pub use denial::{Denial, detect_denial};
+pub use denial::{Denial, RanIn, detect_denial};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;
 pub use mode::{Mode, ParseModeError, Policy};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
-use agentty_sandbox::{Enforcement, Mode, Plan, Policy, Prepared, detect_denial};
+use agentty_sandbox::{Enforcement, Mode, Plan, Policy, Prepared, RanIn, detect_denial};
 
 use crate::notice::{Retry, denial_retry};
 
@@ -139,18 +139,26 @@ impl Confinement {
     }
 
     /// The 2008 sentence, when a failed command's output shows a write the sandbox refused,
-    /// ending with how to run it again (`retry`).
+    /// ending with how to run it again (`retry`). `ran`: where the command ended up and its
+    /// text, so a relative path it names can be judged.
     pub fn denial(
         &self,
         escalated: bool,
         exit_ok: bool,
         output: &str,
         retry: Retry,
+        ran: Option<RanIn<'_>>,
     ) -> Option<String> {
         if escalated {
             return None;
         }
-        detect_denial(exit_ok, output, &self.plan)
+        detect_denial(exit_ok, output, &self.plan, ran)
             .map(|d| format!("{} {}", d.notice(self.plan.mode()), denial_retry(retry)))
     }
+}
+
+/// Where a command line run in `workdir` ends up, as far as its text shows (its `cd`s);
+/// `None` when a `cd` goes somewhere the text does not tell.
+pub fn cwd_after(line: &str, workdir: &std::path::Path) -> Option<std::path::PathBuf> {
+    agentty_guard::cwd_after(line, agentty_guard::Place::at(workdir)).map(std::path::PathBuf::from)
 }

@@ -11,6 +11,7 @@ use agentty_core::spawn::SpawnSpec;
 use agentty_core::spill::SpillStore;
 use agentty_guard::{BoundaryError, GuardConfig, Workspace};
 use agentty_sandbox::Mode;
+use agentty_sandbox::RanIn;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
 use rmcp::model::{
@@ -266,11 +267,16 @@ impl Agentty {
             }
         };
         let exit_ok = outcome.exit.is_some_and(|e| e.success());
+        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
         let denial = inner.confinement.denial(
             escalated,
             exit_ok,
             &terminal::output_text(&outcome),
             self.retry(false),
+            cwd.as_deref().map(|cwd| RanIn {
+                cwd,
+                command: &prepared.display,
+            }),
         );
         let sandbox = terminal::SandboxReport {
             line: inner.confinement.line(escalated),

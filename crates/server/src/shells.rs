@@ -317,8 +317,14 @@ impl Agentty {
         // A command that finished under the sandbox, and whose output shows a refused write.
         let sandbox_denied = match exit_code {
             Some(code) if job.confined => {
+                // The shell is where the command left it: its cwd now is exact.
+                let cwd = std::fs::read_link(format!("/proc/{}/cwd", shell.pid)).ok();
+                let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
+                    cwd,
+                    command: &p.input,
+                });
                 self.confinement()
-                    .denial(false, code == 0, &outcome.output, self.retry(true))
+                    .denial(false, code == 0, &outcome.output, self.retry(true), ran)
             }
             _ => None,
         };
@@ -624,11 +630,16 @@ impl Agentty {
             }
         };
         let exit_ok = outcome.run.exit.is_some_and(|e| e.success());
+        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
         let denial = self.confinement().denial(
             escalated,
             exit_ok,
             &crate::terminal::output_text(&outcome.run),
             self.retry(false),
+            cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
+                cwd,
+                command: &prepared.display,
+            }),
         );
         let sandbox = crate::terminal::SandboxReport {
             line: self.confinement().line(escalated),

@@ -40,7 +40,12 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
         _ => false,
     };
     let tail = job.output.read(None, READ_MAX_BYTES).text;
-    confinement.denial(false, exit_ok, &tail, retry)
+    let cwd = crate::confinement::cwd_after(&job.label, &job.workdir);
+    let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
+        cwd,
+        command: &job.label,
+    });
+    confinement.denial(false, exit_ok, &tail, retry, ran)
 }
 
 fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {

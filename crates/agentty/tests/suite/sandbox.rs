@@ -347,3 +347,40 @@ async fn plan_mode_is_read_only_in_a_shell_too() {
     assert!(text_of(&r).contains("done"), "{}", text_of(&r));
     assert!(!server.workspace().join("inside").exists());
 }
+
+/// A refused write to a relative path, after `cd` out of the workspace: judged where the
+/// command ran (from the line's `cd` in `terminal`, from the shell's own cwd in a shell).
+#[tokio::test]
+async fn a_relative_path_refused_after_cd_outside_reports_2008() {
+    let server = start().await;
+    let dir = outside("relative");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = format!("cd {} && touch made-here", dir.display());
+    let (text, s) = server.terminal(json!({ "command": line })).await;
+    assert!(!dir.join("made-here").exists(), "the write went through");
+    assert_eq!(s["error_code"], 2008, "{text}");
+    let full = dir.join("made-here").display().to_string();
+    assert!(text.contains(&full), "{text}");
+
+    let id = server.open_shell().await;
+    let input = format!("cd {} && echo x > from-shell\n", dir.display());
+    let r = server
+        .call("shell_send", json!({"id": id, "input": input}))
+        .await;
+    let text = text_of(&r);
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["error_code"], 2008, "{text}");
+    let full = dir.join("from-shell").display().to_string();
+    assert!(text.contains(&full), "{text}");
+
+    // The same message about a path inside the workspace is not the sandbox's doing. (This
+    // test runs as root, which no permission bit stops, so the command prints it itself.)
+    let fake = r#"echo "touch: cannot touch 'x': Permission denied" >&2; exit 1"#;
+    let (text, s) = server.terminal(json!({ "command": fake })).await;
+    assert_eq!(s["status"], "failed", "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    let moved = format!("cd {} && {fake}", dir.display());
+    let (text, s) = server.terminal(json!({ "command": moved })).await;
+    assert_eq!(s["error_code"], 2008, "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -190,3 +190,31 @@ fn relative_targets_are_judged_where_the_line_runs() {
         "no place: as before"
     );
 }
+
+/// Where a line leaves its shell: what a relative path in its errors is relative to.
+#[test]
+fn cwd_after_follows_the_lines_cds() {
+    use agentty_guard::{Place, cwd_after};
+    let at = |line: &str| {
+        cwd_after(
+            line,
+            Place {
+                cwd: "/w".to_owned(),
+                home: Some("/home/me".to_owned()),
+            },
+        )
+    };
+    assert_eq!(at("touch x").as_deref(), Some("/w"));
+    assert_eq!(at("cd /tmp/x && touch y").as_deref(), Some("/tmp/x"));
+    assert_eq!(at("cd sub; make").as_deref(), Some("/w/sub"));
+    assert_eq!(at("cd ~/p && ls").as_deref(), Some("/home/me/p"));
+    assert_eq!(at("cd && ls").as_deref(), Some("/home/me"));
+    for unknown in [
+        "cd \"$DIR\" && ls",
+        "(cd /tmp && touch x)",
+        "cd - && ls",
+        "x=$(cd /a; pwd)",
+    ] {
+        assert_eq!(at(unknown), None, "{unknown}");
+    }
+}
