@@ -31,11 +31,12 @@ pub fn timeout_too_large(requested: u64) -> String {
     )
 }
 
-pub fn command_too_long(bytes: usize) -> String {
+/// `what`: "`command`", or "an `argv` element".
+pub fn command_too_long(what: &str, bytes: usize) -> String {
     format!(
-        "`command` is {bytes} bytes; one command line can be at most {COMMAND_MAX_BYTES} bytes \
-         (the kernel's limit for one argument). Write the script to a file in the workspace and \
-         run that file"
+        "{what} is {bytes} bytes; one argument can be at most {COMMAND_MAX_BYTES} bytes \
+         (the kernel's limit). Write the script or data to a file in the workspace and pass \
+         the file instead"
     )
 }
 
@@ -47,14 +48,28 @@ pub fn bad_env_name(name: &str) -> String {
     format!("`env` key {name:?} is not a valid variable name (empty, or contains '=' or NUL)")
 }
 
-pub fn spawn_failed(program: &str, error: &std::io::Error) -> String {
+/// `ENOEXEC`: the kernel does not recognise the file as a program it can run.
+const EXEC_FORMAT_ERROR: i32 = 8;
+
+/// A program that could not be started. `workdir`: where a relative path was looked up.
+pub fn spawn_failed(program: &str, workdir: &Path, error: &std::io::Error) -> String {
+    let path_given = program.contains('/');
     match error.kind() {
-        std::io::ErrorKind::NotFound => {
+        std::io::ErrorKind::NotFound if !path_given => {
             format!("cannot run {program:?}: no such program (not found in PATH)")
         }
+        // The file is there, so what is missing is the interpreter its `#!` line names.
+        std::io::ErrorKind::NotFound if workdir.join(program).is_file() => format!(
+            "cannot run {program:?}: the interpreter named on its first line (#!) does not exist"
+        ),
+        std::io::ErrorKind::NotFound => format!("cannot run {program:?}: no such file"),
         std::io::ErrorKind::PermissionDenied => {
             format!("cannot run {program:?}: permission denied (not executable?)")
         }
+        _ if error.raw_os_error() == Some(EXEC_FORMAT_ERROR) => format!(
+            "cannot run {program:?}: not a program this system can run (built for another \
+             platform?)"
+        ),
         _ => format!("cannot run {program:?}: {error}"),
     }
 }

@@ -263,7 +263,7 @@ impl Agentty {
             }
             Err(e) => {
                 let program = prepared.program.to_string_lossy();
-                return tool_error(notice::spawn_failed(&program, &e));
+                return tool_error(notice::spawn_failed(&program, &prepared.workdir, &e));
             }
         };
         let exit_ok = outcome.exit.is_some_and(|e| e.success());

@@ -301,8 +301,13 @@ terminal, use shell_open and shell_send";
 
 /// `terminal` with `pty: true` when the command waited for input.
 pub fn pty_awaiting_input(prompt: &str) -> String {
+    let at = if prompt.is_empty() {
+        "(it showed no prompt)".to_owned()
+    } else {
+        format!("at {prompt:?}")
+    };
     format!(
-        "[note] the command stopped to wait for keyboard input at {prompt:?}, which a one-shot \
+        "[note] the command stopped to wait for keyboard input {at}, which a one-shot \
          call cannot answer, so it was stopped. Pass the answer with `stdin`, use a \
          non-interactive flag (e.g. --yes), or run it in a shell (shell_open + shell_send) and \
          answer the prompt there"

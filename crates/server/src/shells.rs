@@ -626,7 +626,7 @@ impl Agentty {
             Ok(o) => o,
             Err(e) => {
                 let program = prepared.program.to_string_lossy();
-                return tool_error(crate::notice::spawn_failed(&program, &e));
+                return tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e));
             }
         };
         let exit_ok = outcome.run.exit.is_some_and(|e| e.success());

@@ -181,7 +181,7 @@ impl Agentty {
             Err(StartError::Cap(cap)) => tool_error(cap_text(&cap)),
             Err(StartError::Spawn(e)) => {
                 let program = prepared.program.to_string_lossy();
-                tool_error(crate::notice::spawn_failed(&program, &e))
+                tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e))
             }
         }
     }

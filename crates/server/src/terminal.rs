@@ -32,6 +32,7 @@ pub struct TerminalParams {
     /// Variables added to the environment.
     pub env: Option<BTreeMap<String, String>>,
     /// Text fed to the process's stdin, followed by end-of-file. Without it stdin is empty.
+    /// With `pty`, it is typed into the terminal instead, and no end-of-file follows.
     pub stdin: Option<String>,
     /// Kill the whole process tree after this many milliseconds (default 120000, max 600000).
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
@@ -158,7 +159,7 @@ pub fn prepare(
                 return Err(notice::nul_byte("command"));
             }
             if command.len() > COMMAND_MAX_BYTES {
-                return Err(notice::command_too_long(command.len()));
+                return Err(notice::command_too_long("`command`", command.len()));
             }
             if let Verdict::Block(block) = agentty_guard::check_at(&command, guard, place()) {
                 return Err(block.message());
@@ -178,7 +179,7 @@ pub fn prepare(
                 return Err(notice::nul_byte("argv"));
             }
             if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
-                return Err(notice::command_too_long(long.len()));
+                return Err(notice::command_too_long("an `argv` element", long.len()));
             }
             if let Verdict::Block(block) = agentty_guard::check_argv_at(&argv, guard, place()) {
                 return Err(block.message());

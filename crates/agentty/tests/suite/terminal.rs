@@ -121,8 +121,16 @@ async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
             json!({"command": "ls", "env": {"A=B": "x"}}),
             "not a valid variable name",
         ),
-        (json!({"command": huge}), "at most 131072 bytes"),
-        (json!({"argv": ["/definitely/not/here"]}), "no such program"),
+        (json!({"command": huge}), "`command` is 204800 bytes"),
+        (
+            json!({"argv": ["echo", huge]}),
+            "an `argv` element is 204800 bytes",
+        ),
+        (json!({"argv": ["/definitely/not/here"]}), "no such file"),
+        (
+            json!({"argv": ["definitely-not-here"]}),
+            "not found in PATH",
+        ),
     ];
     for (args, expected) in cases {
         let result = server.call("terminal", args.clone()).await;
@@ -136,6 +144,18 @@ async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
         .await
         .expect_err("unknown tool");
     assert!(err.to_string().contains("no_such_tool") || err.to_string().contains("not found"));
+    // A script whose #! interpreter is missing: the file is there, the interpreter is not.
+    server
+        .terminal(
+            json!({"command": "printf '#!/nonexistent/interp\\n' > bad.sh && chmod +x bad.sh"}),
+        )
+        .await;
+    let result = server.call("terminal", json!({"argv": ["./bad.sh"]})).await;
+    assert!(
+        text_of(&result).contains("interpreter"),
+        "{}",
+        text_of(&result)
+    );
     let (_, s) = server.terminal(json!({"argv": ["echo", "still up"]})).await;
     assert_eq!(s["stdout"], "still up\n");
 }

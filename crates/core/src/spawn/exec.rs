@@ -29,6 +29,9 @@ use nix::sched::{CloneFlags, clone};
 
 use super::Confine;
 
+/// What runs a file without `#!`, as execvp does.
+const SHELL: &CStr = c"/bin/sh";
+
 /// The child's stack. Its code is a few system calls deep; 64 KB leaves a wide margin.
 const CHILD_STACK_BYTES: usize = 64 * 1024;
 
@@ -125,6 +128,12 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
     let argv = pointers(&plan.argv);
+    // For a file the kernel cannot execute (a script without `#!`), execvp runs it with the
+    // shell: `/bin/sh FILE ARGS…`. Slot 1 is the file, filled in by the child.
+    let mut script_argv: Vec<*const libc::c_char> = [SHELL.as_ptr(), std::ptr::null()]
+        .into_iter()
+        .chain(argv.iter().skip(1).copied())
+        .collect();
     let envp = pointers(&plan.env);
     let failure = Failure {
         step: AtomicU8::new(Step::None as u8),
@@ -134,17 +143,10 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
         // SAFETY: runs in the vfork-style child, on its own stack, while the parent's thread
         // is suspended; `child_main` makes only async-signal-safe calls on data that lives in
         // the suspended parent's frame, and never returns (it execs or exits).
-        unsafe { child_main(plan, &argv, &envp, &failure) }
+        unsafe { child_main(plan, &argv, &mut script_argv, &envp, &failure) }
     });
 
-    let all = nix::sys::signal::SigSet::all();
-    let mut saved = nix::sys::signal::SigSet::empty();
-    nix::sys::signal::pthread_sigmask(
-        nix::sys::signal::SigmaskHow::SIG_SETMASK,
-        Some(&all),
-        Some(&mut saved),
-    )
-    .map_err(io::Error::from)?;
+    let saved = block_all_signals()?;
     let cloned = CHILD_STACK.with_borrow_mut(|stack| {
         if stack.len() < CHILD_STACK_BYTES {
             stack.resize(CHILD_STACK_BYTES, 0);
@@ -162,11 +164,7 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
             )
         }
     });
-    let _ = nix::sys::signal::pthread_sigmask(
-        nix::sys::signal::SigmaskHow::SIG_SETMASK,
-        Some(&saved),
-        None,
-    );
+    set_signal_mask(saved);
     let pid = cloned.map_err(io::Error::from)?;
     let step = Step::from_u8(failure.step.load(Ordering::Acquire));
     if matches!(step, Step::None) {
@@ -184,6 +182,7 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
 unsafe fn child_main(
     plan: &ExecPlan<'_>,
     argv: &[*const libc::c_char],
+    script_argv: &mut [*const libc::c_char],
     envp: &[*const libc::c_char],
     failure: &Failure,
 ) -> isize {
@@ -241,17 +240,22 @@ unsafe fn child_main(
             return fail(Step::Sandbox, e.raw_os_error().unwrap_or(libc::EPERM));
         }
 
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut empty);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
+        set_signal_mask(0);
 
         // As execvp: try each candidate; remember a permission error, stop at any error that
-        // is not "not here".
+        // is not "not here"; run a file without `#!` with the shell.
         let mut denied = false;
         let mut last = libc::ENOENT;
         for path in &plan.candidates {
             libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
             last = errno();
+            if last == libc::ENOEXEC
+                && let Some(slot) = script_argv.get_mut(1)
+            {
+                *slot = path.as_ptr();
+                libc::execve(SHELL.as_ptr(), script_argv.as_ptr(), envp.as_ptr());
+                last = errno();
+            }
             match last {
                 libc::EACCES => denied = true,
                 libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
@@ -264,6 +268,44 @@ unsafe fn child_main(
             last
         };
         fail(Step::Exec, code)
+    }
+}
+
+/// The kernel's signal mask: one bit per signal, 64 signals on Linux.
+type KernelSigset = u64;
+
+/// Blocks every signal on this thread, the C library's internal ones included (which
+/// `pthread_sigmask` would leave out), and returns the previous mask.
+fn block_all_signals() -> io::Result<KernelSigset> {
+    let all: KernelSigset = !0;
+    let mut old: KernelSigset = 0;
+    // SAFETY: rt_sigprocmask reads and writes one kernel sigset each, of the size given.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const all,
+            &raw mut old,
+            size_of::<KernelSigset>(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(old)
+}
+
+/// Sets this thread's signal mask to `mask`. A raw system call: safe in the child.
+fn set_signal_mask(mask: KernelSigset) {
+    // SAFETY: rt_sigprocmask reads one kernel sigset of the size given; no old mask wanted.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const mask,
+            std::ptr::null_mut::<KernelSigset>(),
+            size_of::<KernelSigset>(),
+        );
     }
 }
 

@@ -256,3 +256,30 @@ async fn the_sandbox_step_runs_in_the_child_only() {
     assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
     assert_eq!(zombie_children(), Vec::<i32>::new());
 }
+
+#[tokio::test]
+async fn a_script_without_a_shebang_runs_with_the_shell_as_execvp_does() {
+    agentty_core::init().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("no-shebang");
+    std::fs::write(&script, "echo \"ran with $# args: $1\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let m = marker("no-shebang");
+    for (program, path) in [
+        (script.clone().into_os_string(), None),
+        ("no-shebang".into(), Some(dir.path().as_os_str().to_owned())),
+    ] {
+        let mut req = request("", &m, 10_000);
+        req.spec.program = program;
+        req.spec.args = vec!["one".into()];
+        if let Some(path) = path {
+            req.spec.env = vec![("PATH".into(), path)];
+        }
+        let outcome = run_to_end(req).await;
+        assert_eq!(
+            text(&outcome.stdout),
+            "ran with 1 args: one\n",
+            "{outcome:?}"
+        );
+    }
+}
