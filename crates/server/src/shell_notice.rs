@@ -216,8 +216,14 @@ pub fn running(ms: u64, id: &str, cursor: u64) -> String {
     )
 }
 
-pub fn shell_ended(id: &str) -> String {
-    format!("[the shell {id} ended during this send; everything in it is gone]")
+/// `how`: its end as [`state_word`] says it (`exited 0`), when known.
+pub fn shell_ended(id: &str, how: Option<&str>) -> String {
+    match how {
+        Some(how) => {
+            format!("[the shell {id} ended during this send ({how}); everything in it is gone]")
+        }
+        None => format!("[the shell {id} ended during this send; everything in it is gone]"),
+    }
 }
 
 /// The head of a send's output was left out of the reply. `spill`: the ring no longer holds it

@@ -35,6 +35,9 @@ use crate::terminal::{Prepared, SandboxPermissions};
 mod schema;
 pub use schema::*;
 
+/// How long, past the close grace, a send that saw its shell end waits for the exit status.
+const SHELL_EXIT_WAIT_MS: u64 = 500;
+
 fn success<T: Serialize>(text: String, structured: &T) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = serde_json::to_value(structured).ok();
@@ -283,6 +286,18 @@ impl Agentty {
                 prompt.clear();
             }
         }
+        // The terminal closed first; the exit status follows within moments. Wait for it, so
+        // this reply and a shell_list right after it agree that the shell is gone.
+        let ended = if matches!(outcome.status, SendStatus::ShellEnded) {
+            let wait =
+                Duration::from_millis(agentty_core::pty::CLOSE_GRACE_MS + SHELL_EXIT_WAIT_MS);
+            tokio::time::timeout(wait, job.ended())
+                .await
+                .ok()
+                .map(|state| say::state_word(&state))
+        } else {
+            None
+        };
         let (status, exit_code, prompt, line) = match &outcome.status {
             SendStatus::Done(code) => (
                 SendState::Done,
@@ -310,9 +325,12 @@ impl Agentty {
                 None,
                 say::running(elapsed, &job.id, outcome.cursor_next),
             ),
-            SendStatus::ShellEnded => {
-                (SendState::ShellEnded, None, None, say::shell_ended(&job.id))
-            }
+            SendStatus::ShellEnded => (
+                SendState::ShellEnded,
+                None,
+                None,
+                say::shell_ended(&job.id, ended.as_deref()),
+            ),
         };
         // A command that finished under the sandbox, and whose output shows a refused write.
         let sandbox_denied = match exit_code {

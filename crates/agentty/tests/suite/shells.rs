@@ -380,3 +380,28 @@ async fn two_hundred_cycles_leave_no_fd_pty_or_process_behind() {
     assert_eq!(fds(pid), baseline, "fd count back at baseline, no PTY held");
     assert_eq!(children(pid), helpers, "no shell left");
 }
+
+/// A shell that exits during a send: the reply says how it ended, and a shell_list right after
+/// agrees that it is gone (it used to list it as open for a moment).
+#[tokio::test]
+async fn a_shell_exiting_during_a_send_is_reported_ended_at_once() {
+    let server = start().await;
+    for _ in 0..3 {
+        let id = server.open_shell().await;
+        let r = server
+            .call("shell_send", json!({"id": id, "input": "exit 3\n"}))
+            .await;
+        let text = text_of(&r);
+        assert!(text.contains("ended during this send (exited 3)"), "{text}");
+        let r = server.call("shell_list", json!({})).await;
+        let s = r.structured_content.unwrap();
+        let entry = s["shells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id.as_str())
+            .cloned()
+            .unwrap();
+        assert_eq!(entry["state"], "exited 3", "{entry}");
+    }
+}
