@@ -267,7 +267,10 @@ impl Agentty {
             }
         };
         let exit_ok = outcome.exit.is_some_and(|e| e.success());
-        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
+        // Only a failure can be the sandbox's: where the line ended up is worked out only then.
+        let cwd = (!exit_ok)
+            .then(|| crate::confinement::cwd_after(&prepared.display, &prepared.workdir))
+            .flatten();
         let denial = inner.confinement.denial(
             escalated,
             exit_ok,

@@ -334,7 +334,8 @@ impl Agentty {
         };
         // A command that finished under the sandbox, and whose output shows a refused write.
         let sandbox_denied = match exit_code {
-            Some(code) if job.confined => {
+            // Only a failure can be the sandbox's.
+            Some(code) if job.confined && code != 0 => {
                 // The shell is where the command left it: its cwd now is exact.
                 let cwd = std::fs::read_link(format!("/proc/{}/cwd", shell.pid)).ok();
                 let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
@@ -342,7 +343,7 @@ impl Agentty {
                     command: &p.input,
                 });
                 self.confinement()
-                    .denial(false, code == 0, &outcome.output, self.retry(true), ran)
+                    .denial(false, false, &outcome.output, self.retry(true), ran)
             }
             _ => None,
         };
@@ -648,7 +649,9 @@ impl Agentty {
             }
         };
         let exit_ok = outcome.run.exit.is_some_and(|e| e.success());
-        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
+        let cwd = (!exit_ok)
+            .then(|| crate::confinement::cwd_after(&prepared.display, &prepared.workdir))
+            .flatten();
         let denial = self.confinement().denial(
             escalated,
             exit_ok,

@@ -39,13 +39,16 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
         JobState::Exited(code) => code == 0,
         _ => false,
     };
+    if exit_ok {
+        return None;
+    }
     let tail = job.output.read(None, READ_MAX_BYTES).text;
     let cwd = crate::confinement::cwd_after(&job.label, &job.workdir);
     let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
         cwd,
         command: &job.label,
     });
-    confinement.denial(false, exit_ok, &tail, retry, ran)
+    confinement.denial(false, false, &tail, retry, ran)
 }
 
 fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
