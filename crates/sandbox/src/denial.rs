@@ -5,7 +5,9 @@
 //! when the real fix is a `chmod` or an ssh key. So a line counts only when the command failed, the
 //! line carries a permission-type error, it names a path, and that path lies outside the plan's
 //! writable set. `ssh: Permission denied (publickey)` names no path and is never blamed; a chmod-000
-//! file inside the workspace is writable by the plan and is never blamed either. A relative path
+//! file inside the workspace is writable by the plan and is never blamed either, and neither is a
+//! path this server could not write without the sandbox (`cat /etc/shadow` as a user, a
+//! root-owned directory, a read-only mount): there the fix is not an escalation. A relative path
 //! (`touch: cannot touch 'x'`) is judged only when it is known where the command ran and the
 //! command itself names that path: then it is resolved against that directory.
 
@@ -86,7 +88,7 @@ fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Den
     for candidate in path_candidates(line) {
         let path = Path::new(&candidate);
         if path.is_absolute() {
-            if !plan.allows_write(path) {
+            if !plan.allows_write(path) && writable_unconfined(path) {
                 return Some(Denial {
                     path: Some(path.to_path_buf()),
                 });
@@ -95,7 +97,7 @@ fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Den
             continue;
         } else if let Some(ran) = ran.filter(|r| r.names(&candidate)) {
             let full = ran.cwd.join(path);
-            if !plan.allows_write(&full) {
+            if !plan.allows_write(&full) && writable_unconfined(&full) {
                 return Some(Denial { path: Some(full) });
             }
         } else if read_only {
@@ -107,6 +109,25 @@ fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Den
         }
     }
     None
+}
+
+/// Whether this process, which runs outside the sandbox as the same user, could write `path`, or
+/// create it in its nearest existing ancestor. When it could not, the permissions or the mount
+/// refused the write, not the sandbox.
+fn writable_unconfined(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut at = path;
+    while std::fs::symlink_metadata(at).is_err() {
+        match at.parent() {
+            Some(parent) => at = parent,
+            None => return false,
+        }
+    }
+    let Ok(c_path) = std::ffi::CString::new(at.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access reads a NUL-terminated path and checks it against the caller's ids.
+    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
 }
 
 fn looks_like_relative_path(s: &str) -> bool {
@@ -184,40 +205,72 @@ mod tests {
     fn names_outside_paths() {
         let ws = tempfile::tempdir().unwrap();
         let p = plan(Mode::Default, ws.path());
+        // Outside the plan yet writable by this user without the sandbox, as a refused write
+        // there is: the messages name paths under it.
+        let out = tempfile::tempdir().unwrap();
+        let o = out.path().display().to_string();
         for (msg, path) in [
-            ("touch: cannot touch '/etc/x': Permission denied", "/etc/x"),
-            ("bash: /home/u/x: Permission denied", "/home/u/x"),
-            ("PermissionError: [Errno 13] Permission denied: '/x'", "/x"),
             (
-                "mkdir: cannot create directory ‘/opt/d’: Permission denied",
-                "/opt/d",
+                format!("touch: cannot touch '{o}/x': Permission denied"),
+                "x",
             ),
-            ("sh: 1: cannot create /etc/y: Permission denied", "/etc/y"),
+            (format!("bash: {o}/u/x: Permission denied"), "u/x"),
             (
-                "/bin/sh: 1: cannot create /etc/w: Permission denied",
-                "/etc/w",
+                format!("PermissionError: [Errno 13] Permission denied: '{o}/p'"),
+                "p",
             ),
-            ("/usr/bin/bash: /etc/v: Permission denied", "/etc/v"),
-            ("/etc/u: Read-only file system", "/etc/u"),
             (
-                "Error: EACCES: permission denied, open '/usr/lib/z'",
-                "/usr/lib/z",
+                format!("mkdir: cannot create directory ‘{o}/d’: Permission denied"),
+                "d",
             ),
-            ("open /var/lib/q: permission denied", "/var/lib/q"),
             (
-                "ln: failed to create hard link 'w/l' => '/srv/f': Invalid cross-device link",
-                "/srv/f",
+                format!("sh: 1: cannot create {o}/y: Permission denied"),
+                "y",
+            ),
+            (
+                format!("/bin/sh: 1: cannot create {o}/w: Permission denied"),
+                "w",
+            ),
+            (format!("/usr/bin/bash: {o}/v: Permission denied"), "v"),
+            (format!("{o}/u: Read-only file system"), "u"),
+            (
+                format!("Error: EACCES: permission denied, open '{o}/z'"),
+                "z",
+            ),
+            (format!("open {o}/q: permission denied"), "q"),
+            (
+                format!(
+                    "ln: failed to create hard link 'w/l' => '{o}/f': Invalid cross-device link"
+                ),
+                "f",
             ),
         ] {
             let d = detect_denial(false, &format!("noise\n{msg}\n"), &p, None);
             assert_eq!(
                 d,
                 Some(Denial {
-                    path: Some(PathBuf::from(path))
+                    path: Some(out.path().join(path))
                 }),
                 "{msg}"
             );
         }
+    }
+
+    /// A path that even this server, unconfined, could not write was refused by its
+    /// permissions or its mount: escalating would not help, so it is not the sandbox's.
+    #[test]
+    fn paths_not_writable_without_the_sandbox_are_not_blamed() {
+        let ws = tempfile::tempdir().unwrap();
+        let p = plan(Mode::Default, ws.path());
+        // A sysctl without write bits is read-only even to root.
+        let msg = "sh: 1: cannot create /proc/sys/kernel/osrelease: Permission denied";
+        assert_eq!(detect_denial(false, msg, &p, None), None);
+        let ran = RanIn {
+            cwd: Path::new("/proc/sys/kernel"),
+            command: "echo x > osrelease",
+        };
+        let msg = "bash: osrelease: Permission denied";
+        assert_eq!(detect_denial(false, msg, &p, Some(ran)), None);
     }
 
     #[test]
