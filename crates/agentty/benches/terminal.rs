@@ -1,7 +1,8 @@
 //! `cargo bench -p agentty --bench terminal`: the cost of a `terminal` call through a real MCP
 //! client over stdio, against the raw cost of what it does, measured in the same run.
 //!
-//! 1. Trivial call: median latency of `terminal({argv:["true"]})` vs a raw spawn+wait of `true`.
+//! 1. Trivial call: median latency of `terminal({argv:["true"]})` vs a raw spawn+wait of `true`,
+//!    interleaved in rotating order, each after a short idle pause.
 //! 2. Flood: a command printing 100 MB, vs the same command redirected to /dev/null; server peak
 //!    RSS and reply size. (agentty stops capturing at 10 MB and kills the tree, by design.)
 //!
@@ -26,6 +27,8 @@ use common::{median, micros, status_kib};
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
 const FLOOD_RUNS: usize = 3;
+/// Idle time before each timed trivial call or raw spawn.
+const QUIET_BEFORE_EACH: std::time::Duration = std::time::Duration::from_millis(2);
 const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
 
 async fn start(
@@ -62,16 +65,30 @@ async fn main() {
     for _ in 0..WARMUP_CALLS {
         common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
     }
-    for _ in 0..TRIVIAL_CALLS {
-        let t = Instant::now();
-        common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
-        unconfined.push(t.elapsed());
-        let t = Instant::now();
-        let _ = std::process::Command::new("true").status().expect("true");
-        raw.push(t.elapsed());
-        let t = Instant::now();
-        common::call(&client, "terminal", json!({"argv": ["true"]})).await;
-        mcp.push(t.elapsed());
+    // The three are interleaved and each is timed from a quiet machine, as an agent's calls,
+    // seconds apart, are: a short pause first lets whatever the previous one left running (a
+    // server finishing up after its reply) end, and the order rotates every round so that no one
+    // always follows the same neighbour. (A fixed order plain, raw, sandboxed put the server's
+    // leftover work on the raw spawn and flattered the sandboxed ratio by 0.06-0.08.)
+    for round in 0..TRIVIAL_CALLS {
+        for slot in 0..3 {
+            std::thread::sleep(QUIET_BEFORE_EACH);
+            let t = Instant::now();
+            match (round + slot) % 3 {
+                0 => {
+                    common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
+                    unconfined.push(t.elapsed());
+                }
+                1 => {
+                    let _ = std::process::Command::new("true").status().expect("true");
+                    raw.push(t.elapsed());
+                }
+                _ => {
+                    common::call(&client, "terminal", json!({"argv": ["true"]})).await;
+                    mcp.push(t.elapsed());
+                }
+            }
+        }
     }
     let mut protocol = Vec::new();
     for _ in 0..TRIVIAL_CALLS {
