@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::enforcement::Backend;
 use crate::mode::Mode;
 use crate::plan::Plan;
 
@@ -41,6 +42,19 @@ const DENIAL_MARKERS: &[&str] = &[
     "erofs",
 ];
 
+/// What Landlock itself answers: EACCES, and EXDEV for a link or rename across its rules. It
+/// refuses no `chown`/`chmod` (EPERM) and mounts nothing read-only (EROFS), so on Linux those
+/// errors are never the sandbox's.
+const LANDLOCK_MARKERS: &[&str] = &["permission denied", "eacces", "invalid cross-device link"];
+
+/// The shell's exit status for a program it found but could not execute. The sandbox refuses
+/// writes only, never execution.
+const CANNOT_EXECUTE: i32 = 126;
+
+/// How many lines after an error code a tool may name the path (npm: `code EACCES`, then
+/// `syscall mkdir`, then `path /home/u/.npm`).
+const PATH_LOOKAHEAD_LINES: usize = 8;
+
 /// Where a failed command ran (its directory when it ended, as far as known) and its text: what
 /// a relative path in its errors is judged against.
 #[derive(Debug, Clone, Copy)]
@@ -56,48 +70,88 @@ impl RanIn<'_> {
             .split(|c: char| c.is_whitespace() || "'\"`;&|<>()=".contains(c))
             .any(|w| w == word)
     }
+
+    /// Whether a relative `word` in an error can be taken as relative to this directory: the
+    /// command names it, or the directory lies outside the writable set, where any path below
+    /// it does too (`tar xf` naming the archive's files). Inside, a path the command does not
+    /// name may be relative to another directory (a sub-make's) and is left alone.
+    fn judges(&self, word: &str, plan: &Plan) -> bool {
+        self.names(word) || (!word.starts_with("..") && !plan.allows_write(self.cwd))
+    }
 }
 
 /// Bounds the scan on huge outputs; denials are printed where the command stops, near the end.
 const SCAN_TAIL_LINES: usize = 400;
 
 /// Returns the denial when a failed command's output shows a write refused outside the writable
-/// set of `plan`. Always `None` when the command succeeded or the plan confines nothing.
+/// set of `plan`. `exit`: the command's exit code, `None` when a signal ended it. Always `None`
+/// when the command succeeded, could not execute a program (126), or the plan confines nothing.
 pub fn detect_denial(
-    exit_ok: bool,
+    exit: Option<i32>,
     output: &str,
     plan: &Plan,
     ran: Option<RanIn<'_>>,
 ) -> Option<Denial> {
-    if exit_ok || !plan.confines() {
+    if matches!(exit, Some(0 | CANNOT_EXECUTE)) || !plan.confines() {
         return None;
     }
+    let markers = match plan.backend {
+        Backend::Landlock { .. } => LANDLOCK_MARKERS,
+        _ => DENIAL_MARKERS,
+    };
     let lines: Vec<&str> = output.lines().collect();
     let start = lines.len().saturating_sub(SCAN_TAIL_LINES);
-    lines[start..]
-        .iter()
-        .find_map(|line| denial_in_line(line, plan, ran))
+    (start..lines.len()).find_map(|i| {
+        let lower = lines[i].to_ascii_lowercase();
+        if !markers.iter().any(|m| lower.contains(m)) {
+            return None;
+        }
+        denial_in_line(lines[i], plan, ran).or_else(|| {
+            let after = &lines[i + 1..lines.len().min(i + 1 + PATH_LOOKAHEAD_LINES)];
+            after
+                .iter()
+                .find_map(|line| path_field(line))
+                .and_then(|path| judge(path, plan))
+        })
+    })
+}
+
+/// `npm error path /home/u/.npm`, `npm ERR! path /x`: a path given on a line of its own.
+fn path_field(line: &str) -> Option<&str> {
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == "path")?;
+    words.next().filter(|w| w.starts_with('/'))
+}
+
+/// An absolute path outside the writable set that only the sandbox could have refused.
+fn judge(path: &str, plan: &Plan) -> Option<Denial> {
+    let path = Path::new(path);
+    blameable(path, plan).then(|| Denial {
+        path: Some(path.to_path_buf()),
+    })
+}
+
+/// Outside the writable set, yet this server could write it without the sandbox, and not a
+/// path the user cannot even read (`ls` of a mode-0300 directory fails on the read).
+fn blameable(path: &Path, plan: &Plan) -> bool {
+    !plan.allows_write(path) && writable_unconfined(path) && !unreadable(path)
 }
 
 fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Denial> {
-    let lower = line.to_ascii_lowercase();
-    if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
-        return None;
-    }
     let read_only = plan.mode() == Mode::Plan;
     for candidate in path_candidates(line) {
         let path = Path::new(&candidate);
         if path.is_absolute() {
-            if !plan.allows_write(path) && writable_unconfined(path) {
+            if blameable(path, plan) {
                 return Some(Denial {
                     path: Some(path.to_path_buf()),
                 });
             }
         } else if !looks_like_relative_path(&candidate) {
             continue;
-        } else if let Some(ran) = ran.filter(|r| r.names(&candidate)) {
+        } else if let Some(ran) = ran.filter(|r| r.judges(&candidate, plan)) {
             let full = ran.cwd.join(path);
-            if !plan.allows_write(&full) && writable_unconfined(&full) {
+            if blameable(&full, plan) {
                 return Some(Denial { path: Some(full) });
             }
         } else if read_only {
@@ -111,11 +165,24 @@ fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Den
     None
 }
 
+/// Whether `path` exists and this user cannot read it.
+fn unreadable(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok() && !access(path, libc::R_OK)
+}
+
+fn access(path: &Path, mode: libc::c_int) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access reads a NUL-terminated path and checks it against the caller's ids.
+    unsafe { libc::access(c_path.as_ptr(), mode) == 0 }
+}
+
 /// Whether this process, which runs outside the sandbox as the same user, could write `path`, or
 /// create it in its nearest existing ancestor. When it could not, the permissions or the mount
 /// refused the write, not the sandbox.
 fn writable_unconfined(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     let mut at = path;
     while std::fs::symlink_metadata(at).is_err() {
         match at.parent() {
@@ -123,11 +190,7 @@ fn writable_unconfined(path: &Path) -> bool {
             None => return false,
         }
     }
-    let Ok(c_path) = std::ffi::CString::new(at.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access reads a NUL-terminated path and checks it against the caller's ids.
-    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
+    access(at, libc::W_OK)
 }
 
 fn looks_like_relative_path(s: &str) -> bool {
@@ -185,7 +248,6 @@ fn path_candidates(line: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::enforcement::Backend;
     use crate::mode::Policy;
     use crate::plan::HostContext;
 
@@ -232,7 +294,6 @@ mod tests {
                 "w",
             ),
             (format!("/usr/bin/bash: {o}/v: Permission denied"), "v"),
-            (format!("{o}/u: Read-only file system"), "u"),
             (
                 format!("Error: EACCES: permission denied, open '{o}/z'"),
                 "z",
@@ -245,7 +306,7 @@ mod tests {
                 "f",
             ),
         ] {
-            let d = detect_denial(false, &format!("noise\n{msg}\n"), &p, None);
+            let d = detect_denial(Some(1), &format!("noise\n{msg}\n"), &p, None);
             assert_eq!(
                 d,
                 Some(Denial {
@@ -256,6 +317,51 @@ mod tests {
         }
     }
 
+    /// Landlock answers EACCES (and EXDEV); an EPERM or EROFS on Linux is someone else's (a
+    /// chown by a user, a read-only mount). A program the shell could not execute (126) is not
+    /// the sandbox's either: it refuses writes only. Seatbelt's own answer is EPERM.
+    #[test]
+    fn only_the_backends_own_errors_count() {
+        let ws = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let o = out.path().display().to_string();
+        let landlock = plan(Mode::Default, ws.path());
+        for msg in [
+            format!("chown: changing ownership of '{o}/f': Operation not permitted"),
+            format!("touch: cannot touch '{o}/f': Read-only file system"),
+        ] {
+            assert_eq!(detect_denial(Some(1), &msg, &landlock, None), None, "{msg}");
+        }
+        let not_executable = format!("/bin/bash: line 1: {o}/run.sh: Permission denied");
+        assert_eq!(
+            detect_denial(Some(126), &not_executable, &landlock, None),
+            None
+        );
+        assert!(detect_denial(Some(1), &not_executable, &landlock, None).is_some());
+        let mut seatbelt = plan(Mode::Default, ws.path());
+        seatbelt.backend = Backend::Seatbelt;
+        let msg = format!("touch: {o}/f: Operation not permitted");
+        assert!(detect_denial(Some(1), &msg, &seatbelt, None).is_some());
+    }
+
+    /// npm names the error on one line and the path a few lines later.
+    #[test]
+    fn a_path_on_a_later_line_is_found() {
+        let ws = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let p = plan(Mode::Default, ws.path());
+        let npm = out.path().join(".npm");
+        let output = format!(
+            "npm error code EACCES\nnpm error syscall mkdir\nnpm error path {}\n\
+             npm error errno -13\nnpm error Your cache folder contains root-owned files\n",
+            npm.display()
+        );
+        assert_eq!(
+            detect_denial(Some(243), &output, &p, None),
+            Some(Denial { path: Some(npm) })
+        );
+    }
+
     /// A path that even this server, unconfined, could not write was refused by its
     /// permissions or its mount: escalating would not help, so it is not the sandbox's.
     #[test]
@@ -264,13 +370,13 @@ mod tests {
         let p = plan(Mode::Default, ws.path());
         // A sysctl without write bits is read-only even to root.
         let msg = "sh: 1: cannot create /proc/sys/kernel/osrelease: Permission denied";
-        assert_eq!(detect_denial(false, msg, &p, None), None);
+        assert_eq!(detect_denial(Some(1), msg, &p, None), None);
         let ran = RanIn {
             cwd: Path::new("/proc/sys/kernel"),
             command: "echo x > osrelease",
         };
         let msg = "bash: osrelease: Permission denied";
-        assert_eq!(detect_denial(false, msg, &p, Some(ran)), None);
+        assert_eq!(detect_denial(Some(1), msg, &p, Some(ran)), None);
     }
 
     #[test]
@@ -289,7 +395,7 @@ mod tests {
             "Permission denied (os error 13)".to_owned(),
             "bash: rel.txt: Permission denied".to_owned(),
         ] {
-            assert_eq!(detect_denial(false, &msg, &p, None), None, "{msg}");
+            assert_eq!(detect_denial(Some(1), &msg, &p, None), None, "{msg}");
         }
     }
 
@@ -298,19 +404,19 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let msg = "touch: cannot touch '/etc/x': Permission denied";
         assert_eq!(
-            detect_denial(true, msg, &plan(Mode::Default, ws.path()), None),
+            detect_denial(Some(0), msg, &plan(Mode::Default, ws.path()), None),
             None
         );
         assert_eq!(
-            detect_denial(false, msg, &plan(Mode::Auto, ws.path()), None),
+            detect_denial(Some(1), msg, &plan(Mode::Auto, ws.path()), None),
             None
         );
         let mut disabled = plan(Mode::Default, ws.path());
         disabled.enabled = false;
-        assert_eq!(detect_denial(false, msg, &disabled, None), None);
+        assert_eq!(detect_denial(Some(1), msg, &disabled, None), None);
         let mut no_kernel = plan(Mode::Default, ws.path());
         no_kernel.backend = Backend::KernelLacksLandlock;
-        assert_eq!(detect_denial(false, msg, &no_kernel, None), None);
+        assert_eq!(detect_denial(Some(1), msg, &no_kernel, None), None);
     }
 
     #[test]
@@ -323,10 +429,10 @@ mod tests {
             inside.display()
         );
         assert_eq!(
-            detect_denial(false, &msg, &p, None),
+            detect_denial(Some(1), &msg, &p, None),
             Some(Denial { path: Some(inside) })
         );
-        let rel = detect_denial(false, "bash: out.txt: Permission denied", &p, None);
+        let rel = detect_denial(Some(1), "bash: out.txt: Permission denied", &p, None);
         assert_eq!(
             rel,
             Some(Denial {
@@ -334,7 +440,7 @@ mod tests {
             })
         );
         let dash = detect_denial(
-            false,
+            Some(1),
             "sh: 1: cannot create out.txt: Permission denied",
             &p,
             None,
@@ -346,7 +452,7 @@ mod tests {
             })
         );
         assert_eq!(
-            detect_denial(false, "ssh: Permission denied (publickey)", &p, None),
+            detect_denial(Some(1), "ssh: Permission denied (publickey)", &p, None),
             None
         );
     }
@@ -357,7 +463,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let p = plan(Mode::Default, ws.path());
         let at = |cwd: &Path, command: &str, msg: &str| {
-            detect_denial(false, msg, &p, Some(RanIn { cwd, command }))
+            detect_denial(Some(1), msg, &p, Some(RanIn { cwd, command }))
         };
         let touch = "touch: cannot touch 'x': Permission denied";
         let redirect = "bash: out.txt: Permission denied";
@@ -375,8 +481,15 @@ mod tests {
         );
         // Inside the workspace a relative path is writable: the sandbox is not the cause.
         assert_eq!(at(ws.path(), "touch x", touch), None);
-        // A path the command does not name may be relative to another directory (a sub-make).
-        assert_eq!(at(outside.path(), "make", touch), None);
+        // A path the command does not name may be relative to another directory (a sub-make's):
+        // inside the workspace it is left alone; outside, every directory below is outside too.
+        assert_eq!(at(ws.path(), "make", touch), None);
+        assert_eq!(
+            at(outside.path(), "tar xf a.tar", touch),
+            Some(Denial {
+                path: Some(outside.path().join("x"))
+            })
+        );
         assert_eq!(
             at(
                 outside.path(),
@@ -396,7 +509,7 @@ mod tests {
         let via = ws.path().join("out/f");
         let msg = format!("bash: {}: Permission denied", via.display());
         assert_eq!(
-            detect_denial(false, &msg, &p, None),
+            detect_denial(Some(1), &msg, &p, None),
             Some(Denial { path: Some(via) })
         );
     }

@@ -139,12 +139,12 @@ impl Confinement {
     }
 
     /// The 2008 sentence, when a failed command's output shows a write the sandbox refused,
-    /// ending with how to run it again (`retry`). `ran`: where the command ended up and its
-    /// text, so a relative path it names can be judged.
+    /// ending with how to run it again (`retry`). `exit`: the exit code, `None` after a signal.
+    /// `ran`: where the command ended up and its text, so a relative path can be judged.
     pub fn denial(
         &self,
         escalated: bool,
-        exit_ok: bool,
+        exit: Option<i32>,
         output: &str,
         retry: Retry,
         ran: Option<RanIn<'_>>,
@@ -152,7 +152,7 @@ impl Confinement {
         if escalated {
             return None;
         }
-        detect_denial(exit_ok, output, &self.plan, ran)
+        detect_denial(exit, output, &self.plan, ran)
             .map(|d| format!("{} {}", d.notice(self.plan.mode()), denial_retry(retry)))
     }
 }

@@ -343,7 +343,7 @@ impl Agentty {
                     command: &p.input,
                 });
                 self.confinement()
-                    .denial(false, false, &outcome.output, self.retry(true), ran)
+                    .denial(false, Some(code), &outcome.output, self.retry(true), ran)
             }
             _ => None,
         };
@@ -654,7 +654,7 @@ impl Agentty {
             .flatten();
         let denial = self.confinement().denial(
             escalated,
-            exit_ok,
+            crate::server::exit_code(outcome.run.exit),
             &crate::terminal::output_text(&outcome.run),
             self.retry(false),
             cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {

@@ -34,21 +34,18 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
     if !job.confined || job.kind != JobKind::Command {
         return None;
     }
-    let exit_ok = match job.state() {
-        JobState::Running => return None,
-        JobState::Exited(code) => code == 0,
-        _ => false,
+    let exit = match job.state() {
+        JobState::Running | JobState::Exited(0) => return None,
+        JobState::Exited(code) => Some(code),
+        _ => None,
     };
-    if exit_ok {
-        return None;
-    }
     let tail = job.output.read(None, READ_MAX_BYTES).text;
     let cwd = crate::confinement::cwd_after(&job.label, &job.workdir);
     let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
         cwd,
         command: &job.label,
     });
-    confinement.denial(false, false, &tail, retry, ran)
+    confinement.denial(false, exit, &tail, retry, ran)
 }
 
 fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {

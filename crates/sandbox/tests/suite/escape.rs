@@ -24,7 +24,7 @@ fn write_outside_workspace_is_refused() {
     assert!(!target.exists());
     assert!(err.contains("Permission denied"), "{err}");
     let plan = f.plan(Mode::Default, vec![f.ws.clone()]);
-    let denial = detect_denial(false, &err, &plan, None).unwrap();
+    let denial = detect_denial(Some(1), &err, &plan, None).unwrap();
     assert_eq!(denial.path.as_deref(), Some(target.as_path()));
     for script in [
         "mkdir '{o}/d'",
@@ -192,7 +192,7 @@ fn plan_mode_refuses_everything_but_devices() {
     assert!(!f.ws.join("sub").exists());
     // Read-only mode can blame even a relative path: nothing but devices is writable.
     let plan = f.plan(Mode::Plan, vec![f.ws.clone()]);
-    let denial = detect_denial(false, &err, &plan, None).unwrap();
+    let denial = detect_denial(Some(1), &err, &plan, None).unwrap();
     assert_eq!(denial.path.as_deref(), Some(Path::new("sub")), "{err}");
     assert!(
         denial
