@@ -44,6 +44,8 @@ pub struct HostContext {
     pub temp_dirs: Vec<PathBuf>,
     /// Values of the environment variables named in `TOOLCHAIN_CACHES`.
     pub vars: Vec<(String, PathBuf)>,
+    /// The `TOOLCHAIN_CACHES` tools found on `PATH`.
+    pub installed: Vec<&'static str>,
 }
 
 impl HostContext {
@@ -64,10 +66,18 @@ impl HostContext {
                 vars.push((name.to_owned(), value));
             }
         }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut installed: Vec<&'static str> = Vec::new();
+        for tool in TOOLCHAIN_CACHES.iter().filter_map(|c| c.tool) {
+            if !installed.contains(&tool) && on_path(tool, &path) {
+                installed.push(tool);
+            }
+        }
         HostContext {
             home: var("HOME"),
             temp_dirs,
             vars,
+            installed,
         }
     }
 
@@ -198,7 +208,8 @@ fn writable_set(policy: &Policy, host: &HostContext) -> Vec<Writable> {
                     CacheLocation::Env(var, rel) => host.var(var).map(|v| v.join(rel)),
                 };
                 if let Some(path) = path {
-                    create_missing_cache(&path, host.home.as_deref());
+                    let installed = cache.tool.is_some_and(|t| host.installed.contains(&t));
+                    create_missing_cache(&path, host.home.as_deref(), installed);
                     push(&path, Why::Cache(cache.reason));
                 }
             }
@@ -216,11 +227,16 @@ fn writable_set(policy: &Policy, host: &HostContext) -> Vec<Writable> {
     dedup_nested(out)
 }
 
-/// Creates a missing cache directory when its tool is installed (the parent exists and is not
-/// the home directory itself) or when it is the XDG cache dir (`~/.cache`, a standard directory).
+/// Creates a missing cache directory when its tool is installed: on `PATH` (`installed`; then
+/// the tool's home above it too), or evidently used (the parent exists and is not the home
+/// directory itself); or when it is the XDG cache dir (`~/.cache`, a standard directory).
 /// Best-effort: a cache that cannot be created stays read-only, as before.
-fn create_missing_cache(path: &Path, home: Option<&Path>) {
+fn create_missing_cache(path: &Path, home: Option<&Path>, installed: bool) {
     if path.exists() {
+        return;
+    }
+    if installed && home.is_some_and(|h| path.starts_with(h)) {
+        let _ = std::fs::DirBuilder::new().recursive(true).create(path);
         return;
     }
     let Some(parent) = path.parent() else {
@@ -231,6 +247,15 @@ fn create_missing_cache(path: &Path, home: Option<&Path>) {
     if parent.is_dir() && (!is_home(parent) || xdg_cache) {
         let _ = std::fs::DirBuilder::new().create(path);
     }
+}
+
+/// Whether `program` is an executable file in one of the `PATH` directories.
+fn on_path(program: &str, path: &std::ffi::OsStr) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path).any(|dir| {
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
 }
 
 /// Drops paths already covered by a writable ancestor: fewer kernel rules, same meaning.
@@ -306,7 +331,41 @@ mod tests {
             home: Some(home.to_path_buf()),
             temp_dirs: vec![tmp.to_path_buf()],
             vars: vec![],
+            installed: vec![],
         }
+    }
+
+    /// A fresh account: npm is installed but has never run, so `~/.npm` does not exist yet.
+    /// Its cache is created (home included) only because npm is on PATH.
+    #[test]
+    fn an_installed_tools_missing_home_and_cache_are_created() {
+        let base = tempfile::tempdir().unwrap();
+        let (ws, home, tmp) = (
+            base.path().join("ws"),
+            base.path().join("home"),
+            base.path().join("tmp"),
+        );
+        for d in [&ws, &home, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let policy = Policy::new(Mode::Default, vec![ws]);
+        let _ = Plan::with_context(&policy, &ctx(&home, &tmp));
+        assert!(
+            !home.join(".npm").exists(),
+            "not installed: nothing created"
+        );
+        let installed = HostContext {
+            installed: vec!["npm"],
+            ..ctx(&home, &tmp)
+        };
+        let plan = Plan::with_context(&policy, &installed);
+        let cache = home.join(".npm/_cacache").canonicalize().unwrap();
+        assert!(plan.writable().iter().any(|w| w.path == cache));
+        assert!(!plan.allows_write(&home.join(".npm/bin")), "only the cache");
+        assert!(!home.join(".cargo").exists(), "cargo is not installed here");
+        let path = std::ffi::OsStr::new("/nonexistent:/bin:/usr/bin");
+        assert!(on_path("sh", path));
+        assert!(!on_path("agentty-no-such-tool", path));
     }
 
     #[test]

@@ -16,12 +16,24 @@ pub enum CacheLocation {
 pub struct CacheDir {
     pub location: CacheLocation,
     pub reason: &'static str,
+    /// The program whose cache this is: when it is on `PATH`, a missing cache (and the tool's
+    /// home above it) is created, so a fresh account's first `npm install` is not refused.
+    pub tool: Option<&'static str>,
 }
 
 const fn home(rel: &'static str, reason: &'static str) -> CacheDir {
     CacheDir {
         location: CacheLocation::Home(rel),
         reason,
+        tool: None,
+    }
+}
+
+const fn tool_home(rel: &'static str, tool: &'static str, reason: &'static str) -> CacheDir {
+    CacheDir {
+        location: CacheLocation::Home(rel),
+        reason,
+        tool: Some(tool),
     }
 }
 
@@ -29,6 +41,7 @@ const fn env(var: &'static str, rel: &'static str, reason: &'static str) -> Cach
     CacheDir {
         location: CacheLocation::Env(var, rel),
         reason,
+        tool: None,
     }
 }
 
@@ -42,48 +55,49 @@ const fn env(var: &'static str, rel: &'static str, reason: &'static str) -> Cach
 /// next terminal. Global installs (`cargo install`, `npm -g`, `gem install --user-install`)
 /// are refused for the same reason; they can take a root inside the workspace instead.
 ///
-/// A missing cache under an existing tool home (or the XDG cache dir itself) is created when
-/// the plan is made, so a tool's first download is not refused: Landlock can only allow paths
-/// that exist.
+/// A missing cache is created when the plan is made, so a tool's first download is not refused
+/// (Landlock can only allow paths that exist): under an existing tool home, when the tool is on
+/// `PATH` (its home too, as on a fresh account), and the XDG cache dir itself.
 pub const TOOLCHAIN_CACHES: &[CacheDir] = &[
-    home(
+    tool_home(
         ".cargo/registry",
+        "cargo",
         "cargo registry index and downloaded crates",
     ),
-    home(".cargo/git", "cargo git dependencies"),
+    tool_home(".cargo/git", "cargo", "cargo git dependencies"),
     env("CARGO_HOME", "registry", "cargo registry when relocated"),
     env("CARGO_HOME", "git", "cargo git dependencies when relocated"),
-    home(".rustup/downloads", "rustup download cache"),
-    home(".rustup/tmp", "rustup scratch space"),
+    tool_home(".rustup/downloads", "rustup", "rustup download cache"),
+    tool_home(".rustup/tmp", "rustup", "rustup scratch space"),
     home(
         ".cache",
         "XDG cache: pip, go-build, yarn, pre-commit, node-gyp, uv, deno, ...",
     ),
     env("XDG_CACHE_HOME", "", "XDG cache when relocated"),
-    home(".npm/_cacache", "npm package cache"),
-    home(".npm/_logs", "npm debug logs"),
-    home(".local/share/pnpm/store", "pnpm store"),
-    home(".yarn/berry/cache", "yarn berry cache"),
-    home(".bun/install/cache", "bun install cache"),
-    home("go/pkg/mod", "go module cache (default GOPATH)"),
+    tool_home(".npm/_cacache", "npm", "npm package cache"),
+    tool_home(".npm/_logs", "npm", "npm debug logs"),
+    tool_home(".local/share/pnpm/store", "pnpm", "pnpm store"),
+    tool_home(".yarn/berry/cache", "yarn", "yarn berry cache"),
+    tool_home(".bun/install/cache", "bun", "bun install cache"),
+    tool_home("go/pkg/mod", "go", "go module cache (default GOPATH)"),
     env("GOPATH", "pkg/mod", "go module cache when GOPATH is set"),
     env("GOMODCACHE", "", "go module cache when relocated"),
     env("GOCACHE", "", "go build cache when relocated"),
-    home(".gradle/caches", "gradle caches"),
-    home(".gradle/wrapper", "gradle wrapper distributions"),
-    home(".m2/repository", "maven local repository"),
-    home(".ivy2/cache", "ivy/sbt dependency cache"),
-    home(".sbt/boot", "sbt launcher boot"),
-    home(".nuget/packages", "NuGet package cache"),
-    home(".pub-cache/hosted", "dart/flutter package cache"),
-    home(".pub-cache/git", "dart/flutter git dependencies"),
-    home(".cabal/packages", "cabal package downloads"),
-    home(".cabal/store", "cabal package store"),
-    home(".stack/pantry", "haskell stack package index"),
-    home(".stack/snapshots", "haskell stack snapshot builds"),
-    home(".opam/download-cache", "opam downloads"),
-    home(".bundle/cache", "bundler cache"),
-    home(".ccache", "ccache compiler cache"),
+    tool_home(".gradle/caches", "gradle", "gradle caches"),
+    tool_home(".gradle/wrapper", "gradle", "gradle wrapper distributions"),
+    tool_home(".m2/repository", "mvn", "maven local repository"),
+    tool_home(".ivy2/cache", "sbt", "ivy/sbt dependency cache"),
+    tool_home(".sbt/boot", "sbt", "sbt launcher boot"),
+    tool_home(".nuget/packages", "dotnet", "NuGet package cache"),
+    tool_home(".pub-cache/hosted", "dart", "dart/flutter package cache"),
+    tool_home(".pub-cache/git", "dart", "dart/flutter git dependencies"),
+    tool_home(".cabal/packages", "cabal", "cabal package downloads"),
+    tool_home(".cabal/store", "cabal", "cabal package store"),
+    tool_home(".stack/pantry", "stack", "haskell stack package index"),
+    tool_home(".stack/snapshots", "stack", "haskell stack snapshot builds"),
+    tool_home(".opam/download-cache", "opam", "opam downloads"),
+    tool_home(".bundle/cache", "bundle", "bundler cache"),
+    tool_home(".ccache", "ccache", "ccache compiler cache"),
 ];
 
 /// Fixed temp directories writable in `workspace-write`; `$TMPDIR` is added from the environment.

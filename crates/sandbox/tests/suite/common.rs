@@ -43,6 +43,7 @@ impl Fixture {
             home: Some(self.home.clone()),
             temp_dirs: vec![self.tmp.clone()],
             vars: vec![],
+            installed: vec![],
         }
     }
 
