@@ -2,7 +2,7 @@
 //! client over stdio, against the raw cost of what it does, measured in the same run.
 //!
 //! 1. Trivial call: median latency of `terminal({argv:["true"]})` vs a raw spawn+wait of `true`,
-//!    interleaved in rotating order, each after a short idle pause.
+//!    interleaved in rotating order.
 //! 2. Flood: a command printing 100 MB, vs the same command redirected to /dev/null; server peak
 //!    RSS and reply size. (agentty stops capturing at 10 MB and kills the tree, by design.)
 //!
@@ -27,8 +27,6 @@ use common::{median, micros, status_kib};
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
 const FLOOD_RUNS: usize = 3;
-/// Idle time before each timed trivial call or raw spawn.
-const QUIET_BEFORE_EACH: std::time::Duration = std::time::Duration::from_millis(2);
 const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
 
 async fn start(
@@ -65,14 +63,14 @@ async fn main() {
     for _ in 0..WARMUP_CALLS {
         common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
     }
-    // The three are interleaved and each is timed from a quiet machine, as an agent's calls,
-    // seconds apart, are: a short pause first lets whatever the previous one left running (a
-    // server finishing up after its reply) end, and the order rotates every round so that no one
-    // always follows the same neighbour. (A fixed order plain, raw, sandboxed put the server's
-    // leftover work on the raw spawn and flattered the sandboxed ratio by 0.06-0.08.)
+    // The three are interleaved and their order rotates every round, so each follows each of the
+    // others equally often: a server finishes up for a moment after its reply, and that work
+    // must not always land on the same neighbour. (The fixed order plain, raw, sandboxed put it
+    // on the raw spawn and flattered the sandboxed ratio by 0.06-0.08.) Pausing 2 ms before
+    // each timed call was tried too: it lets the VM's CPUs go idle, and the ratio then swings
+    // with how slowly idle CPUs wake (1.25-1.55x on one afternoon), more than with the code.
     for round in 0..TRIVIAL_CALLS {
         for slot in 0..3 {
-            std::thread::sleep(QUIET_BEFORE_EACH);
             let t = Instant::now();
             match (round + slot) % 3 {
                 0 => {
