@@ -34,6 +34,14 @@ impl Exit {
     pub fn success(self) -> bool {
         self == Exit::Code(0)
     }
+
+    /// The exit code, when the process exited rather than being ended by a signal.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            Exit::Code(code) => Some(code),
+            Exit::Signal(_) => None,
+        }
+    }
 }
 
 /// "SIGKILL" for 9, and so on; "signal N" for numbers without a name.

@@ -273,7 +273,7 @@ impl Agentty {
             .flatten();
         let denial = inner.confinement.denial(
             escalated,
-            exit_code(outcome.exit),
+            outcome.exit.and_then(agentty_core::reaper::Exit::code),
             &terminal::output_text(&outcome),
             self.retry(false),
             cwd.as_deref().map(|cwd| RanIn {
@@ -316,13 +316,5 @@ impl ServerHandler for Agentty {
             .contains(&ElicitationMode::Form);
         self.inner.client_can_ask.store(form, Ordering::Relaxed);
         self.negotiate_initialize(&request)
-    }
-}
-
-/// The exit code of a process that exited, `None` when a signal (or nothing known) ended it.
-pub(crate) fn exit_code(exit: Option<agentty_core::reaper::Exit>) -> Option<i32> {
-    match exit {
-        Some(agentty_core::reaper::Exit::Code(code)) => Some(code),
-        _ => None,
     }
 }

@@ -35,6 +35,11 @@ use crate::terminal::{Prepared, SandboxPermissions};
 mod schema;
 pub use schema::*;
 
+/// The directory the shell is in now, as the kernel knows it.
+fn shell_cwd(pid: i32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
 /// How long, past the close grace, a send that saw its shell end waits for the exit status.
 const SHELL_EXIT_WAIT_MS: u64 = 500;
 
@@ -234,13 +239,13 @@ impl Agentty {
         // A typed line is a command line: the guard applies as in `terminal`, judged in the
         // directory the shell is in now.
         if p.input.contains('\n') {
-            let verdict = match std::fs::read_link(format!("/proc/{}/cwd", shell.pid)) {
-                Ok(cwd) => agentty_guard::check_at(
+            let verdict = match shell_cwd(shell.pid) {
+                Some(cwd) => agentty_guard::check_at(
                     &p.input,
                     &self.settings().guard,
                     agentty_guard::Place::at(&cwd),
                 ),
-                Err(_) => agentty_guard::check(&p.input, &self.settings().guard),
+                None => agentty_guard::check(&p.input, &self.settings().guard),
             };
             if let Verdict::Block(block) = verdict {
                 return tool_error(block.message());
@@ -337,7 +342,7 @@ impl Agentty {
             // Only a failure can be the sandbox's.
             Some(code) if job.confined && code != 0 => {
                 // The shell is where the command left it: its cwd now is exact.
-                let cwd = std::fs::read_link(format!("/proc/{}/cwd", shell.pid)).ok();
+                let cwd = shell_cwd(shell.pid);
                 let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
                     cwd,
                     command: &p.input,
@@ -654,7 +659,7 @@ impl Agentty {
             .flatten();
         let denial = self.confinement().denial(
             escalated,
-            crate::server::exit_code(outcome.run.exit),
+            outcome.run.exit.and_then(agentty_core::reaper::Exit::code),
             &crate::terminal::output_text(&outcome.run),
             self.retry(false),
             cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {

@@ -82,6 +82,17 @@ impl Server {
         )
     }
 
+    /// `shell_send` of `input` to shell `id`: the text and the structured result.
+    pub async fn shell_send(&self, id: &str, input: &str) -> (String, Value) {
+        let result = self
+            .call("shell_send", json!({"id": id, "input": input}))
+            .await;
+        (
+            text_of(&result),
+            result.structured_content.unwrap_or(Value::Null),
+        )
+    }
+
     /// Starts `terminal` with `args` plus `background: true`; returns the job id.
     pub async fn background(&self, mut args: Value) -> String {
         args["background"] = Value::Bool(true);

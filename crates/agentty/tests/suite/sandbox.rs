@@ -247,11 +247,7 @@ async fn a_shell_command_refused_a_write_reports_2008() {
     let target = outside("shell-2008");
     let id = server.open_shell().await;
     let input = format!("echo x > {}\n", target.display());
-    let r = server
-        .call("shell_send", json!({"id": id, "input": input}))
-        .await;
-    let text = text_of(&r);
-    let s = r.structured_content.unwrap();
+    let (text, s) = server.shell_send(&id, &input).await;
     assert!(!target.exists(), "the write went through");
     assert_eq!(s["status"], "done", "{text}");
     assert_eq!(s["error_code"], 2008, "{text}");
@@ -364,11 +360,7 @@ async fn a_relative_path_refused_after_cd_outside_reports_2008() {
 
     let id = server.open_shell().await;
     let input = format!("cd {} && echo x > from-shell\n", dir.display());
-    let r = server
-        .call("shell_send", json!({"id": id, "input": input}))
-        .await;
-    let text = text_of(&r);
-    let s = r.structured_content.unwrap();
+    let (text, s) = server.shell_send(&id, &input).await;
     assert_eq!(s["error_code"], 2008, "{text}");
     let full = dir.join("from-shell").display().to_string();
     assert!(text.contains(&full), "{text}");

@@ -388,10 +388,7 @@ async fn a_shell_exiting_during_a_send_is_reported_ended_at_once() {
     let server = start().await;
     for _ in 0..3 {
         let id = server.open_shell().await;
-        let r = server
-            .call("shell_send", json!({"id": id, "input": "exit 3\n"}))
-            .await;
-        let text = text_of(&r);
+        let (text, _) = server.shell_send(&id, "exit 3\n").await;
         assert!(text.contains("ended during this send (exited 3)"), "{text}");
         let r = server.call("shell_list", json!({})).await;
         let s = r.structured_content.unwrap();
