@@ -5,11 +5,13 @@ mod doctor;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use rmcp::ServiceExt;
+use rmcp::transport::IntoTransport;
+use rmcp::{RoleServer, ServiceExt};
 use tracing_subscriber::EnvFilter;
 
 use agentty_core::spill::{SPILL_RETENTION, prune};
 use agentty_server::Agentty;
+use agentty_server::early_cancel::LookAhead;
 
 /// An MCP server that gives AI coding agents a real terminal.
 #[derive(Parser)]
@@ -96,9 +98,14 @@ fn serve(flags: &config::Flags) -> Result<()> {
         }
         tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
         let agentty = Agentty::new(settings, session)?;
+        // Decodes what is already readable ahead, so a request cancelled in the same breath
+        // starts nothing.
+        let stdio =
+            IntoTransport::<RoleServer, _, _>::into_transport(rmcp::transport::stdio_pipes());
+        let transport = LookAhead::new(stdio, agentty.early_cancels());
         let service = agentty
             .clone()
-            .serve(rmcp::transport::stdio_pipes())
+            .serve(transport)
             .await
             .context("MCP initialization failed")?;
         let cancel = service.cancellation_token();

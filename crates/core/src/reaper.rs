@@ -10,13 +10,19 @@
 //! arrives in the same wake-up as the end of its output, with no hop through another thread: on
 //! a trivial command that hop is a measurable share of the whole call.
 //!
+//! A stop pins its leader ([`pin`]): while pinned, the leader is never reaped (its exit is still
+//! observed, with `WNOWAIT`), so its pid, and with it the process group and session numbered
+//! after it, cannot be reused by an unrelated process. That makes `kill(-leader)` certain for
+//! the whole stop, whatever `/proc` shows at that instant. It matters: `pid_max` can be as low
+//! as 32768, and a busy machine wraps it in minutes.
+//!
 //! The reaper is a plain thread that sweeps every [`SWEEP_INTERVAL`]: it outlives any one tokio
 //! runtime (tests create many), and it is deliberately not woken by SIGCHLD, which fires on
 //! every command's exit and would put its work on the hot path of every call.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
@@ -56,6 +62,8 @@ struct Registry {
     owned: HashSet<i32>,
     /// Watches dropped before their child exited: the reaper reaps these on its next sweep.
     abandoned: Vec<(i32, OwnedFd)>,
+    /// Children that must not be reaped yet (a stop is under way), with a count of pins.
+    pinned: HashMap<i32, usize>,
 }
 
 /// How often orphans are looked for. An orphan that exited stays a zombie (no CPU, no memory
@@ -99,7 +107,13 @@ fn start() -> Result<(), String> {
 /// Reaps abandoned children and orphans; leaves registered children to their owners.
 fn sweep() {
     let mut reg = registry();
-    reg.abandoned.retain(|(pid, fd)| {
+    let Registry {
+        abandoned, pinned, ..
+    } = &mut *reg;
+    abandoned.retain(|(pid, fd)| {
+        if pinned.contains_key(pid) {
+            return true;
+        }
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
         let done = matches!(
             waitid(Id::PIDFd(fd.as_fd()), flags),
@@ -130,33 +144,61 @@ fn sweep() {
     }
 }
 
-/// Runs `spawn` with the registry locked and registers the pid it returns, so the orphan sweep
-/// can never reap a child before its watch exists.
+/// Runs `spawn` with the registry locked and registers the pid and pidfd it returns, so the
+/// orphan sweep can never reap a child before its watch exists. The pidfd comes from the clone
+/// itself (`CLONE_PIDFD`): when no fd is left for it, the clone fails and nothing runs.
 pub(crate) fn spawn_registered<T>(
-    spawn: impl FnOnce() -> io::Result<(i32, T)>,
+    spawn: impl FnOnce() -> io::Result<(i32, OwnedFd, T)>,
 ) -> io::Result<(T, ExitWatch)> {
     init().map_err(io::Error::other)?;
     let mut reg = registry();
-    let (pid, value) = spawn()?;
+    let (pid, fd, value) = spawn()?;
     reg.owned.insert(pid);
     drop(reg);
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if raw < 0 {
-        let err = io::Error::last_os_error();
-        registry().owned.remove(&pid);
-        return Err(err);
-    }
-    // SAFETY: the syscall returned a fresh fd that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
     Ok((
         value,
         ExitWatch {
             pid,
             fd: Some(fd),
             async_fd: None,
+            exited: None,
         },
     ))
+}
+
+/// Whether `pid` is a child that a spawn watches (a run's leader, not an orphan).
+pub(crate) fn is_owned(pid: i32) -> bool {
+    let reg = registry();
+    reg.owned.contains(&pid) || reg.abandoned.iter().any(|(p, _)| *p == pid)
+}
+
+/// Keeps a child from being reaped while it lives (see the module comment).
+pub(crate) struct Pin(i32);
+
+/// Pins `pid` if it is a spawned child not reaped yet; `None` once it has been reaped.
+pub(crate) fn pin(pid: i32) -> Option<Pin> {
+    let mut reg = registry();
+    let unreaped = reg.owned.contains(&pid) || reg.abandoned.iter().any(|(p, _)| *p == pid);
+    if !unreaped {
+        return None;
+    }
+    *reg.pinned.entry(pid).or_default() += 1;
+    Some(Pin(pid))
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let mut reg = registry();
+        if let Some(count) = reg.pinned.get_mut(&self.0) {
+            *count -= 1;
+            if *count == 0 {
+                reg.pinned.remove(&self.0);
+            }
+        }
+        drop(reg);
+        // An abandoned watch of this child may be waiting for the pin to go.
+        sweep();
+    }
 }
 
 /// The exit of one spawned child, owned by whoever runs it.
@@ -164,6 +206,8 @@ pub struct ExitWatch {
     pid: i32,
     fd: Option<OwnedFd>,
     async_fd: Option<AsyncFd<OwnedFd>>,
+    /// The exit, once seen while the child was pinned (it stays a zombie until unpinned).
+    exited: Option<Exit>,
 }
 
 impl ExitWatch {
@@ -171,8 +215,26 @@ impl ExitWatch {
         self.pid
     }
 
-    /// Waits for the child to exit and reaps it. Must be called within a tokio runtime.
+    /// For a set-up step that failed right after the spawn: on `Err`, kills the child's whole
+    /// process group at once, so nothing runs that no one supervises (the watch, once dropped,
+    /// has the reaper reap it). Certain: while the watch holds the child unreaped, the group
+    /// number is still its own.
+    pub fn or_kill<T>(&self, result: io::Result<T>) -> io::Result<T> {
+        if result.is_err()
+            && self.exited.is_none()
+            && (self.fd.is_some() || self.async_fd.is_some())
+        {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(self.pid), nix::sys::signal::SIGKILL);
+        }
+        result
+    }
+
+    /// Waits for the child to exit and reaps it (unless a stop has it pinned: then it is
+    /// reaped once the watch is dropped and the pin gone). Must be called within a tokio runtime.
     pub async fn wait(&mut self) -> io::Result<Exit> {
+        if let Some(exit) = self.exited {
+            return Ok(exit);
+        }
         if self.async_fd.is_none() {
             let fd = self
                 .fd
@@ -190,25 +252,29 @@ impl ExitWatch {
         loop {
             let mut guard = async_fd.readable().await?;
             let mut reg = registry();
-            match waitid(
-                Id::PIDFd(async_fd.get_ref().as_fd()),
-                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG,
-            ) {
-                Ok(WaitStatus::Exited(_, code)) => {
-                    reg.owned.remove(&self.pid);
-                    drop(reg);
-                    self.async_fd = None;
-                    return Ok(Exit::Code(code));
-                }
-                Ok(WaitStatus::Signaled(_, sig, _)) => {
-                    reg.owned.remove(&self.pid);
-                    drop(reg);
-                    self.async_fd = None;
-                    return Ok(Exit::Signal(sig as i32));
-                }
-                Ok(_) => guard.clear_ready(),
-                Err(e) => return Err(e.into()),
+            let pinned = reg.pinned.contains_key(&self.pid);
+            let mut flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
+            if pinned {
+                flags |= WaitPidFlag::WNOWAIT;
             }
+            let exit = match waitid(Id::PIDFd(async_fd.get_ref().as_fd()), flags) {
+                Ok(WaitStatus::Exited(_, code)) => Exit::Code(code),
+                Ok(WaitStatus::Signaled(_, sig, _)) => Exit::Signal(sig as i32),
+                Ok(_) => {
+                    guard.clear_ready();
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if pinned {
+                // Still a zombie: reaped by the sweep once the watch is dropped and unpinned.
+                self.exited = Some(exit);
+            } else {
+                reg.owned.remove(&self.pid);
+                drop(reg);
+                self.async_fd = None;
+            }
+            return Ok(exit);
         }
     }
 }

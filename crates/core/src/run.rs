@@ -345,11 +345,13 @@ async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> io::
     }
 }
 
+/// Starts stopping the tree in a task of its own; the leader is pinned before this returns.
 fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
-    let marker = marker.to_owned();
-    tokio::spawn(
-        async move { tree::terminate(pid, &marker, Duration::from_millis(grace_ms)).await },
-    )
+    tokio::spawn(tree::terminate(
+        pid,
+        marker,
+        Duration::from_millis(grace_ms),
+    ))
 }
 
 /// Runs one command to its end. `cancel` resolving means the caller gave up: the tree is stopped
@@ -390,13 +392,16 @@ pub async fn run_until(
     let start = Instant::now();
     let spawned = spawn(spec)?;
     let pid = spawned.pid;
-    if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
-        feed_stdin(fd, data)?;
-    }
-    // The seam hands over non-blocking pipe read ends: no need to check and set them again.
-    let mut out = Some(pipe::Receiver::from_owned_fd_unchecked(spawned.stdout)?);
-    let mut err = Some(pipe::Receiver::from_owned_fd_unchecked(spawned.stderr)?);
     let mut exit_watch = spawned.exit;
+    let (mut out, mut err) = exit_watch.or_kill((|| {
+        if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
+            feed_stdin(fd, data)?;
+        }
+        // The seam hands over non-blocking pipe read ends: no need to check and set them again.
+        let out = pipe::Receiver::from_owned_fd_unchecked(spawned.stdout)?;
+        let err = pipe::Receiver::from_owned_fd_unchecked(spawned.stderr)?;
+        Ok((Some(out), Some(err)))
+    })())?;
     let mut exit: Option<Exit> = None;
     let mut capture = Capture::new(spill, hand_over);
     let mut buf_out = Vec::with_capacity(READ_CHUNK_BYTES);
@@ -443,9 +448,11 @@ pub async fn run_until(
                 }
             },
             () = &mut cancel => {
-                drop(start_stop(pid, &marker, CANCEL_GRACE_MS));
+                // Confirmed before the result says so ("the process tree was stopped").
+                let grace = Duration::from_millis(CANCEL_GRACE_MS);
+                let stopped = tree::terminate(pid, &marker, grace).await;
                 let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
-                outcome.stopped = Some(Terminated::default());
+                outcome.stopped = Some(stopped);
                 return Ok(RunEnd::Finished(outcome));
             },
             () = &mut timeout_sleep, if stop.is_none() => {

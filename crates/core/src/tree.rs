@@ -8,9 +8,17 @@
 //!
 //! Stopping is SIGTERM (plus SIGCONT, so a stopped process can act on it), a grace period, then
 //! SIGKILL rounds until nothing is left, re-scanning each round to catch late forks.
+//!
+//! What makes a stop certain: while the leader has not been reaped, the stop pins it
+//! ([`crate::reaper::pin`]), so the process group numbered after it is this run's for the whole
+//! stop, whatever `/proc` shows (a process in the middle of `exec` reads an empty environment,
+//! so its marker cannot be seen at that instant). The marker decides only for a run whose
+//! leader was already reaped. And "nothing left" is believed only when two scans a poll apart
+//! agree, so a process caught mid-`exec` by one scan is seen by the next.
 
 use std::collections::HashSet;
 use std::fs;
+use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -64,25 +72,47 @@ fn all_processes() -> Vec<ProcStat> {
 }
 
 fn has_marker(pid: i32, marker: &str) -> bool {
+    marked(pid, marker) == Marked::Yes
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marked {
+    Yes,
+    No,
+    /// The environment read empty: the process is in the middle of `exec` (or has none).
+    Unknown,
+}
+
+fn marked(pid: i32, marker: &str) -> Marked {
     let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
+        return Marked::No;
     };
+    if environ.is_empty() {
+        return Marked::Unknown;
+    }
     let wanted = format!("{RUN_MARKER_VAR}={marker}");
-    environ
+    if environ
         .split(|&b| b == 0)
         .any(|entry| entry == wanted.as_bytes())
+    {
+        Marked::Yes
+    } else {
+        Marked::No
+    }
 }
 
 /// Live (non-zombie) members of the tree of the run `leader`/`marker`, and whether the process
-/// group `leader` is still this run's (once the leader is reaped its pid could in principle be
-/// reused, so the group only counts if a member carries the marker).
-fn members(leader: i32, marker: &str) -> (Vec<i32>, bool) {
+/// group `leader` is still this run's. It is for certain while the leader is `pinned` (not
+/// reaped); once the leader is reaped its pid can be reused, so the group then only counts if a
+/// member carries the marker.
+fn members(leader: i32, marker: &str, pinned: bool) -> (Vec<i32>, bool) {
     let me = std::process::id() as i32;
     let procs = all_processes();
     let in_group = |p: &ProcStat| p.pid == leader || p.pgid == leader || p.sid == leader;
-    let group_is_ours = procs
-        .iter()
-        .any(|p| in_group(p) && has_marker(p.pid, marker));
+    let group_is_ours = pinned
+        || procs
+            .iter()
+            .any(|p| in_group(p) && has_marker(p.pid, marker));
     let mut set: HashSet<i32> = procs
         .iter()
         .filter(|p| {
@@ -145,12 +175,17 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
     }
     match own_children() {
         Some(children) => {
+            // An orphan caught mid-`exec` shows no environment: it might be this run's, so it
+            // counts (the stop that follows looks again). Children a spawn owns are other
+            // runs' leaders, never this run's escapees.
             let watchdog = crate::watchdog::watchdog_pid();
-            children
-                .into_iter()
-                .any(|pid| Some(pid) != watchdog && has_marker(pid, marker))
+            children.into_iter().any(|pid| {
+                Some(pid) != watchdog
+                    && marked(pid, marker) != Marked::No
+                    && !crate::reaper::is_owned(pid)
+            })
         }
-        None => !members(leader, marker).0.is_empty(),
+        None => !members(leader, marker, false).0.is_empty(),
     }
 }
 
@@ -167,21 +202,41 @@ pub struct Terminated {
 
 /// Stops the whole tree of a run: SIGTERM, `grace`, then SIGKILL until nothing is left.
 ///
-/// Every scan adds to what was found: a process the first scan could not attribute (caught
-/// between `fork` and `setsid`, or mid-`exec`) is counted, and sent SIGTERM, by a later one.
-pub async fn terminate(leader: i32, marker: &str, grace: Duration) -> Terminated {
-    let (first, group_is_ours) = members(leader, marker);
-    if first.is_empty() {
-        return Terminated::default();
+/// The leader is pinned when this is called (not when the future is first polled), so a caller
+/// that still holds the leader's exit watch gets a certain stop even if it reaps the leader
+/// meanwhile. Every scan adds to what was found: a process the first scan could not attribute
+/// (caught between `fork` and `setsid`, or mid-`exec`) is counted, and sent SIGTERM, by a later
+/// one.
+pub fn terminate(
+    leader: i32,
+    marker: &str,
+    grace: Duration,
+) -> impl Future<Output = Terminated> + Send + 'static {
+    let pin = crate::reaper::pin(leader);
+    let marker = marker.to_owned();
+    async move {
+        let report = stop_tree(leader, &marker, grace, pin.is_some()).await;
+        drop(pin);
+        report
     }
-    let mut seen: HashSet<i32> = first.iter().copied().collect();
-    stop_gently(leader, group_is_ours, &first);
+}
+
+async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> Terminated {
+    let scan = || members(leader, marker, pinned);
+    let mut seen: HashSet<i32> = HashSet::new();
     let mut report = Terminated::default();
+    let (first, group_is_ours) = scan();
+    if first.is_empty() && confirmed_empty(&scan, &mut seen, leader).await {
+        report.found = seen.len();
+        return report;
+    }
+    seen.extend(&first);
+    stop_gently(leader, group_is_ours, &first);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         sleep(Duration::from_millis(POLL_MS)).await;
-        let (left, group_is_ours) = members(leader, marker);
-        if left.is_empty() {
+        let (left, group_is_ours) = scan();
+        if left.is_empty() && confirmed_empty(&scan, &mut seen, leader).await {
             report.found = seen.len();
             return report;
         }
@@ -190,22 +245,45 @@ pub async fn terminate(leader: i32, marker: &str, grace: Duration) -> Terminated
             stop_gently(leader, group_is_ours, &new);
         }
     }
-    for round in 0..KILL_ROUNDS {
-        let (left, group_is_ours) = members(leader, marker);
+    let mut empty_scans = 0;
+    for _ in 0..KILL_ROUNDS {
+        let (left, group_is_ours) = scan();
         seen.extend(&left);
         if left.is_empty() {
-            report.found = seen.len();
-            return report;
+            empty_scans += 1;
+            if empty_scans == 2 {
+                report.found = seen.len();
+                return report;
+            }
+        } else {
+            empty_scans = 0;
+            if report.killed == 0 {
+                report.killed = left.len();
+            }
+            signal_all(leader, group_is_ours, &left, Signal::SIGKILL);
         }
-        if round == 0 {
-            report.killed = left.len();
-        }
-        signal_all(leader, group_is_ours, &left, Signal::SIGKILL);
         sleep(Duration::from_millis(POLL_MS)).await;
     }
     report.found = seen.len();
-    report.stuck = members(leader, marker).0.len();
+    report.stuck = scan().0.len();
     report
+}
+
+/// After a scan found nothing: looks again a poll later. True when the second scan agrees;
+/// otherwise what it found is stopped gently and counted, and the caller carries on.
+async fn confirmed_empty(
+    scan: &impl Fn() -> (Vec<i32>, bool),
+    seen: &mut HashSet<i32>,
+    leader: i32,
+) -> bool {
+    sleep(Duration::from_millis(POLL_MS)).await;
+    let (late, group_is_ours) = scan();
+    if late.is_empty() {
+        return true;
+    }
+    let new: Vec<i32> = late.into_iter().filter(|&p| seen.insert(p)).collect();
+    stop_gently(leader, group_is_ours, &new);
+    false
 }
 
 /// SIGTERM, and SIGCONT so a stopped process gets to act on it.

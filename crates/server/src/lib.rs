@@ -1,6 +1,7 @@
 //! agentty-server: MCP tool contracts, model-facing notices and transports.
 
 pub mod confinement;
+pub mod early_cancel;
 pub mod escalation;
 pub mod notice;
 pub mod server;

@@ -50,6 +50,8 @@ pub fn bad_env_name(name: &str) -> String {
 
 /// `ENOEXEC`: the kernel does not recognise the file as a program it can run.
 const EXEC_FORMAT_ERROR: i32 = 8;
+/// Linux errnos of a spawn that ran out of something: EAGAIN, ENOMEM, ENFILE, EMFILE.
+const OUT_OF_RESOURCES: [i32; 4] = [11, 12, 23, 24];
 
 /// A program that could not be started. `workdir`: where a relative path was looked up.
 pub fn spawn_failed(program: &str, workdir: &Path, error: &std::io::Error) -> String {
@@ -70,6 +72,15 @@ pub fn spawn_failed(program: &str, workdir: &Path, error: &std::io::Error) -> St
             "cannot run {program:?}: not a program this system can run (built for another \
              platform?)"
         ),
+        _ if error
+            .raw_os_error()
+            .is_some_and(|e| OUT_OF_RESOURCES.contains(&e)) =>
+        {
+            format!(
+                "cannot run {program:?}: {error}; nothing was started (the server is out of \
+                 resources: retry later)"
+            )
+        }
         _ => format!("cannot run {program:?}: {error}"),
     }
 }
@@ -124,6 +135,7 @@ pub fn timed_out(timeout_ms: u64) -> String {
 }
 
 pub const CANCELLED: &str = "[cancelled: the process tree was stopped]";
+pub const CANCELLED_BEFORE_START: &str = "cancelled before it started: nothing ran";
 
 pub const NO_OUTPUT: &str = "(no output)";
 

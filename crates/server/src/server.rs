@@ -24,6 +24,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router
 use serde::de::DeserializeOwned;
 
 use crate::confinement::Confinement;
+use crate::early_cancel::EarlyCancels;
 use crate::terminal::{self, TerminalParams, TerminalResult};
 use crate::{escalation, notice};
 
@@ -73,6 +74,8 @@ struct Inner {
     /// The client said at `initialize` that it can show the user a form (elicitation), so an
     /// escalation can be asked.
     client_can_ask: AtomicBool,
+    /// Requests cancelled before their handler ran, seen by the transport's look-ahead.
+    early_cancels: Arc<EarlyCancels>,
 }
 
 impl Agentty {
@@ -99,6 +102,7 @@ impl Agentty {
             jobs,
             shells,
             client_can_ask: AtomicBool::new(false),
+            early_cancels: Arc::default(),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -146,6 +150,20 @@ impl Agentty {
         } else {
             notice::Retry::Terminal
         }
+    }
+
+    /// What the transport's [`LookAhead`](crate::early_cancel::LookAhead) notes early
+    /// cancellations in, for this session's handlers to see.
+    pub fn early_cancels(&self) -> Arc<EarlyCancels> {
+        self.inner.early_cancels.clone()
+    }
+
+    /// Whether the request was cancelled before it started anything: checked last thing before
+    /// a process starts or keys are typed, so a request already cancelled starts nothing.
+    pub(crate) fn cancelled_already(&self, ctx: &RequestContext<RoleServer>) -> bool {
+        // Both are looked at: the early note is forgotten once asked about.
+        let early = self.inner.early_cancels.take(&ctx.id);
+        early || ctx.ct.is_cancelled()
     }
 
     /// A new per-call id and the run marker derived from it.
@@ -218,6 +236,9 @@ impl Agentty {
             Ok(l) => l,
             Err(reason) => return tool_error(notice::sandbox_failed(&reason)),
         };
+        if self.cancelled_already(&ctx) {
+            return tool_error(notice::CANCELLED_BEFORE_START.into());
+        }
         let call = format!("c{}", inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
         tracing::debug!(%call, command = %prepared.display, escalated, "terminal");
         let request = RunRequest {

@@ -12,6 +12,8 @@ use agentty_core::jobs::{Job, JobState};
 use agentty_core::pty::{Gone, SEND_TIMEOUT_DEFAULT_MS, SIZE_MAX};
 use agentty_core::reaper::signal_name;
 
+pub const CANCELLED_BEFORE_OPEN: &str = "cancelled before it started: no shell was opened";
+pub const CANCELLED_BEFORE_TYPING: &str = "cancelled before it started: nothing was typed";
 pub const SHELL_OPEN_DESCRIPTION: &str = "Open a persistent interactive shell on a terminal \
 (PTY) and return its id (s1, …). Unlike `terminal`, cd, exported variables, an activated \
 virtualenv and running REPLs persist between calls. Returns after the first prompt. `workdir` \

@@ -162,6 +162,9 @@ impl Agentty {
             output,
         };
         let label = shell_path.display().to_string();
+        if self.cancelled_already(&ctx) {
+            return tool_error(say::CANCELLED_BEFORE_OPEN.into());
+        }
         let (job, shell) = match self.shells().open(spec, label.clone()).await {
             Ok(opened) => opened,
             Err(OpenError::Cap(cap)) => return tool_error(say::cap_reached(&cap.0.running)),
@@ -261,6 +264,9 @@ impl Agentty {
             timeout: Duration::from_millis(timeout_ms),
             wait_for: wait_for.as_ref(),
         };
+        if self.cancelled_already(&ctx) {
+            return tool_error(say::CANCELLED_BEFORE_TYPING.into());
+        }
         // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
         let outcome = tokio::select! {
             r = shell.send(request) => r,

@@ -1,5 +1,6 @@
 mod cli;
 mod client;
+mod raw;
 mod sandbox;
 mod shells;
 mod tasks;

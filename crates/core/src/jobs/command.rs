@@ -101,16 +101,20 @@ pub fn start(
     let reserved = table.reserve(JobKind::Command)?;
     let spawned = spawn(spec)?;
     let pid = spawned.pid;
-    if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
-        feed_stdin(fd, data)?;
-    }
+    let exit_watch = spawned.exit;
+    let (out, err) = exit_watch.or_kill((|| {
+        if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
+            feed_stdin(fd, data)?;
+        }
+        Ok((job_pipe(spawned.stdout)?, job_pipe(spawned.stderr)?))
+    })())?;
     let live = Live {
         pid,
         confined,
         marker,
-        out: Some(job_pipe(spawned.stdout)?),
-        err: Some(job_pipe(spawned.stderr)?),
-        exit_watch: spawned.exit,
+        out: Some(out),
+        err: Some(err),
+        exit_watch,
         exit: None,
         out_cleaner: Cleaner::new(),
         err_cleaner: Cleaner::new(),
@@ -212,10 +216,13 @@ impl CommandControl {
 
 impl JobControl for CommandControl {
     fn stop(&self) -> StopFuture {
-        let (pid, marker, shared) = (self.pid, self.marker.clone(), self.shared.clone());
+        let shared = self.shared.clone();
+        shared.stopping.store(true, Ordering::SeqCst);
+        // Pins the leader now, before the driver can reap it: the stop is then certain.
+        let terminate =
+            tree::terminate(self.pid, &self.marker, Duration::from_millis(KILL_GRACE_MS));
         Box::pin(async move {
-            shared.stopping.store(true, Ordering::SeqCst);
-            tree::terminate(pid, &marker, Duration::from_millis(KILL_GRACE_MS)).await;
+            terminate.await;
             // The driver now sees the pipes close; let it record the end and flush the ring.
             // Bounded, for a process stuck in uninterruptible sleep holding a pipe.
             let mut done = shared.done.subscribe();

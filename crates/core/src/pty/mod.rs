@@ -89,6 +89,6 @@ pub fn spawn_on_pty(
     let pair = sys::open_pair(cols, rows)?;
     let started = spawn_pty(spec, &pair.slave)?;
     drop(pair.slave);
-    let master = sys::Master::new(pair.master)?;
+    let master = started.exit.or_kill(sys::Master::new(pair.master))?;
     Ok((master, pair.tty_path, started))
 }

@@ -126,11 +126,13 @@ enum Stop {
     AwaitingInput,
 }
 
+/// Starts stopping the tree in a task of its own; the leader is pinned before this returns.
 fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
-    let marker = marker.to_owned();
-    tokio::spawn(
-        async move { tree::terminate(pid, &marker, Duration::from_millis(grace_ms)).await },
-    )
+    tokio::spawn(tree::terminate(
+        pid,
+        marker,
+        Duration::from_millis(grace_ms),
+    ))
 }
 
 /// Runs one command under a PTY to its end (see the module header).
@@ -153,7 +155,7 @@ pub async fn run(
     let pid = started.pid;
     let mut exit_watch = started.exit;
     if let Some(text) = input {
-        master.write_all(&keystrokes(&text)).await?;
+        exit_watch.or_kill(master.write_all(&keystrokes(&text)).await)?;
     }
     let mut capture = Capture {
         cleaner: Cleaner::new(),
@@ -202,9 +204,11 @@ pub async fn run(
                 }
             },
             () = &mut cancel => {
-                drop(start_stop(pid, &marker, CANCEL_GRACE_MS));
+                // Confirmed before the result says so ("the process tree was stopped").
+                let grace = Duration::from_millis(CANCEL_GRACE_MS);
+                let stopped = tree::terminate(pid, &marker, grace).await;
                 let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
-                outcome.stopped = Some(Terminated::default());
+                outcome.stopped = Some(stopped);
                 return Ok(PtyRunOutcome { run: outcome, awaiting_input: None });
             },
             () = sleep_until(timeout_at), if stop.is_none() => stop = Some(Stop::Timeout),

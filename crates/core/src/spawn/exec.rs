@@ -12,7 +12,8 @@
 //! measured, a third of agentty's whole overhead.
 //!
 //! So this module does what glibc's `posix_spawn` does, with those steps added: `clone` with
-//! `CLONE_VM | CLONE_VFORK` (nix's wrapper) on a small stack of our own, then in the child only
+//! `CLONE_VM | CLONE_VFORK | CLONE_PIDFD` on a small stack of our own (the pidfd comes from the
+//! clone itself, so a process whose pidfd could not be opened never starts), then in the child only
 //! raw system calls on data prepared before the clone, no allocation, no lock, no unwinding.
 //! The caller's thread is suspended until the child has called `exec` or exited. Signals are
 //! blocked in the caller across the clone, so no handler of the server can run on the child's
@@ -22,10 +23,8 @@
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
-
-use nix::sched::{CloneFlags, clone};
 
 use super::Confine;
 
@@ -121,9 +120,10 @@ fn pointers<S: AsRef<CStr>>(strings: &[S]) -> Vec<*const libc::c_char> {
         .collect()
 }
 
-/// Starts `plan`'s program; returns its pid once it has called `exec`. An `exec` or set-up
-/// failure comes back as the error, with the child already reaped.
-pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
+/// Starts `plan`'s program; returns its pid and a pidfd for it once it has called `exec`. An
+/// `exec` or set-up failure comes back as the error, with the child already reaped; a clone
+/// that failed (no fd left for the pidfd, no memory, the process limit) started nothing.
+pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
     if plan.candidates.is_empty() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
@@ -139,40 +139,79 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<i32> {
         step: AtomicU8::new(Step::None as u8),
         errno: AtomicI32::new(0),
     };
-    let child = Box::new(|| {
-        // SAFETY: runs in the vfork-style child, on its own stack, while the parent's thread
-        // is suspended; `child_main` makes only async-signal-safe calls on data that lives in
-        // the suspended parent's frame, and never returns (it execs or exits).
-        unsafe { child_main(plan, &argv, &mut script_argv, &envp, &failure) }
-    });
+    let mut child = ChildArgs {
+        plan,
+        argv: &argv,
+        script_argv: &mut script_argv,
+        envp: &envp,
+        failure: &failure,
+    };
 
     let saved = block_all_signals()?;
+    let mut pidfd: libc::c_int = -1;
     let cloned = CHILD_STACK.with_borrow_mut(|stack| {
         if stack.len() < CHILD_STACK_BYTES {
             stack.resize(CHILD_STACK_BYTES, 0);
         }
+        let top = stack.as_mut_ptr_range().end;
+        let aligned = top.wrapping_sub(top as usize % 16);
+        let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
         // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on `stack` and this thread waits
-        // until it has exec'd or exited, so everything the closure borrows outlives its use.
-        // All signals are blocked (above) so no handler runs in the child before it resets
-        // them.
+        // until it has exec'd or exited, so everything `child` borrows outlives its use. All
+        // signals are blocked (above) so no handler runs in the child before it resets them.
+        // With CLONE_PIDFD the kernel writes the pidfd to the parent-tid slot.
         unsafe {
-            clone(
-                child,
-                stack,
-                CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
-                Some(libc::SIGCHLD),
+            libc::clone(
+                child_entry,
+                aligned.cast(),
+                flags,
+                (&raw mut child).cast(),
+                &raw mut pidfd,
+                std::ptr::null_mut::<libc::c_void>(),
+                std::ptr::null_mut::<libc::pid_t>(),
             )
         }
     });
+    let clone_error = io::Error::last_os_error();
     set_signal_mask(saved);
-    let pid = cloned.map_err(io::Error::from)?;
+    if cloned < 0 {
+        return Err(clone_error);
+    }
+    // SAFETY: with CLONE_PIDFD a successful clone returns a fresh fd that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     let step = Step::from_u8(failure.step.load(Ordering::Acquire));
     if matches!(step, Step::None) {
-        return Ok(pid.as_raw());
+        return Ok((cloned, pidfd));
     }
     // The child has exited (status 127): reap it here, since nobody else knows of it.
-    let _ = nix::sys::wait::waitpid(pid, None);
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(cloned), None);
     Err(step.error(failure.errno.load(Ordering::Acquire)))
+}
+
+/// What the child borrows from the suspended parent's frame.
+struct ChildArgs<'p, 'a> {
+    plan: &'p ExecPlan<'a>,
+    argv: &'p [*const libc::c_char],
+    script_argv: &'p mut [*const libc::c_char],
+    envp: &'p [*const libc::c_char],
+    failure: &'p Failure,
+}
+
+/// The clone's entry point: unpacks [`ChildArgs`] and runs [`child_main`].
+extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildArgs` that `start` passed to clone, alive in the suspended
+    // parent's frame; `child_main` makes only async-signal-safe calls on data in that frame,
+    // and never returns (it execs or exits).
+    unsafe {
+        let child = &mut *arg.cast::<ChildArgs<'_, '_>>();
+        child_main(
+            child.plan,
+            child.argv,
+            child.script_argv,
+            child.envp,
+            child.failure,
+        ) as libc::c_int
+    }
 }
 
 /// The child, between clone and exec. Only raw system calls: see the module comment.

@@ -267,7 +267,7 @@ fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i3
         session,
         confine: spec.confine.as_deref(),
     };
-    reaper::spawn_registered(|| exec::start(&plan).map(|pid| (pid, pid)))
+    reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
 }
 
 /// Starts `spec` in a process group of its own with piped stdout and stderr.

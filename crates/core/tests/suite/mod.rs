@@ -4,4 +4,5 @@ mod output;
 mod pty;
 mod spawn;
 mod spill;
+mod stops;
 mod termination;

@@ -1,0 +1,276 @@
+//! The binary driven by raw JSON-RPC lines, for what an SDK client cannot do on purpose: a
+//! request and its cancellation in one write, a server with few file descriptors.
+//!
+//! "Nothing ran" must always be true: each call's side effect is a file named after it, and
+//! every claim the server makes is checked against the files and `/proc`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+const PROMPT: Duration = Duration::from_secs(60);
+
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Responses read while waiting for another id.
+    early: HashMap<String, Value>,
+    workspace: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+impl Raw {
+    /// Starts the server; `max_fds` lowers its open-file limit.
+    async fn start(max_fds: Option<u64>) -> Raw {
+        let workspace = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentty"));
+        cmd.arg("serve")
+            .arg("--workspace")
+            .arg(workspace.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        if let Some(n) = max_fds {
+            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let limit = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut raw = Raw {
+            child,
+            stdin,
+            lines,
+            early: HashMap::new(),
+            workspace,
+            _state: state,
+        };
+        let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}});
+        raw.write(&[init]).await;
+        raw.response("init").await;
+        raw.write(&[json!({"jsonrpc": "2.0", "method": "notifications/initialized"})])
+            .await;
+        raw
+    }
+
+    /// Writes `messages` as lines, all in one write.
+    async fn write(&mut self, messages: &[Value]) {
+        let mut bytes = Vec::new();
+        for m in messages {
+            bytes.extend(serde_json::to_vec(m).unwrap());
+            bytes.push(b'\n');
+        }
+        self.stdin.write_all(&bytes).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The response to request `id`.
+    async fn response(&mut self, id: &str) -> Value {
+        if let Some(v) = self.early.remove(id) {
+            return v;
+        }
+        loop {
+            let line = tokio::time::timeout(PROMPT, self.lines.next_line())
+                .await
+                .expect("a response in time")
+                .unwrap()
+                .expect("the server is still up");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            let Some(got) = v.get("id").map(id_text) else {
+                continue; // a notification
+            };
+            if got == id {
+                return v;
+            }
+            self.early.insert(got, v);
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id().unwrap() as i32
+    }
+}
+
+fn id_text(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn call(id: &str, command: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "terminal", "arguments": {"command": command}}})
+}
+
+fn cancel(id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "test"}})
+}
+
+fn text(response: &Value) -> String {
+    response["result"]["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>()
+        })
+        .unwrap_or_default()
+}
+
+/// Live processes that have `needle` in one of their arguments.
+fn processes_naming(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Zombie children of `pid` (any thread's).
+fn zombie_children(pid: i32) -> Vec<i32> {
+    let mut zombies = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return zombies;
+    };
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children.split_whitespace() {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            if stat
+                .rfind(')')
+                .is_some_and(|i| stat[i + 2..].starts_with('Z'))
+            {
+                zombies.push(child.parse().unwrap());
+            }
+        }
+    }
+    zombies
+}
+
+/// Waits (bounded) until no process names a mark file: whatever started has ended.
+async fn settle(workspace: &Path) {
+    let needle = format!("{}/ran-", workspace.display());
+    let deadline = tokio::time::Instant::now() + PROMPT;
+    while !processes_naming(&needle).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn marks(workspace: &Path) -> usize {
+    std::fs::read_dir(workspace)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ran-"))
+        .count()
+}
+
+#[tokio::test]
+async fn a_request_cancelled_in_the_same_write_starts_nothing() {
+    let mut server = Raw::start(None).await;
+    let ws = server.workspace.path().to_owned();
+    let tries = 100;
+    for i in 0..tries {
+        let id = format!("c{i}");
+        let command = format!("touch {}/ran-{i}", ws.display());
+        server.write(&[call(&id, &command), cancel(&id)]).await;
+    }
+    // A call after them all: once it is answered, every request before it was handled.
+    server.write(&[call("sync", "true")]).await;
+    let sync = server.response("sync").await;
+    assert_eq!(sync["result"]["isError"], false, "{sync}");
+    settle(&ws).await;
+    assert_eq!(marks(&ws), 0, "cancelled requests ran their command");
+    for (id, response) in &server.early {
+        if id.starts_with('c') && response.get("result").is_some() {
+            assert!(text(response).contains("nothing ran"), "{response}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn out_of_file_descriptors_a_call_said_not_to_run_did_not_run() {
+    let mut server = Raw::start(Some(64)).await;
+    let ws = server.workspace.path().to_owned();
+    let calls = 40;
+    let batch: Vec<Value> = (0..calls)
+        .map(|i| {
+            let command = format!("touch {}/ran-{i}; sleep 0.5", ws.display());
+            call(&format!("f{i}"), &command)
+        })
+        .collect();
+    server.write(&batch).await;
+    let (mut refused, mut ran) = (0, 0);
+    for i in 0..calls {
+        let response = server.response(&format!("f{i}")).await;
+        let said = text(&response);
+        let mark = ws.join(format!("ran-{i}"));
+        if said.contains("cannot run") || said.contains("nothing was started") {
+            refused += 1;
+            assert!(!mark.exists(), "f{i} was said not to run, but ran: {said}");
+        } else if response["result"]["isError"] == false {
+            ran += 1;
+            assert!(mark.exists(), "f{i} said it ran, but did not: {said}");
+        }
+    }
+    assert!(
+        refused > 0,
+        "the limit refused nothing ({ran} ran): the test tests nothing"
+    );
+    settle(&ws).await;
+    // Each refused spawn was reaped or never existed: no zombie stays behind.
+    let deadline = tokio::time::Instant::now() + PROMPT;
+    let mut zombies = zombie_children(server.pid());
+    while !zombies.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        zombies = zombie_children(server.pid());
+    }
+    assert_eq!(
+        zombies,
+        Vec::<i32>::new(),
+        "zombies left ({refused} refused, {ran} ran)"
+    );
+    // The server still works once the load is gone.
+    server.write(&[call("after", "echo fine")]).await;
+    let after = server.response("after").await;
+    assert!(text(&after).contains("fine"), "{after}");
+}

@@ -1,0 +1,140 @@
+//! Stops that always stop: a timeout, a cancellation or a `task_stop` that lands right after a
+//! command started (while its shell is still in `exec`, when `/proc` shows no environment) must
+//! stop the tree all the same. Survivors are found by a unique `sleep` argument in
+//! `/proc/*/cmdline`, which does not depend on the run marker the stop itself relies on.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use agentty_core::jobs::JobTable;
+use agentty_core::jobs::command::{self, CommandStart};
+use agentty_core::run::{self, RunStatus};
+
+use super::common::*;
+
+/// How many times each stop is tried: the race this guards was lost 14 to 26 times in 100.
+const TRIES: usize = 100;
+
+/// The command of try `i`: every other one drops its environment (`env -i`), so its marker is
+/// never visible, as for a shell caught in `exec`; the stop must not depend on it.
+fn sleeper(arg: &str, i: usize) -> String {
+    if i.is_multiple_of(2) {
+        format!("sleep {arg}")
+    } else {
+        format!("exec env -i sleep {arg}")
+    }
+}
+
+/// A `sleep` argument no other process has: sleep takes a fraction, so pid and tag make it
+/// unique.
+fn unique_sleep(tag: u32) -> String {
+    format!("3600.{}{tag:03}", std::process::id())
+}
+
+/// Live processes with `arg` as one of their arguments.
+fn with_arg(arg: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if !zombie && cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Asserts that no process with `arg` is alive (two scans apart); kills any found first, so a
+/// failing test leaves nothing behind.
+async fn assert_none_left(arg: &str, what: &str) {
+    let mut left: BTreeSet<i32> = with_arg(arg).into_iter().collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    left.extend(with_arg(arg));
+    for &pid in &left {
+        // SAFETY: kill takes a pid and a signal number.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(
+        left.is_empty(),
+        "{what}: {} of {TRIES} stops left their tree running ({left:?})",
+        left.len()
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_right_after_the_start_stops_the_tree_every_time() {
+    let arg = unique_sleep(1);
+    let m = marker("stop-timeout");
+    for i in 0..TRIES {
+        let out = run_to_end(request(&sleeper(&arg, i), &m, 1)).await;
+        assert_eq!(out.status, RunStatus::Timeout);
+    }
+    assert_none_left(&arg, "timeout_ms: 1").await;
+}
+
+#[tokio::test]
+async fn a_cancel_right_after_the_start_stops_the_tree_before_the_call_returns() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(2);
+    let m = marker("stop-cancel");
+    for i in 0..TRIES {
+        let req = request(&sleeper(&arg, i), &m, 60_000);
+        let out = run::run(req, std::future::ready(()), None).await.unwrap();
+        assert_eq!(out.status, RunStatus::Cancelled);
+        // Confirmed before the call returned: no waiting here.
+        assert_eq!(with_arg(&arg), Vec::<i32>::new(), "cancel returned first");
+    }
+    assert_none_left(&arg, "cancel").await;
+}
+
+#[tokio::test]
+async fn a_task_stop_right_after_the_start_stops_the_tree_and_frees_the_slot() {
+    agentty_core::init().unwrap();
+    let table = JobTable::new();
+    let arg = unique_sleep(3);
+    let m = marker("stop-task");
+    for i in 0..TRIES {
+        let job = command::start(
+            &table,
+            CommandStart {
+                spec: sh(&sleeper(&arg, i), &m),
+                stdin: None,
+                label: "sleep".into(),
+            },
+            None,
+        )
+        .expect("start");
+        job.stop().await;
+        assert_eq!(
+            with_arg(&arg),
+            Vec::<i32>::new(),
+            "task_stop returned first"
+        );
+    }
+    assert_none_left(&arg, "task_stop").await;
+}
+
+/// An escapee caught in the middle of its `exec` (`setsid` becoming `sleep`) has no readable
+/// environment for that instant: the check after the run must still find it.
+#[tokio::test]
+async fn an_escapee_in_the_middle_of_exec_is_still_found() {
+    let arg = unique_sleep(4);
+    let m = marker("stop-escapee");
+    for _ in 0..TRIES / 4 {
+        let cmd = format!("setsid sleep {arg} >/dev/null 2>&1 & echo two");
+        let out = run_to_end(request(&cmd, &m, 60_000)).await;
+        assert_eq!(out.status, RunStatus::Success);
+        assert_eq!(with_arg(&arg), Vec::<i32>::new(), "run returned first");
+    }
+    assert_none_left(&arg, "setsid escapee").await;
+}

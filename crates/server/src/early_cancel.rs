@@ -1,0 +1,125 @@
+//! Cancellations that arrive with their request: "a request already cancelled starts nothing".
+//!
+//! rmcp's service loop hands a request to its handler task before it reads the next message,
+//! so a `notifications/cancelled` written right behind its request (often in the same write)
+//! reaches the request's cancellation token only after the handler may have started the
+//! process. [`LookAhead`] wraps a transport and, each time it receives, decodes every message
+//! that is already readable before handing out the first. Cancellations among them are noted
+//! in [`EarlyCancels`] at once, so the handler, which checks just before it starts anything,
+//! sees a cancellation that was sent before it began.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+
+/// Ids of requests cancelled early that no handler has asked about yet. Bounded: a client that
+/// cancels ids it never sent cannot grow it.
+#[derive(Debug, Default)]
+pub struct EarlyCancels {
+    ids: Mutex<VecDeque<RequestId>>,
+}
+
+/// How many early cancellations are remembered.
+const REMEMBERED: usize = 1024;
+/// At most this many messages are decoded ahead of the one handed out.
+const LOOK_AHEAD: usize = 256;
+
+impl EarlyCancels {
+    fn note(&self, id: RequestId) {
+        let mut ids = self
+            .ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if ids.len() == REMEMBERED {
+            ids.pop_front();
+        }
+        ids.push_back(id);
+    }
+
+    /// Whether request `id` was cancelled early (forgets it: each id is asked about once).
+    pub fn take(&self, id: &RequestId) -> bool {
+        let mut ids = self
+            .ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match ids.iter().position(|known| known == id) {
+            Some(at) => {
+                ids.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A server transport that decodes what is already readable ahead (see the module header).
+pub struct LookAhead<T> {
+    inner: T,
+    queue: VecDeque<RxJsonRpcMessage<RoleServer>>,
+    ended: bool,
+    cancels: Arc<EarlyCancels>,
+}
+
+impl<T> LookAhead<T> {
+    pub fn new(inner: T, cancels: Arc<EarlyCancels>) -> Self {
+        Self {
+            inner,
+            queue: VecDeque::new(),
+            ended: false,
+            cancels,
+        }
+    }
+
+    fn keep(&mut self, message: RxJsonRpcMessage<RoleServer>) {
+        if let JsonRpcMessage::Notification(n) = &message
+            && let ClientNotification::CancelledNotification(c) = &n.notification
+            && let Some(id) = &c.params.request_id
+        {
+            self.cancels.note(id.clone());
+        }
+        self.queue.push_back(message);
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for LookAhead<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        if self.queue.is_empty() && !self.ended {
+            match self.inner.receive().await {
+                Some(message) => self.keep(message),
+                None => self.ended = true,
+            }
+            // Whatever is readable now, decoded now. The inner receive is cancel-safe (a partly
+            // read line stays buffered), so a poll that finds nothing is simply dropped.
+            let mut cx = Context::from_waker(Waker::noop());
+            while !self.ended && self.queue.len() < LOOK_AHEAD {
+                let polled = pin!(self.inner.receive()).poll(&mut cx);
+                match polled {
+                    Poll::Ready(Some(message)) => self.keep(message),
+                    Poll::Ready(None) => self.ended = true,
+                    Poll::Pending => break,
+                }
+            }
+        }
+        self.queue.pop_front()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
