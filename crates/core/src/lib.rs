@@ -7,6 +7,7 @@
 //! returns into words for a model.
 
 pub mod clean;
+pub mod drivers;
 pub mod jobs;
 pub mod limits;
 pub mod pty;

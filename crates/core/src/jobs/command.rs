@@ -131,7 +131,7 @@ pub fn start(
         control: Box::new(control),
         confined,
     });
-    tokio::spawn(drive(job.clone(), live, shared));
+    crate::drivers::spawn(drive(job.clone(), live, shared));
     Ok(job)
 }
 
@@ -170,7 +170,7 @@ pub fn adopt(
         },
         started,
     );
-    tokio::spawn(drive(job.clone(), live, shared));
+    crate::drivers::spawn(drive(job.clone(), live, shared));
     Ok(job)
 }
 
@@ -258,9 +258,11 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
         tokio::select! {
             r = read_some(&mut live.out, &mut buf_out) => {
                 ingest(r, &mut live.out, &mut live.out_cleaner, &buf_out, &ring);
+                crate::drivers::fair().await;
             }
             r = read_some(&mut live.err, &mut buf_err) => {
                 ingest(r, &mut live.err, &mut live.err_cleaner, &buf_err, &ring);
+                crate::drivers::fair().await;
             }
             status = live.exit_watch.wait(), if live.exit.is_none() => {
                 // waitid cannot fail for our own live child; if it did, treat it as killed.

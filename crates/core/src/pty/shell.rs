@@ -223,8 +223,8 @@ impl Shell {
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
-        tokio::spawn(read_loop(Arc::downgrade(&shell), master, stop_rx));
-        tokio::spawn(watch_exit(Arc::downgrade(&shell), started.exit));
+        crate::drivers::spawn(read_loop(Arc::downgrade(&shell), master, stop_rx));
+        crate::drivers::spawn(watch_exit(Arc::downgrade(&shell), started.exit));
         shell.wait_first_prompt().await?;
         Ok(shell)
     }
@@ -674,6 +674,8 @@ async fn read_loop(shell: Weak<Shell>, master: Arc<Master>, mut stop: watch::Rec
         }
         shell.ingest(&buf[..n]);
         shell.changed.send_modify(|g| *g += 1);
+        drop(shell);
+        crate::drivers::fair().await;
     }
 }
 
