@@ -48,8 +48,11 @@ pub fn kernel_abi() -> Option<u32> {
 /// support Landlock after all (the crate's best-effort mode then yields no fd).
 pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxError> {
     let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI);
+    // Device nodes are never granted, anywhere: as root, `mknod` in the workspace would make a
+    // node for any device (/dev/kmsg, a disk) and write through it, past every path rule.
+    let granted = handled & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     // Directory-only rights (mkdir, unlink, ...) are invalid on a file rule such as /dev/null.
-    let file_rights = handled & AccessFs::from_file(HANDLED_ABI);
+    let file_rights = granted & AccessFs::from_file(HANDLED_ABI);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(handled)?
@@ -81,7 +84,7 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
         let is_dir = std::fs::metadata(&w.path)
             .map(|m| m.is_dir())
             .unwrap_or(false);
-        let rights = if is_dir { handled } else { file_rights };
+        let rights = if is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
     }
     Ok(ruleset.into())

@@ -290,36 +290,117 @@ fn gpu_devices() -> Vec<PathBuf> {
 /// its `.git` inside the root, so nothing is added for it. A repository at `home` or `/` (a
 /// dotfiles repo) is never opened up: its hooks would run outside the sandbox in every git call
 /// the user makes at home.
+///
+/// What a confined command wrote must never widen a later session's sandbox, and `.git` files
+/// (and the `commondir` of a git dir already writable) are writable. So nothing here is taken
+/// on the word of one file: a `.git` directory must be a real directory (not a symlink) that
+/// holds a repository, and a linked worktree is trusted only in git's own layout, where the
+/// git dir is `<common>/worktrees/<name>`, `<common>` is a repository, and the git dir's
+/// `gitdir` file points back at this very `.git` file. No path that is `/`, the home directory,
+/// an ancestor of it, a home-level `.git`, or a system directory is ever returned.
 pub fn worktree_git_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    let Some(top) = root.ancestors().find(|dir| dir.join(".git").exists()) else {
+    let Some(top) = root
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+    else {
         return Vec::new();
     };
     if top.parent().is_none() || (top != root && home.is_some_and(|h| h == top)) {
         return Vec::new();
     }
     let dot_git = top.join(".git");
-    if dot_git.is_dir() {
-        return if top == root {
-            Vec::new()
-        } else {
-            vec![dot_git]
-        };
-    }
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
         return Vec::new();
     };
-    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
-        return Vec::new();
+    let found = if meta.is_dir() {
+        // Inside the root it is already writable; above it, only a real repository counts.
+        (top != root && is_repository(&dot_git))
+            .then(|| dot_git.canonicalize().ok())
+            .flatten()
+            .map(|dir| vec![dir])
+    } else if meta.is_file() {
+        linked_worktree(&dot_git)
+    } else {
+        None
     };
-    let gitdir = top.join(gitdir.trim());
-    let mut out = vec![gitdir.clone()];
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        let common = common.trim();
-        if !common.is_empty() {
-            out.push(gitdir.join(common));
-        }
+    let found = found.unwrap_or_default();
+    if found.iter().all(|dir| safe_git_dir(dir, home)) {
+        found
+    } else {
+        Vec::new()
     }
-    out
+}
+
+/// The git dir and common dir of the linked worktree whose `.git` file is `dot_git`, when git's
+/// own layout vouches for them (see [`worktree_git_dirs`]).
+fn linked_worktree(dot_git: &Path) -> Option<Vec<PathBuf>> {
+    let text = read_small(dot_git)?;
+    let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let gitdir = dot_git.parent()?.join(named).canonicalize().ok()?;
+    let worktrees = gitdir.parent()?;
+    if worktrees.file_name()? != "worktrees" {
+        return None;
+    }
+    let common = worktrees.parent()?.to_path_buf();
+    if !is_repository(&common) || !is_repository_dir(&gitdir) {
+        return None;
+    }
+    // The back-link git keeps: the worktree's git dir names the `.git` file that uses it.
+    let back = read_small(&gitdir.join("gitdir"))?;
+    let back = Path::new(back.trim()).canonicalize().ok()?;
+    if back != dot_git.canonicalize().ok()? {
+        return None;
+    }
+    // `commondir`, when there, must say what the layout says (git writes `../..`).
+    if let Some(said) = read_small(&gitdir.join("commondir"))
+        && gitdir.join(said.trim()).canonicalize().ok()? != common
+    {
+        return None;
+    }
+    Some(vec![gitdir, common])
+}
+
+/// A git dir's control files are a few hundred bytes; anything larger is not one.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// A repository's git dir: `HEAD`, `objects` and `refs`, none of them a symlink.
+fn is_repository(dir: &Path) -> bool {
+    is_repository_dir(dir)
+        && ["objects", "refs"]
+            .iter()
+            .all(|d| std::fs::symlink_metadata(dir.join(d)).is_ok_and(|m| m.is_dir()))
+}
+
+/// A linked worktree's git dir: its own `HEAD`, not a symlink.
+fn is_repository_dir(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| m.is_file())
+}
+
+/// Directories no git dir may be, or be inside.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin", "/sys",
+    "/usr", "/var/lib", "/var/log",
+];
+
+/// Not `/`, not home or an ancestor of it, not a home-level `.git`, not a system directory.
+fn safe_git_dir(dir: &Path, home: Option<&Path>) -> bool {
+    let Some(parent) = dir.parent() else {
+        return false;
+    };
+    let home = home.and_then(|h| h.canonicalize().ok());
+    let near_home = home
+        .as_deref()
+        .is_some_and(|h| h.starts_with(dir) || h == parent);
+    !near_home && parent != Path::new("/") && !SYSTEM_DIRS.iter().any(|s| dir.starts_with(s))
 }
 
 #[cfg(test)]
@@ -413,7 +494,10 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let home = base.path().join("home");
         let project = home.join("project");
-        std::fs::create_dir_all(home.join(".git")).unwrap();
+        for dir in [".git/objects", ".git/refs"] {
+            std::fs::create_dir_all(home.join(dir)).unwrap();
+        }
+        std::fs::write(home.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(&project).unwrap();
         assert!(worktree_git_dirs(&project, Some(&home)).is_empty());
         // The same layout elsewhere is a monorepo with a package.

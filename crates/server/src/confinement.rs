@@ -47,6 +47,9 @@ pub struct Confinement {
     /// A writable root so wide that confining writes to it protects little (`/`, the home
     /// directory or one of its ancestors, a system directory): said on every sandbox line.
     broad_root: Option<std::path::PathBuf>,
+    /// Git dirs outside the workspace made writable so commits work (a linked worktree's, or
+    /// the repository's the workspace is a folder of): said on every sandbox line.
+    git_dirs: Vec<std::path::PathBuf>,
     /// What each confined child applies to itself. `Ok(None)`: nothing to confine (auto
     /// mode, switched off, no backend).
     confine: Result<Option<Arc<dyn Confine>>, String>,
@@ -105,10 +108,17 @@ impl Confinement {
                 root.display()
             );
         }
+        let git_dirs = plan
+            .writable()
+            .iter()
+            .filter(|w| w.why == agentty_sandbox::Why::GitDir)
+            .map(|w| w.path.clone())
+            .collect();
         Self {
             plan,
             enforcement,
             broad_root,
+            git_dirs,
             confine,
         }
     }
@@ -131,7 +141,10 @@ impl Confinement {
         if escalated {
             return crate::notice::escalated_line(self.plan.mode());
         }
-        let line = self.enforcement.line();
+        let mut line = self.enforcement.line();
+        if self.enforcement.confines() && !self.git_dirs.is_empty() {
+            line = crate::notice::git_dirs_writable(&line, &self.git_dirs);
+        }
         match &self.broad_root {
             Some(root) if self.enforcement.confines() => crate::notice::broad_root(&line, root),
             _ => line,

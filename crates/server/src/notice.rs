@@ -194,6 +194,14 @@ pub fn broad_root(line: &str, root: &Path) -> String {
     )
 }
 
+pub fn git_dirs_writable(line: &str, dirs: &[std::path::PathBuf]) -> String {
+    let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    format!(
+        "{line}; also writable, for git commits: {} (this checkout's git dir)",
+        dirs.join(", ")
+    )
+}
+
 pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
     format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
 }

@@ -66,6 +66,51 @@ fn a_workspace_that_covers_the_system_is_called_out() {
     assert!(!l.contains("almost everywhere"), "{l}");
 }
 
+/// A linked worktree's git dirs (outside the workspace) are writable so commits work: the
+/// sandbox line names them; a planted `.git` file adds nothing and the line says nothing.
+#[test]
+fn the_sandbox_line_names_git_dirs_added_outside_the_workspace() {
+    // Not under /tmp, which is writable anyway (a git dir there would not need adding).
+    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = base.path().canonicalize().unwrap();
+    let (repo, wt, fake) = (base.join("repo"), base.join("wt"), base.join("fake"));
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::create_dir_all(&fake).unwrap();
+    let git = "git -c user.name=a -c user.email=a@example.invalid -c init.defaultBranch=main";
+    let script = format!(
+        "set -e; {git} init -q; echo a > a; {git} add a; {git} commit -qm base; \
+         {git} worktree add -q '{}' -b feature",
+        wt.display()
+    );
+    let status = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(&repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(fake.join(".git"), format!("gitdir: {}\n", base.display())).unwrap();
+    let line = |workspace: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .arg("doctor")
+            .arg("--workspace")
+            .arg(workspace)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("commands would run with: "))
+            .unwrap_or_else(|| panic!("no sandbox line in doctor output:\n{text}"))
+            .to_owned()
+    };
+    let l = line(&wt);
+    let common = repo.join(".git");
+    assert!(l.contains("also writable, for git commits"), "{l}");
+    assert!(l.contains(&common.display().to_string()), "{l}");
+    let l = line(&fake);
+    assert!(!l.contains("for git commits"), "{l}");
+}
+
 /// Relative paths in a config file are relative to the file, wherever the server starts.
 #[test]
 fn config_paths_are_relative_to_the_config_file() {

@@ -206,3 +206,35 @@ fn plan_mode_refuses_everything_but_devices() {
         "echo x > /dev/null && echo visible",
     ));
 }
+
+/// As root, a device node made in the workspace would reach any device past every path rule
+/// (here /dev/null's and /dev/kmsg's numbers; a disk's the same way): never granted, in any mode.
+#[test]
+fn device_nodes_cannot_be_made_anywhere() {
+    // Run as root (as CI does) this tests the sandbox; without CAP_MKNOD the kernel refuses
+    // first, and the promise (no device node) holds all the same.
+    let f = Fixture::new();
+    for mode in [Mode::Default, Mode::Plan] {
+        let p = f.prepared(mode);
+        for (name, kind, major, minor) in [
+            ("null", "c", 1, 3),
+            ("kmsg", "c", 1, 11),
+            ("loop", "b", 7, 0),
+        ] {
+            let node = f.ws.join(name);
+            let err = refused(&sh(
+                &p,
+                &f.ws,
+                &f.home,
+                &format!("mknod '{}' {kind} {major} {minor}", node.display()),
+            ));
+            assert!(
+                std::fs::symlink_metadata(&node).is_err(),
+                "{mode:?} made {name}: {err}"
+            );
+        }
+    }
+    // Fifos and sockets are not devices: build tools make them, and they stay allowed.
+    let p = f.prepared(Mode::Default);
+    super::common::ok(&sh(&p, &f.ws, &f.home, "mkfifo fifo && rm fifo"));
+}

@@ -2,6 +2,7 @@ mod common;
 mod enforcement;
 mod escape;
 mod git;
+mod git_widening;
 mod network;
 mod perf;
 mod pid;
