@@ -26,6 +26,14 @@ pub fn run(flags: &Flags) -> Result<String> {
     writeln!(out, "spill files: {}", settings.spill_root.display())?;
     // The probe's report starts with the Landlock line.
     writeln!(out, "{}", agentty_sandbox::probe())?;
+    writeln!(
+        out,
+        "{}",
+        agentty_sandbox::notice::hardening_report(
+            agentty_sandbox::landlock_abi(),
+            &agentty_sandbox::daemon_sockets()
+        )
+    )?;
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "pty: {}", pty_probe())?;

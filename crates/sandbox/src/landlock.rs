@@ -14,7 +14,7 @@ use std::os::fd::{OwnedFd, RawFd};
 
 use landlock::{
     ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError, Ruleset,
-    RulesetAttr, RulesetCreatedAttr,
+    RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
 use crate::error::SandboxError;
@@ -53,9 +53,13 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
     let granted = handled & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     // Directory-only rights (mkdir, unlink, ...) are invalid on a file rule such as /dev/null.
     let file_rights = granted & AccessFs::from_file(HANDLED_ABI);
+    // Scopes (ABI 6, best effort): a confined command may signal, and connect to abstract unix
+    // sockets of, only processes in its own sandbox (its own tree), never the server, its
+    // watchdog, another command or the user's other processes.
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(handled)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
         .create()?;
     for w in writable {
         let fd = match PathFd::new(&w.path) {

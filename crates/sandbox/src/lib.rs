@@ -29,7 +29,7 @@ pub use error::SandboxError;
 pub use mode::{Mode, ParseModeError, Policy};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 pub use prepared::Prepared;
-pub use probe::{ProbeOutcome, ProbeReport, probe};
+pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
 #[cfg(any(target_os = "macos", test))]
 pub use seatbelt::sandbox_exec_argv;
 pub use seatbelt::{SANDBOX_EXEC, seatbelt_profile};

@@ -132,3 +132,51 @@ impl std::fmt::Display for ProbeReport {
         f.write_str(&out)
     }
 }
+
+/// `doctor`'s lines on what confined commands are kept from besides writes, as in force here.
+pub fn hardening_report(
+    landlock_abi: Option<u32>,
+    daemon_sockets: &[std::path::PathBuf],
+) -> String {
+    let mut out = String::new();
+    let _ = match landlock_abi {
+        Some(abi) if abi >= 6 => writeln!(
+            out,
+            "signals and abstract unix sockets: scoped to the command's own tree (Landlock ABI {abi})"
+        ),
+        Some(abi) => writeln!(
+            out,
+            "signals and abstract unix sockets: NOT scoped (Landlock ABI {abi} < 6): a confined \
+             command can signal the server and the user's other processes"
+        ),
+        None => writeln!(
+            out,
+            "signals and abstract unix sockets: not scoped (no Landlock)"
+        ),
+    };
+    let seccomp = if cfg!(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )) {
+        "refused by seccomp: TIOCSTI/TIOCLINUX, xattr and inode-flag changes, io_uring, \
+         32-bit syscalls; in plan mode also new unix sockets"
+    } else {
+        "no seccomp filter on this platform"
+    };
+    let _ = writeln!(out, "{seccomp}");
+    let _ = if daemon_sockets.is_empty() {
+        write!(out, "unix sockets of unconfined daemons: none found")
+    } else {
+        let list: Vec<String> = daemon_sockets
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        write!(
+            out,
+            "unix sockets of unconfined daemons (reachable in default mode; they run commands \
+             outside the sandbox): {}",
+            list.join(", ")
+        )
+    };
+    out
+}

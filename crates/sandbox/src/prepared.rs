@@ -22,7 +22,7 @@ pub struct Prepared {
     #[cfg(target_os = "linux")]
     ruleset: Option<OwnedFd>,
     #[cfg(target_os = "linux")]
-    net_filter: Option<crate::seccomp::NetFilter>,
+    filter: Option<crate::seccomp::Filter>,
 }
 
 impl Plan {
@@ -44,19 +44,24 @@ impl Plan {
                 }
                 _ => None,
             };
-            // Network-off is independent of write confinement, but `sandbox.terminal = false`
-            // and `auto` both mean "do not confine this command at all".
-            let net_filter = if !self.network && self.enabled && self.mode != crate::Mode::Auto {
-                let filter = crate::seccomp::NetFilter::new();
+            // The seccomp filter (see `seccomp.rs`) goes with any confinement, Landlock or not;
+            // `sandbox.terminal = false` and `auto` both mean "do not confine this command".
+            let confining = self.enabled && self.mode != crate::Mode::Auto;
+            let filter = confining
+                .then(|| {
+                    crate::seccomp::Filter::new(crate::seccomp::FilterSpec {
+                        network_off: !self.network,
+                        unix_off: self.mode == crate::Mode::Plan,
+                    })
+                })
+                .flatten();
+            if confining && !self.network {
                 enforcement.network_off = Some(filter.is_some());
-                filter
-            } else {
-                None
-            };
+            }
             Ok(Prepared {
                 enforcement,
                 ruleset,
-                net_filter,
+                filter,
             })
         }
         #[cfg(not(target_os = "linux"))]
@@ -84,7 +89,7 @@ impl Prepared {
             if let Some(fd) = &self.ruleset {
                 crate::landlock::restrict_self(fd.as_raw_fd())?;
             }
-            if let Some(filter) = &self.net_filter {
+            if let Some(filter) = &self.filter {
                 filter.install()?;
             }
         }

@@ -28,6 +28,49 @@ pub enum ProbeOutcome {
     Failed(String),
 }
 
+/// Unix sockets of daemons that may run commands or act for a caller (tmux, docker, systemd,
+/// D-Bus, ssh-agent, podman, containerd) found on this machine: a command in `default` mode can
+/// connect to them, and Landlock below ABI 9 cannot refuse that (`plan` mode refuses new unix
+/// sockets). Listed by `doctor`.
+pub fn daemon_sockets() -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    use std::path::PathBuf;
+
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map_or_else(|| PathBuf::from(format!("/run/user/{uid}")), PathBuf::from);
+    let mut candidates: Vec<PathBuf> = [
+        "/run/docker.sock",
+        "/var/run/docker.sock",
+        "/run/containerd/containerd.sock",
+        "/run/podman/podman.sock",
+        "/run/dbus/system_bus_socket",
+        "/run/systemd/private",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    candidates.extend(
+        [
+            "bus",
+            "systemd/private",
+            "podman/podman.sock",
+            "docker.sock",
+        ]
+        .map(|r| runtime.join(r)),
+    );
+    candidates.extend(std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from));
+    for dir in [format!("/tmp/tmux-{uid}"), format!("/run/screen/S-{uid}")] {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            candidates.extend(entries.flatten().map(|e| e.path()));
+        }
+    }
+    candidates.retain(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_socket()));
+    candidates.dedup();
+    candidates
+}
+
 /// Runs the probe: one short-lived `/bin/sh` process.
 pub fn probe() -> ProbeReport {
     #[cfg(target_os = "linux")]

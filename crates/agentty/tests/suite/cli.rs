@@ -149,3 +149,28 @@ fn config_paths_are_relative_to_the_config_file() {
         "{text}"
     );
 }
+
+/// `doctor` says which protections beyond writes are in force on this machine.
+#[test]
+fn doctor_says_which_protections_beyond_writes_are_in_force() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let scoped = agentty_sandbox::landlock_abi().is_some_and(|abi| abi >= 6);
+    let wanted = if scoped {
+        "signals and abstract unix sockets: scoped to the command's own tree"
+    } else {
+        "signals and abstract unix sockets: NOT scoped"
+    };
+    assert!(text.contains(wanted), "{text}");
+    assert!(
+        text.contains("refused by seccomp: TIOCSTI/TIOCLINUX"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unix sockets of unconfined daemons"),
+        "{text}"
+    );
+}

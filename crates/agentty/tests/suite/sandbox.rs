@@ -376,3 +376,68 @@ async fn a_relative_path_refused_after_cd_outside_reports_2008() {
     assert_eq!(s["error_code"], 2008, "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Signals and extended attributes outside, on every path a command can take (pipe, `pty`,
+/// background job, persistent shell), in `default` and `plan`: the same sandbox applies to all.
+#[tokio::test]
+async fn signals_and_xattrs_outside_are_refused_on_every_path() {
+    for flags in [&[][..], &["--mode", "plan"][..]] {
+        let server = start_with(flags).await;
+        for path in ["pipe", "pty", "background", "shell"] {
+            let file = outside(&format!("xattr-{path}"));
+            std::fs::write(&file, "keep").unwrap();
+            let mut victim = std::process::Command::new("sleep")
+                .arg("100")
+                .spawn()
+                .unwrap();
+            let attack = format!(
+                "kill -KILL {}; /usr/bin/python3 -c 'import os; os.setxattr(\"{}\", \"user.planted\", b\"1\")'; echo done",
+                victim.id(),
+                file.display()
+            );
+            let said = match path {
+                "pipe" => server.terminal(json!({"command": attack})).await.0,
+                "pty" => {
+                    server
+                        .terminal(json!({"command": attack, "pty": true}))
+                        .await
+                        .0
+                }
+                "background" => {
+                    let id = server.background(json!({"command": attack})).await;
+                    let waited = server
+                        .call("task_wait", json!({"id": id, "timeout_ms": 30000}))
+                        .await;
+                    text_of(&waited)
+                }
+                _ => {
+                    let shell = server.open_shell().await;
+                    server.shell_send(&shell, &format!("{attack}\n")).await.0
+                }
+            };
+            assert!(
+                said.contains("done"),
+                "{flags:?} {path}: the attack did not run: {said}"
+            );
+            let alive = victim.try_wait().unwrap().is_none();
+            let names = xattr_names(&file);
+            let _ = victim.kill();
+            victim.wait().unwrap();
+            std::fs::remove_file(&file).unwrap();
+            assert!(alive, "{flags:?} {path}: the signal got through");
+            assert!(
+                !names.contains("user.planted"),
+                "{flags:?} {path}: an xattr was set outside"
+            );
+        }
+    }
+}
+
+fn xattr_names(path: &std::path::Path) -> String {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: listxattr writes at most `len` bytes into buf.
+    let n = unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    buf.truncate(n.max(0) as usize);
+    String::from_utf8_lossy(&buf).into_owned()
+}

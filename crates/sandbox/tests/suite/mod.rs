@@ -7,4 +7,5 @@ mod network;
 mod perf;
 mod pid;
 mod probe;
+mod reach;
 mod writable;
