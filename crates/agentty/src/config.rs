@@ -197,6 +197,31 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
     let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
     let guard = merge_guard(file.guard, flags)?;
+    // The server trusts what it finds in its state dir (spill files it reads back, names it
+    // removes): a confined command must not be able to write there. A workspace that holds the
+    // home directory (`/`, home itself) holds the default state dir too: that setup confines
+    // little anyway, and every sandbox line says so; it is allowed with a warning.
+    let state_real = agentty_core::spill::canonical_prefix(&state_dir);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if let Some(root) = std::iter::once(&workspace)
+        .chain(&add_dirs)
+        .find(|root| state_real.starts_with(root))
+    {
+        if home.as_deref().is_some_and(|h| h.starts_with(root)) {
+            tracing::warn!(
+                "the state dir {} is inside {}, which commands may write",
+                state_real.display(),
+                root.display()
+            );
+        } else {
+            bail!(
+                "state dir {} is inside {}, which commands may write: choose a state dir \
+                 outside the workspace and the extra roots (--state-dir)",
+                state_real.display(),
+                root.display()
+            );
+        }
+    }
     Ok(Settings {
         workspace,
         shell,

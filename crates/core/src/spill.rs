@@ -1,16 +1,23 @@
 //! Spill files (SPEC §7.3): the full text of an output too long to return, kept private.
 //!
-//! Layout: `<state dir>/spill/<session id>/<name>.log`. Directories are 0700 and files 0600,
-//! created exclusively with `O_NOFOLLOW`, so a symlink planted at the file's name cannot redirect
-//! the write, and a pre-existing directory is only used if it is a real directory we own that
-//! nobody else can enter. Spilling is best-effort: every failure is returned as an error the
-//! caller reports, never as a failed command.
+//! Layout: `<state dir>/spill/<session id>/<name>.log`. Directories are 0700 and files 0600.
+//! A confined command may be able to write near the state dir (it may sit under a temp dir), and
+//! the server writing there is unconfined, so nothing it writes follows a symlink: the session
+//! directory is opened once, with no symlink in any component of its (canonical) path, and kept
+//! open; each file is created relative to that directory fd, exclusively, with `O_NOFOLLOW`. A
+//! directory swapped for a symlink afterwards changes nothing; one swapped before the first spill
+//! makes the spill fail, and the caller says so. A pre-existing directory is only used if it is
+//! a real directory we own that nobody else can enter. Spilling is best-effort: every failure
+//! is returned as an error the caller reports, never as a failed command.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::ffi::CString;
+use std::fs::{self, DirBuilder, File};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// Session spill directories untouched for this long are removed at start-up.
@@ -22,15 +29,17 @@ const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct SpillStore {
     dir: PathBuf,
-    ready: OnceLock<Result<(), String>>,
+    /// The session directory, opened on first use and kept open.
+    ready: OnceLock<Result<Arc<OwnedFd>, String>>,
 }
 
 impl SpillStore {
     /// `root` is the `spill` directory under the state dir; `session` names this session's
-    /// subdirectory (it must be a single path component).
+    /// subdirectory (it must be a single path component). Symlinks in the part of `root` that
+    /// exists now are resolved now, when nothing has run yet; none is followed later.
     pub fn new(root: &Path, session: &str) -> Self {
         Self {
-            dir: root.join(session),
+            dir: canonical_prefix(root).join(session),
             ready: OnceLock::new(),
         }
     }
@@ -39,21 +48,44 @@ impl SpillStore {
         &self.dir
     }
 
-    /// Creates `<dir>/<name>.log` for exclusive writing.
+    /// Creates `<dir>/<name>.log` for exclusive writing, relative to the directory fd.
     pub fn create(&self, name: &str) -> io::Result<SpillFile> {
-        self.ready
-            .get_or_init(|| ensure_private_leaf(&self.dir).map_err(|e| e.to_string()))
-            .clone()
-            .map_err(io::Error::other)?;
-        let path = self.dir.join(format!("{name}.log"));
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)?;
+        let dir = self
+            .ready
+            .get_or_init(|| {
+                open_private_leaf(&self.dir)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| io::Error::other(e.clone()))?
+            .clone();
+        let file_name = format!("{name}.log");
+        if file_name.contains('/') {
+            return Err(io::Error::other(format!("bad spill name {name:?}")));
+        }
+        let c_name = CString::new(file_name.as_bytes()).map_err(io::Error::other)?;
+        // SAFETY: openat on a directory fd we own with a NUL-terminated single component; the
+        // returned fd is new and owned by the File.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                c_name.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh fd from openat.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let path = self.dir.join(file_name);
         Ok(SpillFile {
             path,
+            dir,
+            name: c_name,
+            failed: false,
             out: BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
             written: 0,
             reserved: 0,
@@ -61,8 +93,23 @@ impl SpillStore {
         })
     }
 
-    /// Removes the whole session directory (used when a session is deleted).
+    /// Removes the whole session directory (used when a session is deleted), only while its
+    /// path still leads, with no symlink, to the directory this store created and holds open.
     pub fn remove(&self) -> io::Result<()> {
+        let Some(Ok(held)) = self.ready.get() else {
+            return Ok(()); // nothing was ever written
+        };
+        let now = match open_no_symlinks(&self.dir) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if identity(held)? != identity(&now)? {
+            return Err(io::Error::other(format!(
+                "{} is no longer the spill directory this session made; left alone",
+                self.dir.display()
+            )));
+        }
         match fs::remove_dir_all(&self.dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
@@ -82,6 +129,11 @@ const RESERVE_MAX_BYTES: u64 = 32 * 1024 * 1024;
 #[derive(Debug)]
 pub struct SpillFile {
     path: PathBuf,
+    /// The directory it is in, and its name there: a failed file is removed through them.
+    dir: Arc<OwnedFd>,
+    name: CString,
+    /// A write or flush failed: the file is incomplete and is removed when dropped.
+    failed: bool,
     out: BufWriter<File>,
     /// Bytes written (through the buffer).
     written: u64,
@@ -101,9 +153,17 @@ impl SpillFile {
         if self.can_reserve && end > self.reserved {
             self.reserve(end);
         }
-        self.out.write_all(text.as_bytes())?;
+        if let Err(e) = self.out.write_all(text.as_bytes()) {
+            return Err(self.fail(e));
+        }
         self.written = end;
         Ok(())
+    }
+
+    /// Marks the file incomplete (removed when dropped) and says so in the error.
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        self.failed = true;
+        io::Error::new(e.kind(), format!("{e}; the partial file was removed"))
     }
 
     fn reserve(&mut self, end: u64) {
@@ -149,12 +209,12 @@ impl SpillFile {
     /// Writes out what is buffered, so a reader of the file sees everything written so far.
     /// Keeps the disk reserved ahead (a running job goes on writing).
     pub fn write_out(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.flush().map_err(|e| self.fail(e))
     }
 
     /// Flushes, and gives back unused reserved space (a later write reserves again).
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()?;
+        self.out.flush().map_err(|e| self.fail(e))?;
         self.release();
         Ok(())
     }
@@ -169,9 +229,14 @@ impl SpillFile {
 impl Drop for SpillFile {
     fn drop(&mut self) {
         // Only after a complete flush: truncating to `written` must never extend the file.
-        if self.out.flush().is_ok() {
+        if !self.failed && self.out.flush().is_ok() {
             self.release();
+            return;
         }
+        // Incomplete: a partial file would pass for the whole output. Removed by name in the
+        // directory held open, so nothing but our own file can be hit.
+        // SAFETY: unlinkat on a directory fd we own with a NUL-terminated single component.
+        unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
     }
 }
 
@@ -195,18 +260,93 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     check_private_dir(dir)
 }
 
-/// Like [`ensure_private_dir`], and the directory itself must be closed to group and others.
-fn ensure_private_leaf(dir: &Path) -> io::Result<()> {
+/// Like [`ensure_private_dir`], then opens the directory with no symlink in any component
+/// (`openat2` with `RESOLVE_NO_SYMLINKS`) and checks, on the open fd, that it is ours and closed
+/// to group and others.
+fn open_private_leaf(dir: &Path) -> io::Result<OwnedFd> {
     ensure_private_dir(dir)?;
-    let mode = fs::symlink_metadata(dir)?.mode();
-    if mode & 0o077 != 0 {
+    let fd = open_no_symlinks(dir)?;
+    // SAFETY: fstat fills a zeroed stat for an fd we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if st.st_uid != nix::unistd::geteuid().as_raw() {
+        return Err(io::Error::other(format!(
+            "{} is owned by another user",
+            dir.display()
+        )));
+    }
+    if st.st_mode & 0o077 != 0 {
         return Err(io::Error::other(format!(
             "{} has mode {:o}; expected 0700",
             dir.display(),
-            mode & 0o777
+            st.st_mode & 0o777
         )));
     }
-    Ok(())
+    Ok(fd)
+}
+
+/// Device and inode of an open file.
+fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
+    // SAFETY: fstat fills a zeroed stat for an fd we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.st_dev, st.st_ino))
+}
+
+/// Opens directory `dir` refusing a symlink anywhere in its path.
+fn open_no_symlinks(dir: &Path) -> io::Result<OwnedFd> {
+    let c_path = CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: open_how is plain data; zeroed then filled.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: openat2 reads the path and `size_of::<open_how>()` bytes of `how`.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &raw const how,
+            size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return Err(io::Error::other(format!(
+                "{} has a symlink in its path; spill files are never written through one",
+                dir.display()
+            )));
+        }
+        return Err(e);
+    }
+    // SAFETY: a fresh fd from openat2.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `path` with symlinks resolved in the part of it that exists.
+pub fn canonical_prefix(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            return missing
+                .iter()
+                .rev()
+                .fold(canonical, |acc: PathBuf, part| acc.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 fn check_private_dir(dir: &Path) -> io::Result<()> {
@@ -250,4 +390,39 @@ pub fn prune(root: &Path, retention: Duration) -> usize {
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write that fails (here on `/dev/full`, as on a full disk) leaves no partial file: the
+    /// file is removed, through the directory fd, when the spill is dropped.
+    #[test]
+    fn a_failed_spill_leaves_no_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = CString::new("c1.log").unwrap();
+        std::fs::write(dir.path().join("c1.log"), "partial").unwrap();
+        let dir_fd = open_no_symlinks(dir.path()).unwrap();
+        let mut file = SpillFile {
+            path: dir.path().join("c1.log"),
+            dir: Arc::new(dir_fd),
+            name,
+            failed: false,
+            out: BufWriter::with_capacity(
+                16,
+                File::options().write(true).open("/dev/full").unwrap(),
+            ),
+            written: 0,
+            reserved: 0,
+            can_reserve: false,
+        };
+        let err = file.write(&"x".repeat(64)).unwrap_err();
+        assert!(
+            err.to_string().contains("the partial file was removed"),
+            "{err}"
+        );
+        drop(file);
+        assert!(!dir.path().join("c1.log").exists());
+    }
 }

@@ -206,11 +206,36 @@ pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
     format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
 }
 
+/// The question shown to the user. The command and the reason are the agent's text: every
+/// control character (`\r`, `ESC[2K`, a newline that fakes the layout) and every bidirectional
+/// override is shown escaped, so a host that renders them cannot show a different command.
 pub fn escalation_question(what: &str, justification: &str) -> String {
     format!(
-        "The agent asks to run this without the write sandbox, once:\n\n{what}\n\nReason given: \
-         {justification}\n\nApprove for this one command only?"
+        "The agent asks to run this without the write sandbox, once:\n\n{}\n\nReason given: \
+         {}\n\nApprove for this one command only?",
+        visible(what),
+        visible(justification)
     )
+}
+
+/// `text` with control characters and bidirectional formatting characters escaped.
+pub fn visible(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 pub const ESCALATION_DECLINED: &str = "escalation declined by the user: the command did not run. \
@@ -262,4 +287,33 @@ pub fn denial_retry(retry: Retry) -> &'static str {
 
 pub fn sandbox_denied(sentence: &str) -> String {
     format!("[error 2008] {sentence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command that hides itself from a host that renders control characters: it returns
+    /// the cursor, erases the line, and writes a harmless one over it.
+    #[test]
+    fn the_approval_question_shows_control_characters_escaped() {
+        let q = escalation_question(
+            "rm -rf ~/work\r\u{1b}[2Kls -la\n\nReason given: read-only",
+            "list\u{202e}txt.exe",
+        );
+        assert!(
+            q.contains(r"rm -rf ~/work\r\u{1b}[2Kls -la\n\nReason given: read-only"),
+            "{q}"
+        );
+        assert!(q.contains(r"list\u{202e}txt.exe"), "{q}");
+        assert!(
+            !q.contains('\r') && !q.contains('\u{1b}') && !q.contains('\u{202e}'),
+            "{q}"
+        );
+        assert_eq!(q.matches("Reason given:").count(), 2, "{q}"); // one real, one escaped text
+        assert_eq!(
+            visible("cargo test -- --nocapture"),
+            "cargo test -- --nocapture"
+        );
+    }
 }

@@ -111,6 +111,48 @@ fn the_sandbox_line_names_git_dirs_added_outside_the_workspace() {
     assert!(!l.contains("for git commits"), "{l}");
 }
 
+/// A state dir that commands may write (inside the workspace or an extra root, directly or
+/// through a symlink) is refused at start: the server trusts what it finds there.
+#[test]
+fn a_state_dir_commands_may_write_is_refused() {
+    let base = tempfile::tempdir().unwrap();
+    let base = base.path().canonicalize().unwrap();
+    let (ws, extra) = (base.join("ws"), base.join("extra"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&extra).unwrap();
+    std::os::unix::fs::symlink(&ws, base.join("link")).unwrap();
+    for state in [
+        ws.join(".agentty"),
+        extra.join("state"),
+        base.join("link/state"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["doctor", "--workspace"])
+            .arg(&ws)
+            .arg("--add-dir")
+            .arg(&extra)
+            .arg("--state-dir")
+            .arg(&state)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{}: accepted", state.display());
+        assert!(err.contains("which commands may write"), "{err}");
+    }
+    let ok = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["doctor", "--workspace"])
+        .arg(&ws)
+        .arg("--state-dir")
+        .arg(base.join("state"))
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
 /// Relative paths in a config file are relative to the file, wherever the server starts.
 #[test]
 fn config_paths_are_relative_to_the_config_file() {

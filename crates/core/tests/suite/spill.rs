@@ -65,3 +65,39 @@ fn a_dropped_spill_gives_back_its_reservation_too() {
         allocated(&path)
     );
 }
+
+/// The server writes spill files unconfined, where a confined command may be able to write (a
+/// state dir under /tmp). Swapping the session directory for a symlink, after the first spill
+/// or before it, never makes the server write outside, and session cleanup never follows it.
+#[test]
+fn a_spill_directory_swapped_for_a_symlink_is_never_followed() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("spill");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let written_outside = || std::fs::read_dir(&outside).unwrap().count();
+
+    // After the first spill: the directory is held open; the swap changes nothing.
+    let store = SpillStore::new(&root, "session");
+    drop(store.create("c1").unwrap());
+    let session = root.join("session");
+    std::fs::rename(&session, base.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, &session).unwrap();
+    let mut file = store.create("c2").unwrap();
+    file.write("output\n").unwrap();
+    drop(file);
+    assert_eq!(written_outside(), 0, "the spill went through the symlink");
+    assert!(base.path().join("moved/c2.log").exists());
+    assert!(store.remove().is_err(), "cleanup followed the swapped path");
+    assert!(outside.exists());
+
+    // Before the first spill: refused, nothing written.
+    let other = SpillStore::new(&root, "other");
+    std::os::unix::fs::symlink(&outside, root.join("other")).unwrap();
+    let err = other.create("c1").unwrap_err();
+    assert_eq!(written_outside(), 0, "the spill went through the symlink");
+    assert!(
+        err.to_string().contains("symlink") || err.to_string().contains("not a directory"),
+        "{err}"
+    );
+}
