@@ -69,6 +69,9 @@ pub struct Analysis {
     pub exact: bool,
     /// Source texts that were token-scanned, kept for the fork-bomb text check.
     pub scanned: Vec<String>,
+    /// A script nested deeper than the guard reads (`sh -c` in `sh -c` … past the cap): what
+    /// it would run is unknown, so the `too-deep` rule refuses it.
+    pub too_deep: Option<String>,
     /// Where the line runs, when the caller knows: lets `rm -rf ../..` be judged by where it
     /// lands (see [`crate::check_at`]).
     pub place: Option<Place>,

@@ -125,6 +125,7 @@ struct Builder {
     functions: Vec<String>,
     exact: bool,
     scanned: Vec<String>,
+    too_deep: Option<String>,
     next_pipeline: u32,
 }
 
@@ -135,6 +136,7 @@ impl Builder {
             functions: Vec::new(),
             exact: true,
             scanned: Vec::new(),
+            too_deep: None,
             next_pipeline: 1,
         }
     }
@@ -145,6 +147,7 @@ impl Builder {
             functions: self.functions,
             exact: self.exact,
             scanned: self.scanned,
+            too_deep: self.too_deep,
             place: None,
         }
     }
@@ -455,7 +458,9 @@ impl Builder {
                     dialect: script_dialect,
                 } => {
                     if ctx.depth >= MAX_NESTING_DEPTH {
+                        // What the script runs is not read: refuse rather than pass it.
                         self.exact = false;
+                        self.too_deep.get_or_insert_with(|| text.to_string());
                         break;
                     }
                     wrappers.push(wrapper);
@@ -482,6 +487,13 @@ impl Builder {
             redirects: Vec::new(),
             ..ctx.clone()
         };
+        if ctx.depth >= MAX_NESTING_DEPTH
+            && (!find_exec(&argv).is_empty() || shell_reads_stdin(&argv))
+        {
+            // A command it would run (`find -exec`, a script on stdin) is not read: refuse.
+            self.exact = false;
+            self.too_deep.get_or_insert_with(|| text.to_string());
+        }
         if ctx.depth < MAX_NESTING_DEPTH {
             for exec in find_exec(&argv) {
                 self.emit(

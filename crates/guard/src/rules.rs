@@ -72,7 +72,16 @@ pub static RULES: &[Rule] = &[
         reason: "sends a signal to every process the user can reach (pid -1)",
         check: kill_all,
     },
+    Rule {
+        name: "too-deep",
+        reason: "nests scripts (`sh -c`, `eval`) deeper than the guard reads, so what it runs cannot be checked; unnest it",
+        check: too_deep,
+    },
 ];
+
+fn too_deep(a: &Analysis) -> Option<String> {
+    a.too_deep.clone()
+}
 
 /// Looks a rule up by name.
 pub fn rule(name: &str) -> Option<&'static Rule> {

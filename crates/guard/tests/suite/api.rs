@@ -117,21 +117,17 @@ fn hostile_inputs_do_not_panic_and_stay_conservative() {
     let deep = format!("{}rm -rf /{}", "$(".repeat(500), ")".repeat(500));
     assert!(check(&deep, &cfg).is_blocked());
     let deep_sh = format!("{}rm -rf /{}", "sh -c \"".repeat(30), "\"".repeat(30));
-    let _ = check(&deep_sh, &cfg);
-    // Long lines stay allowed when harmless and are fast enough to check.
+    let _ = check(&deep_sh, &cfg); // mis-nested quotes: no real nesting, only no panic
+    // Long lines stay allowed when harmless (their speed is the bench's business).
     let long = "echo hello; ".repeat(20_000);
-    let started = std::time::Instant::now();
     assert!(!check(&long, &cfg).is_blocked());
-    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
     let long_danger = format!("{long}rm -rf /");
     assert!(check(&long_danger, &cfg).is_blocked());
     // NUL bytes and replacement characters.
     assert!(check("rm -rf /\0", &cfg).is_blocked());
     assert!(!check("echo \u{fffd}\0\u{fffd}", &cfg).is_blocked());
     let nested = format!("{}rm -rf /{}", "$(".repeat(100_000), ")".repeat(100_000));
-    let started = std::time::Instant::now();
     assert!(check(&nested, &cfg).is_blocked());
-    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
     // Crashed tree-sitter-bash's scanner (isdigit on a code point > 255) before the ASCII view.
     let _ = check(
         "\u{a6}\u{11d10}H;\u{a51}T\u{1ff3}\u{1ee5d}{<rG*k\u{11350}{\u{e018c}",
@@ -140,6 +136,46 @@ fn hostile_inputs_do_not_panic_and_stay_conservative() {
     assert!(check("echo \u{e9}t\u{e9}; rm -rf /", &cfg).is_blocked());
     let huge = "x".repeat(2 << 20);
     assert!(!check(&huge, &cfg).is_blocked());
+}
+
+/// Double quotes for a POSIX shell (grows about twice per level, single quotes four times).
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if matches!(c, '\\' | '"' | '$' | '`') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// Correctly quoted scripts nested past the guard's depth: it cannot see in, so it refuses
+/// (rule `too-deep`) rather than passing what it did not read. Real lines nest two or three.
+#[test]
+fn scripts_nested_past_the_limit_are_refused_not_passed() {
+    let cfg = GuardConfig::default();
+    for wrapper in ["sh -c", "bash -c", "eval"] {
+        let mut line = "rm -rf /".to_owned();
+        for level in 1..=10 {
+            line = format!("{wrapper} {}", quote(&line));
+            assert!(check(&line, &cfg).is_blocked(), "{wrapper} x{level} passed");
+        }
+        let mut harmless = "echo hi".to_owned();
+        for _ in 0..3 {
+            harmless = format!("{wrapper} {}", quote(&harmless));
+        }
+        assert!(!check(&harmless, &cfg).is_blocked(), "{harmless}");
+        let mut deep_harmless = "echo hi".to_owned();
+        for _ in 0..10 {
+            deep_harmless = format!("{wrapper} {}", quote(&deep_harmless));
+        }
+        match check(&deep_harmless, &cfg) {
+            agentty_guard::Verdict::Block(b) => assert_eq!(b.rule, "too-deep", "{wrapper} x10"),
+            _ => panic!("{wrapper} x10 passed"),
+        }
+    }
 }
 
 /// Where a line runs decides where its relative targets land: `rm -rf ../../..` from three levels
