@@ -32,6 +32,6 @@ pub use readonly::{command_is_read_only, line_is_read_only};
 pub use report::{report, report_argv};
 pub use rules::{RULES, Rule, rule};
 pub use verdict::{
-    Block, GuardConfig, UnknownRules, Verdict, check, check_argv, check_argv_at, check_at,
-    cwd_after, is_read_only, rule_names, verdict,
+    Block, GuardConfig, UnknownRules, Verdict, argv_reads_stdin_as_script, check, check_argv,
+    check_argv_at, check_at, cwd_after, is_read_only, reads_stdin_as_script, rule_names, verdict,
 };

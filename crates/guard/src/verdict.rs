@@ -132,6 +132,24 @@ pub fn check_argv_at(argv: &[String], cfg: &GuardConfig, place: Place) -> Verdic
     verdict(&analysis, cfg)
 }
 
+/// Whether a shell command line runs a shell that reads its script from stdin (`bash`,
+/// `sh -s`, `cat x | bash`, wrappers peeled): text fed to its stdin is then a command line too.
+pub fn reads_stdin_as_script(command_line: &str) -> bool {
+    stdin_script(&parse::analyze(command_line))
+}
+
+/// [`reads_stdin_as_script`] for an argv executed directly.
+pub fn argv_reads_stdin_as_script(argv: &[String]) -> bool {
+    stdin_script(&parse::analyze_argv(argv))
+}
+
+fn stdin_script(analysis: &Analysis) -> bool {
+    analysis
+        .commands
+        .iter()
+        .any(|c| crate::invocation::shell_reads_stdin(&c.argv))
+}
+
 /// Whether a shell command line is read-only (ignores the dangerous rules).
 pub fn is_read_only(command_line: &str) -> bool {
     readonly::line_is_read_only(&parse::analyze(command_line))

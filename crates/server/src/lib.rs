@@ -2,6 +2,7 @@
 
 pub mod confinement;
 pub mod early_cancel;
+mod entry;
 pub mod escalation;
 pub mod notice;
 pub mod server;

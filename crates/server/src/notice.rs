@@ -44,6 +44,26 @@ pub fn nul_byte(field: &str) -> String {
     format!("`{field}` contains a NUL byte, which no program argument, path or variable can hold")
 }
 
+pub fn shell_owned_env(name: &str) -> String {
+    format!(
+        "`env.{name}` cannot be set for shell_open: the shell integration sets it to know when \
+         a command is done; set it inside the shell instead"
+    )
+}
+
+/// A guard block for code that arrives through `field` (stdin, an env variable).
+pub fn blocked_in(field: &str, message: &str) -> String {
+    format!("{field} would be run as shell code: {message}")
+}
+
+pub fn sourced_unreadable(name: &str, path: &Path) -> String {
+    format!(
+        "`env.{name}` names {}, which a shell would source, but it could not be read (or is over \
+         256 KB) to be checked",
+        path.display()
+    )
+}
+
 pub fn bad_env_name(name: &str) -> String {
     format!("`env` key {name:?} is not a valid variable name (empty, or contains '=' or NUL)")
 }

@@ -12,6 +12,13 @@ use agentty_core::jobs::{Job, JobState};
 use agentty_core::pty::{Gone, SEND_TIMEOUT_DEFAULT_MS, SIZE_MAX};
 use agentty_core::reaper::signal_name;
 
+pub fn line_too_long(len: usize, max: usize) -> String {
+    format!(
+        "the line typed so far would be {len} bytes without an Enter, over the {max} bytes a \
+         command line may have; send Ctrl+U (\\u0015) to clear it"
+    )
+}
+
 pub const CANCELLED_BEFORE_OPEN: &str = "cancelled before it started: no shell was opened";
 pub const CANCELLED_BEFORE_TYPING: &str = "cancelled before it started: nothing was typed";
 pub const SHELL_OPEN_DESCRIPTION: &str = "Open a persistent interactive shell on a terminal \

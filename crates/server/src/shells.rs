@@ -6,7 +6,6 @@
 //! The engine is `agentty_core::pty`; every word is in [`crate::shell_notice`]. Shells are
 //! registered in the session's one job table, so `task_list` / `task_output` see them too.
 
-use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,16 +113,10 @@ impl Agentty {
             Ok(dir) => dir,
             Err(e) => return tool_error(e.to_string()),
         };
-        let mut env = Vec::new();
-        for (key, value) in p.env.unwrap_or_default() {
-            if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return tool_error(crate::notice::bad_env_name(&key));
-            }
-            if value.contains('\0') {
-                return tool_error(crate::notice::nul_byte(&format!("env.{key}")));
-            }
-            env.push((OsString::from(key), OsString::from(value)));
-        }
+        let env = match crate::entry::check_env(p.env, &workdir, &self.settings().guard, true) {
+            Ok(env) => env,
+            Err(e) => return tool_error(e),
+        };
         let shell_path = self.settings().shell.clone();
         let escalated = match (p.sandbox_permissions, p.justification) {
             (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
@@ -240,15 +233,15 @@ impl Agentty {
             Err(e) => return e,
         };
         // A typed line is a command line: the guard applies as in `terminal`, judged in the
-        // directory the shell is in now.
-        if p.input.contains('\n') {
+        // directory the shell is in now, whole even when typed over several sends.
+        if let Some(line) = crate::entry::completed_lines(&shell.pending_line(), &p.input) {
             let verdict = match shell_cwd(shell.pid) {
                 Some(cwd) => agentty_guard::check_at(
-                    &p.input,
+                    &line,
                     &self.settings().guard,
                     agentty_guard::Place::at(&cwd),
                 ),
-                None => agentty_guard::check(&p.input, &self.settings().guard),
+                None => agentty_guard::check(&line, &self.settings().guard),
             };
             if let Verdict::Block(block) = verdict {
                 return tool_error(block.message());
@@ -266,6 +259,10 @@ impl Agentty {
         };
         if self.cancelled_already(&ctx) {
             return tool_error(say::CANCELLED_BEFORE_TYPING.into());
+        }
+        let max = agentty_core::limits::COMMAND_MAX_BYTES;
+        if let Err(len) = shell.note_typed(&p.input, max) {
+            return tool_error(say::line_too_long(len, max));
         }
         // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
         let outcome = tokio::select! {

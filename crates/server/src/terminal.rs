@@ -150,6 +150,7 @@ pub fn prepare(
         .resolve_workdir(params.workdir.as_deref())
         .map_err(|e| e.to_string())?;
     let place = || agentty_guard::Place::at(&workdir);
+    let argv_given = params.argv.clone();
     let (program, args, display, bare_cd) = match (params.command, params.argv) {
         (Some(command), None) => {
             if command.trim().is_empty() {
@@ -202,16 +203,16 @@ pub fn prepare(
         }
         _ => None,
     };
-    let mut env = Vec::new();
-    for (key, value) in params.env.unwrap_or_default() {
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(notice::bad_env_name(&key));
-        }
-        if value.contains('\0') {
-            return Err(notice::nul_byte(&format!("env.{key}")));
-        }
-        env.push((OsString::from(key), OsString::from(value)));
-    }
+    let env = crate::entry::check_env(params.env, &workdir, guard, false)?;
+    crate::entry::check_stdin(
+        params.stdin.as_deref(),
+        || match &argv_given {
+            Some(argv) => agentty_guard::argv_reads_stdin_as_script(argv),
+            None => agentty_guard::reads_stdin_as_script(&display),
+        },
+        &workdir,
+        guard,
+    )?;
     Ok(Prepared {
         program,
         args,

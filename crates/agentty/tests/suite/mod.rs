@@ -1,5 +1,6 @@
 mod cli;
 mod client;
+mod entry;
 mod raw;
 mod sandbox;
 mod shells;

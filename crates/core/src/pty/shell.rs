@@ -147,6 +147,9 @@ pub struct Shell {
     end: Mutex<End>,
     ended: watch::Sender<bool>,
     last_used: Mutex<Instant>,
+    /// What was typed since the last Enter (or Ctrl+C, Ctrl+U): a line typed in several sends
+    /// is judged whole.
+    typed: Mutex<String>,
     send_lock: tokio::sync::Mutex<()>,
     cols: AtomicU16,
     rows: AtomicU16,
@@ -161,6 +164,29 @@ fn nz(v: u16) -> NonZeroU16 {
 }
 
 impl Shell {
+    /// What was typed since the last Enter, Ctrl+C or Ctrl+U.
+    pub fn pending_line(&self) -> String {
+        lock(&self.typed).clone()
+    }
+
+    /// Records keystrokes about to be typed: Enter (`\n`, `\r`), Ctrl+C and Ctrl+U end the
+    /// pending line. Fails, recording nothing, when the pending line would pass `max` bytes.
+    pub fn note_typed(&self, input: &str, max: usize) -> Result<(), usize> {
+        let mut typed = lock(&self.typed);
+        let mut next = typed.clone();
+        for c in input.chars() {
+            match c {
+                '\n' | '\r' | '\u{3}' | '\u{15}' => next.clear(),
+                _ => next.push(c),
+            }
+        }
+        if next.len() > max {
+            return Err(next.len());
+        }
+        *typed = next;
+        Ok(())
+    }
+
     /// Starts the shell and returns once it printed its first prompt (bounded by
     /// [`OPEN_PROMPT_WAIT_MS`]): the next send then always sees the same framing.
     pub async fn open(spec: OpenSpec) -> Result<Arc<Shell>, PtyError> {
@@ -217,6 +243,7 @@ impl Shell {
             end: Mutex::new(End::default()),
             ended,
             last_used: Mutex::new(Instant::now()),
+            typed: Mutex::new(String::new()),
             send_lock: tokio::sync::Mutex::new(()),
             cols: AtomicU16::new(cols),
             rows: AtomicU16::new(rows),

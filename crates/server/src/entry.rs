@@ -1,0 +1,117 @@
+//! What a shell will execute that does not arrive as the command line: the guard judges it all.
+//!
+//! A script fed on stdin to a shell (`argv: ["bash"]` with `stdin`), code the environment makes a
+//! shell run (`BASH_ENV`/`ENV` name a file it sources; `PROMPT_COMMAND` and `PS0`…`PS4` are run
+//! or expanded; `BASH_FUNC_name%%` defines a function), and a line typed into a persistent shell
+//! in several `shell_send` calls. One validator for `env` serves `terminal` and `shell_open`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::Path;
+
+use agentty_guard::{GuardConfig, Place, Verdict};
+
+use crate::notice;
+
+/// Largest sourced file (`BASH_ENV`, `ENV`) the guard reads; larger ones are refused.
+const SOURCED_MAX_BYTES: u64 = 256 * 1024;
+
+/// Variables the shell integration of `shell_open` sets: overriding them would break knowing
+/// when a command is done.
+const SHELL_OWNED: &[&str] = &[
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS1",
+    "PS2",
+    "POSTEDIT",
+    "PROMPT_EOL_MARK",
+    "ZDOTDIR",
+];
+
+/// Checks `env` (names, NUL bytes, what a shell would run from it) and returns it ready for a
+/// spawn. `for_shell`: it is for `shell_open`, whose integration owns some variables.
+pub(crate) fn check_env(
+    env: Option<BTreeMap<String, String>>,
+    workdir: &Path,
+    guard: &GuardConfig,
+    for_shell: bool,
+) -> Result<Vec<(OsString, OsString)>, String> {
+    let mut out = Vec::new();
+    for (key, value) in env.unwrap_or_default() {
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(notice::bad_env_name(&key));
+        }
+        if value.contains('\0') {
+            return Err(notice::nul_byte(&format!("env.{key}")));
+        }
+        if for_shell && SHELL_OWNED.contains(&key.as_str()) {
+            return Err(notice::shell_owned_env(&key));
+        }
+        if let Some(code) = code_in_env(&key, &value, workdir)? {
+            judge(&code, workdir, guard)
+                .map_err(|m| notice::blocked_in(&format!("env.{key}"), &m))?;
+        }
+        out.push((OsString::from(key), OsString::from(value)));
+    }
+    Ok(out)
+}
+
+/// The shell code variable `key` = `value` makes a shell run, if any.
+fn code_in_env(key: &str, value: &str, workdir: &Path) -> Result<Option<String>, String> {
+    Ok(match key {
+        "BASH_ENV" | "ENV" => read_sourced(key, value, workdir)?,
+        "PROMPT_COMMAND" => Some(value.to_owned()),
+        // Prompts are expanded: their `$(…)` and backquotes run.
+        "PS0" | "PS1" | "PS2" | "PS3" | "PS4" => Some(format!("echo {value}")),
+        _ if key.starts_with("BASH_FUNC_") => Some(format!("__agentty_fn{value}")),
+        _ => None,
+    })
+}
+
+/// The file a `BASH_ENV`/`ENV` names (tilde and variables aside, as the shell would read it).
+fn read_sourced(key: &str, value: &str, workdir: &Path) -> Result<Option<String>, String> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let path = workdir.join(value);
+    let Ok(file) = std::fs::File::open(&path) else {
+        return Ok(None); // nothing there for the shell to source either
+    };
+    let mut text = String::new();
+    let read = file.take(SOURCED_MAX_BYTES + 1).read_to_string(&mut text);
+    if read.is_err() || text.len() as u64 > SOURCED_MAX_BYTES {
+        return Err(notice::sourced_unreadable(key, &path));
+    }
+    Ok(Some(text))
+}
+
+/// Judges `code` as a command line run in `workdir`; the block's message on refusal.
+pub(crate) fn judge(code: &str, workdir: &Path, guard: &GuardConfig) -> Result<(), String> {
+    match agentty_guard::check_at(code, guard, Place::at(workdir)) {
+        Verdict::Block(block) => Err(block.message()),
+        Verdict::Allow { .. } => Ok(()),
+    }
+}
+
+/// Text fed on stdin is a script when the command makes a shell read one from stdin.
+pub(crate) fn check_stdin(
+    stdin: Option<&str>,
+    reads_script: impl FnOnce() -> bool,
+    workdir: &Path,
+    guard: &GuardConfig,
+) -> Result<(), String> {
+    match stdin {
+        Some(text) if reads_script() => {
+            judge(text, workdir, guard).map_err(|m| notice::blocked_in("stdin", &m))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The line a `shell_send` completes: what was typed since the last Enter plus `input`, cut
+/// after its last Enter (`\n` or `\r`); `None` when `input` types no Enter.
+pub(crate) fn completed_lines(pending: &str, input: &str) -> Option<String> {
+    let end = input.rfind(['\n', '\r'])?;
+    Some(format!("{pending}{}", &input[..=end]))
+}
