@@ -250,17 +250,6 @@ pub fn dropped(bytes: u64, id: &str, cursor: u64, spill: Option<&std::path::Path
     }
 }
 
-pub fn scrolled_out(bytes: u64, spill: Option<&std::path::Path>) -> String {
-    match spill {
-        Some(path) => format!(
-            "[{bytes} bytes scrolled out of the buffer before this cursor; the full text is in \
-             {}]",
-            path.display()
-        ),
-        None => format!("[{bytes} bytes scrolled out of the buffer before this cursor]"),
-    }
-}
-
 /// Commands whose sends returned while they ran, and that ended before this send.
 pub fn ended_before(codes: &[i32]) -> String {
     let list = codes

@@ -460,6 +460,7 @@ impl Agentty {
                         remaining: 0,
                         total: job.output.total(),
                         spill_path: None,
+                        spill_error: None,
                         screen: Some(ScreenInfo {
                             cols: screen.cols,
                             rows: screen.rows,
@@ -484,6 +485,7 @@ impl Agentty {
                         remaining: 0,
                         total: job.output.total(),
                         spill_path: None,
+                        spill_error: None,
                         screen: None,
                     },
                 );
@@ -501,9 +503,11 @@ impl Agentty {
         let slice = job.output.read(p.since, READ_MAX_BYTES);
         let mut text = String::new();
         if slice.dropped > 0 {
-            text.push_str(&say::scrolled_out(
+            // One wording with task_output: the buffer is the same kind, and so is its spill.
+            text.push_str(&crate::task_notice::scrolled_out(
                 slice.dropped,
                 slice.spill_path.as_deref(),
+                slice.spill_error.as_deref(),
             ));
             text.push('\n');
         }
@@ -535,6 +539,7 @@ impl Agentty {
                 remaining: slice.remaining,
                 total: slice.total,
                 spill_path: slice.spill_path.map(|p| p.display().to_string()),
+                spill_error: slice.spill_error,
                 screen: None,
             },
         )

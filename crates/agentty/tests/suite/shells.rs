@@ -402,3 +402,28 @@ async fn a_shell_exiting_during_a_send_is_reported_ended_at_once() {
         assert_eq!(entry["state"], "exited 3", "{entry}");
     }
 }
+
+/// When a shell's output outgrows its buffer and the full text cannot be saved (here the state
+/// dir's `spill` is a file), `shell_read` says so, in the same words as `task_output`.
+#[tokio::test]
+async fn shell_read_says_when_the_full_output_could_not_be_saved() {
+    let server = start().await;
+    std::fs::write(server.state.path().join("spill"), "not a directory").unwrap();
+    let id = server.open_shell().await;
+    let (text, _) = server.shell_send(&id, "seq 1 60000; echo done\n").await;
+    assert!(text.contains("done"), "{text}");
+    let r = server
+        .call("shell_read", json!({"id": id, "since": 0}))
+        .await;
+    let text = text_of(&r);
+    let s = r.structured_content.unwrap();
+    assert!(
+        text.contains("scrolled out") && text.contains("could not be saved"),
+        "{text}"
+    );
+    assert!(
+        s["spill_error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{s}"
+    );
+    assert!(s["spill_path"].is_null(), "{s}");
+}

@@ -64,9 +64,21 @@ struct Capture {
 impl Capture {
     /// Returns false once the capture cap is reached.
     fn ingest(&mut self, bytes: &[u8]) -> bool {
-        let room = CAPTURE_LIMIT_BYTES.saturating_sub(self.captured);
-        let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        self.captured += take as u64;
+        // The terminal writes each "\n" of the program as "\r\n" (ONLCR): the cap counts what
+        // the program wrote, not the carriage returns the terminal added.
+        let mut take = bytes.len();
+        let mut counted = 0u64;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                continue;
+            }
+            if self.captured + counted >= CAPTURE_LIMIT_BYTES {
+                take = i;
+                break;
+            }
+            counted += 1;
+        }
+        self.captured += counted;
         let text = self.cleaner.feed(&bytes[..take]).to_owned();
         self.push(&text);
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES

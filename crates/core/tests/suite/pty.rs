@@ -521,6 +521,36 @@ async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
     assert!(leftovers_after(&m, PROMPT).await.is_empty());
 }
 
+/// The 10 MB capture cap counts what the program wrote, not the carriage returns the terminal
+/// adds before each newline: 7 MB of two-byte lines (10.5 MB through the terminal) completes.
+#[tokio::test]
+async fn the_capture_cap_does_not_count_the_terminals_carriage_returns() {
+    agentty_core::init().unwrap();
+    let m = marker("once-crlf");
+    let mut s = spec("/bin/sh", &m);
+    s.args = vec!["-c".into(), "yes a | head -c 7000000; echo end".into()];
+    let dir = tempfile::tempdir().unwrap();
+    let out = once::run(
+        PtyRunRequest {
+            spec: s,
+            input: None,
+            timeout: Duration::from_secs(300),
+            spill: Some((
+                std::sync::Arc::new(agentty_core::spill::SpillStore::new(dir.path(), "s")),
+                "c1".into(),
+            )),
+            cols: 80,
+            rows: 24,
+        },
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.run.status, RunStatus::Success, "{:?}", out.run.exit);
+    assert_eq!(out.run.captured_bytes, 7_000_004);
+    assert!(leftovers_after(&m, PROMPT).await.is_empty());
+}
+
 /// zsh, when installed (CI installs it and sets AGENTTY_REQUIRE_ZSH=1, so there it cannot skip).
 #[tokio::test]
 async fn zsh_knows_when_a_command_is_done_too() {

@@ -54,6 +54,33 @@ fn with_arg(arg: &str) -> Vec<i32> {
     found
 }
 
+/// Kills every process with `arg` when dropped: a test that fails, wherever it panics, leaves
+/// nothing running.
+struct Reap(String);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for pid in with_arg(&self.0) {
+            // SAFETY: kill takes a pid and a signal number.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Asserts that no process with `arg` is alive right now; kills any found first, so a failing
+/// test leaves nothing behind.
+fn assert_none_now(arg: &str, what: &str) {
+    let left = with_arg(arg);
+    for &pid in &left {
+        // SAFETY: kill takes a pid and a signal number.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(
+        left.is_empty(),
+        "{what}: the call returned with its tree running ({left:?})"
+    );
+}
+
 /// Asserts that no process with `arg` is alive (two scans apart); kills any found first, so a
 /// failing test leaves nothing behind.
 async fn assert_none_left(arg: &str, what: &str) {
@@ -74,6 +101,7 @@ async fn assert_none_left(arg: &str, what: &str) {
 #[tokio::test]
 async fn a_timeout_right_after_the_start_stops_the_tree_every_time() {
     let arg = unique_sleep(1);
+    let _reap = Reap(arg.clone());
     let m = marker("stop-timeout");
     for i in 0..TRIES {
         let out = run_to_end(request(&sleeper(&arg, i), &m, 1)).await;
@@ -86,13 +114,14 @@ async fn a_timeout_right_after_the_start_stops_the_tree_every_time() {
 async fn a_cancel_right_after_the_start_stops_the_tree_before_the_call_returns() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(2);
+    let _reap = Reap(arg.clone());
     let m = marker("stop-cancel");
     for i in 0..TRIES {
         let req = request(&sleeper(&arg, i), &m, 60_000);
         let out = run::run(req, std::future::ready(()), None).await.unwrap();
         assert_eq!(out.status, RunStatus::Cancelled);
         // Confirmed before the call returned: no waiting here.
-        assert_eq!(with_arg(&arg), Vec::<i32>::new(), "cancel returned first");
+        assert_none_now(&arg, "cancel");
     }
     assert_none_left(&arg, "cancel").await;
 }
@@ -102,6 +131,7 @@ async fn a_task_stop_right_after_the_start_stops_the_tree_and_frees_the_slot() {
     agentty_core::init().unwrap();
     let table = JobTable::new();
     let arg = unique_sleep(3);
+    let _reap = Reap(arg.clone());
     let m = marker("stop-task");
     for i in 0..TRIES {
         let job = command::start(
@@ -129,12 +159,13 @@ async fn a_task_stop_right_after_the_start_stops_the_tree_and_frees_the_slot() {
 #[tokio::test]
 async fn an_escapee_in_the_middle_of_exec_is_still_found() {
     let arg = unique_sleep(4);
+    let _reap = Reap(arg.clone());
     let m = marker("stop-escapee");
     for _ in 0..TRIES / 4 {
         let cmd = format!("setsid sleep {arg} >/dev/null 2>&1 & echo two");
         let out = run_to_end(request(&cmd, &m, 60_000)).await;
         assert_eq!(out.status, RunStatus::Success);
-        assert_eq!(with_arg(&arg), Vec::<i32>::new(), "run returned first");
+        assert_none_now(&arg, "setsid escapee");
     }
     assert_none_left(&arg, "setsid escapee").await;
 }

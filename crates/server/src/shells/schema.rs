@@ -166,6 +166,8 @@ pub struct ShellReadResult {
     pub remaining: u64,
     pub total: u64,
     pub spill_path: Option<String>,
+    /// Why the full output could not be saved, when it could not.
+    pub spill_error: Option<String>,
     pub screen: Option<ScreenInfo>,
 }
 
