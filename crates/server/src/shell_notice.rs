@@ -12,6 +12,13 @@ use agentty_core::jobs::{Job, JobState};
 use agentty_core::pty::{Gone, SEND_TIMEOUT_DEFAULT_MS, SIZE_MAX};
 use agentty_core::reaper::signal_name;
 
+pub fn busy(id: &str, timeout_ms: u64) -> String {
+    format!(
+        "nothing was typed: another shell_send to {id} was still waiting after {timeout_ms} ms; \
+         wait for it, or send again"
+    )
+}
+
 pub fn line_too_long(len: usize, max: usize) -> String {
     format!(
         "the line typed so far would be {len} bytes without an Enter, over the {max} bytes a \

@@ -261,7 +261,7 @@ impl Agentty {
             return tool_error(say::CANCELLED_BEFORE_TYPING.into());
         }
         let max = agentty_core::limits::COMMAND_MAX_BYTES;
-        if let Err(len) = shell.note_typed(&p.input, max) {
+        if let Err(len) = shell.check_typed(&p.input, max) {
             return tool_error(say::line_too_long(len, max));
         }
         // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
@@ -279,6 +279,7 @@ impl Agentty {
                     .unwrap_or(agentty_core::pty::Gone::Closed);
                 return tool_error(say::gone(&job.id, &why, self.shells().idle_limit()));
             }
+            Err(PtyError::Busy) => return tool_error(say::busy(&job.id, timeout_ms)),
             Err(e) => return tool_error(say::open_failed(&e.to_string())),
         };
         let elapsed = ms(outcome.elapsed);

@@ -427,3 +427,36 @@ async fn shell_read_says_when_the_full_output_could_not_be_saved() {
     );
     assert!(s["spill_path"].is_null(), "{s}");
 }
+
+/// A send's `timeout_ms` counts from the request, the wait behind another send to the same
+/// shell included: it returns at its own time, typing nothing, and says why.
+#[tokio::test]
+async fn a_send_behind_another_returns_at_its_own_timeout_typing_nothing() {
+    let server = std::sync::Arc::new(start().await);
+    let id = server.open_shell().await;
+    let first = {
+        let (server, id) = (server.clone(), id.clone());
+        tokio::spawn(async move {
+            server
+                .call(
+                    "shell_send",
+                    json!({"id": id, "input": "sleep 3; echo first\n", "timeout_ms": 60000}),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = server
+        .call(
+            "shell_send",
+            json!({"id": id, "input": "echo second\n", "timeout_ms": 300}),
+        )
+        .await;
+    let said = text_of(&second);
+    assert_eq!(second.is_error, Some(true), "{said}");
+    assert!(said.contains("nothing was typed"), "{said}");
+    let first = first.await.unwrap();
+    assert!(text_of(&first).contains("first"), "{}", text_of(&first));
+    let (text, _) = server.shell_send(&id, "echo after\n").await;
+    assert!(text.contains("after") && !text.contains("second"), "{text}");
+}

@@ -77,6 +77,9 @@ pub enum PtyError {
     EndedAtStart(String),
     #[error("the shell is closed")]
     Closed,
+    /// Another send to the same shell was still waiting when this one's time ran out.
+    #[error("another send to this shell was still waiting")]
+    Busy,
 }
 
 /// Opens a PTY of the given size and starts `spec` on it; returns the master side, the

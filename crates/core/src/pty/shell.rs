@@ -169,22 +169,28 @@ impl Shell {
         lock(&self.typed).clone()
     }
 
-    /// Records keystrokes about to be typed: Enter (`\n`, `\r`), Ctrl+C and Ctrl+U end the
-    /// pending line. Fails, recording nothing, when the pending line would pass `max` bytes.
-    pub fn note_typed(&self, input: &str, max: usize) -> Result<(), usize> {
-        let mut typed = lock(&self.typed);
-        let mut next = typed.clone();
+    /// The pending line after typing `input`: Enter (`\n`, `\r`), Ctrl+C and Ctrl+U end it.
+    fn typed_after(pending: &str, input: &str) -> String {
+        let mut next = pending.to_owned();
         for c in input.chars() {
             match c {
                 '\n' | '\r' | '\u{3}' | '\u{15}' => next.clear(),
                 _ => next.push(c),
             }
         }
-        if next.len() > max {
-            return Err(next.len());
-        }
-        *typed = next;
-        Ok(())
+        next
+    }
+
+    /// Fails with the length the pending line would have if `input` made it pass `max` bytes.
+    pub fn check_typed(&self, input: &str, max: usize) -> Result<(), usize> {
+        let len = Self::typed_after(&lock(&self.typed), input).len();
+        if len > max { Err(len) } else { Ok(()) }
+    }
+
+    /// Records keystrokes that were typed.
+    fn note_typed(&self, input: &str) {
+        let mut typed = lock(&self.typed);
+        *typed = Self::typed_after(&typed, input);
     }
 
     /// Starts the shell and returns once it printed its first prompt (bounded by
@@ -385,10 +391,14 @@ impl Shell {
 
     /// Types `input` and waits for the outcome (see the module header).
     pub async fn send(&self, req: SendRequest<'_>) -> Result<SendOutcome, PtyError> {
-        let _one_at_a_time = self.send_lock.lock().await;
-        let master = self.master().ok_or(PtyError::Closed)?;
+        // The timeout counts from the request, the wait for an earlier send included.
         let start = Instant::now();
         let deadline = start + req.timeout;
+        let Ok(_one_at_a_time) = tokio::time::timeout_at(deadline, self.send_lock.lock()).await
+        else {
+            return Err(PtyError::Busy);
+        };
+        let master = self.master().ok_or(PtyError::Closed)?;
         let newlines = req.input.matches('\n').count() as u32;
         let mut rx = self.changed.subscribe();
         let cursor_from = self.output.total();
@@ -434,6 +444,7 @@ impl Shell {
             });
         }
         master.write_all(&keystrokes(req.input)).await?;
+        self.note_typed(req.input);
         drop(master);
         let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
         let idle = Duration::from_millis(SEND_IDLE_MS);
