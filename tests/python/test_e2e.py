@@ -83,13 +83,14 @@ def test_progress_callback_receives_latest_line():
         async def on_progress(progress, total, message):
             seen.append(message)
 
+        # Three lines at once, then quiet: every report must carry the last one.
         result = await session.call_tool(
             "terminal",
-            {"command": "for i in 1 2 3; do echo tick$i; sleep 0.7; done"},
+            {"command": "echo tick1; echo tick2; echo tick3; sleep 2.2"},
             progress_callback=on_progress,
         )
         assert result.structured_content["status"] == "success"
-        assert seen and all("tick" in m for m in seen), seen
+        assert seen and all(m.endswith("tick3") for m in seen), seen
 
     run(body)
 
@@ -100,6 +101,9 @@ def test_large_output_is_bounded_and_spilled():
         s = result.structured_content
         assert s["truncated"] is True
         assert len(text(result)) < 16 * 1024
+        # The head and, above all, the tail reach the model (a failed build's error is last).
+        lines = text(result).splitlines()
+        assert "1" in lines[:5] and "300000" in lines, lines[-5:]
         with open(s["spill_path"]) as f:
             assert sum(1 for _ in f) == 300000
         assert oct(os.stat(s["spill_path"]).st_mode & 0o777) == "0o600"
@@ -107,11 +111,31 @@ def test_large_output_is_bounded_and_spilled():
     run(body)
 
 
+def sleepers(arg):
+    """Live processes with `arg` among their arguments."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if arg.encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
 def test_timeout_kills_tree():
+    arg = f"100.{os.getpid()}"
     async def body(session, init, ws):
         result = await session.call_tool(
-            "terminal", {"command": "sleep 100 & sleep 100", "timeout_ms": 300}
+            "terminal",
+            {"command": f"sleep {arg} & setsid sleep {arg} & sleep {arg}", "timeout_ms": 300},
         )
         assert result.structured_content["status"] == "timeout"
+        # The whole tree, the setsid escapee included, is gone when the call returns.
+        left = sleepers(arg)
+        for pid in left:
+            os.kill(pid, 9)
+        assert left == [], left
 
     run(body)

@@ -411,17 +411,67 @@ mod tests {
         assert_eq!(clean_all(b"ab\x08c\n"), "ac\n");
     }
 
-    /// `vte` alone, fed one byte at a time: the definition of what cleaning produces. (Fed
-    /// larger slices, `vte` 0.15 skips valid characters that follow a split character when an
-    /// invalid byte comes within the next three; the bulk path never hands it such a slice.)
+    /// The definition of what cleaning produces, written apart from the implementation's own
+    /// line handling: `vte` fed one byte at a time (fed larger slices, `vte` 0.15 skips valid
+    /// characters after a split one when an invalid byte comes within three; the bulk path never
+    /// hands it such a slice) into this model of one terminal line:
+    /// - a printed character (C1 controls U+0080–U+009F dropped) starts the line over after a
+    ///   `\r`, and a line that reaches the pending limit is handed over without a newline;
+    /// - `\n` ends the line, `\r` returns to its start, `\t` prints, backspace erases the
+    ///   last character; every escape sequence and other control is dropped.
     struct Reference {
         parser: vte::Parser,
-        line: LineState,
+        line: Model,
+    }
+
+    #[derive(Default)]
+    struct Model {
+        pending: String,
+        at_start: bool,
+        done: String,
+    }
+
+    impl Model {
+        fn write(&mut self, c: char) {
+            if ('\u{80}'..='\u{9f}').contains(&c) {
+                return;
+            }
+            if std::mem::take(&mut self.at_start) {
+                self.pending = String::new();
+            }
+            self.pending.push(c);
+            if self.pending.len() >= PENDING_LINE_MAX_BYTES {
+                let line = std::mem::take(&mut self.pending);
+                self.done += &line;
+            }
+        }
+    }
+
+    impl vte::Perform for Model {
+        fn print(&mut self, c: char) {
+            self.write(c);
+        }
+
+        fn execute(&mut self, byte: u8) {
+            match byte {
+                b'\n' => {
+                    let line = std::mem::take(&mut self.pending);
+                    self.done += &line;
+                    self.done.push('\n');
+                    self.at_start = false;
+                }
+                b'\r' => self.at_start = true,
+                b'\t' => self.write('\t'),
+                0x08 => {
+                    let _ = self.pending.pop();
+                }
+                _ => {}
+            }
+        }
     }
 
     impl Reference {
         fn feed(&mut self, bytes: &[u8]) -> String {
-            self.line.done.clear();
             for byte in bytes {
                 self.parser
                     .advance(&mut self.line, std::slice::from_ref(byte));
@@ -436,7 +486,7 @@ mod tests {
         let mut fast = Cleaner::new();
         let mut reference = Reference {
             parser: vte::Parser::new(),
-            line: LineState::default(),
+            line: Model::default(),
         };
         let mut rest = input;
         while !rest.is_empty() {

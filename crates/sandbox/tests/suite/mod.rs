@@ -4,7 +4,6 @@ mod escape;
 mod git;
 mod git_widening;
 mod network;
-mod perf;
 mod pid;
 mod probe;
 mod reach;

@@ -1,13 +1,15 @@
-//! Cost of confinement per spawn, measured inside the child around `apply_in_child`, and the
-//! whole spawn+wait of `/bin/true` with and without it. Printed with `--nocapture`.
+//! `cargo bench -p agentty-sandbox --bench confine`: the cost of confinement per spawn, measured
+//! inside the child around `apply_in_child`, and the whole spawn+wait of `/bin/true` with and
+//! without it, in the same run. Prints figures and a ratio; asserts nothing (timings belong to the
+//! machine, not the code).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // benches may panic
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentty_sandbox::Mode;
-
-use super::common::Fixture;
+use agentty_sandbox::{HostContext, Mode, Plan, Policy};
 
 const RUNS: usize = 30;
 
@@ -26,10 +28,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-#[test]
-fn apply_in_child_costs_microseconds() {
-    let f = Fixture::new();
-    let p = f.prepared(Mode::Default);
+fn apply_in_child_cost(p: &std::sync::Arc<agentty_sandbox::Prepared>) {
     let mut inside = Vec::new();
     let (mut with, mut forked, mut spawned) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
@@ -37,7 +36,7 @@ fn apply_in_child_costs_microseconds() {
         // SAFETY: pipe2 fills two fds.
         assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
         let (rd, wr) = (fds[0], fds[1]);
-        let p2 = std::sync::Arc::clone(&p);
+        let p2 = std::sync::Arc::clone(p);
         let mut cmd = Command::new("/bin/true");
         // SAFETY: only clock_gettime, the sandbox syscalls and write(2).
         unsafe {
@@ -82,21 +81,36 @@ fn apply_in_child_costs_microseconds() {
         "apply_in_child median {inside:?}; spawn+wait /bin/true (medians of {RUNS}): \
          {with:?} confined, {forked:?} fork without sandbox, {spawned:?} posix_spawn"
     );
-    assert!(
-        inside < Duration::from_millis(5),
-        "apply_in_child took {inside:?}"
+    println!(
+        "confined/forked {:.2}x (target <= 1.15x)",
+        with.as_secs_f64() / forked.as_secs_f64()
     );
 }
 
-#[test]
-fn prepare_once_cost() {
-    let f = Fixture::new();
-    let plan = f.plan(Mode::Default, vec![f.ws.clone()]);
+fn prepare_once_cost(plan: &agentty_sandbox::Plan, ws: std::path::PathBuf) {
     let t = Instant::now();
     let _p = plan.prepare().unwrap();
     let prep = t.elapsed();
     let t = Instant::now();
-    let _plan =
-        agentty_sandbox::Plan::new(&agentty_sandbox::Policy::new(Mode::Default, vec![f.ws]));
+    let _plan = agentty_sandbox::Plan::new(&agentty_sandbox::Policy::new(Mode::Default, vec![ws]));
     println!("Plan::new (real env) {:?}; prepare {prep:?}", t.elapsed());
+}
+
+fn main() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().canonicalize().unwrap();
+    let (ws, home, tmp) = (root.join("ws"), root.join("home"), root.join("tmp"));
+    for d in [&ws, &home, &tmp] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let ctx = HostContext {
+        home: Some(home),
+        temp_dirs: vec![tmp],
+        vars: vec![],
+        installed: vec![],
+    };
+    let plan = Plan::with_context(&Policy::new(Mode::Default, vec![ws.clone()]), &ctx);
+    let prepared = std::sync::Arc::new(plan.prepare().unwrap());
+    apply_in_child_cost(&prepared);
+    prepare_once_cost(&plan, ws);
 }
