@@ -311,3 +311,88 @@ fn processes_with_arg(arg: &str) -> Vec<i32> {
     }
     found
 }
+
+/// A sandbox that cannot start is error 2009 and the command does not run. Made real here: the
+/// server is started inside 16 nested Landlock domains (the kernel's limit), each allowing every
+/// write, so it runs normally but cannot add the domain of its own sandbox.
+#[tokio::test]
+async fn a_sandbox_that_cannot_start_is_2009_and_nothing_runs() {
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let ruleset = allow_all_ruleset();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    // SAFETY: prctl and landlock_restrict_self are plain syscalls on a prepared fd.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for _ in 0..16 {
+                if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let client = rmcp::ServiceExt::serve((), transport).await.unwrap();
+    let marker = workspace.path().join("ran");
+    let args = json!({"command": format!("touch {}", marker.display())});
+    let serde_json::Value::Object(args) = args else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("terminal").with_arguments(args))
+        .await
+        .unwrap();
+    let text = text_of(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(
+        text.contains("[error 2009]") && text.contains("did not run"),
+        "{text}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    let _ = client.cancel().await;
+}
+
+/// A Landlock ruleset that handles file writes and allows them under `/`: a domain that
+/// changes nothing but counts toward the 16-layer limit.
+fn allow_all_ruleset() -> i32 {
+    const WRITE_FILE: u64 = 1 << 1;
+    #[repr(C)]
+    struct RulesetAttr {
+        handled_access_fs: u64,
+    }
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    let attr = RulesetAttr {
+        handled_access_fs: WRITE_FILE,
+    };
+    // SAFETY: the syscalls read the structs given, of the sizes given.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &raw const attr,
+            size_of::<RulesetAttr>(),
+            0u32,
+        ) as i32;
+        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        let root = libc::open(c"/".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        let rule = PathBeneath {
+            allowed_access: WRITE_FILE,
+            parent_fd: root,
+        };
+        let rc = libc::syscall(libc::SYS_landlock_add_rule, fd, 1u32, &raw const rule, 0u32);
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        fd
+    }
+}
