@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 
 use agentty_core::spill::{SPILL_RETENTION, prune};
 use agentty_server::Agentty;
-use agentty_server::early_cancel::LookAhead;
+use agentty_server::transport::LookAhead;
 
 /// An MCP server that gives AI coding agents a real terminal.
 #[derive(Parser)]

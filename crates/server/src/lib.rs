@@ -1,7 +1,6 @@
 //! agentty-server: MCP tool contracts, model-facing notices and transports.
 
 pub mod confinement;
-pub mod early_cancel;
 mod entry;
 pub mod escalation;
 pub mod notice;
@@ -11,5 +10,6 @@ pub mod shells;
 pub mod task_notice;
 pub mod tasks;
 pub mod terminal;
+pub mod transport;
 
 pub use server::{Agentty, Settings};

@@ -24,8 +24,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router
 use serde::de::DeserializeOwned;
 
 use crate::confinement::Confinement;
-use crate::early_cancel::EarlyCancels;
 use crate::terminal::{self, TerminalParams, TerminalResult};
+use crate::transport::EarlyCancels;
 use crate::{escalation, notice};
 
 /// Settings the server runs with (resolved by the binary from flags and the config file).
@@ -152,7 +152,7 @@ impl Agentty {
         }
     }
 
-    /// What the transport's [`LookAhead`](crate::early_cancel::LookAhead) notes early
+    /// What the transport's [`LookAhead`](crate::transport::LookAhead) notes early
     /// cancellations in, for this session's handlers to see.
     pub fn early_cancels(&self) -> Arc<EarlyCancels> {
         self.inner.early_cancels.clone()

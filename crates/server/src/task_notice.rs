@@ -271,6 +271,14 @@ pub fn wait_timed_out(id: &str, waited_ms: u64) -> String {
     )
 }
 
+pub fn forgotten(count: u64) -> String {
+    format!(
+        "[{count} older ended jobs are no longer listed: only the newest {} ended ones of each \
+         kind are kept]",
+        agentty_core::jobs::ENDED_KEPT
+    )
+}
+
 pub fn wait_cancelled(id: &str) -> String {
     format!("[wait cancelled; {id} keeps running]")
 }

@@ -295,7 +295,13 @@ impl Agentty {
         if jobs.is_empty() {
             text.push_str(say::NO_JOBS);
         }
+        let forgotten = self.jobs().forgotten();
+        if forgotten > 0 {
+            text.push('\n');
+            text.push_str(&say::forgotten(forgotten));
+        }
         let structured = TaskListResult {
+            forgotten,
             jobs: jobs
                 .iter()
                 .map(|j| info(j, self.confinement(), self.retry(false)))

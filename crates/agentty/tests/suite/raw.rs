@@ -208,7 +208,7 @@ fn marks(workspace: &Path) -> usize {
 async fn a_request_cancelled_in_the_same_write_starts_nothing() {
     let mut server = Raw::start(None).await;
     let ws = server.workspace.path().to_owned();
-    let tries = 100;
+    let tries = 200;
     for i in 0..tries {
         let id = format!("c{i}");
         let command = format!("touch {}/ran-{i}", ws.display());
@@ -273,4 +273,63 @@ async fn out_of_file_descriptors_a_call_said_not_to_run_did_not_run() {
     server.write(&[call("after", "echo fine")]).await;
     let after = server.response("after").await;
     assert!(text(&after).contains("fine"), "{after}");
+}
+
+/// A client that stops reading its replies: the server runs at most a bounded number of
+/// requests ahead (then stops reading), instead of running every call and keeping every reply
+/// in memory; once the client reads again, every request is answered.
+#[tokio::test]
+async fn a_client_that_stops_reading_holds_back_the_server() {
+    let server = Raw::start(None).await;
+    let ws = server.workspace.path().to_owned();
+    let calls = 600;
+    let Raw {
+        mut stdin,
+        mut lines,
+        child,
+        workspace,
+        ..
+    } = server;
+    // Each reply is ~100 KB, more than a pipe holds: replies block unless read.
+    let writer = tokio::spawn(async move {
+        for i in 0..calls {
+            let command = format!("touch {}/ran-{i}; seq 1 20000", ws.display());
+            let mut line = serde_json::to_vec(&call(&format!("b{i}"), &command)).unwrap();
+            line.push(b'\n');
+            if stdin.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        stdin
+    });
+    // Until the count of commands run stops growing (bounded wait).
+    let mut last = usize::MAX;
+    let mut still = 0;
+    let deadline = tokio::time::Instant::now() + PROMPT;
+    while still < 10 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = marks(workspace.path());
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    let bound = agentty_server::transport::MAX_IN_FLIGHT + 8;
+    assert!(
+        last <= bound,
+        "{last} commands ran for a client that reads nothing"
+    );
+    // Reading again: every request is answered.
+    let mut answered = 0;
+    while answered < calls {
+        let line = tokio::time::timeout(PROMPT, lines.next_line())
+            .await
+            .expect("replies flow again")
+            .unwrap()
+            .expect("the server is up");
+        if line.contains("\"id\":\"b") {
+            answered += 1;
+        }
+    }
+    let _stdin = writer.await.unwrap();
+    assert_eq!(marks(workspace.path()), calls);
+    drop(child);
 }

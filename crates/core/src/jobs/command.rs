@@ -308,10 +308,12 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
         Some(Exit::Signal(sig)) => JobState::Signalled(sig),
         None => JobState::Stopped,
     };
+    // Closed first (the spill file complete and its fd released), so a job reported ended has
+    // all its output in place.
+    ring.close();
     if job.state().is_running() {
         job.set_state(state);
     }
-    ring.close();
     shared.done.send_replace(true);
 }
 

@@ -35,6 +35,12 @@ enum Spill {
     /// The file reached [`SPILL_MAX_BYTES`]; it holds the start, the ring the tail.
     Full(SpillFile),
     Failed(String),
+    /// The job ended: the file is complete and closed (no fd is kept for an ended job).
+    Done {
+        path: std::path::PathBuf,
+        /// Where it stopped growing, when it reached [`SPILL_MAX_BYTES`].
+        full_at: Option<u64>,
+    },
 }
 
 struct Inner {
@@ -149,11 +155,24 @@ impl OutputRing {
     pub fn close(&self) {
         let mut inner = self.lock();
         inner.closed = true;
-        if let Spill::Writing(file) | Spill::Full(file) = &mut inner.spill
-            && let Err(e) = file.flush()
-        {
-            inner.spill = Spill::Failed(e.to_string());
-        }
+        let spilled = inner.spilled;
+        inner.spill = match std::mem::replace(&mut inner.spill, Spill::Idle(None)) {
+            Spill::Writing(file) => match file.finish() {
+                Ok(path) => Spill::Done {
+                    path,
+                    full_at: None,
+                },
+                Err(e) => Spill::Failed(e.to_string()),
+            },
+            Spill::Full(file) => match file.finish() {
+                Ok(path) => Spill::Done {
+                    path,
+                    full_at: Some(spilled),
+                },
+                Err(e) => Spill::Failed(e.to_string()),
+            },
+            other => other,
+        };
         drop(inner);
         self.changed.notify_waiters();
     }
@@ -197,6 +216,7 @@ impl OutputRing {
             Spill::Full(file) => (Some(file.path().to_owned()), None, Some(inner.spilled)),
             Spill::Failed(e) => (None, Some(e.clone()), None),
             Spill::Idle(_) => (None, None, None),
+            Spill::Done { path, full_at } => (Some(path.clone()), None, *full_at),
         };
         Slice {
             text,

@@ -156,11 +156,33 @@ pub struct NewJob {
     pub confined: bool,
 }
 
+/// Ended jobs kept for reading back, per kind; older ended ones are forgotten (their output
+/// buffer and any spill file's name with them), so a long session's table stays bounded.
+pub const ENDED_KEPT: usize = 32;
+
 #[derive(Default)]
 struct Inner {
     next_command: u64,
     next_shell: u64,
     jobs: BTreeMap<(char, u64), Arc<Job>>,
+    /// Ended jobs forgotten to keep the table bounded.
+    forgotten: u64,
+}
+
+impl Inner {
+    /// Forgets the oldest ended jobs of `kind` past [`ENDED_KEPT`].
+    fn forget_old(&mut self, kind: JobKind) {
+        let ended: Vec<(char, u64)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.kind == kind && !j.state().is_running())
+            .map(|(key, _)| *key)
+            .collect();
+        for key in ended.iter().take(ended.len().saturating_sub(ENDED_KEPT)) {
+            self.jobs.remove(key);
+            self.forgotten += 1;
+        }
+    }
 }
 
 /// The jobs of one client session.
@@ -231,6 +253,11 @@ impl JobTable {
         let mut jobs: Vec<Arc<Job>> = self.lock().jobs.values().cloned().collect();
         jobs.sort_by_key(|j| j.kind == JobKind::Shell);
         jobs
+    }
+
+    /// How many ended jobs were forgotten to keep the table bounded (see [`ENDED_KEPT`]).
+    pub fn forgotten(&self) -> u64 {
+        self.lock().forgotten
     }
 
     /// Forgets a job (its id is still never reused).
@@ -326,6 +353,7 @@ impl Reserved<'_> {
         self.inner
             .jobs
             .insert((self.kind.prefix(), self.n), job.clone());
+        self.inner.forget_old(self.kind);
         job
     }
 }

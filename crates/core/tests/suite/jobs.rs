@@ -338,3 +338,45 @@ async fn the_watchdog_sweep_stops_every_process_with_the_prefix() {
     }
     bystander.stop().await;
 }
+
+/// A long session stays bounded: an ended job whose output spilled keeps no open file, and
+/// only the newest `ENDED_KEPT` ended jobs of a kind stay in the table (the rest are counted).
+#[tokio::test]
+async fn ended_jobs_keep_no_file_open_and_the_table_stays_bounded() {
+    let table = JobTable::new();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SpillStore::new(dir.path(), "session"));
+    let m = marker("jobs-bounded");
+    agentty_core::init().unwrap();
+    let open_spills = || {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .filter(|target| target.starts_with(dir.path()))
+            .filter(|target| target.extension().is_some_and(|e| e == "log"))
+            .count()
+    };
+    let total = agentty_core::jobs::ENDED_KEPT + 8;
+    for _ in 0..total {
+        let job = command::start(
+            &table,
+            CommandStart {
+                spec: sh("seq 1 60000", &m),
+                stdin: None,
+                label: "seq".into(),
+            },
+            Some(store.clone()),
+        )
+        .unwrap();
+        ended(&job).await;
+        assert!(
+            job.output.read(Some(0), 10).spill_path.is_some(),
+            "it spilled"
+        );
+    }
+    assert_eq!(open_spills(), 0, "ended jobs keep their spill files open");
+    // Forgetting happens as a job is registered: the last one was still running then.
+    assert_eq!(table.list().len(), agentty_core::jobs::ENDED_KEPT + 1);
+    assert_eq!(table.forgotten(), 7);
+}

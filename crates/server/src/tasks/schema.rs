@@ -86,6 +86,8 @@ pub struct TaskInfo {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TaskListResult {
     pub jobs: Vec<TaskInfo>,
+    /// Older ended jobs no longer listed (the table keeps the newest ended ones of each kind).
+    pub forgotten: u64,
 }
 
 /// `structuredContent` of `task_output`.

@@ -1,5 +1,7 @@
-//! Cancellations that arrive with their request: "a request already cancelled starts nothing".
+//! The server side of the stdio transport: look-ahead for early cancellations, and
+//! back-pressure.
 //!
+//! Cancellations that arrive with their request: "a request already cancelled starts nothing".
 //! rmcp's service loop hands a request to its handler task before it reads the next message,
 //! so a `notifications/cancelled` written right behind its request (often in the same write)
 //! reaches the request's cancellation token only after the handler may have started the
@@ -7,8 +9,14 @@
 //! that is already readable before handing out the first. Cancellations among them are noted
 //! in [`EarlyCancels`] at once, so the handler, which checks just before it starts anything,
 //! sees a cancellation that was sent before it began.
+//!
+//! Back-pressure: a client that stops reading its replies must not have every further request
+//! run and answered into memory. At most [`MAX_IN_FLIGHT`] requests are between being received
+//! and having their reply written (rmcp drops the replies of cancelled requests, so a
+//! cancellation ends one too); past that, nothing more is read until a reply goes out, and the
+//! client's own writes block.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
@@ -24,6 +32,42 @@ use rmcp::transport::Transport;
 #[derive(Debug, Default)]
 pub struct EarlyCancels {
     ids: Mutex<VecDeque<RequestId>>,
+}
+
+/// Requests received whose reply is not written yet, at most.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// The requests between being received and having their reply written.
+#[derive(Debug, Default)]
+struct InFlight {
+    ids: Mutex<HashSet<RequestId>>,
+    /// Woken when one ends.
+    ended: tokio::sync::Notify,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        self.ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn end(&self, id: &RequestId) {
+        if self.lock().remove(id) {
+            self.ended.notify_waiters();
+        }
+    }
+
+    /// Waits until fewer than [`MAX_IN_FLIGHT`] are in flight.
+    async fn room(&self) {
+        loop {
+            let ended = self.ended.notified();
+            if self.lock().len() < MAX_IN_FLIGHT {
+                return;
+            }
+            ended.await;
+        }
+    }
 }
 
 /// How many early cancellations are remembered.
@@ -65,6 +109,7 @@ pub struct LookAhead<T> {
     queue: VecDeque<RxJsonRpcMessage<RoleServer>>,
     ended: bool,
     cancels: Arc<EarlyCancels>,
+    in_flight: Arc<InFlight>,
 }
 
 impl<T> LookAhead<T> {
@@ -74,15 +119,25 @@ impl<T> LookAhead<T> {
             queue: VecDeque::new(),
             ended: false,
             cancels,
+            in_flight: Arc::default(),
         }
     }
 
     fn keep(&mut self, message: RxJsonRpcMessage<RoleServer>) {
-        if let JsonRpcMessage::Notification(n) = &message
-            && let ClientNotification::CancelledNotification(c) = &n.notification
-            && let Some(id) = &c.params.request_id
-        {
-            self.cancels.note(id.clone());
+        match &message {
+            JsonRpcMessage::Request(r) => {
+                self.in_flight.lock().insert(r.id.clone());
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.cancels.note(id.clone());
+                    // rmcp writes no reply for a cancelled request.
+                    self.in_flight.end(id);
+                }
+            }
+            _ => {}
         }
         self.queue.push_back(message);
     }
@@ -95,11 +150,25 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for LookAhead<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
+        let reply_to = match &item {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        let written = self.inner.send(item);
+        let in_flight = self.in_flight.clone();
+        async move {
+            let result = written.await;
+            if let Some(id) = reply_to {
+                in_flight.end(&id);
+            }
+            result
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         if self.queue.is_empty() && !self.ended {
+            self.in_flight.room().await;
             match self.inner.receive().await {
                 Some(message) => self.keep(message),
                 None => self.ended = true,
@@ -107,7 +176,10 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for LookAhead<T> {
             // Whatever is readable now, decoded now. The inner receive is cancel-safe (a partly
             // read line stays buffered), so a poll that finds nothing is simply dropped.
             let mut cx = Context::from_waker(Waker::noop());
-            while !self.ended && self.queue.len() < LOOK_AHEAD {
+            while !self.ended
+                && self.queue.len() < LOOK_AHEAD
+                && self.in_flight.lock().len() < MAX_IN_FLIGHT
+            {
                 let polled = pin!(self.inner.receive()).poll(&mut cx);
                 match polled {
                     Poll::Ready(Some(message)) => self.keep(message),
