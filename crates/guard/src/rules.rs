@@ -34,7 +34,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         name: "find-delete-root",
-        reason: "deletes files found under the filesystem root, the home directory or a system directory",
+        reason: "deletes files found under the filesystem root, the home directory or a system directory, or changes their permissions or owner",
         check: find_delete_root,
     },
     Rule {
@@ -199,9 +199,11 @@ fn walk_cds<'a>(
 /// Whether operand `o` of a command located at `l` names a directory `critical` judges so:
 /// as written, as a wildcard or `.` inside such a directory, or relative to the directory.
 fn hits(l: &Located<'_>, o: &str, home: Option<&str>, critical: &impl Fn(&str) -> bool) -> bool {
-    critical(o)
-        || (l.cwd_critical && matches!(o, "*" | "." | "./" | "./*" | ".*"))
-        || in_dir(l.cwd.as_deref(), o).is_some_and(|p| critical(&home_relative(&p, home)))
+    crate::targets::brace_expansions(o).iter().any(|o| {
+        critical(o)
+            || (l.cwd_critical && matches!(o.as_str(), "*" | "." | "./" | "./*" | ".*"))
+            || in_dir(l.cwd.as_deref(), o).is_some_and(|p| critical(&home_relative(&p, home)))
+    })
 }
 
 fn rm_root(a: &Analysis) -> Option<String> {
@@ -231,11 +233,69 @@ fn rm_root(a: &Analysis) -> Option<String> {
                         .is_some_and(|p| critical(&home_relative(&p, home)))
             })
         };
-        if posix || moved || powershell_remove_root(a, c) {
+        // `rsync -a --delete empty/ ~/`: the destination ends up as empty as the source.
+        let synced = c.program == "rsync"
+            && args(c).iter().any(|w| {
+                w == "--del" || (w.starts_with("--delete") && !w.starts_with("--delete-missing"))
+            })
+            && operands(c)
+                .last()
+                .is_some_and(|o| hits(&l, o, home, &critical));
+        if posix
+            || moved
+            || synced
+            || git_clean_all(c, &l, home, &critical)
+            || powershell_remove_root(a, c)
+        {
             return Some(c.text.clone());
         }
     }
     None
+}
+
+/// `git clean -fdx` (or `-fd`, `-fX`) where the work tree is the home directory or a system
+/// directory: every untracked file there goes.
+fn git_clean_all(
+    c: &SimpleCommand,
+    l: &Located<'_>,
+    home: Option<&str>,
+    critical: &impl Fn(&str) -> bool,
+) -> bool {
+    if c.program != "git" {
+        return false;
+    }
+    let mut words = args(c).iter();
+    let mut dir: Option<&String> = None;
+    let mut verb = None;
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "-C" => dir = words.next(),
+            "-c" | "--git-dir" | "--work-tree" | "--namespace" => {
+                words.next();
+            }
+            o if o.starts_with('-') => {}
+            v => {
+                verb = Some(v);
+                break;
+            }
+        }
+    }
+    if verb != Some("clean") {
+        return false;
+    }
+    let rest: Vec<&String> = words.collect();
+    let flag = |ch: char, long: &str| {
+        rest.iter().any(|w| {
+            w.as_str() == long || (w.starts_with('-') && !w.starts_with("--") && w.contains(ch))
+        })
+    };
+    let forced = flag('f', "--force");
+    let wide = flag('d', "-d") || flag('x', "-x") || flag('X', "-X");
+    let here_critical = match dir {
+        Some(d) => hits(l, d, home, critical),
+        None => l.cwd_critical,
+    };
+    forced && wide && here_critical
 }
 
 /// `~` and `~/x` with the caller's home put in, when it is known.
@@ -328,65 +388,87 @@ fn powershell_remove_root(a: &Analysis, c: &SimpleCommand) -> bool {
     false
 }
 
+/// Whether a `find` starts at the root, a system directory, or the home directory unfiltered
+/// (`find ~ -name '*.pyc' -delete` is routine cleanup; an unfiltered `find ~ -delete` is not).
+fn find_starts_critical(c: &SimpleCommand) -> bool {
+    let mut words = args(c).iter().peekable();
+    // Leading `-H -L -P -D opts -O3` options come before the starting points.
+    while let Some(w) = words.peek() {
+        match w.as_str() {
+            "-H" | "-L" | "-P" => {}
+            "-D" => {
+                words.next();
+            }
+            o if o.starts_with("-O") => {}
+            _ => break,
+        }
+        words.next();
+    }
+    let mut system_root = false;
+    let mut home_root = false;
+    for w in words.by_ref() {
+        if w.starts_with(['-', '(', '!', ')']) {
+            break;
+        }
+        match critical_path(w) {
+            Some(Critical::Home) => home_root = true,
+            Some(_) => system_root = true,
+            None => {}
+        }
+    }
+    let filtered = args(c).iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "-name"
+                | "-iname"
+                | "-path"
+                | "-ipath"
+                | "-wholename"
+                | "-iwholename"
+                | "-regex"
+                | "-iregex"
+                | "-lname"
+                | "-ilname"
+        )
+    });
+    system_root || (home_root && !filtered)
+}
+
+/// Programs that destroy or take over what they are given, one file at a time.
+fn destroys_each(program: &str) -> bool {
+    matches!(
+        program,
+        "rm" | "shred" | "unlink" | "rmdir" | "chmod" | "chown" | "chgrp"
+    )
+}
+
 fn find_delete_root(a: &Analysis) -> Option<String> {
-    first(a, |c| {
-        if c.program != "find" {
+    let found = first(a, |c| {
+        if c.program != "find" || !find_starts_critical(c) {
             return false;
-        }
-        let mut words = args(c).iter().peekable();
-        // Leading `-H -L -P -D opts -O3` options come before the starting points.
-        while let Some(w) = words.peek() {
-            match w.as_str() {
-                "-H" | "-L" | "-P" => {}
-                "-D" => {
-                    words.next();
-                }
-                o if o.starts_with("-O") => {}
-                _ => break,
-            }
-            words.next();
-        }
-        let mut system_root = false;
-        let mut home_root = false;
-        for w in words.by_ref() {
-            if w.starts_with(['-', '(', '!', ')']) {
-                break;
-            }
-            match critical_path(w) {
-                Some(Critical::Home) => home_root = true,
-                Some(_) => system_root = true,
-                None => {}
-            }
         }
         let expr: Vec<&String> = args(c).iter().collect();
-        // `find ~ -name '*.pyc' -delete` is routine cleanup; an unfiltered `find ~ -delete` is not.
-        let filtered = expr.iter().any(|w| {
-            matches!(
-                w.as_str(),
-                "-name"
-                    | "-iname"
-                    | "-path"
-                    | "-ipath"
-                    | "-wholename"
-                    | "-iwholename"
-                    | "-regex"
-                    | "-iregex"
-                    | "-lname"
-                    | "-ilname"
-            )
-        });
-        if !(system_root || (home_root && !filtered)) {
-            return false;
-        }
         expr.iter().enumerate().any(|(i, w)| {
             w.as_str() == "-delete"
                 || (matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                    && expr.get(i + 1).is_some_and(|n| {
-                        matches!(
-                            program_name(n).as_str(),
-                            "rm" | "shred" | "unlink" | "rmdir"
-                        )
-                    }))
+                    && expr
+                        .get(i + 1)
+                        .is_some_and(|n| destroys_each(&program_name(n))))
+        })
+    });
+    // `find / … | xargs rm`: what the find lists, the next stage destroys.
+    found.or_else(|| {
+        a.commands.iter().find_map(|c| {
+            let (pipeline, stage) = c.pipeline?;
+            let before = stage.checked_sub(1)?;
+            let fed = c.wrappers.iter().any(|w| w == "xargs") && destroys_each(&c.program);
+            let from_find = fed
+                && a.commands.iter().any(|f| {
+                    f.program == "find"
+                        && f.pipeline == Some((pipeline, before))
+                        && find_starts_critical(f)
+                });
+            from_find.then(|| c.text.clone())
         })
     })
 }
@@ -408,7 +490,18 @@ fn format_disk(a: &Analysis) -> Option<String> {
             || matches!(p, "mke2fs" | "mkdosfs" | "mkntfs")
             || p == "newfs"
             || p.starts_with("newfs_");
+        let verb = operands(c).next().map(|v| v.to_ascii_lowercase());
         (mkfs && formats_a_device(c))
+            || (p == "mkswap" && formats_a_device(c))
+            // A new partition table, zapped GPT, or encryption: the data on the disk is gone.
+            || (matches!(p, "parted" | "parted.static")
+                && args(c).iter().any(|w| matches!(w.as_str(), "mklabel" | "mktable")))
+            || (p == "sgdisk"
+                && args(c).iter().any(|w| {
+                    matches!(w.as_str(), "--zap-all" | "--zap" | "--clear" | "-Z" | "-z" | "-o")
+                }))
+            || (p == "cryptsetup"
+                && matches!(verb.as_deref(), Some("luksformat" | "erase" | "lukserase")))
             || matches!(p, "format-volume" | "clear-disk")
             || (p == "diskutil"
                 && args(c).first().is_some_and(|verb| {
@@ -618,6 +711,15 @@ fn shutdown(a: &Analysis) -> Option<String> {
                 )
             }
             "stop-computer" | "restart-computer" => true,
+            // The magic SysRq key: `b` reboots, `o` powers off, `c` crashes the kernel.
+            _ if c
+                .redirects
+                .iter()
+                .any(|r| r.writes() && r.target.ends_with("sysrq-trigger")) =>
+            {
+                true
+            }
+            "tee" => operands(c).any(|o| o.ends_with("sysrq-trigger")),
             _ => false,
         }
     })
@@ -625,7 +727,7 @@ fn shutdown(a: &Analysis) -> Option<String> {
 
 fn kill_all(a: &Analysis) -> Option<String> {
     first(a, |c| {
-        if c.program == "killall5" {
+        if c.program == "killall5" || signals_every_process_of_a_user(c) {
             return true;
         }
         if c.program != "kill" {
@@ -652,6 +754,66 @@ fn kill_all(a: &Analysis) -> Option<String> {
         }
         false
     })
+}
+
+/// `pkill -9 -u $USER`, `pkill -KILL .`, `killall -u me`: no name, or a pattern matching every
+/// name, so every process of the user (the agent's host and the user's session included) goes.
+fn signals_every_process_of_a_user(c: &SimpleCommand) -> bool {
+    let takes_value = |w: &str| {
+        matches!(
+            w,
+            "-u" | "-U"
+                | "-g"
+                | "-G"
+                | "-P"
+                | "-s"
+                | "-t"
+                | "-F"
+                | "--euid"
+                | "--uid"
+                | "--group"
+                | "--pgroup"
+                | "--parent"
+                | "--session"
+                | "--terminal"
+                | "--pidfile"
+                | "--signal"
+                | "--ns"
+                | "--nslist"
+                | "-o"
+                | "-y"
+                | "--older-than"
+                | "--younger-than"
+                | "-n"
+        )
+    };
+    let mut words = args(c).iter();
+    let mut patterns = Vec::new();
+    let mut query = false;
+    while let Some(w) = words.next() {
+        if matches!(
+            w.as_str(),
+            "-l" | "--list" | "-V" | "--version" | "-h" | "--help" | "-0"
+        ) {
+            query = true;
+        } else if takes_value(w) {
+            words.next();
+        } else if !w.starts_with('-') {
+            patterns.push(w.as_str());
+        }
+    }
+    let matches_all = |p: &str| matches!(p, "" | "." | ".*" | "^" | "$" | "^.*" | ".+" | "^.*$");
+    match c.program.as_str() {
+        "pkill" => !query && (patterns.is_empty() || patterns.iter().all(|p| matches_all(p))),
+        "killall" => {
+            !query
+                && args(c)
+                    .iter()
+                    .any(|w| matches!(w.as_str(), "-u" | "--user"))
+                && (patterns.is_empty() || patterns.iter().all(|p| matches_all(p)))
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -233,6 +233,58 @@ pub fn windows_critical(word: &str) -> bool {
     critical_path(&slashed).is_some()
 }
 
+/// The words a shell's brace expansion makes of `word` (`/{usr,etc}` is `/usr` and `/etc`);
+/// `word` itself when it has none. Bounded: at most 64 words.
+pub fn brace_expansions(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    expand_into(word, &mut out);
+    if out.is_empty() {
+        out.push(word.to_owned());
+    }
+    out
+}
+
+fn expand_into(word: &str, out: &mut Vec<String>) {
+    const MAX: usize = 64;
+    if out.len() >= MAX {
+        return;
+    }
+    // The first `{` not part of `${`, with its matching `}` and top-level commas.
+    let bytes = word.as_bytes();
+    let open = (0..bytes.len()).find(|&i| bytes[i] == b'{' && (i == 0 || bytes[i - 1] != b'$'));
+    let Some(open) = open else {
+        out.push(word.to_owned());
+        return;
+    };
+    let mut depth = 0;
+    let mut commas = Vec::new();
+    let mut close = None;
+    for (i, &b) in bytes.iter().enumerate().skip(open) {
+        match b {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            b',' if depth == 1 => commas.push(i),
+            _ => {}
+        }
+    }
+    let (Some(close), false) = (close, commas.is_empty()) else {
+        out.push(word.to_owned());
+        return;
+    };
+    let (head, tail) = (&word[..open], &word[close + 1..]);
+    let mut start = open + 1;
+    for end in commas.into_iter().chain(std::iter::once(close)) {
+        expand_into(&format!("{head}{}{tail}", &word[start..end]), out);
+        start = end + 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
