@@ -69,6 +69,8 @@ pub struct Analysis {
     pub exact: bool,
     /// Source texts that were token-scanned, kept for the fork-bomb text check.
     pub scanned: Vec<String>,
+    /// The whole line as given.
+    pub source: String,
     /// A script nested deeper than the guard reads (`sh -c` in `sh -c` … past the cap): what
     /// it would run is unknown, so the `too-deep` rule refuses it.
     pub too_deep: Option<String>,
@@ -77,11 +79,15 @@ pub struct Analysis {
     pub place: Option<Place>,
 }
 
-/// The directory a line runs in and the user's home, both absolute.
+/// The directory a line runs in and the user's home, both absolute; and, when known, the
+/// environment it runs with, so that `$VAR` in a target can be read as the shell will expand it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
     pub cwd: String,
     pub home: Option<String>,
+    /// `Some`: the line runs with this process's environment plus these variables (a
+    /// `terminal` call's `env`), so a variable set in neither is unset. `None`: not known.
+    pub env: Option<Vec<(String, String)>>,
 }
 
 impl Place {
@@ -90,7 +96,27 @@ impl Place {
         Place {
             cwd: cwd.display().to_string(),
             home: std::env::var("HOME").ok(),
+            env: None,
         }
+    }
+
+    /// The same place, for a line that runs with this process's environment plus `vars`.
+    #[must_use]
+    pub fn with_env(mut self, vars: Vec<(String, String)>) -> Place {
+        self.env = Some(vars);
+        self
+    }
+
+    /// The value of `name` in the environment the line runs with: `None` when unset, or when
+    /// that environment is not known (see [`Place::env`]).
+    pub(crate) fn var(&self, name: &str) -> Option<Option<String>> {
+        let vars = self.env.as_ref()?;
+        let own = vars
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone());
+        Some(own.or_else(|| std::env::var(name).ok()))
     }
 }
 

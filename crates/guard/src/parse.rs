@@ -93,7 +93,9 @@ pub fn analyze(command_line: &str) -> Analysis {
     } else {
         b.script(command_line, &Ctx::root(Dialect::Posix));
     }
-    b.finish()
+    let mut analysis = b.finish();
+    analysis.source = command_line.to_owned();
+    analysis
 }
 
 /// Analyses an argv executed directly (no shell between us and `argv[0]`).
@@ -148,6 +150,7 @@ impl Builder {
             exact: self.exact,
             scanned: self.scanned,
             too_deep: self.too_deep,
+            source: String::new(),
             place: None,
         }
     }

@@ -198,8 +198,18 @@ fn walk_cds<'a>(
 
 /// Whether operand `o` of a command located at `l` names a directory `critical` judges so:
 /// as written, as a wildcard or `.` inside such a directory, or relative to the directory.
-fn hits(l: &Located<'_>, o: &str, home: Option<&str>, critical: &impl Fn(&str) -> bool) -> bool {
-    crate::targets::brace_expansions(o).iter().any(|o| {
+fn hits(
+    a: &Analysis,
+    l: &Located<'_>,
+    o: &str,
+    home: Option<&str>,
+    critical: &impl Fn(&str) -> bool,
+) -> bool {
+    let mut words = crate::targets::brace_expansions(o);
+    // As the shell will expand it, when the environment is known: `"$UNSET/"*` is `/*`.
+    let expanded: Vec<String> = words.iter().filter_map(|w| expand_vars(a, w)).collect();
+    words.extend(expanded);
+    words.iter().any(|o| {
         critical(o)
             || (l.cwd_critical && matches!(o.as_str(), "*" | "." | "./" | "./*" | ".*"))
             || in_dir(l.cwd.as_deref(), o).is_some_and(|p| critical(&home_relative(&p, home)))
@@ -217,7 +227,7 @@ fn rm_root(a: &Analysis) -> Option<String> {
                 &['r', 'R', 'f'],
                 &["recursive", "force", "no-preserve-root"],
             )
-            && operands(c).any(|o| hits(&l, o, home, &critical));
+            && operands(c).any(|o| hits(a, &l, o, home, &critical));
         // `mv ~ /tmp/old`, `mv /usr /x`: moving it away takes it as surely as deleting it.
         let moved = c.program == "mv" && {
             let ops: Vec<&String> = operands(c).collect();
@@ -240,11 +250,11 @@ fn rm_root(a: &Analysis) -> Option<String> {
             })
             && operands(c)
                 .last()
-                .is_some_and(|o| hits(&l, o, home, &critical));
+                .is_some_and(|o| hits(a, &l, o, home, &critical));
         if posix
             || moved
             || synced
-            || git_clean_all(c, &l, home, &critical)
+            || git_clean_all(a, c, &l, home, &critical)
             || powershell_remove_root(a, c)
         {
             return Some(c.text.clone());
@@ -256,6 +266,7 @@ fn rm_root(a: &Analysis) -> Option<String> {
 /// `git clean -fdx` (or `-fd`, `-fX`) where the work tree is the home directory or a system
 /// directory: every untracked file there goes.
 fn git_clean_all(
+    a: &Analysis,
     c: &SimpleCommand,
     l: &Located<'_>,
     home: Option<&str>,
@@ -292,10 +303,114 @@ fn git_clean_all(
     let forced = flag('f', "--force");
     let wide = flag('d', "-d") || flag('x', "-x") || flag('X', "-X");
     let here_critical = match dir {
-        Some(d) => hits(l, d, home, critical),
+        Some(d) => hits(a, l, d, home, critical),
         None => l.cwd_critical,
     };
     forced && wide && here_critical
+}
+
+/// Words that make any `$VAR` of a line unknowable from its text: the line sets or reads
+/// variables itself (or runs code that may).
+const SETS_VARIABLES: &[&str] = &[
+    "read",
+    "for",
+    "select",
+    "export",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "getopts",
+    "mapfile",
+    "readarray",
+    "let",
+    "eval",
+    "source",
+    ".",
+    "set",
+    "shift",
+    "case",
+];
+
+/// `word` with its variables expanded as the shell will, when the line's environment is known
+/// ([`Place::env`]) and the line sets none itself; `None` when that cannot be told (or there
+/// is nothing to expand). Unset is empty: `"$STEAMROOT/"*` with it unset is `/*`.
+fn expand_vars(a: &Analysis, word: &str) -> Option<String> {
+    if !word.contains('$') || word.contains("$(") || word.contains('`') {
+        return None;
+    }
+    let place = a.place.as_ref()?;
+    place.env.as_ref()?;
+    let assigns = a.source.contains('=')
+        || a.source
+            .split(|c: char| c.is_whitespace() || ";&|(){}".contains(c))
+            .any(|w| SETS_VARIABLES.contains(&w));
+    if assigns {
+        return None;
+    }
+    let lookup = |name: &str| -> Option<Option<String>> {
+        if name == "HOME" {
+            return Some(place.home.clone());
+        }
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid { place.var(name) } else { None }
+    };
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(body) = after.strip_prefix('{') {
+            let close = body.find('}')?;
+            let inner = &body[..close];
+            let name_len = inner
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(inner.len());
+            let (name, op) = inner.split_at(name_len);
+            let value = lookup(name)?;
+            let set = value.as_deref().is_some_and(|v| !v.is_empty());
+            let text = match op {
+                "" => value.unwrap_or_default(),
+                _ if op.starts_with(":-") || op.starts_with(":=") => {
+                    if set {
+                        value.unwrap_or_default()
+                    } else {
+                        op[2..].to_owned()
+                    }
+                }
+                _ if op.starts_with('-') || op.starts_with('=') => {
+                    value.unwrap_or_else(|| op[1..].to_owned())
+                }
+                // `${X:?}`: the line stops when unset; when set, it is the value.
+                _ if op.starts_with(":?") || op.starts_with('?') => value?,
+                _ if op.starts_with(":+") => {
+                    if set {
+                        op[2..].to_owned()
+                    } else {
+                        String::new()
+                    }
+                }
+                _ => return None,
+            };
+            out.push_str(&text);
+            rest = &body[close + 1..];
+        } else {
+            let name_len = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            if name_len == 0 {
+                return None; // `$1`, `$@`, `$?`: not the environment's
+            }
+            out.push_str(&lookup(&after[..name_len])?.unwrap_or_default());
+            rest = &after[name_len..];
+        }
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 /// `~` and `~/x` with the caller's home put in, when it is known.
@@ -607,7 +722,7 @@ fn chmod_root(a: &Analysis) -> Option<String> {
         let c = l.command;
         let hit = matches!(c.program.as_str(), "chmod" | "chown" | "chgrp")
             && has_flag(c, &['R'], &["recursive"])
-            && operands(c).any(|o| hits(&l, o, home, &critical));
+            && operands(c).any(|o| hits(a, &l, o, home, &critical));
         hit.then(|| c.text.clone())
     })
 }

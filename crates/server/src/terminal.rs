@@ -149,7 +149,14 @@ pub fn prepare(
     let workdir = workspace
         .resolve_workdir(params.workdir.as_deref())
         .map_err(|e| e.to_string())?;
-    let place = || agentty_guard::Place::at(&workdir);
+    // The environment the command runs with: a `$VAR` unset there is judged as empty.
+    let call_env: Vec<(String, String)> = params
+        .env
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let place = || agentty_guard::Place::at(&workdir).with_env(call_env.clone());
     let argv_given = params.argv.clone();
     let (program, args, display, bare_cd) = match (params.command, params.argv) {
         (Some(command), None) => {
@@ -394,5 +401,43 @@ mod tests {
         assert_eq!(bare_cd_target("cd src && ls"), None);
         assert_eq!(bare_cd_target("cd a b"), None);
         assert_eq!(bare_cd_target("cdx src"), None);
+    }
+
+    /// The guard judges `terminal` with the environment the command will run with: a variable
+    /// unset there (and not given in `env`) is empty, so `"$X/"*` is `/*`. Nothing is run here.
+    #[test]
+    fn a_variable_unset_in_the_commands_environment_is_judged_empty() {
+        let dir = std::env::temp_dir();
+        let workspace = Workspace::new(dir.canonicalize().unwrap(), Vec::new()).unwrap();
+        let judge = |command: &str, env: &[(&str, &str)]| {
+            let params = TerminalParams {
+                command: Some(command.to_owned()),
+                argv: None,
+                workdir: None,
+                env: Some(
+                    env.iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                stdin: None,
+                timeout_ms: None,
+                sandbox_permissions: None,
+                justification: None,
+                background: None,
+                on_timeout: None,
+                pty: None,
+            };
+            prepare(
+                params,
+                Path::new("/bin/sh"),
+                &workspace,
+                &GuardConfig::default(),
+                1000,
+            )
+        };
+        let line = "rm -rf \"$AGENTTY_STEAMROOT_UNSET/\"*";
+        let refused = judge(line, &[]).unwrap_err();
+        assert!(refused.contains("rm-root"), "{refused}");
+        assert!(judge(line, &[("AGENTTY_STEAMROOT_UNSET", "/tmp/x")]).is_ok());
     }
 }

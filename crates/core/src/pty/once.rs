@@ -59,6 +59,8 @@ struct Capture {
     shaper: Shaper,
     spill: SpillState,
     captured: u64,
+    /// The last read ended with a "\r", counted in `captured` (its "\n" may start the next).
+    cr_counted: bool,
 }
 
 impl Capture {
@@ -68,6 +70,10 @@ impl Capture {
         // the program wrote, not the carriage returns the terminal added.
         let mut take = bytes.len();
         let mut counted = 0u64;
+        // A "\r" that ended the previous read, and this one starts with its "\n".
+        if std::mem::take(&mut self.cr_counted) && bytes.first() == Some(&b'\n') {
+            self.captured = self.captured.saturating_sub(1);
+        }
         for (i, &b) in bytes.iter().enumerate() {
             if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
                 continue;
@@ -79,6 +85,7 @@ impl Capture {
             counted += 1;
         }
         self.captured += counted;
+        self.cr_counted = take == bytes.len() && bytes.last() == Some(&b'\r');
         let text = self.cleaner.feed(&bytes[..take]).to_owned();
         self.push(&text);
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
@@ -174,6 +181,7 @@ pub async fn run(
         shaper: Shaper::new(),
         spill: spill.map_or(SpillState::Off, |(s, n)| SpillState::Ready(s, n)),
         captured: 0,
+        cr_counted: false,
     };
     let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut reading = true;
@@ -302,5 +310,28 @@ fn finish(
         captured_bytes,
         strays: None,
         stopped: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cap counts what the program wrote: the terminal's "\r" before each "\n" is not
+    /// counted, also when a read ends between the two.
+    #[test]
+    fn the_terminals_carriage_returns_are_not_counted_across_reads() {
+        let mut capture = Capture {
+            cleaner: Cleaner::new(),
+            shaper: Shaper::new(),
+            spill: SpillState::Off,
+            captured: 0,
+            cr_counted: false,
+        };
+        for chunk in [&b"ab\r"[..], b"\ncd\r\n", b"\r", b"\r\n", b"e\rf"] {
+            assert!(capture.ingest(chunk));
+        }
+        // The program wrote "ab\ncd\n\r\ne\rf": 11 bytes (a "\r" of its own stays counted).
+        assert_eq!(capture.captured, 11);
     }
 }

@@ -187,6 +187,7 @@ fn relative_targets_are_judged_where_the_line_runs() {
     let place = |cwd: &str| Place {
         cwd: cwd.to_owned(),
         home: Some("/home/me".to_owned()),
+        env: None,
     };
     let blocked = |line: &str, cwd: &str| matches!(check_at(line, &cfg, place(cwd)), Verdict::Block(b) if b.rule == "rm-root");
     for (line, cwd) in [
@@ -237,6 +238,7 @@ fn cwd_after_follows_the_lines_cds() {
             Place {
                 cwd: "/w".to_owned(),
                 home: Some("/home/me".to_owned()),
+                env: None,
             },
         )
     };
@@ -253,4 +255,56 @@ fn cwd_after_follows_the_lines_cds() {
     ] {
         assert_eq!(at(unknown), None, "{unknown}");
     }
+}
+
+/// A variable unset in the environment the command will run with is empty, as the shell will
+/// make it: `rm -rf "$STEAMROOT/"*` with it unset is `rm -rf /*`. Judged with that environment
+/// (this process's plus the call's `env`), and not when the line sets variables itself.
+#[test]
+fn unset_variables_are_judged_as_the_shell_expands_them() {
+    use agentty_guard::{Place, check_at};
+    let cfg = GuardConfig::default();
+    let place = |vars: &[(&str, &str)]| {
+        Place {
+            cwd: "/w".to_owned(),
+            home: Some("/home/me".to_owned()),
+            env: None,
+        }
+        .with_env(
+            vars.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    };
+    let unset = "AGENTTY_TEST_SURELY_UNSET_VAR";
+    assert!(std::env::var_os(unset).is_none());
+    for line in [
+        format!("rm -rf \"${unset}/\"*"),
+        format!("rm -rf ${{{unset}}}/*"),
+        format!("rm -rf ${{{unset}:-/}}"),
+        format!("rm -rf ${{{unset}-/usr}}"),
+        "rm -rf ${HOME:?}/".to_owned(),
+        format!("chmod -R 777 ${unset}/"),
+    ] {
+        assert!(check_at(&line, &cfg, place(&[])).is_blocked(), "{line}");
+    }
+    // Set by the call: judged by its value.
+    let line = "rm -rf \"$OUT/\"*";
+    assert!(!check_at(line, &cfg, place(&[("OUT", "/w/build")])).is_blocked());
+    assert!(check_at(line, &cfg, place(&[("OUT", "")])).is_blocked());
+    // The line sets it: not knowable from the text, not blocked.
+    for line in [
+        "X=$(mktemp -d); rm -rf \"$X/\"*".to_owned(),
+        "for d in a b; do rm -rf \"$d/\"*; done".to_owned(),
+        "read -r D; rm -rf \"$D\"/*".to_owned(),
+    ] {
+        assert!(!check_at(&line, &cfg, place(&[])).is_blocked(), "{line}");
+    }
+    // Without a known environment (the CLI, the corpus): not expanded.
+    let unknown = Place {
+        cwd: "/w".to_owned(),
+        home: None,
+        env: None,
+    };
+    assert!(!check_at(&format!("rm -rf \"${unset}/x\""), &cfg, unknown).is_blocked());
 }
