@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 
 use agentty_core::spill::{SPILL_RETENTION, prune};
 use agentty_server::Agentty;
-use agentty_server::transport::LookAhead;
+use agentty_server::transport::{LineFilter, LookAhead, Refused};
 
 /// An MCP server that gives AI coding agents a real terminal.
 #[derive(Parser)]
@@ -100,9 +100,15 @@ fn serve(flags: &config::Flags) -> Result<()> {
         let agentty = Agentty::new(settings, session)?;
         // Decodes what is already readable ahead, so a request cancelled in the same breath
         // starts nothing.
-        let stdio =
-            IntoTransport::<RoleServer, _, _>::into_transport(rmcp::transport::stdio_pipes());
-        let transport = LookAhead::new(stdio, agentty.early_cancels());
+        // Lines that are not JSON are answered (-32700), not dropped; see server::transport.
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let refused = Refused::default();
+        let stdio = IntoTransport::<RoleServer, _, _>::into_transport((
+            LineFilter::new(stdin, refused.clone()),
+            stdout,
+        ));
+        let transport = LookAhead::new(stdio, agentty.early_cancels(), refused);
+        let input_closed = transport.input_closed();
         let service = agentty
             .clone()
             .serve(transport)
@@ -111,6 +117,12 @@ fn serve(flags: &config::Flags) -> Result<()> {
         let cancel = service.cancellation_token();
         let ended = tokio::select! {
             quit = service.waiting() => quit.map(drop).context("server task failed"),
+            // The client closed stdin: the session is over, even if stdout is still full.
+            () = input_closed => {
+                tracing::info!("input ended, shutting down");
+                cancel.cancel();
+                Ok(())
+            }
             signal = shutdown_signal() => {
                 tracing::info!("received {signal}, shutting down");
                 cancel.cancel();

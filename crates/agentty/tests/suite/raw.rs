@@ -87,6 +87,20 @@ impl Raw {
         self.stdin.flush().await.unwrap();
     }
 
+    /// Writes raw bytes, as they are.
+    async fn write_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next message with a null id (a parse error's answer).
+    async fn null_id_response(&mut self) -> Value {
+        if let Some(v) = self.early.remove("null") {
+            return v;
+        }
+        self.response("null").await
+    }
+
     /// The response to request `id`.
     async fn response(&mut self, id: &str) -> Value {
         if let Some(v) = self.early.remove(id) {
@@ -99,8 +113,12 @@ impl Raw {
                 .unwrap()
                 .expect("the server is still up");
             let v: Value = serde_json::from_str(&line).unwrap();
-            let Some(got) = v.get("id").map(id_text) else {
-                continue; // a notification
+            // An error with no id (rmcp leaves out `"id": null`) answers a line it could not
+            // read: filed under "null".
+            let got = match v.get("id") {
+                Some(id) => id_text(id),
+                None if v.get("error").is_some() => "null".to_owned(),
+                None => continue, // a notification
             };
             if got == id {
                 return v;
@@ -332,4 +350,58 @@ async fn a_client_that_stops_reading_holds_back_the_server() {
     let _stdin = writer.await.unwrap();
     assert_eq!(marks(workspace.path()), calls);
     drop(child);
+}
+
+/// Lines that are not JSON get a parse error (-32700, id null), as JSON-RPC asks; a tools/call
+/// with malformed params gets invalid params (-32602) with its id; the session goes on.
+#[tokio::test]
+async fn malformed_lines_are_answered_and_the_session_goes_on() {
+    let mut server = Raw::start(None).await;
+    let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+    for line in [
+        &b"{not json"[..],
+        b"\xff\xfe{\"jsonrpc\":\"2.0\"}",
+        deep.as_bytes(),
+    ] {
+        server.write_raw(&[line, b"\n"].concat()).await;
+        let answer = server.null_id_response().await;
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+        assert!(answer.get("id").is_none_or(Value::is_null), "{answer}");
+    }
+    for (id, params) in [
+        ("p1", json!("terminal")),
+        ("p2", json!({"arguments": {}})),
+        ("p3", json!({"name": "terminal", "arguments": "ls"})),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        server.write(&[request]).await;
+        let answer = server.response(id).await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    server.write(&[call("ok", "echo fine")]).await;
+    assert!(text(&server.response("ok").await).contains("fine"));
+}
+
+/// stdin closed while stdout is full (a client that stopped reading, then left): the server
+/// ends, and its jobs with it, instead of waiting for stdout to drain.
+#[tokio::test]
+async fn the_end_of_input_ends_the_server_even_with_stdout_full() {
+    let server = Raw::start(None).await;
+    let Raw {
+        mut stdin,
+        mut child,
+        ..
+    } = server;
+    for i in 0..20 {
+        let mut line = serde_json::to_vec(&call(&format!("f{i}"), "seq 1 20000")).unwrap();
+        line.push(b'\n');
+        stdin.write_all(&line).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(stdin);
+    let status = tokio::time::timeout(PROMPT, child.wait()).await;
+    assert!(
+        status.is_ok(),
+        "the server kept running after its input ended"
+    );
 }
