@@ -4,6 +4,7 @@ pub mod confinement;
 mod entry;
 pub mod escalation;
 pub mod notice;
+mod planted;
 pub mod server;
 pub mod shell_notice;
 pub mod shells;

@@ -222,6 +222,16 @@ pub fn git_dirs_writable(line: &str, dirs: &[std::path::PathBuf]) -> String {
     )
 }
 
+/// Git files a command changed that git runs (or obeys) unconfined at the user's next git.
+pub fn planted(paths: &[String]) -> String {
+    format!(
+        "[warning] changed since the last command: {}. git runs hooks (and what core.hooksPath, \
+         core.fsmonitor or aliases in config name) outside the sandbox, at the user's next git \
+         command in this repository; tell the user if this was not meant",
+        paths.join(", ")
+    )
+}
+
 pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
     format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
 }

@@ -76,6 +76,8 @@ struct Inner {
     client_can_ask: AtomicBool,
     /// Requests cancelled before their handler ran, seen by the transport's look-ahead.
     early_cancels: Arc<EarlyCancels>,
+    /// Git hooks and config a command could plant for the user's next unconfined git.
+    planted: crate::planted::Planted,
 }
 
 impl Agentty {
@@ -90,6 +92,7 @@ impl Agentty {
             &workspace,
         );
         let jobs = Arc::new(JobTable::new());
+        let settings_workspace = settings.workspace.clone();
         let shell_idle = settings.shell_idle_ms.map(std::time::Duration::from_millis);
         let shells = agentty_core::pty::Shells::new(jobs.clone(), shell_idle);
         let inner = Inner {
@@ -103,6 +106,7 @@ impl Agentty {
             shells,
             client_can_ask: AtomicBool::new(false),
             early_cancels: Arc::default(),
+            planted: crate::planted::Planted::new(&settings_workspace),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -164,6 +168,11 @@ impl Agentty {
         // Both are looked at: the early note is forgotten once asked about.
         let early = self.inner.early_cancels.take(&ctx.id);
         early || ctx.ct.is_cancelled()
+    }
+
+    /// A warning when git hooks or config changed since the last command (see `planted`).
+    pub(crate) fn planted_warning(&self) -> Option<String> {
+        self.inner.planted.changes()
     }
 
     /// A new per-call id and the run marker derived from it.
@@ -306,7 +315,8 @@ impl Agentty {
             line: inner.confinement.line(escalated),
             denial,
         };
-        let (text, structured) = terminal::render(&prepared, &outcome, sandbox, Vec::new());
+        let notes = self.planted_warning().into_iter().collect();
+        let (text, structured) = terminal::render(&prepared, &outcome, sandbox, notes);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = serde_json::to_value(structured).ok();
         result

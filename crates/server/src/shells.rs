@@ -382,6 +382,10 @@ impl Agentty {
             text.push('\n');
             text.push_str(&crate::notice::sandbox_denied(sentence));
         }
+        if let Some(warning) = self.planted_warning() {
+            text.push('\n');
+            text.push_str(&warning);
+        }
         success(
             text,
             &ShellSendResult {
@@ -685,6 +689,7 @@ impl Agentty {
             .as_deref()
             .map(say::pty_awaiting_input)
             .into_iter()
+            .chain(self.planted_warning())
             .collect();
         let (text, structured) = crate::terminal::render(prepared, &outcome.run, sandbox, notes);
         success(text, &structured)

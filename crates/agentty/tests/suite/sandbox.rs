@@ -441,3 +441,39 @@ fn xattr_names(path: &std::path::Path) -> String {
     buf.truncate(n.max(0) as usize);
     String::from_utf8_lossy(&buf).into_owned()
 }
+
+/// `.git` is writable so commits work, so a command can plant a hook or a `core.fsmonitor`
+/// that git runs unconfined at the user's next commit. That cannot be refused; it is said in
+/// the result of the command that did it, on the pipe path and in a shell.
+#[tokio::test]
+async fn a_planted_git_hook_or_config_is_reported() {
+    let server = start().await;
+    // `git init` by a command: the repository is watched from then on.
+    let (text, _) = server
+        .terminal(json!({"command": "git init -q && echo ok"}))
+        .await;
+    assert!(text.contains("ok") && !text.contains("[warning]"), "{text}");
+    let plant = "printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
+    let (text, s) = server.terminal(json!({"command": plant})).await;
+    assert!(
+        text.contains("[warning] changed since the last command"),
+        "{text}"
+    );
+    assert!(text.contains("hooks/pre-commit"), "{text}");
+    assert!(s["notes"].to_string().contains("pre-commit"), "{s}");
+    let (text, _) = server
+        .terminal(json!({"command": "git status --short; true"}))
+        .await;
+    assert!(!text.contains("[warning]"), "reported twice: {text}");
+    let id = server.open_shell().await;
+    let (text, _) = server
+        .shell_send(
+            &id,
+            "git config core.fsmonitor 'touch /tmp/agentty-planted'\n",
+        )
+        .await;
+    assert!(
+        text.contains("[warning]") && text.contains(".git/config"),
+        "{text}"
+    );
+}

@@ -1,0 +1,143 @@
+//! Code a confined command plants now that runs unconfined later: git's hooks and config.
+//!
+//! `.git` stays writable so commits work, and Landlock cannot carve a read-only hole in a
+//! writable tree. So a command can create `.git/hooks/pre-commit` or set `core.hooksPath` /
+//! `core.fsmonitor` in `.git/config`, and git runs that, unconfined, at the user's next commit.
+//! This cannot be refused here; it is watched: after every command the workspace repository's
+//! (and a linked worktree's common dir's) `config` and active hooks are compared with what they
+//! were, and a change is said in the result, where the model and the user see it.
+//!
+//! Cost per call: two `stat`s per git dir, plus one per active hook (most repositories have
+//! none); the hooks directory is listed again only when its own mtime changed.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What a file looked like: inode, size, mtime (ns). `None`: absent.
+type Stamp = Option<(u64, u64, i64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.ino(),
+        m.size(),
+        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+    ))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct GitDirState {
+    config: Stamp,
+    hooks_dir: Stamp,
+    /// Active hooks (not `*.sample`), by name.
+    hooks: Vec<(String, Stamp)>,
+}
+
+pub(crate) struct Planted {
+    workspace: PathBuf,
+    /// The git dirs watched, and their state at the last look. Empty until the workspace has
+    /// a repository (a `git init` later is noticed at the next call).
+    watched: Mutex<Vec<(PathBuf, GitDirState)>>,
+}
+
+impl Planted {
+    /// Watches the git dirs a command in `workspace` can write.
+    pub(crate) fn new(workspace: &Path) -> Self {
+        let planted = Self {
+            workspace: workspace.to_path_buf(),
+            watched: Mutex::new(Vec::new()),
+        };
+        planted.changes();
+        planted
+    }
+
+    fn git_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        let own = self.workspace.join(".git");
+        if std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_dir()) {
+            dirs.push(own);
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        dirs.extend(agentty_sandbox::worktree_git_dirs(
+            &self.workspace,
+            home.as_deref(),
+        ));
+        dirs.dedup();
+        dirs
+    }
+
+    /// What changed since the last look, in words; `None` when nothing did.
+    pub(crate) fn changes(&self) -> Option<String> {
+        let mut watched = self
+            .watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if watched.is_empty() {
+            // No repository yet: one stat per call until there is one; its state then is the
+            // baseline.
+            *watched = self
+                .git_dirs()
+                .into_iter()
+                .map(|d| {
+                    let state = read_state(&d, None);
+                    (d, state)
+                })
+                .collect();
+            return None;
+        }
+        let mut changed = Vec::new();
+        for (dir, before) in watched.iter_mut() {
+            let now = read_state(dir, Some(before));
+            if now == *before {
+                continue;
+            }
+            if now.config != before.config {
+                changed.push(dir.join("config").display().to_string());
+            }
+            for (name, stamp) in &now.hooks {
+                let old = before
+                    .hooks
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, s)| *s);
+                if old != Some(*stamp) {
+                    changed.push(dir.join("hooks").join(name).display().to_string());
+                }
+            }
+            *before = now;
+        }
+        (!changed.is_empty()).then(|| crate::notice::planted(&changed))
+    }
+}
+
+/// The state of `dir`; the hooks are listed again only when the directory itself changed.
+fn read_state(dir: &Path, before: Option<&GitDirState>) -> GitDirState {
+    let hooks_dir_path = dir.join("hooks");
+    let hooks_dir = stamp(&hooks_dir_path);
+    let names: Vec<String> = match before {
+        Some(b) if b.hooks_dir == hooks_dir => b.hooks.iter().map(|(n, _)| n.clone()).collect(),
+        _ => std::fs::read_dir(&hooks_dir_path)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| !n.ends_with(".sample"))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    let mut hooks: Vec<(String, Stamp)> = names
+        .into_iter()
+        .map(|n| {
+            let s = stamp(&hooks_dir_path.join(&n));
+            (n, s)
+        })
+        .collect();
+    hooks.sort();
+    GitDirState {
+        config: stamp(&dir.join("config")),
+        hooks_dir,
+        hooks,
+    }
+}
