@@ -36,6 +36,9 @@ struct GitDirState {
 
 pub(crate) struct Planted {
     workspace: PathBuf,
+    /// A linked worktree's git dirs (or the repository the workspace is a folder of), found
+    /// once at start.
+    linked: Vec<PathBuf>,
     /// The git dirs watched, and their state at the last look. Empty until the workspace has
     /// a repository (a `git init` later is noticed at the next call).
     watched: Mutex<Vec<(PathBuf, GitDirState)>>,
@@ -44,8 +47,10 @@ pub(crate) struct Planted {
 impl Planted {
     /// Watches the git dirs a command in `workspace` can write.
     pub(crate) fn new(workspace: &Path) -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
         let planted = Self {
             workspace: workspace.to_path_buf(),
+            linked: agentty_sandbox::worktree_git_dirs(workspace, home.as_deref()),
             watched: Mutex::new(Vec::new()),
         };
         planted.changes();
@@ -58,11 +63,7 @@ impl Planted {
         if std::fs::symlink_metadata(&own).is_ok_and(|m| m.is_dir()) {
             dirs.push(own);
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        dirs.extend(agentty_sandbox::worktree_git_dirs(
-            &self.workspace,
-            home.as_deref(),
-        ));
+        dirs.extend(self.linked.iter().cloned());
         dirs.dedup();
         dirs
     }

@@ -335,6 +335,23 @@ impl<R> LineFilter<R> {
         if text.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        // Checking the syntax allocates nothing; only a tools/call is read into a value.
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            self.refuse(Refusal::Parse(e.to_string()));
+            return;
+        }
+        // The syntax check does not limit nesting; rmcp's parser does, and would drop such a
+        // line silently: a deeply nested one is read fully here, which applies the same limit.
+        let deep = text.iter().filter(|&&b| b == b'[' || b == b'{').count() > 100;
+        let may_be_tool_call = deep || text.windows(10).any(|w| w == b"tools/call");
+        let marked = text
+            .windows(REFUSED_MARK_METHOD.len())
+            .any(|w| w == REFUSED_MARK_METHOD.as_bytes());
+        if !may_be_tool_call && !marked {
+            self.ready.extend_from_slice(text);
+            self.ready.push(b'\n');
+            return;
+        }
         match serde_json::from_slice::<serde_json::Value>(text) {
             Err(e) => self.refuse(Refusal::Parse(e.to_string())),
             // A client's own copy of the mark would answer refusals that were never made.
