@@ -420,6 +420,9 @@ impl Agentty {
             }
         };
         let waited_ms = millis(began.elapsed());
+        if cancelled {
+            tracing::debug!(job = %job.id, waited_ms, "task_wait ended by cancellation");
+        }
         let s = job.output.read(None, READ_MAX_BYTES);
         let job_info = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();

@@ -28,6 +28,12 @@ struct Raw {
 impl Raw {
     /// Starts the server; `max_fds` lowers its open-file limit.
     async fn start(max_fds: Option<u64>) -> Raw {
+        Self::start_with(max_fds, None).await
+    }
+
+    /// Like [`Raw::start`]; with `log`, the server logs at that `RUST_LOG` level to a piped
+    /// stderr (see [`Raw::logged`]).
+    async fn start_with(max_fds: Option<u64>, log: Option<&str>) -> Raw {
         let workspace = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentty"));
@@ -38,8 +44,15 @@ impl Raw {
             .arg(state.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if log.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .kill_on_drop(true);
+        if let Some(level) = log {
+            cmd.env("RUST_LOG", level);
+        }
         if let Some(n) = max_fds {
             // SAFETY: setrlimit is async-signal-safe and touches only the child.
             unsafe {
@@ -125,6 +138,24 @@ impl Raw {
             }
             self.early.insert(got, v);
         }
+    }
+
+    /// Waits (bounded) for a line of the server's log containing `needle`.
+    async fn logged(&mut self, needle: &str) -> bool {
+        let Some(stderr) = self.child.stderr.take() else {
+            return false;
+        };
+        let mut lines = BufReader::new(stderr).lines();
+        let found = tokio::time::timeout(PROMPT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains(needle) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        found.unwrap_or(false)
     }
 
     fn pid(&self) -> i32 {
@@ -403,5 +434,37 @@ async fn the_end_of_input_ends_the_server_even_with_stdout_full() {
     assert!(
         status.is_ok(),
         "the server kept running after its input ended"
+    );
+}
+
+/// Cancelling a `task_wait` stops the wait at once (the reply to a cancelled request is not sent,
+/// so the server's own log is what shows it); the job keeps running.
+#[tokio::test]
+async fn a_cancelled_task_wait_stops_waiting() {
+    let mut server = Raw::start_with(None, Some("agentty_server=debug")).await;
+    let start = json!({"jsonrpc": "2.0", "id": "bg", "method": "tools/call", "params": {
+        "name": "terminal", "arguments": {"command": "sleep 600", "background": true}}});
+    server.write(&[start]).await;
+    let started = server.response("bg").await;
+    let job = started["result"]["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wait = json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {
+        "name": "task_wait", "arguments": {"id": job, "timeout_ms": 600000}}});
+    server.write(&[wait]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.write(&[cancel("w")]).await;
+    assert!(
+        server.logged("task_wait ended by cancellation").await,
+        "the wait went on after its cancellation"
+    );
+    let list = json!({"jsonrpc": "2.0", "id": "l", "method": "tools/call", "params": {
+        "name": "task_list", "arguments": {}}});
+    server.write(&[list]).await;
+    let listed = server.response("l").await;
+    assert_eq!(
+        listed["result"]["structuredContent"]["jobs"][0]["state"],
+        "running"
     );
 }
