@@ -676,7 +676,52 @@ fn fork_bomb(a: &Analysis) -> Option<String> {
                 .map(|c| format!("{name}() {{ … {} … }}", c.text));
         }
     }
-    a.scanned.iter().find(|t| fork_bomb_text(t)).cloned()
+    a.scanned
+        .iter()
+        .find(|t| fork_bomb_text(t))
+        .cloned()
+        .or_else(|| fork_loop(&a.source))
+}
+
+/// An endless loop that starts a process in the background on every turn and never waits or
+/// pauses: `while true; do bash & done`, `while :; do ./a.out & done`, `for ((;;)); do x & done`.
+/// The number of processes grows without bound, as with a fork bomb.
+fn fork_loop(source: &str) -> Option<String> {
+    let compact: String = source.split_whitespace().collect::<Vec<_>>().join(" ");
+    let heads = [
+        "while true; do ",
+        "while :; do ",
+        "while [ 1 ]; do ",
+        "until false; do ",
+        "for ((;;)); do ",
+        "for (( ; ; )); do ",
+    ];
+    for head in heads {
+        let mut rest = compact.as_str();
+        while let Some(at) = rest.find(head) {
+            let body_start = &rest[at + head.len()..];
+            let body = body_start.split("done").next().unwrap_or(body_start);
+            let bytes = body.as_bytes();
+            let backgrounds = bytes.iter().enumerate().any(|(i, &b)| {
+                b == b'&'
+                    && bytes.get(i + 1) != Some(&b'&')
+                    && (i == 0 || bytes[i - 1] != b'&')
+                    && bytes.get(i + 1) != Some(&b'>')
+                    && (i == 0 || !matches!(bytes[i - 1], b'>' | b'<'))
+            });
+            let paced = ["sleep", "wait", "break", "exit", "read", "return"]
+                .iter()
+                .any(|w| {
+                    body.split(|c: char| !c.is_ascii_alphanumeric())
+                        .any(|t| t == *w)
+                });
+            if backgrounds && !paced {
+                return Some(format!("{head}{body}done"));
+            }
+            rest = &body_start[body.len().min(body_start.len())..];
+        }
+    }
+    None
 }
 
 /// Text-level fork-bomb check for lines that did not parse: `NAME(){ … NAME|NAME … }` or
