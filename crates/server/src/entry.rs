@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use agentty_guard::{GuardConfig, Place, Verdict};
@@ -75,9 +76,18 @@ fn read_sourced(key: &str, value: &str, workdir: &Path) -> Result<Option<String>
         return Ok(None);
     }
     let path = workdir.join(value);
-    let Ok(file) = std::fs::File::open(&path) else {
+    // Never blocks: a FIFO (which a confined command can make) would hold this thread until a
+    // writer came. Only a regular file is read; the shell would wait on anything else.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path);
+    let Ok(file) = opened else {
         return Ok(None); // nothing there for the shell to source either
     };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(notice::sourced_unreadable(key, &path));
+    }
     let mut text = String::new();
     let read = file.take(SOURCED_MAX_BYTES + 1).read_to_string(&mut text);
     if read.is_err() || text.len() as u64 > SOURCED_MAX_BYTES {

@@ -102,3 +102,24 @@ async fn a_line_typed_in_pieces_is_judged_whole() {
     let (text, _) = server.shell_send(&id, " two\n").await;
     assert!(text.contains("one two"), "{text}");
 }
+
+/// A `BASH_ENV` naming a FIFO (a confined command can make one) must not hold the server: only a
+/// regular file is read, without blocking; anything else is refused, and the server answers.
+#[tokio::test]
+async fn a_sourced_file_that_is_a_fifo_does_not_hold_the_server() {
+    let server = start().await;
+    let (_, s) = server
+        .terminal(json!({"command": "mkfifo trap && echo made"}))
+        .await;
+    assert_eq!(s["stdout"], "made\n", "{s}");
+    let r = server
+        .call(
+            "terminal",
+            json!({"command": "true", "env": {"BASH_ENV": "trap"}}),
+        )
+        .await;
+    assert_eq!(r.is_error, Some(true), "{}", text_of(&r));
+    assert!(text_of(&r).contains("could not be read"), "{}", text_of(&r));
+    let (_, s) = server.terminal(json!({"command": "echo still here"})).await;
+    assert_eq!(s["stdout"], "still here\n");
+}
