@@ -101,6 +101,31 @@ fn marked(pid: i32, marker: &str) -> Marked {
     }
 }
 
+/// How long a process with an empty environment may be taken for one caught mid-`exec`.
+const YOUNG: Duration = Duration::from_secs(2);
+
+/// How long ago `pid` started (from `/proc`), when that can be read.
+fn age(pid: i32) -> Option<Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime, clock ticks after boot); fields counted after the `)` of the name.
+    let start: u64 = stat
+        .get(stat.rfind(')')? + 2..)?
+        .split_ascii_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let uptime: f64 = fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_ascii_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let started = start as f64 / f64::from(u32::try_from(ticks).ok()?.max(1));
+    Some(Duration::from_secs_f64((uptime - started).max(0.0)))
+}
+
 /// Live (non-zombie) members of the tree of the run `leader`/`marker`, and whether the process
 /// group `leader` is still this run's. It is for certain while the leader is `pinned` (not
 /// reaped); once the leader is reaped its pid can be reused, so the group then only counts if a
@@ -181,7 +206,14 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
             let watchdog = crate::watchdog::watchdog_pid();
             children.into_iter().any(|pid| {
                 Some(pid) != watchdog
-                    && marked(pid, marker) != Marked::No
+                    && match marked(pid, marker) {
+                        Marked::Yes => true,
+                        Marked::No => false,
+                        // Mid-exec is a moment: only a young process counts. An old one with
+                        // no environment (`env -i`) is not this run's, and must not make
+                        // every later call pay for a stop.
+                        Marked::Unknown => age(pid).is_none_or(|a| a < YOUNG),
+                    }
                     && !crate::reaper::is_owned(pid)
             })
         }

@@ -14,6 +14,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// Active hooks stat'ed per call at most: a command that fills the hooks directory cannot make
+/// every later call slow (any change to the directory itself is still seen through its mtime).
+const HOOKS_WATCHED: usize = 64;
+
 /// What a file looked like: inode, size, mtime (ns). `None`: absent.
 type Stamp = Option<(u64, u64, i64)>;
 
@@ -124,6 +128,7 @@ fn read_state(dir: &Path, before: Option<&GitDirState>) -> GitDirState {
                     .flatten()
                     .filter_map(|e| e.file_name().into_string().ok())
                     .filter(|n| !n.ends_with(".sample"))
+                    .take(HOOKS_WATCHED)
                     .collect()
             })
             .unwrap_or_default(),

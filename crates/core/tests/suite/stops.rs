@@ -169,3 +169,49 @@ async fn an_escapee_in_the_middle_of_exec_is_still_found() {
     }
     assert_none_left(&arg, "setsid escapee").await;
 }
+
+/// An orphan with no environment (`setsid env -i`) cannot be told to be any run's. Mid-exec
+/// that is a moment, so only a young one counts as a possible survivor: an old one must not
+/// make every later run pay for a stop (an attacker's cheap way to slow the server).
+#[tokio::test]
+async fn an_old_orphan_without_environment_is_not_taken_for_a_survivor() {
+    let arg = unique_sleep(5);
+    let _reap = Reap(arg.clone());
+    let m = marker("stop-old-orphan");
+    // It drops the marker before the run ends (so no stop can attribute it) and outlives it.
+    let cmd = format!("setsid env -i sleep {arg} >/dev/null 2>&1 & sleep 1; echo started");
+    let out = run_to_end(request(&cmd, &m, 60_000)).await;
+    assert_eq!(out.status, RunStatus::Success);
+    // Until the orphan is over two seconds old (judged by its start time in /proc).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let orphan = loop {
+        let found = with_arg(&arg);
+        if let Some(&pid) = found.first() {
+            let old = std::process::Command::new("ps")
+                .args(["-o", "etimes=", "-p", &pid.to_string()])
+                .output()
+                .ok()
+                .and_then(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .is_some_and(|s| s >= 3);
+            if old {
+                break pid;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no old orphan: {found:?} {:?}",
+            out.stopped
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let clean = run_to_end(request("true", &marker("stop-old-orphan-2"), 60_000)).await;
+    assert!(
+        !agentty_core::tree::has_survivors(clean.pid, "stop-old-orphan-2"),
+        "the old orphan {orphan} counted as a survivor of an unrelated run"
+    );
+}
