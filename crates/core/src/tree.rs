@@ -308,14 +308,33 @@ async fn confirmed_empty(
     seen: &mut HashSet<i32>,
     leader: i32,
 ) -> bool {
-    sleep(Duration::from_millis(POLL_MS)).await;
-    let (late, group_is_ours) = scan();
-    if late.is_empty() {
-        return true;
+    // While an orphan of ours is caught mid-`exec` (no environment yet, and young), wait for
+    // it to show whose it is: under load an `exec` can outlast a poll. Bounded by [`YOUNG`].
+    let until = Instant::now() + YOUNG;
+    loop {
+        sleep(Duration::from_millis(POLL_MS)).await;
+        let (late, group_is_ours) = scan();
+        if !late.is_empty() {
+            let new: Vec<i32> = late.into_iter().filter(|&p| seen.insert(p)).collect();
+            stop_gently(leader, group_is_ours, &new);
+            return false;
+        }
+        if !orphan_mid_exec() || Instant::now() >= until {
+            return true;
+        }
     }
-    let new: Vec<i32> = late.into_iter().filter(|&p| seen.insert(p)).collect();
-    stop_gently(leader, group_is_ours, &new);
-    false
+}
+
+/// Whether a child of ours that no spawn owns reads no environment and is young: one caught
+/// mid-`exec`, whose run cannot be told yet.
+fn orphan_mid_exec() -> bool {
+    let watchdog = crate::watchdog::watchdog_pid();
+    own_children().unwrap_or_default().into_iter().any(|pid| {
+        Some(pid) != watchdog
+            && marked(pid, "") == Marked::Unknown
+            && age(pid).is_none_or(|a| a < YOUNG)
+            && !crate::reaper::is_owned(pid)
+    })
 }
 
 /// SIGTERM, and SIGCONT so a stopped process gets to act on it.
