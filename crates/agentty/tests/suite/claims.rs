@@ -294,24 +294,6 @@ async fn wait_gone(pid: i32) {
     }
 }
 
-fn processes_with_arg(arg: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// A sandbox that cannot start is error 2009 and the command does not run. Made real here: the
 /// server is started inside 16 nested Landlock domains (the kernel's limit), each allowing every
 /// write, so it runs normally but cannot add the domain of its own sandbox.

@@ -132,9 +132,9 @@ pub fn text_of(result: &CallToolResult) -> String {
         .collect()
 }
 
-/// Live processes whose environment has `var=value`.
-pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
-    let wanted = format!("{var}={value}");
+/// Pids of live (non-zombie) processes, each with the named `/proc/<pid>/` file (`cmdline`,
+/// `environ`) read: the one `/proc` scan the suites build their checks on.
+pub fn live_processes(file: &str) -> Vec<(i32, Vec<u8>)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry
@@ -148,12 +148,33 @@ pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
         let zombie = stat
             .rfind(')')
             .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        if !zombie && environ.split(|&b| b == 0).any(|e| e == wanted.as_bytes()) {
-            found.push(pid);
+        if !zombie {
+            found.push((
+                pid,
+                std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default(),
+            ));
         }
     }
     found
+}
+
+/// Live processes whose environment has `var=value`.
+pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
+    let wanted = format!("{var}={value}");
+    live_processes("environ")
+        .into_iter()
+        .filter(|(_, env)| env.split(|&b| b == 0).any(|e| e == wanted.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Live processes with `arg` as one of their arguments.
+pub fn processes_with_arg(arg: &str) -> Vec<i32> {
+    live_processes("cmdline")
+        .into_iter()
+        .filter(|(_, cmd)| cmd.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Waits (at most `within`) until two scans in a row count at least `n`, and returns the last

@@ -194,25 +194,11 @@ fn text(response: &Value) -> String {
 
 /// Live processes that have `needle` in one of their arguments.
 fn processes_naming(needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rfind(')')
-            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
+    super::client::live_processes("cmdline")
+        .into_iter()
+        .filter(|(_, cmd)| String::from_utf8_lossy(cmd).contains(needle))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Zombie children of `pid` (any thread's).

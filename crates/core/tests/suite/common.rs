@@ -69,8 +69,8 @@ pub async fn wait_for_marked(marker: &str, n: usize, within: Duration) -> [usize
     seen
 }
 
-pub fn processes_with_marker(marker: &str) -> Vec<i32> {
-    let wanted = format!("{RUN_MARKER_VAR}={marker}");
+/// Pids of live (non-zombie) processes, each with the named `/proc/<pid>/` file read.
+pub fn live_processes(file: &str) -> Vec<(i32, Vec<u8>)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry
@@ -84,12 +84,23 @@ pub fn processes_with_marker(marker: &str) -> Vec<i32> {
         let zombie = stat
             .rfind(')')
             .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        if !zombie && environ.split(|&b| b == 0).any(|e| e == wanted.as_bytes()) {
-            found.push(pid);
+        if !zombie {
+            found.push((
+                pid,
+                std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default(),
+            ));
         }
     }
     found
+}
+
+pub fn processes_with_marker(marker: &str) -> Vec<i32> {
+    let wanted = format!("{RUN_MARKER_VAR}={marker}");
+    live_processes("environ")
+        .into_iter()
+        .filter(|(_, env)| env.split(|&b| b == 0).any(|e| e == wanted.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Waits (bounded) until no process of the run is left; returns what is still there.

@@ -33,25 +33,11 @@ fn unique_sleep(tag: u32) -> String {
 
 /// Live processes with `arg` as one of their arguments.
 fn with_arg(arg: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rfind(')')
-            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if !zombie && cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
+    live_processes("cmdline")
+        .into_iter()
+        .filter(|(_, cmd)| cmd.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Kills every process with `arg` when dropped: a test that fails, wherever it panics, leaves
