@@ -37,6 +37,7 @@ pub fn run(flags: &Flags) -> Result<String> {
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "pty: {}", pty_probe())?;
+    writeln!(out, "{}", agentty_core::watchdog::describe())?;
     Ok(out)
 }
 

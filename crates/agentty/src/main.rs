@@ -81,8 +81,9 @@ fn main() -> std::process::ExitCode {
 
 fn serve(flags: &config::Flags) -> Result<()> {
     let settings = config::resolve(flags)?;
-    // Forked while this process still has one thread (before the runtime): the watchdog stops
-    // every process of this server's runs if the server dies, even by SIGKILL.
+    // Forked while this process still has one thread (before the runtime): this process stays
+    // behind as the watchdog, and only the server (the child) returns here. However the server
+    // ends, the watchdog stops every process its commands left.
     let session = session_id();
     let _watchdog = agentty_core::watchdog::start(&format!("{session}-"))
         .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"));
@@ -125,6 +126,13 @@ fn serve(flags: &config::Flags) -> Result<()> {
             }
             signal = shutdown_signal() => {
                 tracing::info!("received {signal}, shutting down");
+                if signal == WATCHDOG_DIED {
+                    // Killed hard, and nothing is left to catch what this server leaves: every
+                    // child goes now, with no grace, before anything else can end this process.
+                    tokio::task::block_in_place(|| {
+                        agentty_core::watchdog::stop_children(false, std::time::Duration::ZERO)
+                    });
+                }
                 cancel.cancel();
                 Ok(())
             }
@@ -132,7 +140,15 @@ fn serve(flags: &config::Flags) -> Result<()> {
         // The stdio connection is the session: whatever ended it, no job outlives it.
         agentty.end_session().await;
         ended
-    })
+    })?;
+    // What the jobs' stops could not attribute (an escapee that wiped its environment) is
+    // still a child of this subreaper: stop it before leaving, in case the watchdog is gone.
+    let grace = std::time::Duration::from_millis(agentty_core::watchdog::WATCHDOG_GRACE_MS);
+    let left = agentty_core::watchdog::stop_children(false, grace);
+    if left > 0 {
+        tracing::warn!(left, "stopped processes that outlived their commands");
+    }
+    Ok(())
 }
 
 fn guard(
@@ -177,12 +193,16 @@ fn session_id() -> String {
     format!("{secs}-{}", std::process::id())
 }
 
+/// How [`shutdown_signal`] names the death of the watchdog.
+const WATCHDOG_DIED: &str = "the watchdog's death";
+
 async fn shutdown_signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+    let (Ok(mut term), Ok(mut int), Ok(mut hup), Ok(mut orphaned)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
         signal(SignalKind::hangup()),
+        signal(SignalKind::from_raw(agentty_core::watchdog::WATCHDOG_DIED)),
     ) else {
         return std::future::pending().await;
     };
@@ -190,5 +210,6 @@ async fn shutdown_signal() -> &'static str {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
         _ = hup.recv() => "SIGHUP",
+        _ = orphaned.recv() => WATCHDOG_DIED,
     }
 }

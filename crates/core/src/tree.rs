@@ -71,6 +71,16 @@ fn all_processes() -> Vec<ProcStat> {
         .collect()
 }
 
+/// Live (non-zombie) children of `parent`, by a full `/proc` scan (unlike [`own_children`],
+/// this also sees children of threads other than the main one).
+pub(crate) fn live_children_of(parent: i32) -> Vec<i32> {
+    all_processes()
+        .into_iter()
+        .filter(|p| p.ppid == parent && !p.zombie)
+        .map(|p| p.pid)
+        .collect()
+}
+
 fn has_marker(pid: i32, marker: &str) -> bool {
     marked(pid, marker) == Marked::Yes
 }
@@ -203,18 +213,15 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
             // An orphan caught mid-`exec` shows no environment: it might be this run's, so it
             // counts (the stop that follows looks again). Children a spawn owns are other
             // runs' leaders, never this run's escapees.
-            let watchdog = crate::watchdog::watchdog_pid();
             children.into_iter().any(|pid| {
-                Some(pid) != watchdog
-                    && match marked(pid, marker) {
-                        Marked::Yes => true,
-                        Marked::No => false,
-                        // Mid-exec is a moment: only a young process counts. An old one with
-                        // no environment (`env -i`) is not this run's, and must not make
-                        // every later call pay for a stop.
-                        Marked::Unknown => age(pid).is_none_or(|a| a < YOUNG),
-                    }
-                    && !crate::reaper::is_owned(pid)
+                (match marked(pid, marker) {
+                    Marked::Yes => true,
+                    Marked::No => false,
+                    // Mid-exec is a moment: only a young process counts. An old one with
+                    // no environment (`env -i`) is not this run's, and must not make
+                    // every later call pay for a stop.
+                    Marked::Unknown => age(pid).is_none_or(|a| a < YOUNG),
+                }) && !crate::reaper::is_owned(pid)
             })
         }
         None => !members(leader, marker, false).0.is_empty(),
@@ -328,10 +335,8 @@ async fn confirmed_empty(
 /// Whether a child of ours that no spawn owns reads no environment and is young: one caught
 /// mid-`exec`, whose run cannot be told yet.
 fn orphan_mid_exec() -> bool {
-    let watchdog = crate::watchdog::watchdog_pid();
     own_children().unwrap_or_default().into_iter().any(|pid| {
-        Some(pid) != watchdog
-            && marked(pid, "") == Marked::Unknown
+        marked(pid, "") == Marked::Unknown
             && age(pid).is_none_or(|a| a < YOUNG)
             && !crate::reaper::is_owned(pid)
     })

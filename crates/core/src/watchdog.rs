@@ -1,52 +1,72 @@
-//! The watchdog: no job outlives the server, even when the server is killed with SIGKILL
-//! (SPEC §3), which no cleanup code of the server itself survives.
+//! The watchdog: no process a command started outlives the server, however the server ends
+//! (SPEC §3), SIGKILL and a wiped environment included.
 //!
-//! At start-up, while the server still has a single thread, it forks a tiny watchdog process
-//! joined to it by a pipe. The server holds the write end (close-on-exec, so no command ever
-//! inherits it) and never writes; the watchdog blocks reading the other end. However the server
-//! ends (exit, panic, any signal including SIGKILL), the kernel closes the write end, the read
-//! returns end-of-file, and the watchdog stops every process whose environment carries a run
-//! marker of this server ([`crate::spawn::RUN_MARKER_VAR`] starting with the server's prefix):
-//! SIGTERM, a short grace, then SIGKILL rounds that re-scan for late forks. The marker is
-//! inherited by every descendant, so a `setsid` or double-fork escapee is found too; a process
-//! that deliberately wipes its environment (`env -i`) is the one thing it cannot attribute.
+//! `agentty serve` forks once at start-up, before any thread exists. The **parent stays behind
+//! as the watchdog** and the child becomes the server:
 //!
-//! Why a process and not a thread or `PR_SET_PDEATHSIG` on each job: a thread dies with the
-//! server, and a death signal set on the leader does not reach a grandchild that escaped with
-//! `setsid`. The pipe is the kernel's own notice of the server's death, with no race to close.
+//! ```text
+//! host ── agentty (watchdog: child subreaper, forwards signals, mirrors the exit status)
+//!            └── agentty (server: child subreaper) ── commands ── their escapees …
+//! ```
+//!
+//! Both are *child subreapers* (`PR_SET_CHILD_SUBREAPER`). While the server lives, a descendant
+//! that escaped its command (`setsid`, a double fork, `env -i`) is re-parented to the server.
+//! When the server dies, by any signal, SIGKILL and the OOM killer included, the kernel
+//! re-parents all of them, at once, to the watchdog. The watchdog then stops every child it has
+//! until the kernel says it has none (`ECHILD`): ground truth, with no need to read a marker
+//! that a command can erase. A sweep by run marker ([`sweep`]) follows as a second net.
+//!
+//! The other way round: if the watchdog is killed (the host's SIGKILL lands on the pid it
+//! started, which is the watchdog), the server gets [`WATCHDOG_DIED`] (`PR_SET_PDEATHSIG`),
+//! kills every child it has at once, with no grace ([`stop_children`]), and ends. When stdin is not a terminal the server also leaves the watchdog's process group,
+//! so a host that kills the whole group (the Python SDK does) reaches only the watchdog and the
+//! server still gets to clean up. The one ending not covered: the watchdog and the server
+//! killed with SIGKILL in the same instant (e.g. `pkill -9 agentty`), or the server killed
+//! within milliseconds of the watchdog; escapees then go to init.
+//!
+//! The host sees one process: the watchdog holds neither stdin nor stdout (the client must see
+//! EOF when the server ends), forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the server, and exits with the server's status once its children are gone.
 //!
 //! Why fork without exec: exec needs the binary's path (which a rebuild may have replaced) and a
-//! second entry point; forked before any thread exists, the child is an ordinary single-threaded
-//! copy that may allocate and read `/proc` freely. [`start`] refuses when threads already run.
+//! second entry point; forked before any thread exists, both sides are ordinary single-threaded
+//! copies that may allocate and read `/proc` freely. [`start`] refuses when threads already run.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{SigHandler, Signal, kill, signal};
-use nix::unistd::{ForkResult, Pid, fork, pipe2, read, setsid};
+use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, signal, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork, getpid, getppid, isatty, setpgid};
 
 use crate::spawn::RUN_MARKER_VAR;
 
-/// After SIGTERM, how long the watchdog waits before SIGKILL. Short: the server is already gone
+/// After SIGTERM, how long stopping waits before SIGKILL. Short: the server is gone (or going)
 /// and nobody waits for these processes' output any more.
 pub const WATCHDOG_GRACE_MS: u64 = 500;
 
-/// SIGKILL rounds (each re-scans `/proc` for late forks) before the watchdog gives up.
+/// SIGKILL rounds (each re-scans `/proc` for late forks) before the marker sweep gives up.
 const KILL_ROUNDS: usize = 50;
 /// Pause between two scans.
 const POLL_MS: u64 = 20;
+/// How long stopping children may take before giving up on what is left (a process in
+/// uninterruptible sleep cannot die until its I/O returns).
+const STOP_LIMIT: Duration = Duration::from_secs(10);
 
-/// The watchdog's pid (0 when none runs). It is a child of the server but never a command's
-/// leftover, so the per-call survivor check skips it without reading its environment.
-static WATCHDOG_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Signals the watchdog passes on to the server.
+const FORWARDED: [Signal; 4] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
 
-/// The running watchdog's pid, if any.
-pub fn watchdog_pid() -> Option<i32> {
-    let pid = WATCHDOG_PID.load(std::sync::atomic::Ordering::Relaxed);
-    (pid != 0).then_some(pid)
-}
+/// What the server receives when its watchdog dies (`PR_SET_PDEATHSIG`). The watchdog only
+/// dies first when it was killed hard (any other signal it passes on), so the server must
+/// stop everything at once and leave: nothing would catch what it leaves behind.
+pub const WATCHDOG_DIED: i32 = libc::SIGUSR1;
 
 /// Why the watchdog could not start.
 #[derive(Debug, thiserror::Error)]
@@ -59,57 +79,76 @@ pub enum WatchdogError {
     Io(#[from] io::Error),
 }
 
-/// The server's end of the watchdog: keep it alive as long as the server runs. Dropping it
-/// (or the server dying) makes the watchdog stop every marked process.
+/// The server's view of its watchdog (the parent process).
 #[derive(Debug)]
 pub struct Watchdog {
     pid: i32,
-    _alive: OwnedFd,
 }
 
 impl Watchdog {
+    /// The watchdog's pid: the process the host started.
     pub fn pid(&self) -> i32 {
         self.pid
     }
 }
 
-/// Forks the watchdog for the run markers starting with `marker_prefix`.
+/// Forks: the calling process becomes the watchdog and never returns from here; the child
+/// returns as the server. `marker_prefix` names the run markers of this server, for the
+/// second-net sweep.
 pub fn start(marker_prefix: &str) -> Result<Watchdog, WatchdogError> {
     let threads = fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(WatchdogError::Threads(threads));
     }
-    let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    // Blocked before the fork, so that neither a forwarded signal nor the server's death can
+    // arrive before the watchdog waits for them; the child restores the old mask.
+    let mut handled = SigSet::empty();
+    for sig in FORWARDED {
+        handled.add(sig);
+    }
+    handled.add(Signal::SIGCHLD);
+    let mut old = SigSet::empty();
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&handled), Some(&mut old))?;
+    let watchdog = getpid();
     // SAFETY: the process has exactly one thread (checked above), so the child is a complete
     // copy with no lock held by a thread that does not exist in it.
-    match unsafe { fork() }? {
-        ForkResult::Parent { child } => {
-            drop(read_end);
-            WATCHDOG_PID.store(child.as_raw(), std::sync::atomic::Ordering::Relaxed);
-            Ok(Watchdog {
-                pid: child.as_raw(),
-                _alive: write_end,
-            })
+    match unsafe { fork() } {
+        Err(e) => {
+            let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+            Err(e.into())
         }
-        ForkResult::Child => {
-            drop(write_end);
-            watch(read_end, marker_prefix);
-            std::process::exit(0)
+        Ok(ForkResult::Parent { child }) => watch(child, &handled, marker_prefix),
+        Ok(ForkResult::Child) => {
+            sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None)?;
+            // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process. The parent
+            // is single-threaded, so "the thread that forked us died" means the watchdog died.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, WATCHDOG_DIED, 0, 0, 0) };
+            if getppid() != watchdog {
+                // The watchdog died before the flag was set: nothing would guard this server.
+                std::process::exit(1);
+            }
+            // Out of the host's process group, so a kill of that group reaches the watchdog
+            // alone and this server still cleans up. Not when stdin is a terminal: a process
+            // outside the foreground group that reads the terminal is stopped (SIGTTIN).
+            if !isatty(std::io::stdin()).unwrap_or(false) {
+                let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
+            }
+            Ok(Watchdog {
+                pid: watchdog.as_raw(),
+            })
         }
     }
 }
 
-/// The watchdog's whole life: detach, wait for the server to die, sweep.
-fn watch(alive: OwnedFd, prefix: &str) {
-    // Its own session: Ctrl+C or a hang-up aimed at the server's terminal group must not take
-    // the watchdog down before the server, or nobody is left to clean up.
-    let _ = setsid();
-    for sig in [Signal::SIGINT, Signal::SIGHUP, Signal::SIGPIPE] {
-        // SAFETY: SIG_IGN installs no handler code.
-        let _ = unsafe { signal(sig, SigHandler::SigIgn) };
-    }
-    // stdout is the MCP channel: the client must see it close when the server dies, so the
-    // watchdog keeps no copy of it (nor of stdin).
+/// The watchdog's whole life: pass signals on, wait for the server to end, stop what it left,
+/// and end as the server ended.
+fn watch(server: Pid, handled: &SigSet, prefix: &str) -> ! {
+    // stdin and stdout are the MCP channel: the client must see them close when the server
+    // ends, so the watchdog keeps no copy of either.
     if let Ok(null) = fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -121,21 +160,103 @@ fn watch(alive: OwnedFd, prefix: &str) {
             libc::dup2(null.as_raw_fd(), 1);
         }
     }
-    let mut byte = [0u8; 1];
-    loop {
-        match read(&alive, &mut byte) {
-            Ok(0) => break,
-            Err(nix::Error::EINTR) | Ok(_) => continue,
-            Err(_) => break,
+    let ended = loop {
+        match handled.wait() {
+            Ok(Signal::SIGCHLD) => match waitpid(server, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => break Ok(code),
+                Ok(WaitStatus::Signaled(_, sig, _)) => break Err(sig),
+                Ok(_) => {}
+                Err(_) => break Ok(1),
+            },
+            Ok(sig) => {
+                let _ = kill(server, sig);
+            }
+            Err(_) => {}
         }
-    }
-    let (found, killed) = sweep(prefix);
+    };
+    let grace = Duration::from_millis(WATCHDOG_GRACE_MS);
+    let found = stop_children(true, grace) + sweep(prefix).0;
     if found > 0 {
         tracing::warn!(
             found,
-            killed,
-            "agentty watchdog: the server ended; stopped the processes it had started"
+            "agentty watchdog: the server ended; stopped the processes it had left"
         );
+    }
+    match ended {
+        Ok(code) => std::process::exit(code),
+        Err(sig) => end_by(sig),
+    }
+}
+
+/// Ends this process the way the server ended, so the host sees the same status.
+fn end_by(sig: Signal) -> ! {
+    // Re-raised when that ends the process without a core dump; otherwise the shell convention.
+    if matches!(
+        sig,
+        Signal::SIGKILL
+            | Signal::SIGTERM
+            | Signal::SIGINT
+            | Signal::SIGHUP
+            | Signal::SIGPIPE
+            | Signal::SIGUSR1
+            | Signal::SIGUSR2
+            | Signal::SIGALRM
+    ) {
+        // SAFETY: SIG_DFL installs no handler code.
+        let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+        let mut set = SigSet::empty();
+        set.add(sig);
+        let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+        let _ = nix::sys::signal::raise(sig);
+    }
+    std::process::exit(128 + sig as i32)
+}
+
+/// Stops every child of this process until it has none: SIGTERM and SIGCONT, `grace`, then
+/// SIGKILL rounds (at once when `grace` is zero). A killed child's own children are re-parented
+/// here (this process is a subreaper), so each round reaches one generation further, until
+/// nothing is left. With `reap`, it also collects them and stops only when the kernel says no
+/// child is left (`ECHILD`); without, a reaper elsewhere collects them. Returns how many
+/// processes it found.
+pub fn stop_children(reap: bool, grace: Duration) -> usize {
+    let me = std::process::id() as i32;
+    let started = Instant::now();
+    let poll = Duration::from_millis(if grace.is_zero() { 2 } else { POLL_MS });
+    let mut seen = HashSet::new();
+    loop {
+        let mut any = false;
+        if reap {
+            loop {
+                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) => {
+                        any = true;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        let live = crate::tree::live_children_of(me);
+        if live.is_empty() && !any {
+            return seen.len();
+        }
+        if started.elapsed() > STOP_LIMIT {
+            tracing::warn!(left = live.len(), "processes would not die; left them");
+            return seen.len();
+        }
+        let kill_now = started.elapsed() >= grace;
+        for pid in live {
+            let pid_ = Pid::from_raw(pid);
+            if kill_now {
+                let _ = kill(pid_, Signal::SIGKILL);
+            } else if seen.insert(pid) {
+                let _ = kill(pid_, Signal::SIGTERM);
+                let _ = kill(pid_, Signal::SIGCONT);
+            }
+            seen.insert(pid);
+        }
+        std::thread::sleep(poll);
     }
 }
 
@@ -198,4 +319,31 @@ fn is_zombie(pid: i32) -> bool {
             .and_then(|i| stat.get(i + 2..i + 3))
             .is_none_or(|state| state == "Z" || state == "X")
     })
+}
+
+/// `doctor`'s line on how this machine keeps commands from outliving the server: it tries the
+/// kernel feature the watchdog rests on, on the calling process.
+pub fn describe() -> String {
+    let mut on: libc::c_int = 0;
+    // SAFETY: prctl sets a flag on this process, then writes one int through a valid pointer.
+    let subreaper = unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_GET_CHILD_SUBREAPER,
+                &mut on as *mut libc::c_int,
+                0,
+                0,
+                0,
+            ) == 0
+    } && on == 1;
+    if subreaper {
+        "server end: watchdog and server are child subreapers: whatever a command started, \
+         env -i and setsid escapees included, is stopped however the server ends; not covered: \
+         both killed in the same instant (pkill -9 agentty)"
+            .to_owned()
+    } else {
+        "server end: no child subreaper on this kernel: only processes that keep the run marker \
+         are stopped when the server is killed"
+            .to_owned()
+    }
 }

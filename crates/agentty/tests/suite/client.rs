@@ -31,7 +31,8 @@ impl ClientHandler for Recorder {
 
 pub struct Server {
     pub client: RunningService<RoleClient, Recorder>,
-    /// The server process.
+    /// The process the host started: the watchdog, parent of the serving process
+    /// ([`serving_pid`]), which forwards signals to it and exits with its status.
     pub pid: i32,
     pub recorder: Recorder,
     pub workspace: tempfile::TempDir,
@@ -156,6 +157,34 @@ pub fn live_processes(file: &str) -> Vec<(i32, Vec<u8>)> {
         }
     }
     found
+}
+
+/// The serving process under the watchdog `watchdog` (the process a host starts forks it at
+/// start-up and stays behind): the one live child running this binary.
+pub fn serving_pid(watchdog: i32) -> i32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let children: Vec<i32> = live_processes("stat")
+            .into_iter()
+            .filter(|(_, stat)| {
+                let stat = String::from_utf8_lossy(stat);
+                let after = stat.rfind(')').map_or("", |i| &stat[i + 2..]);
+                after.split_ascii_whitespace().nth(1) == Some(&watchdog.to_string())
+            })
+            .map(|(pid, _)| pid)
+            .filter(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .is_ok_and(|exe| exe == std::path::Path::new(env!("CARGO_BIN_EXE_agentty")))
+            })
+            .collect();
+        match children[..] {
+            [pid] => return pid,
+            _ if std::time::Instant::now() > deadline => {
+                panic!("no single serving process under {watchdog}: {children:?}")
+            }
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
 }
 
 /// Live processes whose environment has `var=value`.

@@ -158,8 +158,9 @@ impl Raw {
         found.unwrap_or(false)
     }
 
+    /// The serving process (the child of the watchdog this test started).
     fn pid(&self) -> i32 {
-        self.child.id().unwrap() as i32
+        super::client::serving_pid(self.child.id().unwrap() as i32)
     }
 }
 

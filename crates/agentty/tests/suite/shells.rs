@@ -24,20 +24,9 @@ async fn err(server: &Server, tool: &str, args: Value) -> String {
     text_of(&result)
 }
 
-/// The server process: the one whose command line names this test's state directory.
+/// The serving process (the watchdog's child).
 fn server_pid(server: &Server) -> i32 {
-    let wanted = server.state.path().to_string_lossy().into_owned();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        if cmdline.starts_with(env!("CARGO_BIN_EXE_agentty")) && cmdline.contains(&wanted) {
-            return pid;
-        }
-    }
-    panic!("server process not found");
+    super::client::serving_pid(server.pid)
 }
 
 /// (open fds, of which terminals) of a process.
@@ -358,7 +347,7 @@ async fn two_hundred_cycles_leave_no_fd_pty_or_process_behind() {
     ok(&server, "shell_close", json!({"id": "s1"})).await;
     let baseline = fds(pid);
     assert_eq!(baseline.1, 0, "no terminal held after close");
-    // The server's own helpers (e.g. its watchdog) are children too: they are the baseline.
+    // The server's own helpers, if any, are children too: they are the baseline.
     let helpers = children(pid);
     for i in 2..=201 {
         let id = format!("s{i}");

@@ -32,7 +32,9 @@ async fn start_owned() -> Owned {
         .arg("--workspace")
         .arg(workspace.path())
         .arg("--state-dir")
-        .arg(state.path());
+        .arg(state.path())
+        // A group of its own, as the Python SDK starts servers, so a test can kill the group.
+        .process_group(0);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::from(stderr.reopen().unwrap()))
         .spawn()
@@ -346,15 +348,38 @@ async fn on_timeout_background_moves_the_command_and_loses_nothing() {
     assert_eq!(s["text"], "two\nthree\n");
 }
 
-/// Starts jobs whose trees include setsid'd and double-forked escapees, then ends the server
+/// How a test ends the server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ending {
+    /// The client closes stdin.
+    Eof,
+    /// A signal to the process the host started (the watchdog, which passes it on).
+    Signal(i32),
+    /// A signal to the serving process itself (e.g. the OOM killer's SIGKILL).
+    ServerSignal(i32),
+    /// SIGKILL to the host's whole process group.
+    GroupKill,
+    /// SIGKILL to the watchdog alone, first: the server must end and clean up by itself.
+    WatchdogKilled,
+}
+
+/// Starts jobs whose trees include setsid'd, double-forked and `env -i` escapees (the last
+/// carry no run marker, so only the kernel's re-parenting finds them), then ends the server
 /// with `end`; every process of every job must be gone within a bounded time.
-async fn no_job_survives(end: &str) {
+async fn no_job_survives(end: Ending) {
     let server = start_owned().await;
-    let t = tag(&format!("tasks-survive-{end}"));
+    let t = tag(&format!("tasks-survive-{end:?}"));
+    // The `env -i` escapees lose JOBTAG: they are found by a unique argument.
+    let unmarked = format!("3599.{}{}", std::process::id(), t.len());
     for cmd in [
-        "setsid sleep 300 >/dev/null 2>&1 & sleep 300",
-        "(setsid sh -c 'trap \"\" TERM; sleep 300' >/dev/null 2>&1 &); trap '' TERM; sleep 300",
-        "yes flood",
+        "setsid sleep 300 >/dev/null 2>&1 & sleep 300".to_owned(),
+        "(setsid sh -c 'trap \"\" TERM; sleep 300' >/dev/null 2>&1 &); trap '' TERM; sleep 300"
+            .to_owned(),
+        "yes flood".to_owned(),
+        format!(
+            "(setsid env -i /bin/sh -c 'trap \"\" TERM; sleep {unmarked}' >/dev/null 2>&1 &); \
+             exec env -i sleep {unmarked}"
+        ),
     ] {
         let r = call_on(
             &server.client,
@@ -366,47 +391,93 @@ async fn no_job_survives(end: &str) {
     }
     let seen = wait_for_processes("JOBTAG", &t, 6, PROMPT).await;
     assert!(seen.iter().all(|&n| n >= 6), "jobs did not start: {seen:?}");
+    let deadline = Instant::now() + PROMPT;
+    while processes_with_arg(&unmarked).len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(processes_with_arg(&unmarked).len(), 2, "env -i escapees");
+    let serving = serving_pid(server.pid);
+    let kill = |pid: i32, sig: i32| {
+        // SAFETY: kill takes a pid and a signal number.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
+    };
     match end {
-        "eof" => {
+        Ending::Eof => {
             let _ = server.client.cancel().await;
         }
-        signal => {
-            let status = std::process::Command::new("kill")
-                .arg(format!("-{signal}"))
-                .arg(server.pid.to_string())
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }
+        Ending::Signal(sig) => kill(server.pid, sig),
+        Ending::ServerSignal(sig) => kill(serving, sig),
+        Ending::GroupKill => kill(-server.pid, libc::SIGKILL),
+        Ending::WatchdogKilled => kill(server.pid, libc::SIGKILL),
     }
     assert_eq!(
         wait_until_gone("JOBTAG", &t, PROMPT).await,
         Vec::<i32>::new(),
-        "{end}"
+        "{end:?}"
     );
-    if end != "KILL" {
+    let deadline = Instant::now() + PROMPT;
+    while !processes_with_arg(&unmarked).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        processes_with_arg(&unmarked),
+        Vec::<i32>::new(),
+        "{end:?}: env -i escapees survived"
+    );
+    // Both processes are gone too.
+    let deadline = Instant::now() + PROMPT;
+    let alive = |pid: i32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    while (alive(serving) || alive(server.pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(serving), "{end:?}: the server still runs");
+    let graceful = matches!(end, Ending::Eof | Ending::Signal(_))
+        || end == Ending::ServerSignal(libc::SIGTERM);
+    if graceful {
         // The server stopped them itself and said so, one line per job.
         let deadline = Instant::now() + PROMPT;
         let mut log = String::new();
-        while Instant::now() < deadline && log.matches("stopped job t").count() < 3 {
+        while Instant::now() < deadline && log.matches("stopped job t").count() < 4 {
             tokio::time::sleep(Duration::from_millis(20)).await;
             log = std::fs::read_to_string(server.stderr.path()).unwrap();
         }
-        assert_eq!(log.matches("stopped job t").count(), 3, "{log}");
+        assert_eq!(log.matches("stopped job t").count(), 4, "{log}");
     }
 }
 
 #[tokio::test]
 async fn no_job_survives_stdin_eof() {
-    no_job_survives("eof").await;
+    no_job_survives(Ending::Eof).await;
 }
 
 #[tokio::test]
 async fn no_job_survives_sigterm() {
-    no_job_survives("TERM").await;
+    no_job_survives(Ending::Signal(libc::SIGTERM)).await;
 }
 
 #[tokio::test]
-async fn no_job_survives_sigkill_of_the_server() {
-    no_job_survives("KILL").await;
+async fn no_job_survives_sigint_or_sighup() {
+    no_job_survives(Ending::Signal(libc::SIGINT)).await;
+    no_job_survives(Ending::Signal(libc::SIGHUP)).await;
+}
+
+#[tokio::test]
+async fn no_job_survives_sigkill_of_the_process_the_host_started() {
+    no_job_survives(Ending::WatchdogKilled).await;
+}
+
+#[tokio::test]
+async fn no_job_survives_sigkill_of_the_serving_process() {
+    no_job_survives(Ending::ServerSignal(libc::SIGKILL)).await;
+}
+
+#[tokio::test]
+async fn no_job_survives_sigterm_or_sigquit_to_the_serving_process() {
+    no_job_survives(Ending::ServerSignal(libc::SIGTERM)).await;
+    no_job_survives(Ending::ServerSignal(libc::SIGQUIT)).await;
+}
+
+#[tokio::test]
+async fn no_job_survives_sigkill_of_the_host_process_group() {
+    no_job_survives(Ending::GroupKill).await;
 }
