@@ -153,6 +153,7 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         Some(dir) => dir,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let workspace_given = workspace.clone();
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
@@ -197,6 +198,12 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
     let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
     let guard = merge_guard(file.guard, flags)?;
+    if sandbox_enabled {
+        let given = std::iter::once(&workspace_given)
+            .chain(flags.add_dirs.iter())
+            .chain(file.add_dirs.iter().flatten());
+        refuse_linked_roots(given, mode, std::iter::once(&workspace).chain(&add_dirs))?;
+    }
     // The server trusts what it finds in its state dir (spill files it reads back, names it
     // removes): a confined command must not be able to write there. A workspace that holds the
     // home directory (`/`, home itself) holds the default state dir too: that setup confines
@@ -237,6 +244,26 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
             .or(file.shell_idle_ms)
             .filter(|&ms| ms > 0),
     })
+}
+
+/// Refuses a root reached through a symlink that a confined command could have planted or could
+/// re-point (see `agentty_sandbox::linked_root`).
+fn refuse_linked_roots<'a>(
+    given: impl Iterator<Item = &'a PathBuf>,
+    mode: Mode,
+    roots: impl Iterator<Item = &'a PathBuf>,
+) -> Result<()> {
+    let policy = agentty_sandbox::Policy::new(mode, roots.cloned().collect());
+    let plan = agentty_sandbox::Plan::new(&policy);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    for path in given {
+        let path = cwd.join(path);
+        if let Some(why) = agentty_sandbox::linked_root(&path, &plan, home.as_deref()) {
+            bail!("refusing the root {}: {why}", path.display());
+        }
+    }
+    Ok(())
 }
 
 fn merge_guard(section: GuardSection, flags: &Flags) -> Result<GuardConfig> {

@@ -18,6 +18,7 @@ pub mod notice;
 mod plan;
 mod prepared;
 mod probe;
+mod roots;
 mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
@@ -30,6 +31,7 @@ pub use mode::{Mode, ParseModeError, Policy};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 pub use prepared::Prepared;
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
+pub use roots::{LinkedRoot, linked_root};
 #[cfg(any(target_os = "macos", test))]
 pub use seatbelt::sandbox_exec_argv;
 pub use seatbelt::{SANDBOX_EXEC, seatbelt_profile};

@@ -386,7 +386,7 @@ fn is_repository_dir(dir: &Path) -> bool {
 }
 
 /// Directories no git dir may be, or be inside.
-const SYSTEM_DIRS: &[&str] = &[
+pub(crate) const SYSTEM_DIRS: &[&str] = &[
     "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin", "/sys",
     "/usr", "/var/lib", "/var/log",
 ];

@@ -50,7 +50,15 @@ pub async fn start_with(flags: &[&str]) -> Server {
 
 /// Starts the server with `state` as its state dir.
 pub async fn start_in(state: tempfile::TempDir, flags: &[&str]) -> Server {
-    let workspace = tempfile::tempdir().unwrap();
+    start_at(tempfile::tempdir().unwrap(), state, flags).await
+}
+
+/// Starts the server on `workspace`, with `state` as its state dir.
+pub async fn start_at(
+    workspace: tempfile::TempDir,
+    state: tempfile::TempDir,
+    flags: &[&str],
+) -> Server {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
     cmd.arg("serve")
         .arg("--workspace")

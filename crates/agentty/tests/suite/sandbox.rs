@@ -477,3 +477,47 @@ async fn a_planted_git_hook_or_config_is_reported() {
         "{text}"
     );
 }
+
+/// A command swaps the workspace, which sits in a directory commands may write (`/tmp`), for a
+/// symlink to a directory outside: the next session on that path must not make the link's
+/// target writable. It refuses to start, and says why.
+#[tokio::test]
+async fn a_workspace_swapped_for_a_symlink_is_refused_at_the_next_start() {
+    let parent = tempfile::tempdir().unwrap();
+    let workspace = tempfile::Builder::new()
+        .prefix("proj")
+        .tempdir_in(parent.path())
+        .unwrap();
+    let ws = workspace.path().to_path_buf();
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("linked-root-{}", std::process::id()));
+    std::fs::create_dir_all(&target).unwrap();
+    let server = start_at(workspace, tempfile::tempdir().unwrap(), &[]).await;
+    let swap = format!(
+        "cd / && mv {ws} {ws}.old && ln -s {target} {ws} && echo swapped",
+        ws = ws.display(),
+        target = target.display()
+    );
+    let (text, _) = server.terminal(json!({ "command": swap })).await;
+    assert!(
+        text.contains("swapped"),
+        "the swap itself is allowed: {text}"
+    );
+    let next = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .arg("serve")
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--state-dir")
+        .arg(tempfile::tempdir().unwrap().path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&next.stderr);
+    drop(server);
+    std::fs::remove_dir_all(&target).unwrap();
+    assert!(!next.status.success(), "the next session started: {said}");
+    assert!(
+        said.contains("refusing the root") && said.contains("symlink"),
+        "{said}"
+    );
+}
