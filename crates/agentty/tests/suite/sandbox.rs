@@ -521,3 +521,168 @@ async fn a_workspace_swapped_for_a_symlink_is_refused_at_the_next_start() {
         "{said}"
     );
 }
+
+/// Runs `script` on `path` (pipe, pty, background, shell) and returns what the model was told.
+async fn run_on_path(server: &Server, path: &str, script: &str) -> String {
+    match path {
+        "pipe" => server.terminal(json!({"command": script})).await.0,
+        "pty" => {
+            server
+                .terminal(json!({"command": script, "pty": true}))
+                .await
+                .0
+        }
+        "background" => {
+            let id = server.background(json!({"command": script})).await;
+            let waited = server
+                .call("task_wait", json!({"id": id, "timeout_ms": 60_000}))
+                .await;
+            let out = server
+                .call("task_output", json!({"id": id, "since": 0}))
+                .await;
+            format!("{}\n{}", text_of(&waited), text_of(&out))
+        }
+        _ => {
+            let shell = server.open_shell().await;
+            let r = server
+                .call(
+                    "shell_send",
+                    json!({"id": shell, "input": format!("{script}\n"), "timeout_ms": 60_000}),
+                )
+                .await;
+            text_of(&r)
+        }
+    }
+}
+
+/// The attacker's matrix: every escape class at once, on all four paths, in `default` and
+/// `plan`. Each attempt prints `ESCAPED-<name>` only if the kernel let it through, and the
+/// effects outside are checked on disk and in the process table too. A last line proves the
+/// script ran to the end.
+#[tokio::test]
+async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    let py = "/usr/bin/python3 -c";
+    let abstract_name = format!("agentty-matrix-{}", std::process::id());
+    let abstract_listener =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
+    let daemon_dir = tempfile::tempdir().unwrap();
+    let daemon_sock = daemon_dir.path().join("daemon.sock");
+    let daemon_listener = UnixListener::bind(&daemon_sock).unwrap();
+    // Another terminal of the user's: the command may find it, must not type into it.
+    let (other_master, other_slave) = open_terminal();
+    for flags in [&[][..], &["--mode", "plan"][..]] {
+        let plan = !flags.is_empty();
+        let server = start_with(flags).await;
+        for path in ["pipe", "pty", "background", "shell"] {
+            let dir = outside(&format!(
+                "matrix-{}-{path}",
+                if plan { "plan" } else { "default" }
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let victim_file = dir.join("victim");
+            std::fs::write(&victim_file, "keep").unwrap();
+            let mut victim = std::process::Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .unwrap();
+            let d = dir.display();
+            let v = victim.id();
+            let mut attempts = vec![
+                format!("echo x > {d}/write && echo ESCAPED-write"),
+                format!("echo x | tee {d}/tee >/dev/null && echo ESCAPED-tee"),
+                format!(
+                    "ln -s {d} sl-{path} && echo x > sl-{path}/symlink && echo ESCAPED-symlink"
+                ),
+                format!("ln {d}/victim hl-{path} && echo x >> hl-{path} && echo ESCAPED-hardlink"),
+                format!("mv {d}/victim stolen-{path} && echo ESCAPED-rename"),
+                format!("truncate -s 0 {d}/victim && echo ESCAPED-truncate"),
+                format!("echo x > /proc/self/root{d}/proc && echo ESCAPED-proc-root"),
+                format!("(cd {d} && echo x > cwd) && echo ESCAPED-cwd"),
+                format!("mknod node-{path} c 1 11 && echo ESCAPED-mknod"),
+                format!("kill -TERM {v} && echo ESCAPED-signal"),
+                format!(
+                    "{py} 'import os; os.setxattr(\"{d}/victim\", \"user.x\", b\"1\"); print(\"ESCAPED-xattr\")'"
+                ),
+                format!(
+                    "{py} 'import os,fcntl,array; f=os.open(\"{d}/victim\", os.O_RDONLY); a=array.array(\"l\",[0]); \
+                     fcntl.ioctl(f,0x80086601,a); a[0]|=0x20; fcntl.ioctl(f,0x40086602,a); print(\"ESCAPED-chattr\")'"
+                ),
+                format!(
+                    "{py} 'import os,fcntl,termios; f=os.open(\"{other_slave}\", os.O_RDWR|os.O_NOCTTY); \
+                     fcntl.ioctl(f, termios.TIOCSTI, b\"#\"); print(\"ESCAPED-tiocsti\")'"
+                ),
+                format!(
+                    "{py} 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\"); print(\"ESCAPED-abstract-socket\")'"
+                ),
+                format!("unshare -Urm sh -c 'mount --bind {d} /mnt && echo ESCAPED-mount'"),
+            ];
+            if plan {
+                attempts.push(format!(
+                    "{py} 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"ESCAPED-daemon-socket\")'",
+                    daemon_sock.display()
+                ));
+                attempts.push(format!(
+                    "echo x > in-workspace-{path} && echo ESCAPED-plan-write"
+                ));
+            }
+            let script = attempts
+                .iter()
+                .map(|a| format!("{{ {a}; }} 2>/dev/null"))
+                .chain(std::iter::once("echo matrix-ran-to-the-end".to_owned()))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let said = run_on_path(&server, path, &script).await;
+            let alive = victim.try_wait().unwrap().is_none();
+            let _ = victim.kill();
+            victim.wait().unwrap();
+            let case = format!("{flags:?} {path}");
+            assert!(
+                said.contains("matrix-ran-to-the-end"),
+                "{case}: did not run: {said}"
+            );
+            assert!(!said.contains("ESCAPED-"), "{case}: {said}");
+            assert!(alive, "{case}: the signal got through");
+            assert_eq!(
+                std::fs::read_to_string(&victim_file).unwrap(),
+                "keep",
+                "{case}"
+            );
+            for name in ["write", "tee", "symlink", "proc", "cwd"] {
+                assert!(!dir.join(name).exists(), "{case}: {name} written outside");
+            }
+            assert!(!xattr_names(&victim_file).contains("user.x"), "{case}");
+            let node = server.workspace().join(format!("node-{path}"));
+            assert!(!node.exists(), "{case}: a device node was made");
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+    // Nothing was typed into the other terminal.
+    let mut buf = [0u8; 64];
+    // SAFETY: a non-blocking read into a buffer we own.
+    let n = unsafe { libc::read(other_master, buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(
+        n <= 0,
+        "typed into another terminal: {:?}",
+        &buf[..n.max(0) as usize]
+    );
+    drop((abstract_listener, daemon_listener));
+    // SAFETY: closing the fd we opened.
+    unsafe { libc::close(other_master) };
+}
+
+/// A terminal pair held by the test: (non-blocking master fd, slave path).
+fn open_terminal() -> (i32, String) {
+    // SAFETY: plain libc calls; ptsname's buffer is copied at once.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_NONBLOCK);
+        assert!(fd >= 0);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let name = std::ffi::CStr::from_ptr(libc::ptsname(fd))
+            .to_string_lossy()
+            .into_owned();
+        (fd, name)
+    }
+}
