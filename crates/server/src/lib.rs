@@ -1,5 +1,6 @@
 //! agentty-server: MCP tool contracts, model-facing notices and transports.
 
+mod catalog;
 pub mod confinement;
 mod entry;
 pub mod escalation;

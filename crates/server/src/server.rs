@@ -57,6 +57,8 @@ pub struct Settings {
 pub struct Agentty {
     inner: Arc<Inner>,
     tool_router: ToolRouter<Self>,
+    /// What `tools/list` answers: the router's tools, tidied and ordered once.
+    tools: Arc<Vec<rmcp::model::Tool>>,
 }
 
 struct Inner {
@@ -108,9 +110,12 @@ impl Agentty {
             early_cancels: Arc::default(),
             planted: crate::planted::Planted::new(&settings_workspace),
         };
+        let tool_router = Self::tool_router() + Self::tasks_router() + Self::shells_router();
+        let tools = Arc::new(crate::catalog::catalog(tool_router.list_all()));
         Ok(Self {
             inner: Arc::new(inner),
-            tool_router: Self::tool_router() + Self::tasks_router() + Self::shells_router(),
+            tool_router,
+            tools,
         })
     }
 
@@ -347,5 +352,24 @@ impl ServerHandler for Agentty {
             .contains(&ElicitationMode::Form);
         self.inner.client_can_ask.store(form, Ordering::Relaxed);
         self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        // As rmcp's generated handler answers, with the catalog instead of the router's list.
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools: self.tools.as_ref().clone(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Public),
+        })
     }
 }
