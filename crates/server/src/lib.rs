@@ -1,5 +1,6 @@
 //! agentty-server: MCP tool contracts, model-facing notices and transports.
 
+mod args;
 mod catalog;
 pub mod confinement;
 mod entry;

@@ -198,8 +198,7 @@ pub(crate) fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 }
 
 pub(crate) fn parse_args<T: DeserializeOwned>(args: JsonObject) -> Result<T, CallToolResult> {
-    serde_json::from_value(serde_json::Value::Object(args))
-        .map_err(|e| tool_error(format!("{}: {e}", notice::INVALID_ARGS)))
+    crate::args::parse(args)
 }
 
 pub(crate) fn tool_error(text: String) -> CallToolResult {

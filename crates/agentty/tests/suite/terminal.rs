@@ -142,12 +142,23 @@ async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
             json!({"command": "ls", "argv": ["ls"]}),
             "exactly one of `command`",
         ),
-        (json!({"command": 5}), "invalid arguments"),
-        (json!({"argv": "ls"}), "invalid arguments"),
+        (json!({"command": 5}), "`command` must be a string (got 5)"),
+        (
+            json!({"argv": "ls"}),
+            "`argv` must be an array (got the string \"ls\")",
+        ),
+        (
+            json!({"command": "ls", "timeout_ms": "1000"}),
+            "`timeout_ms` must be an integer ≥ 0 (got the string \"1000\")",
+        ),
+        (
+            json!({"command": "ls", "env": {"A": 1}}),
+            "`env.A` must be a string (got 1)",
+        ),
         (json!({"argv": []}), "`argv` must name a program"),
         (
             json!({"command": "ls", "timeout_ms": -1}),
-            "invalid arguments",
+            "`timeout_ms` must be an integer ≥ 0 (got -1)",
         ),
         (
             json!({"command": "ls", "timeout_ms": 10_000_000}),
