@@ -8,6 +8,10 @@ import json, os, subprocess, sys, tempfile, time
 ws = tempfile.mkdtemp(); st = tempfile.mkdtemp()
 p = subprocess.Popen([sys.argv[1], "serve", "--workspace", ws, "--state-dir", st], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 n = 0
+def serving_pid():
+    """The server proper: the child of the process started here (which stays as its watchdog)."""
+    kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+    return int(kids[0]) if kids else p.pid
 def call(method, params, notify=False):
     global n
     n += 1
@@ -22,8 +26,9 @@ def tool(name, args): return call("tools/call", {"name": name, "arguments": args
 call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "m", "version": "0"}})
 call("notifications/initialized", {}, notify=True)
 def stats():
-    fds = len(os.listdir(f"/proc/{p.pid}/fd"))
-    rss = [l for l in open(f"/proc/{p.pid}/status") if l.startswith("VmRSS")][0].split()[1]
+    pid = serving_pid()
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    rss = [l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1]
     return fds, int(rss)
 print("start fds, RSS kB:", stats())
 for i in range(400):

@@ -79,8 +79,16 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Said on stderr when `serve` is started by hand in a terminal, where it would look hung.
+const TERMINAL_BANNER: &str = "agentty: an MCP server, waiting for an MCP client on stdin \
+(JSON-RPC lines); connect it from an MCP host, or try `agentty doctor` to check this machine. \
+Ctrl+C ends it.";
+
 fn serve(flags: &config::Flags) -> Result<()> {
     let settings = config::resolve(flags)?;
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!("{TERMINAL_BANNER}");
+    }
     // Forked while this process still has one thread (before the runtime): this process stays
     // behind as the watchdog, and only the server (the child) returns here. However the server
     // ends, the watchdog stops every process its commands left.

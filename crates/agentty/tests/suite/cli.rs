@@ -216,3 +216,59 @@ fn doctor_says_which_protections_beyond_writes_are_in_force() {
         "{text}"
     );
 }
+
+/// `serve` typed by hand in a terminal says what it is and how to check the machine, instead of
+/// looking hung; started by a host (stdin a pipe), it says nothing of the kind.
+#[test]
+fn serve_in_a_terminal_says_it_waits_for_a_client() {
+    use std::io::{BufRead, BufReader};
+    use std::os::fd::FromRawFd;
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let serve = || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+        cmd.args(["serve", "--workspace"])
+            .arg(workspace.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    };
+    // SAFETY: plain libc calls; the slave fd is handed to a File that owns it.
+    let (master, slave) = unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0);
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let name = libc::ptsname(master);
+        let slave = libc::open(name, libc::O_RDWR | libc::O_NOCTTY);
+        assert!(slave >= 0);
+        (master, std::fs::File::from_raw_fd(slave))
+    };
+    let mut child = serve().stdin(slave).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut first = String::new();
+        let _ = BufReader::new(stderr).read_line(&mut first);
+        let _ = tx.send(first);
+    });
+    // A hang guard only: the line is printed before the server does anything else.
+    let first = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_default();
+    // SAFETY: kill takes a pid and a signal number; close takes the fd we opened.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+        libc::close(master);
+    }
+    child.wait().unwrap();
+    assert!(
+        first.contains("waiting for an MCP client on stdin") && first.contains("agentty doctor"),
+        "{first}"
+    );
+    let piped = serve().stdin(std::process::Stdio::null()).output().unwrap();
+    let said = String::from_utf8_lossy(&piped.stderr);
+    assert!(!said.contains("waiting for an MCP client"), "{said}");
+}
