@@ -34,6 +34,7 @@ pub fn run(flags: &Flags) -> Result<String> {
             &agentty_sandbox::daemon_sockets()
         )
     )?;
+    writeln!(out, "{}", agentty_sandbox::notice::DENIAL_SOURCE)?;
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "pty: {}", pty_probe())?;

@@ -1,10 +1,11 @@
-//! Recognising, after the fact, that a failed command was refused a write by the sandbox (2008).
+//! Recognising, after the fact, that a command was refused a write by the sandbox (2008).
 //!
 //! The kernel tells the command, not us, so this reads the command's output. It is deliberately
 //! conservative: a plausible lie ("the sandbox blocked you") sends the agent to ask for escalation
-//! when the real fix is a `chmod` or an ssh key. So a line counts only when the command failed, the
-//! line carries a permission-type error, it names a path, and that path lies outside the plan's
-//! writable set. `ssh: Permission denied (publickey)` names no path and is never blamed; a chmod-000
+//! when the real fix is a `chmod` or an ssh key. So a line counts only when it carries a
+//! permission-type error, it names a path, and that path lies outside the plan's writable set.
+//! The exit code does not decide: models write `… 2>&1 | tail -3` constantly, and a pipeline
+//! exits with its last stage, so a refused `cp` or `npm install` there exits 0. `ssh: Permission denied (publickey)` names no path and is never blamed; a chmod-000
 //! file inside the workspace is writable by the plan and is never blamed either, and neither is a
 //! path this server could not write without the sandbox (`cat /etc/shadow` as a user, a
 //! root-owned directory, a read-only mount): there the fix is not an escalation. A relative path
@@ -83,16 +84,16 @@ impl RanIn<'_> {
 /// Bounds the scan on huge outputs; denials are printed where the command stops, near the end.
 const SCAN_TAIL_LINES: usize = 400;
 
-/// Returns the denial when a failed command's output shows a write refused outside the writable
-/// set of `plan`. `exit`: the command's exit code, `None` when a signal ended it. Always `None`
-/// when the command succeeded, could not execute a program (126), or the plan confines nothing.
+/// Returns the denial when a command's output shows a write refused outside the writable set of
+/// `plan`, whatever its exit code. `exit`: the command's exit code, `None` when a signal ended
+/// it. Always `None` when it could not execute a program (126) or the plan confines nothing.
 pub fn detect_denial(
     exit: Option<i32>,
     output: &str,
     plan: &Plan,
     ran: Option<RanIn<'_>>,
 ) -> Option<Denial> {
-    if matches!(exit, Some(0 | CANNOT_EXECUTE)) || !plan.confines() {
+    if exit == Some(CANNOT_EXECUTE) || !plan.confines() {
         return None;
     }
     let markers = match plan.backend {
@@ -400,13 +401,19 @@ mod tests {
     }
 
     #[test]
-    fn only_failed_confined_commands() {
+    fn any_exit_code_but_only_confined_commands() {
         let ws = tempfile::tempdir().unwrap();
-        let msg = "touch: cannot touch '/etc/x': Permission denied";
-        assert_eq!(
-            detect_denial(Some(0), msg, &plan(Mode::Default, ws.path()), None),
-            None
+        let outside = tempfile::tempdir().unwrap();
+        let msg = format!(
+            "cp: cannot create regular file '{}/x': Permission denied",
+            outside.path().display()
         );
+        // A pipeline (`cp … 2>&1 | tail -3`) exits with its last stage: 0.
+        assert!(
+            detect_denial(Some(0), &msg, &plan(Mode::Default, ws.path()), None).is_some(),
+            "{msg}"
+        );
+        let msg = msg.as_str();
         assert_eq!(
             detect_denial(Some(1), msg, &plan(Mode::Auto, ws.path()), None),
             None

@@ -180,3 +180,9 @@ pub fn hardening_report(
     };
     out
 }
+
+/// `doctor`'s line on how a write the sandbox refused is recognised (error 2008).
+pub const DENIAL_SOURCE: &str = "refused writes (2008): recognised in the command's output, \
+whatever its exit code: a permission error naming a path outside the writable set that this \
+server could write unconfined; Landlock's audit records are not read (they need the audit \
+subsystem and CAP_AUDIT_READ)";

@@ -300,11 +300,8 @@ impl Agentty {
                 return tool_error(notice::spawn_failed(&program, &prepared.workdir, &e));
             }
         };
-        let exit_ok = outcome.exit.is_some_and(|e| e.success());
-        // Only a failure can be the sandbox's: where the line ended up is worked out only then.
-        let cwd = (!exit_ok)
-            .then(|| crate::confinement::cwd_after(&prepared.display, &prepared.workdir))
-            .flatten();
+        // Looked for whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0 and was refused.
+        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
         let denial = inner.confinement.denial(
             escalated,
             outcome.exit.and_then(agentty_core::reaper::Exit::code),

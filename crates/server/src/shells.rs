@@ -343,8 +343,8 @@ impl Agentty {
         };
         // A command that finished under the sandbox, and whose output shows a refused write.
         let sandbox_denied = match exit_code {
-            // Only a failure can be the sandbox's.
-            Some(code) if job.confined && code != 0 => {
+            // Whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0 and still was refused.
+            Some(code) if job.confined => {
                 // The shell is where the command left it: its cwd now is exact.
                 let cwd = shell_cwd(shell.pid);
                 let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
@@ -666,10 +666,7 @@ impl Agentty {
                 return tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e));
             }
         };
-        let exit_ok = outcome.run.exit.is_some_and(|e| e.success());
-        let cwd = (!exit_ok)
-            .then(|| crate::confinement::cwd_after(&prepared.display, &prepared.workdir))
-            .flatten();
+        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
         let denial = self.confinement().denial(
             escalated,
             outcome.run.exit.and_then(agentty_core::reaper::Exit::code),

@@ -35,7 +35,7 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
         return None;
     }
     let exit = match job.state() {
-        JobState::Running | JobState::Exited(0) => return None,
+        JobState::Running => return None,
         JobState::Exited(code) => Some(code),
         _ => None,
     };

@@ -686,3 +686,29 @@ fn open_terminal() -> (i32, String) {
         (fd, name)
     }
 }
+
+/// A refused write inside a pipeline that exits 0 (`cp … 2>&1 | tail -3`, the shape models
+/// write most) is still reported as 2008, on every path; a denial that is not the sandbox's
+/// (`ssh`'s, no path) is not, whatever the exit code.
+#[tokio::test]
+async fn a_refused_write_is_reported_even_when_the_command_exits_0() {
+    let server = start().await;
+    let dir = outside("exit0");
+    std::fs::create_dir_all(&dir).unwrap();
+    for path in ["pipe", "pty", "background", "shell"] {
+        let target = dir.join(format!("copied-{path}"));
+        let cmd = format!(
+            "echo data > src-{path} && cp src-{path} {} 2>&1 | tail -3",
+            target.display()
+        );
+        let said = run_on_path(&server, path, &cmd).await;
+        assert!(!target.exists(), "{path}: the copy got out");
+        assert!(said.contains("Permission denied"), "{path}: {said}");
+        assert!(said.contains("2008"), "{path}: not reported: {said}");
+    }
+    let (text, s) = server
+        .terminal(json!({"command": "echo 'git@host: Permission denied (publickey).' | tail -1"}))
+        .await;
+    assert!(s["error_code"].is_null(), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
