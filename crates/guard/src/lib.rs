@@ -11,6 +11,7 @@
 
 mod boundary;
 mod command;
+mod interactive;
 mod invocation;
 mod lex;
 mod notice;
@@ -26,6 +27,7 @@ mod verdict;
 
 pub use boundary::{BoundaryError, Workspace};
 pub use command::{Analysis, Place, Redirect, SimpleCommand};
+pub use interactive::{NeedsTerminal, TerminalKind, argv_needs_terminal, needs_terminal};
 pub use lex::Dialect;
 pub use parse::{analyze, analyze_argv};
 pub use readonly::{command_is_read_only, line_is_read_only};

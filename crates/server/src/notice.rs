@@ -315,6 +315,29 @@ pub fn denial_retry(retry: Retry) -> &'static str {
     }
 }
 
+/// A program that needs a terminal, refused before it starts (it would wait until the timeout).
+pub fn needs_terminal(needs: &agentty_guard::NeedsTerminal) -> String {
+    use agentty_guard::TerminalKind;
+    let p = &needs.program;
+    match needs.kind {
+        TerminalKind::Editor => format!(
+            "`{p}` is an interactive editor and needs a terminal; on this call it would wait for \
+             keys until the timeout, so it was not started. To change a file, write it (`cat > \
+             FILE <<'EOF'`, `sed -i`, `patch`); to drive the editor, open a shell with shell_open \
+             and type into it, or pass `pty: true` with the keys in `stdin`."
+        ),
+        TerminalKind::Monitor => format!(
+            "`{p}` is a full-screen program and needs a terminal, so it was not started. For one \
+             snapshot use its batch mode (`top -b -n 1`) or `ps aux --sort=-%cpu | head`; to watch \
+             it live, open a shell with shell_open, or pass `pty: true`."
+        ),
+        TerminalKind::Watch => "`watch` repeats a command forever on a terminal, so it was not \
+             started. Run the command once, or loop it in the background (`background: true`, \
+             `while true; do CMD; sleep 2; done`) and read it with task_output."
+            .to_owned(),
+    }
+}
+
 pub fn sandbox_denied(sentence: &str) -> String {
     format!("[error 2008] {sentence}")
 }

@@ -210,6 +210,16 @@ pub fn prepare(
         }
         _ => None,
     };
+    // A program that needs a terminal, on a pipe with no input, waits until the timeout.
+    if !params.pty.unwrap_or(false) && params.stdin.is_none() {
+        let needs = match &argv_given {
+            Some(argv) => agentty_guard::argv_needs_terminal(argv),
+            None => agentty_guard::needs_terminal(&display),
+        };
+        if let Some(needs) = needs {
+            return Err(notice::needs_terminal(&needs));
+        }
+    }
     let env = crate::entry::check_env(params.env, &workdir, guard, false)?;
     crate::entry::check_stdin(
         params.stdin.as_deref(),

@@ -306,3 +306,37 @@ async fn large_output_is_bounded_and_spilled_privately() {
     assert_eq!(full.lines().count(), 400_000);
     assert!(full.ends_with("399999\n400000\n"));
 }
+
+/// An editor, a full-screen monitor or `watch` on a pipe with no input would wait until the
+/// timeout: it is refused before it starts, with advice that fits; fed input, or in batch mode,
+/// it runs.
+#[tokio::test]
+async fn programs_that_need_a_terminal_are_refused_with_advice_that_fits() {
+    let server = start().await;
+    for (args, advice) in [
+        (json!({"command": "vim notes.txt"}), "shell_open"),
+        (json!({"argv": ["vi", "notes.txt"]}), "shell_open"),
+        (json!({"command": "top", "background": true}), "top -b -n 1"),
+        (json!({"command": "watch -n 1 date"}), "background"),
+    ] {
+        let r = server.call("terminal", args.clone()).await;
+        let text = text_of(&r);
+        assert_eq!(r.is_error, Some(true), "{args}: {text}");
+        assert!(
+            text.contains("needs a terminal") || text.contains("on a terminal"),
+            "{text}"
+        );
+        assert!(text.contains(advice), "{args}: {text}");
+    }
+    assert!(!server.workspace().join("notes.txt").exists());
+    // Batch modes and input fed in run as usual.
+    let (text, s) = server
+        .terminal(json!({"command": "top -b -n 1 | head -1"}))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    let (text, s) = server
+        .terminal(json!({"command": "vim -es -c 's/^/made/' -c wq notes.txt; cat notes.txt"}))
+        .await;
+    assert!(text.contains("made"), "{text}");
+    assert_eq!(s["exit_code"], 0, "{text}");
+}

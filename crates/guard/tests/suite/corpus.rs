@@ -162,3 +162,16 @@ fn allowing_a_rule_lets_its_lines_through() {
         }
     }
 }
+
+/// Of the ordinary lines, only the two that really need a terminal (`htop`, `watch`) are
+/// taken for one: the refusal happens before anything runs, so a false one costs a working
+/// command.
+#[test]
+fn ordinary_lines_need_no_terminal_but_htop_and_watch() {
+    let flagged: Vec<String> = load("ordinary.txt")
+        .into_iter()
+        .filter(|e| agentty_guard::needs_terminal(&e.command).is_some())
+        .map(|e| e.command)
+        .collect();
+    assert_eq!(flagged, ["htop", "watch -n 1 'ls -la'"]);
+}
