@@ -162,7 +162,7 @@ pub fn verdict(analysis: &Analysis, cfg: &GuardConfig) -> Verdict {
             continue;
         }
         if let Some(command) = (rule.check)(analysis) {
-            return Verdict::Block(block(rule, command));
+            return Verdict::Block(block(rule, whole_pipeline(analysis, command)));
         }
     }
     Verdict::Allow {
@@ -182,6 +182,37 @@ fn block(rule: &'static Rule, command: String) -> Block {
 pub(crate) fn firing_rules(analysis: &Analysis) -> Vec<Block> {
     RULES
         .iter()
-        .filter_map(|r| (r.check)(analysis).map(|c| block(r, c)))
+        .filter_map(|r| (r.check)(analysis).map(|c| block(r, whole_pipeline(analysis, c))))
         .collect()
+}
+
+/// The offending command as the user wrote it: for a stage of a pipeline (`sh` in
+/// `curl … | sh`), the whole pipeline, since the stage alone says nothing of what it runs.
+fn whole_pipeline(analysis: &Analysis, command: String) -> String {
+    let Some((id, _)) = analysis
+        .commands
+        .iter()
+        .find(|c| c.text == command)
+        .and_then(|c| c.pipeline)
+    else {
+        return command;
+    };
+    let mut stages: Vec<(u32, &str)> = analysis
+        .commands
+        .iter()
+        .filter_map(|c| match c.pipeline {
+            Some((p, stage)) if p == id => Some((stage, c.text.as_str())),
+            _ => None,
+        })
+        .collect();
+    if stages.len() < 2 {
+        return command;
+    }
+    stages.sort_by_key(|(stage, _)| *stage);
+    stages.dedup_by_key(|(stage, _)| *stage);
+    stages
+        .iter()
+        .map(|(_, text)| *text)
+        .collect::<Vec<_>>()
+        .join(" | ")
 }

@@ -165,8 +165,8 @@ pub fn opened(id: &str, shell: &str, workdir: &str, cols: u16, rows: u16, marked
         "this shell has no prompt markers, so shell_send returns once output is quiet"
     };
     format!(
-        "{id} open: {shell} in {workdir} ({cols}x{rows}). Type with shell_send({{id: \"{id}\", \
-         input: \"…\\n\"}}); {done}."
+        "{id} open: {shell} in {workdir} ({cols}x{rows}). Type with shell_send({{\"id\": \"{id}\", \
+         \"input\": \"…\\n\"}}); {done}."
     )
 }
 
@@ -192,7 +192,7 @@ pub fn full_screen(id: &str) -> String {
     format!(
         "[awaiting input: a full-screen program waits for keys; above is its screen as a \
          terminal shows it. Send keys with shell_send, see the screen again with \
-         shell_read({{id: \"{id}\", screen: true}})]"
+         shell_read({{\"id\": \"{id}\", \"screen\": true}})]"
     )
 }
 
@@ -227,8 +227,8 @@ pub fn quiet(ms: u64) -> String {
 pub fn running(ms: u64, id: &str, cursor: u64) -> String {
     format!(
         "[still running after {ms} ms; the shell keeps running it. Read more with \
-         shell_read({{id: \"{id}\", since: {cursor}}}), wait for it with shell_send({{id: \"{id}\", \
-         input: \"\"}}), or stop it with shell_send({{id: \"{id}\", input: \"\\u0003\"}})]"
+         shell_read({{\"id\": \"{id}\", \"since\": {cursor}}}), wait for it with shell_send({{\"id\": \"{id}\", \
+         \"input\": \"\"}}), or stop it with shell_send({{\"id\": \"{id}\", \"input\": \"\\u0003\"}})]"
     )
 }
 
@@ -252,7 +252,7 @@ pub fn dropped(bytes: u64, id: &str, cursor: u64, spill: Option<&std::path::Path
         ),
         None => format!(
             "[… {bytes} bytes of this output omitted at the start; read them with \
-             shell_read({{id: \"{id}\", since: {cursor}}})]"
+             shell_read({{\"id\": \"{id}\", \"since\": {cursor}}})]"
         ),
     }
 }
@@ -276,11 +276,11 @@ pub const AT_PROMPT: &str = "[at the prompt: no command ran, so there is no exit
 pub const END_OF_OUTPUT: &str = "[end of output: the shell is closed]";
 
 pub fn read_on(next: u64, id: &str) -> String {
-    format!("[nothing more yet; next read: shell_read({{id: \"{id}\", since: {next}}})]")
+    format!("[nothing more yet; next read: shell_read({{\"id\": \"{id}\", \"since\": {next}}})]")
 }
 
 pub fn more(next: u64, remaining: u64, id: &str) -> String {
-    format!("[{remaining} more bytes: shell_read({{id: \"{id}\", since: {next}}})]")
+    format!("[{remaining} more bytes: shell_read({{\"id\": \"{id}\", \"since\": {next}}})]")
 }
 
 pub fn cursor_past_end(since: u64, total: u64) -> String {

@@ -254,8 +254,8 @@ pub fn earlier_output(id: &str, from: u64, spill: Option<&Path>) -> String {
             path.display()
         ),
         None => format!(
-            "[{from} earlier bytes are not shown; read them with task_output({{id: \"{id}\", \
-             since: 0}})]"
+            "[{from} earlier bytes are not shown; read them with task_output({{\"id\": \"{id}\", \
+             \"since\": 0}})]"
         ),
     }
 }
@@ -326,5 +326,50 @@ fn one_line(label: &str) -> String {
         format!("{cut}…")
     } else {
         flat
+    }
+}
+
+#[cfg(test)]
+mod suggested_calls {
+    /// Every `tool({…})` a notice suggests, in every notice of both families.
+    fn calls(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        for (at, _) in text.match_indices("({") {
+            let rest = &text[at + 1..];
+            let end = rest.find("})").map(|e| e + 1).unwrap_or(rest.len());
+            found.push(&rest[..end]);
+        }
+        found
+    }
+
+    /// The calls a model is told to make are written one way, as the JSON arguments it sends.
+    #[test]
+    fn every_suggested_call_is_written_as_json() {
+        let path = std::path::Path::new("/tmp/x.log");
+        let texts = [
+            super::started("t1", 42, "make"),
+            super::moved_to_background(1000, "t1", 21),
+            super::read_footer("t1", "running", 0, 21, 100, 79),
+            super::read_footer("t1", "running", 0, 21, 21, 0),
+            super::earlier_output("t1", 21, None),
+            super::earlier_output("t1", 21, Some(path)),
+            crate::shell_notice::opened("s1", "bash", "/w", 80, 24, true),
+            crate::shell_notice::full_screen("s1"),
+            crate::shell_notice::running(1000, "s1", 21),
+            crate::shell_notice::dropped(10, "s1", 21, None),
+            crate::shell_notice::read_on(21, "s1"),
+            crate::shell_notice::more(21, 10, "s1"),
+        ];
+        let mut seen = 0;
+        for text in &texts {
+            for call in calls(text) {
+                seen += 1;
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(call).is_ok(),
+                    "not JSON: {call} in {text}"
+                );
+            }
+        }
+        assert!(seen >= 12, "only {seen} calls found");
     }
 }

@@ -121,7 +121,7 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     let cursor = &r["next"];
     assert!(
         read.ends_with(&format!(
-            "nothing more yet; next read: shell_read({{id: \"s1\", since: {cursor}}})]"
+            "nothing more yet; next read: shell_read({{\"id\": \"s1\", \"since\": {cursor}}})]"
         )),
         "the text carries the cursor: {read}"
     );

@@ -127,7 +127,7 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
     // The wait shows the newest 8 KB and says where the rest is.
     assert!(
         text_of(&r).contains(
-            r#"earlier bytes are not shown; read them with task_output({id: "t1", since: 0})"#
+            r#"earlier bytes are not shown; read them with task_output({"id": "t1", "since": 0})"#
         ),
         "{}",
         text_of(&r)
