@@ -93,6 +93,19 @@ impl Shaper {
             return Shaped::Whole(self.inline);
         }
         trim_to_last_chars(&mut self.tail, TAIL_CHARS);
+        // Whole lines on both sides of the cut, when that costs at most half of either part: a
+        // line cut in the middle reads as a different line.
+        if let Some(end) = self.head.rfind('\n')
+            && end + 1 >= self.head.len() / 2
+        {
+            self.head.truncate(end + 1);
+        }
+        if let Some(start) = self.tail.find('\n')
+            && start < self.tail.len() / 2
+            && start + 1 < self.tail.len()
+        {
+            self.tail.drain(..=start);
+        }
         let kept_bytes = (self.head.len() + self.tail.len()) as u64;
         let kept_lines = bytecount_newlines(&self.head) + bytecount_newlines(&self.tail);
         Shaped::HeadTail {
@@ -128,6 +141,18 @@ fn trim_to_last_chars(text: &mut String, chars: usize) {
 mod tests {
     use super::*;
 
+    /// One huge line has no line end to cut at: the character budget still holds.
+    #[test]
+    fn a_single_long_line_is_cut_by_characters() {
+        let mut s = Shaper::new();
+        s.push(&"x".repeat(200_000));
+        let Shaped::HeadTail { head, tail, .. } = s.finish() else {
+            panic!("expected head+tail")
+        };
+        assert_eq!(head.chars().count(), HEAD_CHARS);
+        assert_eq!(tail.chars().count(), TAIL_CHARS);
+    }
+
     #[test]
     fn small_output_is_whole() {
         let mut s = Shaper::new();
@@ -155,10 +180,15 @@ mod tests {
         else {
             panic!("expected head+tail")
         };
-        assert_eq!(head.chars().count(), HEAD_CHARS);
-        assert_eq!(tail.chars().count(), TAIL_CHARS);
+        // Cut at line ends, within the budget and losing less than a line on each side.
+        assert!(head.chars().count() <= HEAD_CHARS);
+        assert!(head.chars().count() > HEAD_CHARS - 20);
+        assert!(tail.chars().count() <= TAIL_CHARS);
+        assert!(tail.chars().count() > TAIL_CHARS - 20);
+        assert!(head.ends_with('\n'), "{head:?}");
+        assert!(tail.starts_with("line "), "{tail:?}");
         assert!(all.starts_with(&head));
-        assert!(all.ends_with(&tail));
+        assert!(all.ends_with(&format!("\n{tail}")));
         assert_eq!(omitted_bytes as usize, all.len() - head.len() - tail.len());
         let kept = head.matches('\n').count() + tail.matches('\n').count();
         assert_eq!(omitted_lines as usize, 20_000 - kept);
