@@ -200,20 +200,40 @@ pub fn read_footer(
     total: u64,
     remaining: u64,
 ) -> String {
-    let position = format!("[{id} {state} · bytes {from}..{next} of {total}");
+    let position = read_position(id, state == "running", from, next, total, remaining);
+    format!("[{id} {state} · {position}]")
+}
+
+/// Where a read left the output, and the next read: `bytes 0..40 of 40 · end of output`.
+pub fn read_position(
+    id: &str,
+    running: bool,
+    from: u64,
+    next: u64,
+    total: u64,
+    remaining: u64,
+) -> String {
+    let position = format!("bytes {from}..{next} of {total}");
     if remaining > 0 {
         format!(
             "{position} · {remaining} more now: task_output({{\"id\": \"{id}\", \"since\": \
-             {next}}})]"
+             {next}}})"
         )
-    } else if state == "running" {
+    } else if running {
         format!(
             "{position} · nothing more yet; next read: task_output({{\"id\": \"{id}\", \
-             \"since\": {next}}})]"
+             \"since\": {next}}})"
         )
     } else {
-        format!("{position} · end of output]")
+        format!("{position} · end of output")
     }
+}
+
+/// `task_wait`'s one footer: how the wait ended (`how`, a bracketed notice), then `position`.
+pub fn wait_footer(how: &str, position: &str) -> String {
+    let how = how.strip_prefix('[').unwrap_or(how);
+    let how = how.strip_suffix(']').unwrap_or(how);
+    format!("[{how} · {position}]")
 }
 
 pub const NO_NEW_OUTPUT: &str = "(no new output)";
@@ -247,15 +267,16 @@ pub fn spill_stopped(path: &Path, bytes: u64) -> String {
 }
 
 /// Above the newest output `task_wait` shows: where the `from` bytes before it are.
-pub fn earlier_output(id: &str, from: u64, spill: Option<&Path>) -> String {
+pub fn earlier_output(id: &str, since: u64, from: u64, spill: Option<&Path>) -> String {
+    let skipped = from - since;
     match spill {
         Some(path) => format!(
-            "[{from} earlier bytes are not shown; the full output is in {}]",
+            "[{skipped} earlier bytes (from byte {since}) are not shown; the full output is in {}]",
             path.display()
         ),
         None => format!(
-            "[{from} earlier bytes are not shown; read them with task_output({{\"id\": \"{id}\", \
-             \"since\": 0}})]"
+            "[{skipped} earlier bytes are not shown; read them with task_output({{\"id\": \"{id}\", \
+             \"since\": {since}}})]"
         ),
     }
 }
@@ -351,8 +372,8 @@ mod suggested_calls {
             super::moved_to_background(1000, "t1", 21),
             super::read_footer("t1", "running", 0, 21, 100, 79),
             super::read_footer("t1", "running", 0, 21, 21, 0),
-            super::earlier_output("t1", 21, None),
-            super::earlier_output("t1", 21, Some(path)),
+            super::earlier_output("t1", 0, 21, None),
+            super::earlier_output("t1", 0, 21, Some(path)),
             crate::shell_notice::opened("s1", "bash", "/w", 80, 24, true),
             crate::shell_notice::full_screen("s1"),
             crate::shell_notice::running(1000, "s1", 21),

@@ -339,6 +339,7 @@ impl Agentty {
             return tool_error(say::cursor_past_end(&job.id, s, total));
         }
         let s = job.output.read(since, READ_MAX_BYTES);
+        job.note_delivered(s.next);
         let job_info = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.dropped > 0 {
@@ -423,12 +424,19 @@ impl Agentty {
         if cancelled {
             tracing::debug!(job = %job.id, waited_ms, "task_wait ended by cancellation");
         }
-        let s = job.output.read(None, READ_MAX_BYTES);
+        // From where the caller stopped reading; when more is unread than one reply holds, its
+        // end (how it went), with a line saying what was skipped.
+        let since = p.since.unwrap_or_else(|| job.delivered());
+        let end = job.output.total();
+        let start = since.max(end.saturating_sub(READ_MAX_BYTES as u64));
+        let s = job.output.read(Some(start), READ_MAX_BYTES);
+        job.note_delivered(s.next);
         let job_info = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
-        if s.from > 0 {
+        if s.from > since {
             text.push_str(&say::earlier_output(
                 &job.id,
+                since,
                 s.from,
                 s.spill_path.as_deref(),
             ));
@@ -436,13 +444,15 @@ impl Agentty {
         }
         text.push_str(if s.total == 0 {
             notice::NO_OUTPUT
+        } else if s.text.is_empty() {
+            say::NO_NEW_OUTPUT
         } else {
             &s.text
         });
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&if job.kind == JobKind::Shell {
+        let how = if job.kind == JobKind::Shell {
             say::shell_has_no_end(&job.id)
         } else if cancelled {
             say::wait_cancelled(&job.id)
@@ -450,15 +460,12 @@ impl Agentty {
             say::wait_ended(&job.id, &job_info.state_text, waited_ms)
         } else {
             say::wait_timed_out(&job.id, waited_ms)
-        });
-        text.push('\n');
-        text.push_str(&say::read_footer(
-            &job.id,
-            &job_info.state_text,
-            s.from,
-            s.next,
-            s.total,
-            s.remaining,
+        };
+        // One footer: how the wait ended, then where the output stands.
+        let running = job_info.state_text == "running";
+        text.push_str(&say::wait_footer(
+            &how,
+            &say::read_position(&job.id, running, s.from, s.next, s.total, s.remaining),
         ));
         if job.leftovers() > 0 && ended {
             text.push('\n');

@@ -481,3 +481,55 @@ async fn no_job_survives_sigterm_or_sigquit_to_the_serving_process() {
 async fn no_job_survives_sigkill_of_the_host_process_group() {
     no_job_survives(Ending::GroupKill).await;
 }
+
+/// `task_wait` picks up where the last read stopped (not from byte 0) and ends with one footer.
+#[tokio::test]
+async fn task_wait_continues_from_the_last_read_with_one_footer() {
+    let server = start().await;
+    let id = server
+        .background(json!({
+            "command": "echo one; while [ ! -e go ]; do sleep 0.02; done; echo two"
+        }))
+        .await;
+    let deadline = Instant::now() + PROMPT;
+    let mut next = 0;
+    while next < 4 && Instant::now() < deadline {
+        let r = server
+            .call("task_output", json!({"id": id, "since": 0}))
+            .await;
+        next = r.structured_content.unwrap()["next"].as_u64().unwrap();
+    }
+    assert_eq!(next, 4, "one\\n was read");
+    std::fs::write(server.workspace().join("go"), "").unwrap();
+    let r = server
+        .call("task_wait", json!({"id": id, "timeout_ms": 20_000}))
+        .await;
+    let text = text_of(&r);
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["output"], "two\n", "{text}");
+    assert_eq!(s["from"], 4, "{text}");
+    assert!(text.starts_with("two\n"), "{text}");
+    assert_eq!(
+        text.matches("\n[").count() + usize::from(text.starts_with('[')),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("bytes 4..8 of 8 · end of output"), "{text}");
+    // Asked again, nothing new: said so, not the whole output again.
+    let r = server
+        .call("task_wait", json!({"id": id, "timeout_ms": 1000}))
+        .await;
+    assert!(
+        text_of(&r).starts_with("(no new output)"),
+        "{}",
+        text_of(&r)
+    );
+    // An explicit cursor still reads from anywhere.
+    let r = server
+        .call(
+            "task_wait",
+            json!({"id": id, "since": 0, "timeout_ms": 1000}),
+        )
+        .await;
+    assert!(text_of(&r).starts_with("one\ntwo\n"), "{}", text_of(&r));
+}

@@ -82,6 +82,8 @@ pub struct Job {
     control: Box<dyn JobControl>,
     /// Processes the job left behind when it ended, which were then stopped.
     leftovers: AtomicUsize,
+    /// How far the caller has been shown this job's output: where the next wait picks up.
+    delivered: std::sync::atomic::AtomicU64,
 }
 
 impl Job {
@@ -92,6 +94,16 @@ impl Job {
 
     pub fn leftovers(&self) -> usize {
         self.leftovers.load(Ordering::Relaxed)
+    }
+
+    /// Records that the caller was shown the output up to the cursor `next`.
+    pub fn note_delivered(&self, next: u64) {
+        self.delivered.fetch_max(next, Ordering::Relaxed);
+    }
+
+    /// The cursor up to which the caller has been shown the output.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
     }
 
     pub fn state(&self) -> JobState {
@@ -349,6 +361,7 @@ impl Reserved<'_> {
             state,
             control: new.control,
             leftovers: AtomicUsize::new(0),
+            delivered: std::sync::atomic::AtomicU64::new(0),
         });
         self.inner
             .jobs

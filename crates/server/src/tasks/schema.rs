@@ -28,6 +28,9 @@ pub struct TaskWaitParams {
     /// Longest wait in milliseconds (default 30000, max 600000). Reaching it never stops the job.
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
+    /// Byte cursor to show output from (default: where the last task_output or task_wait of
+    /// this job stopped; when more than 8 KB is unread, its last 8 KB).
+    pub since: Option<u64>,
 }
 
 /// Arguments of `task_stop`.
