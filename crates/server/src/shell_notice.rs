@@ -295,13 +295,7 @@ pub fn closed(id: &str) -> String {
 }
 
 pub fn state_word(state: &JobState) -> String {
-    match state {
-        JobState::Running => "open".to_owned(),
-        JobState::Exited(code) => format!("exited {code}"),
-        JobState::Signalled(sig) => format!("killed by {}", signal_name(*sig)),
-        JobState::Stopped => "closed".to_owned(),
-        JobState::Reaped => "closed for inactivity".to_owned(),
-    }
+    crate::task_notice::state_words(agentty_core::jobs::JobKind::Shell, state)
 }
 
 pub const NO_SHELLS: &str = "no shells in this session; shell_open starts one";

@@ -144,9 +144,13 @@ pub fn spill_so_far(path: &Path) -> String {
 }
 
 /// A job's state in words: running, exited 0, killed by SIGKILL, stopped, closed for inactivity.
-pub fn state_words(state: &agentty_core::jobs::JobState) -> String {
+/// A job's state in words, the same in every tool: a shell is "open" (then "closed"), a
+/// command "running" (then "stopped").
+pub fn state_words(kind: JobKind, state: &agentty_core::jobs::JobState) -> String {
     use agentty_core::jobs::JobState;
     match state {
+        JobState::Running if kind == JobKind::Shell => "open".into(),
+        JobState::Stopped if kind == JobKind::Shell => "closed".into(),
         JobState::Running => "running".into(),
         JobState::Exited(code) => format!("exited {code}"),
         JobState::Signalled(sig) => {
@@ -200,7 +204,8 @@ pub fn read_footer(
     total: u64,
     remaining: u64,
 ) -> String {
-    let position = read_position(id, state == "running", from, next, total, remaining);
+    let running = state == "running" || state == "open";
+    let position = read_position(id, running, from, next, total, remaining);
     format!("[{id} {state} · {position}]")
 }
 

@@ -69,7 +69,7 @@ fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
             JobKind::Shell => TaskKind::Shell,
         },
         state: task_state,
-        state_text: say::state_words(&state),
+        state_text: say::state_words(job.kind, &state),
         exit_code,
         signal,
         age_ms: millis(job.started.elapsed()),
@@ -280,7 +280,7 @@ impl Agentty {
         let jobs = self.jobs().list();
         let mut text = String::new();
         for job in &jobs {
-            let state = say::state_words(&job.state());
+            let state = say::state_words(job.kind, &job.state());
             let line = say::list_line(
                 &job.id,
                 job.kind,
@@ -462,7 +462,7 @@ impl Agentty {
             say::wait_timed_out(&job.id, waited_ms)
         };
         // One footer: how the wait ended, then where the output stands.
-        let running = job_info.state_text == "running";
+        let running = job.state() == agentty_core::jobs::JobState::Running;
         text.push_str(&say::wait_footer(
             &how,
             &say::read_position(&job.id, running, s.from, s.next, s.total, s.remaining),

@@ -449,3 +449,24 @@ async fn a_send_behind_another_returns_at_its_own_timeout_typing_nothing() {
     let (text, _) = server.shell_send(&id, "echo after\n").await;
     assert!(text.contains("after") && !text.contains("second"), "{text}");
 }
+
+/// A shell's state is said the same way by every tool: "open", then "closed".
+#[tokio::test]
+async fn a_shell_is_open_then_closed_in_every_list() {
+    let server = start().await;
+    let id = server.open_shell().await;
+    for tool in ["task_list", "shell_list"] {
+        let text = text_of(&server.call(tool, json!({})).await);
+        let line = text.lines().find(|l| l.contains(&id)).unwrap_or_default();
+        assert!(
+            line.contains("open") && !line.contains("running"),
+            "{tool}: {text}"
+        );
+    }
+    ok(&server, "shell_close", json!({"id": id})).await;
+    for tool in ["task_list", "shell_list"] {
+        let text = text_of(&server.call(tool, json!({})).await);
+        let line = text.lines().find(|l| l.contains(&id)).unwrap_or_default();
+        assert!(line.contains("closed"), "{tool}: {text}");
+    }
+}
