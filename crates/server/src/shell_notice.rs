@@ -304,6 +304,12 @@ pub const PTY_NOT_BACKGROUND: &str = "`pty: true` runs one command to its end; i
 combined with `background` or `on_timeout: \"background\"`. For a long-lived program on a \
 terminal, use shell_open and shell_send";
 
+/// `terminal` with `pty: true` when a full-screen program (`top`, an editor) waited for keys.
+pub const PTY_FULL_SCREEN: &str = "[note] a full-screen program drew its screen (above, as \
+text) and waited for keys, which a one-shot call cannot send, so it was stopped. For one \
+snapshot use its batch mode (`top -b -n 1`); to use it interactively, shell_open + shell_send \
+(shell_read with `screen: true` shows its screen)";
+
 /// `terminal` with `pty: true` when the command waited for input.
 pub fn pty_awaiting_input(prompt: &str) -> String {
     let at = if prompt.is_empty() {

@@ -681,10 +681,17 @@ impl Agentty {
             line: self.confinement().line(escalated),
             denial,
         };
+        let full_screen = outcome.full_screen;
         let notes = outcome
             .awaiting_input
             .as_deref()
-            .map(say::pty_awaiting_input)
+            .map(|prompt| {
+                if full_screen {
+                    say::PTY_FULL_SCREEN.to_owned()
+                } else {
+                    say::pty_awaiting_input(prompt)
+                }
+            })
             .into_iter()
             .chain(self.planted_warning())
             .collect();

@@ -340,3 +340,24 @@ async fn programs_that_need_a_terminal_are_refused_with_advice_that_fits() {
     assert!(text.contains("made"), "{text}");
     assert_eq!(s["exit_code"], 0, "{text}");
 }
+
+/// A full-screen program under `pty: true` that waits for keys (`top`, or anything that clears
+/// the screen and draws) is said to be one, not quoted as if its last drawn line were a prompt.
+#[tokio::test]
+async fn a_full_screen_program_on_a_pty_is_not_taken_for_a_prompt() {
+    let server = start().await;
+    for command in [
+        "printf '\\033[?1049h\\033[2J\\033[Hmenu\\n  1  first item  '; read key",
+        "top",
+    ] {
+        let (text, _) = server
+            .terminal(json!({"command": command, "pty": true, "timeout_ms": 60_000}))
+            .await;
+        assert!(text.contains("a full-screen program"), "{command}: {text}");
+        assert!(!text.contains("keyboard input at"), "{command}: {text}");
+    }
+    let (text, _) = server
+        .terminal(json!({"command": "printf 'Overwrite? [y/N] '; read a", "pty": true}))
+        .await;
+    assert!(text.contains("at \"Overwrite? [y/N]\""), "{text}");
+}

@@ -28,6 +28,25 @@ pub use regex::Regex;
 pub use shell::{Hangup, OpenSpec, Screen, SendOutcome, SendRequest, SendStatus, Shell};
 
 /// Default terminal width: wide enough that ordinary output does not wrap.
+/// Escape sequences only a program that draws a whole screen sends: switching to the alternate
+/// screen, clearing it, the cursor to the top-left corner. A line-by-line program (a prompt, a
+/// progress bar) sends none of them.
+pub const SCREEN_SEQUENCES: [&[u8]; 6] = [
+    b"\x1b[?1049h",
+    b"\x1b[?1047h",
+    b"\x1b[?47h",
+    b"\x1b[2J",
+    b"\x1b[H",
+    b"\x1b[1;1H",
+];
+
+/// Whether `bytes` hold one of [`SCREEN_SEQUENCES`].
+pub fn draws_screen(bytes: &[u8]) -> bool {
+    SCREEN_SEQUENCES
+        .iter()
+        .any(|seq| bytes.windows(seq.len()).any(|w| w == *seq))
+}
+
 pub const COLS_DEFAULT: u16 = 120;
 /// Default terminal height.
 pub const ROWS_DEFAULT: u16 = 40;

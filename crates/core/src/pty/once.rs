@@ -45,6 +45,9 @@ pub struct PtyRunOutcome {
     pub run: RunOutcome,
     /// Set when the command was stopped because it waited for input: the prompt line.
     pub awaiting_input: Option<String>,
+    /// The command drew a whole screen (`top`, an editor): its "prompt" is just the last line
+    /// it drew, not a question.
+    pub full_screen: bool,
 }
 
 enum SpillState {
@@ -61,11 +64,22 @@ struct Capture {
     captured: u64,
     /// The last read ended with a "\r", counted in `captured` (its "\n" may start the next).
     cr_counted: bool,
+    /// A screen-drawing sequence was seen (see [`super::SCREEN_SEQUENCES`]).
+    drew_screen: bool,
+    /// The last bytes of the previous read, so a sequence split between reads is seen.
+    seq_carry: Vec<u8>,
 }
 
 impl Capture {
     /// Returns false once the capture cap is reached.
     fn ingest(&mut self, bytes: &[u8]) -> bool {
+        if !self.drew_screen {
+            let mut window = std::mem::take(&mut self.seq_carry);
+            window.extend_from_slice(&bytes[..bytes.len().min(16)]);
+            self.drew_screen = super::draws_screen(&window) || super::draws_screen(bytes);
+            let keep = bytes.len().saturating_sub(7);
+            self.seq_carry = bytes[keep..].to_vec();
+        }
         // The terminal writes each "\n" of the program as "\r\n" (ONLCR): the cap counts what
         // the program wrote, not the carriage returns the terminal added.
         let mut take = bytes.len();
@@ -182,6 +196,8 @@ pub async fn run(
         spill: spill.map_or(SpillState::Off, |(s, n)| SpillState::Ready(s, n)),
         captured: 0,
         cr_counted: false,
+        drew_screen: false,
+        seq_carry: Vec::new(),
     };
     let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut reading = true;
@@ -229,7 +245,11 @@ pub async fn run(
                 let stopped = tree::terminate(pid, &marker, grace).await;
                 let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
                 outcome.stopped = Some(stopped);
-                return Ok(PtyRunOutcome { run: outcome, awaiting_input: None });
+                return Ok(PtyRunOutcome {
+                    run: outcome,
+                    awaiting_input: None,
+                    full_screen: false,
+                });
             },
             () = sleep_until(timeout_at), if stop.is_none() => stop = Some(Stop::Timeout),
             () = sleep_until(aux_deadline.unwrap_or(far)), if aux_deadline.is_some() => {
@@ -275,10 +295,12 @@ pub async fn run(
         (_, Some(e)) if e.success() && stop.is_none() => RunStatus::Success,
         _ => RunStatus::Failed,
     };
+    let full_screen = capture.drew_screen;
     let mut outcome = finish(pid, status, exit, start, capture);
     outcome.strays = strays;
     outcome.stopped = stopped;
     Ok(PtyRunOutcome {
+        full_screen,
         run: outcome,
         awaiting_input: if stop == Some(Stop::AwaitingInput) {
             prompt
@@ -327,6 +349,8 @@ mod tests {
             spill: SpillState::Off,
             captured: 0,
             cr_counted: false,
+            drew_screen: false,
+            seq_carry: Vec::new(),
         };
         for chunk in [&b"ab\r"[..], b"\ncd\r\n", b"\r", b"\r\n", b"e\rf"] {
             assert!(capture.ingest(chunk));

@@ -370,9 +370,7 @@ impl Shell {
         let new = usize::try_from(live.raw_total.saturating_sub(raw_from)).unwrap_or(usize::MAX);
         let skip = live.raw_tail.len().saturating_sub(new);
         let since: Vec<u8> = live.raw_tail.iter().skip(skip).copied().collect();
-        [&b"\x1b[H"[..], b"\x1b[2J", b"\x1b[1;1H"]
-            .iter()
-            .any(|seq| since.windows(seq.len()).any(|w| w == *seq))
+        super::draws_screen(&since)
     }
 
     /// The newest raw bytes (escape sequences intact), at most `max`, lossily decoded.

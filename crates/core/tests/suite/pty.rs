@@ -512,6 +512,7 @@ async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
         "did not wait out the timeout"
     );
     assert_eq!(out.awaiting_input.as_deref(), Some("Overwrite? [y/N]"));
+    assert!(!out.full_screen, "a line-by-line prompt is not a screen");
     assert!(!text(&out.run.output).contains("never"));
     assert!(leftovers_after(&m, PROMPT).await.is_empty());
 }
