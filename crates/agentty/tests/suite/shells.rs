@@ -470,3 +470,24 @@ async fn a_shell_is_open_then_closed_in_every_list() {
         assert!(line.contains("closed"), "{tool}: {text}");
     }
 }
+
+/// A line typed without Enter is named as it is (not garbled with the prompt), and the
+/// transcript from cursor 0 shows each command once.
+#[tokio::test]
+async fn a_half_typed_line_and_the_transcript_read_cleanly() {
+    let server = start().await;
+    let id = server.open_shell().await;
+    let (text, _) = server.shell_send(&id, "pwd").await;
+    assert!(text.contains("rest of the line at \"pwd\""), "{text}");
+    assert!(!text.contains("pwd# pwd"), "{text}");
+    let (text, _) = server.shell_send(&id, "\n").await;
+    assert!(text.contains("[exit 0"), "{text}");
+    server.shell_send(&id, "echo hi\n").await;
+    let read = text_of(
+        &server
+            .call("shell_read", json!({"id": id, "since": 0}))
+            .await,
+    );
+    assert_eq!(read.matches("pwd").count(), 1, "{read}");
+    assert_eq!(read.matches("echo hi").count(), 1, "{read}");
+}
