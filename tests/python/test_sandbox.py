@@ -116,3 +116,53 @@ def test_client_without_elicitation_is_refused():
 
     run(body)
     assert not os.path.exists(path)
+
+
+def test_arguments_are_checked_before_the_user_is_asked():
+    """A call that cannot run as asked is refused before any approval form is shown."""
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def body(session):
+        results = []
+        for extra in (
+            {"pty": True, "background": True},
+            {"pty": True, "on_timeout": "background"},
+            {"timeout_ms": 0},
+            {"workdir": "/nonexistent-dir"},
+            {"env": {"A=B": "x"}},
+        ):
+            args = {**escalated_write(outside("never")), **extra}
+            results.append(await session.call_tool("terminal", args))
+        return results
+
+    results = run(body, elicitation_callback=approve)
+    for result in results:
+        assert result.is_error, text(result)
+    assert "cannot be combined with `background`" in text(results[0])
+    assert "cannot be combined with `background`" in text(results[1])
+    assert asked == [], asked
+    assert not os.path.exists(outside("never"))
+
+
+def test_a_background_job_over_the_cap_is_refused_before_the_user_is_asked():
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def body(session):
+        for _ in range(8):
+            r = await session.call_tool("terminal", {"command": "sleep 60", "background": True})
+            assert not r.is_error, text(r)
+        args = {**escalated_write(outside("never-bg")), "background": True}
+        return await session.call_tool("terminal", args)
+
+    result = run(body, elicitation_callback=approve)
+    assert result.is_error, text(result)
+    assert asked == [], asked
+    assert not os.path.exists(outside("never-bg"))

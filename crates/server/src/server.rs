@@ -236,6 +236,14 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return tool_error(e),
         };
+        // A background job over the cap would be refused after the user approved it: say so
+        // first (the start checks again; a job that ended meanwhile only frees a place).
+        if prepared.background
+            && prepared.escalation.is_some()
+            && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Command)
+        {
+            return tool_error(crate::tasks::cap_text(&cap));
+        }
         let escalated = match &prepared.escalation {
             Some(justification) => {
                 match escalation::ask(&ctx.peer, &prepared.display, justification).await {

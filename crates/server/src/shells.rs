@@ -646,9 +646,6 @@ impl Agentty {
         escalated: bool,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        if prepared.background || prepared.hand_over {
-            return tool_error(say::PTY_NOT_BACKGROUND.into());
-        }
         let pty_request = PtyRunRequest {
             spec: request.spec,
             input: request

@@ -114,7 +114,7 @@ fn well_formed(id: &str) -> bool {
 }
 
 /// The refusal at the cap, listing the running jobs.
-fn cap_text(cap: &CapReached) -> String {
+pub(crate) fn cap_text(cap: &CapReached) -> String {
     let running: Vec<say::RunningJob<'_>> = cap
         .running
         .iter()

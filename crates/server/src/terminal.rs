@@ -203,6 +203,14 @@ pub fn prepare(
         }
         _ => return Err(notice::COMMAND_OR_ARGV.into()),
     };
+    // Every argument is checked before anything asks the user: a refusal after an approval
+    // form would have asked for nothing.
+    let pty = params.pty.unwrap_or(false);
+    let background = params.background.unwrap_or(false);
+    let hand_over = params.on_timeout == Some(OnTimeout::Background);
+    if pty && (background || hand_over) {
+        return Err(crate::shell_notice::PTY_NOT_BACKGROUND.into());
+    }
     let escalation = match (params.sandbox_permissions, params.justification) {
         (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => Some(j),
         (Some(SandboxPermissions::RequireEscalated), _) => {
@@ -211,7 +219,7 @@ pub fn prepare(
         _ => None,
     };
     // A program that needs a terminal, on a pipe with no input, waits until the timeout.
-    if !params.pty.unwrap_or(false) && params.stdin.is_none() {
+    if !pty && params.stdin.is_none() {
         let needs = match &argv_given {
             Some(argv) => agentty_guard::argv_needs_terminal(argv),
             None => agentty_guard::needs_terminal(&display),
@@ -240,9 +248,9 @@ pub fn prepare(
         timeout_ms,
         bare_cd,
         escalation,
-        background: params.background.unwrap_or(false),
-        hand_over: params.on_timeout == Some(OnTimeout::Background),
-        pty: params.pty.unwrap_or(false),
+        background,
+        hand_over,
+        pty,
     })
 }
 
