@@ -13,6 +13,7 @@ pub mod shells;
 pub mod task_notice;
 pub mod tasks;
 pub mod terminal;
+mod timing;
 pub mod transport;
 
 pub use server::{Agentty, Settings};

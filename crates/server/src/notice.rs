@@ -24,12 +24,15 @@ pub const EMPTY_ARGV: &str = "`argv` must name a program: it is empty";
 pub const EMPTY_COMMAND: &str = "`command` is empty";
 pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
 
-pub fn timeout_too_large(requested: u64) -> String {
+/// `timeout_ms` past the bound every tool shares, with the tool's advice (`past_max`).
+pub fn timeout_too_large(requested: u64, past_max: &str) -> String {
     format!(
-        "`timeout_ms` {requested} is over the maximum {TIMEOUT_MAX_MS} (10 minutes); \
-         run longer commands with background: true"
+        "`timeout_ms` {requested} is over the maximum {TIMEOUT_MAX_MS} (10 minutes); {past_max}"
     )
 }
+
+/// `terminal`'s advice past the bound.
+pub const TIMEOUT_PAST_MAX: &str = "run longer commands with background: true";
 
 /// `what`: "`command`", or "an `argv` element".
 pub fn command_too_long(what: &str, bytes: usize) -> String {

@@ -54,8 +54,6 @@ workdir, size, idle time and output size. Runs nothing.";
 pub const SHELL_CLOSE_DESCRIPTION: &str = "Close a shell: hang up its terminal and stop every \
 process started in it. Its output stays readable with shell_read and task_output.";
 
-pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
-
 pub const SCREEN_AND_RAW: &str = "pass at most one of `screen` and `raw`";
 
 pub fn bad_size(cols: u16, rows: u16) -> String {
@@ -72,12 +70,9 @@ pub fn bad_regex(error: &str) -> String {
     format!("`wait_for` is not a valid regular expression: {error}")
 }
 
-pub fn timeout_too_large(requested: u64, max: u64) -> String {
-    format!(
-        "`timeout_ms` {requested} is over the maximum {max}; the command keeps running at the \
-         bound anyway, so send again or read with shell_read to wait longer"
-    )
-}
+/// `shell_send`'s advice past the `timeout_ms` bound.
+pub const SEND_PAST_MAX: &str = "the command keeps running at the bound anyway, so send again \
+or read with shell_read to wait longer";
 
 pub fn cap_reached(running: &[std::sync::Arc<Job>]) -> String {
     let mut text = format!(

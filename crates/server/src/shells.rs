@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentty_core::jobs::{Job, OutputRing, READ_MAX_BYTES};
-use agentty_core::limits::TIMEOUT_MAX_MS;
 use agentty_core::pty::integration::Flavor;
 use agentty_core::pty::once::{self, PtyRunRequest};
 use agentty_core::pty::{
@@ -48,9 +47,7 @@ fn success<T: Serialize>(text: String, structured: &T) -> CallToolResult {
     result
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
+use crate::timing::millis as ms;
 
 /// Both or neither of `cols`/`rows`, each in range.
 fn size(cols: Option<u16>, rows: Option<u16>) -> Result<Option<(u16, u16)>, String> {
@@ -213,13 +210,14 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let timeout_ms = p.timeout_ms.unwrap_or(SEND_TIMEOUT_DEFAULT_MS);
-        if timeout_ms == 0 {
-            return tool_error(say::ZERO_TIMEOUT.into());
-        }
-        if timeout_ms > TIMEOUT_MAX_MS {
-            return tool_error(say::timeout_too_large(timeout_ms, TIMEOUT_MAX_MS));
-        }
+        let timeout_ms = match crate::timing::timeout_ms(
+            p.timeout_ms,
+            SEND_TIMEOUT_DEFAULT_MS,
+            say::SEND_PAST_MAX,
+        ) {
+            Ok(ms) => ms,
+            Err(e) => return tool_error(e),
+        };
         let resize = match size(p.cols, p.rows) {
             Ok(r) => r,
             Err(e) => return tool_error(e),

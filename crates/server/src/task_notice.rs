@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use agentty_core::jobs::table::{MAX_RUNNING_COMMANDS, MAX_SHELLS};
 use agentty_core::jobs::{JobKind, RING_BYTES};
-use agentty_core::limits::TIMEOUT_MAX_MS;
 
 /// Default `task_wait` timeout: long enough for a test run's tail, short enough that the model
 /// gets control back to do something else.
@@ -57,14 +56,8 @@ pub fn cursor_past_end(id: &str, since: u64, total: u64) -> String {
     )
 }
 
-pub const ZERO_WAIT: &str = "`timeout_ms` must be at least 1";
-
-pub fn wait_too_long(requested: u64) -> String {
-    format!(
-        "`timeout_ms` {requested} is over the maximum {TIMEOUT_MAX_MS}; wait again after it \
-         returns (waiting never stops the job)"
-    )
-}
+/// `task_wait`'s advice past the `timeout_ms` bound.
+pub const WAIT_PAST_MAX: &str = "wait again after it returns (waiting never stops the job)";
 
 pub fn shell_cannot_stop(id: &str) -> String {
     format!(

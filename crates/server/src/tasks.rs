@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use agentty_core::jobs::command::{self, CommandStart, StartError};
 use agentty_core::jobs::{CapReached, Job, JobKind, JobState, READ_MAX_BYTES};
-use agentty_core::limits::TIMEOUT_MAX_MS;
 use agentty_core::run::{Handover, RunRequest};
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
@@ -93,9 +92,7 @@ fn push_denial(text: &mut String, job: &TaskInfo) {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
+use crate::timing::millis;
 
 fn reply<T: Serialize>(text: String, structured: &T) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -403,13 +400,12 @@ impl Agentty {
             Ok(j) => j,
             Err(e) => return e,
         };
-        let timeout_ms = p.timeout_ms.unwrap_or(say::WAIT_DEFAULT_MS);
-        if timeout_ms == 0 {
-            return tool_error(say::ZERO_WAIT.into());
-        }
-        if timeout_ms > TIMEOUT_MAX_MS {
-            return tool_error(say::wait_too_long(timeout_ms));
-        }
+        let timeout_ms =
+            match crate::timing::timeout_ms(p.timeout_ms, say::WAIT_DEFAULT_MS, say::WAIT_PAST_MAX)
+            {
+                Ok(ms) => ms,
+                Err(e) => return tool_error(e),
+            };
         let began = std::time::Instant::now();
         let (ended, cancelled) = if job.kind == JobKind::Shell {
             (false, false)

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentty_core::limits::{COMMAND_MAX_BYTES, TIMEOUT_MAX_MS};
+use agentty_core::limits::COMMAND_MAX_BYTES;
 use agentty_core::reaper::Exit;
 use agentty_core::run::{RunOutcome, RunStatus, Spill, Strays};
 use agentty_core::shape::Shaped;
@@ -139,13 +139,11 @@ pub fn prepare(
     guard: &GuardConfig,
     default_timeout_ms: u64,
 ) -> Result<Prepared, String> {
-    let timeout_ms = params.timeout_ms.unwrap_or(default_timeout_ms);
-    if timeout_ms == 0 {
-        return Err(notice::ZERO_TIMEOUT.into());
-    }
-    if timeout_ms > TIMEOUT_MAX_MS {
-        return Err(notice::timeout_too_large(timeout_ms));
-    }
+    let timeout_ms = crate::timing::timeout_ms(
+        params.timeout_ms,
+        default_timeout_ms,
+        notice::TIMEOUT_PAST_MAX,
+    )?;
     let workdir = workspace
         .resolve_workdir(params.workdir.as_deref())
         .map_err(|e| e.to_string())?;
@@ -284,7 +282,7 @@ pub fn render(
     sandbox: SandboxReport,
     path_notes: Vec<String>,
 ) -> (String, TerminalResult) {
-    let ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+    let ms = crate::timing::millis(outcome.duration);
     let mut notes = path_notes;
     let mut text = shaped_text(&outcome.output);
     if text.is_empty() {

@@ -361,3 +361,41 @@ async fn a_full_screen_program_on_a_pty_is_not_taken_for_a_prompt() {
         .await;
     assert!(text.contains("at \"Overwrite? [y/N]\""), "{text}");
 }
+
+/// `timeout_ms` has one bound and one wording in every tool that takes it, each with the
+/// advice that fits that tool.
+#[tokio::test]
+async fn every_timeout_is_bounded_and_worded_the_same_way() {
+    let server = start().await;
+    let job = server.background(json!({"command": "sleep 30"})).await;
+    let shell = server.open_shell().await;
+    for (tool, args, advice) in [
+        ("terminal", json!({"command": "true"}), "background: true"),
+        (
+            "task_wait",
+            json!({"id": job}),
+            "waiting never stops the job",
+        ),
+        (
+            "shell_send",
+            json!({"id": shell, "input": "true\n"}),
+            "shell_read",
+        ),
+    ] {
+        let mut zero = args.clone();
+        zero["timeout_ms"] = json!(0);
+        let text = text_of(&server.call(tool, zero).await);
+        assert!(
+            text.contains("`timeout_ms` must be at least 1"),
+            "{tool}: {text}"
+        );
+        let mut long = args.clone();
+        long["timeout_ms"] = json!(700_000);
+        let text = text_of(&server.call(tool, long).await);
+        assert!(
+            text.contains("`timeout_ms` 700000 is over the maximum 600000 (10 minutes); "),
+            "{tool}: {text}"
+        );
+        assert!(text.contains(advice), "{tool}: {text}");
+    }
+}
