@@ -286,7 +286,8 @@ pub fn escalation_failed(error: &str) -> String {
 }
 
 pub fn sandbox_failed(reason: &str) -> String {
-    format!("[error 2009] {reason}. The command did not run; do not change the command")
+    let code = crate::confinement::SANDBOX_FAILED;
+    format!("[error {code}] {reason}. The command did not run; do not change the command")
 }
 
 /// How a command the sandbox refused a write can be run again without it.
@@ -342,7 +343,7 @@ pub fn needs_terminal(needs: &agentty_guard::NeedsTerminal) -> String {
 }
 
 pub fn sandbox_denied(sentence: &str) -> String {
-    format!("[error 2008] {sentence}")
+    format!("[error {}] {sentence}", crate::confinement::SANDBOX_DENIED)
 }
 
 #[cfg(test)]

@@ -240,16 +240,7 @@ pub fn shell_ended(id: &str, how: Option<&str>) -> String {
 /// The head of a send's output was left out of the reply. `spill`: the ring no longer holds it
 /// either, and this file does.
 pub fn dropped(bytes: u64, id: &str, cursor: u64, spill: Option<&std::path::Path>) -> String {
-    match spill {
-        Some(path) => format!(
-            "[… {bytes} bytes of this output omitted at the start; the full text is in {}]",
-            path.display()
-        ),
-        None => format!(
-            "[… {bytes} bytes of this output omitted at the start; read them with \
-             shell_read({{\"id\": \"{id}\", \"since\": {cursor}}})]"
-        ),
-    }
+    crate::task_notice::not_shown("shell_read", id, cursor, bytes, spill)
 }
 
 /// Commands whose sends returned while they ran, and that ended before this send.

@@ -266,14 +266,19 @@ pub fn spill_stopped(path: &Path, bytes: u64) -> String {
 
 /// Above the newest output `task_wait` shows: where the `from` bytes before it are.
 pub fn earlier_output(id: &str, since: u64, from: u64, spill: Option<&Path>) -> String {
-    let skipped = from - since;
+    not_shown("task_output", id, since, from - since, spill)
+}
+
+/// Output left out of a reply that is still there to read, in one wording for every tool:
+/// `skipped` bytes from cursor `since`, readable with `tool` (or in the spill file).
+pub fn not_shown(tool: &str, id: &str, since: u64, skipped: u64, spill: Option<&Path>) -> String {
     match spill {
         Some(path) => format!(
-            "[{skipped} earlier bytes (from byte {since}) are not shown; the full output is in {}]",
+            "[{skipped} earlier bytes are not shown; the full output is in {}]",
             path.display()
         ),
         None => format!(
-            "[{skipped} earlier bytes are not shown; read them with task_output({{\"id\": \"{id}\", \
+            "[{skipped} earlier bytes are not shown; read them with {tool}({{\"id\": \"{id}\", \
              \"since\": {since}}})]"
         ),
     }

@@ -140,8 +140,10 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     )
     .await;
     assert_eq!(s["exit_code"], 0, "{text}");
+    // Said as every tool says output left out of a reply.
+    assert!(text.contains("earlier bytes are not shown; "), "{text}");
     let path = text
-        .split("the full text is in ")
+        .split("the full output is in ")
         .nth(1)
         .and_then(|rest| rest.split(']').next())
         .unwrap_or_else(|| panic!("no spill path in: {text}"));
