@@ -6,27 +6,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use agentty_core::jobs::JobTable;
-use agentty_core::run::{self, Progress, RunEnd, RunRequest};
-use agentty_core::spawn::SpawnSpec;
 use agentty_core::spill::SpillStore;
 use agentty_guard::{BoundaryError, GuardConfig, Workspace};
 use agentty_sandbox::Mode;
-use agentty_sandbox::RanIn;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
+use rmcp::handler::server::tool::schema_for_input;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult,
-    JsonObject, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    JsonObject, ServerCapabilities, ServerConfig,
 };
 use rmcp::schemars::JsonSchema;
 use rmcp::service::{ElicitationMode, RequestContext};
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use serde::de::DeserializeOwned;
 
 use crate::confinement::Confinement;
-use crate::terminal::{self, TerminalParams, TerminalResult};
+use crate::notice;
 use crate::transport::EarlyCancels;
-use crate::{escalation, notice};
 
 /// Settings the server runs with (resolved by the binary from flags and the config file).
 #[derive(Debug, Clone)]
@@ -110,7 +106,7 @@ impl Agentty {
             early_cancels: Arc::default(),
             planted: crate::planted::Planted::new(&settings_workspace),
         };
-        let tool_router = Self::tool_router() + Self::tasks_router() + Self::shells_router();
+        let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
         let tools = Arc::new(crate::catalog::catalog(tool_router.list_all()));
         Ok(Self {
             inner: Arc::new(inner),
@@ -203,133 +199,6 @@ pub(crate) fn parse_args<T: DeserializeOwned>(args: JsonObject) -> Result<T, Cal
 
 pub(crate) fn tool_error(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
-#[tool_router]
-impl Agentty {
-    #[tool(
-        name = "terminal",
-        description = notice::TERMINAL_DESCRIPTION,
-        input_schema = input_schema::<TerminalParams>(),
-        output_schema = schema_for_output::<TerminalResult>(),
-        annotations(
-            title = "Run a command",
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn terminal(&self, args: JsonObject, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        let params: TerminalParams = match parse_args(args) {
-            Ok(p) => p,
-            Err(e) => return e,
-        };
-        let inner = &self.inner;
-        let prepared = match terminal::prepare(
-            params,
-            &inner.settings.shell,
-            &inner.workspace,
-            &inner.settings.guard,
-            inner.settings.default_timeout_ms,
-        ) {
-            Ok(p) => p,
-            Err(e) => return tool_error(e),
-        };
-        // A background job over the cap would be refused after the user approved it: say so
-        // first (the start checks again; a job that ended meanwhile only frees a place).
-        if prepared.background
-            && prepared.escalation.is_some()
-            && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Command)
-        {
-            return tool_error(crate::tasks::cap_text(&cap));
-        }
-        let escalated = match &prepared.escalation {
-            Some(justification) => {
-                match escalation::ask(&ctx.peer, &prepared.display, justification).await {
-                    Ok(()) => true,
-                    Err(refusal) => return tool_error(refusal),
-                }
-            }
-            None => false,
-        };
-        let confine = match inner.confinement.confine(escalated) {
-            Ok(l) => l,
-            Err(reason) => return tool_error(notice::sandbox_failed(&reason)),
-        };
-        if self.cancelled_already(&ctx) {
-            return tool_error(notice::CANCELLED_BEFORE_START.into());
-        }
-        let call = format!("c{}", inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
-        tracing::debug!(%call, command = %prepared.display, escalated, "terminal");
-        let request = RunRequest {
-            spec: SpawnSpec {
-                program: prepared.program.clone(),
-                args: prepared.args.clone(),
-                cwd: prepared.workdir.clone(),
-                env: prepared.env.clone(),
-                stdin: agentty_core::spawn::StdinMode::Null,
-                marker: format!("{}-{}", inner.session, call),
-                confine,
-            },
-            stdin: prepared.stdin.clone(),
-            timeout: terminal::timeout(&prepared),
-            spill: Some((inner.spill.clone(), call)),
-        };
-        if prepared.pty {
-            return self.terminal_pty(&prepared, request, escalated, &ctx).await;
-        }
-        if prepared.background {
-            return self.start_background(&prepared, request, inner.confinement.line(escalated));
-        }
-        let mut progress = ctx.meta.get_progress_token().map(|token| {
-            let peer = ctx.peer.clone();
-            move |p: Progress| {
-                let param = ProgressNotificationParam::new(token.clone(), p.elapsed.as_secs_f64())
-                    .with_message(format!("{}s {}", p.elapsed.as_secs(), p.line));
-                let peer = peer.clone();
-                tokio::spawn(async move {
-                    let _ = peer.notify_progress(param).await;
-                });
-            }
-        });
-        let on_progress = progress
-            .as_mut()
-            .map(|f| f as &mut (dyn FnMut(Progress) + Send));
-        let ran = run::run_until(request, prepared.hand_over, ctx.ct.cancelled(), on_progress);
-        let outcome = match ran.await {
-            Ok(RunEnd::Finished(o)) => o,
-            Ok(RunEnd::TimedOut(handover)) => {
-                let line = inner.confinement.line(escalated);
-                return self.adopt_timed_out(&prepared, handover, line).await;
-            }
-            Err(e) => {
-                let program = prepared.program.to_string_lossy();
-                return tool_error(notice::spawn_failed(&program, &prepared.workdir, &e));
-            }
-        };
-        // Looked for whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0 and was refused.
-        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
-        let denial = inner.confinement.denial(
-            escalated,
-            outcome.exit.and_then(agentty_core::reaper::Exit::code),
-            &terminal::output_text(&outcome),
-            self.retry(false),
-            cwd.as_deref().map(|cwd| RanIn {
-                cwd,
-                command: &prepared.display,
-            }),
-        );
-        let sandbox = terminal::SandboxReport {
-            line: inner.confinement.line(escalated),
-            denial,
-        };
-        let notes = self.planted_warning().into_iter().collect();
-        let (text, structured) = terminal::render(&prepared, &outcome, sandbox, notes);
-        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        result.structured_content = serde_json::to_value(structured).ok();
-        result
-    }
 }
 
 #[tool_handler(router = self.tool_router)]

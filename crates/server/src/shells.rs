@@ -11,12 +11,10 @@ use std::time::Duration;
 
 use agentty_core::jobs::{Job, OutputRing, READ_MAX_BYTES};
 use agentty_core::pty::integration::Flavor;
-use agentty_core::pty::once::{self, PtyRunRequest};
 use agentty_core::pty::{
     COLS_DEFAULT, OpenError, OpenSpec, PtyError, ROWS_DEFAULT, Regex, SEND_TIMEOUT_DEFAULT_MS,
     SIZE_MAX, SendRequest, SendStatus, Shell,
 };
-use agentty_core::run::RunRequest;
 use agentty_core::spawn::{SpawnSpec, StdinMode};
 use agentty_guard::Verdict;
 use rmcp::handler::server::tool::schema_for_output;
@@ -28,7 +26,7 @@ use serde::Serialize;
 use crate::escalation;
 use crate::server::{Agentty, input_schema, parse_args, tool_error};
 use crate::shell_notice as say;
-use crate::terminal::{Prepared, SandboxPermissions};
+use crate::terminal::SandboxPermissions;
 
 mod schema;
 pub use schema::*;
@@ -631,66 +629,5 @@ impl Agentty {
             ),
             Err(why) => tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
         }
-    }
-}
-
-impl Agentty {
-    /// `terminal({command, pty: true})`: one command under a PTY (SPEC §4), rendered like the
-    /// pipe path plus the awaiting-input note.
-    pub(crate) async fn terminal_pty(
-        &self,
-        prepared: &Prepared,
-        request: RunRequest,
-        escalated: bool,
-        ctx: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let pty_request = PtyRunRequest {
-            spec: request.spec,
-            input: request
-                .stdin
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
-            timeout: request.timeout,
-            spill: request.spill,
-            cols: COLS_DEFAULT,
-            rows: ROWS_DEFAULT,
-        };
-        let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
-            Ok(o) => o,
-            Err(e) => {
-                let program = prepared.program.to_string_lossy();
-                return tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e));
-            }
-        };
-        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
-        let denial = self.confinement().denial(
-            escalated,
-            outcome.run.exit.and_then(agentty_core::reaper::Exit::code),
-            &crate::terminal::output_text(&outcome.run),
-            self.retry(false),
-            cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
-                cwd,
-                command: &prepared.display,
-            }),
-        );
-        let sandbox = crate::terminal::SandboxReport {
-            line: self.confinement().line(escalated),
-            denial,
-        };
-        let full_screen = outcome.full_screen;
-        let notes = outcome
-            .awaiting_input
-            .as_deref()
-            .map(|prompt| {
-                if full_screen {
-                    say::PTY_FULL_SCREEN.to_owned()
-                } else {
-                    say::pty_awaiting_input(prompt)
-                }
-            })
-            .into_iter()
-            .chain(self.planted_warning())
-            .collect();
-        let (text, structured) = crate::terminal::render(prepared, &outcome.run, sandbox, notes);
-        success(text, &structured)
     }
 }

@@ -10,9 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentty_core::jobs::command::{self, CommandStart, StartError};
 use agentty_core::jobs::{CapReached, Job, JobKind, JobState, READ_MAX_BYTES};
-use agentty_core::run::{Handover, RunRequest};
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use rmcp::service::RequestContext;
@@ -23,7 +21,7 @@ use crate::confinement::{Confinement, SANDBOX_DENIED};
 use crate::notice::{self, Retry};
 use crate::server::{Agentty, input_schema, parse_args, tool_error};
 use crate::task_notice as say;
-use crate::terminal::{Prepared, Status, TerminalResult, shaped_text};
+use crate::terminal::{Status, TerminalResult};
 
 mod schema;
 pub use schema::*;
@@ -94,7 +92,7 @@ fn push_denial(text: &mut String, job: &TaskInfo) {
 
 use crate::timing::millis;
 
-fn reply<T: Serialize>(text: String, structured: &T) -> CallToolResult {
+pub(crate) fn reply<T: Serialize>(text: String, structured: &T) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = serde_json::to_value(structured).ok();
     result
@@ -125,7 +123,12 @@ pub(crate) fn cap_text(cap: &CapReached) -> String {
 }
 
 /// `terminal`'s reply for a command that runs in the background.
-fn background_result(pid: i32, id: &str, sandbox: String, notes: Vec<String>) -> TerminalResult {
+pub(crate) fn background_result(
+    pid: i32,
+    id: &str,
+    sandbox: String,
+    notes: Vec<String>,
+) -> TerminalResult {
     TerminalResult {
         status: Status::Background,
         exit_code: None,
@@ -152,89 +155,6 @@ impl Agentty {
         self.jobs()
             .get(id)
             .ok_or_else(|| tool_error(say::unknown_id(id)))
-    }
-
-    /// `terminal({…, background: true})`: starts the prepared (guarded, confined) request as a
-    /// job and returns its id at once.
-    pub(crate) fn start_background(
-        &self,
-        prepared: &Prepared,
-        request: RunRequest,
-        sandbox: String,
-    ) -> CallToolResult {
-        let start = CommandStart {
-            spec: request.spec,
-            stdin: request.stdin,
-            label: prepared.display.clone(),
-        };
-        match command::start(self.jobs(), start, Some(self.spill_store().clone())) {
-            Ok(job) => {
-                let text = format!(
-                    "{}\n{sandbox}",
-                    say::started(&job.id, job.pid, &prepared.display)
-                );
-                reply(text, &background_result(job.pid, &job.id, sandbox, vec![]))
-            }
-            Err(StartError::Cap(cap)) => tool_error(cap_text(&cap)),
-            Err(StartError::Spawn(e)) => {
-                let program = prepared.program.to_string_lossy();
-                tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e))
-            }
-        }
-    }
-
-    /// `terminal({…, on_timeout: "background"})` reached its timeout: the command becomes a
-    /// job with everything captured so far, or, over the cap, is stopped like any timeout.
-    pub(crate) async fn adopt_timed_out(
-        &self,
-        prepared: &Prepared,
-        handover: Box<Handover>,
-        sandbox: String,
-    ) -> CallToolResult {
-        let mut text = shaped_text(&handover.output);
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let (stdout, stderr) = (shaped_text(&handover.stdout), shaped_text(&handover.stderr));
-        let truncated = handover.output.is_truncated();
-        let (pid, cursor) = (handover.pid, handover.cursor);
-        let duration_ms = millis(handover.started.elapsed());
-        let spill_path = handover.spill_path.clone();
-        let (status, job_id, line) =
-            match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
-                Ok(job) => {
-                    if let Some(path) = &spill_path {
-                        text.push_str(&say::spill_so_far(path));
-                        text.push('\n');
-                    }
-                    let line = say::moved_to_background(prepared.timeout_ms, &job.id, cursor);
-                    (Status::Background, Some(job.id.clone()), line)
-                }
-                Err((handover, cap)) => {
-                    command::abandon(handover).await;
-                    let line = say::not_moved(prepared.timeout_ms, &cap_text(&cap));
-                    (Status::Timeout, None, line)
-                }
-            };
-        text.push_str(&line);
-        text.push('\n');
-        text.push_str(&sandbox);
-        let structured = TerminalResult {
-            status,
-            exit_code: None,
-            signal: None,
-            stdout,
-            stderr,
-            duration_ms,
-            pid,
-            truncated,
-            spill_path: spill_path.map(|p| p.display().to_string()),
-            notes: vec![line],
-            sandbox,
-            error_code: None,
-            job_id,
-        };
-        reply(text, &structured)
     }
 
     /// Ends this session (SPEC §3): stops every job first (a job still writing into a removed

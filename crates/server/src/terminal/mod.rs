@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::notice;
 
+mod background;
+mod handler;
+
 /// Arguments of `terminal`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

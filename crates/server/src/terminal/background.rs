@@ -1,0 +1,98 @@
+//! `terminal`'s two ways into the job table: `background: true` starts a job at once, and
+//! `on_timeout: "background"` hands a run that reached its timeout over to one, losing no
+//! output. Both answer in `terminal`'s result shape.
+
+use agentty_core::jobs::command::{self, CommandStart, StartError};
+use agentty_core::run::{Handover, RunRequest};
+use rmcp::model::CallToolResult;
+
+use super::{Prepared, Status, TerminalResult, shaped_text};
+use crate::server::{Agentty, tool_error};
+use crate::task_notice as say;
+use crate::tasks::{background_result, cap_text, reply};
+use crate::timing::millis;
+
+impl Agentty {
+    /// `terminal({…, background: true})`: starts the prepared (guarded, confined) request as a
+    /// job and returns its id at once.
+    pub(crate) fn start_background(
+        &self,
+        prepared: &Prepared,
+        request: RunRequest,
+        sandbox: String,
+    ) -> CallToolResult {
+        let start = CommandStart {
+            spec: request.spec,
+            stdin: request.stdin,
+            label: prepared.display.clone(),
+        };
+        match command::start(self.jobs(), start, Some(self.spill_store().clone())) {
+            Ok(job) => {
+                let text = format!(
+                    "{}\n{sandbox}",
+                    say::started(&job.id, job.pid, &prepared.display)
+                );
+                reply(text, &background_result(job.pid, &job.id, sandbox, vec![]))
+            }
+            Err(StartError::Cap(cap)) => tool_error(cap_text(&cap)),
+            Err(StartError::Spawn(e)) => {
+                let program = prepared.program.to_string_lossy();
+                tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e))
+            }
+        }
+    }
+
+    /// `terminal({…, on_timeout: "background"})` reached its timeout: the command becomes a
+    /// job with everything captured so far, or, over the cap, is stopped like any timeout.
+    pub(crate) async fn adopt_timed_out(
+        &self,
+        prepared: &Prepared,
+        handover: Box<Handover>,
+        sandbox: String,
+    ) -> CallToolResult {
+        let mut text = shaped_text(&handover.output);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let (stdout, stderr) = (shaped_text(&handover.stdout), shaped_text(&handover.stderr));
+        let truncated = handover.output.is_truncated();
+        let (pid, cursor) = (handover.pid, handover.cursor);
+        let duration_ms = millis(handover.started.elapsed());
+        let spill_path = handover.spill_path.clone();
+        let (status, job_id, line) =
+            match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
+                Ok(job) => {
+                    if let Some(path) = &spill_path {
+                        text.push_str(&say::spill_so_far(path));
+                        text.push('\n');
+                    }
+                    let line = say::moved_to_background(prepared.timeout_ms, &job.id, cursor);
+                    (Status::Background, Some(job.id.clone()), line)
+                }
+                Err((handover, cap)) => {
+                    command::abandon(handover).await;
+                    let line = say::not_moved(prepared.timeout_ms, &cap_text(&cap));
+                    (Status::Timeout, None, line)
+                }
+            };
+        text.push_str(&line);
+        text.push('\n');
+        text.push_str(&sandbox);
+        let structured = TerminalResult {
+            status,
+            exit_code: None,
+            signal: None,
+            stdout,
+            stderr,
+            duration_ms,
+            pid,
+            truncated,
+            spill_path: spill_path.map(|p| p.display().to_string()),
+            notes: vec![line],
+            sandbox,
+            error_code: None,
+            job_id,
+        };
+        reply(text, &structured)
+    }
+}

@@ -1,0 +1,197 @@
+//! The `terminal` tool's handler: one call from its arguments to its result, on each of its
+//! paths (pipe, `pty`, `background`, a timeout handed over to the job table). Everything a
+//! call is refused for is checked in [`super::prepare`] before anyone is asked anything.
+
+use agentty_core::pty::once::{self, PtyRunRequest};
+use agentty_core::pty::{COLS_DEFAULT, ROWS_DEFAULT};
+use agentty_core::run::{self, Progress, RunEnd, RunOutcome, RunRequest};
+use agentty_core::spawn::SpawnSpec;
+use agentty_sandbox::RanIn;
+use rmcp::handler::server::tool::schema_for_output;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
+
+use super::{Prepared, TerminalParams, TerminalResult};
+use crate::server::{Agentty, input_schema, parse_args, tool_error};
+use crate::shell_notice as shell_say;
+use crate::{escalation, notice};
+
+#[tool_router(router = terminal_router, vis = "pub(crate)")]
+impl Agentty {
+    #[tool(
+        name = "terminal",
+        description = notice::TERMINAL_DESCRIPTION,
+        input_schema = input_schema::<TerminalParams>(),
+        output_schema = schema_for_output::<TerminalResult>(),
+        annotations(
+            title = "Run a command",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn terminal(&self, args: JsonObject, ctx: RequestContext<RoleServer>) -> CallToolResult {
+        let params: TerminalParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let prepared = match super::prepare(
+            params,
+            &self.settings().shell,
+            self.workspace(),
+            &self.settings().guard,
+            self.settings().default_timeout_ms,
+        ) {
+            Ok(p) => p,
+            Err(e) => return tool_error(e),
+        };
+        // A background job over the cap would be refused after the user approved it: say so
+        // first (the start checks again; a job that ended meanwhile only frees a place).
+        if prepared.background
+            && prepared.escalation.is_some()
+            && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Command)
+        {
+            return tool_error(crate::tasks::cap_text(&cap));
+        }
+        let escalated = match &prepared.escalation {
+            Some(justification) => {
+                match escalation::ask(&ctx.peer, &prepared.display, justification).await {
+                    Ok(()) => true,
+                    Err(refusal) => return tool_error(refusal),
+                }
+            }
+            None => false,
+        };
+        let confine = match self.confinement().confine(escalated) {
+            Ok(l) => l,
+            Err(reason) => return tool_error(notice::sandbox_failed(&reason)),
+        };
+        if self.cancelled_already(&ctx) {
+            return tool_error(notice::CANCELLED_BEFORE_START.into());
+        }
+        let (call, marker) = self.next_call();
+        tracing::debug!(%call, command = %prepared.display, escalated, "terminal");
+        let request = RunRequest {
+            spec: SpawnSpec {
+                program: prepared.program.clone(),
+                args: prepared.args.clone(),
+                cwd: prepared.workdir.clone(),
+                env: prepared.env.clone(),
+                stdin: agentty_core::spawn::StdinMode::Null,
+                marker,
+                confine,
+            },
+            stdin: prepared.stdin.clone(),
+            timeout: super::timeout(&prepared),
+            spill: Some((self.spill_store().clone(), call)),
+        };
+        if prepared.pty {
+            return self.terminal_pty(&prepared, request, escalated, &ctx).await;
+        }
+        if prepared.background {
+            return self.start_background(&prepared, request, self.confinement().line(escalated));
+        }
+        let mut progress = ctx.meta.get_progress_token().map(|token| {
+            let peer = ctx.peer.clone();
+            move |p: Progress| {
+                let param = ProgressNotificationParam::new(token.clone(), p.elapsed.as_secs_f64())
+                    .with_message(format!("{}s {}", p.elapsed.as_secs(), p.line));
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_progress(param).await;
+                });
+            }
+        });
+        let on_progress = progress
+            .as_mut()
+            .map(|f| f as &mut (dyn FnMut(Progress) + Send));
+        let ran = run::run_until(request, prepared.hand_over, ctx.ct.cancelled(), on_progress);
+        let outcome = match ran.await {
+            Ok(RunEnd::Finished(o)) => o,
+            Ok(RunEnd::TimedOut(handover)) => {
+                let line = self.confinement().line(escalated);
+                return self.adopt_timed_out(&prepared, handover, line).await;
+            }
+            Err(e) => {
+                let program = prepared.program.to_string_lossy();
+                return tool_error(notice::spawn_failed(&program, &prepared.workdir, &e));
+            }
+        };
+        self.finish_foreground(&prepared, &outcome, escalated, Vec::new())
+    }
+    /// `terminal({command, pty: true})`: one command under a PTY (SPEC §4), rendered like the
+    /// pipe path plus the awaiting-input note.
+    pub(crate) async fn terminal_pty(
+        &self,
+        prepared: &Prepared,
+        request: RunRequest,
+        escalated: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let pty_request = PtyRunRequest {
+            spec: request.spec,
+            input: request
+                .stdin
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+            timeout: request.timeout,
+            spill: request.spill,
+            cols: COLS_DEFAULT,
+            rows: ROWS_DEFAULT,
+        };
+        let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
+            Ok(o) => o,
+            Err(e) => {
+                let program = prepared.program.to_string_lossy();
+                return tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e));
+            }
+        };
+        let full_screen = outcome.full_screen;
+        let notes = outcome
+            .awaiting_input
+            .as_deref()
+            .map(|prompt| {
+                if full_screen {
+                    shell_say::PTY_FULL_SCREEN.to_owned()
+                } else {
+                    shell_say::pty_awaiting_input(prompt)
+                }
+            })
+            .into_iter()
+            .collect();
+        self.finish_foreground(prepared, &outcome.run, escalated, notes)
+    }
+
+    /// The end of every foreground run, pipe or PTY: where the command ended up, whether the
+    /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0),
+    /// the planted-code warning, and the rendering. `notes`: what the path itself has to say.
+    fn finish_foreground(
+        &self,
+        prepared: &Prepared,
+        outcome: &RunOutcome,
+        escalated: bool,
+        mut notes: Vec<String>,
+    ) -> CallToolResult {
+        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
+        let denial = self.confinement().denial(
+            escalated,
+            outcome.exit.and_then(agentty_core::reaper::Exit::code),
+            &super::output_text(outcome),
+            self.retry(false),
+            cwd.as_deref().map(|cwd| RanIn {
+                cwd,
+                command: &prepared.display,
+            }),
+        );
+        let sandbox = super::SandboxReport {
+            line: self.confinement().line(escalated),
+            denial,
+        };
+        notes.extend(self.planted_warning());
+        let (text, structured) = super::render(prepared, outcome, sandbox, notes);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = serde_json::to_value(structured).ok();
+        result
+    }
+}
