@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use agentty_testkit::{processes_with_arg, processes_with_env};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -141,45 +142,14 @@ pub fn text_of(result: &CallToolResult) -> String {
         .collect()
 }
 
-/// Pids of live (non-zombie) processes, each with the named `/proc/<pid>/` file (`cmdline`,
-/// `environ`) read: the one `/proc` scan the suites build their checks on.
-pub fn live_processes(file: &str) -> Vec<(i32, Vec<u8>)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rfind(')')
-            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-        if !zombie {
-            found.push((
-                pid,
-                std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default(),
-            ));
-        }
-    }
-    found
-}
-
 /// The serving process under the watchdog `watchdog` (the process a host starts forks it at
 /// start-up and stays behind): the one live child running this binary.
 pub fn serving_pid(watchdog: i32) -> i32 {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let children: Vec<i32> = live_processes("stat")
+        let children: Vec<i32> = agentty_testkit::children(watchdog)
             .into_iter()
-            .filter(|(_, stat)| {
-                let stat = String::from_utf8_lossy(stat);
-                let after = stat.rfind(')').map_or("", |i| &stat[i + 2..]);
-                after.split_ascii_whitespace().nth(1) == Some(&watchdog.to_string())
-            })
-            .map(|(pid, _)| pid)
+            .filter(|&pid| agentty_testkit::stat(pid).is_some_and(|s| !s.zombie()))
             .filter(|pid| {
                 std::fs::read_link(format!("/proc/{pid}/exe"))
                     .is_ok_and(|exe| exe == std::path::Path::new(env!("CARGO_BIN_EXE_agentty")))
@@ -193,25 +163,6 @@ pub fn serving_pid(watchdog: i32) -> i32 {
             _ => std::thread::sleep(Duration::from_millis(10)),
         }
     }
-}
-
-/// Live processes whose environment has `var=value`.
-pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
-    let wanted = format!("{var}={value}");
-    live_processes("environ")
-        .into_iter()
-        .filter(|(_, env)| env.split(|&b| b == 0).any(|e| e == wanted.as_bytes()))
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
-/// Live processes with `arg` as one of their arguments.
-pub fn processes_with_arg(arg: &str) -> Vec<i32> {
-    live_processes("cmdline")
-        .into_iter()
-        .filter(|(_, cmd)| cmd.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
-        .map(|(pid, _)| pid)
-        .collect()
 }
 
 /// Waits (at most `within`) until two scans in a row count at least `n`, and returns the last

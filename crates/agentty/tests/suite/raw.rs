@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use agentty_testkit::{processes_naming, zombie_children};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -191,36 +192,6 @@ fn text(response: &Value) -> String {
                 .collect::<String>()
         })
         .unwrap_or_default()
-}
-
-/// Live processes that have `needle` in one of their arguments.
-fn processes_naming(needle: &str) -> Vec<i32> {
-    super::client::live_processes("cmdline")
-        .into_iter()
-        .filter(|(_, cmd)| String::from_utf8_lossy(cmd).contains(needle))
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
-/// Zombie children of `pid` (any thread's).
-fn zombie_children(pid: i32) -> Vec<i32> {
-    let mut zombies = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return zombies;
-    };
-    for task in tasks.flatten() {
-        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for child in children.split_whitespace() {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            if stat
-                .rfind(')')
-                .is_some_and(|i| stat[i + 2..].starts_with('Z'))
-            {
-                zombies.push(child.parse().unwrap());
-            }
-        }
-    }
-    zombies
 }
 
 /// Waits (bounded) until no process names a mark file: whatever started has ended.

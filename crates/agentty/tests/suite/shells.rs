@@ -47,18 +47,6 @@ fn fds(pid: i32) -> (usize, usize) {
     (total, ttys)
 }
 
-fn children(pid: i32) -> Vec<String> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        out.extend(text.split_whitespace().map(str::to_owned));
-    }
-    out
-}
-
 #[tokio::test]
 async fn five_tools_are_listed_with_annotations_and_schemas() {
     let server = start().await;
@@ -350,7 +338,7 @@ async fn two_hundred_cycles_leave_no_fd_pty_or_process_behind() {
     let baseline = fds(pid);
     assert_eq!(baseline.1, 0, "no terminal held after close");
     // The server's own helpers, if any, are children too: they are the baseline.
-    let helpers = children(pid);
+    let helpers = agentty_testkit::children(pid);
     for i in 2..=201 {
         let id = format!("s{i}");
         let (_, s) = ok(&server, "shell_open", json!({})).await;
@@ -365,11 +353,13 @@ async fn two_hundred_cycles_leave_no_fd_pty_or_process_behind() {
         ok(&server, "shell_close", json!({"id": id})).await;
     }
     let deadline = Instant::now() + PROMPT;
-    while (fds(pid) != baseline || children(pid) != helpers) && Instant::now() < deadline {
+    while (fds(pid) != baseline || agentty_testkit::children(pid) != helpers)
+        && Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(fds(pid), baseline, "fd count back at baseline, no PTY held");
-    assert_eq!(children(pid), helpers, "no shell left");
+    assert_eq!(agentty_testkit::children(pid), helpers, "no shell left");
 }
 
 /// A shell that exits during a send: the reply says how it ended, and a shell_list right after

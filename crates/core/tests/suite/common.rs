@@ -69,40 +69,6 @@ pub async fn wait_for_marked(marker: &str, n: usize, within: Duration) -> [usize
     seen
 }
 
-/// Pids of live (non-zombie) processes, each with the named `/proc/<pid>/` file read.
-pub fn live_processes(file: &str) -> Vec<(i32, Vec<u8>)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rfind(')')
-            .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-        if !zombie {
-            found.push((
-                pid,
-                std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default(),
-            ));
-        }
-    }
-    found
-}
-
-pub fn processes_with_marker(marker: &str) -> Vec<i32> {
-    let wanted = format!("{RUN_MARKER_VAR}={marker}");
-    live_processes("environ")
-        .into_iter()
-        .filter(|(_, env)| env.split(|&b| b == 0).any(|e| e == wanted.as_bytes()))
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
 /// Waits (bounded) until no process of the run is left; returns what is still there.
 pub async fn leftovers_after(marker: &str, within: Duration) -> Vec<i32> {
     let deadline = tokio::time::Instant::now() + within;
@@ -114,3 +80,10 @@ pub async fn leftovers_after(marker: &str, within: Duration) -> Vec<i32> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Live processes of the run with this marker.
+pub fn processes_with_marker(marker: &str) -> Vec<i32> {
+    agentty_testkit::processes_with_env(RUN_MARKER_VAR, marker)
+}
+
+pub use agentty_testkit::live_processes;

@@ -173,23 +173,10 @@ async fn bad_specs_are_errors_and_leave_no_process() {
             .unwrap_err();
         assert!(err.to_string().contains(expected), "{expected}: {err}");
     }
-    assert_eq!(zombie_children(), Vec::<i32>::new());
-}
-
-/// Children of this test process that exited and were never reaped.
-fn zombie_children() -> Vec<i32> {
-    let me = std::process::id().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|stat| {
-            let rest = stat[stat.rfind(')')? + 2..].to_owned();
-            let mut f = rest.split_ascii_whitespace();
-            let (state, ppid) = (f.next()?, f.next()?);
-            (state == "Z" && ppid == me).then(|| stat.split(' ').next()?.parse().ok())?
-        })
-        .collect()
+    assert_eq!(
+        agentty_testkit::zombie_children(std::process::id() as i32),
+        Vec::<i32>::new()
+    );
 }
 
 /// A stand-in sandbox that sets `no_new_privs` (the first thing the real one does), counting
@@ -254,7 +241,10 @@ async fn the_sandbox_step_runs_in_the_child_only() {
         .unwrap_err();
     assert!(err.to_string().contains("sandbox"), "{err}");
     assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
-    assert_eq!(zombie_children(), Vec::<i32>::new());
+    assert_eq!(
+        agentty_testkit::zombie_children(std::process::id() as i32),
+        Vec::<i32>::new()
+    );
 }
 
 #[tokio::test]

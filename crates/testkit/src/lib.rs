@@ -1,0 +1,140 @@
+//! Test support shared by agentty's suites: one `/proc` scan that the checks for leftovers,
+//! zombies and escapees are built on, instead of a copy per test crate.
+//!
+//! Linux only, like the behaviour these tests check. Every read tolerates a process that ends
+//! while it is being read: it is simply not listed.
+
+use std::fs;
+
+/// One row of `/proc/<pid>/stat`: what the checks need of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub pid: i32,
+    pub ppid: i32,
+    /// The state letter (`R`, `S`, `Z`, …).
+    pub state: char,
+}
+
+impl Stat {
+    pub fn zombie(&self) -> bool {
+        self.state == 'Z' || self.state == 'X'
+    }
+}
+
+/// `/proc/<pid>/stat`, parsed; `None` once the process is gone.
+pub fn stat(pid: i32) -> Option<Stat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself hold spaces and parentheses.
+    let mut fields = text.get(text.rfind(')')? + 2..)?.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some(Stat { pid, ppid, state })
+}
+
+/// Every pid in `/proc` now.
+pub fn pids() -> Vec<i32> {
+    fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Live (non-zombie) processes, each with the named `/proc/<pid>/` file read (`cmdline`,
+/// `environ`, `stat`, …).
+pub fn live_processes(file: &str) -> Vec<(i32, Vec<u8>)> {
+    pids()
+        .into_iter()
+        .filter(|&pid| stat(pid).is_some_and(|s| !s.zombie()))
+        .map(|pid| {
+            (
+                pid,
+                fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Live processes whose environment has exactly `var=value`.
+pub fn processes_with_env(var: &str, value: &str) -> Vec<i32> {
+    let wanted = format!("{var}={value}");
+    with_env_entry(|entry| entry == wanted.as_bytes())
+}
+
+fn with_env_entry(matches: impl Fn(&[u8]) -> bool) -> Vec<i32> {
+    live_processes("environ")
+        .into_iter()
+        .filter(|(_, env)| env.split(|&b| b == 0).any(&matches))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Live processes with `arg` as one of their arguments.
+pub fn processes_with_arg(arg: &str) -> Vec<i32> {
+    live_processes("cmdline")
+        .into_iter()
+        .filter(|(_, cmd)| cmd.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Live processes with `needle` anywhere in their command line.
+pub fn processes_naming(needle: &str) -> Vec<i32> {
+    live_processes("cmdline")
+        .into_iter()
+        .filter(|(_, cmd)| String::from_utf8_lossy(cmd).contains(needle))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Children of `pid` (of any of its threads), zombies included.
+pub fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|s| s.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Children of `pid` that exited and were never reaped.
+pub fn zombie_children(pid: i32) -> Vec<i32> {
+    children(pid)
+        .into_iter()
+        .filter(|&child| stat(child).is_some_and(|s| s.zombie()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_child_by_argument_then_its_zombie_then_nothing() {
+        let arg = format!("30.{}", std::process::id());
+        let mut child = std::process::Command::new("sleep")
+            .arg(&arg)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn sleep: {e}"));
+        let pid = child.id() as i32;
+        assert_eq!(processes_with_arg(&arg), vec![pid]);
+        assert!(children(std::process::id() as i32).contains(&pid));
+        let _ = child.kill();
+        // Killed, not reaped: a zombie child, and no longer live.
+        while stat(pid).is_some_and(|s| !s.zombie()) {
+            std::thread::yield_now();
+        }
+        assert!(zombie_children(std::process::id() as i32).contains(&pid));
+        assert!(processes_with_arg(&arg).is_empty());
+        let _ = child.wait();
+        assert_eq!(stat(pid), None);
+    }
+}
