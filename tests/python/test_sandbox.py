@@ -166,3 +166,24 @@ def test_a_background_job_over_the_cap_is_refused_before_the_user_is_asked():
     assert result.is_error, text(result)
     assert asked == [], asked
     assert not os.path.exists(outside("never-bg"))
+
+
+def test_a_shell_over_the_cap_is_refused_before_the_user_is_asked():
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def body(session):
+        for _ in range(4):
+            r = await session.call_tool("shell_open", {})
+            assert not r.is_error, text(r)
+        return await session.call_tool(
+            "shell_open",
+            {"sandbox_permissions": "require_escalated", "justification": "the test asks"},
+        )
+
+    result = run(body, elicitation_callback=approve)
+    assert result.is_error, text(result)
+    assert asked == [], asked

@@ -1,4 +1,4 @@
-//! Output cleaning (SPEC §7.1): carriage-return collapse, then escape-sequence stripping,
+//! Output cleaning (docs/BEHAVIOUR.md §7.1): carriage-return collapse, then escape-sequence stripping,
 //! streaming and UTF-8 safe.
 //!
 //! A model reads text, not a terminal. A progress bar that rewrote one line a thousand times

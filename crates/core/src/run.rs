@@ -1,4 +1,4 @@
-//! The pipe path of `terminal` (SPEC §2): run one process to its end, capture, shape, clean up.
+//! The pipe path of `terminal` (docs/BEHAVIOUR.md §2): run one process to its end, capture, shape, clean up.
 //!
 //! One loop owns the whole life of the call: it reads stdout and stderr as they arrive, notices
 //! the leader's exit, the timeout, the caller's cancellation and the capture cap, and reports

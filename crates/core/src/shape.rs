@@ -1,4 +1,4 @@
-//! Head+tail shaping of one-shot output (SPEC §2, §7.2).
+//! Head+tail shaping of one-shot output (docs/BEHAVIOUR.md §2, §7.2).
 //!
 //! Cleaned text up to [`INLINE_LIMIT_BYTES`] is kept whole. Past that, memory stays constant:
 //! the first [`HEAD_CHARS`] characters (what ran), the last [`TAIL_CHARS`] (how it ended), and

@@ -1,4 +1,4 @@
-//! Spill files (SPEC §7.3): the full text of an output too long to return, kept private.
+//! Spill files (docs/BEHAVIOUR.md §7.2): the full text of an output too long to return, kept private.
 //!
 //! Layout: `<state dir>/spill/<session id>/<name>.log`. Directories are 0700 and files 0600.
 //! A confined command may be able to write near the state dir (it may sit under a temp dir), and

@@ -1,5 +1,5 @@
 //! The watchdog: no process a command started outlives the server, however the server ends
-//! (SPEC §3), SIGKILL and a wiped environment included.
+//! (docs/BEHAVIOUR.md §3), SIGKILL and a wiped environment included.
 //!
 //! `agentty serve` forks once at start-up, before any thread exists. The **parent stays behind
 //! as the watchdog** and the child becomes the server:

@@ -1,5 +1,5 @@
 //! agentty-guard: shell parsing, the dangerous-command rules, the read-only classifier and the
-//! workspace boundary (SPEC §6).
+//! workspace boundary (docs/BEHAVIOUR.md §6).
 //!
 //! The guard is a guardrail against slips, not a defence against an adversary: it parses a command
 //! line the way the shell would (see `parse.rs` for why tree-sitter-bash), peels wrappers such as

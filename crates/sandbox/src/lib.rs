@@ -1,4 +1,4 @@
-//! agentty-sandbox: permission mode -> write confinement (SPEC §5).
+//! agentty-sandbox: permission mode -> write confinement (docs/BEHAVIOUR.md §5).
 //!
 //! Only writes are confined; reads and the network are left alone (optional network-off aside),
 //! because a read allow-list breaks `git push` reading `~/.ssh`. The flow is

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-/// A permission mode (SPEC §5). Displays as its sandbox name.
+/// A permission mode (docs/BEHAVIOUR.md §5). Displays as its sandbox name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// `read-only`: writes nowhere except `/dev/null` and the terminal.

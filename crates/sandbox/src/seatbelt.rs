@@ -1,7 +1,7 @@
 //! macOS backend: a Seatbelt (SBPL) profile confining writes only, run through `sandbox-exec`.
 //!
 //! The profile is plain text, so it is generated and unit-tested on every platform. It starts from
-//! `(allow default)` rather than codex's `(deny default)` because SPEC §5 confines writes only:
+//! `(allow default)` rather than codex's `(deny default)` because docs/BEHAVIOUR.md §5 confines writes only:
 //! reads, exec and network stay as they are. `sandbox-exec` execs the command in place, so the
 //! command keeps the pid and process group it was spawned with. The wrapping itself is compiled
 //! only on macOS (and in tests) and has NOT been run on a real Mac.

@@ -1,4 +1,4 @@
-//! The sandbox of one session (SPEC §5), decided once: the plan and the prepared kernel objects,
+//! The sandbox of one session (docs/BEHAVIOUR.md §5), decided once: the plan and the prepared kernel objects,
 //! plus the per-call choice between that and a one-time escalated (unconfined) run.
 //!
 //! The Landlock ruleset (and the seccomp filter) are built once per session; each confined

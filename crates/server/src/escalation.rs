@@ -1,4 +1,4 @@
-//! One-time escalation (SPEC §5): a call asks to run without the sandbox, the user decides.
+//! One-time escalation (docs/BEHAVIOUR.md §5): a call asks to run without the sandbox, the user decides.
 //!
 //! The question goes to the user through MCP elicitation. Approval covers this one call (or, for
 //! a shell, the whole shell) and is never cached; the form offers no "always". When the client

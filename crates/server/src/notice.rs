@@ -1,4 +1,4 @@
-//! Every word the `terminal` family says to a model, in one place (SPEC §1).
+//! Every word the `terminal` family says to a model, in one place (docs/BEHAVIOUR.md §1).
 //!
 //! English, short, exact. Each sentence states a fact and, where there is one, the next action.
 //! Numbers come from `agentty_core::limits`, so the text never disagrees with the engine.

@@ -65,7 +65,7 @@ struct Inner {
     /// Per-call ids (`c1`, `c2`, …): they name spill files and run markers.
     calls: AtomicU64,
     session: String,
-    /// This session's background commands and shells (SPEC §3).
+    /// This session's background commands and shells (docs/BEHAVIOUR.md §3).
     jobs: Arc<JobTable>,
     /// Handles of this session's open shells (registered in `jobs`), and their idle reaper.
     shells: Arc<agentty_core::pty::Shells>,

@@ -1,5 +1,5 @@
 //! Every word the persistent-shell family (`shell_*`, and `terminal`'s `pty: true` extras) says
-//! to a model, in one place (SPEC §1, §4).
+//! to a model, in one place (docs/BEHAVIOUR.md §1, §4).
 //!
 //! The recurring facts are stated the same way everywhere: a newline is never added for you,
 //! a command still running at the bound keeps running, and a shell that is gone took its cwd,

@@ -1,4 +1,4 @@
-//! The persistent-shell family (SPEC §4): `shell_open`, `shell_send`, `shell_read`,
+//! The persistent-shell family (docs/BEHAVIOUR.md §4): `shell_open`, `shell_send`, `shell_read`,
 //! `shell_list`, `shell_close`.
 //!
 //! Contracts only: validation, the guard on typed command lines, the workspace boundary and
@@ -113,6 +113,13 @@ impl Agentty {
             Err(e) => return tool_error(e),
         };
         let shell_path = self.settings().shell.clone();
+        // Over the cap the open would be refused after the user approved it: say so first (the
+        // open checks again).
+        if p.sandbox_permissions == Some(SandboxPermissions::RequireEscalated)
+            && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Shell)
+        {
+            return tool_error(say::cap_reached(&cap.running));
+        }
         let escalated = match (p.sandbox_permissions, p.justification) {
             (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
                 let what = format!("an interactive shell ({})", shell_path.display());

@@ -1,5 +1,5 @@
 //! Every word the job-control family (`task_*`, and `terminal`'s background replies) says to a
-//! model, in one place (SPEC §1, §3).
+//! model, in one place (docs/BEHAVIOUR.md §1, §3).
 //!
 //! Each reply states the fact and the next call that acts on it, with the exact arguments, so a
 //! model never has to guess a cursor or an id. Numbers come from the engine's constants.

@@ -1,4 +1,4 @@
-//! The job-control family (SPEC §3): `task_list`, `task_output`, `task_wait`, `task_stop`, and
+//! The job-control family (docs/BEHAVIOUR.md §3): `task_list`, `task_output`, `task_wait`, `task_stop`, and
 //! the two ways a command enters the job table from `terminal` (background start, and a
 //! foreground command moved there at its timeout).
 //!
@@ -157,7 +157,7 @@ impl Agentty {
             .ok_or_else(|| tool_error(say::unknown_id(id)))
     }
 
-    /// Ends this session (SPEC §3): stops every job first (a job still writing into a removed
+    /// Ends this session (docs/BEHAVIOUR.md §3): stops every job first (a job still writing into a removed
     /// directory would be a bug), logs one line per job stopped, then removes the session's
     /// spill directory. Returns how many jobs were stopped.
     pub async fn end_session(&self) -> usize {

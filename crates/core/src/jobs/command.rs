@@ -1,4 +1,4 @@
-//! Background commands (SPEC §3): `terminal({…, background: true})`, and foreground commands
+//! Background commands (docs/BEHAVIOUR.md §3): `terminal({…, background: true})`, and foreground commands
 //! moved into the background when their timeout is reached (`on_timeout: "background"`).
 //!
 //! A background command is started through the one spawn seam with the caller's `SpawnSpec`

@@ -1,4 +1,4 @@
-//! Long-lived jobs: the output ring and the one job table (SPEC §3, §4).
+//! Long-lived jobs: the output ring and the one job table (docs/BEHAVIOUR.md §3, §4).
 
 pub mod command;
 pub mod ring;

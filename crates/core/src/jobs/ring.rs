@@ -1,4 +1,4 @@
-//! The output buffer of a long-lived job (SPEC §3): a ring that drops the head and keeps the tail,
+//! The output buffer of a long-lived job (docs/BEHAVIOUR.md §3): a ring that drops the head and keeps the tail,
 //! read with absolute byte cursors, spilling lazily to a file.
 //!
 //! Why drop-head: the end of a build is what matters (the result, the error), so the newest

@@ -1,4 +1,4 @@
-//! The job table (SPEC §3): the single registry of every long-lived child of one client session.
+//! The job table (docs/BEHAVIOUR.md §3): the single registry of every long-lived child of one client session.
 //!
 //! Background commands (`t1`, `t2`, …) and persistent shells (`s1`, …) live here and nowhere
 //! else: one registration, so a missed registration cannot exist. Ids are never reused within the

@@ -1,7 +1,7 @@
 //! The shells of one client session: opening them into the job table, finding them again by id,
 //! and closing those left idle.
 //!
-//! The job table is the registry (SPEC §3: one registration, so `task_list` and `task_output`
+//! The job table is the registry (docs/BEHAVIOUR.md §3: one registration, so `task_list` and `task_output`
 //! see shells with nothing extra). This map only keeps the typed handle of each *open* shell for
 //! the `shell_*` verbs, and it is filled only after the table accepted the job. A shell that
 //! ended stays in the table with its state (closed, reaped, exited), which is what lets a later

@@ -1,4 +1,4 @@
-//! The PTY paths (SPEC §4): one command under a pseudo-terminal ([`once`]) and persistent
+//! The PTY paths (docs/BEHAVIOUR.md §4): one command under a pseudo-terminal ([`once`]) and persistent
 //! shells ([`shell`], kept per session by [`host`]).
 //!
 //! Why a PTY at all: some programs only behave on a terminal (colours, progress, prompts, REPLs,
@@ -27,7 +27,6 @@ pub use host::{Gone, OpenError, Shells};
 pub use regex::Regex;
 pub use shell::{Hangup, OpenSpec, Screen, SendOutcome, SendRequest, SendStatus, Shell};
 
-/// Default terminal width: wide enough that ordinary output does not wrap.
 /// Escape sequences only a program that draws a whole screen sends: switching to the alternate
 /// screen, clearing it, the cursor to the top-left corner. A line-by-line program (a prompt, a
 /// progress bar) sends none of them.
@@ -47,6 +46,7 @@ pub fn draws_screen(bytes: &[u8]) -> bool {
         .any(|seq| bytes.windows(seq.len()).any(|w| w == *seq))
 }
 
+/// Default terminal width: wide enough that ordinary output does not wrap.
 pub const COLS_DEFAULT: u16 = 120;
 /// Default terminal height.
 pub const ROWS_DEFAULT: u16 = 40;
@@ -71,7 +71,7 @@ pub const PROBE_INTERVAL_MS: u64 = 50;
 /// Without prompt markers (an unknown shell), a send returns once output was quiet this long.
 pub const SEND_IDLE_MS: u64 = 500;
 
-/// A shell nobody sent to or read from for this long is closed (SPEC §4): it holds a PTY, a
+/// A shell nobody sent to or read from for this long is closed (docs/BEHAVIOUR.md §4): it holds a PTY, a
 /// process tree and memory for a model that has moved on.
 pub const SHELL_IDLE_DEFAULT_MS: u64 = 10 * 60 * 1000;
 

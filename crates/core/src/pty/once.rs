@@ -1,4 +1,4 @@
-//! `terminal({command, pty: true})` (SPEC §4): one command under a pseudo-terminal, with the
+//! `terminal({command, pty: true})` (docs/BEHAVIOUR.md §4): one command under a pseudo-terminal, with the
 //! limits and termination of the pipe path (§2) and early return when it waits for input.
 //!
 //! A PTY has one stream, so stdout and stderr arrive merged; the result carries it as both the

@@ -1,4 +1,4 @@
-//! One persistent shell (SPEC §4): a shell on a PTY that a model keeps talking to.
+//! One persistent shell (docs/BEHAVIOUR.md §4): a shell on a PTY that a model keeps talking to.
 //!
 //! A reader task owns the stream: every chunk goes, in order, through the marker scanner, to the
 //! screen emulator (vt100, for `screen: true`), the raw tail, the cleaned output ring (the same

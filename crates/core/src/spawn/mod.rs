@@ -41,7 +41,7 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("PIP_NO_INPUT", "1"),
 ];
 
-/// A confinement (the sandbox, SPEC §5) that a child applies to itself just before `exec`.
+/// A confinement (the sandbox, docs/BEHAVIOUR.md §5) that a child applies to itself just before `exec`.
 pub trait Confine: Send + Sync {
     /// Runs in the child between clone and exec, sharing the server's memory: raw system calls
     /// on data prepared beforehand only, no allocation, no lock.

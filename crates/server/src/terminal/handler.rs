@@ -121,7 +121,7 @@ impl Agentty {
         };
         self.finish_foreground(&prepared, &outcome, escalated, Vec::new())
     }
-    /// `terminal({command, pty: true})`: one command under a PTY (SPEC §4), rendered like the
+    /// `terminal({command, pty: true})`: one command under a PTY (docs/BEHAVIOUR.md §4), rendered like the
     /// pipe path plus the awaiting-input note.
     pub(crate) async fn terminal_pty(
         &self,

@@ -1,4 +1,4 @@
-//! The `terminal` tool contract (SPEC §2): parameters, validation, and the rendering of a run
+//! The `terminal` tool contract (docs/BEHAVIOUR.md §2): parameters, validation, and the rendering of a run
 //! into a text block for the model plus `structuredContent` for programs.
 //!
 //! Validation happens before anything starts and every refusal is a tool error the model can
@@ -130,7 +130,7 @@ pub struct Prepared {
     pub background: bool,
     /// At the timeout, move the command into the background instead of stopping it.
     pub hand_over: bool,
-    /// Run under a pseudo-terminal (SPEC §4).
+    /// Run under a pseudo-terminal (docs/BEHAVIOUR.md §4).
     pub pty: bool,
 }
 
