@@ -7,6 +7,7 @@ use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 
 use super::client::*;
+use agentty_testkit::processes_naming;
 
 const PROMPT: Duration = Duration::from_secs(20);
 
@@ -397,5 +398,36 @@ async fn every_timeout_is_bounded_and_worded_the_same_way() {
             "{tool}: {text}"
         );
         assert!(text.contains(advice), "{tool}: {text}");
+    }
+}
+
+/// A command that exits 0 but leaves a writer behind (one that ignores SIGHUP) succeeded, on the
+/// pipe path and on a pty alike, and the writer is stopped. (On a pty the session leader's exit
+/// hangs the terminal up, so a stray cannot hold its output there.)
+#[tokio::test]
+async fn a_stray_holding_the_output_is_stopped_and_the_status_is_the_same_on_both_paths() {
+    let server = start().await;
+    for pty in [false, true] {
+        let arg = format!("300.{}{}", std::process::id(), u8::from(pty));
+        let (text, s) = server
+            .terminal(json!({
+                "command": format!(
+                    "(trap '' HUP; while :; do echo tick; sleep 0.05; done; sleep {arg}) & echo started"
+                ),
+                "pty": pty
+            }))
+            .await;
+        assert!(text.contains("started"), "pty {pty}: {text}");
+        assert_eq!(s["exit_code"], 0, "pty {pty}: {text}");
+        assert_eq!(s["status"], "success", "pty {pty}: {text}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !processes_with_arg(&arg).is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(processes_with_arg(&arg), Vec::<i32>::new(), "pty {pty}");
+        assert!(
+            processes_naming("while :; do echo tick").is_empty(),
+            "pty {pty}: the writer was left"
+        );
     }
 }
