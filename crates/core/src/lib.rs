@@ -10,6 +10,7 @@ pub mod clean;
 pub mod drivers;
 pub mod jobs;
 pub mod limits;
+mod model_output;
 pub mod pty;
 pub mod reaper;
 pub mod run;

@@ -27,9 +27,10 @@ use crate::clean::Cleaner;
 use crate::jobs::command::Live;
 use crate::jobs::ring::OutputRing;
 use crate::limits::{
-    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, INLINE_LIMIT_BYTES, KILL_GRACE_MS,
-    KILL_WAIT_MS, PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS, READ_CHUNK_BYTES,
+    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS,
+    PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS, READ_CHUNK_BYTES,
 };
+use crate::model_output::{Finished, LazySpill, ModelOutput};
 use crate::reaper::Exit;
 use crate::shape::{Shaped, Shaper};
 use crate::spawn::{SpawnSpec, StdinMode, spawn};
@@ -161,21 +162,14 @@ enum Stream {
     Err,
 }
 
-enum SpillState {
-    Off,
-    Ready(Arc<SpillStore>, String),
-    Writing(SpillFile),
-    Failed(String),
-}
-
 /// Everything captured so far.
 struct Capture {
     out_cleaner: Cleaner,
     err_cleaner: Cleaner,
     stdout: Shaper,
     stderr: Shaper,
-    merged: Shaper,
-    spill: SpillState,
+    /// The merged output the model gets, and its spill file.
+    merged: ModelOutput,
     captured: u64,
     last_line: String,
     last_stream: Stream,
@@ -190,10 +184,7 @@ impl Capture {
             err_cleaner: Cleaner::new(),
             stdout: Shaper::new(),
             stderr: Shaper::new(),
-            merged: Shaper::new(),
-            spill: spill.map_or(SpillState::Off, |(store, name)| {
-                SpillState::Ready(store, name)
-            }),
+            merged: ModelOutput::new(spill),
             captured: 0,
             last_line: String::new(),
             last_stream: Stream::Out,
@@ -217,36 +208,11 @@ impl Capture {
             self.last_line.clear();
             self.last_line.push_str(line);
         }
-        Self::merge(&mut self.merged, &mut self.spill, text);
+        self.merged.push(text);
         if let Some(ring) = &self.ring {
             ring.push(text);
         }
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
-    }
-
-    fn merge(merged: &mut Shaper, spill: &mut SpillState, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let overflowing = merged
-            .inline_text()
-            .is_some_and(|inline| inline.len() + text.len() > INLINE_LIMIT_BYTES);
-        if overflowing && let SpillState::Ready(store, name) = spill {
-            let opened = store.create(name).and_then(|mut file| {
-                file.write(merged.inline_text().unwrap_or_default())?;
-                Ok(file)
-            });
-            *spill = match opened {
-                Ok(file) => SpillState::Writing(file),
-                Err(e) => SpillState::Failed(e.to_string()),
-            };
-        }
-        if let SpillState::Writing(file) = spill
-            && let Err(e) = file.write(text)
-        {
-            *spill = SpillState::Failed(e.to_string());
-        }
-        merged.push(text);
     }
 
     fn progress_line(&self) -> String {
@@ -267,25 +233,26 @@ impl Capture {
     /// cleaners, so they are neither lost nor counted twice.
     fn hand_over(self, live: Live, started: Instant, workdir: PathBuf) -> Handover {
         let ring = self.ring.unwrap_or_else(|| OutputRing::new(None));
-        let (spill_path, spill) = match self.spill {
-            SpillState::Off => (None, HandoverSpill::Off),
-            SpillState::Ready(store, _) => (None, HandoverSpill::Lazy(store)),
-            SpillState::Writing(mut file) => match file.flush() {
+        let (merged, spill) = self.merged.into_parts();
+        let (spill_path, spill) = match spill {
+            LazySpill::Off => (None, HandoverSpill::Off),
+            LazySpill::Ready(store, _) => (None, HandoverSpill::Lazy(store)),
+            LazySpill::Writing(mut file) => match file.flush() {
                 Ok(()) => (
                     Some(file.path().to_owned()),
-                    HandoverSpill::Continue(file, self.merged.total_bytes()),
+                    HandoverSpill::Continue(file, merged.total_bytes()),
                 ),
                 Err(e) => (None, HandoverSpill::Failed(e.to_string())),
             },
-            SpillState::Failed(reason) => (None, HandoverSpill::Failed(reason)),
+            LazySpill::Failed(reason) => (None, HandoverSpill::Failed(reason)),
         };
         Handover {
             pid: live.pid,
             started: started.into_std(),
             workdir,
-            output_bytes: self.merged.total_bytes(),
-            output_lines: self.merged.total_lines(),
-            output: self.merged.finish(),
+            output_bytes: merged.total_bytes(),
+            output_lines: merged.total_lines(),
+            output: merged.finish(),
             stdout: self.stdout.finish(),
             stderr: self.stderr.finish(),
             spill_path,
@@ -300,32 +267,29 @@ impl Capture {
         }
     }
 
-    fn finish(mut self) -> (Shaped, Shaped, Shaped, u64, u64, Spill, u64) {
+    fn finish(mut self) -> Captured {
         let tail = self.out_cleaner.finish().to_owned();
         self.stdout.push(&tail);
-        Self::merge(&mut self.merged, &mut self.spill, &tail);
+        self.merged.push(&tail);
         let tail = self.err_cleaner.finish().to_owned();
         self.stderr.push(&tail);
-        Self::merge(&mut self.merged, &mut self.spill, &tail);
-        let spill = match self.spill {
-            SpillState::Off | SpillState::Ready(..) => Spill::NotNeeded,
-            SpillState::Writing(file) => match file.finish() {
-                Ok(path) => Spill::Written(path),
-                Err(e) => Spill::Failed(e.to_string()),
-            },
-            SpillState::Failed(reason) => Spill::Failed(reason),
-        };
-        let (bytes, lines) = (self.merged.total_bytes(), self.merged.total_lines());
-        (
-            self.stdout.finish(),
-            self.stderr.finish(),
-            self.merged.finish(),
-            bytes,
-            lines,
-            spill,
-            self.captured,
-        )
+        self.merged.push(&tail);
+        Captured {
+            stdout: self.stdout.finish(),
+            stderr: self.stderr.finish(),
+            merged: self.merged.finish(),
+            captured: self.captured,
+        }
     }
+}
+
+/// What a finished capture holds: each stream shaped, the merged output with its spill file,
+/// and the raw bytes counted against the capture cap.
+pub(crate) struct Captured {
+    pub stdout: Shaped,
+    pub stderr: Shaped,
+    pub merged: Finished,
+    pub captured: u64,
 }
 
 /// Why the loop started stopping the tree.
@@ -554,8 +518,12 @@ fn finish(
     start: Instant,
     capture: Capture,
 ) -> RunOutcome {
-    let (stdout, stderr, output, output_bytes, output_lines, spill, captured_bytes) =
-        capture.finish();
+    let Captured {
+        stdout,
+        stderr,
+        merged,
+        captured,
+    } = capture.finish();
     RunOutcome {
         pid,
         status,
@@ -563,11 +531,11 @@ fn finish(
         duration: start.elapsed(),
         stdout,
         stderr,
-        output,
-        output_bytes,
-        output_lines,
-        spill,
-        captured_bytes,
+        output: merged.output,
+        output_bytes: merged.bytes,
+        output_lines: merged.lines,
+        spill: merged.spill,
+        captured_bytes: captured,
         strays: None,
         stopped: None,
     }

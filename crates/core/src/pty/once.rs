@@ -18,17 +18,17 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
 use crate::limits::{
-    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, INLINE_LIMIT_BYTES, KILL_GRACE_MS,
-    KILL_WAIT_MS, READ_CHUNK_BYTES,
+    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS, READ_CHUNK_BYTES,
 };
+use crate::model_output::{Finished, ModelOutput};
 use crate::pty::integration::keystrokes;
 use crate::pty::probe::{InputWait, input_wait};
 use crate::pty::{ONCE_AWAIT_QUIET_MS, PROBE_INTERVAL_MS, spawn_on_pty, sys};
 use crate::reaper::Exit;
-use crate::run::{RunOutcome, RunStatus, Spill};
-use crate::shape::{Shaped, Shaper};
+use crate::run::{RunOutcome, RunStatus};
+use crate::shape::Shaped;
 use crate::spawn::SpawnSpec;
-use crate::spill::{SpillFile, SpillStore};
+use crate::spill::SpillStore;
 use crate::tree::{self, Terminated};
 
 pub struct PtyRunRequest {
@@ -50,17 +50,10 @@ pub struct PtyRunOutcome {
     pub full_screen: bool,
 }
 
-enum SpillState {
-    Off,
-    Ready(Arc<SpillStore>, String),
-    Writing(SpillFile),
-    Failed(String),
-}
-
 struct Capture {
     cleaner: Cleaner,
-    shaper: Shaper,
-    spill: SpillState,
+    /// The output the model gets, and its spill file.
+    output: ModelOutput,
     captured: u64,
     /// The last read ended with a "\r", counted in `captured` (its "\n" may start the next).
     cr_counted: bool,
@@ -106,48 +99,17 @@ impl Capture {
     }
 
     fn push(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let overflowing = self
-            .shaper
-            .inline_text()
-            .is_some_and(|inline| inline.len() + text.len() > INLINE_LIMIT_BYTES);
-        if overflowing && let SpillState::Ready(store, name) = &self.spill {
-            let opened = store.create(name).and_then(|mut file| {
-                file.write(self.shaper.inline_text().unwrap_or_default())?;
-                Ok(file)
-            });
-            self.spill = match opened {
-                Ok(file) => SpillState::Writing(file),
-                Err(e) => SpillState::Failed(e.to_string()),
-            };
-        }
-        if let SpillState::Writing(file) = &mut self.spill
-            && let Err(e) = file.write(text)
-        {
-            self.spill = SpillState::Failed(e.to_string());
-        }
-        self.shaper.push(text);
+        self.output.push(text);
     }
 
     fn prompt_line(&self) -> String {
         self.cleaner.pending_line().trim_end().to_owned()
     }
 
-    fn finish(mut self) -> (Shaped, u64, u64, Spill, u64) {
+    fn finish(mut self) -> (Finished, u64) {
         let tail = self.cleaner.finish().to_owned();
         self.push(&tail);
-        let spill = match self.spill {
-            SpillState::Off | SpillState::Ready(..) => Spill::NotNeeded,
-            SpillState::Writing(file) => match file.finish() {
-                Ok(path) => Spill::Written(path),
-                Err(e) => Spill::Failed(e.to_string()),
-            },
-            SpillState::Failed(reason) => Spill::Failed(reason),
-        };
-        let (bytes, lines) = (self.shaper.total_bytes(), self.shaper.total_lines());
-        (self.shaper.finish(), bytes, lines, spill, self.captured)
+        (self.output.finish(), self.captured)
     }
 }
 
@@ -192,8 +154,7 @@ pub async fn run(
     }
     let mut capture = Capture {
         cleaner: Cleaner::new(),
-        shaper: Shaper::new(),
-        spill: spill.map_or(SpillState::Off, |(s, n)| SpillState::Ready(s, n)),
+        output: ModelOutput::new(spill),
         captured: 0,
         cr_counted: false,
         drew_screen: false,
@@ -292,7 +253,10 @@ pub async fn run(
     let status = match (stop, exit) {
         (Some(Stop::Timeout), _) => RunStatus::Timeout,
         (Some(Stop::OverCapture), _) => RunStatus::Killed,
-        (_, Some(e)) if e.success() && stop.is_none() => RunStatus::Success,
+        // As on the pipe path: a command that exited 0 succeeded, even when a process it left
+        // behind held the terminal and was stopped (a note says so). Stopped at a prompt, it
+        // did not finish.
+        (_, Some(e)) if e.success() && stop != Some(Stop::AwaitingInput) => RunStatus::Success,
         _ => RunStatus::Failed,
     };
     let full_screen = capture.drew_screen;
@@ -317,18 +281,18 @@ fn finish(
     start: Instant,
     capture: Capture,
 ) -> RunOutcome {
-    let (output, output_bytes, output_lines, spill, captured_bytes) = capture.finish();
+    let (merged, captured_bytes) = capture.finish();
     RunOutcome {
         pid,
         status,
         exit,
         duration: start.elapsed(),
-        stdout: output.clone(),
+        stdout: merged.output.clone(),
         stderr: Shaped::Whole(String::new()),
-        output,
-        output_bytes,
-        output_lines,
-        spill,
+        output: merged.output,
+        output_bytes: merged.bytes,
+        output_lines: merged.lines,
+        spill: merged.spill,
         captured_bytes,
         strays: None,
         stopped: None,
@@ -345,8 +309,7 @@ mod tests {
     fn the_terminals_carriage_returns_are_not_counted_across_reads() {
         let mut capture = Capture {
             cleaner: Cleaner::new(),
-            shaper: Shaper::new(),
-            spill: SpillState::Off,
+            output: ModelOutput::new(None),
             captured: 0,
             cr_counted: false,
             drew_screen: false,
