@@ -146,7 +146,10 @@ mod tests {
                 "{line}"
             );
         }
-        let argv: Vec<String> = ["vim", "x"].iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> = ["vim", "x"]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         assert!(argv_needs_terminal(&argv).is_some());
     }
 

@@ -196,7 +196,7 @@ mod tests {
     use super::*;
 
     fn v(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| w.to_string()).collect()
+        words.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

@@ -1,7 +1,7 @@
 use super::*;
 
 fn v(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
+    words.iter().map(std::string::ToString::to_string).collect()
 }
 
 #[test]

@@ -85,9 +85,7 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
                 });
             }
         };
-        let is_dir = std::fs::metadata(&w.path)
-            .map(|m| m.is_dir())
-            .unwrap_or(false);
+        let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
         let rights = if is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
     }

@@ -360,7 +360,7 @@ mod suggested_calls {
         let mut found = Vec::new();
         for (at, _) in text.match_indices("({") {
             let rest = &text[at + 1..];
-            let end = rest.find("})").map(|e| e + 1).unwrap_or(rest.len());
+            let end = rest.find("})").map_or(rest.len(), |e| e + 1);
             found.push(&rest[..end]);
         }
         found

@@ -18,7 +18,12 @@ async fn output_of(argv: &[&str], m: &str) -> String {
     req.spec.program = argv[0].into();
     req.spec.args = argv[1..].iter().map(OsString::from).collect();
     let outcome = run_to_end(req).await;
-    assert!(outcome.exit.is_some_and(|e| e.success()), "{outcome:?}");
+    assert!(
+        outcome
+            .exit
+            .is_some_and(agentty_core::reaper::Exit::success),
+        "{outcome:?}"
+    );
     text(&outcome.stdout).to_owned()
 }
 
@@ -26,8 +31,7 @@ fn status_field<'a>(status: &'a str, name: &str) -> &'a str {
     status
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .map(str::trim)
-        .unwrap_or_else(|| panic!("{name} missing in {status}"))
+        .map_or_else(|| panic!("{name} missing in {status}"), str::trim)
 }
 
 #[tokio::test]

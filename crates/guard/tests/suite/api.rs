@@ -3,7 +3,7 @@
 use agentty_guard::{GuardConfig, Verdict, analyze, check, check_argv, report, rule, rule_names};
 
 fn argv(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
+    words.iter().map(std::string::ToString::to_string).collect()
 }
 
 #[test]

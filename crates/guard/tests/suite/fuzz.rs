@@ -140,7 +140,7 @@ proptest! {
 
     #[test]
     fn argv_soup_never_panics(words in prop::collection::vec(prop::sample::select(TOKENS), 0..20)) {
-        let argv: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        let argv: Vec<String> = words.iter().map(std::string::ToString::to_string).collect();
         let _ = check_argv(&argv, &GuardConfig::default());
     }
 
