@@ -8,6 +8,7 @@
 
 pub mod clean;
 pub mod drivers;
+mod handover;
 pub mod jobs;
 pub mod limits;
 mod model_output;

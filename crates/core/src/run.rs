@@ -24,7 +24,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
-use crate::jobs::command::Live;
+pub use crate::handover::Handover;
+use crate::handover::{HandoverSpill, Live};
 use crate::jobs::ring::OutputRing;
 use crate::limits::{
     CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS,
@@ -34,7 +35,7 @@ use crate::model_output::{Finished, LazySpill, ModelOutput};
 use crate::reaper::Exit;
 use crate::shape::{Shaped, Shaper};
 use crate::spawn::{SpawnSpec, StdinMode, spawn};
-use crate::spill::{SpillFile, SpillStore};
+use crate::spill::SpillStore;
 use crate::tree::{self, Terminated};
 
 /// One call to run.
@@ -103,49 +104,6 @@ pub enum RunEnd {
     Finished(RunOutcome),
     /// The timeout was reached and the command is still running, handed over intact.
     TimedOut(Box<Handover>),
-}
-
-/// A command whose timeout was reached, with everything needed to keep it running elsewhere.
-pub struct Handover {
-    pub pid: i32,
-    /// When the command started.
-    pub started: std::time::Instant,
-    pub workdir: PathBuf,
-    /// Merged output captured so far (complete lines; a partial line stays with the cleaner).
-    pub output: Shaped,
-    pub stdout: Shaped,
-    pub stderr: Shaped,
-    pub output_bytes: u64,
-    pub output_lines: u64,
-    /// The spill file of the capture, when it had started one (it keeps growing).
-    pub spill_path: Option<PathBuf>,
-    /// Byte cursor just after `output`: where a reader of the job continues.
-    pub cursor: u64,
-    pub(crate) live: Live,
-    /// The merged text so far (its newest 256 KB), with absolute cursors from byte 0.
-    pub(crate) ring: OutputRing,
-    pub(crate) spill: HandoverSpill,
-}
-
-/// What becomes of the capture's spill when the command is handed over.
-pub(crate) enum HandoverSpill {
-    Off,
-    /// Nothing spilled yet: the job's ring spills lazily, to a file named after the job.
-    Lazy(Arc<SpillStore>),
-    /// The capture's file holds every byte so far: the job keeps writing it.
-    Continue(SpillFile, u64),
-    Failed(String),
-}
-
-impl HandoverSpill {
-    pub(crate) fn apply(self, ring: &OutputRing, job_id: String) {
-        match self {
-            HandoverSpill::Off => {}
-            HandoverSpill::Lazy(store) => ring.spill_to(Some((store, job_id))),
-            HandoverSpill::Continue(file, bytes) => ring.continue_spill(file, bytes),
-            HandoverSpill::Failed(reason) => ring.spill_failed(reason),
-        }
-    }
 }
 
 /// A progress report while the command runs.

@@ -28,13 +28,13 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
+use crate::handover::{Handover, Live};
 use crate::jobs::ring::OutputRing;
 use crate::jobs::table::{
     CapReached, Job, JobControl, JobKind, JobState, JobTable, NewJob, StopFuture,
 };
 use crate::limits::{CANCEL_GRACE_MS, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS};
 use crate::reaper::Exit;
-use crate::run::Handover;
 use crate::spawn::{SpawnSpec, StdinMode, spawn};
 use crate::spill::SpillStore;
 use crate::tree::{self, Terminated};
@@ -60,22 +60,6 @@ pub enum StartError {
     Cap(#[from] CapReached),
     #[error("cannot start the command: {0}")]
     Spawn(#[from] io::Error),
-}
-
-/// The live parts of a running command: what the driver owns.
-pub(crate) struct Live {
-    pub(crate) pid: i32,
-    /// Spawned confined (the sandbox applies).
-    pub(crate) confined: bool,
-    pub(crate) marker: String,
-    pub(crate) out: Option<pipe::Receiver>,
-    pub(crate) err: Option<pipe::Receiver>,
-    pub(crate) exit_watch: crate::reaper::ExitWatch,
-    /// Set when the leader already exited (and was reaped) before the driver took over.
-    pub(crate) exit: Option<Exit>,
-    /// Per-stream cleaners: a partial line in either stays pending until its newline.
-    pub(crate) out_cleaner: Cleaner,
-    pub(crate) err_cleaner: Cleaner,
 }
 
 /// Starts `start` as a background job of `table`; its output spills to `<id>.log` in `spill`.
