@@ -1,0 +1,132 @@
+//! `shell_open`: a persistent shell, confined like every command, with the prompt markers
+//! that tell when a command is done.
+
+use std::sync::Arc;
+
+use agentty_core::jobs::OutputRing;
+use agentty_core::pty::integration::Flavor;
+use agentty_core::pty::{COLS_DEFAULT, OpenError, OpenSpec, PtyError, ROWS_DEFAULT, SIZE_MAX};
+use agentty_core::spawn::{SpawnSpec, StdinMode};
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+
+use crate::escalation;
+use crate::server::{Agentty, parse_args, tool_error};
+use crate::shell_notice as say;
+use crate::terminal::SandboxPermissions;
+
+use super::*;
+
+impl Agentty {
+    pub(super) async fn open_shell(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let p: ShellOpenParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let (cols, rows) = match size(p.cols, p.rows) {
+            Ok(s) => s.unwrap_or((COLS_DEFAULT, ROWS_DEFAULT)),
+            Err(e) if p.cols.is_some() != p.rows.is_some() => {
+                // One of the two alone is fine at open: the other keeps its default.
+                let c = p.cols.unwrap_or(COLS_DEFAULT);
+                let r = p.rows.unwrap_or(ROWS_DEFAULT);
+                if !(1..=SIZE_MAX).contains(&c) || !(1..=SIZE_MAX).contains(&r) {
+                    return tool_error(e);
+                }
+                (c, r)
+            }
+            Err(e) => return tool_error(e),
+        };
+        let workdir = match self.workspace().resolve_workdir(p.workdir.as_deref()) {
+            Ok(dir) => dir,
+            Err(e) => return tool_error(e.to_string()),
+        };
+        let env = match crate::entry::check_env(p.env, &workdir, &self.settings().guard, true) {
+            Ok(env) => env,
+            Err(e) => return tool_error(e),
+        };
+        let shell_path = self.settings().shell.clone();
+        // Over the cap the open would be refused after the user approved it: say so first (the
+        // open checks again).
+        if p.sandbox_permissions == Some(SandboxPermissions::RequireEscalated)
+            && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Shell)
+        {
+            return tool_error(say::cap_reached(&cap.running));
+        }
+        let escalated = match (p.sandbox_permissions, p.justification) {
+            (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
+                let what = format!("an interactive shell ({})", shell_path.display());
+                match escalation::ask(&ctx.peer, &what, &j).await {
+                    Ok(()) => true,
+                    Err(refusal) => return tool_error(refusal),
+                }
+            }
+            (Some(SandboxPermissions::RequireEscalated), _) => {
+                return tool_error(crate::notice::JUSTIFICATION_REQUIRED.into());
+            }
+            _ => false,
+        };
+        let confine = match self.confinement().confine(escalated) {
+            Ok(l) => l,
+            Err(reason) => return tool_error(crate::notice::sandbox_failed(&reason)),
+        };
+        let (call, marker) = self.next_call();
+        let output = Arc::new(OutputRing::new(Some((
+            self.spill_store().clone(),
+            format!("shell-{call}"),
+        ))));
+        let spec = OpenSpec {
+            spawn: SpawnSpec {
+                program: shell_path.clone().into_os_string(),
+                args: Vec::new(),
+                cwd: workdir.clone(),
+                env,
+                stdin: StdinMode::Null,
+                marker,
+                confine,
+            },
+            cols,
+            rows,
+            output,
+        };
+        let label = shell_path.display().to_string();
+        if self.cancelled_already(&ctx) {
+            return tool_error(say::CANCELLED_BEFORE_OPEN.into());
+        }
+        let (job, shell) = match self.shells().open(spec, label.clone()).await {
+            Ok(opened) => opened,
+            Err(OpenError::Cap(cap)) => return tool_error(say::cap_reached(&cap.0.running)),
+            Err(OpenError::Pty(PtyError::NoPrompt(waited))) => {
+                return tool_error(say::no_prompt(waited));
+            }
+            Err(OpenError::Pty(PtyError::EndedAtStart(text))) => {
+                return tool_error(say::ended_at_start(&text));
+            }
+            Err(OpenError::Pty(e)) => return tool_error(say::open_failed(&e.to_string())),
+        };
+        let marked = shell.flavor != Flavor::Unknown;
+        let sandbox = self.confinement().line(escalated);
+        let workdir = workdir.display().to_string();
+        let text = format!(
+            "{}\n{sandbox}",
+            say::opened(&job.id, &label, &workdir, cols, rows, marked)
+        );
+        success(
+            text,
+            &ShellOpenResult {
+                id: job.id.clone(),
+                pid: shell.pid,
+                shell: label,
+                workdir,
+                cols,
+                rows,
+                integration: marked,
+                sandbox,
+            },
+        )
+    }
+}

@@ -1,0 +1,141 @@
+//! `shell_read`: a shell's output from a cursor, or its rendered screen.
+
+use agentty_core::jobs::READ_MAX_BYTES;
+use rmcp::model::{CallToolResult, JsonObject};
+
+use crate::server::{Agentty, parse_args, tool_error};
+use crate::shell_notice as say;
+
+use super::*;
+
+impl Agentty {
+    pub(super) async fn read_shell(&self, args: JsonObject) -> CallToolResult {
+        let p: ShellReadParams = match parse_args(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let (want_screen, want_raw) = (p.screen.unwrap_or(false), p.raw.unwrap_or(false));
+        if want_screen && want_raw {
+            return tool_error(say::SCREEN_AND_RAW.into());
+        }
+        let resize = match size(p.cols, p.rows) {
+            Ok(r) => r,
+            Err(e) => return tool_error(e),
+        };
+        // A closed shell's output stays readable; only screen, raw and resize need it open.
+        let (job, shell) = match self.shells().get(&p.id) {
+            Ok((job, shell)) => (job, Some(shell)),
+            Err(why) => match self.jobs().get(&p.id) {
+                Some(job) if why != agentty_core::pty::Gone::NotAShell => (job, None),
+                _ => return tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
+            },
+        };
+        let state = say::state_word(&job.state());
+        if want_screen || want_raw || resize.is_some() {
+            let Some(shell) = &shell else {
+                return tool_error(say::NO_SCREEN.into());
+            };
+            if let Some((cols, rows)) = resize
+                && let Err(e) = shell.resize(cols, rows)
+            {
+                return tool_error(say::open_failed(&e.to_string()));
+            }
+            if want_screen {
+                let screen = shell.screen();
+                return success(
+                    screen.text.clone(),
+                    &ShellReadResult {
+                        id: job.id.clone(),
+                        state,
+                        text: screen.text,
+                        from: None,
+                        next: None,
+                        dropped: 0,
+                        remaining: 0,
+                        total: job.output.total(),
+                        spill_path: None,
+                        spill_error: None,
+                        screen: Some(ScreenInfo {
+                            cols: screen.cols,
+                            rows: screen.rows,
+                            cursor_row: screen.cursor_row,
+                            cursor_col: screen.cursor_col,
+                            alternate: screen.alternate,
+                        }),
+                    },
+                );
+            }
+            if want_raw {
+                let raw = shell.raw_tail(READ_MAX_BYTES);
+                return success(
+                    raw.escape_debug().to_string(),
+                    &ShellReadResult {
+                        id: job.id.clone(),
+                        state,
+                        text: raw,
+                        from: None,
+                        next: None,
+                        dropped: 0,
+                        remaining: 0,
+                        total: job.output.total(),
+                        spill_path: None,
+                        spill_error: None,
+                        screen: None,
+                    },
+                );
+            }
+        }
+        if let Some(shell) = &shell {
+            shell.touch_read();
+        }
+        let total = job.output.total();
+        if let Some(since) = p.since
+            && since > total
+        {
+            return tool_error(say::cursor_past_end(since, total));
+        }
+        let slice = job.output.read(p.since, READ_MAX_BYTES);
+        let mut text = String::new();
+        if slice.dropped > 0 {
+            // One wording with task_output: the buffer is the same kind, and so is its spill.
+            text.push_str(&crate::task_notice::scrolled_out(
+                slice.dropped,
+                slice.spill_path.as_deref(),
+                slice.spill_error.as_deref(),
+            ));
+            text.push('\n');
+        }
+        text.push_str(if slice.text.is_empty() {
+            crate::notice::NO_OUTPUT
+        } else {
+            &slice.text
+        });
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        // Always the cursor: a host that shows only the text still lets the model read on.
+        if slice.remaining > 0 {
+            text.push_str(&say::more(slice.next, slice.remaining, &job.id));
+        } else if shell.is_some() {
+            text.push_str(&say::read_on(slice.next, &job.id));
+        } else {
+            text.push_str(say::END_OF_OUTPUT);
+        }
+        success(
+            text,
+            &ShellReadResult {
+                id: job.id.clone(),
+                state,
+                text: slice.text,
+                from: Some(slice.from),
+                next: Some(slice.next),
+                dropped: slice.dropped,
+                remaining: slice.remaining,
+                total: slice.total,
+                spill_path: slice.spill_path.map(|p| p.display().to_string()),
+                spill_error: slice.spill_error,
+                screen: None,
+            },
+        )
+    }
+}
