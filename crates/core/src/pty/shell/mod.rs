@@ -21,16 +21,16 @@ use crate::clean::Cleaner;
 use crate::jobs::{Job, JobState, OutputRing};
 use crate::limits::KILL_WAIT_MS;
 use crate::pty::capture::SendCapture;
-use crate::pty::integration::{Flavor, Marker, Piece, Scanner, keystrokes};
-use crate::pty::probe::{InputWait, input_wait};
+use crate::pty::integration::{Flavor, Scanner};
 use crate::pty::sys::{self, Master};
 use crate::pty::{
-    CLOSE_GRACE_MS, OPEN_PROMPT_WAIT_MS, PROBE_INTERVAL_MS, PROBE_QUIET_MS, PtyError,
-    RAW_TAIL_BYTES, SEND_IDLE_MS, spawn_on_pty,
+    CLOSE_GRACE_MS, OPEN_PROMPT_WAIT_MS, PROBE_INTERVAL_MS, PtyError, SEND_IDLE_MS, spawn_on_pty,
 };
-use crate::reaper::Exit;
 use crate::spawn::SpawnSpec;
 use crate::tree;
+
+mod send;
+mod stream;
 
 /// Why a shell ended at our hands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,35 +164,6 @@ fn nz(v: u16) -> NonZeroU16 {
 }
 
 impl Shell {
-    /// What was typed since the last Enter, Ctrl+C or Ctrl+U.
-    pub fn pending_line(&self) -> String {
-        lock(&self.typed).clone()
-    }
-
-    /// The pending line after typing `input`: Enter (`\n`, `\r`), Ctrl+C and Ctrl+U end it.
-    fn typed_after(pending: &str, input: &str) -> String {
-        let mut next = pending.to_owned();
-        for c in input.chars() {
-            match c {
-                '\n' | '\r' | '\u{3}' | '\u{15}' => next.clear(),
-                _ => next.push(c),
-            }
-        }
-        next
-    }
-
-    /// Fails with the length the pending line would have if `input` made it pass `max` bytes.
-    pub fn check_typed(&self, input: &str, max: usize) -> Result<(), usize> {
-        let len = Self::typed_after(&lock(&self.typed), input).len();
-        if len > max { Err(len) } else { Ok(()) }
-    }
-
-    /// Records keystrokes that were typed.
-    fn note_typed(&self, input: &str) {
-        let mut typed = lock(&self.typed);
-        *typed = Self::typed_after(&typed, input);
-    }
-
     /// Starts the shell and returns once it printed its first prompt (bounded by
     /// [`OPEN_PROMPT_WAIT_MS`]): the next send then always sees the same framing.
     pub async fn open(spec: OpenSpec) -> Result<Arc<Shell>, PtyError> {
@@ -387,222 +358,6 @@ impl Shell {
         self.touch();
     }
 
-    /// Types `input` and waits for the outcome (see the module header).
-    pub async fn send(&self, req: SendRequest<'_>) -> Result<SendOutcome, PtyError> {
-        // The timeout counts from the request, the wait for an earlier send included.
-        let start = Instant::now();
-        let deadline = start + req.timeout;
-        let Ok(_one_at_a_time) = tokio::time::timeout_at(deadline, self.send_lock.lock()).await
-        else {
-            return Err(PtyError::Busy);
-        };
-        let master = self.master().ok_or(PtyError::Closed)?;
-        let newlines = req.input.matches('\n').count() as u32;
-        let mut rx = self.changed.subscribe();
-        let cursor_from = self.output.total();
-        // Blank lines or Ctrl+C: nothing a shell at its prompt would run.
-        let blank = req
-            .input
-            .chars()
-            .all(|ch| ch.is_whitespace() || ch == '\x03');
-        let (idle_before, raw_from, ended_before) = {
-            let mut live = lock(&self.live);
-            let idle_before = live.at_prompt && live.owed_prompts == 0;
-            let raw_from = live.raw_total;
-            let ended_before = std::mem::take(&mut live.ended_unseen);
-            if !blank {
-                // Text goes in: until the next prompt, the line is not empty or something other
-                // than the prompt reads the keyboard (shells without a start marker give no
-                // other sign of it).
-                live.at_prompt = false;
-            }
-            let mut cap = SendCapture::new(req.input, self.flavor.marks_start());
-            // Only typed-ahead lines wait behind the earlier commands' prompts; a bare key
-            // (Ctrl+C) is for the running command, and its prompt is this send's answer.
-            if live.owed_prompts > 0 && newlines > 0 {
-                cap = cap.after_running_commands(live.owed_prompts);
-                live.owed_prompts = 0;
-            }
-            live.send = Some(cap);
-            (idle_before, raw_from, ended_before)
-        };
-        self.touch();
-        if req.input.is_empty() && idle_before {
-            // Nothing typed and nothing running: nothing to wait for.
-            lock(&self.live).send = None;
-            return Ok(SendOutcome {
-                status: SendStatus::AtPrompt,
-                output: String::new(),
-                dropped: 0,
-                cursor_from,
-                cursor_next: cursor_from,
-                elapsed: start.elapsed(),
-                ended_before,
-                full_screen: false,
-            });
-        }
-        master.write_all(&keystrokes(req.input)).await?;
-        self.note_typed(req.input);
-        drop(master);
-        let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
-        let idle = Duration::from_millis(SEND_IDLE_MS);
-        let mut next_probe = start;
-        // A verdict from process state must hold on two probes in a row: a line editor
-        // consuming typed-ahead input passes through the same wait between two keys.
-        let mut agreed: Option<SendStatus> = None;
-
-        let status = loop {
-            let now = Instant::now();
-            let (verdict, quiet_since, any_output) = {
-                let live = lock(&self.live);
-                let Some(cap) = live.send.as_ref() else {
-                    break SendStatus::ShellEnded;
-                };
-                let done =
-                    matches!(cap.last, Some(Marker::Prompt(_))) && cap.prompts >= newlines.max(1);
-                let verdict = if done {
-                    Some(SendStatus::Done(cap.exit.unwrap_or_default()))
-                } else if req.wait_for.is_some_and(|re| re.is_match(&cap.for_match())) {
-                    Some(SendStatus::Matched)
-                } else if live.eof {
-                    Some(SendStatus::ShellEnded)
-                } else {
-                    None
-                };
-                (verdict, live.last_output.max(start), cap.any_output)
-            };
-            if let Some(v) = verdict {
-                break v;
-            }
-            if self.has_ended() {
-                break SendStatus::ShellEnded;
-            }
-            let quiet_for = now.saturating_duration_since(quiet_since);
-            if quiet_for >= probe_quiet && now >= next_probe {
-                next_probe = now + Duration::from_millis(PROBE_INTERVAL_MS);
-                match self.probe(any_output) {
-                    Some(status) if agreed.as_ref() == Some(&status) => break status,
-                    seen => agreed = seen,
-                }
-            }
-            if self.flavor == Flavor::Unknown && quiet_for >= idle {
-                break SendStatus::Quiet;
-            }
-            if now >= deadline {
-                break SendStatus::Running;
-            }
-            let mut wake = deadline.min(quiet_since + probe_quiet).max(next_probe);
-            if self.flavor == Flavor::Unknown {
-                wake = wake.min(quiet_since + idle);
-            }
-            tokio::select! {
-                _ = rx.changed() => {}
-                () = sleep_until(wake.min(deadline).max(now + Duration::from_millis(1))) => {}
-            }
-        };
-        let (cap, full_screen) = {
-            let mut live = lock(&self.live);
-            let full_screen = !matches!(
-                status,
-                SendStatus::Done(_) | SendStatus::AtPrompt | SendStatus::ShellEnded
-            ) && Self::draws_full_screen(&live, raw_from);
-            let (unseen, own_missing, seen) = live.send.as_ref().map_or((0, 0, 0), |c| {
-                (
-                    c.stale_left(),
-                    newlines.saturating_sub(c.prompts),
-                    c.prompts,
-                )
-            });
-            live.owed_prompts = match status {
-                // This send's lines still run or wait: their prompts come later.
-                SendStatus::Matched | SendStatus::Running | SendStatus::Quiet => {
-                    live.owed_prompts + unseen + own_missing
-                }
-                // A wait (nothing typed) ended at the first prompt: later lines may still run.
-                SendStatus::Done(_) | SendStatus::AtPrompt if req.input.is_empty() => {
-                    live.owed_prompts.saturating_sub(seen)
-                }
-                // At a prompt again after typing (Ctrl+C flushes what was queued): nothing owed.
-                SendStatus::Done(_) | SendStatus::AtPrompt => 0,
-                // A program reads the input (not the shell), or the shell is gone.
-                SendStatus::AwaitingInput { .. } | SendStatus::ShellEnded => {
-                    live.owed_prompts + unseen
-                }
-            };
-            (live.send.take(), full_screen)
-        };
-        // The shell sat at its prompt and the new prompt ended nothing: the input was blank lines
-        // or Ctrl+C (any shell), or no command started in between (a start marker says so).
-        let status = match (status, &cap) {
-            (SendStatus::Done(_), Some(c))
-                if idle_before && (blank || (self.flavor.marks_start() && !c.ran_command())) =>
-            {
-                SendStatus::AtPrompt
-            }
-            (status, _) => status,
-        };
-        self.touch();
-        let (output, dropped) = match &cap {
-            // Nothing ran: what came back is the echo of the key and a prompt.
-            _ if status == SendStatus::AtPrompt => (String::new(), 0),
-            Some(c) => (c.output(matches!(status, SendStatus::Done(_))), c.dropped),
-            None => (String::new(), 0),
-        };
-        Ok(SendOutcome {
-            status,
-            output,
-            dropped,
-            cursor_from,
-            cursor_next: self.output.total(),
-            elapsed: start.elapsed(),
-            ended_before,
-            full_screen,
-        })
-    }
-
-    /// Checks whether someone in the foreground waits for the keyboard.
-    fn probe(&self, any_output: bool) -> Option<SendStatus> {
-        let master = self.master()?;
-        if sys::unread_output(master.raw()) > 0 {
-            return None; // output is still in flight: not quiet after all
-        }
-        let fg = sys::foreground_group(master.raw());
-        let wait = input_wait(self.pid, fg, &self.tty_path);
-        let live = lock(&self.live);
-        let cap = live.send.as_ref()?;
-        match wait {
-            InputWait::No => None,
-            // The earlier command's prompt came and the shell reads again with nothing of this
-            // send run: the input was that command's (typed into a REPL still busy).
-            InputWait::Shell if let Some(code) = cap.input_went_to_earlier_command() => {
-                Some(SendStatus::Done(code))
-            }
-            // The shell reads again after a prompt: done, even if fewer prompts came than
-            // lines were typed (a program consumed some of them).
-            InputWait::Shell if matches!(cap.last, Some(Marker::Prompt(_))) => {
-                Some(SendStatus::Done(cap.exit.unwrap_or_default()))
-            }
-            // Before the shell echoed anything it may simply not have read the input yet.
-            InputWait::Shell if !any_output => None,
-            // A command line was accepted and runs: the shell reading now is a builtin of that
-            // command (`read -p`, `select`), which waits for an answer like any program.
-            InputWait::Shell if matches!(cap.last, Some(Marker::Start)) => {
-                Some(SendStatus::AwaitingInput {
-                    prompt: cap.prompt_line(),
-                    by_shell: false,
-                })
-            }
-            InputWait::Shell => Some(SendStatus::AwaitingInput {
-                prompt: cap.prompt_line(),
-                by_shell: true,
-            }),
-            InputWait::Program => Some(SendStatus::AwaitingInput {
-                prompt: cap.prompt_line(),
-                by_shell: false,
-            }),
-        }
-    }
-
     /// Closes the master side (the kernel hangs up the terminal: SIGHUP to the session).
     fn hang_up(&self) {
         lock(&self.master).take();
@@ -623,73 +378,6 @@ impl Shell {
         let mut ended = self.ended.subscribe();
         let _ =
             tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), ended.wait_for(|e| *e)).await;
-    }
-
-    fn ingest(&self, chunk: &[u8]) {
-        let mut guard = lock(&self.live);
-        let live = &mut *guard;
-        live.last_output = Instant::now();
-        live.raw_tail.extend(chunk);
-        live.raw_total += chunk.len() as u64;
-        let excess = live.raw_tail.len().saturating_sub(RAW_TAIL_BYTES);
-        live.raw_tail.drain(..excess);
-        let (ring_cleaner, screen, send, owed, ended, at_prompt, output) = (
-            &mut live.ring_cleaner,
-            &mut live.screen,
-            &mut live.send,
-            &mut live.owed_prompts,
-            &mut live.ended_unseen,
-            &mut live.at_prompt,
-            &self.output,
-        );
-        live.scanner.scan(chunk, |piece| match piece {
-            Piece::Bytes(bytes) => {
-                screen.process(bytes);
-                output.push(ring_cleaner.feed(bytes));
-                if let Some(cap) = send.as_mut() {
-                    cap.bytes(bytes);
-                }
-            }
-            Piece::Marker(marker) => {
-                *at_prompt = matches!(marker, Marker::Prompt(_));
-                match send.as_mut() {
-                    Some(cap) => cap.marker(marker),
-                    None => {
-                        if let Marker::Prompt(code) = marker
-                            && *owed > 0
-                        {
-                            *owed -= 1;
-                            ended.push(code);
-                        }
-                    }
-                }
-            }
-        });
-    }
-
-    fn record_end(&self, exit: Option<Exit>) {
-        let mut end = lock(&self.end);
-        let state = match (end.hangup, exit) {
-            (Some(Hangup::Idle), _) => JobState::Reaped,
-            (Some(Hangup::Closed), _) => JobState::Stopped,
-            (None, Some(Exit::Code(code))) => JobState::Exited(code),
-            (None, Some(Exit::Signal(sig))) => JobState::Signalled(sig),
-            (None, None) => JobState::Stopped,
-        };
-        if let Some(job) = end.job.as_ref().and_then(Weak::upgrade) {
-            job.set_state(state.clone());
-        }
-        end.state = Some(state);
-        drop(end);
-        {
-            let mut live = lock(&self.live);
-            let rest = live.ring_cleaner.finish().to_owned();
-            self.output.push(&rest);
-            live.eof = true;
-        }
-        self.output.close();
-        self.ended.send_replace(true);
-        self.changed.send_modify(|n| *n += 1);
     }
 }
 
