@@ -249,8 +249,13 @@ impl Shell {
                     by_shell: false,
                 })
             }
+            // The shell waits for the rest of a line: name the line as typed (we know it), not
+            // as the screen shows it, where the prompt and the echo can run together
+            // ("pwd# pwd" when the echo lands before the prompt is redrawn).
             InputWait::Shell => Some(SendStatus::AwaitingInput {
-                prompt: cap.prompt_line(),
+                prompt: Some(self.pending_line())
+                    .filter(|typed| !typed.trim().is_empty())
+                    .unwrap_or_else(|| cap.prompt_line()),
                 by_shell: true,
             }),
             InputWait::Program => Some(SendStatus::AwaitingInput {
