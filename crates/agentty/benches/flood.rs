@@ -17,7 +17,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::json;
 
-use common::{call, micros, status_kib};
+use common::{call, micros, serving_pid, status_kib};
 
 const SAMPLES: usize = 300;
 const JOBS: usize = 8;
@@ -35,7 +35,7 @@ async fn start(
         .arg("--state-dir")
         .arg(state);
     let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = transport.id().expect("server pid");
+    let server_pid = serving_pid(transport.id().expect("server pid"));
     (().serve(transport).await.expect("initialize"), server_pid)
 }
 

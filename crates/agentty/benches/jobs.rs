@@ -20,7 +20,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
 
-use common::{median, status_kib};
+use common::{median, serving_pid, status_kib};
 
 const JOBS: usize = 8;
 const BYTES_PER_JOB: u64 = 100_000_000;
@@ -105,7 +105,7 @@ async fn main() {
         .arg("--state-dir")
         .arg(state.path());
     let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = transport.id().expect("server pid");
+    let server_pid = serving_pid(transport.id().expect("server pid"));
     let client = ().serve(transport).await.expect("initialize");
 
     // Warm the page cache and the binaries so the first measured run is not the cold one.

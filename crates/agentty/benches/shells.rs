@@ -19,7 +19,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
 
-use common::{median, micros, status_kib};
+use common::{median, micros, serving_pid, status_kib};
 
 const ROUND_TRIPS: usize = 300;
 const WARMUP: usize = 30;
@@ -100,7 +100,7 @@ async fn main() {
         .arg("--shell")
         .arg("/bin/bash");
     let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = transport.id().expect("server pid");
+    let server_pid = serving_pid(transport.id().expect("server pid"));
     let client = ().serve(transport).await.expect("initialize");
 
     let mut raw = RawPty::start().await;

@@ -22,7 +22,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::json;
 
-use common::{median, micros, status_kib};
+use common::{median, micros, serving_pid, status_kib};
 
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
@@ -42,7 +42,7 @@ async fn start(
         .arg(state)
         .args(flags);
     let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = transport.id().expect("server pid");
+    let server_pid = serving_pid(transport.id().expect("server pid"));
     (().serve(transport).await.expect("initialize"), server_pid)
 }
 

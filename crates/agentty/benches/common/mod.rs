@@ -41,3 +41,23 @@ pub fn status_kib(pid: u32, key: &str) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// The serving process under the process a bench started: that one stays behind as the
+/// watchdog and forks the server, whose RSS, CPU time and fds are what a bench measures.
+pub fn serving_pid(started: u32) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let live: Vec<i32> = agentty_testkit::children(started as i32)
+            .into_iter()
+            .filter(|&pid| agentty_testkit::stat(pid).is_some_and(|s| !s.zombie()))
+            .collect();
+        if let [pid] = live[..] {
+            return pid as u32;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no single serving process under {started}: {live:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
