@@ -70,6 +70,9 @@ pub fn bad_regex(error: &str) -> String {
     format!("`wait_for` is not a valid regular expression: {error}")
 }
 
+/// A `shell_send` cancelled while it waited for the shell (another send held it).
+pub const SEND_CANCELLED: &str = "cancelled; the shell keeps running";
+
 /// `shell_send`'s advice past the `timeout_ms` bound.
 pub const SEND_PAST_MAX: &str = "the command keeps running at the bound anyway, so send again \
 or read with shell_read to wait longer";

@@ -79,7 +79,7 @@ impl Agentty {
         // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
         let outcome = tokio::select! {
             r = shell.send(request) => r,
-            () = ctx.ct.cancelled() => return tool_error("cancelled; the shell keeps running".into()),
+            () = ctx.ct.cancelled() => return tool_error(say::SEND_CANCELLED.into()),
         };
         let outcome = match outcome {
             Ok(o) => o,
