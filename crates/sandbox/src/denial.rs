@@ -96,10 +96,7 @@ pub fn detect_denial(
     if exit == Some(CANNOT_EXECUTE) || !plan.confines() {
         return None;
     }
-    let markers = match plan.backend {
-        Backend::Landlock { .. } => LANDLOCK_MARKERS,
-        _ => DENIAL_MARKERS,
-    };
+    let markers = markers(plan);
     let lines: Vec<&str> = output.lines().collect();
     let start = lines.len().saturating_sub(SCAN_TAIL_LINES);
     (start..lines.len()).find_map(|i| {
@@ -114,6 +111,27 @@ pub fn detect_denial(
                 .find_map(|line| path_field(line))
                 .and_then(|path| judge(path, plan))
         })
+    })
+}
+
+/// The permission-error texts this plan's backend produces.
+fn markers(plan: &Plan) -> &'static [&'static str] {
+    match plan.backend {
+        Backend::Landlock { .. } => LANDLOCK_MARKERS,
+        _ => DENIAL_MARKERS,
+    }
+}
+
+/// Whether `output` carries a permission-error text at all: the cheap look that comes before
+/// anything costlier (working out where the command ran) on the path of every command.
+pub fn shows_denial_symptom(output: &str, plan: &Plan) -> bool {
+    if !plan.confines() {
+        return false;
+    }
+    let markers = markers(plan);
+    output.lines().rev().take(SCAN_TAIL_LINES).any(|line| {
+        let lower = line.to_ascii_lowercase();
+        markers.iter().any(|m| lower.contains(m))
     })
 }
 

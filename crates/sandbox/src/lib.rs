@@ -24,7 +24,7 @@ mod seatbelt;
 mod seccomp;
 mod tables;
 
-pub use denial::{Denial, RanIn, detect_denial};
+pub use denial::{Denial, RanIn, detect_denial, shows_denial_symptom};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;
 pub use mode::{Mode, ParseModeError, Policy};

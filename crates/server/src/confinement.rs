@@ -151,20 +151,24 @@ impl Confinement {
         }
     }
 
-    /// The 2008 sentence, when a failed command's output shows a write the sandbox refused,
-    /// ending with how to run it again (`retry`). `exit`: the exit code, `None` after a signal.
-    /// `ran`: where the command ended up and its text, so a relative path can be judged.
+    /// The 2008 sentence, when a command's output shows a write the sandbox refused, ending
+    /// with how to run it again (`retry`). `exit`: the exit code, `None` after a signal.
+    /// `command` and `cwd` (where it ended up, worked out only when the output shows a
+    /// permission error at all: it runs after every command) let a relative path be judged.
     pub fn denial(
         &self,
         escalated: bool,
         exit: Option<i32>,
         output: &str,
         retry: Retry,
-        ran: Option<RanIn<'_>>,
+        command: &str,
+        cwd: impl FnOnce() -> Option<std::path::PathBuf>,
     ) -> Option<String> {
-        if escalated {
+        if escalated || !agentty_sandbox::shows_denial_symptom(output, &self.plan) {
             return None;
         }
+        let cwd = cwd();
+        let ran = cwd.as_deref().map(|cwd| RanIn { cwd, command });
         detect_denial(exit, output, &self.plan, ran)
             .map(|d| format!("{} {}", d.notice(self.plan.mode()), denial_retry(retry)))
     }

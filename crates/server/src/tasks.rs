@@ -37,12 +37,9 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
         _ => None,
     };
     let tail = job.output.read(None, READ_MAX_BYTES).text;
-    let cwd = crate::confinement::cwd_after(&job.label, &job.workdir);
-    let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
-        cwd,
-        command: &job.label,
-    });
-    confinement.denial(false, exit, &tail, retry, ran)
+    confinement.denial(false, exit, &tail, retry, &job.label, || {
+        crate::confinement::cwd_after(&job.label, &job.workdir)
+    })
 }
 
 fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {

@@ -158,13 +158,14 @@ impl Agentty {
             // Whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0 and still was refused.
             Some(code) if job.confined => {
                 // The shell is where the command left it: its cwd now is exact.
-                let cwd = shell_cwd(shell.pid);
-                let ran = cwd.as_deref().map(|cwd| agentty_sandbox::RanIn {
-                    cwd,
-                    command: &p.input,
-                });
-                self.confinement()
-                    .denial(false, Some(code), &outcome.output, self.retry(true), ran)
+                self.confinement().denial(
+                    false,
+                    Some(code),
+                    &outcome.output,
+                    self.retry(true),
+                    &p.input,
+                    || shell_cwd(shell.pid),
+                )
             }
             _ => None,
         };

@@ -6,7 +6,6 @@ use agentty_core::pty::once::{self, PtyRunRequest};
 use agentty_core::pty::{COLS_DEFAULT, ROWS_DEFAULT};
 use agentty_core::run::{self, Progress, RunEnd, RunOutcome, RunRequest};
 use agentty_core::spawn::SpawnSpec;
-use agentty_sandbox::RanIn;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use rmcp::service::RequestContext;
@@ -173,16 +172,13 @@ impl Agentty {
         escalated: bool,
         mut notes: Vec<String>,
     ) -> CallToolResult {
-        let cwd = crate::confinement::cwd_after(&prepared.display, &prepared.workdir);
         let denial = self.confinement().denial(
             escalated,
             outcome.exit.and_then(agentty_core::reaper::Exit::code),
             &super::output_text(outcome),
             self.retry(false),
-            cwd.as_deref().map(|cwd| RanIn {
-                cwd,
-                command: &prepared.display,
-            }),
+            &prepared.display,
+            || crate::confinement::cwd_after(&prepared.display, &prepared.workdir),
         );
         let sandbox = super::SandboxReport {
             line: self.confinement().line(escalated),
