@@ -43,16 +43,23 @@ def escalated_write(path):
     }
 
 
-def text(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def test_approve_runs_once_unconfined_then_confined_again():
+def approving():
+    """An elicitation callback that approves every question, and the list of questions asked."""
     asked = []
 
     async def approve(context, params):
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"approve": True})
+
+    return asked, approve
+
+
+def text(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_approve_runs_once_unconfined_then_confined_again():
+    asked, approve = approving()
 
     path = outside("approve")
 
@@ -120,11 +127,7 @@ def test_client_without_elicitation_is_refused():
 
 def test_arguments_are_checked_before_the_user_is_asked():
     """A call that cannot run as asked is refused before any approval form is shown."""
-    asked = []
-
-    async def approve(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
+    asked, approve = approving()
 
     async def body(session):
         results = []
@@ -149,11 +152,7 @@ def test_arguments_are_checked_before_the_user_is_asked():
 
 
 def test_a_background_job_over_the_cap_is_refused_before_the_user_is_asked():
-    asked = []
-
-    async def approve(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
+    asked, approve = approving()
 
     async def body(session):
         for _ in range(8):
@@ -169,11 +168,7 @@ def test_a_background_job_over_the_cap_is_refused_before_the_user_is_asked():
 
 
 def test_a_shell_over_the_cap_is_refused_before_the_user_is_asked():
-    asked = []
-
-    async def approve(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
+    asked, approve = approving()
 
     async def body(session):
         for _ in range(4):

@@ -89,6 +89,24 @@ pub fn processes_naming(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// A terminal held by the test, as the user's other terminals are: the master (non-blocking)
+/// and the slave's path, which a command under test may find and must not type into.
+pub fn open_terminal() -> (std::os::fd::OwnedFd, String) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc calls on a fd owned from here on; ptsname's buffer is copied at once.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let name = std::ffi::CStr::from_ptr(libc::ptsname(fd))
+            .to_string_lossy()
+            .into_owned();
+        libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
+        (std::os::fd::OwnedFd::from_raw_fd(fd), name)
+    }
+}
+
 /// Children of `pid` (of any of its threads), zombies included.
 pub fn children(pid: i32) -> Vec<i32> {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {

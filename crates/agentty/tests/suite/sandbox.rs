@@ -571,7 +571,7 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
     let daemon_sock = daemon_dir.path().join("daemon.sock");
     let daemon_listener = UnixListener::bind(&daemon_sock).unwrap();
     // Another terminal of the user's: the command may find it, must not type into it.
-    let (other_master, other_slave) = open_terminal();
+    let (other_master, other_slave) = agentty_testkit::open_terminal();
     for flags in [&[][..], &["--mode", "plan"][..]] {
         let plan = !flags.is_empty();
         let server = start_with(flags).await;
@@ -661,30 +661,19 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
     // Nothing was typed into the other terminal.
     let mut buf = [0u8; 64];
     // SAFETY: a non-blocking read into a buffer we own.
-    let n = unsafe { libc::read(other_master, buf.as_mut_ptr().cast(), buf.len()) };
+    let n = unsafe {
+        libc::read(
+            std::os::fd::AsRawFd::as_raw_fd(&other_master),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
     assert!(
         n <= 0,
         "typed into another terminal: {:?}",
         &buf[..n.max(0) as usize]
     );
     drop((abstract_listener, daemon_listener));
-    // SAFETY: closing the fd we opened.
-    unsafe { libc::close(other_master) };
-}
-
-/// A terminal pair held by the test: (non-blocking master fd, slave path).
-fn open_terminal() -> (i32, String) {
-    // SAFETY: plain libc calls; ptsname's buffer is copied at once.
-    unsafe {
-        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_NONBLOCK);
-        assert!(fd >= 0);
-        assert_eq!(libc::grantpt(fd), 0);
-        assert_eq!(libc::unlockpt(fd), 0);
-        let name = std::ffi::CStr::from_ptr(libc::ptsname(fd))
-            .to_string_lossy()
-            .into_owned();
-        (fd, name)
-    }
 }
 
 /// A refused write inside a pipeline that exits 0 (`cp … 2>&1 | tail -3`, the shape models

@@ -4,7 +4,6 @@
 //! attack itself, checked by its effect; tools that copy attributes must keep working.
 
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Command;
 
@@ -25,26 +24,10 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A pseudo-terminal pair: the master (non-blocking) and the slave's path.
-fn open_pty() -> (OwnedFd, String) {
-    // SAFETY: plain libc calls; the fd is owned from here on, ptsname's buffer copied at once.
-    unsafe {
-        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        assert!(fd >= 0);
-        assert_eq!(libc::grantpt(fd), 0);
-        assert_eq!(libc::unlockpt(fd), 0);
-        let name = std::ffi::CStr::from_ptr(libc::ptsname(fd))
-            .to_string_lossy()
-            .into_owned();
-        libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
-        (OwnedFd::from_raw_fd(fd), name)
-    }
-}
-
 #[test]
 fn tiocsti_cannot_type_into_another_terminal() {
     let f = Fixture::new();
-    let (master, slave) = open_pty();
+    let (master, slave) = agentty_testkit::open_terminal();
     // Keep the slave open here, as another session's shell would.
     let _held = std::fs::OpenOptions::new()
         .read(true)
