@@ -31,6 +31,7 @@ pub fn run(flags: &Flags) -> Result<String> {
         "{}",
         agentty_sandbox::notice::hardening_report(
             agentty_sandbox::landlock_abi(),
+            &agentty_sandbox::private_terminals(),
             &agentty_sandbox::daemon_sockets()
         )
     )?;

@@ -95,6 +95,14 @@ fn serve(flags: &config::Flags) -> Result<()> {
     let session = session_id();
     let _watchdog = agentty_core::watchdog::start(&format!("{session}-"))
         .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"));
+    // Also while one thread: a mount namespace is entered by the thread, and inherited only by
+    // what it starts afterwards.
+    if settings.sandbox_enabled
+        && settings.mode != agentty_sandbox::Mode::Auto
+        && let Err(why) = agentty_sandbox::hide_other_terminals()
+    {
+        tracing::info!("commands share the user's terminals: {why}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -23,6 +23,8 @@ mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod tables;
+#[cfg(target_os = "linux")]
+mod terminals;
 
 pub use denial::{Denial, RanIn, detect_denial, shows_denial_symptom};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
@@ -38,6 +40,33 @@ pub use seatbelt::{SANDBOX_EXEC, seatbelt_profile};
 pub use tables::{
     CacheDir, CacheLocation, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES, TOOLCHAIN_CACHES,
 };
+
+/// Gives this process, and every command it starts afterwards, terminals of its own: a new
+/// `/dev/pts` without the user's other terminals (Linux, `CAP_SYS_ADMIN`). Call once at start-up
+/// while the process has one thread. `Err` says why not.
+pub fn hide_other_terminals() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        terminals::isolate_process()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("Linux only".to_owned())
+    }
+}
+
+/// Whether this process's commands have terminals of their own ([`hide_other_terminals`] done),
+/// or would have if it were called; `Err` says why not. For `doctor`.
+pub fn private_terminals() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        terminals::available()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("Linux only".to_owned())
+    }
+}
 
 /// Kernel's Landlock ABI (`None` when absent or not Linux); for `doctor` and tests.
 pub fn landlock_abi() -> Option<u32> {

@@ -136,9 +136,20 @@ impl std::fmt::Display for ProbeReport {
 /// `doctor`'s lines on what confined commands are kept from besides writes, as in force here.
 pub fn hardening_report(
     landlock_abi: Option<u32>,
+    private_terminals: &Result<(), String>,
     daemon_sockets: &[std::path::PathBuf],
 ) -> String {
     let mut out = String::new();
+    let _ = match private_terminals {
+        Ok(()) => writeln!(
+            out,
+            "other terminals: out of reach (each confined command has a /dev/pts of its own)"
+        ),
+        Err(why) => writeln!(
+            out,
+            "other terminals: writable by confined commands (a /dev/pts of their own: {why})"
+        ),
+    };
     let _ = match landlock_abi {
         Some(abi) if abi >= 6 => writeln!(
             out,

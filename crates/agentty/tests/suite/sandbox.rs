@@ -570,8 +570,14 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
     let daemon_dir = tempfile::tempdir().unwrap();
     let daemon_sock = daemon_dir.path().join("daemon.sock");
     let daemon_listener = UnixListener::bind(&daemon_sock).unwrap();
-    // Another terminal of the user's: the command may find it, must not type into it.
+    // Another terminal of the user's: the command must neither type into it nor write to it
+    // (the session's /dev/pts is a devpts of its own; the same number there is another terminal).
     let (other_master, other_slave) = agentty_testkit::open_terminal();
+    let _held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&other_slave)
+        .unwrap();
     for flags in [&[][..], &["--mode", "plan"][..]] {
         let plan = !flags.is_empty();
         let server = start_with(flags).await;
@@ -613,6 +619,8 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
                     "{py} 'import os,fcntl,termios; f=os.open(\"{other_slave}\", os.O_RDWR|os.O_NOCTTY); \
                      fcntl.ioctl(f, termios.TIOCSTI, b\"#\"); print(\"ESCAPED-tiocsti\")'"
                 ),
+                format!("echo written-to-another-terminal > {other_slave}"),
+                format!("echo written > /proc/self/root{other_slave}"),
                 format!(
                     "{py} 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\"); print(\"ESCAPED-abstract-socket\")'"
                 ),
@@ -670,10 +678,47 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
     };
     assert!(
         n <= 0,
-        "typed into another terminal: {:?}",
-        &buf[..n.max(0) as usize]
+        "typed into or wrote to another terminal: {:?}",
+        String::from_utf8_lossy(&buf[..n.max(0) as usize])
     );
     drop((abstract_listener, daemon_listener));
+}
+
+/// Confined commands have terminals of their own (a devpts of the session's): `tty`, `stty`,
+/// `script` and Python's `pty` work on every path, and the user's other terminals are not there.
+#[tokio::test]
+async fn own_terminals_work_on_every_path_and_other_terminals_are_not_there() {
+    let (_other_master, other_slave) = agentty_testkit::open_terminal();
+    let server = start().await;
+    let script = "script -qec 'tty && stty size' /dev/null && \
+         /usr/bin/python3 -c 'import os, pty; m, s = pty.openpty(); os.write(s, b\"ok\"); print(\"py-pty\", os.read(m, 2))' && \
+         ls /dev/pts | tr '\\n' ' ' && echo && echo terminals-done";
+    for path in ["pipe", "pty", "background", "shell"] {
+        let said = run_on_path(&server, path, script).await;
+        assert!(said.contains("terminals-done"), "{path}: {said}");
+        assert!(
+            said.contains("/dev/pts/"),
+            "{path}: script got no tty: {said}"
+        );
+        assert!(said.contains("py-pty b'ok'"), "{path}: {said}");
+        assert!(!said.contains("not a tty"), "{path}: {said}");
+    }
+    // On its own terminal (`pty`, a shell), the command can name and write to it.
+    let said = run_on_path(&server, "pty", "tty && echo mine > $(tty) && stty size").await;
+    assert!(said.contains("mine"), "{said}");
+    assert!(!said.contains("not a tty"), "{said}");
+    // The session's /dev/pts is another devpts instance than the user's (so the user's
+    // terminals, e.g. `other_slave`, are not in it): its device number differs.
+    use std::os::unix::fs::MetadataExt;
+    let host = std::fs::metadata("/dev/pts").unwrap().dev();
+    let (_, s) = server
+        .terminal(json!({"command": "stat -c %d /dev/pts"}))
+        .await;
+    let seen: u64 = s["stdout"].as_str().unwrap().trim().parse().unwrap();
+    assert_ne!(
+        seen, host,
+        "commands see the user's /dev/pts ({other_slave} among them)"
+    );
 }
 
 /// A refused write inside a pipeline that exits 0 (`cp … 2>&1 | tail -3`, the shape models
