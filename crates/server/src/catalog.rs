@@ -5,7 +5,8 @@
 //! JSON Schema formats, and every Ajv-based host (the TypeScript SDK's) prints a warning for each
 //! one at every connect. It also puts a `$schema` key in every tool's schemas and keeps the line
 //! breaks of wrapped doc comments. [`tidy`] turns all of that into plain, standard schema: the
-//! integer's range as `minimum`/`maximum`, no `$schema`, one-line descriptions.
+//! integer's range as `minimum`/`maximum`, no `$schema`, one-line descriptions, and a
+//! definition used once written in place of its `$ref`.
 //!
 //! Output schemas keep their shape and lose their descriptions: a host validates
 //! `structuredContent` with them, and the model reads the text result, where every fact is
@@ -51,7 +52,74 @@ fn tidied(schema: &JsonObject) -> std::sync::Arc<JsonObject> {
     let mut schema = schema.clone();
     schema.remove("$schema");
     tidy(&mut schema);
+    inline_single_use_defs(&mut schema);
     std::sync::Arc::new(schema)
+}
+
+/// Puts each `$defs` entry that one `$ref` uses in place of that `$ref`, until none is left: a
+/// definition pays for its name, its `$ref` and the `$defs` wrapper only when it is shared.
+/// MCP gives every tool a schema of its own, so sharing across tools is not possible.
+fn inline_single_use_defs(schema: &mut JsonObject) {
+    loop {
+        let Some(Value::Object(defs)) = schema.get("$defs") else {
+            return;
+        };
+        let mut uses = std::collections::BTreeMap::<String, usize>::new();
+        count_refs(&Value::Object(schema.clone()), &mut uses);
+        let Some((name, def)) = defs.iter().find_map(|(name, def)| {
+            let target = format!("#/$defs/{name}");
+            let mut inner = std::collections::BTreeMap::new();
+            count_refs(def, &mut inner);
+            // A type that refers to itself cannot be written out in place.
+            let once = uses.get(&target) == Some(&1) && !inner.contains_key(&target);
+            once.then(|| (name.clone(), def.clone()))
+        }) else {
+            return;
+        };
+        if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
+            defs.remove(&name);
+            if defs.is_empty() {
+                schema.remove("$defs");
+            }
+        }
+        let target = format!("#/$defs/{name}");
+        replace_ref(schema, &target, &def);
+    }
+}
+
+fn count_refs(value: &Value, uses: &mut std::collections::BTreeMap<String, usize>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                *uses.entry(target.clone()).or_default() += 1;
+            }
+            map.values().for_each(|v| count_refs(v, uses));
+        }
+        Value::Array(items) => items.iter().for_each(|v| count_refs(v, uses)),
+        _ => {}
+    }
+}
+
+/// Replaces the object that holds `"$ref": target` with `def`, keeping that object's other keys
+/// (a description given where the type is used wins over the type's own).
+fn replace_ref(map: &mut JsonObject, target: &str, def: &Value) -> bool {
+    if map.get("$ref").and_then(Value::as_str) == Some(target) {
+        map.remove("$ref");
+        if let Value::Object(fields) = def {
+            for (key, value) in fields {
+                map.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        return true;
+    }
+    map.values_mut().any(|value| match value {
+        Value::Object(inner) => replace_ref(inner, target, def),
+        Value::Array(items) => items.iter_mut().any(|item| match item {
+            Value::Object(inner) => replace_ref(inner, target, def),
+            _ => false,
+        }),
+        _ => false,
+    })
 }
 
 /// Rewrites one schema object and everything under it (see the module comment).
@@ -142,5 +210,40 @@ mod tests {
             "date-time"
         );
         assert_eq!(schema["description"], "two lines");
+    }
+
+    #[test]
+    fn a_definition_used_once_is_inlined_and_a_shared_one_stays() {
+        let Value::Object(mut schema) = json!({
+            "$defs": {
+                "Job": {"type": "object", "properties": {"kind": {"$ref": "#/$defs/Kind"}}},
+                "Kind": {"enum": ["a", "b"], "description": "what it is"},
+                "Id": {"type": "string"},
+                "Tree": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Tree"}}},
+            },
+            "properties": {
+                "job": {"$ref": "#/$defs/Job"},
+                "first": {"$ref": "#/$defs/Id"},
+                "items": {"type": "array", "items": [{"$ref": "#/$defs/Id", "description": "own"}]},
+            },
+        }) else {
+            unreachable!()
+        };
+        inline_single_use_defs(&mut schema);
+        assert_eq!(
+            schema["properties"]["job"]["properties"]["kind"]["enum"],
+            json!(["a", "b"])
+        );
+        assert_eq!(schema["$defs"]["Id"], json!({"type": "string"}));
+        assert!(
+            schema["$defs"]["Tree"].is_object(),
+            "a recursive type stays"
+        );
+        assert!(schema["$defs"].get("Job").is_none() && schema["$defs"].get("Kind").is_none());
+        assert_eq!(schema["properties"]["first"], json!({"$ref": "#/$defs/Id"}));
+        assert_eq!(
+            schema["properties"]["items"]["items"][0]["description"],
+            "own"
+        );
     }
 }
