@@ -8,9 +8,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::net::unix::pipe;
-
 use crate::clean::Cleaner;
+use crate::engine::Source;
 use crate::jobs::ring::OutputRing;
 use crate::reaper::Exit;
 use crate::shape::Shaped;
@@ -22,8 +21,8 @@ pub(crate) struct Live {
     /// Spawned confined (the sandbox applies).
     pub(crate) confined: bool,
     pub(crate) marker: String,
-    pub(crate) out: Option<pipe::Receiver>,
-    pub(crate) err: Option<pipe::Receiver>,
+    /// The output pipes, read from where the last owner stopped.
+    pub(crate) source: Source,
     pub(crate) exit_watch: crate::reaper::ExitWatch,
     /// Set when the leader already exited (and was reaped) before the driver took over.
     pub(crate) exit: Option<Exit>,

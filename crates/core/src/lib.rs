@@ -8,10 +8,12 @@
 
 pub mod clean;
 pub mod drivers;
+mod engine;
 mod handover;
 pub mod jobs;
 pub mod limits;
 mod model_output;
+mod outcome;
 pub mod pty;
 pub mod reaper;
 pub mod run;

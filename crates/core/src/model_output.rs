@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::limits::INLINE_LIMIT_BYTES;
-use crate::run::Spill;
+use crate::outcome::Spill;
 use crate::shape::{Shaped, Shaper};
 use crate::spill::{SpillFile, SpillStore};
 

@@ -22,18 +22,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
-use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
+use crate::engine::{self, Drive, DriveEnd, Ended, NoWatch, Sink, Source, Stream};
 use crate::handover::{Handover, Live};
 use crate::jobs::ring::OutputRing;
 use crate::jobs::table::{
     CapReached, Job, JobControl, JobKind, JobState, JobTable, NewJob, StopFuture,
 };
-use crate::limits::{CANCEL_GRACE_MS, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS};
+use crate::limits::{DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS};
+use crate::outcome::Strays;
 use crate::reaper::Exit;
 use crate::spawn::{SpawnSpec, StdinMode, spawn};
 use crate::spill::SpillStore;
@@ -96,8 +97,7 @@ pub fn start(
         pid,
         confined,
         marker,
-        out: Some(out),
-        err: Some(err),
+        source: Source::pipes(out, err, JOB_PIPE_BYTES),
         exit_watch,
         exit: None,
         out_cleaner: Cleaner::new(),
@@ -216,78 +216,75 @@ impl JobControl for CommandControl {
     }
 }
 
-/// Reads into `buf` (cleared first) from a pipe, or waits forever once it is closed.
-async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> io::Result<usize> {
-    buf.clear();
-    match pipe {
-        Some(p) => p.read_buf(buf).await,
-        None => std::future::pending().await,
+/// The job's ring as a sink: each stream through its own cleaner, so a partial line waits for
+/// its newline. It never fills: the ring keeps the newest bytes and the spill file the first.
+struct RingSink<'a> {
+    out_cleaner: &'a mut Cleaner,
+    err_cleaner: &'a mut Cleaner,
+    ring: &'a OutputRing,
+}
+
+impl Sink for RingSink<'_> {
+    fn ingest(&mut self, stream: Stream, bytes: &[u8]) -> bool {
+        let cleaner = match stream {
+            Stream::Err => &mut *self.err_cleaner,
+            Stream::Out | Stream::Terminal => &mut *self.out_cleaner,
+        };
+        let ring = self.ring;
+        cleaner.feed_into(bytes, &mut |text| ring.push(text));
+        true
     }
 }
 
 /// Owns a running command until its whole tree is gone.
-async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
+async fn drive(job: Arc<Job>, live: Live, shared: Arc<Shared>) {
     let ring = job.output.clone();
-    let mut buf_out = Vec::with_capacity(JOB_PIPE_BYTES);
-    let mut buf_err = Vec::with_capacity(JOB_PIPE_BYTES);
-    let mut drain_deadline = live.exit.map(|_| Instant::now() + drain());
-    // Whether the leader's end was our doing: only an exit seen after `task_stop` began is
-    // "stopped"; a job that ended on its own just before keeps its own exit status.
-    let mut ended_by_stop = false;
-    loop {
-        if live.exit.is_some() && live.out.is_none() && live.err.is_none() {
-            break;
-        }
-        let drain_sleep = sleep_until(drain_deadline.unwrap_or_else(far_future));
-        tokio::select! {
-            r = read_some(&mut live.out, &mut buf_out) => {
-                ingest(r, &mut live.out, &mut live.out_cleaner, &buf_out, &ring);
-                crate::drivers::fair().await;
-            }
-            r = read_some(&mut live.err, &mut buf_err) => {
-                ingest(r, &mut live.err, &mut live.err_cleaner, &buf_err, &ring);
-                crate::drivers::fair().await;
-            }
-            status = live.exit_watch.wait(), if live.exit.is_none() => {
-                // waitid cannot fail for our own live child; if it did, treat it as killed.
-                live.exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
-                ended_by_stop = shared.stopping.load(Ordering::SeqCst);
-                drain_deadline = Some(Instant::now() + drain());
-            },
-            () = drain_sleep, if drain_deadline.is_some() => break,
-        }
+    let Live {
+        pid,
+        marker,
+        mut source,
+        mut exit_watch,
+        exit,
+        mut out_cleaner,
+        mut err_cleaner,
+        ..
+    } = live;
+    source.read_in(JOB_PIPE_BYTES);
+    let mut sink = RingSink {
+        out_cleaner: &mut out_cleaner,
+        err_cleaner: &mut err_cleaner,
+        ring: &ring,
+    };
+    let run = Drive {
+        pid,
+        marker: &marker,
+        exit_watch: &mut exit_watch,
+        exit,
+        deadline: None,
+        hand_over: false,
+        outside_stop: Some(&shared.stopping),
+        take_turns: true,
+    };
+    let never = std::future::pending::<()>();
+    let ended = match engine::drive(run, &mut source, &mut sink, &mut NoWatch, never).await {
+        DriveEnd::Ended(ended) => ended,
+        // Neither can happen without a deadline or a cancellation.
+        DriveEnd::Cancelled { exit, .. } | DriveEnd::TimedOut { exit } => Ended {
+            exit,
+            stop: None,
+            strays: None,
+            stopped: None,
+            by_outside_stop: true,
+        },
+    };
+    // The leader is gone and so is what it started: nothing it started outlives the job.
+    if let Some(Strays::HeldOutput(n) | Strays::Lingering(n)) = ended.strays {
+        job.set_leftovers(n);
     }
-    let stopping = shared.stopping.load(Ordering::SeqCst);
-    let held = live.out.is_some() || live.err.is_some();
-    if !stopping && (held || tree::has_survivors(live.pid, &live.marker)) {
-        // The leader is gone but something it started still runs: the job ends with its
-        // leader, and nothing it started outlives it.
-        let stopped = tree::terminate(
-            live.pid,
-            &live.marker,
-            Duration::from_millis(CANCEL_GRACE_MS),
-        )
-        .await;
-        job.set_leftovers(stopped.found.max(usize::from(held)));
-    }
-    // Whatever is still in the pipes after the tree died, bounded for a stuck process.
-    let rest = tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), async {
-        while live.out.is_some() || live.err.is_some() {
-            tokio::select! {
-                r = read_some(&mut live.out, &mut buf_out) => {
-                    ingest(r, &mut live.out, &mut live.out_cleaner, &buf_out, &ring);
-                }
-                r = read_some(&mut live.err, &mut buf_err) => {
-                    ingest(r, &mut live.err, &mut live.err_cleaner, &buf_err, &ring);
-                }
-            }
-        }
-    });
-    let _ = rest.await;
-    ring.push(live.out_cleaner.finish());
-    ring.push(live.err_cleaner.finish());
-    let state = match live.exit {
-        _ if ended_by_stop => JobState::Stopped,
+    ring.push(out_cleaner.finish());
+    ring.push(err_cleaner.finish());
+    let state = match ended.exit {
+        _ if ended.by_outside_stop => JobState::Stopped,
         Some(Exit::Code(code)) => JobState::Exited(code),
         Some(Exit::Signal(sig)) => JobState::Signalled(sig),
         None => JobState::Stopped,
@@ -299,29 +296,6 @@ async fn drive(job: Arc<Job>, mut live: Live, shared: Arc<Shared>) {
         job.set_state(state);
     }
     shared.done.send_replace(true);
-}
-
-/// Hands one read's bytes to the ring through the stream's cleaner; end of file or an error
-/// closes the stream.
-fn ingest(
-    read: io::Result<usize>,
-    pipe: &mut Option<pipe::Receiver>,
-    cleaner: &mut Cleaner,
-    buf: &[u8],
-    ring: &OutputRing,
-) {
-    match read {
-        Ok(n) if n > 0 => cleaner.feed_into(buf, &mut |text| ring.push(text)),
-        _ => *pipe = None,
-    }
-}
-
-fn drain() -> Duration {
-    Duration::from_millis(DRAIN_MS)
-}
-
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
 /// The read end of a job's output pipe, enlarged (best-effort) to [`JOB_PIPE_BYTES`].

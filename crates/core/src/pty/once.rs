@@ -10,26 +10,24 @@
 
 use std::future::Future;
 use std::io;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 
 use crate::clean::Cleaner;
-use crate::limits::{
-    CANCEL_GRACE_MS, CAPTURE_LIMIT_BYTES, DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS, READ_CHUNK_BYTES,
-};
+use crate::engine::{self, Drive, DriveEnd, Now, Sink, Source, Stop, Stream, Watch};
+use crate::limits::{CAPTURE_LIMIT_BYTES, READ_CHUNK_BYTES};
 use crate::model_output::{Finished, ModelOutput};
+use crate::outcome::{RunOutcome, RunStatus};
 use crate::pty::integration::keystrokes;
 use crate::pty::probe::{InputWait, input_wait};
 use crate::pty::{ONCE_AWAIT_QUIET_MS, PROBE_INTERVAL_MS, spawn_on_pty, sys};
 use crate::reaper::Exit;
-use crate::run::{RunOutcome, RunStatus};
 use crate::shape::Shaped;
 use crate::spawn::SpawnSpec;
 use crate::spill::SpillStore;
-use crate::tree::{self, Terminated};
 
 pub struct PtyRunRequest {
     pub spec: SpawnSpec,
@@ -65,7 +63,7 @@ struct Capture {
 
 impl Capture {
     /// Returns false once the capture cap is reached.
-    fn ingest(&mut self, bytes: &[u8]) -> bool {
+    fn take(&mut self, bytes: &[u8]) -> bool {
         if !self.drew_screen {
             let mut window = std::mem::take(&mut self.seq_carry);
             window.extend_from_slice(&bytes[..bytes.len().min(16)]);
@@ -113,21 +111,50 @@ impl Capture {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    Timeout,
-    OverCapture,
-    HeldOutput,
-    AwaitingInput,
+impl Sink for Capture {
+    fn ingest(&mut self, _: Stream, bytes: &[u8]) -> bool {
+        self.take(bytes)
+    }
 }
 
-/// Starts stopping the tree in a task of its own; the leader is pinned before this returns.
-fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
-    tokio::spawn(tree::terminate(
-        pid,
-        marker,
-        Duration::from_millis(grace_ms),
-    ))
+/// Stops a command that waits for input nobody will type: checked once the output has been
+/// quiet for [`ONCE_AWAIT_QUIET_MS`], at most every [`PROBE_INTERVAL_MS`], and believed the
+/// second time in a row with no output between.
+struct PromptWatch {
+    pid: i32,
+    master: RawFd,
+    tty_path: String,
+    waiting_probes: u32,
+    output_seen: Instant,
+    /// The line the command waits on, once it was stopped for it.
+    prompt: Option<String>,
+}
+
+impl Watch<Capture> for PromptWatch {
+    fn next(&self, now: &Now) -> Option<Instant> {
+        (!now.stopping && !now.exited).then(|| {
+            (now.last_output + Duration::from_millis(ONCE_AWAIT_QUIET_MS))
+                .max(Instant::now() + Duration::from_millis(PROBE_INTERVAL_MS))
+        })
+    }
+
+    fn check(&mut self, capture: &mut Capture, now: &Now) -> Option<Stop> {
+        if now.last_output != self.output_seen {
+            self.output_seen = now.last_output;
+            self.waiting_probes = 0;
+        }
+        let fg = sys::foreground_group(self.master);
+        if input_wait(self.pid, fg, &self.tty_path) == InputWait::No {
+            self.waiting_probes = 0;
+            return None;
+        }
+        self.waiting_probes += 1;
+        if self.waiting_probes < 2 {
+            return None;
+        }
+        self.prompt = Some(capture.prompt_line());
+        Some(Stop::AwaitingInput)
+    }
 }
 
 /// Runs one command under a PTY to its end (see the module header).
@@ -160,114 +187,50 @@ pub async fn run(
         drew_screen: false,
         seq_carry: Vec::new(),
     };
-    let mut buf = vec![0u8; READ_CHUNK_BYTES];
-    let mut reading = true;
-    let mut exit: Option<Exit> = None;
-    let mut stop: Option<Stop> = None;
-    let mut stopper: Option<JoinHandle<Terminated>> = None;
-    let mut aux_deadline: Option<Instant> = None;
-    let mut last_output = start;
-    let mut waiting_probes = 0u32;
-    let mut prompt = None;
-    let timeout_at = start + timeout;
-    let far = timeout_at + Duration::from_secs(3600);
-    tokio::pin!(cancel);
-
-    loop {
-        if exit.is_some() && !reading {
-            break;
+    let mut watch = PromptWatch {
+        pid,
+        master: master.raw(),
+        tty_path,
+        waiting_probes: 0,
+        output_seen: start,
+        prompt: None,
+    };
+    // The source holds the only handle on the master: the loop hangs it up when it is done.
+    let mut source = Source::terminal(Arc::new(master), READ_CHUNK_BYTES);
+    let run = Drive {
+        pid,
+        marker: &marker,
+        exit_watch: &mut exit_watch,
+        exit: None,
+        deadline: Some(start + timeout),
+        hand_over: false,
+        outside_stop: None,
+        take_turns: false,
+    };
+    let ended = match engine::drive(run, &mut source, &mut capture, &mut watch, cancel).await {
+        DriveEnd::Ended(ended) => ended,
+        DriveEnd::Cancelled { exit, stopped } => {
+            let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
+            outcome.stopped = Some(stopped);
+            return Ok(PtyRunOutcome {
+                run: outcome,
+                awaiting_input: None,
+                full_screen: false,
+            });
         }
-        let probe_at = if stop.is_none() && exit.is_none() {
-            (last_output + Duration::from_millis(ONCE_AWAIT_QUIET_MS))
-                .max(Instant::now() + Duration::from_millis(PROBE_INTERVAL_MS))
-        } else {
-            far
-        };
-        tokio::select! {
-            r = master.read(&mut buf), if reading => match r {
-                Ok(n) if n > 0 => {
-                    last_output = Instant::now();
-                    waiting_probes = 0;
-                    if !capture.ingest(&buf[..n]) && stop.is_none() {
-                        stop = Some(Stop::OverCapture);
-                    }
-                }
-                _ => reading = false,
-            },
-            status = exit_watch.wait(), if exit.is_none() => {
-                exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
-                if stop.is_none() {
-                    aux_deadline = Some(Instant::now() + Duration::from_millis(DRAIN_MS));
-                }
-            },
-            () = &mut cancel => {
-                // Confirmed before the result says so ("the process tree was stopped").
-                let grace = Duration::from_millis(CANCEL_GRACE_MS);
-                let stopped = tree::terminate(pid, &marker, grace).await;
-                let mut outcome = finish(pid, RunStatus::Cancelled, exit, start, capture);
-                outcome.stopped = Some(stopped);
-                return Ok(PtyRunOutcome {
-                    run: outcome,
-                    awaiting_input: None,
-                    full_screen: false,
-                });
-            },
-            () = sleep_until(timeout_at), if stop.is_none() => stop = Some(Stop::Timeout),
-            () = sleep_until(aux_deadline.unwrap_or(far)), if aux_deadline.is_some() => {
-                if stopper.is_some() {
-                    break; // the stopped tree did not let go of the terminal in time
-                }
-                stop = Some(Stop::HeldOutput);
-            },
-            () = sleep_until(probe_at), if stop.is_none() && exit.is_none() => {
-                let fg = sys::foreground_group(master.raw());
-                if input_wait(pid, fg, &tty_path) == InputWait::No {
-                    waiting_probes = 0;
-                } else {
-                    waiting_probes += 1;
-                    if waiting_probes >= 2 {
-                        prompt = Some(capture.prompt_line());
-                        stop = Some(Stop::AwaitingInput);
-                    }
-                }
-            },
+        DriveEnd::TimedOut { .. } => {
+            return Err(io::Error::other("hand-over without a request for it"));
         }
-        if let Some(reason) = stop
-            && stopper.is_none()
-        {
-            let grace = match reason {
-                Stop::HeldOutput | Stop::AwaitingInput => CANCEL_GRACE_MS,
-                Stop::Timeout | Stop::OverCapture => KILL_GRACE_MS,
-            };
-            stopper = Some(start_stop(pid, &marker, grace));
-            aux_deadline =
-                Some(Instant::now() + Duration::from_millis(grace + KILL_WAIT_MS + DRAIN_MS));
-            if reason == Stop::OverCapture {
-                reading = false;
-            }
-        }
-    }
-    drop(master);
-    let (strays, stopped) =
-        crate::run::settle(pid, &marker, stopper, stop == Some(Stop::HeldOutput)).await;
-    let status = match (stop, exit) {
-        (Some(Stop::Timeout), _) => RunStatus::Timeout,
-        (Some(Stop::OverCapture), _) => RunStatus::Killed,
-        // As on the pipe path: a command that exited 0 succeeded, even when a process it left
-        // behind held the terminal and was stopped (a note says so). Stopped at a prompt, it
-        // did not finish.
-        (_, Some(e)) if e.success() && stop != Some(Stop::AwaitingInput) => RunStatus::Success,
-        _ => RunStatus::Failed,
     };
     let full_screen = capture.drew_screen;
-    let mut outcome = finish(pid, status, exit, start, capture);
-    outcome.strays = strays;
-    outcome.stopped = stopped;
+    let mut outcome = finish(pid, ended.status(), ended.exit, start, capture);
+    outcome.strays = ended.strays;
+    outcome.stopped = ended.stopped;
     Ok(PtyRunOutcome {
         full_screen,
         run: outcome,
-        awaiting_input: if stop == Some(Stop::AwaitingInput) {
-            prompt
+        awaiting_input: if ended.stop == Some(Stop::AwaitingInput) {
+            watch.prompt
         } else {
             None
         },
@@ -316,7 +279,7 @@ mod tests {
             seq_carry: Vec::new(),
         };
         for chunk in [&b"ab\r"[..], b"\ncd\r\n", b"\r", b"\r\n", b"e\rf"] {
-            assert!(capture.ingest(chunk));
+            assert!(capture.take(chunk));
         }
         // The program wrote "ab\ncd\n\r\ne\rf": 11 bytes (a "\r" of its own stays counted).
         assert_eq!(capture.captured, 11);

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
+use crate::engine::{Read, Source, Stream};
 use crate::jobs::{Job, JobState, OutputRing};
 use crate::limits::KILL_WAIT_MS;
 use crate::pty::capture::SendCapture;
@@ -382,21 +383,21 @@ impl Shell {
 }
 
 async fn read_loop(shell: Weak<Shell>, master: Arc<Master>, mut stop: watch::Receiver<bool>) {
-    let mut buf = vec![0u8; crate::limits::READ_CHUNK_BYTES];
+    let mut source = Source::terminal(master, crate::limits::READ_CHUNK_BYTES);
     loop {
-        let n = tokio::select! {
-            r = master.read(&mut buf) => r.unwrap_or(0),
-            _ = stop.wait_for(|s| *s) => 0,
+        let chunk = tokio::select! {
+            read = source.read() => matches!(read, Read::Chunk(_)),
+            _ = stop.wait_for(|s| *s) => false,
         };
         let Some(shell) = shell.upgrade() else {
             return;
         };
-        if n == 0 {
+        if !chunk {
             lock(&shell.live).eof = true;
             shell.changed.send_modify(|g| *g += 1);
             return;
         }
-        shell.ingest(&buf[..n]);
+        shell.ingest(source.bytes(Stream::Terminal));
         shell.changed.send_modify(|g| *g += 1);
         drop(shell);
         crate::drivers::fair().await;

@@ -1,0 +1,31 @@
+//! The engine: one loop drives every command agentty starts, whatever the path.
+//!
+//! A running command is a [`Source`] (its pipes, or its terminal's master side), an exit watch
+//! and a process tree. [`drive`] reads the source, hands each chunk to a [`Sink`], and decides
+//! when and why the tree is stopped; the paths are thin drivers that choose a sink, a [`Watch`]
+//! and the loop's settings:
+//!
+//! | path | sink | watch | settings |
+//! |---|---|---|---|
+//! | one-shot, pipes (`run.rs`) | the model's capture (+ a ring, if it may be handed over) | progress | deadline, hand-over |
+//! | one-shot, terminal (`pty/once.rs`) | the model's capture | a prompt nobody answers | deadline |
+//! | background job (`jobs/command.rs`) | the job's ring | none | outside stop, take turns |
+//!
+//! A shell (`pty/shell/`) reads its [`Source`] the same way but is driven by its sends, not
+//! by this loop: it has no deadline and no end of its own. A command that reaches its deadline
+//! with hand-over changes owner whole: the same source, exit watch and partial lines move to
+//! the job table ([`crate::handover`]), and the job's loop goes on where this one stopped.
+
+mod drive;
+mod source;
+
+pub(crate) use drive::{Drive, DriveEnd, Ended, NoWatch, Now, Stop, Watch, drive};
+pub(crate) use source::{Read, Source, Stream};
+
+/// Where a command's output goes, chunk by chunk, in the order it arrived. The model's capture,
+/// a job's ring, a shell's screen, and later a live view, are sinks.
+pub(crate) trait Sink {
+    /// Takes the raw bytes of one chunk of `stream`; false once the sink takes no more (its
+    /// cap is reached), which stops the command.
+    fn ingest(&mut self, stream: Stream, bytes: &[u8]) -> bool;
+}

@@ -1,0 +1,166 @@
+//! Where a running command's output comes from: its stdout and stderr pipes, or the master side
+//! of its terminal. One type, so the loop that drives a command reads both the same way.
+
+use std::io;
+use std::sync::Arc;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+
+use crate::pty::sys::Master;
+
+/// Which stream a chunk came from. A terminal has one stream: what the program wrote to
+/// stdout and stderr arrives merged, as on a screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Out,
+    Err,
+    Terminal,
+}
+
+/// The read ends of one command's output.
+pub(crate) enum Source {
+    Pipes {
+        out: Option<pipe::Receiver>,
+        err: Option<pipe::Receiver>,
+        buf_out: Vec<u8>,
+        buf_err: Vec<u8>,
+    },
+    Terminal {
+        /// `None` once the terminal is hung up or no longer read.
+        master: Option<Arc<Master>>,
+        buf: Vec<u8>,
+        len: usize,
+    },
+}
+
+/// What one [`Source::read`] got.
+pub(crate) enum Read {
+    /// Bytes of this stream, in [`Source::bytes`] until the next read.
+    Chunk(Stream),
+    /// A stream reached its end (or failed) and is no longer read.
+    Closed,
+}
+
+impl Source {
+    /// Pipes read `chunk` bytes at a time at most; the buffers are never zero-filled.
+    pub(crate) fn pipes(out: pipe::Receiver, err: pipe::Receiver, chunk: usize) -> Self {
+        Source::Pipes {
+            out: Some(out),
+            err: Some(err),
+            buf_out: Vec::with_capacity(chunk),
+            buf_err: Vec::with_capacity(chunk),
+        }
+    }
+
+    pub(crate) fn terminal(master: Arc<Master>, chunk: usize) -> Self {
+        Source::Terminal {
+            master: Some(master),
+            buf: vec![0; chunk],
+            len: 0,
+        }
+    }
+
+    /// Reads at most `chunk` bytes per read from now on (a background job drains in larger
+    /// reads than a one-shot call).
+    pub(crate) fn read_in(&mut self, chunk: usize) {
+        match self {
+            Source::Pipes {
+                buf_out, buf_err, ..
+            } => {
+                buf_out.reserve(chunk);
+                buf_err.reserve(chunk);
+            }
+            Source::Terminal { buf, .. } => buf.resize(chunk, 0),
+        }
+    }
+
+    /// Some stream is still being read.
+    pub(crate) fn is_open(&self) -> bool {
+        match self {
+            Source::Pipes { out, err, .. } => out.is_some() || err.is_some(),
+            Source::Terminal { master, .. } => master.is_some(),
+        }
+    }
+
+    /// Stops reading every stream: a writer then sees a closed pipe (EPIPE) at once, and a
+    /// terminal is hung up.
+    pub(crate) fn close(&mut self) {
+        match self {
+            Source::Pipes { out, err, .. } => {
+                *out = None;
+                *err = None;
+            }
+            Source::Terminal { master, .. } => *master = None,
+        }
+    }
+
+    /// Hangs up a terminal (its processes get SIGHUP); pipes stay as they are.
+    pub(crate) fn hang_up(&mut self) {
+        if let Source::Terminal { master, .. } = self {
+            *master = None;
+        }
+    }
+
+    /// The bytes of the last [`Read::Chunk`] of `stream`.
+    pub(crate) fn bytes(&self, stream: Stream) -> &[u8] {
+        match (self, stream) {
+            (Source::Pipes { buf_out, .. }, Stream::Out) => buf_out,
+            (Source::Pipes { buf_err, .. }, Stream::Err) => buf_err,
+            (Source::Terminal { buf, len, .. }, Stream::Terminal) => &buf[..*len],
+            _ => &[],
+        }
+    }
+
+    /// Waits for the next chunk or the end of a stream; pends forever once nothing is open.
+    /// Cancel-safe: a read that did not complete took no bytes.
+    pub(crate) async fn read(&mut self) -> Read {
+        match self {
+            Source::Pipes {
+                out,
+                err,
+                buf_out,
+                buf_err,
+            } => {
+                tokio::select! {
+                    r = read_pipe(out, buf_out) => pipe_read(r, out, Stream::Out),
+                    r = read_pipe(err, buf_err) => pipe_read(r, err, Stream::Err),
+                }
+            }
+            Source::Terminal { master, buf, len } => {
+                let Some(m) = master else {
+                    return std::future::pending().await;
+                };
+                match m.read(buf).await {
+                    Ok(n) if n > 0 => {
+                        *len = n;
+                        Read::Chunk(Stream::Terminal)
+                    }
+                    _ => {
+                        *master = None;
+                        Read::Closed
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn pipe_read(r: io::Result<usize>, pipe: &mut Option<pipe::Receiver>, stream: Stream) -> Read {
+    match r {
+        Ok(n) if n > 0 => Read::Chunk(stream),
+        _ => {
+            *pipe = None;
+            Read::Closed
+        }
+    }
+}
+
+/// Reads into `buf` (cleared first, capacity kept), or waits forever once the pipe is closed.
+async fn read_pipe(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.clear();
+    match pipe {
+        Some(p) => p.read_buf(buf).await,
+        None => std::future::pending().await,
+    }
+}
