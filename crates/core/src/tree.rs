@@ -94,21 +94,47 @@ enum Marked {
 }
 
 fn marked(pid: i32, marker: &str) -> Marked {
-    let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-        return Marked::No;
-    };
-    if environ.is_empty() {
-        return Marked::Unknown;
-    }
     let wanted = format!("{RUN_MARKER_VAR}={marker}");
-    if environ
-        .split(|&b| b == 0)
-        .any(|entry| entry == wanted.as_bytes())
-    {
-        Marked::Yes
-    } else {
-        Marked::No
+    let found = with_environ(pid, |environ| {
+        if environ.is_empty() {
+            Marked::Unknown
+        } else if environ
+            .split(|&b| b == 0)
+            .any(|entry| entry == wanted.as_bytes())
+        {
+            Marked::Yes
+        } else {
+            Marked::No
+        }
+    });
+    found.unwrap_or(Marked::No)
+}
+
+/// Most bytes of an environment read; past it the rest is not looked at (Linux caps the
+/// environment and arguments together at a quarter of the stack limit, 2 MiB by default).
+const ENVIRON_MAX_BYTES: usize = 4 << 20;
+
+/// Calls `f` with the environment of `pid` (`None` when it cannot be read), read from
+/// `/proc/<pid>/environ` in *one* `read`. Each read sees the process's memory of its moment: a
+/// process that called `exec` between two reads would show its environment cut short, the run
+/// marker missing, and an escapee caught in `exec` would be taken for someone else's.
+pub(crate) fn with_environ<T>(pid: i32, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    use std::os::unix::fs::FileExt;
+    thread_local! {
+        // Allocated zeroed and untouched: only the pages an environment fills become resident.
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 256 << 10]);
     }
+    let file = fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+    BUF.with_borrow_mut(|buf| {
+        loop {
+            let n = file.read_at(buf, 0).ok()?;
+            if n < buf.len() || buf.len() >= ENVIRON_MAX_BYTES {
+                return Some(f(&buf[..n]));
+            }
+            // Larger than the buffer: read it again, whole, into a larger one.
+            buf.resize(buf.len() * 2, 0);
+        }
+    })
 }
 
 /// How long a process with an empty environment may be taken for one caught mid-`exec`.

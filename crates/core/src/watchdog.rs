@@ -305,10 +305,10 @@ fn marked(prefix: &str) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me && !is_zombie(pid))
         .filter(|&pid| {
-            fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+            crate::tree::with_environ(pid, |env| {
                 env.split(|&b| b == 0)
                     .any(|entry| entry.starts_with(wanted.as_bytes()))
-            })
+            }) == Some(true)
         })
         .collect()
 }

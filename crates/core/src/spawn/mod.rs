@@ -144,9 +144,9 @@ fn env_entry(key: &OsStr, value: &OsStr) -> Vec<u8> {
     entry
 }
 
-/// The child's environment as `KEY=VALUE` entries: inherited, then the non-interactive
-/// defaults, then the caller's variables, then the run marker; a later entry replaces an
-/// earlier one of the same name. Also returns the child's `PATH`, where its program is looked
+/// The child's environment as `KEY=VALUE` entries: the run marker, then inherited, then the
+/// non-interactive defaults, then the caller's variables; a later entry replaces an earlier one
+/// of the same name. Also returns the child's `PATH`, where its program is looked
 /// up.
 fn child_env(spec: &SpawnSpec) -> io::Result<(Vec<Cow<'static, CStr>>, Option<&OsStr>)> {
     let mut set: Vec<(&OsStr, &OsStr)> = Vec::with_capacity(NON_INTERACTIVE_ENV.len() + 8);
@@ -188,10 +188,14 @@ fn child_env(spec: &SpawnSpec) -> io::Result<(Vec<Cow<'static, CStr>>, Option<&O
             .map(|var| Cow::Borrowed(var.entry.as_c_str())),
     );
     for (key, value) in set {
-        env.push(Cow::Owned(c_string(
-            env_entry(key, value),
-            "an environment variable",
-        )?));
+        let entry = Cow::Owned(c_string(env_entry(key, value), "an environment variable")?);
+        // The run marker goes first: a reader that catches only the start of the environment
+        // (the process in the middle of `exec`) still finds it.
+        if key == OsStr::new(RUN_MARKER_VAR) {
+            env.insert(0, entry);
+        } else {
+            env.push(entry);
+        }
     }
     Ok((env, path))
 }
