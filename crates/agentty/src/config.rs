@@ -208,7 +208,7 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     // removes): a confined command must not be able to write there. A workspace that holds the
     // home directory (`/`, home itself) holds the default state dir too: that setup confines
     // little anyway, and every sandbox line says so; it is allowed with a warning.
-    let state_real = agentty_core::spill::canonical_prefix(&state_dir);
+    let state_real = agentty_core::canonical_prefix(&state_dir);
     let home = std::env::var_os("HOME").map(PathBuf::from);
     if let Some(root) = std::iter::once(&workspace)
         .chain(&add_dirs)

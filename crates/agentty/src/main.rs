@@ -9,7 +9,7 @@ use rmcp::transport::IntoTransport;
 use rmcp::{RoleServer, ServiceExt};
 use tracing_subscriber::EnvFilter;
 
-use agentty_core::spill::{SPILL_RETENTION, prune};
+use agentty_core::{SPILL_RETENTION, prune};
 use agentty_server::Agentty;
 use agentty_server::transport::{LineFilter, LookAhead, Refused};
 

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agentty_core::clean::Cleaner;
+use agentty_core::Cleaner;
 
 const TOTAL: usize = 256 * 1024 * 1024;
 const CHUNK: usize = 128 * 1024;

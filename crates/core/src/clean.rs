@@ -361,7 +361,8 @@ fn incomplete_tail_len(bytes: &[u8]) -> usize {
     }
 }
 
-/// Cleans a complete byte string in one go.
+/// Cleans a complete byte string in one go (the unit tests' shorthand).
+#[cfg(test)]
 pub fn clean_all(bytes: &[u8]) -> String {
     let mut cleaner = Cleaner::new();
     let mut out = cleaner.feed(bytes).to_owned();

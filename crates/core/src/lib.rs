@@ -1,27 +1,38 @@
 //! agentty-core: the engine under every tool.
 //!
-//! It owns spawning (one seam, [`spawn`]), exit statuses ([`reaper`]), process trees ([`tree`]),
-//! output cleaning ([`clean`]) and shaping ([`shape`]), spill files ([`spill`]) and the pipe path
-//! of one-shot commands ([`run`]), long-lived jobs ([`jobs`]) and the [`watchdog`] that stops
-//! them if the server is killed. It knows nothing of MCP: the server crate renders what it
+//! It owns spawning (one seam, [`spawn`]), the one loop that drives a running command
+//! (`engine`), exit statuses (`reaper`), process trees (`tree`), output cleaning (`clean`) and
+//! shaping (`shape`), spill files (`spill`), the one-shot paths ([`run`], [`pty`]), long-lived
+//! jobs ([`jobs`]) and shells ([`pty`]), and the [`watchdog`] that stops them if the server is
+//! killed. It knows nothing of MCP: the server crate renders what it
 //! returns into words for a model.
 
-pub mod clean;
-pub mod drivers;
-mod engine;
-mod handover;
+// The families a caller drives: one-shot runs, background jobs, terminals and shells, the
+// spawn seam, the watchdog, and the limits every result states.
 pub mod jobs;
 pub mod limits;
+pub mod pty;
+pub mod run;
+pub mod spawn;
+pub mod watchdog;
+
+// The machinery under them, private: what callers need of it is exported by name below.
+mod clean;
+mod drivers;
+mod engine;
+mod handover;
 mod model_output;
 mod outcome;
-pub mod pty;
-pub mod reaper;
-pub mod run;
-pub mod shape;
-pub mod spawn;
-pub mod spill;
-pub mod tree;
-pub mod watchdog;
+mod reaper;
+mod shape;
+mod spill;
+mod tree;
+
+pub use clean::Cleaner;
+pub use reaper::{Exit, signal_name};
+pub use shape::Shaped;
+pub use spill::{SPILL_RETENTION, SpillStore, canonical_prefix, prune};
+pub use tree::has_survivors;
 
 /// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and
 /// drops the controlling terminal so no command can open `/dev/tty`. Idempotent; call it before

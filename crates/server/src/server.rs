@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use agentty_core::SpillStore;
 use agentty_core::jobs::JobTable;
-use agentty_core::spill::SpillStore;
 use agentty_guard::{BoundaryError, GuardConfig, Workspace};
 use agentty_sandbox::Mode;
 use rmcp::handler::server::router::tool::ToolRouter;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agentty_core::jobs::table::MAX_SHELLS;
 use agentty_core::jobs::{Job, JobState};
 use agentty_core::pty::{Gone, SEND_TIMEOUT_DEFAULT_MS, SIZE_MAX};
-use agentty_core::reaper::signal_name;
+use agentty_core::signal_name;
 
 pub fn busy(id: &str, timeout_ms: u64) -> String {
     format!(

@@ -147,7 +147,7 @@ pub fn state_words(kind: JobKind, state: &agentty_core::jobs::JobState) -> Strin
         JobState::Running => "running".into(),
         JobState::Exited(code) => format!("exited {code}"),
         JobState::Signalled(sig) => {
-            format!("killed by {}", agentty_core::reaper::signal_name(*sig))
+            format!("killed by {}", agentty_core::signal_name(*sig))
         }
         JobState::Stopped => "stopped".into(),
         JobState::Reaped => "closed for inactivity".into(),

@@ -51,7 +51,7 @@ fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
         JobState::Signalled(sig) => (
             TaskState::Killed,
             None,
-            Some(agentty_core::reaper::signal_name(*sig)),
+            Some(agentty_core::signal_name(*sig)),
         ),
         JobState::Stopped => (TaskState::Stopped, None, None),
         JobState::Reaped => (TaskState::Reaped, None, None),

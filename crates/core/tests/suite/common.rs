@@ -5,10 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentty_core::Shaped;
+use agentty_core::SpillStore;
 use agentty_core::run::{self, RunOutcome, RunRequest};
-use agentty_core::shape::Shaped;
 use agentty_core::spawn::{RUN_MARKER_VAR, SpawnSpec, StdinMode};
-use agentty_core::spill::SpillStore;
 
 /// A marker no other test (or test process) uses.
 pub fn marker(name: &str) -> String {

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentty_core::SpillStore;
 use agentty_core::jobs::command::{self, CommandStart, StartError};
 use agentty_core::jobs::{JobState, JobTable, OutputRing, READ_MAX_BYTES, RING_BYTES};
 use agentty_core::run::{self, RunEnd};
-use agentty_core::spill::SpillStore;
 
 use super::common::*;
 

@@ -2,10 +2,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use agentty_core::Exit;
+use agentty_core::Shaped;
 use agentty_core::limits::{CAPTURE_LIMIT_BYTES, HEAD_CHARS, TAIL_CHARS};
-use agentty_core::reaper::Exit;
 use agentty_core::run::{RunStatus, Spill};
-use agentty_core::shape::Shaped;
 
 use super::common::*;
 

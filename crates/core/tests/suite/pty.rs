@@ -485,7 +485,7 @@ async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
     .unwrap();
     assert_eq!(text(&out.run.output), "on a tty\n");
     assert_eq!(out.run.status, RunStatus::Failed);
-    assert_eq!(out.run.exit, Some(agentty_core::reaper::Exit::Code(5)));
+    assert_eq!(out.run.exit, Some(agentty_core::Exit::Code(5)));
 
     let m = marker("once-prompt");
     let mut s = spec("/bin/sh", &m);
@@ -532,7 +532,7 @@ async fn the_capture_cap_does_not_count_the_terminals_carriage_returns() {
             input: None,
             timeout: Duration::from_secs(300),
             spill: Some((
-                std::sync::Arc::new(agentty_core::spill::SpillStore::new(dir.path(), "s")),
+                std::sync::Arc::new(agentty_core::SpillStore::new(dir.path(), "s")),
                 "c1".into(),
             )),
             cols: 80,

@@ -19,9 +19,7 @@ async fn output_of(argv: &[&str], m: &str) -> String {
     req.spec.args = argv[1..].iter().map(OsString::from).collect();
     let outcome = run_to_end(req).await;
     assert!(
-        outcome
-            .exit
-            .is_some_and(agentty_core::reaper::Exit::success),
+        outcome.exit.is_some_and(agentty_core::Exit::success),
         "{outcome:?}"
     );
     text(&outcome.stdout).to_owned()

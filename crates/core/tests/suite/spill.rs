@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use agentty_core::spill::SpillStore;
+use agentty_core::SpillStore;
 
 /// Bytes the filesystem has allocated to `path` (st_blocks is in 512-byte units).
 fn allocated(path: &std::path::Path) -> u64 {

@@ -197,7 +197,7 @@ async fn an_old_orphan_without_environment_is_not_taken_for_a_survivor() {
     };
     let clean = run_to_end(request("true", &marker("stop-old-orphan-2"), 60_000)).await;
     assert!(
-        !agentty_core::tree::has_survivors(clean.pid, "stop-old-orphan-2"),
+        !agentty_core::has_survivors(clean.pid, "stop-old-orphan-2"),
         "the old orphan {orphan} counted as a survivor of an unrelated run"
     );
 }

@@ -174,7 +174,7 @@ impl Agentty {
     ) -> CallToolResult {
         let denial = self.confinement().denial(
             escalated,
-            outcome.exit.and_then(agentty_core::reaper::Exit::code),
+            outcome.exit.and_then(agentty_core::Exit::code),
             &super::output_text(outcome),
             self.retry(false),
             &prepared.display,

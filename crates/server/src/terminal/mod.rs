@@ -9,10 +9,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agentty_core::Exit;
+use agentty_core::Shaped;
 use agentty_core::limits::COMMAND_MAX_BYTES;
-use agentty_core::reaper::Exit;
 use agentty_core::run::{RunOutcome, RunStatus, Spill, Strays};
-use agentty_core::shape::Shaped;
 use agentty_guard::{GuardConfig, Verdict, Workspace};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
@@ -308,7 +308,7 @@ pub fn render(
     }
     let (exit_code, signal) = match outcome.exit {
         Some(Exit::Code(code)) => (Some(code), None),
-        Some(Exit::Signal(sig)) => (None, Some(agentty_core::reaper::signal_name(sig))),
+        Some(Exit::Signal(sig)) => (None, Some(agentty_core::signal_name(sig))),
         None => (None, None),
     };
     let status_line = match outcome.status {
