@@ -290,3 +290,27 @@ async fn settle(
     }
     (None, None)
 }
+
+/// Reads `source` into `sink` until the source ends, the sink takes no more, or `until`
+/// resolves, taking turns after every chunk: the loop of a reader with no command's life to
+/// watch (a shell's terminal, whose commands are driven by its sends).
+pub(crate) async fn pump<S: Sink>(
+    source: &mut Source,
+    sink: &mut S,
+    until: impl Future<Output = ()>,
+) {
+    tokio::pin!(until);
+    while source.is_open() {
+        tokio::select! {
+            read = source.read() => {
+                if let Read::Chunk(stream) = read {
+                    if !sink.ingest(stream, source.bytes(stream)) {
+                        return;
+                    }
+                    crate::drivers::fair().await;
+                }
+            },
+            () = &mut until => return,
+        }
+    }
+}

@@ -10,20 +10,22 @@
 //! | one-shot, pipes (`run.rs`) | the model's capture (+ a ring, if it may be handed over) | progress | deadline, hand-over |
 //! | one-shot, terminal (`pty/once.rs`) | the model's capture | a prompt nobody answers | deadline |
 //! | background job (`jobs/command.rs`) | the job's ring | none | outside stop, take turns |
+//! | shell (`pty/shell/mod.rs`), through [`pump`] | ring, screen, send capture | — | until closed |
 //!
-//! A shell (`pty/shell/`) reads its [`Source`] the same way but is driven by its sends, not
-//! by this loop: it has no deadline and no end of its own. A command that reaches its deadline
+//! A shell (`pty/shell/`) has no deadline and no end of its own (its commands are driven by its
+//! sends), so its terminal is read by [`pump`], the same reading without the stop logic, into a
+//! sink that feeds its ring, its screen and the send in progress. A command that reaches its deadline
 //! with hand-over changes owner whole: the same source, exit watch and partial lines move to
 //! the job table ([`crate::handover`]), and the job's loop goes on where this one stopped.
 
 mod drive;
 mod source;
 
-pub(crate) use drive::{Drive, DriveEnd, Ended, NoWatch, Now, Stop, Watch, drive};
-pub(crate) use source::{Read, Source, Stream};
+pub(crate) use drive::{Drive, DriveEnd, Ended, NoWatch, Now, Stop, Watch, drive, pump};
+pub(crate) use source::{Source, Stream};
 
 /// Where a command's output goes, chunk by chunk, in the order it arrived. The model's capture,
-/// a job's ring, a shell's screen, and later a live view, are sinks.
+/// a job's ring, a shell (its ring, screen and send capture), and later a live view, are sinks.
 pub(crate) trait Sink {
     /// Takes the raw bytes of one chunk of `stream`; false once the sink takes no more (its
     /// cap is reached), which stops the command.

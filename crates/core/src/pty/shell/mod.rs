@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use crate::clean::Cleaner;
-use crate::engine::{Read, Source, Stream};
+use crate::engine::{self, Sink, Source, Stream};
 use crate::jobs::{Job, JobState, OutputRing};
 use crate::limits::KILL_WAIT_MS;
 use crate::pty::capture::SendCapture;
@@ -382,25 +382,31 @@ impl Shell {
     }
 }
 
+/// The shell as a sink of its terminal's output: its ring, screen and send in progress, then a
+/// wake-up for whoever waits on it. Takes no more once the shell is gone.
+struct ShellSink(Weak<Shell>);
+
+impl Sink for ShellSink {
+    fn ingest(&mut self, _: Stream, bytes: &[u8]) -> bool {
+        let Some(shell) = self.0.upgrade() else {
+            return false;
+        };
+        shell.ingest(bytes);
+        shell.changed.send_modify(|g| *g += 1);
+        true
+    }
+}
+
 async fn read_loop(shell: Weak<Shell>, master: Arc<Master>, mut stop: watch::Receiver<bool>) {
     let mut source = Source::terminal(master, crate::limits::READ_CHUNK_BYTES);
-    loop {
-        let chunk = tokio::select! {
-            read = source.read() => matches!(read, Read::Chunk(_)),
-            _ = stop.wait_for(|s| *s) => false,
-        };
-        let Some(shell) = shell.upgrade() else {
-            return;
-        };
-        if !chunk {
-            lock(&shell.live).eof = true;
-            shell.changed.send_modify(|g| *g += 1);
-            return;
-        }
-        shell.ingest(source.bytes(Stream::Terminal));
+    let mut sink = ShellSink(shell.clone());
+    let stopped = async {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    engine::pump(&mut source, &mut sink, stopped).await;
+    if let Some(shell) = shell.upgrade() {
+        lock(&shell.live).eof = true;
         shell.changed.send_modify(|g| *g += 1);
-        drop(shell);
-        crate::drivers::fair().await;
     }
 }
 
