@@ -92,7 +92,7 @@ fn serve(flags: &config::Flags) -> Result<()> {
     // Forked while this process still has one thread (before the runtime): this process stays
     // behind as the watchdog, and only the server (the child) returns here. However the server
     // ends, the watchdog stops every process its commands left.
-    let session = session_id();
+    let session = agentty_core::watchdog::session_name();
     let _watchdog = agentty_core::watchdog::start(&format!("{session}-"))
         .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"));
     // Also while one thread: a mount namespace is entered by the thread, and inherited only by
@@ -103,6 +103,20 @@ fn serve(flags: &config::Flags) -> Result<()> {
     {
         tracing::info!("commands share the user's terminals: {why}");
     }
+    // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
+    // stopped now, off the start-up path.
+    let _ = std::thread::Builder::new()
+        .name("agentty-sweep".into())
+        .spawn(|| {
+            let (found, killed) = agentty_core::watchdog::sweep_dead_sessions();
+            if found > 0 {
+                tracing::warn!(
+                    found,
+                    killed,
+                    "stopped processes left by an agentty session that was killed with its watchdog"
+                );
+            }
+        });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -199,14 +213,6 @@ fn guard(
     } else {
         std::process::ExitCode::SUCCESS
     })
-}
-
-/// A name for this session's spill directory: start time and pid, unique on this machine.
-fn session_id() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{secs}-{}", std::process::id())
 }
 
 /// How [`shutdown_signal`] names the death of the watchdog.

@@ -22,7 +22,8 @@
 //! so a host that kills the whole group (the Python SDK does) reaches only the watchdog and the
 //! server still gets to clean up. The one ending not covered: the watchdog and the server
 //! killed with SIGKILL in the same instant (e.g. `pkill -9 agentty`), or the server killed
-//! within milliseconds of the watchdog; escapees then go to init.
+//! within milliseconds of the watchdog; escapees then go to init, and the next agentty to start
+//! stops those that keep their run marker ([`sweep_dead_sessions`]).
 //!
 //! The host sees one process: the watchdog holds neither stdin nor stdout (the client must see
 //! EOF when the server ends), forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the server, and exits with the server's status once its children are gone.
@@ -262,7 +263,13 @@ pub fn stop_children(reap: bool, grace: Duration) -> usize {
 
 /// Stops every process carrying a marker with `prefix`; returns (found, needed SIGKILL).
 pub fn sweep(prefix: &str) -> (usize, usize) {
-    let first = marked(prefix);
+    stop_found(|| marked(prefix))
+}
+
+/// Stops what `find` finds: SIGTERM (and SIGCONT), [`WATCHDOG_GRACE_MS`], then SIGKILL rounds
+/// while `find` still finds something; returns (found, needed SIGKILL).
+fn stop_found(find: impl Fn() -> Vec<i32>) -> (usize, usize) {
+    let first = find();
     if first.is_empty() {
         return (0, 0);
     }
@@ -273,13 +280,13 @@ pub fn sweep(prefix: &str) -> (usize, usize) {
     let deadline = Instant::now() + Duration::from_millis(WATCHDOG_GRACE_MS);
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(POLL_MS));
-        if marked(prefix).is_empty() {
+        if find().is_empty() {
             return (first.len(), 0);
         }
     }
     let mut killed = 0;
     for round in 0..KILL_ROUNDS {
-        let left = marked(prefix);
+        let left = find();
         if left.is_empty() {
             break;
         }
@@ -292,6 +299,93 @@ pub fn sweep(prefix: &str) -> (usize, usize) {
         std::thread::sleep(Duration::from_millis(POLL_MS));
     }
     (first.len(), killed)
+}
+
+/// Stops what sessions that ended without their watchdog left behind: this user's processes
+/// whose run marker names a session whose watchdog is gone. That happens only when the watchdog
+/// and its server were killed in the same instant (`pkill -9 agentty`, the OOM killer taking
+/// both), so nothing was left to stop them; the next server to start does. A session's name
+/// ([`session_name`]) carries its watchdog's pid and start tick; the session is alive while that
+/// process exists. Processes of other users are never touched, nor those of a live session
+/// (another agentty serving another host), nor markers that name no session this way.
+/// Returns (found, needed SIGKILL).
+pub fn sweep_dead_sessions() -> (usize, usize) {
+    let uid = nix::unistd::getuid().as_raw();
+    let alive = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
+    stop_found(|| {
+        let me = std::process::id() as i32;
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid != me && owner(pid) == Some(uid) && !is_zombie(pid))
+            .filter(|&pid| {
+                let Some(Some(session)) = crate::tree::with_environ(pid, run_session) else {
+                    return false;
+                };
+                let mut alive = alive.borrow_mut();
+                let live = *alive
+                    .entry(session.clone())
+                    .or_insert_with(|| session_alive(&session));
+                !live
+            })
+            .collect()
+    })
+}
+
+fn owner(pid: i32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
+/// The session of the run marker in `environ` (its first three fields), if it has one.
+fn run_session(environ: &[u8]) -> Option<String> {
+    let key = format!("{RUN_MARKER_VAR}=");
+    let value = environ
+        .split(|&b| b == 0)
+        .find_map(|entry| entry.strip_prefix(key.as_bytes()))?;
+    let value = std::str::from_utf8(value).ok()?;
+    let fields: Vec<&str> = value.splitn(4, '-').take(3).collect();
+    Some(fields.join("-"))
+}
+
+/// Whether the watchdog of `session` still runs: a process with its pid that started at the
+/// same clock tick. A name that does not parse is taken for alive: only what is surely dead is
+/// stopped.
+fn session_alive(session: &str) -> bool {
+    let mut fields = session.split('-').skip(1);
+    let (Some(Ok(pid)), Some(Ok(ticks))) = (
+        fields.next().map(str::parse::<i32>),
+        fields.next().map(str::parse::<u64>),
+    ) else {
+        return true;
+    };
+    start_ticks(pid) == Some(ticks)
+}
+
+/// When `pid` started, in clock ticks after boot (`/proc/<pid>/stat`): with the pid, it names a
+/// process exactly, and no change of the wall clock moves it.
+fn start_ticks(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.get(stat.rfind(')')? + 2..)?
+        .split_ascii_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// A name for the session this process starts: `<epoch seconds>-<pid>-<start ticks>`. The
+/// seconds keep names in date order (they name the spill directory); pid and start ticks name
+/// the watchdog exactly, so a later server can tell a dead session's leftovers from a live one's
+/// ([`sweep_dead_sessions`]).
+pub fn session_name() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let pid = std::process::id();
+    let ticks = start_ticks(pid as i32).unwrap_or(0);
+    format!("{secs}-{pid}-{ticks}")
 }
 
 /// Live (non-zombie) processes, other than this one, whose run marker starts with `prefix`.
@@ -339,7 +433,8 @@ pub fn describe() -> String {
     if subreaper {
         "server end: watchdog and server are child subreapers: whatever a command started, \
          env -i and setsid escapees included, is stopped however the server ends; not covered: \
-         both killed in the same instant (pkill -9 agentty)"
+         both killed in the same instant (pkill -9 agentty): the next start stops what kept its \
+         run marker"
             .to_owned()
     } else {
         "server end: no child subreaper on this kernel: only processes that keep the run marker \

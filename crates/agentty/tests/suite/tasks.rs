@@ -445,6 +445,58 @@ async fn no_job_survives(end: Ending) {
     }
 }
 
+/// When the watchdog and the server die in the same instant (`pkill -9 agentty`), nothing is
+/// left to stop their jobs; the next server to start stops them, since their run marker names a
+/// session whose watchdog is gone. A live session's jobs are left alone.
+#[tokio::test]
+async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
+    let dead = start_owned().await;
+    let live = start_owned().await;
+    let (t_dead, t_live) = (tag("tasks-dead-session"), tag("tasks-live-session"));
+    for (server, t) in [(&dead, &t_dead), (&live, &t_live)] {
+        let r = call_on(
+            &server.client,
+            "terminal",
+            json!({"command": "setsid sleep 300 >/dev/null 2>&1 & sleep 300",
+                   "background": true, "env": {"JOBTAG": t}}),
+        )
+        .await;
+        ok(&r);
+        let seen = wait_for_processes("JOBTAG", t, 2, PROMPT).await;
+        assert!(seen.iter().all(|&n| n >= 2), "jobs did not start: {seen:?}");
+    }
+    let live_before = processes_with_env("JOBTAG", &t_live);
+    // Both at once; the server frozen first, so it cannot act on its watchdog's death.
+    let serving = serving_pid(dead.pid);
+    for (pid, sig) in [
+        (serving, libc::SIGSTOP),
+        (dead.pid, libc::SIGKILL),
+        (serving, libc::SIGKILL),
+    ] {
+        // SAFETY: kill takes a pid and a signal number.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
+    }
+    let alive = |pid: i32| std::path::Path::new(&format!("/proc/{pid}/status")).exists();
+    let deadline = Instant::now() + PROMPT;
+    while (alive(serving) || alive(dead.pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Nothing of that session is left to stop them (not asserted here: another test's server
+    // starting meanwhile may already have swept them).
+    let next = start_owned().await;
+    assert_eq!(
+        wait_until_gone("JOBTAG", &t_dead, PROMPT).await,
+        Vec::<i32>::new(),
+        "the next start left the dead session's jobs running"
+    );
+    assert_eq!(
+        processes_with_env("JOBTAG", &t_live),
+        live_before,
+        "a live session's jobs were stopped"
+    );
+    drop((next, live));
+}
+
 #[tokio::test]
 async fn no_job_survives_stdin_eof() {
     no_job_survives(Ending::Eof).await;
