@@ -15,28 +15,23 @@
 
 use std::future::Future;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
 use crate::clean::Cleaner;
-use crate::engine::{self, Drive, DriveEnd, Now, Sink, Source, Stop, Stream, Watch};
+use crate::engine::{self, Drive, DriveEnd, Now, Sink, Started, Stop, Stream, Watch};
 pub use crate::handover::Handover;
 use crate::handover::{HandoverSpill, Live};
 use crate::jobs::ring::OutputRing;
-use crate::limits::{
-    CAPTURE_LIMIT_BYTES, PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS, READ_CHUNK_BYTES,
-};
+use crate::limits::{CAPTURE_LIMIT_BYTES, PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS};
 use crate::model_output::{Finished, LazySpill, ModelOutput};
 pub use crate::outcome::{Progress, RunOutcome, RunStatus, Spill, Strays};
 use crate::reaper::Exit;
 use crate::shape::{Shaped, Shaper};
-use crate::spawn::{SpawnSpec, StdinMode, spawn};
+use crate::spawn::SpawnSpec;
 use crate::spill::SpillStore;
 
 /// One call to run.
@@ -240,32 +235,20 @@ pub async fn run_until(
     on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
 ) -> io::Result<RunEnd> {
     let RunRequest {
-        mut spec,
+        spec,
         stdin,
         timeout,
         spill,
     } = req;
-    spec.stdin = if stdin.is_some() {
-        StdinMode::Piped
-    } else {
-        StdinMode::Null
-    };
-    let marker = spec.marker.clone();
-    let workdir = spec.cwd.clone();
-    let confined = spec.confine.is_some();
     let start = Instant::now();
-    let spawned = spawn(spec)?;
-    let pid = spawned.pid;
-    let mut exit_watch = spawned.exit;
-    let mut source = exit_watch.or_kill((|| {
-        if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
-            feed_stdin(fd, data)?;
-        }
-        // The seam hands over non-blocking pipe read ends: no need to check and set them again.
-        let out = pipe::Receiver::from_owned_fd_unchecked(spawned.stdout)?;
-        let err = pipe::Receiver::from_owned_fd_unchecked(spawned.stderr)?;
-        Ok(Source::pipes(out, err, READ_CHUNK_BYTES))
-    })())?;
+    let Started {
+        pid,
+        mut exit_watch,
+        mut source,
+        marker,
+        workdir,
+        confined,
+    } = engine::start_on_pipes(spec, stdin, None)?;
     let mut capture = Capture::new(spill, hand_over);
     let mut watch = ProgressWatch {
         report: on_progress,
@@ -340,14 +323,4 @@ fn finish(
         strays: None,
         stopped: None,
     }
-}
-
-/// Writes `data` to the child's stdin in the background, then closes it (EOF). A process that
-/// exits without reading it is not an error.
-fn feed_stdin(fd: OwnedFd, data: Vec<u8>) -> io::Result<()> {
-    let mut sender = pipe::Sender::from_owned_fd(fd)?;
-    tokio::spawn(async move {
-        let _ = sender.write_all(&data).await;
-    });
-    Ok(())
 }

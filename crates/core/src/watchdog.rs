@@ -306,11 +306,19 @@ fn stop_found(find: impl Fn() -> Vec<i32>) -> (usize, usize) {
 /// and its server were killed in the same instant (`pkill -9 agentty`, the OOM killer taking
 /// both), so nothing was left to stop them; the next server to start does. A session's name
 /// ([`session_name`]) carries its watchdog's pid and start tick; the session is alive while that
-/// process exists. Processes of other users are never touched, nor those of a live session
-/// (another agentty serving another host), nor markers that name no session this way.
+/// process exists. Processes of other users or of another pid namespace are never touched, nor
+/// those of a live session (another agentty serving another host), nor markers that name no
+/// session this way.
 /// Returns (found, needed SIGKILL).
 pub fn sweep_dead_sessions() -> (usize, usize) {
     let uid = nix::unistd::getuid().as_raw();
+    // A session names its watchdog by the pid it has in its own pid namespace: processes of
+    // another namespace (a container's agentty, seen from the host) cannot be judged here.
+    let Ok(own_ns) = fs::read_link("/proc/self/ns/pid") else {
+        return (0, 0);
+    };
+    let same_ns =
+        |pid: i32| fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns == own_ns);
     let alive = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
     stop_found(|| {
         let me = std::process::id() as i32;
@@ -320,6 +328,7 @@ pub fn sweep_dead_sessions() -> (usize, usize) {
         dir.flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
             .filter(|&pid| pid != me && owner(pid) == Some(uid) && !is_zombie(pid))
+            .filter(|&pid| same_ns(pid))
             .filter(|&pid| {
                 let Some(Some(session)) = crate::tree::with_environ(pid, run_session) else {
                     return false;

@@ -12,17 +12,21 @@
 //! | background job (`jobs/command.rs`) | the job's ring | none | outside stop, take turns |
 //! | shell (`pty/shell/mod.rs`), through [`pump`] | ring, screen, send capture | — | until closed |
 //!
-//! A shell (`pty/shell/`) has no deadline and no end of its own (its commands are driven by its
-//! sends), so its terminal is read by [`pump`], the same reading without the stop logic, into a
-//! sink that feeds its ring, its screen and the send in progress. A command that reaches its deadline
-//! with hand-over changes owner whole: the same source, exit watch and partial lines move to
-//! the job table ([`crate::handover`]), and the job's loop goes on where this one stopped.
+//! Both pipe paths start their command through [`start_on_pipes`] (stdin fed or `/dev/null`,
+//! the output pipes in the reactor). A shell (`pty/shell/`) has no deadline and no end of its
+//! own (its commands are driven by its sends), so its terminal is read by [`pump`], the same
+//! reading without the stop logic, into a sink that feeds its ring, its screen and the send in
+//! progress. A command that reaches its deadline with hand-over changes owner whole: the same
+//! source, exit watch and partial lines move to the job table ([`crate::handover`]), and the
+//! job's loop goes on where this one stopped.
 
 mod drive;
 mod source;
+mod start;
 
 pub(crate) use drive::{Drive, DriveEnd, Ended, NoWatch, Now, Stop, Watch, drive, pump};
 pub(crate) use source::{Source, Stream};
+pub(crate) use start::{Started, start_on_pipes};
 
 /// Where a command's output goes, chunk by chunk, in the order it arrived. The model's capture,
 /// a job's ring, a shell (its ring, screen and send capture), and later a live view, are sinks.

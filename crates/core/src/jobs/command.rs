@@ -17,17 +17,14 @@
 //! is the job's state set, so `task_wait` returns with the tree gone and the output complete.
 
 use std::io;
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use crate::clean::Cleaner;
-use crate::engine::{self, Drive, DriveEnd, Ended, NoWatch, Sink, Source, Stream};
+use crate::engine::{self, Drive, DriveEnd, Ended, NoWatch, Sink, Started, Stream};
 use crate::handover::{Handover, Live};
 use crate::jobs::ring::OutputRing;
 use crate::jobs::table::{
@@ -36,7 +33,7 @@ use crate::jobs::table::{
 use crate::limits::{DRAIN_MS, KILL_GRACE_MS, KILL_WAIT_MS};
 use crate::outcome::Strays;
 use crate::reaper::Exit;
-use crate::spawn::{SpawnSpec, StdinMode, spawn};
+use crate::spawn::SpawnSpec;
 use crate::spill::SpillStore;
 use crate::tree::{self, Terminated};
 
@@ -69,35 +66,22 @@ pub fn start(
     start: CommandStart,
     spill: Option<Arc<SpillStore>>,
 ) -> Result<Arc<Job>, StartError> {
-    let CommandStart {
-        mut spec,
-        stdin,
-        label,
-    } = start;
-    spec.stdin = if stdin.is_some() {
-        StdinMode::Piped
-    } else {
-        StdinMode::Null
-    };
-    let marker = spec.marker.clone();
-    let workdir = spec.cwd.clone();
-    let confined = spec.confine.is_some();
+    let CommandStart { spec, stdin, label } = start;
     // Reserved first, so a refusal spawns nothing and the id is known for the spill name.
     let reserved = table.reserve(JobKind::Command)?;
-    let spawned = spawn(spec)?;
-    let pid = spawned.pid;
-    let exit_watch = spawned.exit;
-    let (out, err) = exit_watch.or_kill((|| {
-        if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
-            feed_stdin(fd, data)?;
-        }
-        Ok((job_pipe(spawned.stdout)?, job_pipe(spawned.stderr)?))
-    })())?;
+    let Started {
+        pid,
+        exit_watch,
+        source,
+        marker,
+        workdir,
+        confined,
+    } = engine::start_on_pipes(spec, stdin, Some(JOB_PIPE_BYTES))?;
     let live = Live {
         pid,
         confined,
         marker,
-        source: Source::pipes(out, err, JOB_PIPE_BYTES),
+        source,
         exit_watch,
         exit: None,
         out_cleaner: Cleaner::new(),
@@ -296,27 +280,4 @@ async fn drive(job: Arc<Job>, live: Live, shared: Arc<Shared>) {
         job.set_state(state);
     }
     shared.done.send_replace(true);
-}
-
-/// The read end of a job's output pipe, enlarged (best-effort) to [`JOB_PIPE_BYTES`].
-fn job_pipe(fd: OwnedFd) -> io::Result<pipe::Receiver> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: F_SETPIPE_SZ on a pipe fd we own; failure leaves the pipe as it was.
-    unsafe {
-        libc::fcntl(
-            fd.as_raw_fd(),
-            libc::F_SETPIPE_SZ,
-            JOB_PIPE_BYTES as libc::c_int,
-        );
-    }
-    pipe::Receiver::from_owned_fd(fd)
-}
-
-/// Writes `data` to the child's stdin in the background, then closes it (EOF).
-fn feed_stdin(fd: OwnedFd, data: Vec<u8>) -> io::Result<()> {
-    let mut sender = pipe::Sender::from_owned_fd(fd)?;
-    tokio::spawn(async move {
-        let _ = sender.write_all(&data).await;
-    });
-    Ok(())
 }

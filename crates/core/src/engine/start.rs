@@ -1,0 +1,91 @@
+//! Starting a command on pipes: the prologue the one-shot and background pipe paths share.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
+
+use super::Source;
+use crate::limits::READ_CHUNK_BYTES;
+use crate::reaper::ExitWatch;
+use crate::spawn::{SpawnSpec, StdinMode, spawn};
+
+/// A command started on pipes, ready for [`super::drive`].
+pub(crate) struct Started {
+    pub pid: i32,
+    pub exit_watch: ExitWatch,
+    pub source: Source,
+    pub marker: String,
+    pub workdir: PathBuf,
+    /// Spawned confined (the sandbox applies).
+    pub confined: bool,
+}
+
+/// Starts `spec` with stdout and stderr on pipes, and `stdin` fed (then EOF) or `/dev/null`.
+/// `pipe_bytes` asks the kernel for pipes that large and reads them that much at a time: a
+/// background job drains a flood in a quarter of the wake-ups (the kernel may grant less,
+/// `/proc/sys/fs/pipe-max-size`).
+pub(crate) fn start_on_pipes(
+    mut spec: SpawnSpec,
+    stdin: Option<Vec<u8>>,
+    pipe_bytes: Option<usize>,
+) -> io::Result<Started> {
+    spec.stdin = if stdin.is_some() {
+        StdinMode::Piped
+    } else {
+        StdinMode::Null
+    };
+    let marker = spec.marker.clone();
+    let workdir = spec.cwd.clone();
+    let confined = spec.confine.is_some();
+    let spawned = spawn(spec)?;
+    let exit_watch = spawned.exit;
+    let source = exit_watch.or_kill((|| {
+        if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
+            feed_stdin(fd, data)?;
+        }
+        let out = receiver(spawned.stdout, pipe_bytes)?;
+        let err = receiver(spawned.stderr, pipe_bytes)?;
+        Ok(Source::pipes(
+            out,
+            err,
+            pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
+        ))
+    })())?;
+    Ok(Started {
+        pid: spawned.pid,
+        exit_watch,
+        source,
+        marker,
+        workdir,
+        confined,
+    })
+}
+
+/// The read end of an output pipe in the reactor, enlarged (best-effort) to `bytes`.
+fn receiver(fd: OwnedFd, bytes: Option<usize>) -> io::Result<pipe::Receiver> {
+    if let Some(bytes) = bytes {
+        // SAFETY: F_SETPIPE_SZ on a pipe fd we own; failure leaves the pipe as it was.
+        unsafe {
+            libc::fcntl(
+                fd.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX),
+            );
+        }
+    }
+    // The seam hands over non-blocking pipe read ends: no need to check and set them again.
+    pipe::Receiver::from_owned_fd_unchecked(fd)
+}
+
+/// Writes `data` to the child's stdin in the background, then closes it (EOF). A process that
+/// exits without reading it is not an error.
+fn feed_stdin(fd: OwnedFd, data: Vec<u8>) -> io::Result<()> {
+    let mut sender = pipe::Sender::from_owned_fd(fd)?;
+    tokio::spawn(async move {
+        let _ = sender.write_all(&data).await;
+    });
+    Ok(())
+}
