@@ -497,6 +497,53 @@ async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
     drop((next, live));
 }
 
+/// The sweep judges only processes of its own pid namespace: a marker naming a dead session is
+/// stopped here, the same marker in another namespace (a container's agentty, whose pids mean
+/// other processes there) is not.
+#[tokio::test]
+async fn the_sweep_leaves_other_pid_namespaces_alone() {
+    let t = tag("tasks-sweep-ns");
+    // Session "1-1-1": pid 1 did not start at tick 1, so it is dead from here.
+    let spawn = |args: &[&str]| {
+        std::process::Command::new(args[0])
+            .args(&args[1..])
+            .env("AGENTTY_RUN", "1-1-1-c1")
+            .env("JOBTAG", &t)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut here = spawn(&["sleep", "300"]);
+    let mut other = spawn(&["unshare", "--pid", "--fork", "sleep", "300"]);
+    let seen = wait_for_processes("JOBTAG", &t, 3, PROMPT).await;
+    assert!(seen.iter().all(|&n| n >= 3), "did not start: {seen:?}");
+    let sleeper_in_other_ns = processes_with_env("JOBTAG", &t)
+        .into_iter()
+        .find(|&pid| pid != here.id() as i32 && pid != other.id() as i32)
+        .unwrap();
+    let server = start_owned().await;
+    let deadline = Instant::now() + PROMPT;
+    while here.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(here.try_wait().unwrap().is_some(), "the sweep did not run");
+    // Past the sweep's grace and its SIGKILL rounds (a namespace's init ignores SIGTERM from
+    // outside, so only the SIGKILL would have shown).
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let stat =
+        std::fs::read_to_string(format!("/proc/{sleeper_in_other_ns}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(
+        !state.is_empty() && !state.starts_with('Z'),
+        "a process of another pid namespace was stopped: {stat:?}"
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    // SAFETY: kill takes a pid and a signal number.
+    unsafe { libc::kill(sleeper_in_other_ns, libc::SIGKILL) };
+    drop(server);
+}
+
 #[tokio::test]
 async fn no_job_survives_stdin_eof() {
     no_job_survives(Ending::Eof).await;
