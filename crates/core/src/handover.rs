@@ -31,6 +31,29 @@ pub(crate) struct Live {
     pub(crate) err_cleaner: Cleaner,
 }
 
+impl Live {
+    /// A command as its first owner holds it: no partial line in either stream yet.
+    pub(crate) fn new(
+        pid: i32,
+        confined: bool,
+        marker: String,
+        source: Source,
+        exit_watch: crate::reaper::ExitWatch,
+        exit: Option<Exit>,
+    ) -> Self {
+        Live {
+            pid,
+            confined,
+            marker,
+            source,
+            exit_watch,
+            exit,
+            out_cleaner: Cleaner::new(),
+            err_cleaner: Cleaner::new(),
+        }
+    }
+}
+
 /// A command whose timeout was reached, with everything needed to keep it running elsewhere.
 pub struct Handover {
     pub pid: i32,

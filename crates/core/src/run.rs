@@ -255,16 +255,7 @@ pub async fn run_until(
         start,
         next_at: start + Duration::from_millis(PROGRESS_INTERVAL_MS),
     };
-    let run = Drive {
-        pid,
-        marker: &marker,
-        exit_watch: &mut exit_watch,
-        exit: None,
-        deadline: Some(start + timeout),
-        hand_over,
-        outside_stop: None,
-        take_turns: false,
-    };
+    let run = Drive::one_shot(pid, &marker, &mut exit_watch, start + timeout, hand_over);
     let outcome = match engine::drive(run, &mut source, &mut capture, &mut watch, cancel).await {
         DriveEnd::Ended(ended) => {
             let mut outcome = finish(pid, ended.status(), ended.exit, start, capture);
@@ -278,16 +269,7 @@ pub async fn run_until(
             outcome
         }
         DriveEnd::TimedOut { exit } => {
-            let live = Live {
-                pid,
-                confined,
-                marker,
-                source,
-                exit_watch,
-                exit,
-                out_cleaner: Cleaner::new(),
-                err_cleaner: Cleaner::new(),
-            };
+            let live = Live::new(pid, confined, marker, source, exit_watch, exit);
             let handover = capture.hand_over(live, start, workdir);
             return Ok(RunEnd::TimedOut(Box::new(handover)));
         }

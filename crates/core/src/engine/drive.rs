@@ -90,6 +90,28 @@ pub(crate) struct Drive<'a> {
     pub take_turns: bool,
 }
 
+impl<'a> Drive<'a> {
+    /// A one-shot call: a command started here, with a deadline, on the request runtime.
+    pub(crate) fn one_shot(
+        pid: i32,
+        marker: &'a str,
+        exit_watch: &'a mut ExitWatch,
+        deadline: Instant,
+        hand_over: bool,
+    ) -> Self {
+        Drive {
+            pid,
+            marker,
+            exit_watch,
+            exit: None,
+            deadline: Some(deadline),
+            hand_over,
+            outside_stop: None,
+            take_turns: false,
+        }
+    }
+}
+
 /// How the loop ended.
 pub(crate) enum DriveEnd {
     Ended(Ended),

@@ -77,16 +77,7 @@ pub fn start(
         workdir,
         confined,
     } = engine::start_on_pipes(spec, stdin, Some(JOB_PIPE_BYTES))?;
-    let live = Live {
-        pid,
-        confined,
-        marker,
-        source,
-        exit_watch,
-        exit: None,
-        out_cleaner: Cleaner::new(),
-        err_cleaner: Cleaner::new(),
-    };
+    let live = Live::new(pid, confined, marker, source, exit_watch, None);
     let id = reserved.id().to_owned();
     let output = Arc::new(OutputRing::new(spill.map(|store| (store, id))));
     let (control, shared) = CommandControl::new(pid, live.marker.clone());

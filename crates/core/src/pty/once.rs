@@ -197,16 +197,7 @@ pub async fn run(
     };
     // The source holds the only handle on the master: the loop hangs it up when it is done.
     let mut source = Source::terminal(Arc::new(master), READ_CHUNK_BYTES);
-    let run = Drive {
-        pid,
-        marker: &marker,
-        exit_watch: &mut exit_watch,
-        exit: None,
-        deadline: Some(start + timeout),
-        hand_over: false,
-        outside_stop: None,
-        take_turns: false,
-    };
+    let run = Drive::one_shot(pid, &marker, &mut exit_watch, start + timeout, false);
     let ended = match engine::drive(run, &mut source, &mut capture, &mut watch, cancel).await {
         DriveEnd::Ended(ended) => ended,
         DriveEnd::Cancelled { exit, stopped } => {
