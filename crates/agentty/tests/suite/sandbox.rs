@@ -621,6 +621,7 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
                 ),
                 format!("echo written-to-another-terminal > {other_slave}"),
                 format!("echo written > /proc/self/root{other_slave}"),
+                format!("umount -l /dev/pts && echo unmounted > {other_slave}"),
                 format!(
                     "{py} 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\"); print(\"ESCAPED-abstract-socket\")'"
                 ),
