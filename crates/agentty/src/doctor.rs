@@ -40,6 +40,8 @@ pub fn run(flags: &Flags) -> Result<String> {
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "pty: {}", pty_probe())?;
     writeln!(out, "{}", agentty_core::watchdog::describe())?;
+    let namespace = agentty_core::namespace::available();
+    writeln!(out, "{}", agentty_core::namespace::describe(&namespace))?;
     Ok(out)
 }
 

@@ -103,6 +103,14 @@ fn serve(flags: &config::Flags) -> Result<()> {
     {
         tracing::info!("commands share the user's terminals: {why}");
     }
+    // Also while one thread, and after the terminals (its mount namespace copies the server's):
+    // confined commands run in a PID namespace whose init dies with this server.
+    if settings.sandbox_enabled
+        && settings.mode != agentty_sandbox::Mode::Auto
+        && let Err(why) = agentty_core::namespace::start()
+    {
+        tracing::info!("confined commands run in the server's PID namespace: {why}");
+    }
     // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
     // stopped now, off the start-up path.
     let _ = std::thread::Builder::new()
@@ -173,6 +181,9 @@ fn serve(flags: &config::Flags) -> Result<()> {
     })?;
     // What the jobs' stops could not attribute (an escapee that wiped its environment) is
     // still a child of this subreaper: stop it before leaving, in case the watchdog is gone.
+    // Every process of the session's PID namespace goes with its init (the jobs' stops above
+    // already gave their trees a grace).
+    agentty_core::namespace::end();
     let grace = std::time::Duration::from_millis(agentty_core::watchdog::WATCHDOG_GRACE_MS);
     let left = agentty_core::watchdog::stop_children(false, grace);
     if left > 0 {

@@ -11,6 +11,7 @@
 // spawn seam, the watchdog, and the limits every result states.
 pub mod jobs;
 pub mod limits;
+pub mod namespace;
 pub mod pty;
 pub mod run;
 pub mod spawn;

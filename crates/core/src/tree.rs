@@ -167,7 +167,7 @@ fn age(pid: i32) -> Option<Duration> {
 /// reaped); once the leader is reaped its pid can be reused, so the group then only counts if a
 /// member carries the marker.
 fn members(leader: i32, marker: &str, pinned: bool) -> (Vec<i32>, bool) {
-    let me = std::process::id() as i32;
+    let reapers = reapers();
     let procs = all_processes();
     let in_group = |p: &ProcStat| p.pid == leader || p.pgid == leader || p.sid == leader;
     let group_is_ours = pinned
@@ -178,7 +178,7 @@ fn members(leader: i32, marker: &str, pinned: bool) -> (Vec<i32>, bool) {
         .iter()
         .filter(|p| {
             (group_is_ours && in_group(p))
-                || (p.ppid == me && p.pid != leader && has_marker(p.pid, marker))
+                || (reapers.contains(&p.ppid) && p.pid != leader && has_marker(p.pid, marker))
         })
         .map(|p| p.pid)
         .collect();
@@ -200,32 +200,53 @@ fn members(leader: i32, marker: &str, pinned: bool) -> (Vec<i32>, bool) {
     (live.collect(), group_is_ours)
 }
 
-/// Children of this process's main thread. The kernel re-parents an orphan to the first live
-/// thread of the subreaper, which is the main thread, so this lists every escaped descendant
-/// with one small read and no full `/proc` scan. It runs after every command, so the file is
-/// kept open and read with one `pread` (a proc file is generated afresh at offset 0).
+/// Where the kernel re-parents the orphans of this server's commands: this process (a child
+/// subreaper) and, for confined commands, the init of the session's PID namespace.
+fn reapers() -> &'static [i32] {
+    static REAPERS: OnceLock<Vec<i32>> = OnceLock::new();
+    REAPERS.get_or_init(|| {
+        let mut pids = vec![std::process::id() as i32];
+        pids.extend(crate::namespace::init_pid());
+        pids
+    })
+}
+
+/// Children of the reapers' main threads. The kernel re-parents an orphan to the first live
+/// thread of its subreaper (the main thread) or to its namespace's init, so this lists every
+/// escaped descendant with small reads and no full `/proc` scan. It runs after every command,
+/// so the files are kept open and read with one `pread` each (a proc file is generated afresh
+/// at offset 0).
 fn own_children() -> Option<Vec<i32>> {
     use std::os::unix::fs::FileExt;
-    static CHILDREN: OnceLock<Option<(u32, fs::File)>> = OnceLock::new();
-    let path = |pid: u32| format!("/proc/self/task/{pid}/children");
-    let (pid, file) = CHILDREN
-        .get_or_init(|| {
-            let pid = std::process::id();
-            fs::File::open(path(pid)).ok().map(|file| (pid, file))
-        })
-        .as_ref()?;
-    let mut buf = [0u8; 1024];
-    let n = file.read_at(&mut buf, 0).ok()?;
-    let parse = |text: &[u8]| -> Vec<i32> {
-        text.split(u8::is_ascii_whitespace)
-            .filter_map(|s| std::str::from_utf8(s).ok()?.parse::<i32>().ok())
+    static CHILDREN: OnceLock<Vec<(i32, fs::File)>> = OnceLock::new();
+    let path = |pid: i32| format!("/proc/{pid}/task/{pid}/children");
+    let files = CHILDREN.get_or_init(|| {
+        reapers()
+            .iter()
+            .filter_map(|&pid| Some((pid, fs::File::open(path(pid)).ok()?)))
             .collect()
-    };
-    if n < buf.len() {
-        return Some(parse(&buf[..n]));
+    });
+    if files.is_empty() {
+        return None;
     }
-    // Longer than the buffer: read it whole.
-    fs::read(path(*pid)).ok().map(|text| parse(&text))
+    let parse = |text: &[u8], into: &mut Vec<i32>| {
+        into.extend(
+            text.split(u8::is_ascii_whitespace)
+                .filter_map(|s| std::str::from_utf8(s).ok()?.parse::<i32>().ok()),
+        );
+    };
+    let mut children = Vec::new();
+    for (pid, file) in files {
+        let mut buf = [0u8; 1024];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        if n < buf.len() {
+            parse(&buf[..n], &mut children);
+        } else {
+            // Longer than the buffer: read it whole.
+            parse(&fs::read(path(*pid)).ok()?, &mut children);
+        }
+    }
+    Some(children)
 }
 
 /// After the leader was reaped: does anything of its tree still run? Cheap on the common path

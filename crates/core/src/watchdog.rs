@@ -20,10 +20,12 @@
 //! started, which is the watchdog), the server gets [`WATCHDOG_DIED`] (`PR_SET_PDEATHSIG`),
 //! kills every child it has at once, with no grace ([`stop_children`]), and ends. When stdin is not a terminal the server also leaves the watchdog's process group,
 //! so a host that kills the whole group (the Python SDK does) reaches only the watchdog and the
-//! server still gets to clean up. The one ending not covered: the watchdog and the server
-//! killed with SIGKILL in the same instant (e.g. `pkill -9 agentty`), or the server killed
-//! within milliseconds of the watchdog; escapees then go to init, and the next agentty to start
-//! stops those that keep their run marker ([`sweep_dead_sessions`]).
+//! server still gets to clean up. The one ending tracking does not cover: the watchdog and the
+//! server killed with SIGKILL in the same instant (e.g. `pkill -9 agentty`), or the server killed
+//! within milliseconds of the watchdog. Confined commands are then covered by the kernel where
+//! the session has a PID namespace of its own ([`crate::namespace`]); other escapees go to init,
+//! and the next agentty to start stops those that keep their run marker
+//! ([`sweep_dead_sessions`]).
 //!
 //! The host sees one process: the watchdog holds neither stdin nor stdout (the client must see
 //! EOF when the server ends), forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the server, and exits with the server's status once its children are gone.
@@ -441,9 +443,9 @@ pub fn describe() -> String {
     } && on == 1;
     if subreaper {
         "server end: watchdog and server are child subreapers: whatever a command started, \
-         env -i and setsid escapees included, is stopped however the server ends; not covered: \
-         both killed in the same instant (pkill -9 agentty): the next start stops what kept its \
-         run marker"
+         env -i and setsid escapees included, is stopped however the server ends; both killed \
+         in the same instant (pkill -9 agentty): see the next line for confined commands; \
+         otherwise the next start stops what kept its run marker"
             .to_owned()
     } else {
         "server end: no child subreaper on this kernel: only processes that keep the run marker \

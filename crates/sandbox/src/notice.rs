@@ -143,7 +143,7 @@ pub fn hardening_report(
     let _ = match private_terminals {
         Ok(()) => writeln!(
             out,
-            "other terminals: out of reach (each confined command has a /dev/pts of its own)"
+            "other terminals: out of reach (the session has a /dev/pts of its own)"
         ),
         Err(why) => writeln!(
             out,

@@ -121,15 +121,56 @@ async fn disabled_by_configuration_says_so_and_does_not_confine() {
     );
 }
 
+/// The pid a result shows is the command's own process (no wrapper between), and it leads its
+/// process group. The number is the host's: a confined command, in the session's PID
+/// namespace, knows itself by another one, which the host's `/proc` lists last in `NSpid`.
 #[tokio::test]
 async fn sandbox_keeps_pid_and_process_group() {
     for flags in [&[][..], &["--no-sandbox"][..]] {
         let server = start_with(flags).await;
         let (_, s) = server
-            .terminal(json!({"command": "cut -d' ' -f5 /proc/$$/stat; echo $$"}))
+            .terminal(json!({
+                "command": "echo $(cut -d' ' -f5 /proc/$$/stat) $$; exec sleep 300",
+                "background": true,
+            }))
             .await;
         let pid = s["pid"].as_i64().unwrap();
-        assert_eq!(s["stdout"], format!("{pid}\n{pid}\n"), "flags {flags:?}");
+        let id = s["job_id"].as_str().unwrap().to_owned();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let seen = loop {
+            let r = server
+                .call("task_output", json!({"id": id, "since": 0}))
+                .await;
+            let text = text_of(&r);
+            if let Some(line) = text.lines().find(|l| l.split(' ').count() == 2) {
+                break line.to_owned();
+            }
+            assert!(std::time::Instant::now() < deadline, "no output: {text}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let nspid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>();
+        assert_eq!(nspid.first(), Some(&pid.to_string().as_str()), "{status}");
+        let own = nspid.last().unwrap();
+        assert_eq!(seen, format!("{own} {own}"), "flags {flags:?}");
+        if flags.is_empty() {
+            assert_ne!(
+                nspid.len(),
+                1,
+                "a confined command is in the session's namespace"
+            );
+        } else {
+            assert_eq!(
+                nspid.len(),
+                1,
+                "an unconfined command is in the host's namespace"
+            );
+        }
     }
 }
 
@@ -683,6 +724,40 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
         String::from_utf8_lossy(&buf[..n.max(0) as usize])
     );
     drop((abstract_listener, daemon_listener));
+}
+
+/// Confined commands run in the session's PID namespace with a `/proc` of their own: the pid
+/// a result shows is the command's `$$`, a pid read from `ps`/`pgrep` is one `kill` can use,
+/// the session's other commands are seen, the user's processes (this test) are not, and the
+/// namespace's init cannot be killed from inside.
+#[tokio::test]
+async fn confined_commands_see_the_session_processes_with_pids_kill_can_use() {
+    let server = start().await;
+    let marker = tag("ns-visible");
+    let (_, s) = server
+        .terminal(json!({"command": format!("exec -a {marker} sleep 300"), "background": true}))
+        .await;
+    assert_eq!(s["status"], "background", "{s}");
+    let script = format!(
+        "sleep 301 & pgrep -f '^sleep 301$' > /tmp/agentty-ns-$$ ; kill $(cat /tmp/agentty-ns-$$); \
+         wait $!; echo waited=$?; rm -f /tmp/agentty-ns-$$; \
+         pgrep -f '^{marker}' >/dev/null && echo sees-session; \
+         test -e /proc/{me} && echo sees-host; \
+         kill -9 1 2>/dev/null || echo init-kept",
+        me = std::process::id()
+    );
+    for path in ["pipe", "pty", "background", "shell"] {
+        let said = run_on_path(&server, path, &script).await;
+        assert!(
+            said.contains("waited=143"),
+            "{path}: kill by pgrep's pid: {said}"
+        );
+        assert!(said.contains("sees-session"), "{path}: {said}");
+        assert!(!said.contains("sees-host"), "{path}: {said}");
+        assert!(said.contains("init-kept"), "{path}: {said}");
+    }
+    let (_, s) = server.terminal(json!({"command": "echo still"})).await;
+    assert_eq!(s["stdout"], "still\n");
 }
 
 /// Confined commands have terminals of their own (a devpts of the session's): `tty`, `stty`,

@@ -497,6 +497,59 @@ async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
     drop((next, live));
 }
 
+/// Live processes whose `argv[0]` is `name` (set with `exec -a`): how a test finds a process
+/// that wiped its environment.
+fn processes_named(name: &str) -> Vec<i32> {
+    agentty_testkit::live_processes("cmdline")
+        .into_iter()
+        .filter(|(_, cmdline)| cmdline.split(|&b| b == 0).next() == Some(name.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// The case tracking cannot cover: an escapee that wiped its environment (`env -i`, no run
+/// marker), left its process group and double-forked, while the server and its watchdog are
+/// killed in the same instant. Confined commands run in the session's PID namespace, whose init
+/// dies with the server, and the kernel then kills every process in it: the escapee is gone
+/// with no next start to sweep it (none could: it carries no marker).
+#[tokio::test]
+async fn an_escapee_without_a_marker_dies_with_a_server_killed_with_its_watchdog() {
+    let server = start_owned().await;
+    let name = tag("escapee-no-marker");
+    let command = format!("(setsid env -i /bin/bash -c 'exec -a {name} sleep 300' &); echo left");
+    let r = call_on(&server.client, "terminal", json!({"command": command})).await;
+    assert!(text_of(&r).contains("left"), "{}", text_of(&r));
+    let deadline = Instant::now() + PROMPT;
+    while processes_named(&name).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let escapees = processes_named(&name);
+    assert_eq!(
+        escapees.len(),
+        1,
+        "the escapee did not start or was stopped"
+    );
+    let serving = serving_pid(server.pid);
+    for (pid, sig) in [
+        (serving, libc::SIGSTOP),
+        (server.pid, libc::SIGKILL),
+        (serving, libc::SIGKILL),
+    ] {
+        // SAFETY: kill takes a pid and a signal number.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
+    }
+    let deadline = Instant::now() + PROMPT;
+    while !processes_named(&name).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = processes_named(&name);
+    for &pid in &left {
+        // SAFETY: kill takes a pid and a signal number.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert_eq!(left, Vec::<i32>::new(), "the escapee outlived its session");
+}
+
 /// The sweep judges only processes of its own pid namespace: a marker naming a dead session is
 /// stopped here, the same marker in another namespace (a container's agentty, whose pids mean
 /// other processes there) is not.

@@ -27,6 +27,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
 use super::Confine;
+use crate::namespace::SessionNamespace;
 
 /// What runs a file without `#!`, as execvp does.
 const SHELL: &CStr = c"/bin/sh";
@@ -63,6 +64,8 @@ pub(crate) struct ExecPlan<'a> {
     pub stdio: [RawFd; 3],
     pub session: Session,
     pub confine: Option<&'a dyn Confine>,
+    /// The session's namespaces, for a confined child (see `crate::namespace`).
+    pub namespace: Option<&'a SessionNamespace>,
 }
 
 /// The step at which the child failed, reported through memory shared with the parent.
@@ -76,6 +79,7 @@ enum Step {
     Workdir,
     Sandbox,
     Exec,
+    Namespace,
 }
 
 impl Step {
@@ -87,6 +91,7 @@ impl Step {
             4 => Step::Workdir,
             5 => Step::Sandbox,
             6 => Step::Exec,
+            7 => Step::Namespace,
             _ => Step::None,
         }
     }
@@ -101,6 +106,7 @@ impl Step {
             Step::Terminal => "could not attach the terminal",
             Step::Workdir => "could not enter the workdir",
             Step::Sandbox => "the sandbox could not be applied",
+            Step::Namespace => "could not enter the session's namespace",
         };
         io::Error::new(os.kind(), format!("{what}: {os}"))
     }
@@ -147,6 +153,9 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
         failure: &failure,
     };
 
+    // The clone below starts the child in the session's PID namespace; the thread leaves it
+    // right after.
+    let entered = plan.namespace.map(SessionNamespace::enter).transpose()?;
     let saved = block_all_signals()?;
     let mut pidfd: libc::c_int = -1;
     let cloned = CHILD_STACK.with_borrow_mut(|stack| {
@@ -173,8 +182,16 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
         }
     });
     let clone_error = io::Error::last_os_error();
+    drop(entered);
     set_signal_mask(saved);
     if cloned < 0 {
+        if plan.namespace.is_some() && clone_error.raw_os_error() == Some(libc::ENOMEM) {
+            // What clone says when the namespace's init is gone.
+            return Err(io::Error::other(
+                "the session's PID namespace has ended (its init process was killed); \
+                 restart agentty",
+            ));
+        }
         return Err(clone_error);
     }
     // SAFETY: with CLONE_PIDFD a successful clone returns a fresh fd that nothing else owns.
@@ -269,6 +286,12 @@ unsafe fn child_main(
 
         if plan.session == Session::OwnTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
             return fail(Step::Terminal, errno());
+        }
+        // Before the workdir: entering a mount namespace moves the cwd to its root.
+        if let Some(namespace) = plan.namespace
+            && libc::setns(namespace.init_fd(), libc::CLONE_NEWNS) != 0
+        {
+            return fail(Step::Namespace, errno());
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             return fail(Step::Workdir, errno());

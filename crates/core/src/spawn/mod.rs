@@ -270,6 +270,8 @@ fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i3
         stdio,
         session,
         confine: spec.confine.as_deref(),
+        // Confined commands only: unconfined ones keep the host's `ps` and `kill`.
+        namespace: spec.confine.as_ref().and(crate::namespace::get()),
     };
     reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
 }
