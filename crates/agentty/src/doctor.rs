@@ -36,12 +36,26 @@ pub fn run(flags: &Flags) -> Result<String> {
         )
     )?;
     writeln!(out, "{}", agentty_sandbox::notice::DENIAL_SOURCE)?;
+    // What a session's commands would get: no confinement when the sandbox is off.
+    let mode = if settings.sandbox_enabled {
+        settings.mode
+    } else {
+        agentty_sandbox::Mode::Auto
+    };
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "pty: {}", pty_probe())?;
     writeln!(out, "{}", agentty_core::watchdog::describe())?;
     let namespace = agentty_core::namespace::available();
     writeln!(out, "{}", agentty_core::namespace::describe(&namespace))?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let sources =
+        agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name));
+    writeln!(
+        out,
+        "{}",
+        agentty_sandbox::notice::sealed_sources_line(mode, &sources, &namespace)
+    )?;
     Ok(out)
 }
 

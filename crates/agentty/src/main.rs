@@ -104,12 +104,25 @@ fn serve(flags: &config::Flags) -> Result<()> {
         tracing::info!("commands share the user's terminals: {why}");
     }
     // Also while one thread, and after the terminals (its mount namespace copies the server's):
-    // confined commands run in a PID namespace whose init dies with this server.
-    if settings.sandbox_enabled
-        && settings.mode != agentty_sandbox::Mode::Auto
-        && let Err(why) = agentty_core::namespace::start()
-    {
-        tracing::info!("confined commands run in the server's PID namespace: {why}");
+    // confined commands run in a PID namespace whose init dies with this server, and, where
+    // caches are writable, see the package sources already extracted as read-only.
+    if settings.sandbox_enabled && settings.mode != agentty_sandbox::Mode::Auto {
+        let sources = if settings.mode == agentty_sandbox::Mode::Default {
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name))
+        } else {
+            agentty_sandbox::Sealed::default()
+        };
+        match agentty_core::namespace::start(&sources.paths) {
+            Ok(sealed) => tracing::info!(
+                sealed,
+                truncated = sources.truncated,
+                "extracted package sources read-only to confined commands"
+            ),
+            Err(why) => {
+                tracing::info!("confined commands run in the server's PID namespace: {why}");
+            }
+        }
     }
     // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
     // stopped now, off the start-up path.

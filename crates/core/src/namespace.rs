@@ -34,8 +34,11 @@
 //! start threads. Unconfined commands (`auto` mode, an approved escalation) stay in the host's
 //! namespaces, where `ps` and `kill` reach the user's processes, and are tracked as before.
 
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -54,6 +57,8 @@ pub(crate) struct SessionNamespace {
     host: OwnedFd,
     /// The pipe's write end: the session init leaves when it reads EOF.
     _alive: OwnedFd,
+    /// How many of the paths asked to be read-only are.
+    sealed: usize,
 }
 
 static NAMESPACE: OnceLock<Result<SessionNamespace, String>> = OnceLock::new();
@@ -91,13 +96,16 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
 }
 
 /// Starts the session init (see the module comment). Call once, in the server, while the
-/// process has one thread. `Err` says why not; confined commands then run in the server's
-/// namespaces, tracked by run marker and subreaper only.
-pub fn start() -> Result<(), String> {
+/// process has one thread. In the session's mount namespace each of `read_only` becomes a
+/// read-only bind mount of itself (extracted package sources a confined command must not
+/// change; a path that cannot be is skipped). Returns how many are; `Err` says why there is no
+/// namespace: confined commands then run in the server's namespaces, tracked by run marker and
+/// subreaper only.
+pub fn start(read_only: &[PathBuf]) -> Result<usize, String> {
     NAMESPACE
-        .get_or_init(|| create().map_err(|e| why(&e)))
+        .get_or_init(|| create(read_only).map_err(|e| why(&e)))
         .as_ref()
-        .map(drop)
+        .map(|ns| ns.sealed)
         .map_err(Clone::clone)
 }
 
@@ -108,7 +116,7 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn create() -> io::Result<SessionNamespace> {
+fn create(read_only: &[PathBuf]) -> io::Result<SessionNamespace> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -118,13 +126,17 @@ fn create() -> io::Result<SessionNamespace> {
     let host = open(c"/proc/self/ns/pid")?;
     let (alive_read, alive) = pipe()?;
     let (ready_read, ready_write) = pipe()?;
+    let read_only: Vec<CString> = read_only
+        .iter()
+        .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+        .collect();
     // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
     check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
     // SAFETY: one thread (checked above): the child is a complete copy of this process.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop((alive, ready_read));
-        session_init(alive_read, ready_write);
+        session_init(alive_read, ready_write, &read_only);
     }
     let forked = io::Error::last_os_error();
     // Back to the host namespace for every later child and thread, whatever happened; a
@@ -141,13 +153,15 @@ fn create() -> io::Result<SessionNamespace> {
         return Err(forked);
     }
     drop((alive_read, ready_write));
-    let mut ready = [0u8; 1];
-    // SAFETY: read into a one-byte buffer from a pipe this process owns.
-    let got = unsafe { libc::read(ready_read.as_raw_fd(), ready.as_mut_ptr().cast(), 1) };
+    // A status byte (0, or the errno that stopped it), then how many paths it made read-only.
+    let mut ready = [0u8; 5];
+    // SAFETY: read into a buffer of the size given from a pipe this process owns; the init
+    // writes all five bytes in one write, well under the pipe's atomic size.
+    let got = unsafe { libc::read(ready_read.as_raw_fd(), ready.as_mut_ptr().cast(), 5) };
     // SAFETY: pidfd_open on the child this process just forked and has not reaped.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
-    if got != 1 || ready[0] != 0 || pidfd < 0 {
-        let error = if got == 1 && ready[0] != 0 {
+    if got != 5 || ready[0] != 0 || pidfd < 0 {
+        let error = if got >= 1 && ready[0] != 0 {
             io::Error::from_raw_os_error(i32::from(ready[0]))
         } else {
             io::Error::other("the session init did not start")
@@ -161,17 +175,20 @@ fn create() -> io::Result<SessionNamespace> {
     }
     // SAFETY: a fresh pidfd, owned by nobody else.
     let init = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let sealed = u32::from_ne_bytes([ready[1], ready[2], ready[3], ready[4]]) as usize;
     Ok(SessionNamespace {
         init_pid: pid,
         init,
         host,
         _alive: alive,
+        sealed,
     })
 }
 
-/// The session init: pid 1 of the new namespace. Mounts its `/proc`, says so, then reaps the
-/// orphans the namespace hands it until the server is gone. Never returns.
-fn session_init(alive: OwnedFd, ready: OwnedFd) -> ! {
+/// The session init: pid 1 of the new namespace. Mounts its `/proc`, makes `read_only` so,
+/// says so, then reaps the orphans the namespace hands it until the server is gone. Never
+/// returns.
+fn session_init(alive: OwnedFd, ready: OwnedFd, read_only: &[CString]) -> ! {
     // SAFETY (whole function): this is a single-threaded forked child; plain system calls on
     // fds it owns and on constant strings.
     unsafe {
@@ -182,7 +199,14 @@ fn session_init(alive: OwnedFd, ready: OwnedFd) -> ! {
             |e| u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX),
             |()| 0,
         );
-        libc::write(ready.as_raw_fd(), (&raw const status).cast(), 1);
+        let sealed = if mounted.is_ok() {
+            read_only.iter().filter(|path| seal(path).is_ok()).count()
+        } else {
+            0
+        };
+        let mut report = [status, 0, 0, 0, 0];
+        report[1..].copy_from_slice(&u32::try_from(sealed).unwrap_or(u32::MAX).to_ne_bytes());
+        libc::write(ready.as_raw_fd(), report.as_ptr().cast(), report.len());
         drop(ready);
         if mounted.is_err() {
             libc::_exit(1);
@@ -241,6 +265,33 @@ fn mount_own_proc() -> io::Result<()> {
             std::ptr::null(),
         ))
     }
+}
+
+/// Makes `path` a read-only bind mount of itself, in the session's mount namespace only.
+fn seal(path: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: plain system calls on a NUL-terminated path.
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            std::ptr::null(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+            std::ptr::null(),
+        ))
+    }
+}
+
+/// How many extracted package sources are read-only to confined commands, when the session has
+/// its namespace.
+pub fn sealed() -> Option<usize> {
+    get().map(|ns| ns.sealed)
 }
 
 /// Closes every fd but `keep`, with stdin, stdout and stderr on `/dev/null`: the session init

@@ -19,6 +19,7 @@ mod plan;
 mod prepared;
 mod probe;
 mod roots;
+mod sealed;
 mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
@@ -34,6 +35,7 @@ pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 pub use prepared::Prepared;
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
 pub use roots::{LinkedRoot, linked_root};
+pub use sealed::{SEALED_MAX, Sealed, extracted_sources};
 #[cfg(any(target_os = "macos", test))]
 pub use seatbelt::sandbox_exec_argv;
 pub use seatbelt::{SANDBOX_EXEC, seatbelt_profile};

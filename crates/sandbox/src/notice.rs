@@ -133,6 +133,37 @@ impl std::fmt::Display for ProbeReport {
     }
 }
 
+/// `doctor`'s line on the package sources already extracted in the caches (see `sealed.rs`):
+/// read-only to confined commands where the session has a namespace of its own.
+pub fn sealed_sources_line(
+    mode: crate::Mode,
+    sources: &crate::Sealed,
+    namespace: &Result<(), String>,
+) -> String {
+    let count = sources.paths.len();
+    let more = if sources.truncated {
+        " (the first)"
+    } else {
+        ""
+    };
+    match (mode, namespace) {
+        (crate::Mode::Default, Ok(())) => format!(
+            "extracted package sources: {count}{more} read-only to confined commands (cargo \
+             crates and git checkouts, go modules); new ones and other caches stay writable"
+        ),
+        (crate::Mode::Default, Err(why)) => format!(
+            "extracted package sources: {count} writable by confined commands (read-only needs \
+             a namespace of the session's own: {why})"
+        ),
+        (crate::Mode::Plan, _) => {
+            "extracted package sources: read-only (plan mode writes nowhere)".to_owned()
+        }
+        (crate::Mode::Auto, _) => {
+            "extracted package sources: writable (auto mode does not confine)".to_owned()
+        }
+    }
+}
+
 /// `doctor`'s lines on what confined commands are kept from besides writes, as in force here.
 pub fn hardening_report(
     landlock_abi: Option<u32>,

@@ -60,7 +60,18 @@ pub async fn start_at(
     state: tempfile::TempDir,
     flags: &[&str],
 ) -> Server {
+    start_at_with_env(workspace, state, flags, &[]).await
+}
+
+/// [`start_at`], with variables added to the server's environment.
+pub async fn start_at_with_env(
+    workspace: tempfile::TempDir,
+    state: tempfile::TempDir,
+    flags: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> Server {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.envs(env.iter().copied());
     cmd.arg("serve")
         .arg("--workspace")
         .arg(workspace.path())

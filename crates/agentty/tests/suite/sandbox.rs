@@ -760,6 +760,52 @@ async fn confined_commands_see_the_session_processes_with_pids_kill_can_use() {
     assert_eq!(s["stdout"], "still\n");
 }
 
+/// Package sources already extracted in the caches (a crate's `build.rs`, a git checkout) are
+/// read-only to confined commands on every path, so nothing planted there runs at the user's
+/// next unconfined `cargo build`; a crate extracted during the session is written as usual.
+#[tokio::test]
+async fn extracted_crates_are_read_only_to_confined_commands_and_new_ones_extract() {
+    let cargo = tempfile::tempdir().unwrap();
+    let crate_dir = cargo.path().join("registry/src/idx/planted-1.0.0");
+    let checkout = cargo.path().join("git/checkouts/repo-1/abc");
+    for dir in [&crate_dir, &checkout] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("build.rs"), "fn main() {}\n").unwrap();
+    }
+    let server = start_at_with_env(
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        &[],
+        &[("CARGO_HOME", cargo.path())],
+    )
+    .await;
+    let script = "src=$CARGO_HOME/registry/src/idx; \
+         echo 'planted' >> $src/planted-1.0.0/build.rs && echo appended; \
+         mv $src/planted-1.0.0 $src/gone-1.0.0 2>/dev/null && echo moved; \
+         rm $src/planted-1.0.0/build.rs 2>/dev/null && echo removed; \
+         echo 'planted' >> $CARGO_HOME/git/checkouts/repo-1/abc/build.rs && echo git-appended; \
+         mkdir $src/new-$$ && echo 'fn main() {}' > $src/new-$$/build.rs && echo extracted; \
+         rm $src/new-$$/build.rs; rmdir $src/new-$$; echo sources-done";
+    for path in ["pipe", "pty", "background", "shell"] {
+        let said = run_on_path(&server, path, script).await;
+        assert!(said.contains("sources-done"), "{path}: {said}");
+        assert!(said.contains("extracted"), "{path}: {said}");
+        for planted in ["appended", "moved", "removed", "git-appended"] {
+            assert!(
+                !said.lines().any(|l| l.trim() == planted),
+                "{path}: {planted}: {said}"
+            );
+        }
+        assert!(said.contains("Read-only file system"), "{path}: {said}");
+    }
+    for dir in [&crate_dir, &checkout] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join("build.rs")).unwrap(),
+            "fn main() {}\n"
+        );
+    }
+}
+
 /// Confined commands have terminals of their own (a devpts of the session's): `tty`, `stty`,
 /// `script` and Python's `pty` work on every path, and the user's other terminals are not there.
 #[tokio::test]

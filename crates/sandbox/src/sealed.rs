@@ -1,0 +1,162 @@
+//! Extracted package sources that a confined command must not change once they are there.
+//!
+//! `workspace-write` keeps the toolchain caches writable (a first `cargo build` must download),
+//! and Landlock cannot carve a read-only hole in a writable tree. But some caches hold code that
+//! the user's own tools run later, unconfined, with no check: cargo compiles and runs the
+//! `build.rs` of an extracted crate (`registry/src/*/*`, `git/checkouts/*/*`) as it finds it, and
+//! go builds an extracted module (`pkg/mod/…@version`) as it finds it. A confined command that
+//! edits one has planted code in the user's next build of any project using it.
+//!
+//! So the entries already extracted when a session starts are listed here, and the session's
+//! mount namespace (core's `namespace`) makes each a read-only bind mount of itself: a confined
+//! command gets "Read-only file system" writing, renaming or deleting them, while a crate or
+//! module extracted during the session lands beside them as usual. The server's own namespace,
+//! and so the user's and unconfined commands', keeps them writable. A confined command can still
+//! change what it extracts during the session, and the other caches (maven, gradle, ccache, pip's
+//! built wheels, …): the README says so.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Entries sealed at most, so a huge cache cannot make start-up slow (each is two mount calls).
+pub const SEALED_MAX: usize = 20_000;
+/// How deep a module path under go's module cache is followed (`host/org/repo/sub@v`).
+const GO_DEPTH: usize = 6;
+
+/// What is sealed, and whether [`SEALED_MAX`] cut the list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sealed {
+    pub paths: Vec<PathBuf>,
+    pub truncated: bool,
+}
+
+impl Sealed {
+    fn push(&mut self, path: PathBuf) -> bool {
+        if self.paths.len() >= SEALED_MAX {
+            self.truncated = true;
+            return false;
+        }
+        self.paths.push(path);
+        true
+    }
+}
+
+/// The extracted sources under the caches of this environment: `home` and the variables `var`
+/// gives (`CARGO_HOME`, `GOMODCACHE`, `GOPATH`).
+pub fn extracted_sources(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Sealed {
+    let mut sealed = Sealed::default();
+    let cargo = var("CARGO_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".cargo")));
+    if let Some(cargo) = cargo {
+        for parent in [cargo.join("registry/src"), cargo.join("git/checkouts")] {
+            for group in entries(&parent) {
+                for entry in entries(&group) {
+                    if !sealed.push(entry) {
+                        return sealed;
+                    }
+                }
+            }
+        }
+    }
+    let go = var("GOMODCACHE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            var("GOPATH")
+                .filter(|v| !v.is_empty())
+                .and_then(|p| std::env::split_paths(&p).next())
+                .map(|p| p.join("pkg/mod"))
+        })
+        .or_else(|| home.map(|h| h.join("go/pkg/mod")));
+    if let Some(go) = go {
+        // `cache/` holds the downloads go checks against go.sum; the modules are the rest.
+        let tops = entries(&go).filter(|p| p.file_name().is_none_or(|n| n != "cache"));
+        for top in tops {
+            if !go_modules(top, GO_DEPTH, &mut sealed) {
+                return sealed;
+            }
+        }
+    }
+    sealed
+}
+
+/// Real directories (not symlinks) in `dir`, sorted so the list is the same on every start.
+fn entries(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.into_iter()
+}
+
+/// Adds the module directories (`name@version`) at or below `dir`; false once the list is full.
+fn go_modules(dir: PathBuf, depth: usize, sealed: &mut Sealed) -> bool {
+    let is_module = dir
+        .file_name()
+        .is_some_and(|n| n.as_encoded_bytes().contains(&b'@'));
+    if is_module {
+        return sealed.push(dir);
+    }
+    if depth == 0 {
+        return true;
+    }
+    entries(&dir).all(|sub| go_modules(sub, depth - 1, sealed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_extracted_crates_checkouts_and_go_modules_but_not_downloads() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        for dir in [
+            ".cargo/registry/src/index.crates.io-1/serde-1.0.0",
+            ".cargo/registry/src/index.crates.io-1/libc-0.2.0",
+            ".cargo/registry/cache/index.crates.io-1",
+            ".cargo/git/checkouts/repo-abc/1234567",
+            "go/pkg/mod/github.com/org/mod@v1.2.3/sub",
+            "go/pkg/mod/golang.org/x/text@v0.3.0",
+            "go/pkg/mod/cache/download/github.com/org/mod/@v",
+        ] {
+            fs::create_dir_all(h.join(dir)).unwrap();
+        }
+        let sealed = extracted_sources(Some(h), |_| None);
+        let rel: Vec<_> = sealed
+            .paths
+            .iter()
+            .map(|p| p.strip_prefix(h).unwrap().to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                ".cargo/registry/src/index.crates.io-1/libc-0.2.0",
+                ".cargo/registry/src/index.crates.io-1/serde-1.0.0",
+                ".cargo/git/checkouts/repo-abc/1234567",
+                "go/pkg/mod/github.com/org/mod@v1.2.3",
+                "go/pkg/mod/golang.org/x/text@v0.3.0",
+            ]
+        );
+        assert!(!sealed.truncated);
+    }
+
+    #[test]
+    fn relocated_caches_are_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let cargo = root.path().join("cargo-home");
+        fs::create_dir_all(cargo.join("registry/src/idx/anyhow-1.0.0")).unwrap();
+        let sealed = extracted_sources(None, |name| {
+            (name == "CARGO_HOME").then(|| cargo.clone().into_os_string())
+        });
+        assert_eq!(sealed.paths, [cargo.join("registry/src/idx/anyhow-1.0.0")]);
+    }
+}
