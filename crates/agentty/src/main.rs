@@ -93,8 +93,19 @@ fn serve(flags: &config::Flags) -> Result<()> {
     // behind as the watchdog, and only the server (the child) returns here. However the server
     // ends, the watchdog stops every process its commands left.
     let session = agentty_core::watchdog::session_name();
-    let _watchdog = agentty_core::watchdog::start(&format!("{session}-"))
-        .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"));
+    // The runs the next start may stop are written down beside the spill directory.
+    let runs_dir = agentty_core::runs::dir_in(
+        settings
+            .spill_root
+            .parent()
+            .unwrap_or(settings.spill_root.as_path()),
+    );
+    let recorded = agentty_core::runs::open(&runs_dir, &session)
+        .inspect_err(|e| tracing::warn!("cannot record runs in {}: {e}", runs_dir.display()))
+        .is_ok();
+    let _watchdog =
+        agentty_core::watchdog::start(&format!("{session}-"), recorded.then_some(&*runs_dir))
+            .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"));
     // Also while one thread: a mount namespace is entered by the thread, and inherited only by
     // what it starts afterwards.
     if settings.sandbox_enabled
@@ -113,7 +124,12 @@ fn serve(flags: &config::Flags) -> Result<()> {
         } else {
             agentty_sandbox::Sealed::default()
         };
-        match agentty_core::namespace::start(&sources.paths) {
+        let hidden: &[std::path::PathBuf] = if recorded {
+            std::slice::from_ref(&runs_dir)
+        } else {
+            &[]
+        };
+        match agentty_core::namespace::start(&sources.paths, hidden) {
             Ok(sealed) => tracing::info!(
                 sealed,
                 truncated = sources.truncated,
@@ -126,10 +142,11 @@ fn serve(flags: &config::Flags) -> Result<()> {
     }
     // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
     // stopped now, off the start-up path.
+    let sweep_runs = runs_dir;
     let _ = std::thread::Builder::new()
         .name("agentty-sweep".into())
-        .spawn(|| {
-            let (found, killed) = agentty_core::watchdog::sweep_dead_sessions();
+        .spawn(move || {
+            let (found, killed) = agentty_core::watchdog::sweep_dead_sessions(&sweep_runs);
             if found > 0 {
                 tracing::warn!(
                     found,
@@ -202,6 +219,8 @@ fn serve(flags: &config::Flags) -> Result<()> {
     if left > 0 {
         tracing::warn!(left, "stopped processes that outlived their commands");
     }
+    // Nothing of this session is left for a later start to stop.
+    agentty_core::runs::close();
     Ok(())
 }
 

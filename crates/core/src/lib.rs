@@ -14,6 +14,7 @@ pub mod limits;
 pub mod namespace;
 pub mod pty;
 pub mod run;
+pub mod runs;
 pub mod spawn;
 pub mod watchdog;
 

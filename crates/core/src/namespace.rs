@@ -98,12 +98,14 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
 /// Starts the session init (see the module comment). Call once, in the server, while the
 /// process has one thread. In the session's mount namespace each of `read_only` becomes a
 /// read-only bind mount of itself (extracted package sources a confined command must not
-/// change; a path that cannot be is skipped). Returns how many are; `Err` says why there is no
+/// change; a path that cannot be is skipped), and each of `hidden` is covered by an empty
+/// read-only directory (the server's records, see `crate::runs`; one that cannot be fails the
+/// start). Returns how many paths are read-only; `Err` says why there is no
 /// namespace: confined commands then run in the server's namespaces, tracked by run marker and
 /// subreaper only.
-pub fn start(read_only: &[PathBuf]) -> Result<usize, String> {
+pub fn start(read_only: &[PathBuf], hidden: &[PathBuf]) -> Result<usize, String> {
     NAMESPACE
-        .get_or_init(|| create(read_only).map_err(|e| why(&e)))
+        .get_or_init(|| create(read_only, hidden).map_err(|e| why(&e)))
         .as_ref()
         .map(|ns| ns.sealed)
         .map_err(Clone::clone)
@@ -116,7 +118,7 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn create(read_only: &[PathBuf]) -> io::Result<SessionNamespace> {
+fn create(read_only: &[PathBuf], hidden: &[PathBuf]) -> io::Result<SessionNamespace> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -126,17 +128,20 @@ fn create(read_only: &[PathBuf]) -> io::Result<SessionNamespace> {
     let host = open(c"/proc/self/ns/pid")?;
     let (alive_read, alive) = pipe()?;
     let (ready_read, ready_write) = pipe()?;
-    let read_only: Vec<CString> = read_only
-        .iter()
-        .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
-        .collect();
+    let c_paths = |paths: &[PathBuf]| -> Vec<CString> {
+        paths
+            .iter()
+            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+            .collect()
+    };
+    let (read_only, hidden) = (c_paths(read_only), c_paths(hidden));
     // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
     check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
     // SAFETY: one thread (checked above): the child is a complete copy of this process.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop((alive, ready_read));
-        session_init(alive_read, ready_write, &read_only);
+        session_init(alive_read, ready_write, &read_only, &hidden);
     }
     let forked = io::Error::last_os_error();
     // Back to the host namespace for every later child and thread, whatever happened; a
@@ -188,13 +193,13 @@ fn create(read_only: &[PathBuf]) -> io::Result<SessionNamespace> {
 /// The session init: pid 1 of the new namespace. Mounts its `/proc`, makes `read_only` so,
 /// says so, then reaps the orphans the namespace hands it until the server is gone. Never
 /// returns.
-fn session_init(alive: OwnedFd, ready: OwnedFd, read_only: &[CString]) -> ! {
+fn session_init(alive: OwnedFd, ready: OwnedFd, read_only: &[CString], hidden: &[CString]) -> ! {
     // SAFETY (whole function): this is a single-threaded forked child; plain system calls on
     // fds it owns and on constant strings.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         libc::prctl(libc::PR_SET_NAME, c"agentty-init".as_ptr(), 0, 0, 0);
-        let mounted = mount_own_proc();
+        let mounted = mount_own_proc().and_then(|()| hidden.iter().try_for_each(|p| hide(p)));
         let status = mounted.as_ref().map_or_else(
             |e| u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX),
             |()| 0,
@@ -284,6 +289,20 @@ fn seal(path: &std::ffi::CStr) -> io::Result<()> {
             std::ptr::null(),
             libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
             std::ptr::null(),
+        ))
+    }
+}
+
+/// Covers `path` with an empty, read-only directory, in the session's mount namespace only.
+fn hide(path: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: plain system calls on NUL-terminated strings.
+    unsafe {
+        check(libc::mount(
+            c"tmpfs".as_ptr(),
+            path.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"size=4k,mode=0500".as_ptr().cast(),
         ))
     }
 }

@@ -34,10 +34,11 @@
 //! second entry point; forked before any thread exists, both sides are ordinary single-threaded
 //! copies that may allocate and read `/proc` freely. [`start`] refuses when threads already run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, signal, sigprocmask};
@@ -97,8 +98,9 @@ impl Watchdog {
 
 /// Forks: the calling process becomes the watchdog and never returns from here; the child
 /// returns as the server. `marker_prefix` names the run markers of this server, for the
-/// second-net sweep.
-pub fn start(marker_prefix: &str) -> Result<Watchdog, WatchdogError> {
+/// second-net sweep, which stops only markers the session wrote in `runs` (see
+/// [`crate::runs`]) when it has that record, any of its markers otherwise.
+pub fn start(marker_prefix: &str, runs: Option<&Path>) -> Result<Watchdog, WatchdogError> {
     let threads = fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(WatchdogError::Threads(threads));
@@ -124,7 +126,7 @@ pub fn start(marker_prefix: &str) -> Result<Watchdog, WatchdogError> {
             let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
             Err(e.into())
         }
-        Ok(ForkResult::Parent { child }) => watch(child, &handled, marker_prefix),
+        Ok(ForkResult::Parent { child }) => watch(child, &handled, marker_prefix, runs),
         Ok(ForkResult::Child) => {
             sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None)?;
             // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process. The parent
@@ -149,7 +151,7 @@ pub fn start(marker_prefix: &str) -> Result<Watchdog, WatchdogError> {
 
 /// The watchdog's whole life: pass signals on, wait for the server to end, stop what it left,
 /// and end as the server ended.
-fn watch(server: Pid, handled: &SigSet, prefix: &str) -> ! {
+fn watch(server: Pid, handled: &SigSet, prefix: &str, runs: Option<&Path>) -> ! {
     // stdin and stdout are the MCP channel: the client must see them close when the server
     // ends, so the watchdog keeps no copy of either.
     if let Ok(null) = fs::OpenOptions::new()
@@ -178,7 +180,14 @@ fn watch(server: Pid, handled: &SigSet, prefix: &str) -> ! {
         }
     };
     let grace = Duration::from_millis(WATCHDOG_GRACE_MS);
-    let found = stop_children(true, grace) + sweep(prefix).0;
+    let session = prefix.trim_end_matches('-');
+    let recorded = runs.map(|dir| crate::runs::recorded(dir, session));
+    let trusted = |marker: &str| {
+        recorded
+            .as_ref()
+            .is_none_or(|ok| ok.iter().any(|m| m == marker))
+    };
+    let found = stop_children(true, grace) + stop_found(|| marked(prefix, &trusted)).0;
     if found > 0 {
         tracing::warn!(
             found,
@@ -265,7 +274,7 @@ pub fn stop_children(reap: bool, grace: Duration) -> usize {
 
 /// Stops every process carrying a marker with `prefix`; returns (found, needed SIGKILL).
 pub fn sweep(prefix: &str) -> (usize, usize) {
-    stop_found(|| marked(prefix))
+    stop_found(|| marked(prefix, &|_| true))
 }
 
 /// Stops what `find` finds: SIGTERM (and SIGCONT), [`WATCHDOG_GRACE_MS`], then SIGKILL rounds
@@ -310,9 +319,10 @@ fn stop_found(find: impl Fn() -> Vec<i32>) -> (usize, usize) {
 /// ([`session_name`]) carries its watchdog's pid and start tick; the session is alive while that
 /// process exists. Processes of other users or of another pid namespace are never touched, nor
 /// those of a live session (another agentty serving another host), nor markers that name no
-/// session this way.
+/// session this way, nor markers the dead session did not write down in `runs` (a copy a
+/// confined command planted in the user's environment; see [`crate::runs`]).
 /// Returns (found, needed SIGKILL).
-pub fn sweep_dead_sessions() -> (usize, usize) {
+pub fn sweep_dead_sessions(runs: &Path) -> (usize, usize) {
     let uid = nix::unistd::getuid().as_raw();
     // A session names its watchdog by the pid it has in its own pid namespace: processes of
     // another namespace (a container's agentty, seen from the host) cannot be judged here.
@@ -321,8 +331,9 @@ pub fn sweep_dead_sessions() -> (usize, usize) {
     };
     let same_ns =
         |pid: i32| fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns == own_ns);
-    let alive = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
-    stop_found(|| {
+    // Per session: whether its watchdog is alive, and the markers it wrote down.
+    let sessions = std::cell::RefCell::new(HashMap::<String, (bool, Vec<String>)>::new());
+    let stopped = stop_found(|| {
         let me = std::process::id() as i32;
         let Ok(dir) = fs::read_dir("/proc") else {
             return Vec::new();
@@ -332,17 +343,33 @@ pub fn sweep_dead_sessions() -> (usize, usize) {
             .filter(|&pid| pid != me && owner(pid) == Some(uid) && !is_zombie(pid))
             .filter(|&pid| same_ns(pid))
             .filter(|&pid| {
-                let Some(Some(session)) = crate::tree::with_environ(pid, run_session) else {
+                let Some(Some(marker)) = crate::tree::with_environ(pid, run_marker) else {
                     return false;
                 };
-                let mut alive = alive.borrow_mut();
-                let live = *alive
-                    .entry(session.clone())
-                    .or_insert_with(|| session_alive(&session));
-                !live
+                let session = session_of(&marker);
+                let mut sessions = sessions.borrow_mut();
+                let (alive, recorded) = sessions.entry(session.clone()).or_insert_with(|| {
+                    let alive = session_alive(&session);
+                    let recorded = if alive {
+                        Vec::new()
+                    } else {
+                        crate::runs::recorded(runs, &session)
+                    };
+                    (alive, recorded)
+                });
+                // Only a marker its dead session wrote down: a copy planted in the user's
+                // environment (a confined command's own, from `.envrc`) is not stopped.
+                !*alive && recorded.contains(&marker)
             })
             .collect()
-    })
+    });
+    // The records of dead sessions have served.
+    for session in crate::runs::sessions(runs) {
+        if !session_alive(&session) {
+            crate::runs::forget(runs, &session);
+        }
+    }
+    stopped
 }
 
 fn owner(pid: i32) -> Option<u32> {
@@ -350,15 +377,19 @@ fn owner(pid: i32) -> Option<u32> {
     fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
 }
 
-/// The session of the run marker in `environ` (its first three fields), if it has one.
-fn run_session(environ: &[u8]) -> Option<String> {
+/// The run marker in `environ`, if it has one.
+fn run_marker(environ: &[u8]) -> Option<String> {
     let key = format!("{RUN_MARKER_VAR}=");
     let value = environ
         .split(|&b| b == 0)
         .find_map(|entry| entry.strip_prefix(key.as_bytes()))?;
-    let value = std::str::from_utf8(value).ok()?;
-    let fields: Vec<&str> = value.splitn(4, '-').take(3).collect();
-    Some(fields.join("-"))
+    std::str::from_utf8(value).ok().map(str::to_owned)
+}
+
+/// The session a run marker names (its first three fields).
+fn session_of(marker: &str) -> String {
+    let fields: Vec<&str> = marker.splitn(4, '-').take(3).collect();
+    fields.join("-")
 }
 
 /// Whether the watchdog of `session` still runs: a process with its pid that started at the
@@ -399,10 +430,10 @@ pub fn session_name() -> String {
     format!("{secs}-{pid}-{ticks}")
 }
 
-/// Live (non-zombie) processes, other than this one, whose run marker starts with `prefix`.
-fn marked(prefix: &str) -> Vec<i32> {
+/// Live (non-zombie) processes, other than this one, whose run marker starts with `prefix` and
+/// is `trusted`.
+fn marked(prefix: &str, trusted: &dyn Fn(&str) -> bool) -> Vec<i32> {
     let me = std::process::id() as i32;
-    let wanted = format!("{RUN_MARKER_VAR}={prefix}");
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -411,8 +442,7 @@ fn marked(prefix: &str) -> Vec<i32> {
         .filter(|&pid| pid != me && !is_zombie(pid))
         .filter(|&pid| {
             crate::tree::with_environ(pid, |env| {
-                env.split(|&b| b == 0)
-                    .any(|entry| entry.starts_with(wanted.as_bytes()))
+                run_marker(env).is_some_and(|m| m.starts_with(prefix) && trusted(&m))
             }) == Some(true)
         })
         .collect()

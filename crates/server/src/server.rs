@@ -179,7 +179,13 @@ impl Agentty {
     /// A new per-call id and the run marker derived from it.
     pub(crate) fn next_call(&self) -> (String, String) {
         let call = format!("c{}", self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
-        let marker = format!("{}-{}", self.inner.session, call);
+        // 64 random bits: a marker the next start trusts cannot be guessed (see `runs`).
+        let marker = format!(
+            "{}-{}-{:016x}",
+            self.inner.session,
+            call,
+            agentty_core::runs::random_tag()
+        );
         (call, marker)
     }
 }

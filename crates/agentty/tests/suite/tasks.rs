@@ -20,19 +20,27 @@ struct Owned {
     pid: i32,
     stderr: tempfile::NamedTempFile,
     _workspace: tempfile::TempDir,
-    _state: tempfile::TempDir,
+    _state: Option<tempfile::TempDir>,
 }
 
 async fn start_owned() -> Owned {
-    let workspace = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
+    let mut owned = start_owned_in(state.path(), &[]).await;
+    owned._state = Some(state);
+    owned
+}
+
+/// A server with `state` as its state dir (which the caller keeps) and extra flags.
+async fn start_owned_in(state: &std::path::Path, flags: &[&str]) -> Owned {
+    let workspace = tempfile::tempdir().unwrap();
     let stderr = tempfile::NamedTempFile::new().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
     cmd.arg("serve")
         .arg("--workspace")
         .arg(workspace.path())
         .arg("--state-dir")
-        .arg(state.path())
+        .arg(state)
+        .args(flags)
         // A group of its own, as the Python SDK starts servers, so a test can kill the group.
         .process_group(0);
     let (transport, _) = TokioChildProcess::builder(cmd)
@@ -46,7 +54,7 @@ async fn start_owned() -> Owned {
         pid,
         stderr,
         _workspace: workspace,
-        _state: state,
+        _state: None,
     }
 }
 
@@ -446,12 +454,15 @@ async fn no_job_survives(end: Ending) {
 }
 
 /// When the watchdog and the server die in the same instant (`pkill -9 agentty`), nothing is
-/// left to stop their jobs; the next server to start stops them, since their run marker names a
-/// session whose watchdog is gone. A live session's jobs are left alone.
+/// left to stop their unconfined jobs (confined ones die with the session's namespace); the
+/// next server to start with the same state dir stops them, since their run marker names a
+/// session whose watchdog is gone and that session wrote it down. A live session's jobs are left
+/// alone.
 #[tokio::test]
 async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
-    let dead = start_owned().await;
-    let live = start_owned().await;
+    let state = tempfile::tempdir().unwrap();
+    let dead = start_owned_in(state.path(), &["--mode", "auto"]).await;
+    let live = start_owned_in(state.path(), &["--mode", "auto"]).await;
     let (t_dead, t_live) = (tag("tasks-dead-session"), tag("tasks-live-session"));
     for (server, t) in [(&dead, &t_dead), (&live, &t_live)] {
         let r = call_on(
@@ -483,7 +494,7 @@ async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
     }
     // Nothing of that session is left to stop them (not asserted here: another test's server
     // starting meanwhile may already have swept them).
-    let next = start_owned().await;
+    let next = start_owned_in(state.path(), &[]).await;
     assert_eq!(
         wait_until_gone("JOBTAG", &t_dead, PROMPT).await,
         Vec::<i32>::new(),
@@ -550,13 +561,108 @@ async fn an_escapee_without_a_marker_dies_with_a_server_killed_with_its_watchdog
     assert_eq!(left, Vec::<i32>::new(), "the escapee outlived its session");
 }
 
+/// Writes the record of runs `session` issued, as a server does, in `state`'s runs directory.
+fn write_record(state: &std::path::Path, session: &str, markers: &[&str]) {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = state.join("runs");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&dir)
+        .unwrap();
+    let text: String = markers.iter().map(|m| format!("{m}\n")).collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join(session))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .unwrap();
+}
+
+/// A marker copied into the user's environment (a confined command's own, planted in `.envrc`)
+/// does not get the user's processes stopped by the next start: the sweep stops only markers
+/// their dead session wrote down, and a confined command in the session's namespace is never
+/// written down (the kernel stops its tree), nor can it read what is (the runs directory is
+/// empty in its namespace).
+#[tokio::test]
+async fn a_copied_run_marker_does_not_get_the_users_process_stopped() {
+    let state = tempfile::tempdir().unwrap();
+    let server = start_owned_in(state.path(), &[]).await;
+    let runs = state.path().join("runs");
+    let r = call_on(
+        &server.client,
+        "terminal",
+        json!({"command": format!(
+            "echo marker=$AGENTTY_RUN; echo listed=$(ls -A {} | wc -l)",
+            runs.display()
+        )}),
+    )
+    .await;
+    let text = text_of(&r);
+    let marker = text
+        .lines()
+        .find_map(|l| l.strip_prefix("marker="))
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("listed=0"), "the records are visible: {text}");
+    let on_disk: Vec<_> = std::fs::read_dir(&runs).unwrap().flatten().collect();
+    assert_eq!(on_disk.len(), 1, "the session's own record is there");
+    let written = std::fs::read_to_string(on_disk[0].path()).unwrap();
+    assert!(
+        !written.contains(&marker),
+        "a confined run was written down"
+    );
+    drop(server);
+
+    // A dead session that wrote down one marker: its holder is stopped, a copy of another is not.
+    let t = tag("tasks-sweep-copied");
+    write_record(state.path(), "1-1-1", &["1-1-1-c1-00aa"]);
+    let spawn = |marker: &str| {
+        std::process::Command::new("sleep")
+            .arg("300")
+            .env("AGENTTY_RUN", marker)
+            .env("JOBTAG", &t)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut recorded = spawn("1-1-1-c1-00aa");
+    let mut copied = spawn("1-1-1-c2-00bb");
+    let seen = wait_for_processes("JOBTAG", &t, 2, PROMPT).await;
+    assert!(seen.iter().all(|&n| n >= 2), "did not start: {seen:?}");
+    let next = start_owned_in(state.path(), &[]).await;
+    let deadline = Instant::now() + PROMPT;
+    while recorded.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        recorded.try_wait().unwrap().is_some(),
+        "the sweep did not run"
+    );
+    // Past the sweep's grace and its SIGKILL rounds.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let survived = copied.try_wait().unwrap().is_none();
+    let _ = copied.kill();
+    let _ = copied.wait();
+    assert!(survived, "a process with a copied marker was stopped");
+    assert!(
+        !runs.join("1-1-1").exists(),
+        "the dead session's record was kept"
+    );
+    drop(next);
+}
+
 /// The sweep judges only processes of its own pid namespace: a marker naming a dead session is
 /// stopped here, the same marker in another namespace (a container's agentty, whose pids mean
 /// other processes there) is not.
 #[tokio::test]
 async fn the_sweep_leaves_other_pid_namespaces_alone() {
     let t = tag("tasks-sweep-ns");
-    // Session "1-1-1": pid 1 did not start at tick 1, so it is dead from here.
+    // Session "1-1-1": pid 1 did not start at tick 1, so it is dead from here; it wrote its
+    // marker down.
+    let state = tempfile::tempdir().unwrap();
+    write_record(state.path(), "1-1-1", &["1-1-1-c1"]);
     let spawn = |args: &[&str]| {
         std::process::Command::new(args[0])
             .args(&args[1..])
@@ -574,7 +680,7 @@ async fn the_sweep_leaves_other_pid_namespaces_alone() {
         .into_iter()
         .find(|&pid| pid != here.id() as i32 && pid != other.id() as i32)
         .unwrap();
-    let server = start_owned().await;
+    let server = start_owned_in(state.path(), &[]).await;
     let deadline = Instant::now() + PROMPT;
     while here.try_wait().unwrap().is_none() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -262,6 +262,12 @@ fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i3
     for arg in &spec.args {
         argv.push(c_string(arg.as_bytes().to_vec(), "an argument")?);
     }
+    let namespace = spec.confine.as_ref().and(crate::namespace::get());
+    if namespace.is_none() {
+        // Outside the session's namespace only tracking stops this run's escapees; the next
+        // start trusts its marker only if it is written down (see `crate::runs`).
+        crate::runs::note(&spec.marker);
+    }
     let plan = ExecPlan {
         argv,
         env,
@@ -271,7 +277,7 @@ fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i3
         session,
         confine: spec.confine.as_deref(),
         // Confined commands only: unconfined ones keep the host's `ps` and `kill`.
-        namespace: spec.confine.as_ref().and(crate::namespace::get()),
+        namespace,
     };
     reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
 }

@@ -1,0 +1,195 @@
+//! The record of runs a later start may stop: what makes the dead-session sweep trust a marker.
+//!
+//! The sweep ([`crate::watchdog::sweep_dead_sessions`]) stops processes whose run marker names a
+//! session whose watchdog is gone. A marker is only an environment variable, and a confined
+//! command can copy its own into `.envrc` or a script the user sources later; the user's
+//! processes would then carry it, and the next start would kill them. So a marker counts only if
+//! the session that issued it wrote it here, in `<state dir>/runs/<session>` (0700 directory,
+//! 0600 file, created exclusively, no symlink followed, written through a directory fd held
+//! open), and only runs the sweep may be needed for are written: those outside the session's
+//! PID namespace (unconfined commands, and every command where there is no namespace). A
+//! confined command in the namespace is never written, since the kernel stops its whole tree;
+//! copies of its marker are never stopped.
+//!
+//! What is written must not be readable by a confined command (reads are not confined): where
+//! the session has its namespace the runs directory is covered there by an empty read-only
+//! mount ([`crate::namespace`]), and the markers carry 64 random bits, so one cannot be guessed
+//! either. Without the namespace the record is readable, and a confined command could plant a
+//! marker of its own session's: the README says so.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// This session's record, once [`open`] made it.
+struct Record {
+    dir: OwnedFd,
+    name: CString,
+    file: Mutex<File>,
+}
+
+static RECORD: OnceLock<Record> = OnceLock::new();
+
+fn cstr(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Opens `dir` (created 0700 if absent) without following a symlink, and checks that it is
+/// this user's and private: a record anyone else can write would let them name runs.
+fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let path = cstr(dir.as_os_str().as_bytes())?;
+    // SAFETY: open on a NUL-terminated path; the fd returned is fresh.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: fstat into a zeroed struct on an fd we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getuid has no preconditions.
+    if st.st_uid != unsafe { libc::getuid() } || st.st_mode & 0o077 != 0 {
+        return Err(io::Error::other(format!(
+            "{} is not private to this user",
+            dir.display()
+        )));
+    }
+    Ok(fd)
+}
+
+/// Starts this session's record in `dir` (the state dir's `runs`). Call once at start-up.
+pub fn open(dir: &Path, session: &str) -> io::Result<()> {
+    let dir_fd = open_dir(dir)?;
+    let name = cstr(session.as_bytes())?;
+    // SAFETY: openat relative to a directory fd we hold, on a NUL-terminated name.
+    let fd = unsafe {
+        libc::openat(
+            dir_fd.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_WRONLY
+                | libc::O_CREAT
+                | libc::O_EXCL
+                | libc::O_APPEND
+                | libc::O_NOFOLLOW
+                | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd, owned by nobody else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let _ = RECORD.set(Record {
+        dir: dir_fd,
+        name,
+        file: Mutex::new(file),
+    });
+    Ok(())
+}
+
+/// Writes `marker` down as one this session issued to a run the sweep may have to stop.
+pub(crate) fn note(marker: &str) {
+    if let Some(record) = RECORD.get()
+        && let Ok(mut file) = record.file.lock()
+    {
+        // One write of a whole line: O_APPEND keeps lines whole.
+        let _ = file.write_all(format!("{marker}\n").as_bytes());
+    }
+}
+
+/// Removes this session's record: the session ended and stopped its runs itself.
+pub fn close() {
+    if let Some(record) = RECORD.get() {
+        // SAFETY: unlinkat relative to a directory fd we hold, on a NUL-terminated name.
+        unsafe { libc::unlinkat(record.dir.as_raw_fd(), record.name.as_ptr(), 0) };
+    }
+}
+
+/// The markers `session` wrote in `dir`; empty when it wrote none (or the record is not a
+/// private regular file of this user's).
+pub(crate) fn recorded(dir: &Path, session: &str) -> Vec<String> {
+    let read = || -> io::Result<String> {
+        let dir = open_dir(dir)?;
+        let name = cstr(session.as_bytes())?;
+        // SAFETY: openat relative to a directory fd we hold, on a NUL-terminated name.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh fd, owned by nobody else.
+        let mut file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let meta = file.metadata()?;
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: getuid has no preconditions.
+        if !meta.is_file() || meta.uid() != unsafe { libc::getuid() } || meta.mode() & 0o077 != 0 {
+            return Err(io::Error::other("not a private record"));
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        Ok(text)
+    };
+    read()
+        .map(|text| text.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The sessions that have a record in `dir`.
+pub(crate) fn sessions(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Removes `session`'s record from `dir`.
+pub(crate) fn forget(dir: &Path, session: &str) {
+    if let (Ok(fd), Ok(name)) = (open_dir(dir), cstr(session.as_bytes())) {
+        // SAFETY: unlinkat relative to a directory fd we hold, on a NUL-terminated name.
+        unsafe { libc::unlinkat(fd.as_raw_fd(), name.as_ptr(), 0) };
+    }
+}
+
+/// 64 random bits from the kernel, for a marker nobody can guess.
+pub fn random_tag() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom fills the buffer of the size given; a short or failed read leaves
+    // zeros, which only makes the tag guessable, never unsafe.
+    unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    u64::from_ne_bytes(bytes)
+}
+
+/// Where a state dir keeps the records.
+pub fn dir_in(state_dir: &Path) -> PathBuf {
+    state_dir.join("runs")
+}
