@@ -124,12 +124,16 @@ fn serve(flags: &config::Flags) -> Result<()> {
         } else {
             agentty_sandbox::Sealed::default()
         };
-        let hidden: &[std::path::PathBuf] = if recorded {
-            std::slice::from_ref(&runs_dir)
-        } else {
-            &[]
+        let mounts = agentty_core::namespace::Mounts {
+            read_only: sources.paths,
+            pinned: sources.pinned,
+            hidden: if recorded {
+                vec![runs_dir.clone()]
+            } else {
+                Vec::new()
+            },
         };
-        match agentty_core::namespace::start(&sources.paths, hidden) {
+        match agentty_core::namespace::start(&mounts) {
             Ok(sealed) => tracing::info!(
                 sealed,
                 truncated = sources.truncated,
@@ -219,8 +223,6 @@ fn serve(flags: &config::Flags) -> Result<()> {
     if left > 0 {
         tracing::warn!(left, "stopped processes that outlived their commands");
     }
-    // Nothing of this session is left for a later start to stop.
-    agentty_core::runs::close();
     Ok(())
 }
 

@@ -1,4 +1,6 @@
 //! The record of runs a later start may stop: what makes the dead-session sweep trust a marker.
+//! It outlives the server: the watchdog removes it once it has stopped what the server left,
+//! or, when both died together, the next start does after its sweep.
 //!
 //! The sweep ([`crate::watchdog::sweep_dead_sessions`]) stops processes whose run marker names a
 //! session whose watchdog is gone. A marker is only an environment variable, and a confined
@@ -26,13 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 /// This session's record, once [`open`] made it.
-struct Record {
-    dir: OwnedFd,
-    name: CString,
-    file: Mutex<File>,
-}
-
-static RECORD: OnceLock<Record> = OnceLock::new();
+static RECORD: OnceLock<Mutex<File>> = OnceLock::new();
 
 fn cstr(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
@@ -100,36 +96,35 @@ pub fn open(dir: &Path, session: &str) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: fresh fd, owned by nobody else.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    let _ = RECORD.set(Record {
-        dir: dir_fd,
-        name,
-        file: Mutex::new(file),
-    });
+    let mut file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    // First line: the PID namespace the markers' pids are in. Another namespace's agentty
+    // sharing this state dir (a container with the same home) cannot judge them, nor remove
+    // them.
+    file.write_all(format!("{}\n", own_namespace()).as_bytes())?;
+    let _ = RECORD.set(Mutex::new(file));
     Ok(())
+}
+
+/// This process's PID namespace, as `/proc/self/ns/pid` names it (`pid:[4026531836]`).
+fn own_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Writes `marker` down as one this session issued to a run the sweep may have to stop.
 pub(crate) fn note(marker: &str) {
     if let Some(record) = RECORD.get()
-        && let Ok(mut file) = record.file.lock()
+        && let Ok(mut file) = record.lock()
     {
         // One write of a whole line: O_APPEND keeps lines whole.
         let _ = file.write_all(format!("{marker}\n").as_bytes());
     }
 }
 
-/// Removes this session's record: the session ended and stopped its runs itself.
-pub fn close() {
-    if let Some(record) = RECORD.get() {
-        // SAFETY: unlinkat relative to a directory fd we hold, on a NUL-terminated name.
-        unsafe { libc::unlinkat(record.dir.as_raw_fd(), record.name.as_ptr(), 0) };
-    }
-}
-
-/// The markers `session` wrote in `dir`; empty when it wrote none (or the record is not a
-/// private regular file of this user's).
-pub(crate) fn recorded(dir: &Path, session: &str) -> Vec<String> {
+/// The markers `session` wrote in `dir`; `None` when there is no record this process can judge
+/// (absent, not a private regular file of this user's, or made in another PID namespace).
+pub(crate) fn recorded(dir: &Path, session: &str) -> Option<Vec<String>> {
     let read = || -> io::Result<String> {
         let dir = open_dir(dir)?;
         let name = cstr(session.as_bytes())?;
@@ -156,9 +151,9 @@ pub(crate) fn recorded(dir: &Path, session: &str) -> Vec<String> {
         file.read_to_string(&mut text)?;
         Ok(text)
     };
-    read()
-        .map(|text| text.lines().map(str::to_owned).collect())
-        .unwrap_or_default()
+    let text = read().ok()?;
+    let mut lines = text.lines();
+    (lines.next()? == own_namespace()).then(|| lines.map(str::to_owned).collect())
 }
 
 /// The sessions that have a record in `dir`.
@@ -172,8 +167,11 @@ pub(crate) fn sessions(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Removes `session`'s record from `dir`.
+/// Removes `session`'s record from `dir`, if it was made in this PID namespace.
 pub(crate) fn forget(dir: &Path, session: &str) {
+    if recorded(dir, session).is_none() {
+        return;
+    }
     if let (Ok(fd), Ok(name)) = (open_dir(dir), cstr(session.as_bytes())) {
         // SAFETY: unlinkat relative to a directory fd we hold, on a NUL-terminated name.
         unsafe { libc::unlinkat(fd.as_raw_fd(), name.as_ptr(), 0) };

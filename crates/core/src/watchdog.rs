@@ -181,13 +181,16 @@ fn watch(server: Pid, handled: &SigSet, prefix: &str, runs: Option<&Path>) -> ! 
     };
     let grace = Duration::from_millis(WATCHDOG_GRACE_MS);
     let session = prefix.trim_end_matches('-');
-    let recorded = runs.map(|dir| crate::runs::recorded(dir, session));
+    let recorded = runs.map(|dir| crate::runs::recorded(dir, session).unwrap_or_default());
     let trusted = |marker: &str| {
         recorded
             .as_ref()
             .is_none_or(|ok| ok.iter().any(|m| m == marker))
     };
     let found = stop_children(true, grace) + stop_found(|| marked(prefix, &trusted)).0;
+    if let Some(dir) = runs {
+        crate::runs::forget(dir, session);
+    }
     if found > 0 {
         tracing::warn!(
             found,
@@ -353,7 +356,7 @@ pub fn sweep_dead_sessions(runs: &Path) -> (usize, usize) {
                     let recorded = if alive {
                         Vec::new()
                     } else {
-                        crate::runs::recorded(runs, &session)
+                        crate::runs::recorded(runs, &session).unwrap_or_default()
                     };
                     (alive, recorded)
                 });

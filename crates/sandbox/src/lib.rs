@@ -8,6 +8,8 @@
 //! failed command's output can be checked for a sandbox `Denial`. This is a leaf crate: it imports
 //! nothing of ours.
 
+#[cfg(target_os = "linux")]
+mod caps;
 mod denial;
 mod enforcement;
 mod error;
@@ -27,6 +29,8 @@ mod tables;
 #[cfg(target_os = "linux")]
 mod terminals;
 
+#[cfg(target_os = "linux")]
+pub use caps::DROPPED_NAMES as DROPPED_CAPABILITIES;
 pub use denial::{Denial, RanIn, detect_denial, shows_denial_symptom};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;

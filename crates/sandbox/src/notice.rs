@@ -206,6 +206,12 @@ pub fn hardening_report(
         "no seccomp filter on this platform"
     };
     let _ = writeln!(out, "{seccomp}");
+    #[cfg(target_os = "linux")]
+    let _ = writeln!(
+        out,
+        "dropped by confined commands of a root server: {}",
+        crate::DROPPED_CAPABILITIES
+    );
     let _ = if daemon_sockets.is_empty() {
         write!(out, "unix sockets of unconfined daemons: none found")
     } else {

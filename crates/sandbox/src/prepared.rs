@@ -23,6 +23,10 @@ pub struct Prepared {
     ruleset: Option<OwnedFd>,
     #[cfg(target_os = "linux")]
     filter: Option<crate::seccomp::Filter>,
+    /// The server holds capabilities, so a confined child drops those that reach past the
+    /// sandbox (`caps.rs`).
+    #[cfg(target_os = "linux")]
+    drop_caps: bool,
 }
 
 impl Plan {
@@ -62,6 +66,7 @@ impl Plan {
                 enforcement,
                 ruleset,
                 filter,
+                drop_caps: confining && crate::caps::held(),
             })
         }
         #[cfg(not(target_os = "linux"))]
@@ -91,6 +96,9 @@ impl Prepared {
             }
             if let Some(filter) = &self.filter {
                 filter.install()?;
+            }
+            if self.drop_caps {
+                crate::caps::drop_in_child()?;
             }
         }
         Ok(())

@@ -27,11 +27,48 @@ const GO_DEPTH: usize = 6;
 /// What is sealed, and whether [`SEALED_MAX`] cut the list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sealed {
+    /// Read-only in the session's namespace.
     pub paths: Vec<PathBuf>,
+    /// Every directory from a cache's home down to a sealed entry's parent, parents first:
+    /// each is bound onto itself, so it cannot be renamed away with the sealed entries inside
+    /// (a mount point cannot be renamed or removed) and replaced by a writable copy.
+    pub pinned: Vec<PathBuf>,
     pub truncated: bool,
 }
 
-impl Sealed {
+/// The extracted sources under the caches of this environment: `home` and the variables `var`
+/// gives (`CARGO_HOME`, `GOMODCACHE`, `GOPATH`).
+pub fn extracted_sources(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Sealed {
+    let mut sealed = list(home, var);
+    // Symlinks are resolved here, in the cache homes only the user controls; the session init
+    // then refuses any symlink on these paths, so one planted below cannot redirect a mount.
+    let mut pinned = std::collections::BTreeSet::new();
+    for path in &sealed.paths {
+        let home = sealed.homes.iter().find(|h| path.starts_with(h));
+        let mut dir = path.parent();
+        while let (Some(d), Some(h)) = (dir, home) {
+            if !d.starts_with(h) {
+                break;
+            }
+            pinned.insert(d.to_path_buf());
+            dir = d.parent();
+        }
+    }
+    Sealed {
+        paths: std::mem::take(&mut sealed.paths),
+        pinned: pinned.into_iter().collect(),
+        truncated: sealed.truncated,
+    }
+}
+
+/// The entries, under canonical cache homes.
+struct Listed {
+    homes: Vec<PathBuf>,
+    paths: Vec<PathBuf>,
+    truncated: bool,
+}
+
+impl Listed {
     fn push(&mut self, path: PathBuf) -> bool {
         if self.paths.len() >= SEALED_MAX {
             self.truncated = true;
@@ -42,15 +79,18 @@ impl Sealed {
     }
 }
 
-/// The extracted sources under the caches of this environment: `home` and the variables `var`
-/// gives (`CARGO_HOME`, `GOMODCACHE`, `GOPATH`).
-pub fn extracted_sources(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Sealed {
-    let mut sealed = Sealed::default();
+fn list(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Listed {
+    let mut sealed = Listed {
+        homes: Vec::new(),
+        paths: Vec::new(),
+        truncated: false,
+    };
     let cargo = var("CARGO_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| home.map(|h| h.join(".cargo")));
-    if let Some(cargo) = cargo {
+    if let Some(cargo) = cargo.and_then(|c| fs::canonicalize(c).ok()) {
+        sealed.homes.push(cargo.clone());
         for parent in [cargo.join("registry/src"), cargo.join("git/checkouts")] {
             for group in entries(&parent) {
                 for entry in entries(&group) {
@@ -71,7 +111,8 @@ pub fn extracted_sources(home: Option<&Path>, var: impl Fn(&str) -> Option<OsStr
                 .map(|p| p.join("pkg/mod"))
         })
         .or_else(|| home.map(|h| h.join("go/pkg/mod")));
-    if let Some(go) = go {
+    if let Some(go) = go.and_then(|g| fs::canonicalize(g).ok()) {
+        sealed.homes.push(go.clone());
         // `cache/` holds the downloads go checks against go.sum; the modules are the rest.
         let tops = entries(&go).filter(|p| p.file_name().is_none_or(|n| n != "cache"));
         for top in tops {
@@ -98,7 +139,7 @@ fn entries(dir: &Path) -> impl Iterator<Item = PathBuf> {
 }
 
 /// Adds the module directories (`name@version`) at or below `dir`; false once the list is full.
-fn go_modules(dir: PathBuf, depth: usize, sealed: &mut Sealed) -> bool {
+fn go_modules(dir: PathBuf, depth: usize, sealed: &mut Listed) -> bool {
     let is_module = dir
         .file_name()
         .is_some_and(|n| n.as_encoded_bytes().contains(&b'@'));
@@ -118,7 +159,7 @@ mod tests {
     #[test]
     fn lists_extracted_crates_checkouts_and_go_modules_but_not_downloads() {
         let home = tempfile::tempdir().unwrap();
-        let h = home.path();
+        let h = &fs::canonicalize(home.path()).unwrap();
         for dir in [
             ".cargo/registry/src/index.crates.io-1/serde-1.0.0",
             ".cargo/registry/src/index.crates.io-1/libc-0.2.0",
@@ -147,12 +188,34 @@ mod tests {
             ]
         );
         assert!(!sealed.truncated);
+        let pinned: Vec<_> = sealed
+            .pinned
+            .iter()
+            .map(|p| p.strip_prefix(h).unwrap().to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            pinned,
+            [
+                ".cargo",
+                ".cargo/git",
+                ".cargo/git/checkouts",
+                ".cargo/git/checkouts/repo-abc",
+                ".cargo/registry",
+                ".cargo/registry/src",
+                ".cargo/registry/src/index.crates.io-1",
+                "go/pkg/mod",
+                "go/pkg/mod/github.com",
+                "go/pkg/mod/github.com/org",
+                "go/pkg/mod/golang.org",
+                "go/pkg/mod/golang.org/x",
+            ]
+        );
     }
 
     #[test]
     fn relocated_caches_are_followed() {
         let root = tempfile::tempdir().unwrap();
-        let cargo = root.path().join("cargo-home");
+        let cargo = fs::canonicalize(root.path()).unwrap().join("cargo-home");
         fs::create_dir_all(cargo.join("registry/src/idx/anyhow-1.0.0")).unwrap();
         let sealed = extracted_sources(None, |name| {
             (name == "CARGO_HOME").then(|| cargo.clone().into_os_string())

@@ -70,7 +70,27 @@ pub async fn start_at_with_env(
     flags: &[&str],
     env: &[(&str, &std::path::Path)],
 ) -> Server {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    start_wrapped(&[], workspace, state, flags, env).await
+}
+
+/// Starts the server as the last argument of `wrapper` (e.g. `sh -c '…; exec "$0" "$@"'`), so
+/// a test can prepare the process it runs in.
+pub async fn start_wrapped(
+    wrapper: &[&str],
+    workspace: tempfile::TempDir,
+    state: tempfile::TempDir,
+    flags: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> Server {
+    let binary = env!("CARGO_BIN_EXE_agentty");
+    let mut cmd = match wrapper {
+        [] => tokio::process::Command::new(binary),
+        [program, args @ ..] => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args).arg(binary);
+            cmd
+        }
+    };
     cmd.envs(env.iter().copied());
     cmd.arg("serve")
         .arg("--workspace")

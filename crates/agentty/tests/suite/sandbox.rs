@@ -760,6 +760,99 @@ async fn confined_commands_see_the_session_processes_with_pids_kill_can_use() {
     assert_eq!(s["stdout"], "still\n");
 }
 
+/// A confined command run by a root server gives up the capabilities that reach past the
+/// sandbox (`CAP_SYS_ADMIN` and the like) and keeps those ordinary work needs
+/// (`CAP_DAC_OVERRIDE`, `CAP_CHOWN`): it cannot enter namespaces or copy a mount from under the
+/// session's covers (`open_tree`, which would show the hidden records), on every path.
+#[tokio::test]
+async fn confined_root_commands_drop_the_capabilities_that_reach_past_the_sandbox() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "this test needs root");
+    let server = start().await;
+    let state = server.state.path().display().to_string();
+    let script = format!(
+        "grep -E '^Cap(Eff|Bnd)' /proc/self/status; \
+         unshare -m true 2>/dev/null && echo unshared; \
+         /usr/bin/python3 -c 'import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); \
+         fd = l.syscall(428, -100, sys.argv[1].encode(), 1); \
+         print(\"cloned\" if fd >= 0 else \"clone refused\")' {state}; \
+         echo caps-done"
+    );
+    for path in ["pipe", "pty", "background", "shell"] {
+        let said = run_on_path(&server, path, &script).await;
+        assert!(said.contains("caps-done"), "{path}: {said}");
+        for set in ["CapEff", "CapBnd"] {
+            let line = said
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(&format!("{set}:")))
+                .unwrap_or_else(|| panic!("{path}: no {set}: {said}"));
+            let bits = u64::from_str_radix(line.trim(), 16).unwrap();
+            assert_eq!(
+                bits & (1 << 21),
+                0,
+                "{path}: {set} has CAP_SYS_ADMIN: {line}"
+            );
+            assert_eq!(
+                bits & (1 << 16),
+                0,
+                "{path}: {set} has CAP_SYS_MODULE: {line}"
+            );
+            assert_ne!(
+                bits & (1 << 1),
+                0,
+                "{path}: {set} lost CAP_DAC_OVERRIDE: {line}"
+            );
+            assert_ne!(bits & 1, 0, "{path}: {set} lost CAP_CHOWN: {line}");
+        }
+        assert!(!said.contains("unshared"), "{path}: {said}");
+        assert!(said.contains("clone refused"), "{path}: {said}");
+    }
+    // An unconfined command keeps them (nothing to confine).
+    let server = start_with(&["--mode", "auto"]).await;
+    let (_, s) = server
+        .terminal(json!({"command": "grep CapEff /proc/self/status"}))
+        .await;
+    assert!(s["stdout"].as_str().unwrap().contains("000001ff"), "{s}");
+}
+
+/// A container masks parts of `/proc` (`/proc/keys` under `/dev/null`, `/proc/sys` read-only);
+/// the session's own `/proc` keeps those masks, so a confined command sees what the server's
+/// `/proc` shows and no more. The server runs here in a mount namespace masked that way.
+#[tokio::test]
+async fn the_sessions_proc_keeps_the_masks_of_the_servers() {
+    let server = start_wrapped(
+        &[
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            "mount --bind /dev/null /proc/keys && mount --bind /proc/sys /proc/sys && \
+             mount -o remount,bind,ro /proc/sys && exec \"$0\" \"$@\"",
+        ],
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        &[],
+        &[],
+    )
+    .await;
+    let (_, s) = server
+        .terminal(json!({"command": "stat -L -c %F /proc/keys; \
+            awk '$5 == \"/proc/sys\" {print $6}' /proc/self/mountinfo | cut -d, -f1; \
+            ps -e | wc -l"}))
+        .await;
+    let out = s["stdout"].as_str().unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"character special file"), "{out}");
+    assert_eq!(lines.get(1), Some(&"ro"), "{out}");
+    // Still the session's own /proc: its init, the shell, ps, wc and the header.
+    assert!(
+        lines.get(2).and_then(|n| n.trim().parse::<u32>().ok()) < Some(10),
+        "{out}"
+    );
+}
+
 /// Package sources already extracted in the caches (a crate's `build.rs`, a git checkout) are
 /// read-only to confined commands on every path, so nothing planted there runs at the user's
 /// next unconfined `cargo build`; a crate extracted during the session is written as usual.
@@ -779,10 +872,20 @@ async fn extracted_crates_are_read_only_to_confined_commands_and_new_ones_extrac
         &[("CARGO_HOME", cargo.path())],
     )
     .await;
+    // Also the detours: renaming a folder above the crate away (to put a writable copy in its
+    // place), and making the read-only mount writable again with the mount API (root).
     let script = "src=$CARGO_HOME/registry/src/idx; \
          echo 'planted' >> $src/planted-1.0.0/build.rs && echo appended; \
          mv $src/planted-1.0.0 $src/gone-1.0.0 2>/dev/null && echo moved; \
          rm $src/planted-1.0.0/build.rs 2>/dev/null && echo removed; \
+         mv $src $src.old 2>/dev/null && echo index-moved; \
+         mv $CARGO_HOME/registry $CARGO_HOME/registry.old 2>/dev/null && echo registry-moved; \
+         mv $CARGO_HOME $CARGO_HOME.old 2>/dev/null && echo home-moved; \
+         /usr/bin/python3 -c 'import ctypes, os, sys; l = ctypes.CDLL(None, use_errno=True); \
+         a = (ctypes.c_uint64 * 4)(0, 1, 0, 0); \
+         rc = l.syscall(442, -100, sys.argv[1].encode(), 0, a, 32); \
+         print(\"remounted\" if rc == 0 else \"remount refused\")' $src/planted-1.0.0; \
+         echo 'planted' >> $src/planted-1.0.0/build.rs && echo appended-after; \
          echo 'planted' >> $CARGO_HOME/git/checkouts/repo-1/abc/build.rs && echo git-appended; \
          mkdir $src/new-$$ && echo 'fn main() {}' > $src/new-$$/build.rs && echo extracted; \
          rm $src/new-$$/build.rs; rmdir $src/new-$$; echo sources-done";
@@ -790,7 +893,18 @@ async fn extracted_crates_are_read_only_to_confined_commands_and_new_ones_extrac
         let said = run_on_path(&server, path, script).await;
         assert!(said.contains("sources-done"), "{path}: {said}");
         assert!(said.contains("extracted"), "{path}: {said}");
-        for planted in ["appended", "moved", "removed", "git-appended"] {
+        assert!(said.contains("remount refused"), "{path}: {said}");
+        for planted in [
+            "appended",
+            "moved",
+            "removed",
+            "index-moved",
+            "registry-moved",
+            "home-moved",
+            "remounted",
+            "appended-after",
+            "git-appended",
+        ] {
             assert!(
                 !said.lines().any(|l| l.trim() == planted),
                 "{path}: {planted}: {said}"

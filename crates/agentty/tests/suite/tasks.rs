@@ -562,7 +562,14 @@ async fn an_escapee_without_a_marker_dies_with_a_server_killed_with_its_watchdog
 }
 
 /// Writes the record of runs `session` issued, as a server does, in `state`'s runs directory.
+/// A record another PID namespace wrote is neither trusted nor removed here.
 fn write_record(state: &std::path::Path, session: &str, markers: &[&str]) {
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    write_record_in(state, session, &ns.to_string_lossy(), markers);
+}
+
+/// [`write_record`] as a server in the PID namespace `ns` writes it.
+fn write_record_in(state: &std::path::Path, session: &str, ns: &str, markers: &[&str]) {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = state.join("runs");
     std::fs::DirBuilder::new()
@@ -570,7 +577,11 @@ fn write_record(state: &std::path::Path, session: &str, markers: &[&str]) {
         .recursive(true)
         .create(&dir)
         .unwrap();
-    let text: String = markers.iter().map(|m| format!("{m}\n")).collect();
+    // First line: the PID namespace the session ran in.
+    let text: String = std::iter::once(ns.to_owned())
+        .chain(markers.iter().map(|m| (*m).to_owned()))
+        .map(|line| format!("{line}\n"))
+        .collect();
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -627,10 +638,14 @@ async fn a_copied_run_marker_does_not_get_the_users_process_stopped() {
             .spawn()
             .unwrap()
     };
+    // And a session of another PID namespace (a container sharing this state dir): its pids
+    // mean other processes here, so its record is neither trusted nor removed.
+    write_record_in(state.path(), "1-1-2", "pid:[1]", &["1-1-2-c1-00cc"]);
     let mut recorded = spawn("1-1-1-c1-00aa");
     let mut copied = spawn("1-1-1-c2-00bb");
-    let seen = wait_for_processes("JOBTAG", &t, 2, PROMPT).await;
-    assert!(seen.iter().all(|&n| n >= 2), "did not start: {seen:?}");
+    let mut foreign = spawn("1-1-2-c1-00cc");
+    let seen = wait_for_processes("JOBTAG", &t, 3, PROMPT).await;
+    assert!(seen.iter().all(|&n| n >= 3), "did not start: {seen:?}");
     let next = start_owned_in(state.path(), &[]).await;
     let deadline = Instant::now() + PROMPT;
     while recorded.try_wait().unwrap().is_none() && Instant::now() < deadline {
@@ -642,13 +657,26 @@ async fn a_copied_run_marker_does_not_get_the_users_process_stopped() {
     );
     // Past the sweep's grace and its SIGKILL rounds.
     tokio::time::sleep(Duration::from_millis(2000)).await;
-    let survived = copied.try_wait().unwrap().is_none();
-    let _ = copied.kill();
-    let _ = copied.wait();
-    assert!(survived, "a process with a copied marker was stopped");
+    let survived = [copied.try_wait().unwrap(), foreign.try_wait().unwrap()];
+    for mut child in [copied, foreign] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(
+        survived[0].is_none(),
+        "a process with a copied marker was stopped"
+    );
+    assert!(
+        survived[1].is_none(),
+        "another namespace's session was judged here"
+    );
     assert!(
         !runs.join("1-1-1").exists(),
         "the dead session's record was kept"
+    );
+    assert!(
+        runs.join("1-1-2").exists(),
+        "another namespace's record was removed"
     );
     drop(next);
 }

@@ -185,12 +185,11 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
     drop(entered);
     set_signal_mask(saved);
     if cloned < 0 {
-        if plan.namespace.is_some() && clone_error.raw_os_error() == Some(libc::ENOMEM) {
-            // What clone says when the namespace's init is gone.
-            return Err(io::Error::other(
-                "the session's PID namespace has ended (its init process was killed); \
-                 restart agentty",
-            ));
+        if let Some(namespace) = plan.namespace
+            && namespace.init_gone()
+        {
+            // clone says ENOMEM when the namespace's init is gone.
+            return Err(crate::namespace::ended());
         }
         return Err(clone_error);
     }

@@ -34,10 +34,10 @@
 //! start threads. Unconfined commands (`auto` mode, an approved escalation) stay in the host's
 //! namespaces, where `ps` and `kill` reach the user's processes, and are tracked as before.
 
-use std::ffi::CString;
+mod init;
+
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -45,6 +45,22 @@ use std::time::Duration;
 /// How long the end of a session waits for the session init (and so every process of the
 /// namespace) to be gone; a process in uninterruptible sleep cannot die until its I/O returns.
 const END_WAIT: Duration = Duration::from_secs(10);
+/// How long start-up waits for the session init to report (a mount on a hung network file
+/// system must not hang the server).
+const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// What the session's mount namespace changes for confined commands.
+#[derive(Debug, Default, Clone)]
+pub struct Mounts {
+    /// Each becomes a read-only copy of itself (extracted package sources; one that cannot be
+    /// is skipped).
+    pub read_only: Vec<PathBuf>,
+    /// Each becomes a copy of itself, so it cannot be renamed or removed (the directories
+    /// above `read_only`'s, parents first).
+    pub pinned: Vec<PathBuf>,
+    /// Each is covered by an empty read-only directory (the server's records of runs).
+    pub hidden: Vec<PathBuf>,
+}
 
 /// The session's PID namespace, as the server holds it.
 #[derive(Debug)]
@@ -68,7 +84,7 @@ pub(crate) fn get() -> Option<&'static SessionNamespace> {
     NAMESPACE.get().and_then(|made| made.as_ref().ok())
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
+pub(crate) fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
         Ok(())
     } else {
@@ -95,17 +111,13 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Starts the session init (see the module comment). Call once, in the server, while the
-/// process has one thread. In the session's mount namespace each of `read_only` becomes a
-/// read-only bind mount of itself (extracted package sources a confined command must not
-/// change; a path that cannot be is skipped), and each of `hidden` is covered by an empty
-/// read-only directory (the server's records, see `crate::runs`; one that cannot be fails the
-/// start). Returns how many paths are read-only; `Err` says why there is no
-/// namespace: confined commands then run in the server's namespaces, tracked by run marker and
-/// subreaper only.
-pub fn start(read_only: &[PathBuf], hidden: &[PathBuf]) -> Result<usize, String> {
+/// Starts the session init (see the module comment) with `mounts` made in the session's mount
+/// namespace. Call once, in the server, while the process has one thread. Returns how many of
+/// `mounts.read_only` are read-only; `Err` says why there is no namespace: confined commands
+/// then run in the server's namespaces, tracked by run marker and subreaper only.
+pub fn start(mounts: &Mounts) -> Result<usize, String> {
     NAMESPACE
-        .get_or_init(|| create(read_only, hidden).map_err(|e| why(&e)))
+        .get_or_init(|| create(mounts).map_err(|e| why(&e)))
         .as_ref()
         .map(|ns| ns.sealed)
         .map_err(Clone::clone)
@@ -118,7 +130,7 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn create(read_only: &[PathBuf], hidden: &[PathBuf]) -> io::Result<SessionNamespace> {
+fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -128,20 +140,14 @@ fn create(read_only: &[PathBuf], hidden: &[PathBuf]) -> io::Result<SessionNamesp
     let host = open(c"/proc/self/ns/pid")?;
     let (alive_read, alive) = pipe()?;
     let (ready_read, ready_write) = pipe()?;
-    let c_paths = |paths: &[PathBuf]| -> Vec<CString> {
-        paths
-            .iter()
-            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
-            .collect()
-    };
-    let (read_only, hidden) = (c_paths(read_only), c_paths(hidden));
+    let mounts = init::CMounts::new(mounts);
     // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
     check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
     // SAFETY: one thread (checked above): the child is a complete copy of this process.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop((alive, ready_read));
-        session_init(alive_read, ready_write, &read_only, &hidden);
+        init::run(alive_read, ready_write, &mounts);
     }
     let forked = io::Error::last_os_error();
     // Back to the host namespace for every later child and thread, whatever happened; a
@@ -160,9 +166,20 @@ fn create(read_only: &[PathBuf], hidden: &[PathBuf]) -> io::Result<SessionNamesp
     drop((alive_read, ready_write));
     // A status byte (0, or the errno that stopped it), then how many paths it made read-only.
     let mut ready = [0u8; 5];
-    // SAFETY: read into a buffer of the size given from a pipe this process owns; the init
-    // writes all five bytes in one write, well under the pipe's atomic size.
-    let got = unsafe { libc::read(ready_read.as_raw_fd(), ready.as_mut_ptr().cast(), 5) };
+    let mut waiting = libc::pollfd {
+        fd: ready_read.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one pollfd, then read into a buffer of the size given from a pipe this
+    // process owns; the init writes all five bytes in one write, under the pipe's atomic size.
+    let got = unsafe {
+        if libc::poll(&raw mut waiting, 1, READY_WAIT.as_millis() as libc::c_int) == 1 {
+            libc::read(ready_read.as_raw_fd(), ready.as_mut_ptr().cast(), 5)
+        } else {
+            -1
+        }
+    };
     // SAFETY: pidfd_open on the child this process just forked and has not reaped.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
     if got != 5 || ready[0] != 0 || pidfd < 0 {
@@ -190,161 +207,6 @@ fn create(read_only: &[PathBuf], hidden: &[PathBuf]) -> io::Result<SessionNamesp
     })
 }
 
-/// The session init: pid 1 of the new namespace. Mounts its `/proc`, makes `read_only` so,
-/// says so, then reaps the orphans the namespace hands it until the server is gone. Never
-/// returns.
-fn session_init(alive: OwnedFd, ready: OwnedFd, read_only: &[CString], hidden: &[CString]) -> ! {
-    // SAFETY (whole function): this is a single-threaded forked child; plain system calls on
-    // fds it owns and on constant strings.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        libc::prctl(libc::PR_SET_NAME, c"agentty-init".as_ptr(), 0, 0, 0);
-        let mounted = mount_own_proc().and_then(|()| hidden.iter().try_for_each(|p| hide(p)));
-        let status = mounted.as_ref().map_or_else(
-            |e| u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX),
-            |()| 0,
-        );
-        let sealed = if mounted.is_ok() {
-            read_only.iter().filter(|path| seal(path).is_ok()).count()
-        } else {
-            0
-        };
-        let mut report = [status, 0, 0, 0, 0];
-        report[1..].copy_from_slice(&u32::try_from(sealed).unwrap_or(u32::MAX).to_ne_bytes());
-        libc::write(ready.as_raw_fd(), report.as_ptr().cast(), report.len());
-        drop(ready);
-        if mounted.is_err() {
-            libc::_exit(1);
-        }
-        let alive = keep_only(alive.as_raw_fd());
-        let mut chld: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut chld);
-        libc::sigaddset(&raw mut chld, libc::SIGCHLD);
-        libc::sigprocmask(libc::SIG_SETMASK, &raw const chld, std::ptr::null_mut());
-        let signals = libc::signalfd(-1, &raw const chld, libc::SFD_CLOEXEC);
-        loop {
-            let mut fds = [
-                libc::pollfd {
-                    fd: alive,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: signals,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            let n = libc::poll(fds.as_mut_ptr(), 2, if signals < 0 { 200 } else { -1 });
-            if n > 0 && fds[0].revents != 0 {
-                // The server is gone (EOF): leaving takes every process of the namespace along.
-                libc::_exit(0);
-            }
-            if fds[1].revents != 0 {
-                let mut info = [0u8; 128];
-                libc::read(signals, info.as_mut_ptr().cast(), info.len());
-            }
-            while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
-        }
-    }
-}
-
-/// A mount namespace of the session init's own (a copy of the server's) whose `/proc` shows the
-/// new PID namespace. Changes made here do not reach the server's namespace.
-fn mount_own_proc() -> io::Result<()> {
-    // SAFETY: plain system calls on constant, NUL-terminated strings.
-    unsafe {
-        check(libc::unshare(libc::CLONE_NEWNS))?;
-        check(libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_SLAVE,
-            std::ptr::null(),
-        ))?;
-        check(libc::mount(
-            c"proc".as_ptr(),
-            c"/proc".as_ptr(),
-            c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        ))
-    }
-}
-
-/// Makes `path` a read-only bind mount of itself, in the session's mount namespace only.
-fn seal(path: &std::ffi::CStr) -> io::Result<()> {
-    // SAFETY: plain system calls on a NUL-terminated path.
-    unsafe {
-        check(libc::mount(
-            path.as_ptr(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND,
-            std::ptr::null(),
-        ))?;
-        check(libc::mount(
-            std::ptr::null(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
-            std::ptr::null(),
-        ))
-    }
-}
-
-/// Covers `path` with an empty, read-only directory, in the session's mount namespace only.
-fn hide(path: &std::ffi::CStr) -> io::Result<()> {
-    // SAFETY: plain system calls on NUL-terminated strings.
-    unsafe {
-        check(libc::mount(
-            c"tmpfs".as_ptr(),
-            path.as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            c"size=4k,mode=0500".as_ptr().cast(),
-        ))
-    }
-}
-
-/// How many extracted package sources are read-only to confined commands, when the session has
-/// its namespace.
-pub fn sealed() -> Option<usize> {
-    get().map(|ns| ns.sealed)
-}
-
-/// Closes every fd but `keep`, with stdin, stdout and stderr on `/dev/null`: the session init
-/// must hold neither the client's pipes (the client sees EOF when the server ends) nor anything
-/// else of the server's. Returns the fd `keep` now has.
-fn keep_only(keep: RawFd) -> RawFd {
-    // SAFETY: plain system calls on fds of this single-threaded process.
-    unsafe {
-        // Above stdio first, so that putting /dev/null there cannot replace it.
-        let kept = libc::fcntl(keep, libc::F_DUPFD_CLOEXEC, 3);
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        for fd in 0..3 {
-            if null >= 0 {
-                libc::dup2(null, fd);
-            }
-        }
-        if kept > 3 {
-            libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                (kept - 1) as libc::c_uint,
-                0u32,
-            );
-        }
-        libc::syscall(
-            libc::SYS_close_range,
-            (kept + 1) as libc::c_uint,
-            libc::c_uint::MAX,
-            0u32,
-        );
-        kept
-    }
-}
-
 impl SessionNamespace {
     /// The session init's pidfd: a confined child enters its mount namespace with it.
     pub(crate) fn init_fd(&self) -> RawFd {
@@ -356,9 +218,28 @@ impl SessionNamespace {
     pub(crate) fn enter(&self) -> io::Result<Entered<'_>> {
         // SAFETY: setns with a pidfd and CLONE_NEWPID changes only where this thread's
         // children go.
-        check(unsafe { libc::setns(self.init.as_raw_fd(), libc::CLONE_NEWPID) })?;
+        check(unsafe { libc::setns(self.init.as_raw_fd(), libc::CLONE_NEWPID) })
+            .map_err(|e| if self.init_gone() { ended() } else { e })?;
         Ok(Entered { namespace: self })
     }
+
+    /// Whether the session init has exited (its pidfd reads readable then).
+    pub(crate) fn init_gone(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.init.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one pollfd, no wait.
+        unsafe { libc::poll(&raw mut fd, 1, 0) == 1 }
+    }
+}
+
+/// Why a confined command cannot start once the session init is gone.
+pub(crate) fn ended() -> io::Error {
+    io::Error::other(
+        "the session's PID namespace has ended (its init process was killed); restart agentty",
+    )
 }
 
 /// The spawning thread is in the session's PID namespace (for its children) while this lives.
@@ -396,12 +277,15 @@ pub fn end() -> bool {
             std::ptr::null::<libc::siginfo_t>(),
             0u32,
         );
-        let mut fd = libc::pollfd {
-            fd: ns.init.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        libc::poll(&raw mut fd, 1, END_WAIT.as_millis() as libc::c_int);
+    }
+    // The init's exit waits for every process of the namespace to be reaped, this server's own
+    // children there too (their parent is outside): reap what is left while waiting. The
+    // session is over, so no watch is waiting for these.
+    let deadline = std::time::Instant::now() + END_WAIT;
+    while !ns.init_gone() && std::time::Instant::now() < deadline {
+        // SAFETY: waitpid for any child, without waiting.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        std::thread::sleep(Duration::from_millis(5));
     }
     true
 }

@@ -1,0 +1,403 @@
+//! The session init: pid 1 of the session's PID namespace, in a mount namespace of its own.
+//!
+//! A forked copy of the single-threaded server. It first lets go of everything of the server's
+//! it holds (the client's pipes above all: the client sees EOF when the server ends), then
+//! builds the mounts confined commands see, reports to the server, and reaps the orphans the
+//! namespace hands it until the server is gone. Every mount here is made in its own namespace
+//! only (`/` is a slave of the server's first, so nothing propagates back).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use super::{Mounts, check};
+
+/// `struct open_how` of `openat2(2)`.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const OPEN_TREE_CLONE: libc::c_uint = 0x01;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+const MOUNT_ATTR_RDONLY: u64 = 0x01;
+
+/// The paths as C strings, made before anything else happens in the child.
+pub(super) struct CMounts {
+    read_only: Vec<CString>,
+    pinned: Vec<CString>,
+    hidden: Vec<CString>,
+}
+
+impl CMounts {
+    pub(super) fn new(mounts: &Mounts) -> Self {
+        let c = |paths: &[std::path::PathBuf]| -> Vec<CString> {
+            paths
+                .iter()
+                .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+                .collect()
+        };
+        CMounts {
+            read_only: c(&mounts.read_only),
+            pinned: c(&mounts.pinned),
+            hidden: c(&mounts.hidden),
+        }
+    }
+}
+
+/// The session init's body. Never returns.
+pub(super) fn run(alive: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
+    // SAFETY (whole function): a single-threaded forked child; plain system calls on fds it
+    // owns and on NUL-terminated strings.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::prctl(libc::PR_SET_NAME, c"agentty-init".as_ptr(), 0, 0, 0);
+        let Some([alive, ready]) = keep_only([alive, ready]) else {
+            libc::_exit(1);
+        };
+        let mounted = own_proc()
+            .and_then(|()| mounts.hidden.iter().try_for_each(|p| hide(p)))
+            .and_then(|()| mounts.pinned.iter().try_for_each(|p| attach_copy(p, false)));
+        let status = mounted.as_ref().map_or_else(
+            |e| u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX),
+            |()| 0,
+        );
+        // A path that moved or became a symlink since it was listed is skipped.
+        let sealed = if mounted.is_ok() {
+            mounts
+                .read_only
+                .iter()
+                .filter(|p| attach_copy(p, true).is_ok())
+                .count()
+        } else {
+            0
+        };
+        let mut report = [status, 0, 0, 0, 0];
+        report[1..].copy_from_slice(&u32::try_from(sealed).unwrap_or(u32::MAX).to_ne_bytes());
+        libc::write(ready.as_raw_fd(), report.as_ptr().cast(), report.len());
+        drop(ready);
+        if mounted.is_err() {
+            libc::_exit(1);
+        }
+        reap_until_eof(alive.as_raw_fd())
+    }
+}
+
+/// Reaps orphans until `alive` reads EOF (the server is gone); then leaves, which takes every
+/// process of the namespace along.
+fn reap_until_eof(alive: RawFd) -> ! {
+    // SAFETY: plain system calls on fds and a signal set of this process.
+    unsafe {
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut chld);
+        libc::sigaddset(&raw mut chld, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const chld, std::ptr::null_mut());
+        let signals = libc::signalfd(-1, &raw const chld, libc::SFD_CLOEXEC);
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: alive,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: signals,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let n = libc::poll(fds.as_mut_ptr(), 2, if signals < 0 { 200 } else { -1 });
+            if n > 0 && fds[0].revents != 0 {
+                libc::_exit(0);
+            }
+            if fds[1].revents != 0 {
+                let mut info = [0u8; 128];
+                libc::read(signals, info.as_mut_ptr().cast(), info.len());
+            }
+            while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+        }
+    }
+}
+
+/// Closes every fd but `keep`, which move above stdio, with stdin, stdout and stderr on
+/// `/dev/null`. Returns the fds `keep` now have; `None` if they could not be kept apart.
+fn keep_only(keep: [OwnedFd; 2]) -> Option<[OwnedFd; 2]> {
+    // SAFETY: plain system calls on fds of this single-threaded process; the duplicates are
+    // fresh and owned by nobody else.
+    unsafe {
+        let mut kept = [-1; 2];
+        for (slot, fd) in kept.iter_mut().zip(&keep) {
+            *slot = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3);
+            if *slot < 0 {
+                return None;
+            }
+        }
+        drop(keep);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            if null >= 0 {
+                libc::dup2(null, fd);
+            }
+        }
+        let mut low: libc::c_uint = 3;
+        let mut sorted = kept;
+        sorted.sort_unstable();
+        for fd in sorted {
+            let fd = fd as libc::c_uint;
+            if fd > low {
+                libc::syscall(libc::SYS_close_range, low, fd - 1, 0u32);
+            }
+            low = fd + 1;
+        }
+        libc::syscall(libc::SYS_close_range, low, libc::c_uint::MAX, 0u32);
+        Some(kept.map(|fd| OwnedFd::from_raw_fd(fd)))
+    }
+}
+
+/// Enters a mount namespace of its own (a copy of the server's) whose `/proc` shows the new PID
+/// namespace, with the masks the server's `/proc` had (a container's) put back.
+fn own_proc() -> io::Result<()> {
+    let masks = proc_masks();
+    // SAFETY: plain system calls on constant, NUL-terminated strings.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS))?;
+        check(libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        ))?;
+    }
+    for mask in masks {
+        mask.apply()?;
+    }
+    Ok(())
+}
+
+/// A mount below `/proc` in the server's namespace: a container runtime's mask.
+enum ProcMask {
+    /// A part of `/proc` made read-only (`/proc/sys`, `/proc/sysrq-trigger`, …).
+    ReadOnly(CString),
+    /// A file covered (`/proc/kcore`, `/proc/keys`, …).
+    File(CString),
+    /// A directory covered (`/proc/acpi`, `/proc/scsi`, …).
+    Dir(CString),
+}
+
+/// The masks under `/proc` in this (the server's) mount namespace, parents first.
+fn proc_masks() -> Vec<ProcMask> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut masks = Vec::new();
+    for line in info.lines() {
+        // id parent major:minor root mountpoint options ... - fstype source super-options
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (Some(point), Some(dash)) = (fields.get(4), fields.iter().position(|f| *f == "-"))
+        else {
+            continue;
+        };
+        if !point.starts_with("/proc/") {
+            continue;
+        }
+        let fstype = fields.get(dash + 1).copied().unwrap_or("");
+        let Ok(path) = CString::new(point.replace("\\040", " ")) else {
+            continue;
+        };
+        let mask = if fstype == "proc" {
+            ProcMask::ReadOnly(path)
+        } else if std::fs::metadata(point).is_ok_and(|m| m.is_dir()) {
+            ProcMask::Dir(path)
+        } else {
+            ProcMask::File(path)
+        };
+        masks.push(mask);
+    }
+    masks
+}
+
+impl ProcMask {
+    fn apply(&self) -> io::Result<()> {
+        // SAFETY: plain system calls on NUL-terminated strings.
+        unsafe {
+            match self {
+                ProcMask::ReadOnly(path) => {
+                    check(libc::mount(
+                        path.as_ptr(),
+                        path.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND | libc::MS_REC,
+                        std::ptr::null(),
+                    ))?;
+                    check(libc::mount(
+                        std::ptr::null(),
+                        path.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                        std::ptr::null(),
+                    ))
+                }
+                ProcMask::File(path) => check(libc::mount(
+                    c"/dev/null".as_ptr(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                )),
+                ProcMask::Dir(path) => check(libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"size=4k".as_ptr().cast(),
+                )),
+            }
+        }
+        // A mask the new /proc has nothing under (a path this kernel lacks) is not an error.
+        .or_else(|e| {
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+    }
+}
+
+/// Opens `path` as a location only, refusing a symlink anywhere on it: the paths were resolved
+/// by the server, so a symlink now is one a command planted to redirect the mount.
+fn open_exact(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: openat2 with a NUL-terminated path and an `open_how` of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &raw const how,
+            size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Mounts a copy of the directory at `path` onto itself, read-only when asked: a copy that is
+/// made read-only before it is attached, so it is never writable where commands can see it. A
+/// mount point cannot be renamed or removed, so even a writable copy pins the directory.
+fn attach_copy(path: &std::ffi::CStr, read_only: bool) -> io::Result<()> {
+    let place = open_exact(path)?;
+    // SAFETY: open_tree on an fd we hold, with an empty path; the fd returned is fresh.
+    let tree = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            place.as_raw_fd(),
+            c"".as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    if tree < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd, owned by nobody else.
+    let tree = unsafe { OwnedFd::from_raw_fd(tree as RawFd) };
+    if read_only {
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        // SAFETY: mount_setattr on the detached copy we hold, with an attr of the size given.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                tree.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH as libc::c_uint,
+                &raw const attr,
+                size_of::<MountAttr>(),
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // SAFETY: move_mount from the detached copy onto the location we hold, both by fd.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            place.as_raw_fd(),
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Covers the directory at `path` with an empty, read-only one.
+fn hide(path: &std::ffi::CStr) -> io::Result<()> {
+    let place = open_exact(path)?;
+    let target = CString::new(format!("/proc/self/fd/{}", place.as_raw_fd()))
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: mount on the location the fd names (through its magic link), constant strings.
+    unsafe {
+        check(libc::mount(
+            c"tmpfs".as_ptr(),
+            target.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"size=4k,mode=0500".as_ptr().cast(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symlink_anywhere_on_the_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(real.join("cache/crate")).unwrap();
+        std::os::unix::fs::symlink(real.join("cache"), real.join("link")).unwrap();
+        let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).unwrap();
+        use std::os::unix::ffi::OsStringExt;
+        assert!(open_exact(&c(real.join("cache/crate"))).is_ok());
+        let refused = open_exact(&c(real.join("link/crate"))).unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(libc::ELOOP), "{refused}");
+    }
+}
