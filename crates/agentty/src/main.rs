@@ -159,7 +159,19 @@ fn serve(flags: &config::Flags) -> Result<()> {
                 );
             }
         });
+    // In a confining mode, every thread that may start a command gives up, once, the
+    // capabilities a confined command must not have (see agentty_sandbox's caps.rs): what it
+    // starts cannot gain them back, and each confined spawn is spared dropping them itself.
+    let confining = settings.sandbox_enabled && settings.mode != agentty_sandbox::Mode::Auto;
+    let drop_caps = move || {
+        #[cfg(target_os = "linux")]
+        if confining {
+            let _ = agentty_sandbox::drop_bounding_set();
+        }
+    };
+    drop_caps();
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .on_thread_start(drop_caps)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

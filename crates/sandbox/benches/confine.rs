@@ -111,6 +111,8 @@ fn main() {
     };
     let plan = Plan::with_context(&Policy::new(Mode::Default, vec![ws.clone()]), &ctx);
     let prepared = std::sync::Arc::new(plan.prepare().unwrap());
+    // As the server does on each of its threads (a no-op without capabilities).
+    let _ = agentty_sandbox::drop_bounding_set();
     apply_in_child_cost(&prepared);
     prepare_once_cost(&plan, ws);
 }

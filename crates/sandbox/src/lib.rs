@@ -30,7 +30,7 @@ mod tables;
 mod terminals;
 
 #[cfg(target_os = "linux")]
-pub use caps::DROPPED_NAMES as DROPPED_CAPABILITIES;
+pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
 pub use denial::{Denial, RanIn, detect_denial, shows_denial_symptom};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;
