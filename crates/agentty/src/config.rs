@@ -111,6 +111,63 @@ pub struct Flags {
     pub allow_rules: Vec<String>,
 }
 
+/// `serve`'s HTTP flags (docs/BEHAVIOUR.md §9).
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct HttpFlags {
+    /// Serve MCP streamable HTTP at http://ADDR/mcp instead of stdio [ADDR default:
+    /// 127.0.0.1:7337; port 0 picks a free one]. A non-loopback address must be spelled out.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7337")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer token file [default: <state dir>/token, made (0600) if absent]
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub token_file: Option<PathBuf>,
+    /// Also accept this Host header (repeatable; loopback names are always accepted)
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub allow_hosts: Vec<String>,
+    /// Accept requests from this browser Origin, e.g. http://localhost:3000 (repeatable; by
+    /// default every request with an Origin is refused)
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// End a session (and stop its jobs) after this many seconds without a request
+    /// [default: 600]
+    #[arg(long, value_name = "SECS", requires = "http")]
+    pub session_grace: Option<f64>,
+    /// Refuse a new session while this many are live [default: 64]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions: Option<usize>,
+}
+
+impl HttpFlags {
+    /// What `serve --http` runs with; `None` without `--http`.
+    pub fn options(
+        &self,
+        settings: &agentty_server::Settings,
+    ) -> Result<Option<crate::http::HttpOptions>> {
+        let Some(listen) = self.http else {
+            return Ok(None);
+        };
+        let grace = self.session_grace.unwrap_or(600.0);
+        if !(grace.is_finite() && grace > 0.0) {
+            bail!("--session-grace must be a positive number of seconds");
+        }
+        let state_dir = settings
+            .spill_root
+            .parent()
+            .unwrap_or(settings.spill_root.as_path());
+        Ok(Some(crate::http::HttpOptions {
+            listen,
+            token_file: self
+                .token_file
+                .clone()
+                .unwrap_or_else(|| state_dir.join("token")),
+            allow_hosts: self.allow_hosts.clone(),
+            allow_origins: self.allow_origins.clone(),
+            grace: std::time::Duration::from_secs_f64(grace),
+            max_sessions: self.max_sessions.unwrap_or(64).max(1),
+        }))
+    }
+}
+
 /// The flags `agentty guard` takes: only what changes a verdict.
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct GuardFlags {

@@ -2,6 +2,7 @@
 
 mod config;
 mod doctor;
+mod http;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -23,10 +24,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (the client's connection is one session)
+    /// Serve MCP over stdio (the client's connection is one session), or over HTTP (--http)
     Serve {
         #[command(flatten)]
         flags: config::Flags,
+        #[command(flatten)]
+        http: config::HttpFlags,
     },
     /// Print the measured state: Landlock ABI, a denied-write probe, PTYs, shell, config in use
     Doctor {
@@ -59,7 +62,9 @@ fn main() -> std::process::ExitCode {
         .with_ansi(false)
         .init();
     let result = match cli.command {
-        Command::Serve { flags } => serve(&flags).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Serve { flags, http } => {
+            serve(&flags, &http).map(|()| std::process::ExitCode::SUCCESS)
+        }
         Command::Doctor { flags } => doctor::run(&flags).map(|report| {
             print!("{report}");
             std::process::ExitCode::SUCCESS
@@ -84,9 +89,10 @@ const TERMINAL_BANNER: &str = "agentty: an MCP server, waiting for an MCP client
 (JSON-RPC lines); connect it from an MCP host, or try `agentty doctor` to check this machine. \
 Ctrl+C ends it.";
 
-fn serve(flags: &config::Flags) -> Result<()> {
+fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
     let settings = config::resolve(flags)?;
-    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+    let http_options = http_flags.options(&settings)?;
+    if http_options.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprintln!("{TERMINAL_BANNER}");
     }
     // Forked while this process still has one thread (before the runtime): this process stays
@@ -181,8 +187,24 @@ fn serve(flags: &config::Flags) -> Result<()> {
         if pruned > 0 {
             tracing::info!(pruned, "removed old spill directories");
         }
+        let agentty = Agentty::new(settings.clone(), session.clone())?;
+        if let Some(options) = http_options {
+            tracing::info!(workspace = %settings.workspace.display(), %session, "serving over HTTP");
+            let ended = http::serve(agentty.clone(), options, async {
+                let signal = shutdown_signal().await;
+                tracing::info!("received {signal}, shutting down");
+                if signal == WATCHDOG_DIED {
+                    tokio::task::block_in_place(|| {
+                        agentty_core::watchdog::stop_children(false, std::time::Duration::ZERO)
+                    });
+                }
+            })
+            .await;
+            // Every client session's jobs, and the sessionless callers', are stopped now.
+            agentty.end_all_sessions().await;
+            return ended;
+        }
         tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
-        let agentty = Agentty::new(settings, session)?;
         // Decodes what is already readable ahead, so a request cancelled in the same breath
         // starts nothing.
         // Lines that are not JSON are answered (-32700), not dropped; see server::transport.

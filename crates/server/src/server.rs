@@ -48,23 +48,42 @@ pub struct Settings {
     pub shell_idle_ms: Option<u64>,
 }
 
-/// One MCP session's server.
+/// One MCP session's server: what every session of this process shares, and this session's own
+/// jobs, shells and spill files. Over stdio there is one; over HTTP one per client session
+/// ([`Agentty::new_session`]).
 #[derive(Clone)]
 pub struct Agentty {
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
+    session: Arc<Session>,
     tool_router: ToolRouter<Self>,
     /// What `tools/list` answers: the router's tools, tidied and ordered once.
     tools: Arc<Vec<rmcp::model::Tool>>,
 }
 
-struct Inner {
+/// What every session of this process shares.
+struct Shared {
     settings: Settings,
     workspace: Workspace,
     confinement: Confinement,
+    /// This process's session name (`watchdog::session_name`): run markers start with it.
+    session: String,
+    /// Sessions made so far, to name their spill directories.
+    sessions: AtomicU64,
+    /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
+    early_cancels: Arc<EarlyCancels>,
+    /// Git hooks and config a command could plant for the user's next unconfined git.
+    planted: crate::planted::Planted,
+    /// The jobs and shells of HTTP callers without a session (protocol 2026-07-28).
+    sessionless: std::sync::OnceLock<Arc<Session>>,
+    /// The HTTP client sessions made so far, while they live.
+    live: std::sync::Mutex<Vec<std::sync::Weak<Session>>>,
+}
+
+/// One session's own state.
+struct Session {
     spill: Arc<SpillStore>,
     /// Per-call ids (`c1`, `c2`, …): they name spill files and run markers.
     calls: AtomicU64,
-    session: String,
     /// This session's background commands and shells (docs/BEHAVIOUR.md §3).
     jobs: Arc<JobTable>,
     /// Handles of this session's open shells (registered in `jobs`), and their idle reaper.
@@ -72,16 +91,48 @@ struct Inner {
     /// The client said at `initialize` that it can show the user a form (elicitation), so an
     /// escalation can be asked.
     client_can_ask: AtomicBool,
-    /// Requests cancelled before their handler ran, seen by the transport's look-ahead.
-    early_cancels: Arc<EarlyCancels>,
-    /// Git hooks and config a command could plant for the user's next unconfined git.
-    planted: crate::planted::Planted,
+    /// `end_session` ran: nothing is left for the drop to stop.
+    ended: AtomicBool,
+}
+
+impl Session {
+    fn new(settings: &Settings, name: &str) -> Self {
+        let jobs = Arc::new(JobTable::new());
+        let shell_idle = settings.shell_idle_ms.map(std::time::Duration::from_millis);
+        Session {
+            spill: Arc::new(SpillStore::new(&settings.spill_root, name)),
+            calls: AtomicU64::new(0),
+            shells: agentty_core::pty::Shells::new(jobs.clone(), shell_idle),
+            jobs,
+            client_can_ask: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A session that ends without `end_session` (an HTTP client's DELETE, or one that
+    /// vanished past the grace period) still stops its jobs and removes its spill directory.
+    fn drop(&mut self) {
+        if self.ended.load(Ordering::Relaxed) || self.jobs.list().is_empty() {
+            if self.spill.dir().exists() {
+                let _ = self.spill.remove();
+            }
+            return;
+        }
+        let (jobs, spill) = (self.jobs.clone(), self.spill.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                crate::tasks::stop_and_log(&jobs, &spill).await;
+            });
+        }
+    }
 }
 
 impl Agentty {
     /// One session's server. Fails only when the workspace roots are unusable.
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
-        let spill = Arc::new(SpillStore::new(&settings.spill_root, &session));
+        let state = Arc::new(Session::new(&settings, &session));
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
         let confinement = Confinement::new(
             settings.mode,
@@ -89,30 +140,78 @@ impl Agentty {
             settings.network,
             &workspace,
         );
-        let jobs = Arc::new(JobTable::new());
         let settings_workspace = settings.workspace.clone();
-        let shell_idle = settings.shell_idle_ms.map(std::time::Duration::from_millis);
-        let shells = agentty_core::pty::Shells::new(jobs.clone(), shell_idle);
-        let inner = Inner {
+        let inner = Shared {
             settings,
             workspace,
             confinement,
-            spill,
-            calls: AtomicU64::new(0),
             session,
-            jobs,
-            shells,
-            client_can_ask: AtomicBool::new(false),
+            sessions: AtomicU64::new(0),
             early_cancels: Arc::default(),
             planted: crate::planted::Planted::new(&settings_workspace),
+            sessionless: std::sync::OnceLock::new(),
+            live: std::sync::Mutex::default(),
         };
         let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
         let tools = Arc::new(crate::catalog::catalog(tool_router.list_all()));
         Ok(Self {
             inner: Arc::new(inner),
+            session: state,
             tool_router,
             tools,
         })
+    }
+
+    /// A new session sharing this one's settings, workspace and sandbox, with jobs, shells and
+    /// spill files of its own (`<process session>-<n>`). Cheap: HTTP makes one per client
+    /// session, and rmcp also asks for one per request it answers without a session.
+    pub fn new_session(&self) -> Self {
+        let n = self.inner.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        let name = format!("{}-h{n}", self.inner.session);
+        let session = Arc::new(Session::new(&self.inner.settings, &name));
+        if let Ok(mut live) = self.inner.live.lock() {
+            live.retain(|s| s.strong_count() > 0);
+            live.push(Arc::downgrade(&session));
+        }
+        Self {
+            inner: self.inner.clone(),
+            session,
+            tool_router: self.tool_router.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+
+    /// Ends every HTTP session still alive and the sessionless callers' (the server stops):
+    /// their jobs are stopped, one log line each, and their spill directories removed.
+    pub async fn end_all_sessions(&self) {
+        let live: Vec<Arc<Session>> = self
+            .inner
+            .live
+            .lock()
+            .map(|live| live.iter().filter_map(std::sync::Weak::upgrade).collect())
+            .unwrap_or_default();
+        for session in live.iter().chain(self.inner.sessionless.get()) {
+            session.ended.store(true, Ordering::Relaxed);
+            crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
+        }
+    }
+
+    /// This server bound to the jobs and shells of HTTP callers without a session.
+    fn sessionless(&self) -> Self {
+        let session = self
+            .inner
+            .sessionless
+            .get_or_init(|| {
+                let name = format!("{}-stateless", self.inner.session);
+                Arc::new(Session::new(&self.inner.settings, &name))
+            })
+            .clone();
+        Self {
+            inner: self.inner.clone(),
+            session,
+            tool_router: self.tool_router.clone(),
+            tools: self.tools.clone(),
+        }
     }
 
     /// The sandbox line this session's commands carry.
@@ -126,15 +225,20 @@ impl Agentty {
 
     /// This session's job table.
     pub fn jobs(&self) -> &Arc<JobTable> {
-        &self.inner.jobs
+        &self.session.jobs
     }
 
     pub(crate) fn spill_store(&self) -> &Arc<SpillStore> {
-        &self.inner.spill
+        &self.session.spill
     }
 
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {
-        &self.inner.shells
+        &self.session.shells
+    }
+
+    /// `end_session` has run: the drop has nothing left to stop.
+    pub(crate) fn mark_ended(&self) {
+        self.session.ended.store(true, Ordering::Relaxed);
     }
 
     pub(crate) fn workspace(&self) -> &Workspace {
@@ -148,7 +252,7 @@ impl Agentty {
     /// How a command the sandbox refused a write can be run again in this session
     /// (`in_shell`: it ran in a persistent shell).
     pub(crate) fn retry(&self, in_shell: bool) -> notice::Retry {
-        if !self.inner.client_can_ask.load(Ordering::Relaxed) {
+        if !self.session.client_can_ask.load(Ordering::Relaxed) {
             notice::Retry::Impossible
         } else if in_shell {
             notice::Retry::Shell
@@ -178,7 +282,10 @@ impl Agentty {
 
     /// A new per-call id and the run marker derived from it.
     pub(crate) fn next_call(&self) -> (String, String) {
-        let call = format!("c{}", self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let call = format!(
+            "c{}",
+            self.session.calls.fetch_add(1, Ordering::Relaxed) + 1
+        );
         // 64 random bits: a marker the next start trusts cannot be guessed (see `runs`).
         let marker = format!(
             "{}-{}-{:016x}",
@@ -229,8 +336,28 @@ impl ServerHandler for Agentty {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
-        self.inner.client_can_ask.store(form, Ordering::Relaxed);
+        self.session.client_can_ask.store(form, Ordering::Relaxed);
         self.negotiate_initialize(&request)
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        // An HTTP request without a session (a 2026-07-28 client) gets a server of its own from
+        // rmcp for that request only: its jobs and shells live in the sessionless state instead.
+        let sessionless = context
+            .extensions
+            .get::<http::request::Parts>()
+            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
+        let this = if sessionless {
+            std::borrow::Cow::Owned(self.sessionless())
+        } else {
+            std::borrow::Cow::Borrowed(self)
+        };
+        let call = rmcp::handler::server::tool::ToolCallContext::new(&*this, request, context);
+        this.tool_router.call(call).await
     }
 
     async fn list_tools(

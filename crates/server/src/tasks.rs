@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentty_core::jobs::{CapReached, Job, JobKind, JobState, READ_MAX_BYTES};
+use agentty_core::jobs::{CapReached, Job, JobKind, JobState, JobTable, READ_MAX_BYTES};
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use rmcp::service::RequestContext;
@@ -158,23 +158,30 @@ impl Agentty {
     /// directory would be a bug), logs one line per job stopped, then removes the session's
     /// spill directory. Returns how many jobs were stopped.
     pub async fn end_session(&self) -> usize {
-        let stopped = self.jobs().stop_all().await;
-        for job in &stopped {
-            tracing::warn!(
-                "stopped job {} {} (pid {}, ran {}, {} of output): {}",
-                job.id,
-                say::kind_words(job.kind),
-                job.pid,
-                say::age(job.started.elapsed()),
-                say::size(job.output.total()),
-                job.label
-            );
-        }
-        if let Err(e) = self.spill_store().remove() {
-            tracing::warn!("cannot remove the session's spill directory: {e}");
-        }
-        stopped.len()
+        self.mark_ended();
+        stop_and_log(self.jobs(), self.spill_store()).await
     }
+}
+
+/// Stops every job of `jobs` (one log line each), then removes the spill directory; returns
+/// how many were stopped.
+pub(crate) async fn stop_and_log(jobs: &JobTable, spill: &agentty_core::SpillStore) -> usize {
+    let stopped = jobs.stop_all().await;
+    for job in &stopped {
+        tracing::warn!(
+            "stopped job {} {} (pid {}, ran {}, {} of output): {}",
+            job.id,
+            say::kind_words(job.kind),
+            job.pid,
+            say::age(job.started.elapsed()),
+            say::size(job.output.total()),
+            job.label
+        );
+    }
+    if let Err(e) = spill.remove() {
+        tracing::warn!("cannot remove the session's spill directory: {e}");
+    }
+    stopped.len()
 }
 
 #[tool_router(router = tasks_router, vis = "pub(crate)")]

@@ -1,0 +1,255 @@
+"""`agentty serve --http`: the official MCP Python SDK's streamable HTTP client, and plain HTTP
+requests for what must be refused (docs/BEHAVIOUR.md §9)."""
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
+# The processes `http_server` started, last one last: the process a host starts (the watchdog).
+SERVERS = []
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def text(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def with_env(var, value):
+    """Pids of live processes whose environment has var=value."""
+    wanted = f"{var}={value}".encode()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if wanted in f.read().split(b"\0"):
+                    with open(f"/proc/{pid}/stat") as s:
+                        if s.read().rsplit(")", 1)[1].split()[0] not in "ZX":
+                            found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def wait_until(predicate, within=20.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@contextlib.contextmanager
+def http_server(*flags):
+    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        proc = subprocess.Popen(
+            [BIN, "serve", "--http", "127.0.0.1:0", "--workspace", ws, "--state-dir", state, *flags],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        SERVERS.append(proc)
+        try:
+            url = None
+            for line in proc.stderr:
+                m = re.search(r"at (http://\S+/mcp)", line)
+                if m:
+                    url = m.group(1)
+                    break
+            assert url, "the server printed no address"
+            with open(os.path.join(state, "token")) as f:
+                token = f.read().strip()
+            assert oct(os.stat(os.path.join(state, "token")).st_mode & 0o777) == "0o600"
+            yield url, token, state
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@contextlib.asynccontextmanager
+async def client(url, token):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                yield s
+
+
+def raw(url, body=None, headers=None, method="POST"):
+    """(status, headers, body text) of one plain HTTP request."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    req.add_header("Accept", "application/json, text/event-stream")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.headers, r.read(65536).decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode(errors="replace")
+
+
+def test_two_sessions_each_see_only_their_own_jobs_and_delete_stops_them():
+    tag = f"http-{uuid.uuid4().hex[:8]}"
+
+    async def body(url, token):
+        async with client(url, token) as b:
+            async with client(url, token) as a:
+                r = await a.call_tool("terminal", {"command": "echo hello"})
+                assert r.structured_content["stdout"] == "hello\n", text(r)
+                r = await a.call_tool(
+                    "terminal",
+                    {"command": "sleep 300", "background": True, "env": {"HTTPTAG": tag}},
+                )
+                job = r.structured_content["job_id"]
+                opened = await a.call_tool("shell_open", {})
+                shell = opened.structured_content["id"]
+                sent = await a.call_tool("shell_send", {"id": shell, "input": "echo in-shell\n"})
+                assert "in-shell" in text(sent), text(sent)
+                assert wait_until(lambda: len(with_env("HTTPTAG", tag)) >= 1)
+
+                listed = await b.call_tool("task_list", {})
+                assert job not in json.dumps(listed.structured_content), text(listed)
+                assert "sleep 300" not in text(listed)
+                foreign = await b.call_tool("task_stop", {"id": job})
+                never = await b.call_tool("task_stop", {"id": "t99"})
+                assert foreign.is_error and never.is_error
+                assert text(foreign).replace(job, "ID") == text(never).replace("t99", "ID")
+                shells = await b.call_tool("shell_list", {})
+                assert shell not in json.dumps(shells.structured_content)
+                assert wait_until(lambda: len(with_env("HTTPTAG", tag)) >= 1)
+            # a's context sent DELETE: its job is stopped; b goes on.
+            assert wait_until(lambda: not with_env("HTTPTAG", tag)), with_env("HTTPTAG", tag)
+            r = await b.call_tool("terminal", {"command": "echo still"})
+            assert r.structured_content["stdout"] == "still\n"
+
+    with http_server() as (url, token, _):
+        asyncio.run(body(url, token))
+
+
+def test_what_lacks_the_token_or_comes_from_elsewhere_is_refused_and_runs_nothing():
+    marker = f"/tmp/agentty-http-{uuid.uuid4().hex}"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "terminal", "arguments": {"command": f"touch {marker}"}},
+    }
+    with http_server() as (url, token, _):
+        auth = {"Authorization": f"Bearer {token}"}
+        status, headers, _ = raw(url, INIT)
+        assert status == 401 and headers.get("WWW-Authenticate") == "Bearer"
+        assert raw(url, INIT, {"Authorization": "Bearer " + "0" * 64})[0] == 401
+        assert raw(url, INIT, {"Authorization": token})[0] == 401
+        assert raw(f"{url}?token={token}", INIT)[0] == 401
+        assert raw(url, call)[0] == 401
+        assert raw(url, INIT, {**auth, "Origin": "http://evil.example"})[0] == 403
+        assert raw(url, INIT, {**auth, "Host": "evil.example"})[0] == 403
+        assert raw(url, b"x" * (5 * 1024 * 1024), auth)[0] == 413
+        assert raw(url.replace("/mcp", "/other"), INIT, auth)[0] == 404
+        assert raw(url, b"{not json", auth)[0] in (400, 415, 422)
+        unknown = {**auth, "Mcp-Session-Id": str(uuid.uuid4())}
+        assert raw(url, call, unknown)[0] in (400, 404)
+        assert raw(url, None, unknown, method="DELETE")[0] == 404
+        time.sleep(0.5)
+        assert not os.path.exists(marker), "a refused request ran a command"
+        # The same call with the token and a session does run.
+        status, headers, _ = raw(url, INIT, auth)
+        assert status == 200
+        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        status, _, _ = raw(url, call, sid)
+        assert status == 200 and os.path.exists(marker)
+        os.unlink(marker)
+
+
+def test_a_client_that_vanished_loses_its_jobs_after_the_grace():
+    tag = f"http-grace-{uuid.uuid4().hex[:8]}"
+    with http_server("--session-grace", "1") as (url, token, _):
+        auth = {"Authorization": f"Bearer {token}"}
+        status, headers, _ = raw(url, INIT, auth)
+        assert status == 200
+        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "terminal",
+                "arguments": {"command": "sleep 300", "background": True, "env": {"HTTPTAG": tag}},
+            },
+        }
+        assert raw(url, call, sid)[0] == 200
+        assert with_env("HTTPTAG", tag), "the job did not start"
+        # No request, no DELETE: the session ends after the grace, and its job with it.
+        assert wait_until(lambda: not with_env("HTTPTAG", tag), within=30)
+
+
+def test_the_session_cap_refuses_the_next_one_with_a_reason():
+    async def body(url, token):
+        auth = {"Authorization": f"Bearer {token}"}
+        async with client(url, token):
+            status, _, said = raw(url, INIT, auth)
+            assert status == 503, said
+            assert "--max-sessions" in said
+        # The first one ended (DELETE): there is room again.
+        assert wait_until(lambda: raw(url, INIT, auth)[0] == 200)
+
+    with http_server("--max-sessions", "1") as (url, token, _):
+        asyncio.run(body(url, token))
+
+
+def test_sigkill_of_the_server_with_three_sessions_leaves_nothing():
+    tag = f"http-kill-{uuid.uuid4().hex[:8]}"
+
+    async def body(url, token, kill):
+        async with contextlib.AsyncExitStack() as stack:
+            for _ in range(3):
+                s = await stack.enter_async_context(client(url, token))
+                env = {"HTTPTAG": tag}
+                command = "(setsid sleep 300 >/dev/null 2>&1 &); sleep 300"
+                await s.call_tool(
+                    "terminal", {"command": command, "background": True, "env": env}
+                )
+                await s.call_tool("shell_open", {"env": env})
+            # Per session: a job, its setsid escapee, a shell.
+            assert wait_until(lambda: len(with_env("HTTPTAG", tag)) >= 9), with_env("HTTPTAG", tag)
+            kill()
+            assert wait_until(lambda: not with_env("HTTPTAG", tag)), with_env("HTTPTAG", tag)
+
+    with http_server() as (url, token, state):
+        watchdog = SERVERS[-1]
+        asyncio.run(body(url, token, lambda: os.kill(watchdog.pid, signal.SIGKILL)))
