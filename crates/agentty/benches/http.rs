@@ -1,0 +1,297 @@
+//! `cargo bench -p agentty --bench http`: `serve --http` against stdio and a raw spawn, in the
+//! same run (issue 11's targets in brackets).
+//!
+//! 1. A trivial `terminal({argv:["true"]})` over HTTP vs over stdio vs a raw spawn+wait of
+//!    `true`, interleaved [HTTP ≤ 1.5× raw].
+//! 2. 16 concurrent sessions making 200 trivial calls each, vs 16 parallel loops of 200 raw
+//!    spawns [no error; throughput ≥ 0.8× of the raw loops].
+//! 3. The server's RSS with 64 idle sessions open [≤ 64 MB].
+//! 4. 1000 requests without the token: all 401, and no process started.
+//!
+//! The HTTP client is hyper's own (HTTP/1.1, one keep-alive connection per session), so what
+//! is measured is the server, not a heavy client. Prints figures; asserts only what is not a
+//! timing (statuses, no error).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use serde_json::{Value, json};
+
+use common::{median, micros, serving_pid, status_kib};
+
+const CALLS: usize = 300;
+const WARMUP: usize = 30;
+const SESSIONS: usize = 16;
+const CALLS_PER_SESSION: usize = 200;
+const IDLE_SESSIONS: usize = 64;
+const UNAUTHORIZED: usize = 1000;
+
+/// One MCP session over one HTTP/1.1 connection.
+struct Session {
+    send: SendRequest<Full<Bytes>>,
+    authority: String,
+    token: String,
+    id: Option<String>,
+    next: u64,
+}
+
+impl Session {
+    async fn connect(addr: &str, token: &str) -> Self {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let mut session = Session {
+            send,
+            authority: addr.to_owned(),
+            token: token.to_owned(),
+            id: None,
+            next: 0,
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"}}});
+        let (status, id, _) = session.post(&init).await;
+        assert_eq!(status, 200);
+        session.id = id;
+        session
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        session
+    }
+
+    /// (status, session id header, body).
+    async fn post(&mut self, body: &Value) -> (u16, Option<String>, String) {
+        let mut request = hyper::Request::post("/mcp")
+            .header("host", &self.authority)
+            .header("authorization", format!("Bearer {}", self.token))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(id) = &self.id {
+            request = request.header("mcp-session-id", id);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        self.send.ready().await.unwrap();
+        let response = self.send.send_request(request).await.unwrap();
+        let status = response.status().as_u16();
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, id, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// A trivial `terminal` call; panics on anything but a successful result.
+    async fn trivial(&mut self) {
+        self.next += 1;
+        let call = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
+            "params": {"name": "terminal", "arguments": {"argv": ["true"]}}});
+        let (status, _, body) = self.post(&call).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\"isError\":false"), "{body}");
+    }
+}
+
+async fn start_stdio(
+    workspace: &std::path::Path,
+    state: &std::path::Path,
+) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--state-dir")
+        .arg(state);
+    ().serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+/// Starts `serve --http` on a free port: (process, address, token).
+fn start_http(
+    workspace: &std::path::Path,
+    state: &std::path::Path,
+) -> (std::process::Child, String, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--max-sessions",
+            "128",
+            "--workspace",
+        ])
+        .arg(workspace)
+        .arg("--state-dir")
+        .arg(state)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the server printed its address")
+            .unwrap();
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest.trim_end_matches("/mcp").to_owned();
+        }
+    };
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    let token = std::fs::read_to_string(state.join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    (child, addr, token)
+}
+
+fn raw_true() {
+    let _ = std::process::Command::new("true").status().unwrap();
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (state_http, state_stdio) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut server, addr, token) = start_http(workspace.path(), state_http.path());
+    let server_pid = serving_pid(server.id());
+    let stdio = start_stdio(workspace.path(), state_stdio.path()).await;
+
+    // 1. One call, three ways, interleaved with rotating order.
+    let mut http = Session::connect(&addr, &token).await;
+    for _ in 0..WARMUP {
+        http.trivial().await;
+        common::call(&stdio, "terminal", json!({"argv": ["true"]})).await;
+        raw_true();
+    }
+    let (mut over_http, mut over_stdio, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..CALLS {
+        for slot in 0..3 {
+            let t = Instant::now();
+            match (round + slot) % 3 {
+                0 => {
+                    http.trivial().await;
+                    over_http.push(t.elapsed());
+                }
+                1 => {
+                    common::call(&stdio, "terminal", json!({"argv": ["true"]})).await;
+                    over_stdio.push(t.elapsed());
+                }
+                _ => {
+                    raw_true();
+                    raw.push(t.elapsed());
+                }
+            }
+        }
+    }
+    let (over_http, over_stdio, raw) = (median(over_http), median(over_stdio), median(raw));
+    println!(
+        "trivial call: raw spawn {:.0} µs, stdio {:.0} µs ({:.2}x), HTTP {:.0} µs ({:.2}x raw, target <= 1.5x)",
+        micros(raw),
+        micros(over_stdio),
+        micros(over_stdio) / micros(raw),
+        micros(over_http),
+        micros(over_http) / micros(raw)
+    );
+
+    // 2. 16 sessions at once vs 16 raw loops at once.
+    let t = Instant::now();
+    let loops: Vec<_> = (0..SESSIONS)
+        .map(|_| {
+            std::thread::spawn(|| {
+                for _ in 0..CALLS_PER_SESSION {
+                    raw_true();
+                }
+            })
+        })
+        .collect();
+    loops.into_iter().for_each(|l| l.join().unwrap());
+    let raw_total = t.elapsed();
+    let mut sessions = Vec::new();
+    for _ in 0..SESSIONS {
+        sessions.push(Session::connect(&addr, &token).await);
+    }
+    let t = Instant::now();
+    let tasks: Vec<_> = sessions
+        .into_iter()
+        .map(|mut s| {
+            tokio::spawn(async move {
+                for _ in 0..CALLS_PER_SESSION {
+                    s.trivial().await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a session's calls all succeeded");
+    }
+    let http_total = t.elapsed();
+    let calls = (SESSIONS * CALLS_PER_SESSION) as f64;
+    println!(
+        "{SESSIONS} sessions x {CALLS_PER_SESSION} calls: {:.0} calls/s over HTTP, {:.0} raw spawns/s; ratio {:.2}x (target >= 0.8x), no error",
+        calls / http_total.as_secs_f64(),
+        calls / raw_total.as_secs_f64(),
+        raw_total.as_secs_f64() / http_total.as_secs_f64()
+    );
+
+    // 3. RSS with 64 idle sessions.
+    let mut idle = Vec::new();
+    for _ in 0..IDLE_SESSIONS {
+        idle.push(Session::connect(&addr, &token).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    println!(
+        "RSS with {IDLE_SESSIONS} idle sessions open (and {SESSIONS} used ones): {:.1} MiB (target <= 64 MB)",
+        status_kib(server_pid, "VmRSS") as f64 / 1024.0
+    );
+
+    // 4. Unauthenticated requests: refused, nothing started.
+    let children_before = agentty_testkit::children(server_pid as i32).len();
+    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let t = Instant::now();
+    let mut refused = 0;
+    for _ in 0..UNAUTHORIZED {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "terminal", "arguments": {"argv": ["true"]}}});
+        let request = hyper::Request::post("/mcp")
+            .header("host", &addr)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(call.to_string())))
+            .unwrap();
+        send.ready().await.unwrap();
+        let response = send.send_request(request).await.unwrap();
+        refused += usize::from(response.status() == 401);
+        let _ = response.into_body().collect().await;
+    }
+    let children_after = agentty_testkit::children(server_pid as i32).len();
+    println!(
+        "{UNAUTHORIZED} requests without the token: {refused} answered 401 in {:.0} ms; server children {children_before} before, {children_after} after",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(refused, UNAUTHORIZED);
+    drop(idle);
+    let _ = server.kill();
+    let _ = server.wait();
+}
