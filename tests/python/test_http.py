@@ -83,9 +83,11 @@ def http_server(*flags):
                     url = m.group(1)
                     break
             assert url, "the server printed no address"
-            with open(os.path.join(state, "token")) as f:
+            given = list(flags)[list(flags).index("--token-file") + 1] if "--token-file" in flags else None
+            with open(given or os.path.join(state, "token")) as f:
                 token = f.read().strip()
-            assert oct(os.stat(os.path.join(state, "token")).st_mode & 0o777) == "0o600"
+            if given is None:
+                assert oct(os.stat(os.path.join(state, "token")).st_mode & 0o777) == "0o600"
             yield url, token, state
         finally:
             if proc.poll() is None:
@@ -253,3 +255,75 @@ def test_sigkill_of_the_server_with_three_sessions_leaves_nothing():
     with http_server() as (url, token, state):
         watchdog = SERVERS[-1]
         asyncio.run(body(url, token, lambda: os.kill(watchdog.pid, signal.SIGKILL)))
+
+
+def test_a_given_token_file_may_be_a_symlink_but_must_be_private():
+    with tempfile.TemporaryDirectory() as secrets:
+        # As Kubernetes mounts a secret: the file is a symlink into a data directory.
+        os.mkdir(os.path.join(secrets, "..data"))
+        real = os.path.join(secrets, "..data", "token")
+        with open(real, "w") as f:
+            f.write(uuid.uuid4().hex + uuid.uuid4().hex + "\n")
+        os.chmod(real, 0o400)
+        link = os.path.join(secrets, "token")
+        os.symlink(os.path.join("..data", "token"), link)
+        with http_server("--token-file", link) as (url, token, state):
+            assert raw(url, INIT, {"Authorization": f"Bearer {token}"})[0] == 200
+            assert not os.path.exists(os.path.join(state, "token"))
+        os.chmod(real, 0o644)
+        with tempfile.TemporaryDirectory() as ws:
+            done = subprocess.run(
+                [BIN, "serve", "--http", "127.0.0.1:0", "--workspace", ws, "--token-file", link],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+        assert done.returncode != 0
+        assert "not a private file" in done.stderr, done.stderr
+
+
+def test_progress_cancellation_and_hand_over_work_over_http():
+    tag = f"http-cancel-{uuid.uuid4().hex[:8]}"
+
+    async def body(url, token):
+        async with client(url, token) as s:
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append(message)
+
+            r = await s.call_tool(
+                "terminal",
+                {"command": "echo tick1; sleep 2.2"},
+                progress_callback=on_progress,
+            )
+            assert r.structured_content["status"] == "success"
+            assert seen and all(m.endswith("tick1") for m in seen), seen
+
+            # Cancelling the request (the SDK sends notifications/cancelled) stops the tree.
+            call = asyncio.ensure_future(
+                s.call_tool("terminal", {"command": "sleep 300", "env": {"HTTPTAG": tag}})
+            )
+            assert await asyncio.to_thread(wait_until, lambda: bool(with_env("HTTPTAG", tag)))
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            assert await asyncio.to_thread(wait_until, lambda: not with_env("HTTPTAG", tag))
+
+            # A command that reaches its timeout moves to the background, output kept.
+            r = await s.call_tool(
+                "terminal",
+                {
+                    "command": "echo early; sleep 1; echo late",
+                    "timeout_ms": 300,
+                    "on_timeout": "background",
+                },
+            )
+            job = r.structured_content["job_id"]
+            w = await s.call_tool("task_wait", {"id": job, "timeout_ms": 10000})
+            out = await s.call_tool("task_output", {"id": job, "since": 0})
+            assert "early" in text(out) and "late" in text(out), text(w) + text(out)
+
+    with http_server() as (url, token, _):
+        asyncio.run(body(url, token))

@@ -118,7 +118,8 @@ pub struct HttpFlags {
     /// 127.0.0.1:7337; port 0 picks a free one]. A non-loopback address must be spelled out.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7337")]
     pub http: Option<std::net::SocketAddr>,
-    /// Bearer token file [default: <state dir>/token, made (0600) if absent]
+    /// Bearer token file, which must exist and be private (0600 or 0400) [default:
+    /// <state dir>/token, made (0600) if absent]
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
     /// Also accept this Host header (repeatable; loopback names are always accepted)
@@ -156,10 +157,8 @@ impl HttpFlags {
             .unwrap_or(settings.spill_root.as_path());
         Ok(Some(crate::http::HttpOptions {
             listen,
-            token_file: self
-                .token_file
-                .clone()
-                .unwrap_or_else(|| state_dir.join("token")),
+            token_file: self.token_file.clone(),
+            default_token_file: state_dir.join("token"),
             allow_hosts: self.allow_hosts.clone(),
             allow_origins: self.allow_origins.clone(),
             grace: std::time::Duration::from_secs_f64(grace),

@@ -36,7 +36,10 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub listen: SocketAddr,
-    pub token_file: PathBuf,
+    /// `--token-file`: must exist.
+    pub token_file: Option<PathBuf>,
+    /// Where the token is kept when no file is given: `<state dir>/token`.
+    pub default_token_file: PathBuf,
     pub allow_hosts: Vec<String>,
     pub allow_origins: Vec<String>,
     pub grace: Duration,
@@ -63,11 +66,19 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     diff == 0
 }
 
-/// The token: read from `file` if it is there (and private), else made (256 random bits) and
-/// written there, 0600, created exclusively, no symlink followed. Returns it and whether it is new.
-pub fn load_or_make_token(file: &Path) -> Result<(String, bool)> {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+/// The token. `given` (`--token-file`) must exist and be private; it may be a symlink (a
+/// Kubernetes secret is one). Otherwise `default` (`<state dir>/token`) is read if it is there
+/// and private, or made (256 random bits) and written there, 0600, created exclusively, no
+/// symlink followed. Returns it, its file, and whether it is new.
+pub fn load_or_make_token(given: Option<&Path>, default: &Path) -> Result<(String, PathBuf, bool)> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(file) = given {
+        let token = read_private(file, 0)
+            .with_context(|| format!("cannot use the token file {}", file.display()))?;
+        return Ok((token, file.to_owned(), false));
+    }
+    let file = default;
     if let Some(dir) = file.parent() {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -75,34 +86,12 @@ pub fn load_or_make_token(file: &Path) -> Result<(String, bool)> {
             .create(dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(file)
-    {
-        Ok(mut existing) => {
-            let meta = existing.metadata()?;
-            // SAFETY: getuid has no preconditions.
-            let me = unsafe { libc::getuid() };
-            if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
-                bail!(
-                    "the token file {} is not a private file of this user (mode 0600); remove it \
-                     or fix it",
-                    file.display()
-                );
-            }
-            let mut token = String::new();
-            existing.read_to_string(&mut token)?;
-            let token = token.trim().to_owned();
-            if token.len() < 32 {
-                bail!(
-                    "the token in {} is shorter than 32 characters",
-                    file.display()
-                );
-            }
-            Ok((token, false))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    match read_private(file, libc::O_NOFOLLOW) {
+        Ok(token) => Ok((token, file.to_owned(), false)),
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+        {
             let token = new_token()?;
             let mut created = std::fs::OpenOptions::new()
                 .write(true)
@@ -112,10 +101,34 @@ pub fn load_or_make_token(file: &Path) -> Result<(String, bool)> {
                 .open(file)
                 .with_context(|| format!("cannot create the token file {}", file.display()))?;
             created.write_all(format!("{token}\n").as_bytes())?;
-            Ok((token, true))
+            Ok((token, file.to_owned(), true))
         }
-        Err(e) => Err(e).with_context(|| format!("cannot read the token file {}", file.display())),
+        Err(e) => Err(e.context(format!("cannot use the token file {}", file.display()))),
     }
+}
+
+/// The token in `file`: a regular file of this user's that nobody else may read or write (0600
+/// or 0400), of at least 32 characters.
+fn read_private(file: &Path, flags: libc::c_int) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(file)?;
+    let meta = opened.metadata()?;
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        bail!("not a private file of this user (mode 0600 or 0400): remove it or fix it");
+    }
+    let mut token = String::new();
+    opened.read_to_string(&mut token)?;
+    let token = token.trim().to_owned();
+    if token.len() < 32 {
+        bail!("the token in it is shorter than 32 characters");
+    }
+    Ok(token)
 }
 
 /// 256 random bits from the kernel, as 64 hex digits.
@@ -223,7 +236,8 @@ pub async fn serve(
     options: HttpOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
-    let (token, made) = load_or_make_token(&options.token_file)?;
+    let (token, token_file, made) =
+        load_or_make_token(options.token_file.as_deref(), &options.default_token_file)?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
@@ -241,7 +255,7 @@ pub async fn serve(
          agentty: e.g. claude mcp add --transport http agentty {url} --header \
          \"Authorization: Bearer {token}\"",
         if made { "written to" } else { "read from" },
-        options.token_file.display(),
+        token_file.display(),
     );
 
     let mut manager = LocalSessionManager::default();

@@ -54,7 +54,7 @@ pub struct Settings {
 #[derive(Clone)]
 pub struct Agentty {
     inner: Arc<Shared>,
-    session: Arc<Session>,
+    session: Arc<LazySession>,
     tool_router: ToolRouter<Self>,
     /// What `tools/list` answers: the router's tools, tidied and ordered once.
     tools: Arc<Vec<rmcp::model::Tool>>,
@@ -74,9 +74,26 @@ struct Shared {
     /// Git hooks and config a command could plant for the user's next unconfined git.
     planted: crate::planted::Planted,
     /// The jobs and shells of HTTP callers without a session (protocol 2026-07-28).
-    sessionless: std::sync::OnceLock<Arc<Session>>,
+    sessionless: std::sync::OnceLock<Arc<LazySession>>,
     /// The HTTP client sessions made so far, while they live.
-    live: std::sync::Mutex<Vec<std::sync::Weak<Session>>>,
+    live: std::sync::Mutex<Vec<std::sync::Weak<LazySession>>>,
+}
+
+/// A session's state, made at its first use: rmcp asks the HTTP service for a server per
+/// request it answers itself (a tool's schema, a request without a session), and those must
+/// cost nothing.
+struct LazySession {
+    name: String,
+    state: std::sync::OnceLock<Session>,
+}
+
+impl LazySession {
+    fn new(name: String) -> Arc<Self> {
+        Arc::new(LazySession {
+            name,
+            state: std::sync::OnceLock::new(),
+        })
+    }
 }
 
 /// One session's own state.
@@ -132,7 +149,7 @@ impl Drop for Session {
 impl Agentty {
     /// One session's server. Fails only when the workspace roots are unusable.
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
-        let state = Arc::new(Session::new(&settings, &session));
+        let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
         let confinement = Confinement::new(
             settings.mode,
@@ -168,7 +185,7 @@ impl Agentty {
     pub fn new_session(&self) -> Self {
         let n = self.inner.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let name = format!("{}-h{n}", self.inner.session);
-        let session = Arc::new(Session::new(&self.inner.settings, &name));
+        let session = LazySession::new(name);
         if let Ok(mut live) = self.inner.live.lock() {
             live.retain(|s| s.strong_count() > 0);
             live.push(Arc::downgrade(&session));
@@ -184,13 +201,17 @@ impl Agentty {
     /// Ends every HTTP session still alive and the sessionless callers' (the server stops):
     /// their jobs are stopped, one log line each, and their spill directories removed.
     pub async fn end_all_sessions(&self) {
-        let live: Vec<Arc<Session>> = self
+        let live: Vec<Arc<LazySession>> = self
             .inner
             .live
             .lock()
             .map(|live| live.iter().filter_map(std::sync::Weak::upgrade).collect())
             .unwrap_or_default();
-        for session in live.iter().chain(self.inner.sessionless.get()) {
+        let made = live
+            .iter()
+            .chain(self.inner.sessionless.get())
+            .filter_map(|lazy| lazy.state.get());
+        for session in made {
             session.ended.store(true, Ordering::Relaxed);
             crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
         }
@@ -203,7 +224,7 @@ impl Agentty {
             .sessionless
             .get_or_init(|| {
                 let name = format!("{}-stateless", self.inner.session);
-                Arc::new(Session::new(&self.inner.settings, &name))
+                LazySession::new(name)
             })
             .clone();
         Self {
@@ -224,21 +245,28 @@ impl Agentty {
     }
 
     /// This session's job table.
+    /// This session's state, made on first use.
+    fn state(&self) -> &Session {
+        self.session
+            .state
+            .get_or_init(|| Session::new(&self.inner.settings, &self.session.name))
+    }
+
     pub fn jobs(&self) -> &Arc<JobTable> {
-        &self.session.jobs
+        &self.state().jobs
     }
 
     pub(crate) fn spill_store(&self) -> &Arc<SpillStore> {
-        &self.session.spill
+        &self.state().spill
     }
 
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {
-        &self.session.shells
+        &self.state().shells
     }
 
     /// `end_session` has run: the drop has nothing left to stop.
     pub(crate) fn mark_ended(&self) {
-        self.session.ended.store(true, Ordering::Relaxed);
+        self.state().ended.store(true, Ordering::Relaxed);
     }
 
     pub(crate) fn workspace(&self) -> &Workspace {
@@ -252,7 +280,7 @@ impl Agentty {
     /// How a command the sandbox refused a write can be run again in this session
     /// (`in_shell`: it ran in a persistent shell).
     pub(crate) fn retry(&self, in_shell: bool) -> notice::Retry {
-        if !self.session.client_can_ask.load(Ordering::Relaxed) {
+        if !self.state().client_can_ask.load(Ordering::Relaxed) {
             notice::Retry::Impossible
         } else if in_shell {
             notice::Retry::Shell
@@ -284,7 +312,7 @@ impl Agentty {
     pub(crate) fn next_call(&self) -> (String, String) {
         let call = format!(
             "c{}",
-            self.session.calls.fetch_add(1, Ordering::Relaxed) + 1
+            self.state().calls.fetch_add(1, Ordering::Relaxed) + 1
         );
         // 64 random bits: a marker the next start trusts cannot be guessed (see `runs`).
         let marker = format!(
@@ -336,7 +364,7 @@ impl ServerHandler for Agentty {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
-        self.session.client_can_ask.store(form, Ordering::Relaxed);
+        self.state().client_can_ask.store(form, Ordering::Relaxed);
         self.negotiate_initialize(&request)
     }
 

@@ -70,6 +70,9 @@ pub const PROBE_INTERVAL_MS: u64 = 50;
 
 /// Without prompt markers (an unknown shell), a send returns once output was quiet this long.
 pub const SEND_IDLE_MS: u64 = 500;
+/// How long a send to a bash or zsh at its prompt waits for the line editor to take the
+/// terminal out of canonical mode (keys typed before are echoed twice: `pwd# pwd`).
+pub const LINE_EDITOR_WAIT_MS: u64 = 200;
 
 /// A shell nobody sent to or read from for this long is closed (docs/BEHAVIOUR.md §4): it holds a PTY, a
 /// process tree and memory for a model that has moved on.

@@ -10,7 +10,7 @@ use crate::pty::capture::SendCapture;
 use crate::pty::integration::{Flavor, Marker, keystrokes};
 use crate::pty::probe::{InputWait, input_wait};
 use crate::pty::sys::{self};
-use crate::pty::{PROBE_INTERVAL_MS, PROBE_QUIET_MS, PtyError, SEND_IDLE_MS};
+use crate::pty::{LINE_EDITOR_WAIT_MS, PROBE_INTERVAL_MS, PROBE_QUIET_MS, PtyError, SEND_IDLE_MS};
 
 use super::*;
 
@@ -97,6 +97,15 @@ impl Shell {
                 ended_before,
                 full_screen: false,
             });
+        }
+        if idle_before && matches!(self.flavor, Flavor::Bash | Flavor::Zsh) {
+            // The prompt marker comes a moment before the line editor takes the terminal out of
+            // canonical mode; keys typed in between are echoed by the terminal and again by the
+            // editor (`pwd# pwd`). Wait, briefly and boundedly, for the editor.
+            let until = Instant::now() + Duration::from_millis(LINE_EDITOR_WAIT_MS);
+            while canonical(master.raw()) && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
         master.write_all(&keystrokes(req.input)).await?;
         self.note_typed(req.input);
@@ -263,5 +272,15 @@ impl Shell {
                 by_shell: false,
             }),
         }
+    }
+}
+
+/// Whether the terminal of `master` is in canonical mode (its own line editing and echo): on a
+/// pseudo-terminal's master, `tcgetattr` reads the slave's settings.
+fn canonical(master: std::os::fd::RawFd) -> bool {
+    // SAFETY: tcgetattr writes one termios into the zeroed struct given.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(master, &raw mut t) == 0 && t.c_lflag & libc::ICANON != 0
     }
 }
