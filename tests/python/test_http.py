@@ -327,3 +327,73 @@ def test_progress_cancellation_and_hand_over_work_over_http():
 
     with http_server() as (url, token, _):
         asyncio.run(body(url, token))
+
+
+def test_a_one_time_escalation_is_asked_and_approved_over_http():
+    """The elicitation capability is the session's own: a client that has it gets the question
+    over HTTP and the one call runs unconfined; a session without it gets the refusal."""
+    import mcp.types as types
+
+    target = os.path.join(os.path.expanduser("~"), f"agentty-http-escalate-{uuid.uuid4().hex[:8]}")
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    args = {
+        "command": f"echo x > {target}",
+        "sandbox_permissions": "require_escalated",
+        "justification": "the test writes outside the workspace",
+    }
+
+    async def body(url, token):
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write, elicitation_callback=approve) as s:
+                    await s.initialize()
+                    async with client(url, token) as plain:
+                        refused = await plain.call_tool("terminal", args)
+                        assert refused.is_error and not os.path.exists(target), text(refused)
+                    ran = await s.call_tool("terminal", args)
+                    assert not ran.is_error, text(ran)
+
+    try:
+        with http_server() as (url, token, _):
+            asyncio.run(body(url, token))
+        assert len(asked) == 1 and "echo x" in asked[0], asked
+        assert os.path.exists(target)
+    finally:
+        if os.path.exists(target):
+            os.unlink(target)
+
+
+def test_the_config_files_http_section_sets_the_defaults_of_a_bare_http_flag():
+    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        config = os.path.join(state, "config.toml")
+        with open(config, "w") as f:
+            f.write('[http]\nlisten = "127.0.0.1:0"\nmax_sessions = 1\n')
+        proc = subprocess.Popen(
+            [BIN, "serve", "--http", "--config", config, "--workspace", ws, "--state-dir", state],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = None
+            for line in proc.stderr:
+                m = re.search(r"at (http://\S+/mcp)", line)
+                if m:
+                    url = m.group(1)
+                    break
+            assert url and not url.endswith(":7337/mcp"), url
+            with open(os.path.join(state, "token")) as f:
+                auth = {"Authorization": f"Bearer {f.read().strip()}"}
+            assert raw(url, INIT, auth)[0] == 200
+            status, _, said = raw(url, INIT, auth)
+            assert status == 503 and "--max-sessions" in said, said
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=20)

@@ -28,6 +28,23 @@ pub struct FileConfig {
     pub sandbox: SandboxSection,
     #[serde(default)]
     pub guard: GuardSection,
+    #[serde(default)]
+    pub http: HttpSection,
+}
+
+/// `[http]`: what `serve --http` uses unless its flags say otherwise. HTTP itself is only
+/// served with `--http`, so a host that starts `agentty serve` over stdio is never changed by it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// The address for a bare `--http`.
+    pub listen: Option<std::net::SocketAddr>,
+    pub token_file: Option<PathBuf>,
+    pub allow_hosts: Option<Vec<String>>,
+    pub allow_origins: Option<Vec<String>>,
+    /// Seconds.
+    pub session_grace: Option<f64>,
+    pub max_sessions: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -68,6 +85,7 @@ impl FileConfig {
             anchor(shell);
         }
         file.add_dirs.iter_mut().flatten().for_each(anchor);
+        file.http.token_file.as_mut().map(anchor);
         Ok(file)
     }
 }
@@ -116,8 +134,8 @@ pub struct Flags {
 pub struct HttpFlags {
     /// Serve MCP streamable HTTP at http://ADDR/mcp instead of stdio [ADDR default:
     /// 127.0.0.1:7337; port 0 picks a free one]. A non-loopback address must be spelled out.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7337")]
-    pub http: Option<std::net::SocketAddr>,
+    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    pub http: Option<Option<std::net::SocketAddr>>,
     /// Bearer token file, which must exist and be private (0600 or 0400) [default:
     /// <state dir>/token, made (0600) if absent]
     #[arg(long, value_name = "FILE", requires = "http")]
@@ -142,12 +160,27 @@ impl HttpFlags {
     /// What `serve --http` runs with; `None` without `--http`.
     pub fn options(
         &self,
+        flags: &Flags,
         settings: &agentty_server::Settings,
     ) -> Result<Option<crate::http::HttpOptions>> {
         let Some(listen) = self.http else {
             return Ok(None);
         };
-        let grace = self.session_grace.unwrap_or(600.0);
+        let file = match config_path(flags) {
+            Some(path) => FileConfig::load(&path)?.http,
+            None => HttpSection::default(),
+        };
+        let listen = listen
+            .or(file.listen)
+            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 7337)));
+        let or_file = |given: &[String], file: Option<Vec<String>>| {
+            if given.is_empty() {
+                file.unwrap_or_default()
+            } else {
+                given.to_vec()
+            }
+        };
+        let grace = self.session_grace.or(file.session_grace).unwrap_or(600.0);
         if !(grace.is_finite() && grace > 0.0) {
             bail!("--session-grace must be a positive number of seconds");
         }
@@ -157,12 +190,12 @@ impl HttpFlags {
             .unwrap_or(settings.spill_root.as_path());
         Ok(Some(crate::http::HttpOptions {
             listen,
-            token_file: self.token_file.clone(),
+            token_file: self.token_file.clone().or(file.token_file),
             default_token_file: state_dir.join("token"),
-            allow_hosts: self.allow_hosts.clone(),
-            allow_origins: self.allow_origins.clone(),
+            allow_hosts: or_file(&self.allow_hosts, file.allow_hosts),
+            allow_origins: or_file(&self.allow_origins, file.allow_origins),
             grace: std::time::Duration::from_secs_f64(grace),
-            max_sessions: self.max_sessions.unwrap_or(64).max(1),
+            max_sessions: self.max_sessions.or(file.max_sessions).unwrap_or(64).max(1),
         }))
     }
 }

@@ -91,7 +91,7 @@ Ctrl+C ends it.";
 
 fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
     let settings = config::resolve(flags)?;
-    let http_options = http_flags.options(&settings)?;
+    let http_options = http_flags.options(flags, &settings)?;
     if http_options.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprintln!("{TERMINAL_BANNER}");
     }
