@@ -55,7 +55,8 @@ pub struct Settings {
 pub struct Agentty {
     inner: Arc<Shared>,
     session: Arc<LazySession>,
-    tool_router: ToolRouter<Self>,
+    /// Shared: HTTP makes a server per request (see `new_session`).
+    tool_router: Arc<ToolRouter<Self>>,
     /// What `tools/list` answers: the router's tools, tidied and ordered once.
     tools: Arc<Vec<rmcp::model::Tool>>,
 }
@@ -174,7 +175,7 @@ impl Agentty {
         Ok(Self {
             inner: Arc::new(inner),
             session: state,
-            tool_router,
+            tool_router: Arc::new(tool_router),
             tools,
         })
     }
@@ -186,10 +187,6 @@ impl Agentty {
         let n = self.inner.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let name = format!("{}-h{n}", self.inner.session);
         let session = LazySession::new(name);
-        if let Ok(mut live) = self.inner.live.lock() {
-            live.retain(|s| s.strong_count() > 0);
-            live.push(Arc::downgrade(&session));
-        }
         Self {
             inner: self.inner.clone(),
             session,
@@ -247,9 +244,14 @@ impl Agentty {
     /// This session's job table.
     /// This session's state, made on first use.
     fn state(&self) -> &Session {
-        self.session
-            .state
-            .get_or_init(|| Session::new(&self.inner.settings, &self.session.name))
+        self.session.state.get_or_init(|| {
+            // Listed for `end_all_sessions` once it has something to end.
+            if let Ok(mut live) = self.inner.live.lock() {
+                live.retain(|s| s.strong_count() > 0);
+                live.push(Arc::downgrade(&self.session));
+            }
+            Session::new(&self.inner.settings, &self.session.name)
+        })
     }
 
     pub fn jobs(&self) -> &Arc<JobTable> {
