@@ -329,9 +329,11 @@ def test_progress_cancellation_and_hand_over_work_over_http():
         asyncio.run(body(url, token))
 
 
-def test_a_one_time_escalation_is_asked_and_approved_over_http():
-    """The elicitation capability is the session's own: a client that has it gets the question
-    over HTTP and the one call runs unconfined; a session without it gets the refusal."""
+def test_no_escalation_over_http_since_a_confined_command_could_approve_its_own():
+    """The attack: a confined command reads the token (the token file, or the host's config that
+    holds it), connects to the endpoint, opens a session that claims elicitation and approves its
+    own request to run unconfined. So nothing is escalated over HTTP: the question is never asked
+    and the command does not run."""
     import mcp.types as types
 
     target = os.path.join(os.path.expanduser("~"), f"agentty-http-escalate-{uuid.uuid4().hex[:8]}")
@@ -347,23 +349,26 @@ def test_a_one_time_escalation_is_asked_and_approved_over_http():
         "justification": "the test writes outside the workspace",
     }
 
-    async def body(url, token):
+    async def body(url, token, state):
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with http:
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write, elicitation_callback=approve) as s:
                     await s.initialize()
-                    async with client(url, token) as plain:
-                        refused = await plain.call_tool("terminal", args)
-                        assert refused.is_error and not os.path.exists(target), text(refused)
-                    ran = await s.call_tool("terminal", args)
-                    assert not ran.is_error, text(ran)
+                    # The premise: a confined command can read the token.
+                    r = await s.call_tool("terminal", {"command": f"cat {state}/token"})
+                    assert token in text(r), text(r)
+                    refused = await s.call_tool("terminal", args)
+                    assert refused.is_error, text(refused)
+                    assert "not offered over HTTP" in text(refused), text(refused)
+                    shell = await s.call_tool("shell_open", {k: v for k, v in args.items() if k != "command"})
+                    assert shell.is_error and "not offered over HTTP" in text(shell), text(shell)
 
     try:
-        with http_server() as (url, token, _):
-            asyncio.run(body(url, token))
-        assert len(asked) == 1 and "echo x" in asked[0], asked
-        assert os.path.exists(target)
+        with http_server() as (url, token, state):
+            asyncio.run(body(url, token, state))
+        assert asked == [], asked
+        assert not os.path.exists(target)
     finally:
         if os.path.exists(target):
             os.unlink(target)

@@ -5,8 +5,8 @@
 //! cannot ask the user, the call is refused with a sentence that says so.
 
 use rmcp::schemars::{self, JsonSchema};
-use rmcp::service::ElicitationError;
-use rmcp::{Peer, RoleServer, elicit_safe};
+use rmcp::service::{ElicitationError, RequestContext};
+use rmcp::{RoleServer, elicit_safe};
 use serde::{Deserialize, Serialize};
 
 use crate::notice;
@@ -20,9 +20,24 @@ pub struct Approval {
 
 elicit_safe!(Approval);
 
+/// Whether the request came over HTTP. A confined command can connect to the HTTP endpoint
+/// itself, with a token it reads from the token file or the host's config, open a session that
+/// claims elicitation, and approve its own question: over HTTP nothing is escalated.
+pub fn over_http(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.extensions.get::<http::request::Parts>().is_some()
+}
+
 /// Asks the user; `Ok(())` means approved for this one call. The error is the refusal text.
-pub async fn ask(peer: &Peer<RoleServer>, what: &str, justification: &str) -> Result<(), String> {
-    match peer
+pub async fn ask(
+    ctx: &RequestContext<RoleServer>,
+    what: &str,
+    justification: &str,
+) -> Result<(), String> {
+    if over_http(ctx) {
+        return Err(notice::ESCALATION_OVER_HTTP.to_owned());
+    }
+    match ctx
+        .peer
         .elicit::<Approval>(notice::escalation_question(what, justification))
         .await
     {

@@ -278,6 +278,10 @@ pub const ESCALATION_UNSUPPORTED: &str = "escalation is not possible: this MCP c
 the user (no elicitation support). The command did not run. Run it inside the sandbox, or ask the \
 user to run it themselves";
 
+pub const ESCALATION_OVER_HTTP: &str = "escalation is not offered over HTTP: a confined command \
+can reach this endpoint itself (the token is in files it can read) and approve its own request. \
+The command did not run. Run it inside the sandbox, or ask the user to run it themselves";
+
 pub const JUSTIFICATION_REQUIRED: &str = "`sandbox_permissions: \"require_escalated\"` needs a `justification` saying why the command \
      must write outside the sandbox";
 

@@ -362,10 +362,12 @@ impl ServerHandler for Agentty {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         // What `peer.elicit` checks before asking, remembered for the advice of error 2008.
-        let form = context
-            .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form);
+        // Not over HTTP: nothing is escalated there (see `escalation::over_http`).
+        let form = !crate::escalation::over_http(&context)
+            && context
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form);
         self.state().client_can_ask.store(form, Ordering::Relaxed);
         self.negotiate_initialize(&request)
     }

@@ -60,7 +60,7 @@ impl Agentty {
         let escalated = match (p.sandbox_permissions, p.justification) {
             (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
                 let what = format!("an interactive shell ({})", shell_path.display());
-                match escalation::ask(&ctx.peer, &what, &j).await {
+                match escalation::ask(&ctx, &what, &j).await {
                     Ok(()) => true,
                     Err(refusal) => return tool_error(refusal),
                 }

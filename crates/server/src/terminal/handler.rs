@@ -56,7 +56,7 @@ impl Agentty {
         }
         let escalated = match &prepared.escalation {
             Some(justification) => {
-                match escalation::ask(&ctx.peer, &prepared.display, justification).await {
+                match escalation::ask(&ctx, &prepared.display, justification).await {
                     Ok(()) => true,
                     Err(refusal) => return tool_error(refusal),
                 }
