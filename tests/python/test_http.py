@@ -65,10 +65,12 @@ def wait_until(predicate, within=20.0):
 
 
 @contextlib.contextmanager
-def http_server(*flags):
+def http_server(*flags, listen="127.0.0.1:0"):
+    """A `serve --http` on `listen` (None: a bare `--http`); yields (url, token, state dir)."""
+    address = [listen] if listen else []
     with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
         proc = subprocess.Popen(
-            [BIN, "serve", "--http", "127.0.0.1:0", "--workspace", ws, "--state-dir", state, *flags],
+            [BIN, "serve", "--http", *address, "--workspace", ws, "--state-dir", state, *flags],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -375,30 +377,13 @@ def test_no_escalation_over_http_since_a_confined_command_could_approve_its_own(
 
 
 def test_the_config_files_http_section_sets_the_defaults_of_a_bare_http_flag():
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
-        config = os.path.join(state, "config.toml")
+    with tempfile.TemporaryDirectory() as configs:
+        config = os.path.join(configs, "config.toml")
         with open(config, "w") as f:
             f.write('[http]\nlisten = "127.0.0.1:0"\nmax_sessions = 1\n')
-        proc = subprocess.Popen(
-            [BIN, "serve", "--http", "--config", config, "--workspace", ws, "--state-dir", state],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            url = None
-            for line in proc.stderr:
-                m = re.search(r"at (http://\S+/mcp)", line)
-                if m:
-                    url = m.group(1)
-                    break
-            assert url and not url.endswith(":7337/mcp"), url
-            with open(os.path.join(state, "token")) as f:
-                auth = {"Authorization": f"Bearer {f.read().strip()}"}
+        with http_server("--config", config, listen=None) as (url, token, _):
+            assert not url.endswith(":7337/mcp"), url
+            auth = {"Authorization": f"Bearer {token}"}
             assert raw(url, INIT, auth)[0] == 200
             status, _, said = raw(url, INIT, auth)
             assert status == 503 and "--max-sessions" in said, said
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=20)

@@ -13,31 +13,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use rmcp::{RoleClient, service::RunningService};
 use serde_json::json;
 
-use common::{call, micros, serving_pid, status_kib};
+use common::{call, micros, start, status_kib};
 
 const SAMPLES: usize = 300;
 const JOBS: usize = 8;
 const SHELLS: usize = 2;
 const SOAK_CALLS: usize = 1000;
-
-async fn start(
-    workspace: &std::path::Path,
-    state: &std::path::Path,
-) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace)
-        .arg("--state-dir")
-        .arg(state);
-    let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = serving_pid(transport.id().expect("server pid"));
-    (().serve(transport).await.expect("initialize"), server_pid)
-}
 
 fn percentile(mut samples: Vec<Duration>, p: f64) -> Duration {
     samples.sort();
@@ -92,7 +76,7 @@ fn report(label: &str, ours: Vec<Duration>, raw: Vec<Duration>) {
 async fn main() {
     let workspace = tempfile::tempdir().expect("tempdir");
     let state = tempfile::tempdir().expect("tempdir");
-    let (client, server_pid) = start(workspace.path(), state.path()).await;
+    let (client, server_pid) = start(workspace.path(), state.path(), &[]).await;
     for _ in 0..40 {
         call(&client, "terminal", json!({"argv": ["true"]})).await;
     }

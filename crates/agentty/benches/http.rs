@@ -21,8 +21,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
 
 use common::{median, micros, serving_pid, status_kib};
@@ -106,21 +104,6 @@ impl Session {
     }
 }
 
-async fn start_stdio(
-    workspace: &std::path::Path,
-    state: &std::path::Path,
-) -> RunningService<RoleClient, ()> {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace)
-        .arg("--state-dir")
-        .arg(state);
-    ().serve(TokioChildProcess::new(cmd).unwrap())
-        .await
-        .unwrap()
-}
-
 /// Starts `serve --http` on a free port: (process, address, token).
 fn start_http(
     workspace: &std::path::Path,
@@ -172,7 +155,7 @@ async fn main() {
     let (state_http, state_stdio) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (mut server, addr, token) = start_http(workspace.path(), state_http.path());
     let server_pid = serving_pid(server.id());
-    let stdio = start_stdio(workspace.path(), state_stdio.path()).await;
+    let (stdio, _) = common::start(workspace.path(), state_stdio.path(), &[]).await;
 
     // 1. One call, three ways, interleaved with rotating order.
     let mut http = Session::connect(&addr, &token).await;

@@ -18,33 +18,14 @@ mod common;
 
 use std::time::Instant;
 
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::json;
 
-use common::{median, micros, serving_pid, status_kib};
+use common::{median, micros, start, status_kib};
 
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
 const FLOOD_RUNS: usize = 3;
 const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
-
-async fn start(
-    workspace: &std::path::Path,
-    state: &std::path::Path,
-    flags: &[&str],
-) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace)
-        .arg("--state-dir")
-        .arg(state)
-        .args(flags);
-    let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = serving_pid(transport.id().expect("server pid"));
-    (().serve(transport).await.expect("initialize"), server_pid)
-}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::{RoleClient, service::RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::Value;
 
 /// Calls `name` with `args` (a JSON object); the result is the caller's to judge.
@@ -60,4 +61,22 @@ pub fn serving_pid(started: u32) -> u32 {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Starts `agentty serve` over stdio with `flags`; returns the client and the serving pid.
+pub async fn start(
+    workspace: &std::path::Path,
+    state: &std::path::Path,
+    flags: &[&str],
+) -> (RunningService<RoleClient, ()>, u32) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--state-dir")
+        .arg(state)
+        .args(flags);
+    let transport = TokioChildProcess::new(cmd).expect("spawn server");
+    let server_pid = serving_pid(transport.id().expect("server pid"));
+    (().serve(transport).await.expect("initialize"), server_pid)
 }
