@@ -332,8 +332,8 @@ def test_progress_cancellation_and_hand_over_work_over_http():
 
 
 def test_no_escalation_over_http_since_a_confined_command_could_approve_its_own():
-    """The attack: a confined command reads the token (the token file, or the host's config that
-    holds it), connects to the endpoint, opens a session that claims elicitation and approves its
+    """The attack: a confined command reads the token (the host's config that holds it, or the
+    token file where it cannot be covered without CAP_SYS_ADMIN), connects to the endpoint, opens a session that claims elicitation and approves its
     own request to run unconfined. So nothing is escalated over HTTP: the question is never asked
     and the command does not run."""
     import mcp.types as types
@@ -357,9 +357,6 @@ def test_no_escalation_over_http_since_a_confined_command_could_approve_its_own(
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write, elicitation_callback=approve) as s:
                     await s.initialize()
-                    # The premise: a confined command can read the token.
-                    r = await s.call_tool("terminal", {"command": f"cat {state}/token"})
-                    assert token in text(r), text(r)
                     refused = await s.call_tool("terminal", args)
                     assert refused.is_error, text(refused)
                     assert "not offered over HTTP" in text(refused), text(refused)

@@ -92,6 +92,8 @@ Ctrl+C ends it.";
 fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
     let settings = config::resolve(flags)?;
     let http_options = http_flags.options(flags, &settings)?;
+    // Read (or made) now, so the file can be hidden from confined commands below.
+    let tokens = http_options.as_ref().map(http::Tokens::load).transpose()?;
     if http_options.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprintln!("{TERMINAL_BANNER}");
     }
@@ -133,11 +135,13 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
         let mounts = agentty_core::namespace::Mounts {
             read_only: sources.paths,
             pinned: sources.pinned,
-            hidden: if recorded {
-                vec![runs_dir.clone()]
-            } else {
-                Vec::new()
-            },
+            // The records of runs, and the HTTP token: a confined command that read it could
+            // call this server as its caller does.
+            hidden: recorded
+                .then(|| runs_dir.clone())
+                .into_iter()
+                .chain(tokens.as_ref().and_then(http::Tokens::file_to_hide))
+                .collect(),
         };
         match agentty_core::namespace::start(&mounts) {
             Ok(sealed) => tracing::info!(
@@ -188,9 +192,9 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
             tracing::info!(pruned, "removed old spill directories");
         }
         let agentty = Agentty::new(settings.clone(), session.clone())?;
-        if let Some(options) = http_options {
+        if let (Some(options), Some(tokens)) = (http_options, tokens) {
             tracing::info!(workspace = %settings.workspace.display(), %session, "serving over HTTP");
-            let ended = http::serve(agentty.clone(), options, async {
+            let ended = http::serve(agentty.clone(), options, tokens, async {
                 let signal = shutdown_signal().await;
                 tracing::info!("received {signal}, shutting down");
                 if signal == WATCHDOG_DIED {

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod limits;
 pub mod namespace;
 pub mod pty;
+pub mod random;
 pub mod run;
 pub mod runs;
 pub mod spawn;

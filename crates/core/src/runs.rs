@@ -180,11 +180,7 @@ pub(crate) fn forget(dir: &Path, session: &str) {
 
 /// 64 random bits from the kernel, for a marker nobody can guess.
 pub fn random_tag() -> u64 {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom fills the buffer of the size given; a short or failed read leaves
-    // zeros, which only makes the tag guessable, never unsafe.
-    unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    u64::from_ne_bytes(bytes)
+    crate::random::u64()
 }
 
 /// Where a state dir keeps the records.

@@ -8,6 +8,7 @@ pub mod escalation;
 pub mod notice;
 mod planted;
 pub mod server;
+mod session;
 pub mod shell_notice;
 pub mod shells;
 pub mod task_notice;
@@ -17,3 +18,4 @@ mod timing;
 pub mod transport;
 
 pub use server::{Agentty, Settings};
+pub use session::Caller;

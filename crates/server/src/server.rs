@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use agentty_core::SpillStore;
-use agentty_core::jobs::JobTable;
+use agentty_core::jobs::{Ids, JobTable};
 use agentty_guard::{BoundaryError, GuardConfig, Workspace};
 use agentty_sandbox::Mode;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -22,6 +23,7 @@ use serde::de::DeserializeOwned;
 
 use crate::confinement::Confinement;
 use crate::notice;
+use crate::session::{Caller, LazySession, Session};
 use crate::transport::EarlyCancels;
 
 /// Settings the server runs with (resolved by the binary from flags and the config file).
@@ -74,77 +76,13 @@ struct Shared {
     early_cancels: Arc<EarlyCancels>,
     /// Git hooks and config a command could plant for the user's next unconfined git.
     planted: crate::planted::Planted,
-    /// The jobs and shells of HTTP callers without a session (protocol 2026-07-28).
-    sessionless: std::sync::OnceLock<Arc<LazySession>>,
+    /// The jobs and shells of HTTP callers without a session (protocol 2026-07-28), per caller.
+    sessionless: std::sync::Mutex<std::collections::HashMap<Caller, Arc<LazySession>>>,
+    /// How long a caller without a session's job lives with no request naming it (HTTP's
+    /// `--session-grace`); unset over stdio.
+    handle_grace: std::sync::OnceLock<Duration>,
     /// The HTTP client sessions made so far, while they live.
     live: std::sync::Mutex<Vec<std::sync::Weak<LazySession>>>,
-}
-
-/// A session's state, made at its first use: rmcp asks the HTTP service for a server per
-/// request it answers itself (a tool's schema, a request without a session), and those must
-/// cost nothing.
-struct LazySession {
-    name: String,
-    state: std::sync::OnceLock<Session>,
-}
-
-impl LazySession {
-    fn new(name: String) -> Arc<Self> {
-        Arc::new(LazySession {
-            name,
-            state: std::sync::OnceLock::new(),
-        })
-    }
-}
-
-/// One session's own state.
-struct Session {
-    spill: Arc<SpillStore>,
-    /// Per-call ids (`c1`, `c2`, …): they name spill files and run markers.
-    calls: AtomicU64,
-    /// This session's background commands and shells (docs/BEHAVIOUR.md §3).
-    jobs: Arc<JobTable>,
-    /// Handles of this session's open shells (registered in `jobs`), and their idle reaper.
-    shells: Arc<agentty_core::pty::Shells>,
-    /// The client said at `initialize` that it can show the user a form (elicitation), so an
-    /// escalation can be asked.
-    client_can_ask: AtomicBool,
-    /// `end_session` ran: nothing is left for the drop to stop.
-    ended: AtomicBool,
-}
-
-impl Session {
-    fn new(settings: &Settings, name: &str) -> Self {
-        let jobs = Arc::new(JobTable::new());
-        let shell_idle = settings.shell_idle_ms.map(std::time::Duration::from_millis);
-        Session {
-            spill: Arc::new(SpillStore::new(&settings.spill_root, name)),
-            calls: AtomicU64::new(0),
-            shells: agentty_core::pty::Shells::new(jobs.clone(), shell_idle),
-            jobs,
-            client_can_ask: AtomicBool::new(false),
-            ended: AtomicBool::new(false),
-        }
-    }
-}
-
-impl Drop for Session {
-    /// A session that ends without `end_session` (an HTTP client's DELETE, or one that
-    /// vanished past the grace period) still stops its jobs and removes its spill directory.
-    fn drop(&mut self) {
-        if self.ended.load(Ordering::Relaxed) || self.jobs.list().is_empty() {
-            if self.spill.dir().exists() {
-                let _ = self.spill.remove();
-            }
-            return;
-        }
-        let (jobs, spill) = (self.jobs.clone(), self.spill.clone());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                crate::tasks::stop_and_log(&jobs, &spill).await;
-            });
-        }
-    }
 }
 
 impl Agentty {
@@ -167,7 +105,8 @@ impl Agentty {
             sessions: AtomicU64::new(0),
             early_cancels: Arc::default(),
             planted: crate::planted::Planted::new(&settings_workspace),
-            sessionless: std::sync::OnceLock::new(),
+            sessionless: std::sync::Mutex::default(),
+            handle_grace: std::sync::OnceLock::new(),
             live: std::sync::Mutex::default(),
         };
         let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
@@ -204,9 +143,15 @@ impl Agentty {
             .lock()
             .map(|live| live.iter().filter_map(std::sync::Weak::upgrade).collect())
             .unwrap_or_default();
+        let sessionless: Vec<Arc<LazySession>> = self
+            .inner
+            .sessionless
+            .lock()
+            .map(|callers| callers.values().cloned().collect())
+            .unwrap_or_default();
         let made = live
             .iter()
-            .chain(self.inner.sessionless.get())
+            .chain(&sessionless)
             .filter_map(|lazy| lazy.state.get());
         for session in made {
             session.ended.store(true, Ordering::Relaxed);
@@ -214,16 +159,28 @@ impl Agentty {
         }
     }
 
-    /// This server bound to the jobs and shells of HTTP callers without a session.
-    fn sessionless(&self) -> Self {
-        let session = self
-            .inner
-            .sessionless
-            .get_or_init(|| {
-                let name = format!("{}-stateless", self.inner.session);
-                LazySession::new(name)
-            })
-            .clone();
+    /// Over HTTP, a job of a caller without a session is stopped once no request has named it
+    /// for `grace` (set once, before serving).
+    pub fn set_handle_grace(&self, grace: Duration) {
+        let _ = self.inner.handle_grace.set(grace);
+    }
+
+    /// This server bound to the jobs and shells of `caller`, an HTTP caller without a session.
+    fn sessionless(&self, caller: Caller) -> Self {
+        let session = {
+            let mut callers = self
+                .inner
+                .sessionless
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = callers.len() + 1;
+            callers
+                .entry(caller)
+                .or_insert_with(|| {
+                    LazySession::sessionless(format!("{}-caller{n}", self.inner.session))
+                })
+                .clone()
+        };
         Self {
             inner: self.inner.clone(),
             session,
@@ -241,17 +198,24 @@ impl Agentty {
         &self.inner.settings
     }
 
-    /// This session's job table.
     /// This session's state, made on first use.
     fn state(&self) -> &Session {
-        self.session.state.get_or_init(|| {
+        if self.session.state.get().is_none() {
             // Listed for `end_all_sessions` once it has something to end.
             if let Ok(mut live) = self.inner.live.lock() {
                 live.retain(|s| s.strong_count() > 0);
                 live.push(Arc::downgrade(&self.session));
             }
-            Session::new(&self.inner.settings, &self.session.name)
-        })
+        }
+        self.session
+            .state(&self.inner.settings, self.inner.handle_grace.get().copied())
+    }
+
+    /// What the model is told of a new job's life where handles are unguessable (callers
+    /// without a session): it is stopped once no request names it for the grace period.
+    pub(crate) fn handle_rule(&self) -> Option<String> {
+        let grace = self.inner.handle_grace.get()?;
+        (self.jobs().ids() == Ids::Unguessable).then(|| crate::task_notice::handle_rule(*grace))
     }
 
     pub fn jobs(&self) -> &Arc<JobTable> {
@@ -378,15 +342,26 @@ impl ServerHandler for Agentty {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
         // An HTTP request without a session (a 2026-07-28 client) gets a server of its own from
-        // rmcp for that request only: its jobs and shells live in the sessionless state instead.
+        // rmcp for that request only: its jobs and shells live in its caller's state instead.
         let sessionless = context
             .extensions
             .get::<http::request::Parts>()
-            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
-        let this = if sessionless {
-            std::borrow::Cow::Owned(self.sessionless())
-        } else {
-            std::borrow::Cow::Borrowed(self)
+            .filter(|parts| {
+                !parts.headers.contains_key("mcp-session-id")
+                    || context
+                        .protocol_version()
+                        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+            })
+            .map(|parts| {
+                parts
+                    .extensions
+                    .get::<Caller>()
+                    .cloned()
+                    .unwrap_or_else(|| Caller("default".into()))
+            });
+        let this = match sessionless {
+            Some(caller) => std::borrow::Cow::Owned(self.sessionless(caller)),
+            None => std::borrow::Cow::Borrowed(self),
         };
         let call = rmcp::handler::server::tool::ToolCallContext::new(&*this, request, context);
         this.tool_router.call(call).await

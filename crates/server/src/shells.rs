@@ -142,6 +142,7 @@ impl Agentty {
         let mut lines = Vec::new();
         let mut shells = Vec::new();
         for (job, shell) in self.shells().list() {
+            job.touch();
             let state = say::state_word(&job.state());
             let size = shell.as_ref().map(|s| s.size());
             let idle = shell.as_ref().map(|s| s.last_used().elapsed());

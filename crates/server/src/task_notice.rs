@@ -35,14 +35,23 @@ shell use shell_close.";
 
 pub fn malformed_id(id: &str) -> String {
     format!(
-        "{id:?} is not a job id: ids look like t1 (a background command) or s1 (a shell). \
-         task_list shows this session's jobs"
+        "{id:?} is not a job id: ids look like t1 (a background command) or s1 (a shell), or \
+         t-/s- and 24 hex digits for callers without a session. task_list shows your jobs"
     )
 }
 
 /// The answer for an id this session does not have (whether or not another session does).
 pub fn unknown_id(id: &str) -> String {
     format!("no job {id} in this session; task_list shows this session's jobs")
+}
+
+/// The life of a job of a caller without a session, told when it starts.
+pub fn handle_rule(grace: Duration) -> String {
+    format!(
+        "[note] keep this id: without a session it is the only way back to this job, which is \
+         stopped once no request has named it for {}",
+        age(grace)
+    )
 }
 
 pub fn negative_cursor(since: i64) -> String {

@@ -95,14 +95,21 @@ pub(crate) fn reply<T: Serialize>(text: String, structured: &T) -> CallToolResul
     result
 }
 
-/// `t1`, `s12`: a kind letter and a number without leading zeros.
+/// `t1`, `s12`: a kind letter and a number without leading zeros; or, for callers without a
+/// session, a kind letter, `-` and the handle's hex digits (`t-3f9c…`).
 fn well_formed(id: &str) -> bool {
-    let digits = id.get(1..).unwrap_or("");
-    matches!(id.as_bytes().first(), Some(b't' | b's'))
-        && !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && !digits.starts_with('0')
-        && digits.parse::<u64>().is_ok()
+    let (kind, rest) = id.split_at_checked(1).unwrap_or(("", ""));
+    if !matches!(kind, "t" | "s") {
+        return false;
+    }
+    if let Some(hex) = rest.strip_prefix('-') {
+        return hex.len() * 4 == agentty_core::jobs::HANDLE_BITS
+            && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    }
+    !rest.is_empty()
+        && rest.bytes().all(|b| b.is_ascii_digit())
+        && !rest.starts_with('0')
+        && rest.parse::<u64>().is_ok()
 }
 
 /// The refusal at the cap, listing the running jobs.
@@ -168,20 +175,25 @@ impl Agentty {
 pub(crate) async fn stop_and_log(jobs: &JobTable, spill: &agentty_core::SpillStore) -> usize {
     let stopped = jobs.stop_all().await;
     for job in &stopped {
-        tracing::warn!(
-            "stopped job {} {} (pid {}, ran {}, {} of output): {}",
-            job.id,
-            say::kind_words(job.kind),
-            job.pid,
-            say::age(job.started.elapsed()),
-            say::size(job.output.total()),
-            job.label
-        );
+        log_stopped(job, "its session ended");
     }
     if let Err(e) = spill.remove() {
         tracing::warn!("cannot remove the session's spill directory: {e}");
     }
     stopped.len()
+}
+
+/// The log line of a job the server stopped on its own, and why.
+pub(crate) fn log_stopped(job: &Job, why: &str) {
+    tracing::warn!(
+        "stopped job {} {} (pid {}, ran {}, {} of output): {}: {why}",
+        job.id,
+        say::kind_words(job.kind),
+        job.pid,
+        say::age(job.started.elapsed()),
+        say::size(job.output.total()),
+        job.label
+    );
 }
 
 #[tool_router(router = tasks_router, vis = "pub(crate)")]
@@ -201,6 +213,8 @@ impl Agentty {
         let jobs = self.jobs().list();
         let mut text = String::new();
         for job in &jobs {
+            // Listing a job names it (the idle rule of callers without a session).
+            job.touch();
             let state = say::state_words(job.kind, &job.state());
             let line = say::list_line(
                 &job.id,

@@ -7,6 +7,6 @@ mod tail;
 
 pub use ring::{OutputRing, READ_MAX_BYTES, RING_BYTES, Slice};
 pub use table::{
-    CapReached, ENDED_KEPT, Job, JobControl, JobKind, JobState, JobTable, NewJob, Reserved,
-    StopFuture,
+    CapReached, ENDED_KEPT, HANDLE_BITS, Ids, Job, JobControl, JobKind, JobState, JobTable, NewJob,
+    Reserved, StopFuture,
 };

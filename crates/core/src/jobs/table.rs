@@ -4,8 +4,9 @@
 //! else: one registration, so a missed registration cannot exist. Ids are never reused within the
 //! table. A table belongs to one client session; another session has its own table and so cannot
 //! see, read or stop these jobs (it gets the same answer as for an id that never existed).
+//! Callers without a session get a table whose ids are unguessable handles ([`Ids`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -37,6 +38,32 @@ impl JobKind {
             JobKind::Shell => 's',
         }
     }
+
+    fn index(self) -> usize {
+        match self {
+            JobKind::Command => 0,
+            JobKind::Shell => 1,
+        }
+    }
+}
+
+/// How a table names its jobs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ids {
+    /// `t1`, `s2`: short, for a table one session owns whole.
+    #[default]
+    Sequential,
+    /// `t-` or `s-` and 96 random bits in hex: for callers without a session, where holding the
+    /// handle is what keeps one caller's job from another's, so it can be neither counted to
+    /// nor guessed.
+    Unguessable,
+}
+
+/// Random bits in an unguessable handle.
+pub const HANDLE_BITS: usize = 96;
+
+fn new_handle(kind: JobKind) -> String {
+    format!("{}-{}", kind.prefix(), crate::random::hex(HANDLE_BITS / 8))
 }
 
 /// Where a job is in its life.
@@ -84,6 +111,8 @@ pub struct Job {
     leftovers: AtomicUsize,
     /// How far the caller has been shown this job's output: where the next wait picks up.
     delivered: std::sync::atomic::AtomicU64,
+    /// When a request last named this job (see [`JobTable::get`]).
+    used: Mutex<Instant>,
 }
 
 impl Job {
@@ -104,6 +133,22 @@ impl Job {
     /// The cursor up to which the caller has been shown the output.
     pub fn delivered(&self) -> u64 {
         self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Notes that a request used this job now (looking it up by id does).
+    pub fn touch(&self) {
+        *self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+
+    /// How long since a request last used this job.
+    pub fn unused_for(&self) -> std::time::Duration {
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .elapsed()
     }
 
     pub fn state(&self) -> JobState {
@@ -174,14 +219,49 @@ pub const ENDED_KEPT: usize = 32;
 
 #[derive(Default)]
 struct Inner {
+    ids: Ids,
     next_command: u64,
     next_shell: u64,
     jobs: BTreeMap<(char, u64), Arc<Job>>,
+    /// With [`Ids::Unguessable`]: each handle's key in `jobs`.
+    handles: HashMap<String, (char, u64)>,
+    /// With [`Ids::Unguessable`]: the handle the next job of each kind gets, drawn when first
+    /// asked for (`peek_id`, `reserve`) and used by the registration.
+    next_handle: [Option<String>; 2],
     /// Ended jobs forgotten to keep the table bounded.
     forgotten: u64,
 }
 
 impl Inner {
+    /// The id the `n`th job of `kind` gets.
+    fn id_for(&mut self, kind: JobKind, n: u64) -> String {
+        match self.ids {
+            Ids::Sequential => format!("{}{n}", kind.prefix()),
+            Ids::Unguessable => self.next_handle[kind.index()]
+                .get_or_insert_with(|| new_handle(kind))
+                .clone(),
+        }
+    }
+
+    /// The key in `jobs` of the job called `id`.
+    fn key_of(&self, id: &str) -> Option<(char, u64)> {
+        match self.ids {
+            Ids::Sequential => {
+                let mut chars = id.chars();
+                let prefix = chars.next()?;
+                let n: u64 = chars.as_str().parse().ok()?;
+                Some((prefix, n))
+            }
+            Ids::Unguessable => self.handles.get(id).copied(),
+        }
+    }
+
+    fn remove(&mut self, key: (char, u64)) -> Option<Arc<Job>> {
+        let job = self.jobs.remove(&key)?;
+        self.handles.remove(&job.id);
+        Some(job)
+    }
+
     /// Forgets the oldest ended jobs of `kind` past [`ENDED_KEPT`].
     fn forget_old(&mut self, kind: JobKind) {
         let ended: Vec<(char, u64)> = self
@@ -191,7 +271,7 @@ impl Inner {
             .map(|(key, _)| *key)
             .collect();
         for key in ended.iter().take(ended.len().saturating_sub(ENDED_KEPT)) {
-            self.jobs.remove(key);
+            self.remove(*key);
             self.forgotten += 1;
         }
     }
@@ -208,6 +288,17 @@ impl JobTable {
         Self::default()
     }
 
+    /// A table whose ids are unguessable handles (callers without a session).
+    pub fn unguessable() -> Self {
+        let table = Self::default();
+        table.lock().ids = Ids::Unguessable;
+        table
+    }
+
+    pub fn ids(&self) -> Ids {
+        self.lock().ids
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner
             .lock()
@@ -216,12 +307,12 @@ impl JobTable {
 
     /// The id the next job of `kind` will get (so a spill file can be named before registering).
     pub fn peek_id(&self, kind: JobKind) -> String {
-        let inner = self.lock();
+        let mut inner = self.lock();
         let n = match kind {
             JobKind::Command => inner.next_command,
             JobKind::Shell => inner.next_shell,
         };
-        format!("{}{}", kind.prefix(), n + 1)
+        inner.id_for(kind, n + 1)
     }
 
     /// Checks the cap for `kind` without registering.
@@ -238,26 +329,37 @@ impl JobTable {
     /// dropped), so the id is known before the job starts and no concurrent start can take the
     /// last slot in between. Spawn and register while holding it; do not await.
     pub fn reserve(&self, kind: JobKind) -> Result<Reserved<'_>, CapReached> {
-        let inner = self.lock();
+        let mut inner = self.lock();
         check_cap(&inner, kind)?;
         let n = match kind {
             JobKind::Command => inner.next_command,
             JobKind::Shell => inner.next_shell,
         } + 1;
         Ok(Reserved {
-            id: format!("{}{n}", kind.prefix()),
+            id: inner.id_for(kind, n),
             kind,
             n,
             inner,
         })
     }
 
-    /// The job with this id, if this session has one.
+    /// The job with this id, if this session has one; a request naming a job uses it
+    /// ([`Job::touch`]).
     pub fn get(&self, id: &str) -> Option<Arc<Job>> {
-        let mut chars = id.chars();
-        let prefix = chars.next()?;
-        let n: u64 = chars.as_str().parse().ok()?;
-        self.lock().jobs.get(&(prefix, n)).cloned()
+        let inner = self.lock();
+        let job = inner.jobs.get(&inner.key_of(id)?).cloned()?;
+        job.touch();
+        Some(job)
+    }
+
+    /// The running jobs no request has used for `idle` or longer.
+    pub fn unused(&self, idle: std::time::Duration) -> Vec<Arc<Job>> {
+        self.lock()
+            .jobs
+            .values()
+            .filter(|j| j.state().is_running() && j.unused_for() >= idle)
+            .cloned()
+            .collect()
     }
 
     /// Every job, commands first, in id order.
@@ -274,10 +376,9 @@ impl JobTable {
 
     /// Forgets a job (its id is still never reused).
     pub fn remove(&self, id: &str) -> Option<Arc<Job>> {
-        let mut chars = id.chars();
-        let prefix = chars.next()?;
-        let n: u64 = chars.as_str().parse().ok()?;
-        self.lock().jobs.remove(&(prefix, n))
+        let mut inner = self.lock();
+        let key = inner.key_of(id)?;
+        inner.remove(key)
     }
 
     /// Stops every running job (session end, shutdown), all at once so a slow tree does not
@@ -362,10 +463,14 @@ impl Reserved<'_> {
             control: new.control,
             leftovers: AtomicUsize::new(0),
             delivered: std::sync::atomic::AtomicU64::new(0),
+            used: Mutex::new(Instant::now()),
         });
-        self.inner
-            .jobs
-            .insert((self.kind.prefix(), self.n), job.clone());
+        let key = (self.kind.prefix(), self.n);
+        if self.inner.ids == Ids::Unguessable {
+            self.inner.next_handle[self.kind.index()] = None;
+            self.inner.handles.insert(job.id.clone(), key);
+        }
+        self.inner.jobs.insert(key, job.clone());
         self.inner.forget_old(self.kind);
         job
     }

@@ -287,8 +287,13 @@ impl ProcMask {
 /// Opens `path` as a location only, refusing a symlink anywhere on it: the paths were resolved
 /// by the server, so a symlink now is one a command planted to redirect the mount.
 fn open_exact(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    open_exact_with(path, libc::O_DIRECTORY)
+}
+
+/// [`open_exact`] of a directory (`O_DIRECTORY`) or of anything (0).
+fn open_exact_with(path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        flags: (libc::O_PATH | flags | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve: RESOLVE_NO_SYMLINKS,
     };
@@ -367,11 +372,29 @@ fn attach_copy(path: &std::ffi::CStr, read_only: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Covers the directory at `path` with an empty, read-only one.
+/// Covers the directory at `path` with an empty, read-only one, or the file at `path` with
+/// `/dev/null`.
 fn hide(path: &std::ffi::CStr) -> io::Result<()> {
-    let place = open_exact(path)?;
+    let place = open_exact_with(path, 0)?;
     let target = CString::new(format!("/proc/self/fd/{}", place.as_raw_fd()))
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a plain C struct, for which all zeroes is a valid value.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat into a stat of the right type, on an fd we hold.
+    check(unsafe { libc::fstat(place.as_raw_fd(), &raw mut stat) })?;
+    if stat.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        // A file (a token): `/dev/null` bound over it reads as empty.
+        // SAFETY: mount on the location the fd names (through its magic link), constant strings.
+        return check(unsafe {
+            libc::mount(
+                c"/dev/null".as_ptr(),
+                target.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        });
+    }
     // SAFETY: mount on the location the fd names (through its magic link), constant strings.
     unsafe {
         check(libc::mount(

@@ -58,7 +58,8 @@ pub struct Mounts {
     /// Each becomes a copy of itself, so it cannot be renamed or removed (the directories
     /// above `read_only`'s, parents first).
     pub pinned: Vec<PathBuf>,
-    /// Each is covered by an empty read-only directory (the server's records of runs).
+    /// Each is covered: a directory by an empty read-only one (the server's records of runs),
+    /// a file by `/dev/null` (the HTTP token file).
     pub hidden: Vec<PathBuf>,
 }
 

@@ -380,3 +380,39 @@ async fn ended_jobs_keep_no_file_open_and_the_table_stays_bounded() {
     assert_eq!(table.list().len(), agentty_core::jobs::ENDED_KEPT + 1);
     assert_eq!(table.forgotten(), 7);
 }
+
+/// A table of callers without a session names jobs by unguessable handles: 96 random bits,
+/// never sequential; a sequential id finds nothing; a forgotten job's handle finds nothing; and
+/// a job no lookup names shows as unused.
+#[tokio::test]
+async fn an_unguessable_table_hands_out_handles_nobody_can_count_to() {
+    let table = JobTable::unguessable();
+    let m = marker("jobs-handles");
+    let peeked = table.peek_id(agentty_core::jobs::JobKind::Command);
+    let first = start(&table, "sleep 100", &m);
+    assert_eq!(first.id, peeked, "peek_id names the next job");
+    let second = start(&table, "sleep 100", &m);
+    for job in [&first, &second] {
+        let hex = job.id.strip_prefix("t-").unwrap();
+        assert_eq!(hex.len() * 4, agentty_core::jobs::HANDLE_BITS, "{}", job.id);
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{}", job.id);
+    }
+    assert_ne!(first.id, second.id);
+    assert!(table.get("t1").is_none() && table.get("t2").is_none());
+    assert!(Arc::ptr_eq(&table.get(&second.id).unwrap(), &second));
+
+    // Unused: the first was never named since it started; the second was just now.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    table.get(&second.id).unwrap();
+    let unused = table.unused(Duration::from_millis(250));
+    let ids: Vec<&str> = unused.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, vec![first.id.as_str()]);
+
+    table.stop_all().await;
+    assert!(table.remove(&first.id).is_some());
+    assert!(
+        table.get(&first.id).is_none(),
+        "a removed handle finds nothing"
+    );
+    assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
+}

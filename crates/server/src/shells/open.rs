@@ -111,10 +111,11 @@ impl Agentty {
         let marked = shell.flavor != Flavor::Unknown;
         let sandbox = self.confinement().line(escalated);
         let workdir = workdir.display().to_string();
-        let text = format!(
-            "{}\n{sandbox}",
-            say::opened(&job.id, &label, &workdir, cols, rows, marked)
-        );
+        let mut text = say::opened(&job.id, &label, &workdir, cols, rows, marked);
+        if let Some(rule) = self.handle_rule() {
+            text.push_str(&format!("\n{rule}"));
+        }
+        text.push_str(&format!("\n{sandbox}"));
         success(
             text,
             &ShellOpenResult {

@@ -28,11 +28,13 @@ impl Agentty {
         };
         match command::start(self.jobs(), start, Some(self.spill_store().clone())) {
             Ok(job) => {
-                let text = format!(
-                    "{}\n{sandbox}",
-                    say::started(&job.id, job.pid, &prepared.display)
-                );
-                reply(text, &background_result(job.pid, &job.id, sandbox, vec![]))
+                let notes: Vec<String> = self.handle_rule().into_iter().collect();
+                let mut text = say::started(&job.id, job.pid, &prepared.display);
+                for note in &notes {
+                    text.push_str(&format!("\n{note}"));
+                }
+                text.push_str(&format!("\n{sandbox}"));
+                reply(text, &background_result(job.pid, &job.id, sandbox, notes))
             }
             Err(StartError::Cap(cap)) => tool_error(cap_text(&cap)),
             Err(StartError::Spawn(e)) => {
@@ -77,6 +79,13 @@ impl Agentty {
             };
         text.push_str(&line);
         text.push('\n');
+        let mut notes = vec![line];
+        if job_id.is_some()
+            && let Some(rule) = self.handle_rule()
+        {
+            text.push_str(&format!("{rule}\n"));
+            notes.push(rule);
+        }
         text.push_str(&sandbox);
         let structured = TerminalResult {
             status,
@@ -88,7 +97,7 @@ impl Agentty {
             pid,
             truncated,
             spill_path: spill_path.map(|p| p.display().to_string()),
-            notes: vec![line],
+            notes,
             sandbox,
             error_code: None,
             job_id,

@@ -4,7 +4,8 @@
 //! rmcp's `StreamableHttpService` speaks the protocol and checks `Host` and `Origin`; this
 //! module puts it on a loopback listener (hyper, HTTP/1.1) behind what rmcp does not do:
 //! - a bearer token on every request, compared in constant time; without it: 401 and nothing
-//!   else happens;
+//!   else happens. Each token of the token file is a caller ([`token`]): a client session
+//!   belongs to the caller that opened it, and callers without a session are kept apart by it;
 //! - only `/mcp` (404 elsewhere), bodies of at most 4 MiB (413);
 //! - a cap on live sessions (503 with a JSON-RPC error that says why).
 //!
@@ -13,13 +14,16 @@
 //! has sent nothing for the grace period, or when the server stops, and its jobs are stopped
 //! then.
 
+mod token;
+
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::{Request, Response, StatusCode};
@@ -27,7 +31,33 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use agentty_server::Agentty;
+use agentty_server::{Agentty, Caller};
+use token::Callers;
+
+/// The listener's tokens, read or made before anything is served.
+pub struct Tokens {
+    callers: Callers,
+    file: PathBuf,
+    made: bool,
+}
+
+impl Tokens {
+    /// The token file of `options` (`--token-file`, or the state dir's, made if missing).
+    pub fn load(options: &HttpOptions) -> Result<Self> {
+        let (callers, file, made) =
+            token::load_or_make(options.token_file.as_deref(), &options.default_token_file)?;
+        Ok(Tokens {
+            callers,
+            file,
+            made,
+        })
+    }
+
+    /// The file as confined commands would reach it (symlinks resolved), to cover it there.
+    pub fn file_to_hide(&self) -> Option<PathBuf> {
+        std::fs::canonicalize(&self.file).ok()
+    }
+}
 
 /// The largest request body read (rmcp's own limit).
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -54,97 +84,11 @@ fn reply(status: StatusCode, text: &str) -> Response<Body> {
     response
 }
 
-/// Equal in time that does not depend on where the first difference is.
-fn same_secret(given: &[u8], expected: &[u8]) -> bool {
-    if given.len() != expected.len() {
-        return false;
-    }
-    let diff = given
-        .iter()
-        .zip(expected)
-        .fold(0u8, |acc, (a, b)| acc | std::hint::black_box(a ^ b));
-    diff == 0
-}
-
-/// The token. `given` (`--token-file`) must exist and be private; it may be a symlink (a
-/// Kubernetes secret is one). Otherwise `default` (`<state dir>/token`) is read if it is there
-/// and private, or made (256 random bits) and written there, 0600, created exclusively, no
-/// symlink followed. Returns it, its file, and whether it is new.
-pub fn load_or_make_token(given: Option<&Path>, default: &Path) -> Result<(String, PathBuf, bool)> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(file) = given {
-        let token = read_private(file, 0)
-            .with_context(|| format!("cannot use the token file {}", file.display()))?;
-        return Ok((token, file.to_owned(), false));
-    }
-    let file = default;
-    if let Some(dir) = file.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    match read_private(file, libc::O_NOFOLLOW) {
-        Ok(token) => Ok((token, file.to_owned(), false)),
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
-        {
-            let token = new_token()?;
-            let mut created = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(file)
-                .with_context(|| format!("cannot create the token file {}", file.display()))?;
-            created.write_all(format!("{token}\n").as_bytes())?;
-            Ok((token, file.to_owned(), true))
-        }
-        Err(e) => Err(e.context(format!("cannot use the token file {}", file.display()))),
-    }
-}
-
-/// The token in `file`: a regular file of this user's that nobody else may read or write (0600
-/// or 0400), of at least 32 characters.
-fn read_private(file: &Path, flags: libc::c_int) -> Result<String> {
-    use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let mut opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(file)?;
-    let meta = opened.metadata()?;
-    // SAFETY: getuid has no preconditions.
-    let me = unsafe { libc::getuid() };
-    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
-        bail!("not a private file of this user (mode 0600 or 0400): remove it or fix it");
-    }
-    let mut token = String::new();
-    opened.read_to_string(&mut token)?;
-    let token = token.trim().to_owned();
-    if token.len() < 32 {
-        bail!("the token in it is shorter than 32 characters");
-    }
-    Ok(token)
-}
-
-/// 256 random bits from the kernel, as 64 hex digits.
-fn new_token() -> Result<String> {
-    let mut bytes = [0u8; 32];
-    // SAFETY: getrandom fills the buffer of the size given.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        bail!("the kernel gave no random bytes for the token");
-    }
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// What every connection's requests need.
 struct Gate {
-    token: String,
+    callers: Callers,
+    /// Which caller opened each client session (by `Mcp-Session-Id`).
+    owners: Mutex<HashMap<String, Caller>>,
     mcp: StreamableHttpService<Agentty, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
@@ -152,12 +96,13 @@ struct Gate {
 
 impl Gate {
     async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
-        let authorized = request
+        let caller = request
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .is_some_and(|given| same_secret(given, self.token.as_bytes()));
-        if !authorized {
+            .and_then(|given| self.callers.find(given))
+            .cloned();
+        let Some(caller) = caller else {
             let mut response = reply(
                 StatusCode::UNAUTHORIZED,
                 "agentty: this endpoint needs `Authorization: Bearer <token>` (the token file \
@@ -168,11 +113,22 @@ impl Gate {
                 hyper::header::HeaderValue::from_static("Bearer"),
             );
             return response;
-        }
+        };
         if request.uri().path() != "/mcp" {
             return reply(StatusCode::NOT_FOUND, "agentty: MCP is served at /mcp\n");
         }
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        let session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        // Another caller's session answers as one that does not exist.
+        if let Some(id) = &session
+            && self.owner(id).is_some_and(|owner| owner != caller)
+        {
+            return reply(StatusCode::NOT_FOUND, "agentty: no such session\n");
+        }
         let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(_) => {
@@ -201,25 +157,49 @@ impl Gate {
         }
         let delete = parts.method == hyper::Method::DELETE;
         if delete {
-            let id = parts
-                .headers
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
+            let id = session.as_deref().unwrap_or_default();
             if !self.sessions.sessions.read().await.contains_key(id) {
                 return reply(StatusCode::NOT_FOUND, "agentty: no such session\n");
             }
         }
+        parts.extensions.insert(caller.clone());
         let mut response = self
             .mcp
             .handle(Request::from_parts(parts, Full::new(body)))
             .await;
+        if session.is_none()
+            && let Some(made) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+        {
+            let made = made.to_owned();
+            let live: Vec<String> = self
+                .sessions
+                .sessions
+                .read()
+                .await
+                .keys()
+                .map(ToString::to_string)
+                .collect();
+            if let Ok(mut owners) = self.owners.lock() {
+                owners.retain(|id, _| live.contains(id));
+                owners.insert(made, caller);
+            }
+        }
         // The session is ended: say so as clients expect it (rmcp answers 202 Accepted, which the
         // Python SDK logs as a failed termination).
         if delete && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::NO_CONTENT;
         }
         response
+    }
+}
+
+impl Gate {
+    /// The caller that opened the client session `id`, if it is known.
+    fn owner(&self, id: &str) -> Option<Caller> {
+        self.owners.lock().ok()?.get(id).cloned()
     }
 }
 
@@ -234,10 +214,14 @@ fn is_initialize(body: &[u8]) -> bool {
 pub async fn serve(
     agentty: Agentty,
     options: HttpOptions,
+    tokens: Tokens,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
-    let (token, token_file, made) =
-        load_or_make_token(options.token_file.as_deref(), &options.default_token_file)?;
+    let Tokens {
+        callers,
+        file: token_file,
+        made,
+    } = tokens;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
@@ -249,14 +233,20 @@ pub async fn serve(
         );
     }
     let url = format!("http://{bound}/mcp");
+    let tokens = match callers.len() {
+        1 => "token".to_owned(),
+        n => format!("{n} tokens (one per caller)"),
+    };
     eprintln!(
         "agentty: serving MCP over HTTP at {url}\n\
-         agentty: token {} {} (send it as `Authorization: Bearer <token>`)\n\
+         agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`)\n\
          agentty: e.g. claude mcp add --transport http agentty {url} --header \
-         \"Authorization: Bearer {token}\"",
+         \"Authorization: Bearer {}\"",
         if made { "written to" } else { "read from" },
         token_file.display(),
+        callers.first_token(),
     );
+    agentty.set_handle_grace(options.grace);
 
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(options.grace);
@@ -278,7 +268,8 @@ pub async fn serve(
     let base = agentty.clone();
     let mcp = StreamableHttpService::new(move || Ok(base.new_session()), sessions.clone(), config);
     let gate = Arc::new(Gate {
-        token,
+        callers,
+        owners: Mutex::default(),
         mcp,
         sessions,
         max_sessions: options.max_sessions,

@@ -1,0 +1,194 @@
+//! The HTTP listener's tokens, and the callers they name.
+//!
+//! A token file holds one token per line, or `NAME TOKEN` to name its caller; blank lines and
+//! lines starting with `#` are skipped. Each token is a caller: callers without a session
+//! (protocol 2026-07-28) are kept apart by the token they send, and a client session belongs to
+//! the caller that opened it. The file made at first start holds one token.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+
+use agentty_server::Caller;
+
+/// The shortest token accepted: 32 characters (the one made is 64 hex digits, 256 bits).
+const MIN_TOKEN_CHARS: usize = 32;
+
+/// Every token the listener accepts, each with its caller.
+#[derive(Debug)]
+pub struct Callers(Vec<(String, Caller)>);
+
+impl Callers {
+    /// The caller whose token `given` is. Every token is compared, each in constant time, so the
+    /// answer's timing says nothing of which one came closest.
+    pub fn find(&self, given: &[u8]) -> Option<&Caller> {
+        self.0.iter().fold(None, |found, (token, caller)| {
+            if same_secret(given, token.as_bytes()) {
+                Some(caller)
+            } else {
+                found
+            }
+        })
+    }
+
+    /// The first token (for the host snippet printed at start).
+    pub fn first_token(&self) -> &str {
+        self.0.first().map_or("", |(token, _)| token.as_str())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Equal in time that does not depend on where the first difference is.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    if given.len() != expected.len() {
+        return false;
+    }
+    let diff = given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | std::hint::black_box(a ^ b));
+    diff == 0
+}
+
+/// The tokens of a token file's text.
+pub fn parse(text: &str) -> Result<Callers> {
+    let mut callers: Vec<(String, Caller)> = Vec::new();
+    let lines = text
+        .lines()
+        .map(str::trim)
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    for (index, line) in lines {
+        let n = index + 1;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (name, token) = match words[..] {
+            [token] => (format!("caller{}", callers.len() + 1), token),
+            [name, token] => (name.to_owned(), token),
+            _ => bail!("line {n}: a line is TOKEN or NAME TOKEN"),
+        };
+        let name_ok = name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if !name_ok {
+            bail!("line {n}: a caller's name is at most 64 letters, digits, `.`, `_` or `-`");
+        }
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            bail!("line {n}: the token is shorter than {MIN_TOKEN_CHARS} characters");
+        }
+        if callers.iter().any(|(t, c)| t == token || *c.0 == *name) {
+            bail!("line {n}: a token and a name may appear only once");
+        }
+        callers.push((token.to_owned(), Caller(Arc::from(name))));
+    }
+    if callers.is_empty() {
+        bail!("it holds no token");
+    }
+    Ok(Callers(callers))
+}
+
+/// The tokens. `given` (`--token-file`) must exist and be private; it may be a symlink (a
+/// Kubernetes secret is one). Otherwise `default` (`<state dir>/token`) is read if it is there
+/// and private, or made (256 random bits) and written there, 0600, created exclusively, no
+/// symlink followed. Returns them, their file, and whether it is new.
+pub fn load_or_make(given: Option<&Path>, default: &Path) -> Result<(Callers, PathBuf, bool)> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(file) = given {
+        let callers = read_private(file, 0)
+            .with_context(|| format!("cannot use the token file {}", file.display()))?;
+        return Ok((callers, file.to_owned(), false));
+    }
+    let file = default;
+    if let Some(dir) = file.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    match read_private(file, libc::O_NOFOLLOW) {
+        Ok(callers) => Ok((callers, file.to_owned(), false)),
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+        {
+            let token = agentty_core::random::hex(32);
+            let mut created = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(file)
+                .with_context(|| format!("cannot create the token file {}", file.display()))?;
+            created.write_all(format!("{token}\n").as_bytes())?;
+            Ok((parse(&token)?, file.to_owned(), true))
+        }
+        Err(e) => Err(e.context(format!("cannot use the token file {}", file.display()))),
+    }
+}
+
+/// The tokens in `file`: a regular file of this user's that nobody else may read or write
+/// (0600 or 0400).
+fn read_private(file: &Path, flags: libc::c_int) -> Result<Callers> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(file)?;
+    let meta = opened.metadata()?;
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        bail!("not a private file of this user (mode 0600 or 0400): remove it or fix it");
+    }
+    let mut text = String::new();
+    opened
+        .take(1024 * 1024)
+        .read_to_string(&mut text)
+        .context("it is not UTF-8 text")?;
+    parse(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "0123456789abcdef0123456789abcdef";
+    const B: &str = "fedcba9876543210fedcba9876543210";
+
+    #[test]
+    fn each_token_is_a_caller_named_or_numbered() {
+        let callers = parse(&format!("# agents\n{A}\n\n  reviewer {B}  \n")).unwrap();
+        assert_eq!(callers.len(), 2);
+        assert_eq!(&*callers.find(A.as_bytes()).unwrap().0, "caller1");
+        assert_eq!(&*callers.find(B.as_bytes()).unwrap().0, "reviewer");
+        assert!(callers.find(&A.as_bytes()[1..]).is_none());
+        assert!(callers.find(b"").is_none());
+        assert_eq!(callers.first_token(), A);
+    }
+
+    #[test]
+    fn a_bad_file_says_which_line_and_why() {
+        for (text, why) in [
+            ("", "holds no token"),
+            ("# only a comment\n", "holds no token"),
+            ("short\n", "line 1: the token is shorter"),
+            (
+                &format!("a b {A}\n"),
+                "line 1: a line is TOKEN or NAME TOKEN",
+            ),
+            (&format!("{A}\n{A}\n"), "line 2: a token and a name"),
+            (&format!("x {A}\nx {B}\n"), "line 2: a token and a name"),
+            (&format!("bad/name {A}\n"), "line 1: a caller's name"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! A session's own state (jobs, shells, spill files, what the client can do), made at its
+//! first use, and the callers without a session (protocol 2026-07-28 over HTTP): each caller
+//! (a token of the HTTP listener) has a state of its own whose jobs are reached only by
+//! unguessable handles, each stopped once no request has named it for the grace period.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use agentty_core::SpillStore;
+use agentty_core::jobs::{Ids, JobTable};
+
+use crate::server::Settings;
+
+/// Who sent an HTTP request: the name of the token it carried. The HTTP listener puts it in the
+/// request's extensions; callers without a session are told apart by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Caller(pub Arc<str>);
+
+/// A session's state, made at its first use: rmcp asks the HTTP service for a server per
+/// request it answers itself (a tool's schema, a request without a session), and those must
+/// cost nothing.
+pub(crate) struct LazySession {
+    pub(crate) name: String,
+    ids: Ids,
+    pub(crate) state: std::sync::OnceLock<Session>,
+}
+
+impl LazySession {
+    /// A client session's state: sequential ids (`t1`).
+    pub(crate) fn new(name: String) -> Arc<Self> {
+        Self::with_ids(name, Ids::Sequential)
+    }
+
+    /// A caller without a session: unguessable handles.
+    pub(crate) fn sessionless(name: String) -> Arc<Self> {
+        Self::with_ids(name, Ids::Unguessable)
+    }
+
+    fn with_ids(name: String, ids: Ids) -> Arc<Self> {
+        Arc::new(LazySession {
+            name,
+            ids,
+            state: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The state, made now if it is not yet. `handle_grace`: for unguessable handles, how long a
+    /// job may go without a request naming it before it is stopped.
+    pub(crate) fn state(&self, settings: &Settings, handle_grace: Option<Duration>) -> &Session {
+        self.state.get_or_init(|| {
+            let session = Session::new(settings, &self.name, self.ids);
+            if let (Ids::Unguessable, Some(grace)) = (self.ids, handle_grace) {
+                stop_unused(Arc::downgrade(&session.jobs), grace);
+            }
+            session
+        })
+    }
+}
+
+/// One session's own state.
+pub(crate) struct Session {
+    pub(crate) spill: Arc<SpillStore>,
+    /// Per-call ids (`c1`, `c2`, …): they name spill files and run markers.
+    pub(crate) calls: AtomicU64,
+    /// This session's background commands and shells (docs/BEHAVIOUR.md §3).
+    pub(crate) jobs: Arc<JobTable>,
+    /// Handles of this session's open shells (registered in `jobs`), and their idle reaper.
+    pub(crate) shells: Arc<agentty_core::pty::Shells>,
+    /// The client said at `initialize` that it can show the user a form (elicitation), so an
+    /// escalation can be asked.
+    pub(crate) client_can_ask: AtomicBool,
+    /// `end_session` ran: nothing is left for the drop to stop.
+    pub(crate) ended: AtomicBool,
+}
+
+impl Session {
+    fn new(settings: &Settings, name: &str, ids: Ids) -> Self {
+        let jobs = Arc::new(match ids {
+            Ids::Sequential => JobTable::new(),
+            Ids::Unguessable => JobTable::unguessable(),
+        });
+        let shell_idle = settings.shell_idle_ms.map(Duration::from_millis);
+        Session {
+            spill: Arc::new(SpillStore::new(&settings.spill_root, name)),
+            calls: AtomicU64::new(0),
+            shells: agentty_core::pty::Shells::new(jobs.clone(), shell_idle),
+            jobs,
+            client_can_ask: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A session that ends without `end_session` (an HTTP client's DELETE, or one that
+    /// vanished past the grace period) still stops its jobs and removes its spill directory.
+    fn drop(&mut self) {
+        if self.ended.load(Ordering::Relaxed) || self.jobs.list().is_empty() {
+            if self.spill.dir().exists() {
+                let _ = self.spill.remove();
+            }
+            return;
+        }
+        let (jobs, spill) = (self.jobs.clone(), self.spill.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                crate::tasks::stop_and_log(&jobs, &spill).await;
+            });
+        }
+    }
+}
+
+/// Stops, one log line each, the jobs of `jobs` that no request has named for `grace`: a caller
+/// without a session that vanished leaves nothing running past it. Ends with the table.
+fn stop_unused(jobs: Weak<JobTable>, grace: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let tick = (grace / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(tick).await;
+            let Some(table) = jobs.upgrade() else { return };
+            for job in table.unused(grace) {
+                job.stop().await;
+                crate::tasks::log_stopped(
+                    &job,
+                    &format!("no request named it for {}", crate::task_notice::age(grace)),
+                );
+            }
+        }
+    });
+}

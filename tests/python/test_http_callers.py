@@ -1,0 +1,219 @@
+"""Callers of `serve --http`: each token of the token file is one. Callers without a session
+(protocol 2026-07-28) reach their jobs only by unguessable handles and never see another's; a
+client session belongs to the caller that opened it; an unnamed handle is stopped after the grace
+(docs/BEHAVIOUR.md §9)."""
+
+import json
+import os
+import re
+import tempfile
+import time
+import uuid
+
+from test_http import INIT, http_server, raw, wait_until, with_env
+
+A = "a" * 8 + uuid.uuid4().hex  # 40 characters
+B = "b" * 8 + uuid.uuid4().hex
+HANDLE = re.compile(r"^t-[0-9a-f]{24}$")
+
+
+def token_file(text):
+    fd, path = tempfile.mkstemp()
+    os.write(fd, text.encode())
+    os.close(fd)
+    os.chmod(path, 0o600)
+    return path
+
+
+def stateless(url, token, tool, arguments):
+    """A tools/call of a 2026-07-28 caller (no session): its result, or its JSON-RPC error."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": tool,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
+            },
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+    status, _, body = raw(url, call, headers)
+    assert status == 200, (status, body)
+    for line in body.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            message = json.loads(line[5:])
+            if message.get("id") == 7:
+                return message.get("result") or message
+    raise AssertionError(f"no answer in {body!r}")
+
+
+def said(result):
+    return "".join(c.get("text", "") for c in result.get("content", []))
+
+
+def session(url, token):
+    """A 2025-06-18 client session opened with `token`: its headers."""
+    auth = {"Authorization": f"Bearer {token}"}
+    status, headers, _ = raw(url, INIT, auth)
+    assert status == 200
+    sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    return sid
+
+
+def session_call(url, sid, tool, arguments):
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    status, _, body = raw(url, call, sid)
+    assert status == 200, (status, body)
+    for line in body.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            return json.loads(line[5:])["result"]
+    raise AssertionError(body)
+
+
+def test_callers_without_a_session_hold_unguessable_handles_nobody_else_can_use():
+    tag = f"callers-{uuid.uuid4().hex[:8]}"
+    tokens = token_file(f"# two agents\nalice {A}\n{B}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            started = stateless(
+                url, A, "terminal",
+                {"command": "sleep 300", "background": True, "env": {"HTTPTAG": tag}},
+            )
+            job = started["structuredContent"]["job_id"]
+            assert HANDLE.match(job), job
+            assert "keep this id" in said(started), said(started)
+            again = stateless(url, A, "terminal", {"command": "sleep 300", "background": True})
+            other = again["structuredContent"]["job_id"]
+            assert HANDLE.match(other) and other != job
+            assert wait_until(lambda: len(with_env("HTTPTAG", tag)) == 1)
+
+            mine = stateless(url, A, "task_list", {})
+            assert job in json.dumps(mine), said(mine)
+            # The other caller: nothing listed, and the handle answers as one that never existed.
+            theirs = stateless(url, B, "task_list", {})
+            assert job not in json.dumps(theirs) and "sleep 300" not in said(theirs)
+            never = "t-" + uuid.uuid4().hex[:24]
+            for tool in ("task_stop", "task_output", "task_wait"):
+                foreign = stateless(url, B, tool, {"id": job})
+                unknown = stateless(url, B, tool, {"id": never})
+                assert foreign.get("isError") and unknown.get("isError"), tool
+                assert said(foreign).replace(job, "ID") == said(unknown).replace(never, "ID")
+            # Nor a sequential id: the first job is not `t1` to anyone.
+            assert stateless(url, A, "task_stop", {"id": "t1"}).get("isError")
+            # A client session with the same token sees none of it either.
+            sid = session(url, A)
+            listed = session_call(url, sid, "task_list", {})
+            assert job not in json.dumps(listed)
+            assert session_call(url, sid, "task_stop", {"id": job}).get("isError")
+            assert len(with_env("HTTPTAG", tag)) == 1, "a refused stop stopped the job"
+
+            stopped = stateless(url, A, "task_stop", {"id": job})
+            assert not stopped.get("isError"), said(stopped)
+            assert wait_until(lambda: not with_env("HTTPTAG", tag))
+    finally:
+        os.unlink(tokens)
+
+
+def test_a_session_belongs_to_the_caller_that_opened_it():
+    marker = f"/tmp/agentty-callers-{uuid.uuid4().hex}"
+    tokens = token_file(f"{A}\n{B}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            sid = session(url, A)
+            as_b = {**sid, "Authorization": f"Bearer {B}"}
+            call = {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "terminal", "arguments": {"command": f"touch {marker}"}},
+            }
+            assert raw(url, call, as_b)[0] == 404
+            assert raw(url, None, as_b, method="DELETE")[0] == 404
+            time.sleep(0.3)
+            assert not os.path.exists(marker), "another caller's request ran in the session"
+            # The session is still its opener's.
+            result = session_call(url, sid, "terminal", {"command": f"touch {marker}"})
+            assert not result.get("isError") and os.path.exists(marker)
+            assert raw(url, None, sid, method="DELETE")[0] == 204
+    finally:
+        os.unlink(tokens)
+        if os.path.exists(marker):
+            os.unlink(marker)
+
+
+def test_a_handle_no_request_names_is_stopped_after_the_grace():
+    idle, used = (f"callers-{w}-{uuid.uuid4().hex[:8]}" for w in ("idle", "used"))
+    tokens = token_file(f"{A}\n")
+    try:
+        with http_server("--token-file", tokens, "--session-grace", "1") as (url, _, _):
+            start = lambda tag: stateless(  # noqa: E731
+                url, A, "terminal",
+                {"command": "sleep 300", "background": True, "env": {"HTTPTAG": tag}},
+            )["structuredContent"]["job_id"]
+            start(idle)
+            kept = start(used)
+            assert wait_until(lambda: with_env("HTTPTAG", idle) and with_env("HTTPTAG", used))
+            # The caller keeps making requests, naming only one of its two jobs.
+            deadline = time.monotonic() + 30
+            while with_env("HTTPTAG", idle) and time.monotonic() < deadline:
+                assert not stateless(url, A, "task_output", {"id": kept}).get("isError")
+                time.sleep(0.2)
+            assert not with_env("HTTPTAG", idle), "an unnamed handle outlived the grace"
+            assert with_env("HTTPTAG", used), "a handle still named was stopped"
+            assert not stateless(url, A, "task_stop", {"id": kept}).get("isError")
+            assert wait_until(lambda: not with_env("HTTPTAG", used))
+            # Listing names every job listed: a caller that only lists keeps its jobs.
+            listed = f"callers-listed-{uuid.uuid4().hex[:8]}"
+            start(listed)
+            until = time.monotonic() + 2.5
+            while time.monotonic() < until:
+                assert not stateless(url, A, "task_list", {}).get("isError")
+                time.sleep(0.2)
+            assert with_env("HTTPTAG", listed), "a listed handle was stopped"
+    finally:
+        os.unlink(tokens)
+
+
+def test_a_confined_command_cannot_read_the_token():
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("covering the token needs CAP_SYS_ADMIN (the session's mount namespace)")
+    # The state dir's token, made at start.
+    with http_server() as (url, token, state):
+        sid = session(url, token)
+        read = session_call(url, sid, "terminal", {"command": f"cat {state}/token; echo END"})
+        out = read["structuredContent"]["stdout"]
+        assert out.endswith("END\n") and token not in out, out
+    # A given token file reached through a symlink (as a Kubernetes secret is).
+    tokens = token_file(f"{A}\n")
+    link = tokens + ".link"
+    os.symlink(tokens, link)
+    try:
+        with http_server("--token-file", link) as (url, _, _):
+            sid = session(url, A)
+            for path in (link, tokens):
+                read = session_call(url, sid, "terminal", {"command": f"cat {path}; echo END"})
+                out = read["structuredContent"]["stdout"]
+                assert out.endswith("END\n") and A not in out, (path, out)
+            # Not hidden from the server itself: a new request with the token still works.
+            assert session(url, A)
+    finally:
+        os.unlink(link)
+        os.unlink(tokens)
