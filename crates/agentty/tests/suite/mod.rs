@@ -2,6 +2,7 @@ mod claims;
 mod cli;
 mod client;
 mod entry;
+mod http;
 mod raw;
 mod sandbox;
 mod shells;

@@ -1,0 +1,259 @@
+//! `serve --http` driven by rmcp's own streamable HTTP client: every tool over HTTP, two
+//! sessions that cannot reach each other's jobs and shells, and a client of protocol 2026-07-28
+//! (no session) beside a 2025-11-25 one.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use super::client::{processes_with_env, text_of};
+
+/// A `serve --http` on a free loopback port, stopped (SIGTERM) when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+    token: String,
+    _workspace: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+impl HttpServer {
+    fn start() -> Self {
+        let (workspace, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
+            .arg(workspace.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                let at = line.find("at http://")? + 3;
+                Some(line[at..].split_whitespace().next()?.to_owned())
+            })
+            .expect("the server printed no address");
+        // Keep reading what it logs, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let token = std::fs::read_to_string(state.path().join("token")).unwrap();
+        HttpServer {
+            child,
+            url,
+            token: token.trim().to_owned(),
+            _workspace: workspace,
+            _state: state,
+        }
+    }
+
+    /// An rmcp client: `initialize` (a session of 2025-11-25) or `server/discover` (2026-07-28,
+    /// no session).
+    async fn connect(&self, modern: bool) -> RunningService<RoleClient, ClientConfig> {
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .auth_header(self.token.clone());
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let mut info = ClientConfig::default();
+        if modern {
+            info.protocol_version = ProtocolVersion::V_2026_07_28;
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            info.serve_with_lifecycle(transport, lifecycle)
+                .await
+                .unwrap()
+        } else {
+            info.protocol_version = ProtocolVersion::V_2025_11_25;
+            info.serve(transport).await.unwrap()
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        // SAFETY: kill with a pid of our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ClientConfig>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+fn ok(result: &CallToolResult) -> &Value {
+    assert_eq!(result.is_error, Some(false), "{}", text_of(result));
+    result.structured_content.as_ref().unwrap()
+}
+
+fn id_of(result: &CallToolResult, field: &str) -> String {
+    ok(result)[field].as_str().unwrap().to_owned()
+}
+
+async fn wait_for(what: impl Fn() -> bool) -> bool {
+    for _ in 0..400 {
+        if what() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    what()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_works_over_http_and_two_sessions_cannot_reach_each_other() {
+    let server = HttpServer::start();
+    let (a, b) = (server.connect(false).await, server.connect(false).await);
+    let tag = format!("rmcp-http-{}", std::process::id());
+
+    let ran = call(&a, "terminal", json!({"command": "echo over-http"})).await;
+    assert_eq!(ok(&ran)["stdout"], "over-http\n");
+    let job = id_of(
+        &call(
+            &a,
+            "terminal",
+            json!({"command": "echo started; sleep 300", "background": true,
+                   "env": {"RMCP_HTTP_TAG": &tag}}),
+        )
+        .await,
+        "job_id",
+    );
+    assert!(wait_for(|| processes_with_env("RMCP_HTTP_TAG", &tag).len() == 1).await);
+    let listed = call(&a, "task_list", json!({})).await;
+    assert!(text_of(&listed).contains(&job), "{}", text_of(&listed));
+    let waited = call(&a, "task_wait", json!({"id": &job, "timeout_ms": 200})).await;
+    ok(&waited);
+    let output = call(&a, "task_output", json!({"id": &job, "since": 0})).await;
+    assert!(text_of(&output).contains("started"), "{}", text_of(&output));
+
+    let shell = id_of(&call(&a, "shell_open", json!({})).await, "id");
+    let sent = call(
+        &a,
+        "shell_send",
+        json!({"id": &shell, "input": "echo in-shell\n"}),
+    )
+    .await;
+    assert!(text_of(&sent).contains("in-shell"), "{}", text_of(&sent));
+    ok(&call(&a, "shell_read", json!({"id": &shell})).await);
+    let shells = call(&a, "shell_list", json!({})).await;
+    assert!(text_of(&shells).contains(&shell), "{}", text_of(&shells));
+
+    // The other session: the same ids answer as ids that never existed, for every tool.
+    let never = |id: &str| if id.starts_with('s') { "s99" } else { "t99" };
+    for (tool, id) in [
+        ("task_output", &job),
+        ("task_wait", &job),
+        ("task_stop", &job),
+        ("shell_read", &shell),
+        ("shell_send", &shell),
+        ("shell_close", &shell),
+    ] {
+        let mut args = json!({"id": id});
+        if tool == "shell_send" {
+            args["input"] = json!("echo from-b\n");
+        }
+        let foreign = call(&b, tool, args.clone()).await;
+        args["id"] = json!(never(id));
+        let unknown = call(&b, tool, args).await;
+        assert_eq!(
+            foreign.is_error,
+            Some(true),
+            "{tool}: {}",
+            text_of(&foreign)
+        );
+        assert_eq!(
+            text_of(&foreign).replace(id.as_str(), "ID"),
+            text_of(&unknown).replace(never(id), "ID"),
+            "{tool}"
+        );
+    }
+    for tool in ["task_list", "shell_list"] {
+        let theirs = call(&b, tool, json!({})).await;
+        let said = text_of(&theirs);
+        assert!(
+            !said.contains(&job) && !said.contains("sleep 300"),
+            "{tool}: {said}"
+        );
+    }
+    assert_eq!(processes_with_env("RMCP_HTTP_TAG", &tag).len(), 1);
+
+    ok(&call(&a, "shell_close", json!({"id": &shell})).await);
+    ok(&call(&a, "task_stop", json!({"id": &job})).await);
+    assert!(wait_for(|| processes_with_env("RMCP_HTTP_TAG", &tag).is_empty()).await);
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_a_session_works_beside_a_session_and_neither_sees_the_other() {
+    let server = HttpServer::start();
+    let (modern, legacy) = (server.connect(true).await, server.connect(false).await);
+    assert_eq!(
+        modern.peer_info().map(|i| i.protocol_version.clone()),
+        Some(ProtocolVersion::V_2026_07_28),
+        "the modern client did not get 2026-07-28"
+    );
+    let tag = format!("rmcp-stateless-{}", std::process::id());
+    let ran = call(&modern, "terminal", json!({"command": "echo stateless"})).await;
+    assert_eq!(ok(&ran)["stdout"], "stateless\n");
+    let started = call(
+        &modern,
+        "terminal",
+        json!({"command": "sleep 300", "background": true, "env": {"RMCP_HTTP_TAG": &tag}}),
+    )
+    .await;
+    let job = id_of(&started, "job_id");
+    assert!(
+        job.len() == 26 && job.starts_with("t-"),
+        "not an unguessable handle: {job}"
+    );
+    assert!(wait_for(|| processes_with_env("RMCP_HTTP_TAG", &tag).len() == 1).await);
+    // Requests stand alone, and the handle still reaches the job.
+    let listed = call(&modern, "task_list", json!({})).await;
+    assert!(text_of(&listed).contains(&job), "{}", text_of(&listed));
+
+    let session_job = id_of(
+        &call(
+            &legacy,
+            "terminal",
+            json!({"command": "sleep 300", "background": true}),
+        )
+        .await,
+        "job_id",
+    );
+    assert_eq!(session_job, "t1", "a session's ids stay short");
+    let theirs = call(&legacy, "task_list", json!({})).await;
+    assert!(!text_of(&theirs).contains(&job), "{}", text_of(&theirs));
+    let refused = call(&legacy, "task_stop", json!({"id": &job})).await;
+    assert_eq!(refused.is_error, Some(true));
+    let refused = call(&modern, "task_stop", json!({"id": "t1"})).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text_of(&refused));
+    assert_eq!(processes_with_env("RMCP_HTTP_TAG", &tag).len(), 1);
+
+    ok(&call(&modern, "task_stop", json!({"id": &job})).await);
+    assert!(wait_for(|| processes_with_env("RMCP_HTTP_TAG", &tag).is_empty()).await);
+    ok(&call(&legacy, "task_stop", json!({"id": "t1"})).await);
+    modern.cancel().await.unwrap();
+    legacy.cancel().await.unwrap();
+}
