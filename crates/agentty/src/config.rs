@@ -136,16 +136,23 @@ pub struct HttpFlags {
     /// 127.0.0.1:7337; port 0 picks a free one]. A non-loopback address must be spelled out.
     #[arg(long, value_name = "ADDR", num_args = 0..=1)]
     pub http: Option<Option<std::net::SocketAddr>>,
-    /// Bearer token file, which must exist and be private (0600 or 0400) [default:
-    /// <state dir>/token, made (0600) if absent]
-    #[arg(long, value_name = "FILE", requires = "http")]
+    /// Serve MCP over stdio as usual, and the web view (watch the jobs and shells live) at
+    /// http://ADDR/ [ADDR default: 127.0.0.1:7338]. With --http the view is at its `/` anyway.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "http")]
+    pub view: Option<Option<std::net::SocketAddr>>,
+    /// Let the web view stop a job or close a shell (the model is told in its next result)
+    #[arg(long)]
+    pub view_control: bool,
+    /// Token file (one token per line, or NAME TOKEN), which must exist and be private (0600
+    /// or 0400) [default: <state dir>/token, made (0600) if absent]
+    #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Also accept this Host header (repeatable; loopback names are always accepted)
-    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
     /// Accept requests from this browser Origin, e.g. http://localhost:3000 (repeatable; by
     /// default every request with an Origin is refused)
-    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
     /// End a session (and stop its jobs) after this many seconds without a request
     /// [default: 600]
@@ -157,22 +164,43 @@ pub struct HttpFlags {
 }
 
 impl HttpFlags {
-    /// What `serve --http` runs with; `None` without `--http`.
+    /// What the HTTP listener runs with: MCP and the view (`--http`), or the view only beside
+    /// stdio (`--view`); `None` with neither.
     pub fn options(
         &self,
         flags: &Flags,
         settings: &agentty_server::Settings,
     ) -> Result<Option<crate::http::HttpOptions>> {
-        let Some(listen) = self.http else {
-            return Ok(None);
+        let (mcp, listen) = match (self.http, self.view) {
+            (Some(listen), _) => (true, listen),
+            (None, Some(listen)) => (false, listen),
+            (None, None) => {
+                let given = self.token_file.is_some()
+                    || !self.allow_hosts.is_empty()
+                    || !self.allow_origins.is_empty()
+                    || self.view_control
+                    || self.session_grace.is_some()
+                    || self.max_sessions.is_some();
+                if given {
+                    bail!(
+                        "--token-file, --allow-host, --allow-origin, --view-control, \
+                         --session-grace and --max-sessions need --http or --view"
+                    );
+                }
+                return Ok(None);
+            }
         };
         let file = match config_path(flags) {
             Some(path) => FileConfig::load(&path)?.http,
             None => HttpSection::default(),
         };
-        let listen = listen
-            .or(file.listen)
-            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 7337)));
+        let listen = match listen {
+            Some(given) => given,
+            None if mcp => file
+                .listen
+                .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 7337))),
+            None => std::net::SocketAddr::from(([127, 0, 0, 1], 7338)),
+        };
         let or_file = |given: &[String], file: Option<Vec<String>>| {
             if given.is_empty() {
                 file.unwrap_or_default()
@@ -189,6 +217,8 @@ impl HttpFlags {
             .parent()
             .unwrap_or(settings.spill_root.as_path());
         Ok(Some(crate::http::HttpOptions {
+            mcp,
+            view_control: self.view_control,
             listen,
             token_file: self.token_file.clone().or(file.token_file),
             default_token_file: state_dir.join("token"),

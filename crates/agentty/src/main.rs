@@ -192,7 +192,12 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
             tracing::info!(pruned, "removed old spill directories");
         }
         let agentty = Agentty::new(settings.clone(), session.clone())?;
-        if let (Some(options), Some(tokens)) = (http_options, tokens) {
+        let (http_options, view_only) = match (http_options, tokens) {
+            (Some(options), Some(tokens)) if options.mcp => (Some((options, tokens)), None),
+            (Some(options), Some(tokens)) => (None, Some((options, tokens))),
+            _ => (None, None),
+        };
+        if let Some((options, tokens)) = http_options {
             tracing::info!(workspace = %settings.workspace.display(), %session, "serving over HTTP");
             let ended = http::serve(agentty.clone(), options, tokens, async {
                 let signal = shutdown_signal().await;
@@ -209,6 +214,17 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
             return ended;
         }
         tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
+        // `--view`: the web view beside stdio, until the stdio session ends.
+        let view_done = tokio_util::sync::CancellationToken::new();
+        if let Some((options, tokens)) = view_only {
+            let (agentty, done) = (agentty.clone(), view_done.clone());
+            tokio::spawn(async move {
+                let served = http::serve(agentty, options, tokens, done.cancelled_owned()).await;
+                if let Err(e) = served {
+                    tracing::error!("the web view is not served: {e:#}");
+                }
+            });
+        }
         // Decodes what is already readable ahead, so a request cancelled in the same breath
         // starts nothing.
         // Lines that are not JSON are answered (-32700), not dropped; see server::transport.
@@ -248,6 +264,7 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
             }
         };
         // The stdio connection is the session: whatever ended it, no job outlives it.
+        view_done.cancel();
         agentty.end_session().await;
         ended
     })?;

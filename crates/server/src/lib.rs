@@ -16,6 +16,7 @@ pub mod tasks;
 pub mod terminal;
 mod timing;
 pub mod transport;
+pub mod view;
 
 pub use server::{Agentty, Settings};
 pub use session::Caller;

@@ -134,6 +134,16 @@ impl Agentty {
         }
     }
 
+    /// Every session state made so far that still lives (the stdio one, HTTP sessions, callers
+    /// without a session).
+    pub(crate) fn live_sessions(&self) -> Vec<Arc<LazySession>> {
+        self.inner
+            .live
+            .lock()
+            .map(|live| live.iter().filter_map(std::sync::Weak::upgrade).collect())
+            .unwrap_or_default()
+    }
+
     /// Ends every HTTP session still alive and the sessionless callers' (the server stops):
     /// their jobs are stopped, one log line each, and their spill directories removed.
     pub async fn end_all_sessions(&self) {
@@ -325,6 +335,13 @@ impl ServerHandler for Agentty {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        let transport = if context.extensions.get::<http::request::Parts>().is_some() {
+            "http"
+        } else {
+            "stdio"
+        };
+        self.session
+            .describe(|| request.client_info.name.clone(), transport);
         // What `peer.elicit` checks before asking, remembered for the advice of error 2008.
         // Not over HTTP: nothing is escalated there (see `escalation::over_http`).
         let form = !crate::escalation::over_http(&context)
@@ -359,12 +376,35 @@ impl ServerHandler for Agentty {
                     .cloned()
                     .unwrap_or_else(|| Caller("default".into()))
             });
-        let this = match sessionless {
-            Some(caller) => std::borrow::Cow::Owned(self.sessionless(caller)),
+        let this = match &sessionless {
+            Some(caller) => std::borrow::Cow::Owned(self.sessionless(caller.clone())),
             None => std::borrow::Cow::Borrowed(self),
         };
+        match &sessionless {
+            Some(caller) => this
+                .session
+                .describe(|| caller.0.to_string(), "http, no session"),
+            None => this.session.describe(
+                || {
+                    request
+                        .meta
+                        .as_ref()
+                        .and_then(rmcp::model::RequestMetaObject::client_info)
+                        .map_or_else(|| "unknown client".to_owned(), |i| i.name)
+                },
+                "stdio",
+            ),
+        }
         let call = rmcp::handler::server::tool::ToolCallContext::new(&*this, request, context);
-        this.tool_router.call(call).await
+        let mut response = this.tool_router.call(call).await;
+        // What the person watching did since the last result (web view, `--view-control`).
+        if let Ok(rmcp::model::CallToolResponse::Complete(result)) = &mut response {
+            let notes = this.session.take_user_notes();
+            if !notes.is_empty() {
+                result.content.push(ContentBlock::text(notes.join("\n")));
+            }
+        }
+        response
     }
 
     async fn list_tools(

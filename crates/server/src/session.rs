@@ -24,6 +24,19 @@ pub(crate) struct LazySession {
     pub(crate) name: String,
     ids: Ids,
     pub(crate) state: std::sync::OnceLock<Session>,
+    /// For the web view: when it began, and its client and transport (set at first sight).
+    pub(crate) started: std::time::SystemTime,
+    pub(crate) about: std::sync::OnceLock<About>,
+    /// What the person watching did to this session's jobs (`--view-control`), told to the
+    /// model in its next result.
+    pub(crate) user_notes: std::sync::Mutex<Vec<String>>,
+}
+
+/// Who is on the other end of a session, for the web view.
+#[derive(Debug, Clone)]
+pub(crate) struct About {
+    pub(crate) client: String,
+    pub(crate) transport: &'static str,
 }
 
 impl LazySession {
@@ -42,7 +55,28 @@ impl LazySession {
             name,
             ids,
             state: std::sync::OnceLock::new(),
+            started: std::time::SystemTime::now(),
+            about: std::sync::OnceLock::new(),
+            user_notes: std::sync::Mutex::default(),
         })
+    }
+
+    /// Notes who is on the other end, the first time it is known.
+    pub(crate) fn describe(&self, client: impl FnOnce() -> String, transport: &'static str) {
+        if self.about.get().is_none() {
+            let _ = self.about.set(About {
+                client: client(),
+                transport,
+            });
+        }
+    }
+
+    /// The notes for the model gathered since its last result, emptied.
+    pub(crate) fn take_user_notes(&self) -> Vec<String> {
+        self.user_notes
+            .lock()
+            .map(|mut notes| std::mem::take(&mut *notes))
+            .unwrap_or_default()
     }
 
     /// The state, made now if it is not yet. `handle_grace`: for unguessable handles, how long a

@@ -45,6 +45,16 @@ pub fn unknown_id(id: &str) -> String {
     format!("no job {id} in this session; task_list shows this session's jobs")
 }
 
+/// A job the person watching stopped in the web view, told in the model's next result.
+pub fn stopped_by_user(id: &str, kind: JobKind) -> String {
+    let what = if kind == JobKind::Shell {
+        "closed shell"
+    } else {
+        "stopped"
+    };
+    format!("[note] the user {what} {id} from the web view; do not start it again unless asked")
+}
+
 /// The life of a job of a caller without a session, told when it starts.
 pub fn handle_rule(grace: Duration) -> String {
     format!(

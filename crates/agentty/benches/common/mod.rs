@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each bench uses its own part
 
+pub mod http;
+
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};

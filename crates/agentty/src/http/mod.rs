@@ -15,6 +15,7 @@
 //! then.
 
 mod token;
+mod view;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -65,6 +66,10 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// How the HTTP listener is set up (from `serve`'s flags).
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
+    /// Serve MCP at `/mcp` (`--http`); without it only the web view is served (`--view`).
+    pub mcp: bool,
+    /// `--view-control`: the view may stop jobs and close shells.
+    pub view_control: bool,
     pub listen: SocketAddr,
     /// `--token-file`: must exist.
     pub token_file: Option<PathBuf>,
@@ -86,7 +91,10 @@ fn reply(status: StatusCode, text: &str) -> Response<Body> {
 
 /// What every connection's requests need.
 struct Gate {
-    callers: Callers,
+    callers: Arc<Callers>,
+    view: view::View,
+    /// MCP is served at `/mcp` (else only the view).
+    mcp_on: bool,
     /// Which caller opened each client session (by `Mcp-Session-Id`).
     owners: Mutex<HashMap<String, Caller>>,
     mcp: StreamableHttpService<Agentty, LocalSessionManager>,
@@ -96,6 +104,9 @@ struct Gate {
 
 impl Gate {
     async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        if view::serves(request.uri().path()) {
+            return self.view.handle(request).await;
+        }
         let caller = request
             .headers()
             .get(hyper::header::AUTHORIZATION)
@@ -114,7 +125,7 @@ impl Gate {
             );
             return response;
         };
-        if request.uri().path() != "/mcp" {
+        if request.uri().path() != "/mcp" || !self.mcp_on {
             return reply(StatusCode::NOT_FOUND, "agentty: MCP is served at /mcp\n");
         }
         let (mut parts, body) = request.into_parts();
@@ -237,16 +248,23 @@ pub async fn serve(
         1 => "token".to_owned(),
         n => format!("{n} tokens (one per caller)"),
     };
+    let origin = format!("http://{bound}");
+    if options.mcp {
+        eprintln!(
+            "agentty: serving MCP over HTTP at {url}\n\
+             agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`)\n\
+             agentty: e.g. claude mcp add --transport http agentty {url} --header \
+             \"Authorization: Bearer {}\"",
+            if made { "written to" } else { "read from" },
+            token_file.display(),
+            callers.first_token(),
+        );
+        agentty.set_handle_grace(options.grace);
+    }
     eprintln!(
-        "agentty: serving MCP over HTTP at {url}\n\
-         agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`)\n\
-         agentty: e.g. claude mcp add --transport http agentty {url} --header \
-         \"Authorization: Bearer {}\"",
-        if made { "written to" } else { "read from" },
-        token_file.display(),
-        callers.first_token(),
+        "agentty: web view at {origin}/ (open {origin}/?token=<token> once; {tokens} in {})",
+        token_file.display()
     );
-    agentty.set_handle_grace(options.grace);
 
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(options.grace);
@@ -261,14 +279,24 @@ pub async fn serve(
     hosts.extend(options.allow_hosts.iter().cloned());
     let stop = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
+        .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(options.allow_origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(stop.child_token());
     let base = agentty.clone();
     let mcp = StreamableHttpService::new(move || Ok(base.new_session()), sessions.clone(), config);
+    let callers = Arc::new(callers);
+    let view = view::View::new(
+        agentty.clone(),
+        callers.clone(),
+        options.view_control,
+        hosts.clone(),
+        options.allow_origins.clone(),
+    );
     let gate = Arc::new(Gate {
         callers,
+        view,
+        mcp_on: options.mcp,
         owners: Mutex::default(),
         mcp,
         sessions,

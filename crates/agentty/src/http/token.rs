@@ -43,7 +43,7 @@ impl Callers {
 }
 
 /// Equal in time that does not depend on where the first difference is.
-fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     if given.len() != expected.len() {
         return false;
     }

@@ -352,6 +352,12 @@ impl JobTable {
         Some(job)
     }
 
+    /// The job with this id, without counting as use (the web view looks through this).
+    pub fn peek(&self, id: &str) -> Option<Arc<Job>> {
+        let inner = self.lock();
+        inner.jobs.get(&inner.key_of(id)?).cloned()
+    }
+
     /// The running jobs no request has used for `idle` or longer.
     pub fn unused(&self, idle: std::time::Duration) -> Vec<Arc<Job>> {
         self.lock()

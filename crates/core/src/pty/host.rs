@@ -146,6 +146,11 @@ impl Shells {
         }
     }
 
+    /// The open shell `id`, without counting as use (the web view looks through this).
+    pub fn peek(&self, id: &str) -> Option<Arc<Shell>> {
+        self.lock().get(id).cloned()
+    }
+
     /// Every shell of the session, open or not, in id order, with its handle when open.
     pub fn list(&self) -> Vec<(Arc<Job>, Option<Arc<Shell>>)> {
         let open = self.lock();

@@ -16,6 +16,7 @@ pub mod integration;
 pub mod once;
 pub mod probe;
 pub mod shell;
+pub mod styled;
 pub mod sys;
 
 use std::io;
@@ -26,6 +27,7 @@ pub use host::{Gone, OpenError, Shells};
 /// `wait_for` patterns: re-exported so callers match with the engine's own regex version.
 pub use regex::Regex;
 pub use shell::{Hangup, OpenSpec, Screen, SendOutcome, SendRequest, SendStatus, Shell};
+pub use styled::{Run, Style, StyledScreen};
 
 /// Escape sequences only a program that draws a whole screen sends: switching to the alternate
 /// screen, clearing it, the cursor to the top-left corner. A line-by-line program (a prompt, a

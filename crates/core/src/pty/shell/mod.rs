@@ -334,6 +334,17 @@ impl Shell {
         }
     }
 
+    /// The screen with its colours, for a person watching: unlike [`Shell::screen`], looking
+    /// does not count as use (a watched shell still closes when the model leaves it idle).
+    pub fn styled(&self) -> crate::pty::StyledScreen {
+        crate::pty::styled::styled(lock(&self.live).screen.screen())
+    }
+
+    /// Changes with every chunk of output and at the end.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
     /// Whether a program draws a whole screen now, judged on the raw bytes after `raw_from`.
     fn draws_full_screen(live: &Live, raw_from: u64) -> bool {
         if live.screen.screen().alternate_screen() {

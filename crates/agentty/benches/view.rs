@@ -1,0 +1,232 @@
+//! `cargo bench -p agentty --bench view`: what watching costs the agent (issue 12's targets in
+//! brackets), with no viewer and with 10 viewers attached, measured in the same run.
+//!
+//! A viewer is what an open page holds: the state stream (`/view/events`) and the stream of the
+//! job it shows (`/view/stream`), read as fast as they come, over hyper's own client.
+//!
+//! 1. A trivial `terminal({argv:["true"]})`, in blocks alternating without and with 10 viewers
+//!    watching a job that prints a line every 10 ms [≤ 5% slower with viewers].
+//! 2. A background job printing 100 MB, from start to end, without and with 10 viewers watching
+//!    it, alternating [≤ 5% slower]; the server's RSS high-water mark after it with viewers
+//!    [bounded; reported].
+//!
+//! Prints figures; asserts only that the calls succeed and the viewers received events.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use serde_json::{Value, json};
+
+use common::http::{Session, start_http};
+use common::{median, micros, serving_pid, status_kib};
+
+const VIEWERS: usize = 10;
+const BLOCKS: usize = 4;
+const CALLS_PER_BLOCK: usize = 60;
+const FLOODS: usize = 3;
+const FLOOD: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
+
+/// Opens a GET event stream with the view's cookie and reads it until aborted, counting bytes.
+async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::get(path)
+        .header("host", addr)
+        .header("cookie", cookie)
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = send.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(data) = frame.data_ref() {
+            got.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The first `state` event of `/view/events`.
+async fn state(addr: &str, cookie: &str) -> Value {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::get("/view/events")
+        .header("host", addr)
+        .header("cookie", cookie)
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let mut body = send.send_request(request).await.unwrap().into_body();
+    let mut text = String::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        text.push_str(&String::from_utf8_lossy(frame.data_ref().unwrap()));
+        if let Some(line) = text.lines().find(|l| l.starts_with("data: ")) {
+            return serde_json::from_str(&line[6..]).unwrap();
+        }
+    }
+    panic!("no state event")
+}
+
+/// The view cookie a login with `token` sets.
+async fn log_in(addr: &str, token: &str) -> String {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::get(format!("/?token={token}"))
+        .header("host", addr)
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = send.send_request(request).await.unwrap();
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+/// 10 viewers of job `id`: each the state stream and the job's stream.
+fn attach(
+    addr: &str,
+    cookie: &str,
+    key: &str,
+    id: &str,
+    got: &Arc<AtomicU64>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut viewers = Vec::new();
+    for _ in 0..VIEWERS {
+        for path in [
+            "/view/events".to_owned(),
+            format!("/view/stream?session={key}&id={id}"),
+        ] {
+            let (addr, cookie, got) = (addr.to_owned(), cookie.to_owned(), got.clone());
+            viewers.push(tokio::spawn(async move {
+                watch(&addr, &cookie, &path, got).await;
+            }));
+        }
+    }
+    viewers
+}
+
+fn job_id(body: &str) -> String {
+    let at = body.find("\"job_id\":\"").unwrap() + 10;
+    body[at..at + body[at..].find('"').unwrap()].to_owned()
+}
+
+async fn session_of(addr: &str, cookie: &str, id: &str) -> String {
+    let state = state(addr, cookie).await;
+    state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["jobs"].as_array().unwrap().iter().any(|j| j["id"] == id))
+        .map(|s| s["key"].as_str().unwrap().to_owned())
+        .unwrap()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut server, addr, token) = start_http(workspace.path(), state_dir.path());
+    let server_pid = serving_pid(server.id());
+    let cookie = log_in(&addr, &token).await;
+    let mut agent = Session::connect(&addr, &token).await;
+    let got = Arc::new(AtomicU64::new(0));
+
+    // 1. Trivial calls, blocks without and with viewers of a job printing every 10 ms.
+    let ticking = job_id(
+        &agent
+            .call(
+                "terminal",
+                json!({"command": "while :; do echo tick; sleep 0.01; done", "background": true}),
+            )
+            .await,
+    );
+    let key = session_of(&addr, &cookie, &ticking).await;
+    for _ in 0..20 {
+        agent.trivial().await;
+    }
+    let (mut alone, mut watched) = (Vec::new(), Vec::new());
+    for block in 0..BLOCKS * 2 {
+        let viewers = (block % 2 == 1).then(|| attach(&addr, &cookie, &key, &ticking, &got));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for _ in 0..CALLS_PER_BLOCK {
+            let t = Instant::now();
+            agent.trivial().await;
+            if viewers.is_some() {
+                &mut watched
+            } else {
+                &mut alone
+            }
+            .push(t.elapsed());
+        }
+        viewers.into_iter().flatten().for_each(|v| v.abort());
+    }
+    let (alone, watched) = (median(alone), median(watched));
+    println!(
+        "trivial call: {:.0} µs without viewers, {:.0} µs with {VIEWERS} ({:.3}x, target <= 1.05x)",
+        micros(alone),
+        micros(watched),
+        micros(watched) / micros(alone)
+    );
+    agent.call("task_stop", json!({"id": ticking})).await;
+
+    // 2. A 100 MB flood in the background, without and with viewers of it.
+    let (mut alone, mut watched) = (Vec::new(), Vec::new());
+    for run in 0..FLOODS * 2 {
+        let with = run % 2 == 1;
+        let t = Instant::now();
+        let id = job_id(
+            &agent
+                .call("terminal", json!({"command": FLOOD, "background": true}))
+                .await,
+        );
+        let viewers = if with {
+            let key = session_of(&addr, &cookie, &id).await;
+            attach(&addr, &cookie, &key, &id, &got)
+        } else {
+            Vec::new()
+        };
+        loop {
+            let body = agent
+                .call("task_wait", json!({"id": id, "timeout_ms": 60000}))
+                .await;
+            if body.contains("\"ended\":true") {
+                break;
+            }
+        }
+        if with { &mut watched } else { &mut alone }.push(t.elapsed());
+        viewers.into_iter().for_each(|v| v.abort());
+    }
+    let (alone, watched) = (median(alone), median(watched));
+    println!(
+        "100 MB flood in a job: {:.0} ms without viewers, {:.0} ms with {VIEWERS} ({:.3}x, target <= 1.05x)",
+        micros(alone) / 1e3,
+        micros(watched) / 1e3,
+        micros(watched) / micros(alone)
+    );
+    println!(
+        "server RSS high-water mark after the floods with {VIEWERS} viewers: {:.1} MiB; viewers received {:.1} MiB",
+        status_kib(server_pid, "VmHWM") as f64 / 1024.0,
+        got.load(Ordering::Relaxed) as f64 / (1024.0 * 1024.0)
+    );
+    assert!(
+        got.load(Ordering::Relaxed) > 0,
+        "the viewers received nothing"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

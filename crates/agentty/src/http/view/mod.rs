@@ -1,0 +1,262 @@
+//! The web view (docs/BEHAVIOUR.md §9): a page at `/` of the HTTP listener where a person
+//! watches every session's jobs and shells live.
+//!
+//! - **Login:** `/?token=TOKEN` (any token of the token file) sets an `HttpOnly`,
+//!   `SameSite=Strict` cookie holding a random value of this process (not the token) and
+//!   redirects to `/`, so the token leaves the address bar. Every page, asset, state and stream
+//!   request needs the cookie.
+//! - **Origin and Host:** a request whose `Origin` is not the page's own (nor `--allow-origin`)
+//!   gets 403, cookie or not; `Host` must be an accepted name (DNS rebinding).
+//! - **Read-only by default:** nothing here types into a shell or starts a process; stopping a
+//!   job or closing a shell needs `--view-control`.
+//! - **Cost:** nothing is read or rendered for the view without a viewer. A viewer streams from
+//!   the job's own output ring at a cursor of its own, at most ten updates a second; one that
+//!   falls behind the ring gets a new snapshot. Each stream's channel holds a few events, so a
+//!   slow viewer waits instead of buffering (`stream.rs`).
+
+mod stream;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+
+use agentty_server::Agentty;
+
+use super::token::Callers;
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+const PAGE: &str = include_str!("page.html");
+const SCRIPT: &str = include_str!("view.js");
+const STYLE: &str = include_str!("view.css");
+
+const COOKIE: &str = "agentty_view";
+
+/// The page may load only what agentty serves, run no inline script and be framed by nobody.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The view's half of the listener.
+pub struct View {
+    agentty: Agentty,
+    callers: Arc<Callers>,
+    /// The cookie's value: 256 random bits of this process.
+    secret: String,
+    control: bool,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+}
+
+/// Whether `path` is the view's (everything but `/mcp`).
+pub fn serves(path: &str) -> bool {
+    matches!(path, "/" | "/view.js" | "/view.css") || path.starts_with("/view/")
+}
+
+impl View {
+    pub fn new(
+        agentty: Agentty,
+        callers: Arc<Callers>,
+        control: bool,
+        hosts: Vec<String>,
+        origins: Vec<String>,
+    ) -> Self {
+        View {
+            agentty,
+            callers,
+            secret: agentty_core::random::hex(32),
+            control,
+            hosts,
+            origins,
+        }
+    }
+
+    pub async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        let mut response = self.route(request).await;
+        let headers = response.headers_mut();
+        for (name, value) in [
+            ("content-security-policy", CSP),
+            ("x-content-type-options", "nosniff"),
+            ("referrer-policy", "no-referrer"),
+            ("x-frame-options", "DENY"),
+            ("cache-control", "no-store"),
+        ] {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+        response
+    }
+
+    async fn route(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        let Some(host) = self.accepted_host(&request) else {
+            return text(
+                StatusCode::FORBIDDEN,
+                "agentty: this Host is not accepted\n",
+            );
+        };
+        if let Some(origin) = request.headers().get(header::ORIGIN) {
+            let own = format!("http://{host}");
+            let allowed = origin.as_bytes() == own.as_bytes()
+                || self
+                    .origins
+                    .iter()
+                    .any(|o| o.as_bytes() == origin.as_bytes());
+            if !allowed {
+                return text(
+                    StatusCode::FORBIDDEN,
+                    "agentty: requests from other pages are refused\n",
+                );
+            }
+        }
+        let path = request.uri().path().to_owned();
+        if path == "/"
+            && let Some(token) = query(&request, "token")
+        {
+            return self.log_in(&token);
+        }
+        if !self.has_cookie(&request) {
+            return text(
+                StatusCode::UNAUTHORIZED,
+                "agentty: open the address with ?token=<token> once (the token file named when \
+                 the server started); this browser is then remembered until the server stops\n",
+            );
+        }
+        match (request.method(), path.as_str()) {
+            (&Method::GET, "/") => asset(PAGE, "text/html; charset=utf-8"),
+            (&Method::GET, "/view.js") => asset(SCRIPT, "text/javascript; charset=utf-8"),
+            (&Method::GET, "/view.css") => asset(STYLE, "text/css; charset=utf-8"),
+            (&Method::GET, "/view/events") => stream::state(self.agentty.clone(), self.control),
+            (&Method::GET, "/view/stream") => {
+                let (Some(session), Some(id)) = (query(&request, "session"), query(&request, "id"))
+                else {
+                    return text(
+                        StatusCode::BAD_REQUEST,
+                        "agentty: session and id are needed\n",
+                    );
+                };
+                match self.agentty.view_target(&session, &id) {
+                    Some(target) => stream::target(target),
+                    None => text(StatusCode::NOT_FOUND, "agentty: no such job\n"),
+                }
+            }
+            (&Method::POST, "/view/stop") => self.stop(request).await,
+            _ => text(StatusCode::NOT_FOUND, "agentty: not here\n"),
+        }
+    }
+
+    /// The `Host` header, when it names an accepted host (any port).
+    fn accepted_host(&self, request: &Request<hyper::body::Incoming>) -> Option<String> {
+        let host = request.headers().get(header::HOST)?.to_str().ok()?;
+        let name = match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => host,
+        };
+        self.hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name))
+            .then(|| host.to_owned())
+    }
+
+    fn log_in(&self, token: &str) -> Response<Body> {
+        if self.callers.find(token.as_bytes()).is_none() {
+            return text(StatusCode::UNAUTHORIZED, "agentty: wrong token\n");
+        }
+        let mut response = text(StatusCode::SEE_OTHER, "");
+        let headers = response.headers_mut();
+        headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+        let cookie = format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            self.secret
+        );
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            headers.insert(header::SET_COOKIE, value);
+        }
+        response
+    }
+
+    fn has_cookie(&self, request: &Request<hyper::body::Incoming>) -> bool {
+        let mut found = false;
+        for value in request.headers().get_all(header::COOKIE) {
+            let Ok(value) = value.to_str() else { continue };
+            for pair in value.split(';') {
+                if let Some(given) = pair
+                    .trim()
+                    .strip_prefix(COOKIE)
+                    .and_then(|v| v.strip_prefix('='))
+                {
+                    found |= super::token::same_secret(given.as_bytes(), self.secret.as_bytes());
+                }
+            }
+        }
+        found
+    }
+
+    /// `POST /view/stop {"session": …, "id": …}`, with `--view-control` only.
+    async fn stop(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        if !self.control {
+            return text(
+                StatusCode::FORBIDDEN,
+                "agentty: the view is read-only; start the server with --view-control to stop jobs\n",
+            );
+        }
+        let Ok(body) = Limited::new(request.into_body(), 4096).collect().await else {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
+        };
+        let asked: serde_json::Value = serde_json::from_slice(&body.to_bytes()).unwrap_or_default();
+        let (Some(session), Some(id)) = (asked["session"].as_str(), asked["id"].as_str()) else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "agentty: session and id are needed\n",
+            );
+        };
+        match self.agentty.view_stop(session, id).await {
+            Ok(()) => text(StatusCode::OK, "stopped\n"),
+            Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
+        }
+    }
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn asset(body: &'static str, kind: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed());
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    response
+}
+
+/// The value of `name` in the request's query, percent-decoded.
+fn query(request: &Request<hyper::body::Incoming>, name: &str) -> Option<String> {
+    request.uri().query()?.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == name).then(|| percent_decode(value))?
+    })
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'%' => {
+                let hex = [bytes.next()?, bytes.next()?];
+                let hex = std::str::from_utf8(&hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+    }
+    String::from_utf8(out).ok()
+}

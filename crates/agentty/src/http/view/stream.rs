@@ -1,0 +1,210 @@
+//! The view's event streams (server-sent events): the sessions' state, a job's output, a
+//! shell's screen. Each stream is a task that reads its source at its own pace and sends into a
+//! channel of [`QUEUED`] events: a viewer that does not keep up makes the task wait (nothing
+//! piles up), and a job's viewer that fell behind the output ring starts again from a snapshot.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::channel::{Channel, Sender};
+use hyper::Response;
+use hyper::header::{self, HeaderValue};
+use serde_json::{Value, json};
+
+use agentty_core::jobs::{Job, JobState};
+use agentty_core::pty::{Shell, StyledScreen};
+use agentty_server::Agentty;
+use agentty_server::view::Target;
+
+use super::Body;
+
+/// Events a stream holds for its viewer.
+const QUEUED: usize = 4;
+/// At most ten updates a second per viewer.
+const PACE: Duration = Duration::from_millis(100);
+/// A job's output sent at once: the snapshot, and the most one update carries before the
+/// viewer is resynced to the tail instead.
+const CHUNK: usize = 64 * 1024;
+/// How often the state is looked at while somebody watches.
+const STATE_EVERY: Duration = Duration::from_millis(500);
+
+fn sse(make: impl FnOnce(Sender<Bytes>) -> tokio::task::JoinHandle<()>) -> Response<Body> {
+    let (tx, body) = Channel::<Bytes, Infallible>::new(QUEUED);
+    make(tx);
+    let mut response = Response::new(body.boxed());
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// Sends one event; false once the viewer is gone.
+async fn send(tx: &mut Sender<Bytes>, event: &str, data: &Value) -> bool {
+    let frame = format!("event: {event}\ndata: {data}\n\n");
+    tx.send_data(Bytes::from(frame)).await.is_ok()
+}
+
+/// `/view/events`: the sessions, their jobs and shells, sent whenever they change.
+pub fn state(agentty: Agentty, control: bool) -> Response<Body> {
+    sse(|mut tx| {
+        tokio::spawn(async move {
+            let mut last = Value::Null;
+            let mut quiet = 0u32;
+            loop {
+                let mut now = agentty.view_state();
+                now["control"] = Value::Bool(control);
+                // Ages tick; send when something else changed, or every few seconds.
+                let mut comparable = now.clone();
+                strip_ages(&mut comparable);
+                if comparable != last || quiet >= 10 {
+                    if !send(&mut tx, "state", &now).await {
+                        return;
+                    }
+                    last = comparable;
+                    quiet = 0;
+                } else {
+                    quiet += 1;
+                }
+                tokio::time::sleep(STATE_EVERY).await;
+            }
+        })
+    })
+}
+
+fn strip_ages(state: &mut Value) {
+    if let Some(sessions) = state["sessions"].as_array_mut() {
+        for session in sessions {
+            if let Some(jobs) = session["jobs"].as_array_mut() {
+                for job in jobs {
+                    job["age_ms"] = Value::Null;
+                }
+            }
+        }
+    }
+}
+
+/// `/view/stream`: a job's output or a shell's screen.
+pub fn target(target: Target) -> Response<Body> {
+    match target {
+        Target::Job(job) => sse(|tx| tokio::spawn(job_output(job, tx))),
+        Target::Shell(job, shell) => sse(|tx| tokio::spawn(shell_screen(job, shell, tx))),
+    }
+}
+
+fn state_word(state: &JobState) -> String {
+    match state {
+        JobState::Running => "running".into(),
+        JobState::Exited(code) => format!("exited {code}"),
+        JobState::Signalled(sig) => format!("killed by {}", agentty_core::signal_name(*sig)),
+        JobState::Stopped => "stopped".into(),
+        JobState::Reaped => "closed (idle)".into(),
+    }
+}
+
+/// The tail first, then what is printed as it is printed; a new snapshot when the viewer fell
+/// behind; an `end` event once the job ended and everything was sent.
+async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
+    let ring = &job.output;
+    let snapshot = |ring: &agentty_core::jobs::OutputRing| {
+        let tail = ring.read(None, CHUNK);
+        let data = json!({"text": tail.text, "from": tail.from, "total": tail.total});
+        (tail.next, data)
+    };
+    let (mut cursor, data) = snapshot(ring);
+    if !send(&mut tx, "snapshot", &data).await {
+        return;
+    }
+    loop {
+        let ended = !job.state().is_running();
+        let slice = ring.read(Some(cursor), CHUNK);
+        if slice.dropped > 0 || slice.remaining > 0 {
+            // Behind the ring, or more than one update's worth behind: start from the tail.
+            let (next, data) = snapshot(ring);
+            cursor = next;
+            if !send(&mut tx, "snapshot", &data).await {
+                return;
+            }
+        } else if !slice.text.is_empty() {
+            cursor = slice.next;
+            if !send(&mut tx, "append", &json!({"text": slice.text})).await {
+                return;
+            }
+        } else if ended {
+            let state = json!({"state": state_word(&job.state())});
+            let _ = send(&mut tx, "end", &state).await;
+            return;
+        }
+        tokio::select! {
+            () = ring.changed() => {}
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        tokio::time::sleep(PACE).await;
+    }
+}
+
+/// The rendered screen whenever it changed (at most ten a second), then `end` when the shell
+/// ends.
+async fn shell_screen(job: Arc<Job>, shell: Arc<Shell>, mut tx: Sender<Bytes>) {
+    let mut changes = shell.changes();
+    let mut last: Option<StyledScreen> = None;
+    loop {
+        let screen = shell.styled();
+        if last.as_ref() != Some(&screen) {
+            if !send(&mut tx, "screen", &screen_json(&screen)).await {
+                return;
+            }
+            last = Some(screen);
+        }
+        if !job.state().is_running() || shell.has_ended() {
+            let state = json!({"state": state_word(&job.state())});
+            let _ = send(&mut tx, "end", &state).await;
+            return;
+        }
+        tokio::select! {
+            _ = changes.changed() => {}
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        tokio::time::sleep(PACE).await;
+    }
+}
+
+/// `{cols, rows, cursor: [row, col], lines: [[[text, fg, bg, flags], …], …]}`: colours as
+/// `#rrggbb` or null; flags: b bold, d dim, i italic, u underline, r inverse.
+fn screen_json(screen: &StyledScreen) -> Value {
+    let colour = |c: Option<u32>| c.map(|c| format!("#{c:06x}"));
+    let lines: Vec<Value> = screen
+        .lines
+        .iter()
+        .map(|runs| {
+            runs.iter()
+                .map(|run| {
+                    let s = &run.style;
+                    let flags: String = [
+                        (s.bold, 'b'),
+                        (s.dim, 'd'),
+                        (s.italic, 'i'),
+                        (s.underline, 'u'),
+                        (s.inverse, 'r'),
+                    ]
+                    .iter()
+                    .filter(|(on, _)| *on)
+                    .map(|(_, f)| *f)
+                    .collect();
+                    json!([run.text, colour(s.fg), colour(s.bg), flags])
+                })
+                .collect()
+        })
+        .collect();
+    json!({
+        "cols": screen.cols,
+        "rows": screen.rows,
+        "cursor": [screen.cursor_row, screen.cursor_col],
+        "alternate": screen.alternate,
+        "lines": lines,
+    })
+}

@@ -1,0 +1,141 @@
+//! What the web view (`agentty/src/view/`) reads of the sessions: every session of this process
+//! with its jobs and shells, one job or shell to stream, and the stop a person may ask for with
+//! `--view-control`. Looking never counts as use: a watched shell still closes when idle, and a
+//! handle of a caller without a session is still stopped when no request names it.
+
+use std::sync::Arc;
+
+use agentty_core::jobs::{Job, JobKind, JobState};
+use agentty_core::pty::Shell;
+use serde_json::{Value, json};
+
+use crate::server::Agentty;
+use crate::session::LazySession;
+
+/// What the view streams.
+pub enum Target {
+    /// A background command: its output ring.
+    Job(Arc<Job>),
+    /// A shell: its screen (and its job, for the state).
+    Shell(Arc<Job>, Arc<Shell>),
+}
+
+/// Why a stop from the view did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum StopRefused {
+    #[error("no such job")]
+    Unknown,
+    #[error("it has already ended")]
+    Ended,
+}
+
+impl Agentty {
+    /// Every session whose state exists, oldest first.
+    fn view_sessions(&self) -> Vec<Arc<LazySession>> {
+        let mut sessions: Vec<Arc<LazySession>> = self
+            .live_sessions()
+            .into_iter()
+            .filter(|s| s.state.get().is_some())
+            .collect();
+        sessions.sort_by_key(|s| s.started);
+        sessions
+    }
+
+    fn view_session(&self, key: &str) -> Option<Arc<LazySession>> {
+        self.view_sessions().into_iter().find(|s| s.name == key)
+    }
+
+    /// The page's picture of every session: `{sessions: [{key, client, transport, started,
+    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}]}`.
+    pub fn view_state(&self) -> Value {
+        let escalated_line = self.confinement().line(true);
+        let confined_line = self.confinement().line(false);
+        let confining = matches!(self.confinement().confine(false), Ok(Some(_)));
+        let sessions: Vec<Value> = self
+            .view_sessions()
+            .iter()
+            .filter_map(|lazy| {
+                let state = lazy.state.get()?;
+                let about = lazy.about.get();
+                let jobs: Vec<Value> = state
+                    .jobs
+                    .list()
+                    .iter()
+                    .map(|job| {
+                        let (word, exit_code, signal) = match job.state() {
+                            JobState::Running => ("running", None, None),
+                            JobState::Exited(code) => ("exited", Some(code), None),
+                            JobState::Signalled(sig) => {
+                                ("signalled", None, Some(agentty_core::signal_name(sig)))
+                            }
+                            JobState::Stopped => ("stopped", None, None),
+                            JobState::Reaped => ("closed (idle)", None, None),
+                        };
+                        let sandbox = if job.confined || !confining {
+                            &confined_line
+                        } else {
+                            &escalated_line
+                        };
+                        json!({
+                            "id": job.id,
+                            "kind": if job.kind == JobKind::Shell { "shell" } else { "command" },
+                            "state": word,
+                            "exit_code": exit_code,
+                            "signal": signal,
+                            "label": job.label,
+                            "pid": job.pid,
+                            "age_ms": u64::try_from(job.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                            "bytes": job.output.total(),
+                            "sandbox": sandbox,
+                        })
+                    })
+                    .collect();
+                let started = lazy
+                    .started
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                Some(json!({
+                    "key": lazy.name,
+                    "client": about.map_or("unknown client", |a| a.client.as_str()),
+                    "transport": about.map_or("", |a| a.transport),
+                    "started": started,
+                    "jobs": jobs,
+                }))
+            })
+            .collect();
+        json!({ "sessions": sessions })
+    }
+
+    /// The job or shell `id` of session `key`, to stream.
+    pub fn view_target(&self, key: &str, id: &str) -> Option<Target> {
+        let session = self.view_session(key)?;
+        let state = session.state.get()?;
+        let job = state.jobs.peek(id)?;
+        if job.kind == JobKind::Shell
+            && let Some(shell) = state.shells.peek(id)
+        {
+            return Some(Target::Shell(job, shell));
+        }
+        Some(Target::Job(job))
+    }
+
+    /// The person watching stops a job or closes a shell (`--view-control`); the model hears of
+    /// it in its next result in that session.
+    pub async fn view_stop(&self, key: &str, id: &str) -> Result<(), StopRefused> {
+        let session = self.view_session(key).ok_or(StopRefused::Unknown)?;
+        let state = session.state.get().ok_or(StopRefused::Unknown)?;
+        let job = state.jobs.peek(id).ok_or(StopRefused::Unknown)?;
+        if !job.state().is_running() {
+            return Err(StopRefused::Ended);
+        }
+        if job.kind == JobKind::Shell {
+            let _ = state.shells.close(id).await;
+        }
+        job.stop().await;
+        crate::tasks::log_stopped(&job, "the user stopped it from the web view");
+        if let Ok(mut notes) = session.user_notes.lock() {
+            notes.push(crate::task_notice::stopped_by_user(&job.id, job.kind));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+"""The web view (docs/BEHAVIOUR.md §9) in a real headless Chromium (Debian's, driven by
+Playwright; nothing downloads a browser), and its refusals with plain HTTP requests."""
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from test_http import client, http_server, raw, text, wait_until
+from test_http_callers import session, session_call
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("AGENTTY_REQUIRE_CHROMIUM"),
+    reason="Debian's chromium is not installed (.ci/run installs it)",
+)
+
+
+def base_of(url):
+    return url[: -len("/mcp")]
+
+
+def get(url, headers=None, method="GET", body=None):
+    """(status, headers, text) without following redirects."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    req = urllib.request.Request(url, method=method, data=body)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with opener.open(req, timeout=10) as r:
+            return r.status, r.headers, r.read(4096).decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read(4096).decode(errors="replace")
+
+
+def log_in(base, token):
+    """The cookie header a login sets."""
+    status, headers, _ = get(f"{base}/?token={token}")
+    assert status == 303, status
+    assert headers["Location"] == "/", "the token must leave the address"
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
+    assert token not in cookie, "the cookie must not be the token"
+    return cookie.split(";")[0]
+
+
+class Agent:
+    """An MCP client session over HTTP in plain requests, so the browser and the agent act at
+    the same time from one thread."""
+
+    def __init__(self, url, token):
+        self.url = url
+        self.sid = session(url, token)
+
+    def call(self, tool, args):
+        return Result(session_call(self.url, self.sid, tool, args))
+
+    def close(self):
+        raw(self.url, None, self.sid, method="DELETE")
+
+
+class Result:
+    def __init__(self, result):
+        self.structured_content = result.get("structuredContent")
+        self.text = "".join(c.get("text", "") for c in result.get("content", []))
+
+
+@needs_chromium
+def test_the_page_shows_output_live_a_shells_screen_and_never_runs_what_a_job_prints():
+    from playwright.sync_api import expect, sync_playwright
+
+    shot = os.path.join(os.environ.get("AGENTTY_ARTIFACTS", "target"), "view-screenshot.png")
+    with tempfile.TemporaryDirectory() as gates, http_server() as (url, token, _):
+        go = os.path.join(gates, "go")
+        agent = Agent(url, token)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.goto(f"{base_of(url)}/?token={token}")
+                assert page.url == f"{base_of(url)}/", "the token stayed in the address"
+                page.wait_for_selector("text=live")
+
+                # tick-1 is printed, then the job waits at a gate: the page must show tick-1
+                # while tick-5 has not been printed yet, then tick-5 once it is.
+                ticks = (
+                    "echo tick-1; while [ ! -e " + go + " ]; do sleep 0.05; done; "
+                    "for i in $(seq 2 5); do echo tick-$i; sleep 0.3; done"
+                )
+                job = agent.call("terminal", {"command": ticks, "background": True})
+                job = job.structured_content["job_id"]
+                page.click(f"button.job[data-id='{job}']")
+                output = page.locator("#output")
+                expect(output).to_contain_text("tick-1", timeout=20000)
+                out = agent.call("task_output", {"id": job, "since": 0})
+                assert "tick-5" not in out.text, "tick-5 was printed before the page showed tick-1"
+                open(go, "w").close()
+                expect(output).to_contain_text("tick-5", timeout=20000)
+                # Streamed as it was printed, not fetched again.
+                expect(output).to_have_attribute("data-snapshots", "1")
+
+                # A shell running top: its rendered screen, header included.
+                shell = agent.call("shell_open", {}).structured_content["id"]
+                agent.call("shell_send", {"id": shell, "input": "top\n", "timeout_ms": 1500})
+                page.wait_for_selector(f"button.job[data-id='{shell}']")
+                page.click(f"button.job[data-id='{shell}']")
+                expect(output).to_contain_text(re.compile(r"load average|Tasks:"), timeout=20000)
+                page.screenshot(path=shot)
+
+                # What a job prints is text, never markup.
+                evil = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+                # (It ends at once: an ended job stays on the page with its output.)
+                printed = agent.call(
+                    "terminal", {"argv": ["printf", "%s\\n", evil], "background": True}
+                )
+                printed = printed.structured_content["job_id"]
+                page.wait_for_selector(f"button.job[data-id='{printed}']")
+                page.click(f"button.job[data-id='{printed}']")
+                expect(output).to_contain_text("onerror=", timeout=20000)
+                time.sleep(0.5)
+                assert page.title() != "pwned"
+                assert page.locator("#output img").count() == 0
+                assert page.locator("#output script").count() == 0
+                assert evil in page.locator("#output").text_content()
+                browser.close()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()
+
+
+def test_the_view_refuses_without_the_cookie_from_elsewhere_and_stops_only_with_control():
+    with http_server() as (url, token, _):
+        base = base_of(url)
+        for path in ("/", "/view.js", "/view.css", "/view/events", "/view/stream?session=x&id=t1"):
+            assert get(base + path)[0] == 401, path
+        assert get(f"{base}/?token={'0' * 64}")[0] == 401
+        assert get(base + "/", {"Cookie": "agentty_view=" + "0" * 64})[0] == 401
+        cookie = {"Cookie": log_in(base, token)}
+        status, headers, page = get(base + "/", cookie)
+        assert status == 200 and "default-src 'none'" in headers["Content-Security-Policy"]
+        assert "<script src=\"/view.js\"" in page
+        # Another page's request: refused, cookie or not, the stream's handshake included.
+        for path in ("/", "/view/events"):
+            status, _, _ = get(base + path, {**cookie, "Origin": "http://evil.example"})
+            assert status == 403, path
+        assert get(base + "/", {**cookie, "Host": "evil.example"})[0] == 403
+        # Read-only: a stop is refused and nothing stops.
+        tag = f"view-{uuid.uuid4().hex[:8]}"
+
+        async def body():
+            async with client(url, token) as s:
+                r = await s.call_tool(
+                    "terminal", {"command": "sleep 300", "background": True, "env": {"VIEWTAG": tag}}
+                )
+                job = r.structured_content["job_id"]
+                status, _, events = get_stream(base + "/view/events", cookie)
+                key = next(
+                    sess["key"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == job
+                )
+                stop = json.dumps({"session": key, "id": job}).encode()
+                status, _, said = get(base + "/view/stop", {**cookie, "Content-Type": "application/json"}, "POST", stop)
+                assert status == 403 and "--view-control" in said
+                assert pids(tag), "a refused stop stopped the job"
+                await s.call_tool("task_stop", {"id": job})
+
+        asyncio.run(body())
+
+
+def test_with_control_the_view_stops_a_job_and_the_model_is_told():
+    tag = f"view-ctl-{uuid.uuid4().hex[:8]}"
+    with http_server("--view-control") as (url, token, _):
+        base = base_of(url)
+        cookie = {"Cookie": log_in(base, token)}
+
+        async def body():
+            async with client(url, token) as s:
+                r = await s.call_tool(
+                    "terminal", {"command": "sleep 300", "background": True, "env": {"VIEWTAG": tag}}
+                )
+                job = r.structured_content["job_id"]
+                assert wait_until(lambda: pids(tag))
+                _, _, events = get_stream(base + "/view/events", cookie)
+                assert events["control"] is True
+                key = next(
+                    sess["key"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == job
+                )
+                stop = json.dumps({"session": key, "id": job}).encode()
+                # From another page: refused even with the cookie.
+                headers = {**cookie, "Content-Type": "application/json"}
+                foreign = {**headers, "Origin": "http://evil.example"}
+                assert get(base + "/view/stop", foreign, "POST", stop)[0] == 403
+                assert pids(tag)
+                status, _, said = get(base + "/view/stop", headers, "POST", stop)
+                assert status == 200, said
+                assert wait_until(lambda: not pids(tag))
+                nxt = await s.call_tool("terminal", {"command": "true"})
+                assert f"the user stopped {job} from the web view" in text(nxt), text(nxt)
+                again = await s.call_tool("terminal", {"command": "true"})
+                assert "web view" not in text(again), "the note is told once"
+
+        asyncio.run(body())
+
+
+def get_stream(url, headers):
+    """The first `state` event of an event stream."""
+    req = urllib.request.Request(url)
+    for k, v in headers.items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        for raw in r:
+            line = raw.decode().strip()
+            if line.startswith("data:"):
+                return r.status, r.headers, json.loads(line[5:])
+    raise AssertionError("no event")
+
+
+def pids(tag):
+    from test_http import with_env
+
+    return with_env("VIEWTAG", tag)
+
+
+def test_beside_stdio_the_view_shows_the_stdio_session_and_serves_no_mcp():
+    import re
+    import subprocess
+
+    from test_http import BIN, INIT
+
+    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        proc = subprocess.Popen(
+            [BIN, "serve", "--view", "127.0.0.1:0", "--workspace", ws, "--state-dir", state],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            base = None
+            for line in proc.stderr:
+                m = re.search(r"web view at (http://\S+)/ ", line)
+                if m:
+                    base = m.group(1)
+                    break
+            assert base, "no view address printed"
+            threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+
+            def rpc(message):
+                proc.stdin.write(json.dumps(message) + "\n")
+                proc.stdin.flush()
+                if "id" in message:
+                    return json.loads(proc.stdout.readline())
+
+            rpc(INIT)
+            rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            started = rpc(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "terminal", "arguments": {"command": "sleep 300", "background": True}},
+                }
+            )
+            job = started["result"]["structuredContent"]["job_id"]
+            with open(os.path.join(state, "token")) as f:
+                token = f.read().strip()
+            cookie = {"Cookie": log_in(base, token)}
+            _, _, events = get_stream(base + "/view/events", cookie)
+            [stdio] = events["sessions"]
+            assert stdio["transport"] == "stdio" and stdio["client"] == "raw", stdio
+            assert [j["id"] for j in stdio["jobs"]] == [job]
+            assert events["control"] is False
+            auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            assert get(base + "/mcp", auth, "POST", json.dumps(INIT).encode())[0] == 404
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=20)
