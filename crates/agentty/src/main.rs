@@ -94,7 +94,8 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
     let http_options = http_flags.options(flags, &settings)?;
     // Read (or made) now, so the file can be hidden from confined commands below.
     let tokens = http_options.as_ref().map(http::Tokens::load).transpose()?;
-    if http_options.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+    let over_stdio = http_options.as_ref().is_none_or(|o| !o.mcp);
+    if over_stdio && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprintln!("{TERMINAL_BANNER}");
     }
     // Forked while this process still has one thread (before the runtime): this process stays

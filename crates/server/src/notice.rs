@@ -282,6 +282,20 @@ pub const ESCALATION_OVER_HTTP: &str = "escalation is not offered over HTTP: a c
 can reach this endpoint itself (the token is in files it can read) and approve its own request. \
 The command did not run. Run it inside the sandbox, or ask the user to run it themselves";
 
+/// The handler's word when the question goes back as `input_required` (never shown: the
+/// client gets the question instead).
+pub const ESCALATION_ASKED: &str = "escalation asked: waiting for the user's answer";
+
+pub const APPROVAL_STATE_INVALID: &str = "the approval (`requestState`) is not valid: altered, \
+from an earlier run of this server, or for another command. The command did not run. Call again \
+without `requestState` to ask the user";
+
+pub const APPROVAL_STATE_EXPIRED: &str = "the approval (`requestState`) expired: the user has 5 \
+minutes to answer. The command did not run. Call again without `requestState` to ask again";
+
+pub const APPROVAL_STATE_USED: &str = "this approval (`requestState`) was already used: an approval \
+runs one command once. The command did not run. Call again without `requestState` to ask again";
+
 pub const JUSTIFICATION_REQUIRED: &str = "`sandbox_permissions: \"require_escalated\"` needs a `justification` saying why the command \
      must write outside the sandbox";
 

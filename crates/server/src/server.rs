@@ -81,6 +81,8 @@ struct Shared {
     /// How long a caller without a session's job lives with no request naming it (HTTP's
     /// `--session-grace`); unset over stdio.
     handle_grace: std::sync::OnceLock<Duration>,
+    /// The sealing key and open questions of escalations asked with `input_required`.
+    sealer: Arc<crate::escalation::mrtr::Sealer>,
     /// The HTTP client sessions made so far, while they live.
     live: std::sync::Mutex<Vec<std::sync::Weak<LazySession>>>,
 }
@@ -107,6 +109,9 @@ impl Agentty {
             planted: crate::planted::Planted::new(&settings_workspace),
             sessionless: std::sync::Mutex::default(),
             handle_grace: std::sync::OnceLock::new(),
+            sealer: Arc::new(crate::escalation::mrtr::Sealer::new(
+                crate::escalation::mrtr::STATE_TTL,
+            )),
             live: std::sync::Mutex::default(),
         };
         let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
@@ -395,8 +400,31 @@ impl ServerHandler for Agentty {
                 "stdio",
             ),
         }
+        // A client of 2026-07-28 (no server-to-client requests): an escalation is asked by
+        // answering `input_required`, and its retry is checked before the tool runs.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let mut context = context;
+        let slot = (modern && !crate::escalation::over_http(&context)).then(|| {
+            crate::escalation::mrtr::Slot::for_call(
+                this.inner.sealer.clone(),
+                &this.session.name,
+                &request,
+                &context.meta,
+            )
+        });
+        if let Some(slot) = &slot {
+            context.extensions.insert(slot.clone());
+        }
         let call = rmcp::handler::server::tool::ToolCallContext::new(&*this, request, context);
         let mut response = this.tool_router.call(call).await;
+        if let Some(question) = slot
+            .as_ref()
+            .and_then(crate::escalation::mrtr::Slot::take_question)
+        {
+            return Ok(rmcp::model::CallToolResponse::InputRequired(question));
+        }
         // What the person watching did since the last result (web view, `--view-control`).
         if let Ok(rmcp::model::CallToolResponse::Complete(result)) = &mut response {
             let notes = this.session.take_user_notes();

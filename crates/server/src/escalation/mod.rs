@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::notice;
 
+pub mod mrtr;
+
 /// The user's answer. A single yes/no: there is deliberately no "always" field.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Approval {
@@ -35,6 +37,10 @@ pub async fn ask(
 ) -> Result<(), String> {
     if over_http(ctx) {
         return Err(notice::ESCALATION_OVER_HTTP.to_owned());
+    }
+    // A client of 2026-07-28: the question goes back as `input_required` (see `mrtr`).
+    if let Some(slot) = ctx.extensions.get::<mrtr::Slot>() {
+        return slot.ask(notice::escalation_question(what, justification));
     }
     match ctx
         .peer
