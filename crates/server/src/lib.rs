@@ -13,6 +13,7 @@ pub mod shell_notice;
 pub mod shells;
 pub mod task_notice;
 pub mod tasks;
+mod tasks_ext;
 pub mod terminal;
 mod timing;
 pub mod transport;

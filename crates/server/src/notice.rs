@@ -162,6 +162,23 @@ pub const CANCELLED_BEFORE_START: &str = "cancelled before it started: nothing r
 
 pub const NO_OUTPUT: &str = "(no output)";
 
+/// `tasks/get` of a task cancelled with `tasks/cancel`.
+pub const TASK_CANCELLED: &str = "cancelled: the process tree was stopped";
+
+/// A task's final result holds the job's output, stdout and stderr merged as they came.
+pub const TASK_MERGED: &str = "[note] stdout and stderr are merged, in the order they came";
+
+/// A task's final result shows the newest output only.
+pub fn task_tail(from: u64, spill: Option<&std::path::Path>) -> String {
+    match spill {
+        Some(path) => format!(
+            "[note] the first {from} bytes are not shown; the full output is in {}",
+            path.display()
+        ),
+        None => format!("[note] the first {from} bytes are not shown (they left the buffer)"),
+    }
+}
+
 pub fn stray_held_output(count: usize) -> String {
     format!(
         "[note] the command exited but {count} process(es) it started in the background kept \

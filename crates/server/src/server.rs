@@ -241,6 +241,15 @@ impl Agentty {
         &self.state().spill
     }
 
+    pub(crate) fn task_index(&self) -> &crate::tasks_ext::TaskIndex {
+        &self.state().tasks
+    }
+
+    /// Whether this server confines commands at all (so an unconfined job was escalated).
+    pub(crate) fn confines(&self) -> bool {
+        matches!(self.confinement().confine(false), Ok(Some(_)))
+    }
+
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {
         &self.state().shells
     }
@@ -306,6 +315,37 @@ impl Agentty {
     }
 }
 
+impl Agentty {
+    /// The server a request is served by: this one, or, for an HTTP request without a session
+    /// (a 2026-07-28 client; rmcp makes a server for that request only), its caller's state.
+    fn route(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> (std::borrow::Cow<'_, Self>, Option<Caller>) {
+        let sessionless = context
+            .extensions
+            .get::<http::request::Parts>()
+            .filter(|parts| {
+                !parts.headers.contains_key("mcp-session-id")
+                    || context
+                        .protocol_version()
+                        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+            })
+            .map(|parts| {
+                parts
+                    .extensions
+                    .get::<Caller>()
+                    .cloned()
+                    .unwrap_or_else(|| Caller("default".into()))
+            });
+        let this = match &sessionless {
+            Some(caller) => std::borrow::Cow::Owned(self.sessionless(caller.clone())),
+            None => std::borrow::Cow::Borrowed(self),
+        };
+        (this, sessionless)
+    }
+}
+
 /// Input schema for a tool whose handler parses its arguments itself (so that a bad argument is
 /// a tool error the model can read, not a protocol error).
 pub(crate) fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
@@ -326,12 +366,17 @@ pub(crate) fn tool_error(text: String) -> CallToolResult {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Agentty {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("agentty", env!("CARGO_PKG_VERSION"))
-                    .with_title("agentty: a real terminal for AI agents"),
-            )
-            .with_instructions(notice::SERVER_INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("agentty", env!("CARGO_PKG_VERSION"))
+                .with_title("agentty: a real terminal for AI agents"),
+        )
+        .with_instructions(notice::SERVER_INSTRUCTIONS)
     }
 
     async fn initialize(
@@ -358,33 +403,30 @@ impl ServerHandler for Agentty {
         self.negotiate_initialize(&request)
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let (this, _) = self.route(&context);
+        this.get_task_state(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (this, _) = self.route(&context);
+        this.cancel_task_by_id(&request.task_id).await
+    }
+
     async fn call_tool(
         &self,
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
-        // An HTTP request without a session (a 2026-07-28 client) gets a server of its own from
-        // rmcp for that request only: its jobs and shells live in its caller's state instead.
-        let sessionless = context
-            .extensions
-            .get::<http::request::Parts>()
-            .filter(|parts| {
-                !parts.headers.contains_key("mcp-session-id")
-                    || context
-                        .protocol_version()
-                        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
-            })
-            .map(|parts| {
-                parts
-                    .extensions
-                    .get::<Caller>()
-                    .cloned()
-                    .unwrap_or_else(|| Caller("default".into()))
-            });
-        let this = match &sessionless {
-            Some(caller) => std::borrow::Cow::Owned(self.sessionless(caller.clone())),
-            None => std::borrow::Cow::Borrowed(self),
-        };
+        let (this, sessionless) = self.route(&context);
         match &sessionless {
             Some(caller) => this
                 .session
@@ -405,6 +447,9 @@ impl ServerHandler for Agentty {
         let modern = context
             .protocol_version()
             .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
         let mut context = context;
         let slot = (modern && !crate::escalation::over_http(&context)).then(|| {
             crate::escalation::mrtr::Slot::for_call(
@@ -424,6 +469,13 @@ impl ServerHandler for Agentty {
             .and_then(crate::escalation::mrtr::Slot::take_question)
         {
             return Ok(rmcp::model::CallToolResponse::InputRequired(question));
+        }
+        // A command gone to the background is a task for a client of the tasks extension.
+        if tasks_declared
+            && let Ok(rmcp::model::CallToolResponse::Complete(result)) = &response
+            && let Some(task) = this.as_task(result)
+        {
+            return Ok(rmcp::model::CallToolResponse::Task(task));
         }
         // What the person watching did since the last result (web view, `--view-control`).
         if let Ok(rmcp::model::CallToolResponse::Complete(result)) = &mut response {

@@ -106,6 +106,8 @@ pub(crate) struct Session {
     pub(crate) client_can_ask: AtomicBool,
     /// `end_session` ran: nothing is left for the drop to stop.
     pub(crate) ended: AtomicBool,
+    /// Tasks (the tasks extension) made of this session's jobs.
+    pub(crate) tasks: crate::tasks_ext::TaskIndex,
 }
 
 impl Session {
@@ -122,6 +124,7 @@ impl Session {
             jobs,
             client_can_ask: AtomicBool::new(false),
             ended: AtomicBool::new(false),
+            tasks: crate::tasks_ext::TaskIndex::default(),
         }
     }
 }

@@ -113,6 +113,8 @@ pub struct Job {
     delivered: std::sync::atomic::AtomicU64,
     /// When a request last named this job (see [`JobTable::get`]).
     used: Mutex<Instant>,
+    /// When it stopped running.
+    finished: std::sync::OnceLock<Instant>,
 }
 
 impl Job {
@@ -157,7 +159,17 @@ impl Job {
 
     /// Sets the state (the job's own runner calls this when the process ends).
     pub fn set_state(&self, state: JobState) {
+        if !state.is_running() {
+            let _ = self.finished.set(Instant::now());
+        }
         self.state.send_replace(state);
+    }
+
+    /// How long it ran: until it ended, or until now.
+    pub fn ran_for(&self) -> std::time::Duration {
+        self.finished
+            .get()
+            .map_or_else(|| self.started.elapsed(), |end| *end - self.started)
     }
 
     /// Resolves when the job is no longer running.
@@ -470,6 +482,7 @@ impl Reserved<'_> {
             leftovers: AtomicUsize::new(0),
             delivered: std::sync::atomic::AtomicU64::new(0),
             used: Mutex::new(Instant::now()),
+            finished: std::sync::OnceLock::new(),
         });
         let key = (self.kind.prefix(), self.n);
         if self.inner.ids == Ids::Unguessable {
