@@ -180,3 +180,39 @@ def test_over_http_nothing_is_escalated_and_no_question_is_sent():
         assert result.get("resultType") != "input_required", result
         assert result.get("isError") and "not offered over HTTP" in said(result), result
         assert not os.path.exists(target)
+
+
+def test_the_tool_list_promises_the_question_only_to_a_client_that_can_ask():
+    def described(tools):
+        by_name = {t["name"]: t for t in tools}
+        return [
+            by_name[name]["inputSchema"]["properties"]["sandbox_permissions"]["description"]
+            for name in ("terminal", "shell_open")
+        ]
+
+    server = Stdio()
+    try:
+        for caps, can in ((CAPS, True), ({}, False)):
+            server.next += 1
+            message = {"jsonrpc": "2.0", "id": server.next, "method": "tools/list", "params": {"_meta": meta(caps)}}
+            server.proc.stdin.write(json.dumps(message) + "\n")
+            server.proc.stdin.flush()
+            reply = json.loads(server.proc.stdout.readline())
+            for text in described(reply["result"]["tools"]):
+                assert ("asks the user" in text) == can, (caps, text)
+                assert ("refused here" in text) != can, (caps, text)
+    finally:
+        server.close()
+    with http_server() as (url, token, _):
+        from test_http import raw
+
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/list",
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta(CAPS)}}
+        _, _, text = raw(url, body, headers)
+        data = next(json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip())
+        for described_text in described(data["result"]["tools"]):
+            assert "refused here" in described_text, "HTTP promised a question"

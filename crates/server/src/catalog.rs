@@ -48,6 +48,30 @@ pub(crate) fn catalog(mut tools: Vec<Tool>) -> Vec<Tool> {
     tools
 }
 
+/// The catalog for a client that cannot be asked to lift the sandbox (no elicitation, or over
+/// HTTP): `sandbox_permissions` says it is refused here instead of promising a question.
+pub(crate) fn without_escalation(tools: &[Tool]) -> Vec<Tool> {
+    tools
+        .iter()
+        .cloned()
+        .map(|mut tool| {
+            let mut schema = tool.input_schema.as_ref().clone();
+            let described = schema
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("sandbox_permissions"))
+                .and_then(Value::as_object_mut);
+            if let Some(property) = described {
+                property.insert(
+                    "description".into(),
+                    Value::String(crate::notice::NO_ESCALATION_HERE.into()),
+                );
+                tool.input_schema = std::sync::Arc::new(schema);
+            }
+            tool
+        })
+        .collect()
+}
+
 fn tidied(schema: &JsonObject) -> std::sync::Arc<JsonObject> {
     let mut schema = schema.clone();
     schema.remove("$schema");

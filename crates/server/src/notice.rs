@@ -313,6 +313,12 @@ minutes to answer. The command did not run. Call again without `requestState` to
 pub const APPROVAL_STATE_USED: &str = "this approval (`requestState`) was already used: an approval \
 runs one command once. The command did not run. Call again without `requestState` to ask again";
 
+/// `sandbox_permissions` in the catalog of a client that cannot be asked (no elicitation, or
+/// over HTTP).
+pub const NO_ESCALATION_HERE: &str = "Leave unset: this client cannot ask the user, so \
+\"require_escalated\" is refused here; for a write outside the sandbox, ask the user to run the \
+command";
+
 pub const JUSTIFICATION_REQUIRED: &str = "`sandbox_permissions: \"require_escalated\"` needs a `justification` saying why the command \
      must write outside the sandbox";
 

@@ -59,8 +59,10 @@ pub struct Agentty {
     session: Arc<LazySession>,
     /// Shared: HTTP makes a server per request (see `new_session`).
     tool_router: Arc<ToolRouter<Self>>,
-    /// What `tools/list` answers: the router's tools, tidied and ordered once.
+    /// What `tools/list` answers: the router's tools, tidied and ordered once; and the same for
+    /// a client that cannot be asked to lift the sandbox.
     tools: Arc<Vec<rmcp::model::Tool>>,
+    tools_no_escalation: Arc<Vec<rmcp::model::Tool>>,
 }
 
 /// What every session of this process shares.
@@ -116,11 +118,13 @@ impl Agentty {
         };
         let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
         let tools = Arc::new(crate::catalog::catalog(tool_router.list_all()));
+        let tools_no_escalation = Arc::new(crate::catalog::without_escalation(&tools));
         Ok(Self {
             inner: Arc::new(inner),
             session: state,
             tool_router: Arc::new(tool_router),
             tools,
+            tools_no_escalation,
         })
     }
 
@@ -136,6 +140,7 @@ impl Agentty {
             session,
             tool_router: self.tool_router.clone(),
             tools: self.tools.clone(),
+            tools_no_escalation: self.tools_no_escalation.clone(),
         }
     }
 
@@ -201,6 +206,7 @@ impl Agentty {
             session,
             tool_router: self.tool_router.clone(),
             tools: self.tools.clone(),
+            tools_no_escalation: self.tools_no_escalation.clone(),
         }
     }
 
@@ -496,13 +502,28 @@ impl ServerHandler for Agentty {
         let cache_hints = context
             .protocol_version()
             .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        // Only a client that can show the user a form is told that escalation asks.
+        let capabilities = context
+            .meta
+            .client_capabilities()
+            .or_else(|| context.peer.peer_info().map(|i| i.capabilities.clone()));
+        let can_ask = !crate::escalation::over_http(&context)
+            && capabilities
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let tools = if can_ask {
+            &self.tools
+        } else {
+            &self.tools_no_escalation
+        };
         Ok(rmcp::model::ListToolsResult {
             result_type: Some(rmcp::model::ResultType::COMPLETE),
-            tools: self.tools.as_ref().clone(),
+            tools: tools.as_ref().clone(),
             meta: None,
             next_cursor: None,
             ttl_ms: cache_hints.then_some(0),
-            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Public),
+            // It depends on the client's capabilities.
+            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Private),
         })
     }
 }
