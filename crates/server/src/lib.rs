@@ -7,6 +7,7 @@ mod entry;
 pub mod escalation;
 pub mod notice;
 mod planted;
+pub mod secrets;
 pub mod server;
 mod session;
 pub mod shell_notice;

@@ -83,6 +83,10 @@ struct Shared {
     /// How long a caller without a session's job lives with no request naming it (HTTP's
     /// `--session-grace`); unset over stdio.
     handle_grace: std::sync::OnceLock<Duration>,
+    /// Requests for a secret the user types in the web view.
+    secrets: crate::secrets::Pending,
+    /// The web view's address, once it listens (`http://host:port`).
+    view_url: std::sync::OnceLock<String>,
     /// The sealing key and open questions of escalations asked with `input_required`.
     sealer: Arc<crate::escalation::mrtr::Sealer>,
     /// The HTTP client sessions made so far, while they live.
@@ -111,6 +115,8 @@ impl Agentty {
             planted: crate::planted::Planted::new(&settings_workspace),
             sessionless: std::sync::Mutex::default(),
             handle_grace: std::sync::OnceLock::new(),
+            secrets: crate::secrets::Pending::default(),
+            view_url: std::sync::OnceLock::new(),
             sealer: Arc::new(crate::escalation::mrtr::Sealer::new(
                 crate::escalation::mrtr::STATE_TTL,
             )),
@@ -245,6 +251,33 @@ impl Agentty {
 
     pub(crate) fn spill_store(&self) -> &Arc<SpillStore> {
         &self.state().spill
+    }
+
+    /// The web view listens at `url` (`http://host:port`): secrets can be asked for.
+    pub fn set_view_url(&self, url: String) {
+        let _ = self.inner.view_url.set(url);
+    }
+
+    pub(crate) fn view_url(&self) -> Option<&str> {
+        self.inner.view_url.get().map(String::as_str)
+    }
+
+    pub(crate) fn secrets(&self) -> &crate::secrets::Pending {
+        &self.inner.secrets
+    }
+
+    /// What the secret request `id` asks for (the web view's page).
+    pub fn secret_asked(&self, id: &str) -> Option<crate::secrets::Asked> {
+        self.inner.secrets.asked(id)
+    }
+
+    /// Types the secret the user gave on the page for request `id`.
+    pub async fn enter_secret(
+        &self,
+        id: &str,
+        secret: String,
+    ) -> Result<(), crate::secrets::EnterRefused> {
+        self.inner.secrets.enter(id, secret).await
     }
 
     pub(crate) fn task_index(&self) -> &crate::tasks_ext::TaskIndex {

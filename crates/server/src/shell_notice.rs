@@ -316,3 +316,45 @@ pub fn pty_awaiting_input(prompt: &str) -> String {
 
 /// The default send bound, quoted by the description.
 pub const SEND_TIMEOUT_DEFAULT: u64 = SEND_TIMEOUT_DEFAULT_MS;
+
+pub const INPUT_OR_SECRET: &str = "give `input` or `secret`, not both";
+
+pub const INPUT_NEEDED: &str = "`input` is required (the keystrokes to type), or `secret` to have \
+the user type a password";
+
+pub const SECRET_WHAT: &str = "`secret` names what the program asks for, in a few words (e.g. \
+\"sudo password\"): never the secret itself";
+
+pub const SECRET_NOT_ASKED: &str = "nothing in the shell asks for a password now (a line with \
+echo off), so a secret would show or go to the wrong reader. Send the command that asks first; \
+once it waits at its password prompt (awaiting_input), send `secret`";
+
+pub const SECRET_NO_VIEW: &str = "secrets are typed by the user in agentty's web view, which is \
+not running: ask the user to restart agentty with --view (or --http), or to type it themselves";
+
+pub const SECRET_DECLINED: &str = "the user declined to enter it: nothing was typed";
+
+pub const SECRET_NOT_ENTERED: &str = "nobody entered it within 5 minutes: nothing was typed";
+
+/// The URL elicitation's message.
+pub fn secret_question(what: &str, id: &str) -> String {
+    format!(
+        "A program in the agent's shell {id} asks for: {}. Type it on agentty's page; it is \
+         entered with echo off and is never shown to the agent.",
+        crate::notice::visible(what)
+    )
+}
+
+/// The first line of the send after the user entered the secret.
+pub fn secret_entered(what: &str, id: &str) -> String {
+    format!("[{what} entered by the user into {id}; it is not shown]")
+}
+
+/// The reply when the client cannot open the page for the user.
+pub fn secret_later(what: &str, id: &str, address: &str) -> String {
+    format!(
+        "Ask the user to enter the {what} at {address} (agentty's web view; you will not see \
+         it). It is typed into {id} when they do; then shell_read({{\"id\": \"{id}\"}}) shows what \
+         followed."
+    )
+}

@@ -22,6 +22,7 @@ use crate::shell_notice as say;
 mod open;
 mod read;
 mod schema;
+mod secret;
 mod send;
 pub use schema::*;
 

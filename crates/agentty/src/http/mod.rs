@@ -265,6 +265,7 @@ pub async fn serve(
         "agentty: web view at {origin}/ (open {origin}/?token=<token> once; {tokens} in {})",
         token_file.display()
     );
+    agentty.set_view_url(origin.clone());
 
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(options.grace);

@@ -26,7 +26,9 @@ use crate::spawn::{SpawnSpec, SpawnedPty, spawn_pty};
 pub use host::{Gone, OpenError, Shells};
 /// `wait_for` patterns: re-exported so callers match with the engine's own regex version.
 pub use regex::Regex;
-pub use shell::{Hangup, OpenSpec, Screen, SendOutcome, SendRequest, SendStatus, Shell};
+pub use shell::{
+    Hangup, OpenSpec, Screen, SecretRefused, SendOutcome, SendRequest, SendStatus, Shell,
+};
 pub use styled::{Run, Style, StyledScreen};
 
 /// Escape sequences only a program that draws a whole screen sends: switching to the alternate

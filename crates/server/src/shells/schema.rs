@@ -36,7 +36,11 @@ pub struct ShellSendParams {
     /// The shell id (s1, …).
     pub id: String,
     /// Keystrokes. No newline is added: end a command with \n. \u0003 is Ctrl+C.
-    pub input: String,
+    pub input: Option<String>,
+    /// Instead of `input`, when a program waits for a password with echo off: what it asks
+    /// for (e.g. "sudo password"). The user types it in agentty's web view; it is entered
+    /// with echo off and never shown to you.
+    pub secret: Option<String>,
     /// Longest wait in milliseconds (default 30000, max 600000). The command keeps running.
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,

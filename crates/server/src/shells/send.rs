@@ -20,9 +20,15 @@ impl Agentty {
         args: JsonObject,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let p: ShellSendParams = match parse_args(args) {
+        let mut p: ShellSendParams = match parse_args(args) {
             Ok(p) => p,
             Err(e) => return e,
+        };
+        let (input, secret) = match (p.input.take(), p.secret.take()) {
+            (Some(input), None) => (input, None),
+            (None, Some(what)) => (String::new(), Some(what)),
+            (Some(_), Some(_)) => return tool_error(say::INPUT_OR_SECRET.into()),
+            (None, None) => return tool_error(say::INPUT_NEEDED.into()),
         };
         let timeout_ms = match crate::timing::timeout_ms(
             p.timeout_ms,
@@ -44,9 +50,22 @@ impl Agentty {
             Ok(found) => found,
             Err(e) => return e,
         };
+        // A secret: the user types it (web view); then this send waits on what follows, as a
+        // send with no input does.
+        let mut entered = None;
+        let secret_from = shell.output_total();
+        if let Some(what) = &secret {
+            match self.ask_secret(&job.id, &shell, what, &ctx).await {
+                Ok(super::secret::SecretAsk::Entered(note)) => entered = Some(note),
+                Ok(super::secret::SecretAsk::Later(address)) => {
+                    return self.secret_later(&job.id, &shell, what, &address);
+                }
+                Err(refusal) => return tool_error(refusal),
+            }
+        }
         // A typed line is a command line: the guard applies as in `terminal`, judged in the
         // directory the shell is in now, whole even when typed over several sends.
-        if let Some(line) = crate::entry::completed_lines(&shell.pending_line(), &p.input) {
+        if let Some(line) = crate::entry::completed_lines(&shell.pending_line(), &input) {
             let verdict = match shell_cwd(shell.pid) {
                 Some(cwd) => agentty_guard::check_at(
                     &line,
@@ -65,7 +84,7 @@ impl Agentty {
             return tool_error(say::open_failed(&e.to_string()));
         }
         let request = SendRequest {
-            input: &p.input,
+            input: &input,
             timeout: Duration::from_millis(timeout_ms),
             wait_for: wait_for.as_ref(),
         };
@@ -73,7 +92,7 @@ impl Agentty {
             return tool_error(say::CANCELLED_BEFORE_TYPING.into());
         }
         let max = agentty_core::limits::COMMAND_MAX_BYTES;
-        if let Err(len) = shell.check_typed(&p.input, max) {
+        if let Err(len) = shell.check_typed(&input, max) {
             return tool_error(say::line_too_long(len, max));
         }
         // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
@@ -96,6 +115,19 @@ impl Agentty {
         };
         let elapsed = ms(outcome.elapsed);
         let mut outcome = outcome;
+        // The program that took the secret may have finished before this wait began: its
+        // output and exit code are then what followed the secret.
+        if entered.is_some()
+            && matches!(outcome.status, SendStatus::AtPrompt)
+            && let Some(code) = outcome.ended_before.pop()
+        {
+            let slice = job
+                .output
+                .read(Some(secret_from), agentty_core::jobs::READ_MAX_BYTES);
+            outcome.status = SendStatus::Done(code);
+            outcome.output = slice.text;
+            outcome.cursor_from = slice.from;
+        }
         // A full-screen program (vim, less, top) draws with cursor moves: its stream, flattened,
         // is a wall of spaces and `~`. What it shows is the rendered screen, and the line it
         // waits at is the whole screen, not a prompt.
@@ -163,13 +195,17 @@ impl Agentty {
                     Some(code),
                     &outcome.output,
                     self.retry(true),
-                    &p.input,
+                    &input,
                     || shell_cwd(shell.pid),
                 )
             }
             _ => None,
         };
         let mut text = String::new();
+        if let Some(note) = entered {
+            text.push_str(&note);
+            text.push('\n');
+        }
         if !outcome.ended_before.is_empty() {
             text.push_str(&say::ended_before(&outcome.ended_before));
             text.push('\n');

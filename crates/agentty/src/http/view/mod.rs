@@ -33,6 +33,8 @@ type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 const PAGE: &str = include_str!("page.html");
 const SCRIPT: &str = include_str!("view.js");
 const STYLE: &str = include_str!("view.css");
+const SECRET_PAGE: &str = include_str!("secret.html");
+const SECRET_SCRIPT: &str = include_str!("secret.js");
 
 const COOKIE: &str = "agentty_view";
 
@@ -53,7 +55,11 @@ pub struct View {
 
 /// Whether `path` is the view's (everything but `/mcp`).
 pub fn serves(path: &str) -> bool {
-    matches!(path, "/" | "/view.js" | "/view.css") || path.starts_with("/view/")
+    matches!(
+        path,
+        "/" | "/view.js" | "/view.css" | "/secret.js" | "/secret.css"
+    ) || path.starts_with("/view/")
+        || path.starts_with("/secret/")
 }
 
 impl View {
@@ -111,6 +117,15 @@ impl View {
             }
         }
         let path = request.uri().path().to_owned();
+        // A secret's page: the request's id (128 random bits, one use, five minutes) is what
+        // lets it in, since the user may come from the host's prompt without the cookie. It
+        // can only type into a terminal that waits for a password with echo off.
+        if let Some(response) = self.secret_route(&request, &path) {
+            return response;
+        }
+        if request.method() == Method::POST && path == "/view/secret" {
+            return self.enter_secret(request).await;
+        }
         if path == "/"
             && let Some(token) = query(&request, "token")
         {
@@ -143,6 +158,78 @@ impl View {
             }
             (&Method::POST, "/view/stop") => self.stop(request).await,
             _ => text(StatusCode::NOT_FOUND, "agentty: not here\n"),
+        }
+    }
+
+    /// The secret page and its calls; `None` for any other path.
+    fn secret_route(
+        &self,
+        request: &Request<hyper::body::Incoming>,
+        path: &str,
+    ) -> Option<Response<Body>> {
+        match (request.method(), path) {
+            (&Method::GET, "/secret.js") => {
+                Some(asset(SECRET_SCRIPT, "text/javascript; charset=utf-8"))
+            }
+            (&Method::GET, "/secret.css") => Some(asset(STYLE, "text/css; charset=utf-8")),
+            (&Method::GET, "/view/secret") => {
+                let asked = query(request, "id").and_then(|id| self.agentty.secret_asked(&id));
+                Some(match asked {
+                    Some(asked) => {
+                        let body = serde_json::json!({"shell": asked.shell_id, "what": asked.what});
+                        let mut response = text(StatusCode::OK, &body.to_string());
+                        response.headers_mut().insert(
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("application/json"),
+                        );
+                        response
+                    }
+                    None => text(StatusCode::NOT_FOUND, "no such request\n"),
+                })
+            }
+            (&Method::GET, p) if p.starts_with("/secret/") => {
+                let id = &p["/secret/".len()..];
+                Some(if self.agentty.secret_asked(id).is_some() {
+                    asset(SECRET_PAGE, "text/html; charset=utf-8")
+                } else {
+                    text(
+                        StatusCode::NOT_FOUND,
+                        "agentty: this request was answered already, or it expired\n",
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `POST /view/secret {"id": …, "secret": …}`: types it, once. The body is never logged.
+    async fn enter_secret(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        let Ok(body) = Limited::new(request.into_body(), 8192).collect().await else {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
+        };
+        let mut bytes = body.to_bytes().to_vec();
+        let parsed: Option<(String, String)> = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| {
+                Some((
+                    v["id"].as_str()?.to_owned(),
+                    v["secret"].as_str()?.to_owned(),
+                ))
+            });
+        bytes.fill(0);
+        let Some((id, secret)) = parsed else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "agentty: id and secret are needed\n",
+            );
+        };
+        match self.agentty.enter_secret(&id, secret).await {
+            Ok(()) => text(StatusCode::OK, "entered\n"),
+            Err(agentty_server::secrets::EnterRefused::Unknown) => text(
+                StatusCode::NOT_FOUND,
+                "agentty: this request was answered already, or it expired\n",
+            ),
+            Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
         }
     }
 

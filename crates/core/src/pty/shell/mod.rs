@@ -31,6 +31,8 @@ use crate::spawn::SpawnSpec;
 use crate::tree;
 
 mod send;
+
+pub use send::SecretRefused;
 mod stream;
 
 /// Why a shell ended at our hands.
@@ -338,6 +340,11 @@ impl Shell {
     /// does not count as use (a watched shell still closes when the model leaves it idle).
     pub fn styled(&self) -> crate::pty::StyledScreen {
         crate::pty::styled::styled(lock(&self.live).screen.screen())
+    }
+
+    /// Bytes of cleaned output so far: the cursor of the end.
+    pub fn output_total(&self) -> u64 {
+        self.output.total()
     }
 
     /// Changes with every chunk of output and at the end.

@@ -284,3 +284,56 @@ fn canonical(master: std::os::fd::RawFd) -> bool {
         libc::tcgetattr(master, &raw mut t) == 0 && t.c_lflag & libc::ICANON != 0
     }
 }
+
+/// Whether the terminal of `master` waits for a password: a line read by the terminal itself
+/// (canonical) with echo off, as `getpass`, `sudo`, `ssh` and `read -s` ask. A line editor at a
+/// shell prompt (readline) and full-screen programs turn echo off too, but read key by key.
+fn asks_password(master: std::os::fd::RawFd) -> bool {
+    // SAFETY: tcgetattr writes one termios into the zeroed struct given.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(master, &raw mut t) == 0
+            && t.c_lflag & libc::ICANON != 0
+            && t.c_lflag & libc::ECHO == 0
+    }
+}
+
+/// Why a secret was not typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretRefused {
+    /// The shell has ended.
+    Closed,
+    /// No program reads a password now (the terminal echoes, or reads key by key): the
+    /// secret could show, or go to the wrong reader.
+    NotAsked,
+}
+
+impl Shell {
+    /// Whether a program waits for a password: a line with echo off.
+    pub fn asks_password(&self) -> bool {
+        self.master().is_some_and(|m| asks_password(m.raw()))
+    }
+
+    /// Types `secret` and Enter, only while a program waits for a password. It is not recorded as
+    /// typed text nor captured as a send's input; with echo off, nothing of it reaches the
+    /// output either.
+    pub async fn type_secret(&self, secret: &[u8]) -> Result<(), SecretRefused> {
+        let _one_at_a_time = self.send_lock.lock().await;
+        let master = self.master().ok_or(SecretRefused::Closed)?;
+        if !asks_password(master.raw()) {
+            return Err(SecretRefused::NotAsked);
+        }
+        let mut keys = Vec::with_capacity(secret.len() + 1);
+        keys.extend_from_slice(secret);
+        keys.push(b'\r');
+        let written = master.write_all(&keys).await;
+        keys.fill(0);
+        self.touch();
+        if written.is_ok() {
+            // The program that asked finishes with the shell's next prompt: owed, as for a send
+            // that returned while its command ran, so its exit code is told by the next send.
+            lock(&self.live).owed_prompts += 1;
+        }
+        written.map_err(|_| SecretRefused::Closed)
+    }
+}

@@ -1,0 +1,105 @@
+//! `shell_send({id, secret})`: the model names what a password prompt asks for; the user types
+//! it on the web view's page; it is entered with echo off (see `crate::secrets`).
+
+use std::sync::Arc;
+
+use agentty_core::pty::Shell;
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResult, ElicitationAction};
+use rmcp::service::{ElicitationMode, RequestContext};
+
+use crate::secrets::SECRET_WAIT;
+use crate::server::Agentty;
+use crate::shell_notice as say;
+
+use super::*;
+
+/// How asking for a secret went.
+pub(super) enum SecretAsk {
+    /// The user entered it (URL-mode elicitation): the send goes on to wait for what follows.
+    Entered(String),
+    /// The client cannot open a page for the user: the model passes this address on.
+    Later(String),
+}
+
+impl Agentty {
+    /// Asks the user for `what` for shell `id`. The error is the refusal text.
+    pub(super) async fn ask_secret(
+        &self,
+        id: &str,
+        shell: &Arc<Shell>,
+        what: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<SecretAsk, String> {
+        let what = what.trim();
+        if what.is_empty() || what.chars().count() > 100 {
+            return Err(say::SECRET_WHAT.into());
+        }
+        if !shell.asks_password() {
+            return Err(say::SECRET_NOT_ASKED.into());
+        }
+        let Some(view) = self.view_url() else {
+            return Err(say::SECRET_NO_VIEW.into());
+        };
+        let (request, entered) = self.secrets().ask(shell, id, what);
+        let address = format!("{view}/secret/{request}");
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let url_mode = !modern
+            && ctx
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Url);
+        let Ok(url) = url::Url::parse(&address) else {
+            return Ok(SecretAsk::Later(address));
+        };
+        if !url_mode {
+            return Ok(SecretAsk::Later(address));
+        }
+        match ctx
+            .peer
+            .elicit_url(say::secret_question(what, id), url, request)
+            .await
+        {
+            Ok(ElicitationAction::Accept) => {}
+            Ok(_) => return Err(say::SECRET_DECLINED.into()),
+            Err(_) => return Ok(SecretAsk::Later(address)),
+        }
+        tokio::select! {
+            got = tokio::time::timeout(SECRET_WAIT, entered) => match got {
+                Ok(Ok(())) => Ok(SecretAsk::Entered(say::secret_entered(what, id))),
+                _ => Err(say::SECRET_NOT_ENTERED.into()),
+            },
+            () = ctx.ct.cancelled() => Err(say::SEND_CANCELLED.into()),
+        }
+    }
+
+    /// The reply when the user will type the secret later, on the page at `address`.
+    pub(super) fn secret_later(
+        &self,
+        id: &str,
+        shell: &Arc<Shell>,
+        what: &str,
+        address: &str,
+    ) -> CallToolResult {
+        let cursor = shell.output_total();
+        success(
+            say::secret_later(what, id, address),
+            &ShellSendResult {
+                id: id.to_owned(),
+                status: SendState::AwaitingInput,
+                exit_code: None,
+                prompt: None,
+                output: String::new(),
+                dropped_bytes: 0,
+                cursor_from: cursor,
+                cursor,
+                elapsed_ms: 0,
+                error_code: None,
+                sandbox_denied: None,
+                earlier_exit_codes: Vec::new(),
+            },
+        )
+    }
+}
