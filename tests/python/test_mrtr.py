@@ -216,3 +216,50 @@ def test_the_tool_list_promises_the_question_only_to_a_client_that_can_ask():
         data = next(json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip())
         for described_text in described(data["result"]["tools"]):
             assert "refused here" in described_text, "HTTP promised a question"
+
+
+def test_the_official_python_sdk_drives_the_question_and_its_retry_itself():
+    """mcp's high-level Client (auto mode: server/discover, then 2026-07-28) answers
+    `input_required` through its elicitation callback and retries on its own."""
+    import asyncio
+
+    import mcp.types as types
+    from mcp import Client, StdioServerParameters
+
+    target = outside()
+    asked = []
+
+    def answering(approve):
+        async def callback(context, params):
+            asked.append(params.message)
+            if approve:
+                return types.ElicitResult(action="accept", content={"approve": True})
+            return types.ElicitResult(action="decline")
+
+        return callback
+
+    args = {
+        "command": f"echo x > {target}",
+        "sandbox_permissions": "require_escalated",
+        "justification": "the test writes outside the workspace",
+    }
+
+    async def body(ws, state):
+        params = StdioServerParameters(command=BIN, args=["serve", "--workspace", ws, "--state-dir", state])
+        async with Client(params, elicitation_callback=answering(False)) as client:
+            assert client.protocol_version == "2026-07-28", client.protocol_version
+            declined = await client.call_tool("terminal", args)
+            assert declined.is_error and "declined" in declined.content[0].text
+            assert not os.path.exists(target)
+        async with Client(params, elicitation_callback=answering(True)) as client:
+            ran = await client.call_tool("terminal", args)
+            assert not ran.is_error, ran.content[0].text
+            assert os.path.exists(target), "the approved call did not run"
+
+    try:
+        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+            asyncio.run(body(ws, state))
+        assert len(asked) == 2 and f"echo x > {target}" in asked[1], asked
+    finally:
+        if os.path.exists(target):
+            os.unlink(target)
