@@ -23,7 +23,7 @@ SECRET = "s3cr3t-" + uuid.uuid4().hex[:12]
 class Server:
     """`serve --view` over stdio in raw JSON-RPC, every reply kept; its log in a file."""
 
-    def __init__(self, ws, state, log, capabilities=None):
+    def __init__(self, ws, state, log, capabilities=None, modern=False):
         env = dict(os.environ, RUST_LOG="debug")
         self.log = open(log, "w")
         self.proc = subprocess.Popen(
@@ -44,6 +44,14 @@ class Server:
             self.view = m and m.group(1)
             time.sleep(0.05)
         assert self.view, "no view address"
+        self.meta = None
+        if modern:
+            self.meta = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
+            }
+            return
         init = json.loads(json.dumps(INIT))
         init["params"]["capabilities"] = capabilities or {}
         self.rpc(init)
@@ -62,10 +70,12 @@ class Server:
             if reply.get("id") == message["id"]:
                 return reply
 
-    def call(self, tool, arguments):
+    def call(self, tool, arguments, **extra):
         self.next += 1
-        message = {"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
-                   "params": {"name": tool, "arguments": arguments}}
+        params = {"name": tool, "arguments": arguments, **extra}
+        if self.meta:
+            params["_meta"] = self.meta
+        message = {"jsonrpc": "2.0", "id": self.next, "method": "tools/call", "params": params}
         return self.rpc(message)["result"]
 
     def close(self):
@@ -208,6 +218,50 @@ def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_
             text = said(reply["result"])
             assert "test password entered by the user" in text, text
             assert f"len={len(SECRET)}" in text, text
+            assert SECRET not in "".join(server.replies)
+            server.call("shell_close", {"id": shell})
+        finally:
+            server.close()
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("AGENTTY_REQUIRE_CHROMIUM"),
+    reason="Debian's chromium is not installed (.ci/run installs it)",
+)
+def test_a_2026_client_gets_the_page_as_input_required_and_its_retry_returns_what_followed():
+    from playwright.sync_api import expect, sync_playwright
+
+    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state, \
+            tempfile.TemporaryDirectory() as logs:
+        server = Server(ws, state, os.path.join(logs, "agentty.log"),
+                        {"elicitation": {"url": {}}}, modern=True)
+        try:
+            shell = server.call("shell_open", {})["structuredContent"]["id"]
+            server.call("shell_send", {
+                "id": shell,
+                "input": "read -s -p 'Password: ' pw; echo; echo \"len=${#pw}\"\n",
+                "timeout_ms": 5000,
+            })
+            args = {"id": shell, "secret": "test password", "timeout_ms": 5000}
+            asked = server.call("shell_send", args)
+            assert asked["resultType"] == "input_required", asked
+            question = asked["inputRequests"]["approve"]["params"]
+            assert question["mode"] == "url" and question["url"].startswith(server.view + "/secret/")
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                page = browser.new_page()
+                page.goto(question["url"])
+                page.fill("#secret", SECRET)
+                page.click("#enter")
+                expect(page.locator("#asked")).to_contain_text("Entered")
+                browser.close()
+            done = server.call("shell_send", args, requestState=asked["requestState"],
+                               inputResponses={"approve": {"action": "accept"}})
+            assert "test password entered by the user" in said(done), done
+            assert f"len={len(SECRET)}" in said(done), said(done)
+            again = server.call("shell_send", args, requestState=asked["requestState"],
+                                inputResponses={"approve": {"action": "accept"}})
+            assert again.get("isError") and "already used" in said(again), said(again)
             assert SECRET not in "".join(server.replies)
             server.call("shell_close", {"id": shell})
         finally:

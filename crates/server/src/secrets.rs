@@ -6,11 +6,12 @@
 //! never in a result, a log line, a spill file or an output buffer.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use agentty_core::pty::{SecretRefused, Shell};
-use tokio::sync::oneshot;
+use tokio::sync::Notify;
 
 /// How long a request for a secret waits for the user.
 pub const SECRET_WAIT: Duration = Duration::from_secs(300);
@@ -26,8 +27,34 @@ struct Request {
     shell_id: String,
     what: String,
     until: Instant,
-    /// Told when the secret was typed (a `shell_send` waiting on it).
-    entered: Option<oneshot::Sender<()>>,
+    /// The shell's output cursor when it was asked: what follows the secret starts there.
+    from: u64,
+    /// Set when the secret was typed (a `shell_send` may wait on it, even one that came back
+    /// for it later); the request then takes nothing more.
+    entered: Arc<Entered>,
+}
+
+/// Whether a request's secret was typed, and the wake-up of those waiting for it.
+#[derive(Default)]
+pub struct Entered {
+    done: AtomicBool,
+    notify: Notify,
+}
+
+impl Entered {
+    /// Resolves once the secret was typed, or after `wait`; true if it was.
+    pub async fn wait(&self, wait: Duration) -> bool {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.notify.notified();
+            if self.done.load(Ordering::Acquire) {
+                return true;
+            }
+            if tokio::time::timeout_at(until, notified).await.is_err() {
+                return self.done.load(Ordering::Acquire);
+            }
+        }
+    }
 }
 
 /// What the page shows of a request.
@@ -49,14 +76,9 @@ pub enum EnterRefused {
 
 impl Pending {
     /// A new request for `what`, for `shell`; returns its id and the receiver told on entry.
-    pub fn ask(
-        &self,
-        shell: &Arc<Shell>,
-        shell_id: &str,
-        what: &str,
-    ) -> (String, oneshot::Receiver<()>) {
+    pub fn ask(&self, shell: &Arc<Shell>, shell_id: &str, what: &str) -> (String, Arc<Entered>) {
         let id = agentty_core::random::hex(16);
-        let (tx, rx) = oneshot::channel();
+        let entered = Arc::new(Entered::default());
         if let Ok(mut requests) = self.requests.lock() {
             let now = Instant::now();
             requests.retain(|_, r| r.until > now);
@@ -67,17 +89,27 @@ impl Pending {
                     shell_id: shell_id.to_owned(),
                     what: what.to_owned(),
                     until: now + SECRET_WAIT,
-                    entered: Some(tx),
+                    from: shell.output_total(),
+                    entered: entered.clone(),
                 },
             );
         }
-        (id, rx)
+        (id, entered)
+    }
+
+    /// The wait of request `id`, while it lives (entered or not), and its output cursor.
+    pub fn entered(&self, id: &str) -> Option<(Arc<Entered>, u64)> {
+        let requests = self.requests.lock().ok()?;
+        let request = requests.get(id).filter(|r| r.until > Instant::now())?;
+        Some((request.entered.clone(), request.from))
     }
 
     /// What request `id` asks for, while it waits.
     pub fn asked(&self, id: &str) -> Option<Asked> {
         let requests = self.requests.lock().ok()?;
-        let request = requests.get(id).filter(|r| r.until > Instant::now())?;
+        let request = requests
+            .get(id)
+            .filter(|r| r.until > Instant::now() && !r.entered.done.load(Ordering::Acquire))?;
         Some(Asked {
             shell_id: request.shell_id.clone(),
             what: request.what.clone(),
@@ -86,16 +118,17 @@ impl Pending {
 
     /// Types `secret` for request `id` (once), then wipes it.
     pub async fn enter(&self, id: &str, mut secret: String) -> Result<(), EnterRefused> {
-        let request = self
-            .requests
-            .lock()
-            .ok()
-            .and_then(|mut requests| requests.remove(id))
-            .filter(|r| r.until > Instant::now());
-        let typed = match request.as_ref().and_then(|r| r.shell.upgrade()) {
-            None if request.is_none() => Err(EnterRefused::Unknown),
-            None => Err(EnterRefused::Closed),
-            Some(shell) => shell
+        // Taken once: the shell is let go of here, whatever happens next.
+        let request = self.requests.lock().ok().and_then(|mut requests| {
+            let request = requests
+                .get_mut(id)
+                .filter(|r| r.until > Instant::now() && !r.entered.done.load(Ordering::Acquire))?;
+            Some((std::mem::take(&mut request.shell), request.entered.clone()))
+        });
+        let typed = match request.as_ref().map(|(shell, _)| shell.upgrade()) {
+            None => Err(EnterRefused::Unknown),
+            Some(None) => Err(EnterRefused::Closed),
+            Some(Some(shell)) => shell
                 .type_secret(secret.as_bytes())
                 .await
                 .map_err(|e| match e {
@@ -104,10 +137,14 @@ impl Pending {
                 }),
         };
         wipe(&mut secret);
-        if typed.is_ok()
-            && let Some(tx) = request.and_then(|mut r| r.entered.take())
-        {
-            let _ = tx.send(());
+        if let Some((_, entered)) = request {
+            if typed.is_ok() {
+                entered.done.store(true, Ordering::Release);
+                entered.notify.notify_waiters();
+            } else if let Ok(mut requests) = self.requests.lock() {
+                // Not typed: the request is spent all the same (one value per request).
+                requests.remove(id);
+            }
         }
         typed
     }

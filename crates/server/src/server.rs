@@ -490,7 +490,7 @@ impl ServerHandler for Agentty {
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
         let mut context = context;
-        let slot = (modern && !crate::escalation::over_http(&context)).then(|| {
+        let slot = modern.then(|| {
             crate::escalation::mrtr::Slot::for_call(
                 this.inner.sealer.clone(),
                 &this.session.name,

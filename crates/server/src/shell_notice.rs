@@ -332,6 +332,9 @@ once it waits at its password prompt (awaiting_input), send `secret`";
 pub const SECRET_NO_VIEW: &str = "secrets are typed by the user in agentty's web view, which is \
 not running: ask the user to restart agentty with --view (or --http), or to type it themselves";
 
+/// The handler's word when the page's address goes back as `input_required` (never shown).
+pub const SECRET_ASKED: &str = "asked the user to open the page";
+
 pub const SECRET_DECLINED: &str = "the user declined to enter it: nothing was typed";
 
 pub const SECRET_NOT_ENTERED: &str = "nobody entered it within 5 minutes: nothing was typed";

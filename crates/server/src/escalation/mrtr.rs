@@ -53,7 +53,8 @@ impl Sealer {
         }
     }
 
-    fn seal(&self, binding: &str) -> String {
+    /// Seals a question for the call `binding`, carrying `extra` (a secret request's id) back.
+    fn seal(&self, binding: &str, extra: &str) -> String {
         let nonce = agentty_core::random::hex(16);
         if let Ok(mut outstanding) = self.outstanding.lock() {
             let now = Instant::now();
@@ -71,27 +72,30 @@ impl Sealer {
         let options = SealOptions::new()
             .associated_data(binding.as_bytes())
             .ttl(self.ttl);
-        self.codec.seal_with(nonce.as_bytes(), &options)
+        self.codec
+            .seal_with(format!("{nonce}\n{extra}").as_bytes(), &options)
     }
 
-    /// Opens `state` for the call `binding`, once. The error is the refusal text.
-    fn redeem(&self, state: &str, binding: &str) -> Result<(), String> {
+    /// Opens `state` for the call `binding`, once: the `extra` it carries. The error is the
+    /// refusal text.
+    fn redeem(&self, state: &str, binding: &str) -> Result<String, String> {
         if state.len() > STATE_MAX_CHARS {
             return Err(notice::APPROVAL_STATE_INVALID.to_owned());
         }
-        let nonce = match self.codec.open_with(state, binding.as_bytes()) {
-            Ok(nonce) => String::from_utf8_lossy(&nonce).into_owned(),
+        let payload = match self.codec.open_with(state, binding.as_bytes()) {
+            Ok(payload) => String::from_utf8_lossy(&payload).into_owned(),
             Err(RequestStateError::Expired) => {
                 return Err(notice::APPROVAL_STATE_EXPIRED.to_owned());
             }
             Err(_) => return Err(notice::APPROVAL_STATE_INVALID.to_owned()),
         };
+        let (nonce, extra) = payload.split_once('\n').unwrap_or((&payload, ""));
         let fresh = self
             .outstanding
             .lock()
-            .is_ok_and(|mut outstanding| outstanding.remove(&nonce).is_some());
+            .is_ok_and(|mut outstanding| outstanding.remove(nonce).is_some());
         if fresh {
-            Ok(())
+            Ok(extra.to_owned())
         } else {
             Err(notice::APPROVAL_STATE_USED.to_owned())
         }
@@ -108,8 +112,10 @@ struct SlotState {
     binding: String,
     /// The client said, in this request, that it can show a form.
     can_ask: bool,
-    /// The answer a retry brought, already checked.
-    answer: Option<Result<(), String>>,
+    /// ... and that it can open a page for the user (URL mode).
+    can_open: bool,
+    /// A retry's state, opened (what it carried), and its answer; or why it did not open.
+    retry: Option<Result<(String, Option<Value>), String>>,
     /// The question to send back instead of a result.
     question: Option<InputRequiredResult>,
 }
@@ -125,27 +131,26 @@ impl Slot {
         meta: &rmcp::model::RequestMetaObject,
     ) -> Self {
         let binding = binding(session, request);
-        let can_ask = meta
-            .client_capabilities()
-            .and_then(|c| c.elicitation)
+        let elicitation = meta.client_capabilities().and_then(|c| c.elicitation);
+        let can_ask = elicitation
+            .as_ref()
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        let answer = request.request_state.as_deref().map(|state| {
-            sealer.redeem(state, &binding)?;
+        let can_open = elicitation.as_ref().is_some_and(|e| e.url.is_some());
+        let retry = request.request_state.as_deref().map(|state| {
+            let extra = sealer.redeem(state, &binding)?;
             let answer = request
                 .input_responses
                 .as_ref()
-                .and_then(|responses| responses.get(ANSWER));
-            if approved(answer) {
-                Ok(())
-            } else {
-                Err(notice::ESCALATION_DECLINED.to_owned())
-            }
+                .and_then(|responses| responses.get(ANSWER))
+                .cloned();
+            Ok((extra, answer))
         });
         Slot(Arc::new(Mutex::new(SlotState {
             sealer,
             binding,
             can_ask,
-            answer,
+            can_open,
+            retry,
             question: None,
         })))
     }
@@ -156,8 +161,13 @@ impl Slot {
         let Ok(mut slot) = self.0.lock() else {
             return Err(notice::escalation_failed("internal lock"));
         };
-        if let Some(answer) = slot.answer.clone() {
-            return answer;
+        if let Some(retry) = slot.retry.clone() {
+            let (_, answer) = retry?;
+            return if approved(answer.as_ref()) {
+                Ok(())
+            } else {
+                Err(notice::ESCALATION_DECLINED.to_owned())
+            };
         }
         if !slot.can_ask {
             return Err(notice::ESCALATION_UNSUPPORTED.to_owned());
@@ -171,9 +181,42 @@ impl Slot {
         });
         let requests: InputRequests =
             [(ANSWER.to_owned(), InputRequest::Elicitation(request))].into();
-        let state = slot.sealer.seal(&slot.binding);
+        let state = slot.sealer.seal(&slot.binding, "");
         slot.question = Some(InputRequiredResult::new(Some(requests), Some(state)));
         Err(notice::ESCALATION_ASKED.to_owned())
+    }
+
+    /// A retry's answer to a page the user was asked to open: the id it was asked for, and
+    /// whether the user accepted. `None` when this call is no retry.
+    pub fn opened(&self) -> Option<Result<(String, bool), String>> {
+        let slot = self.0.lock().ok()?;
+        let retry = slot.retry.clone()?;
+        Some(retry.map(|(extra, answer)| {
+            let accepted = answer
+                .and_then(|a| serde_json::from_value::<ElicitationAction>(a["action"].clone()).ok())
+                .is_some_and(|a| a == ElicitationAction::Accept);
+            (extra, accepted)
+        }))
+    }
+
+    /// Whether the client can open a page for the user (URL-mode elicitation).
+    pub fn can_open(&self) -> bool {
+        self.0.lock().is_ok_and(|slot| slot.can_open)
+    }
+
+    /// Leaves a question asking the user to open `url`, for request `id` (carried back).
+    pub fn ask_to_open(&self, message: String, url: &str, id: &str) {
+        let Ok(mut slot) = self.0.lock() else { return };
+        let request = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message,
+            url: url.to_owned(),
+            elicitation_id: id.to_owned(),
+        });
+        let requests: InputRequests =
+            [(ANSWER.to_owned(), InputRequest::Elicitation(request))].into();
+        let state = slot.sealer.seal(&slot.binding, id);
+        slot.question = Some(InputRequiredResult::new(Some(requests), Some(state)));
     }
 
     /// The question to answer the call with, if the escalation left one.
@@ -237,7 +280,7 @@ mod tests {
         let sealer = Sealer::new(STATE_TTL);
         let one =
             call(json!({"command": "make install", "sandbox_permissions": "require_escalated"}));
-        let state = sealer.seal(&binding("s1", &one));
+        let state = sealer.seal(&binding("s1", &one), "");
         // Keys in another order are the same call; another command, session or key is not.
         let same =
             call(json!({"sandbox_permissions": "require_escalated", "command": "make install"}));
@@ -256,14 +299,17 @@ mod tests {
             next_run.redeem(&state, &binding("s1", &one)),
             Err(notice::APPROVAL_STATE_INVALID.into())
         );
-        assert_eq!(sealer.redeem(&state, &binding("s1", &same)), Ok(()));
+        assert_eq!(
+            sealer.redeem(&state, &binding("s1", &same)),
+            Ok(String::new())
+        );
         assert_eq!(
             sealer.redeem(&state, &binding("s1", &one)),
             Err(notice::APPROVAL_STATE_USED.into())
         );
 
         let short = Sealer::new(Duration::from_millis(1));
-        let state = short.seal(&binding("s1", &one));
+        let state = short.seal(&binding("s1", &one), "");
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(
             short.redeem(&state, &binding("s1", &one)),

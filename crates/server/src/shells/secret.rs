@@ -16,8 +16,9 @@ use super::*;
 
 /// How asking for a secret went.
 pub(super) enum SecretAsk {
-    /// The user entered it (URL-mode elicitation): the send goes on to wait for what follows.
-    Entered(String),
+    /// The user entered it (URL-mode elicitation): the send goes on to wait for what follows,
+    /// from this output cursor.
+    Entered(String, u64),
     /// The client cannot open a page for the user: the model passes this address on.
     Later(String),
 }
@@ -35,17 +36,35 @@ impl Agentty {
         if what.is_empty() || what.chars().count() > 100 {
             return Err(say::SECRET_WHAT.into());
         }
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let slot = ctx.extensions.get::<crate::escalation::mrtr::Slot>();
+        // A 2026-07-28 client's retry after the user was asked to open the page.
+        if let Some(opened) = slot.and_then(crate::escalation::mrtr::Slot::opened) {
+            let (request, accepted) = opened?;
+            if !accepted {
+                return Err(say::SECRET_DECLINED.into());
+            }
+            let (entered, from) = self
+                .secrets()
+                .entered(&request)
+                .ok_or_else(|| say::SECRET_NOT_ENTERED.to_owned())?;
+            return wait_entered(&entered, from, what, id, ctx).await;
+        }
         if !shell.asks_password() {
             return Err(say::SECRET_NOT_ASKED.into());
         }
         let Some(view) = self.view_url() else {
             return Err(say::SECRET_NO_VIEW.into());
         };
+        let from = shell.output_total();
         let (request, entered) = self.secrets().ask(shell, id, what);
         let address = format!("{view}/secret/{request}");
-        let modern = ctx
-            .protocol_version()
-            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        if let Some(slot) = slot.filter(|s| s.can_open()) {
+            slot.ask_to_open(say::secret_question(what, id), &address, &request);
+            return Err(say::SECRET_ASKED.into());
+        }
         let url_mode = !modern
             && ctx
                 .peer
@@ -66,13 +85,7 @@ impl Agentty {
             Ok(_) => return Err(say::SECRET_DECLINED.into()),
             Err(_) => return Ok(SecretAsk::Later(address)),
         }
-        tokio::select! {
-            got = tokio::time::timeout(SECRET_WAIT, entered) => match got {
-                Ok(Ok(())) => Ok(SecretAsk::Entered(say::secret_entered(what, id))),
-                _ => Err(say::SECRET_NOT_ENTERED.into()),
-            },
-            () = ctx.ct.cancelled() => Err(say::SEND_CANCELLED.into()),
-        }
+        wait_entered(&entered, from, what, id, ctx).await
     }
 
     /// The reply when the user will type the secret later, on the page at `address`.
@@ -101,5 +114,23 @@ impl Agentty {
                 earlier_exit_codes: Vec::new(),
             },
         )
+    }
+}
+
+/// Waits (at most [`SECRET_WAIT`]) for the user to enter the secret on the page.
+async fn wait_entered(
+    entered: &crate::secrets::Entered,
+    from: u64,
+    what: &str,
+    id: &str,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<SecretAsk, String> {
+    tokio::select! {
+        done = entered.wait(SECRET_WAIT) => if done {
+            Ok(SecretAsk::Entered(say::secret_entered(what, id), from))
+        } else {
+            Err(say::SECRET_NOT_ENTERED.into())
+        },
+        () = ctx.ct.cancelled() => Err(say::SEND_CANCELLED.into()),
     }
 }

@@ -53,10 +53,13 @@ impl Agentty {
         // A secret: the user types it (web view); then this send waits on what follows, as a
         // send with no input does.
         let mut entered = None;
-        let secret_from = shell.output_total();
+        let mut secret_from = 0;
         if let Some(what) = &secret {
             match self.ask_secret(&job.id, &shell, what, &ctx).await {
-                Ok(super::secret::SecretAsk::Entered(note)) => entered = Some(note),
+                Ok(super::secret::SecretAsk::Entered(note, from)) => {
+                    entered = Some(note);
+                    secret_from = from;
+                }
                 Ok(super::secret::SecretAsk::Later(address)) => {
                     return self.secret_later(&job.id, &shell, what, &address);
                 }
