@@ -113,15 +113,43 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
             assert asking["structuredContent"]["status"] == "awaiting_input", said(asking)
             later = server.call("shell_send", {"id": shell, "secret": "test password"})
             assert not later.get("isError"), said(later)
-            address = re.search(r"(http://\S+/secret/[0-9a-f]{32})", said(later)).group(1)
-            assert address.startswith(server.view)
+            # The model is told to send the user to the view, not given the request's id.
+            assert server.view in said(later), said(later)
+            assert not re.search(r"[0-9a-f]{32}", said(later)), said(later)
+            with open(os.path.join(state, "token")) as f:
+                token = f.read().strip()
 
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
                 page = browser.new_page()
-                # Straight from the link, without logging in to the view first.
-                page.goto(address)
+                page.goto(f"{server.view}/?token={token}")
+                link = page.locator("a.secret")
+                expect(link).to_contain_text("asks for: test password")
+                address = server.view + link.get_attribute("href")
+                # Without the view's cookie, the request's page and its calls are refused.
+                import urllib.request
+                import urllib.error
+                rid = address.rsplit("/", 1)[1]
+                for url, data in ((address, None), (f"{server.view}/view/secret?id={rid}", None),
+                                  (f"{server.view}/view/secret", json.dumps({"id": rid, "secret": "x"}).encode())):
+                    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+                    try:
+                        urllib.request.urlopen(req, timeout=10)
+                        raise AssertionError(f"{url} answered without the cookie")
+                    except urllib.error.HTTPError as e:
+                        assert e.code == 401, (url, e.code)
+                link.click()
                 expect(page.locator("#asked")).to_contain_text("asks for: test password")
+                expect(page.locator("#asker")).to_contain_text("bash")
+                # A control character would go on as keystrokes: refused, nothing typed.
+                injected = page.evaluate(
+                    """async (id) => (await fetch('/view/secret', {method: 'POST',
+                         headers: {'Content-Type': 'application/json'},
+                         body: JSON.stringify({id, secret: 'x\\recho INJECTED-$((6*7))\\r'})})).status""",
+                    rid,
+                )
+                assert injected == 409, injected
+                page.goto(address)
                 page.fill("#secret", SECRET)
                 page.click("#enter")
                 expect(page.locator("#asked")).to_contain_text("Entered")
@@ -137,6 +165,7 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
                     break
                 time.sleep(0.1)
             assert f"len={len(SECRET)} sum={want}" in said(followed), said(followed)
+            assert "INJECTED-42" not in said(followed), "a control character typed a command"
             # One use: the page's request is gone.
             import urllib.request
             import urllib.error
@@ -150,7 +179,7 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
                 urllib.request.urlopen(req, timeout=10)
                 raise AssertionError("a used request took a second secret")
             except urllib.error.HTTPError as e:
-                assert e.code == 404
+                assert e.code in (401, 404), e.code
 
             # Everything the shell holds: its whole output, its raw bytes, its screen.
             server.call("shell_read", {"id": shell, "since": 0})

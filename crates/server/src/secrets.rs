@@ -15,6 +15,10 @@ use tokio::sync::Notify;
 
 /// How long a request for a secret waits for the user.
 pub const SECRET_WAIT: Duration = Duration::from_secs(300);
+/// Requests waiting at most, server-wide.
+pub const PENDING_MAX: usize = 16;
+/// The longest secret typed.
+pub const SECRET_MAX_BYTES: usize = 1024;
 
 /// Requests for a secret not yet answered, by id (128 random bits).
 #[derive(Default)]
@@ -26,6 +30,11 @@ struct Request {
     shell: Weak<Shell>,
     shell_id: String,
     what: String,
+    /// The program that reads the password (the terminal's foreground process), for the user
+    /// to judge: a shell's `read -s` could hand it to the agent.
+    asker: String,
+    /// Reached only with the view's cookie: the model knows this request's id.
+    needs_cookie: bool,
     until: Instant,
     /// The shell's output cursor when it was asked: what follows the secret starts there.
     from: u64,
@@ -59,8 +68,11 @@ impl Entered {
 
 /// What the page shows of a request.
 pub struct Asked {
+    pub id: String,
     pub shell_id: String,
     pub what: String,
+    pub asker: String,
+    pub needs_cookie: bool,
 }
 
 /// Why a secret from the page was not typed.
@@ -72,29 +84,47 @@ pub enum EnterRefused {
     Closed,
     #[error("nothing in the shell asks for a password now, so it would show or go astray")]
     NotAsked,
+    #[error("a secret is one line of at most 1024 bytes, without control characters")]
+    Unfit,
 }
 
 impl Pending {
-    /// A new request for `what`, for `shell`; returns its id and the receiver told on entry.
-    pub fn ask(&self, shell: &Arc<Shell>, shell_id: &str, what: &str) -> (String, Arc<Entered>) {
+    /// A new request for `what`, for `shell`: its id and what tells of its entry; `None` when
+    /// [`PENDING_MAX`] requests already wait. `needs_cookie`: its id goes to the model.
+    pub fn ask(
+        &self,
+        shell: &Arc<Shell>,
+        shell_id: &str,
+        what: &str,
+        needs_cookie: bool,
+    ) -> Option<(String, Arc<Entered>)> {
         let id = agentty_core::random::hex(16);
         let entered = Arc::new(Entered::default());
-        if let Ok(mut requests) = self.requests.lock() {
+        let asker = shell
+            .foreground_command()
+            .unwrap_or_else(|| "an unknown program".to_owned());
+        {
+            let mut requests = self.requests.lock().ok()?;
             let now = Instant::now();
             requests.retain(|_, r| r.until > now);
+            if requests.len() >= PENDING_MAX {
+                return None;
+            }
             requests.insert(
                 id.clone(),
                 Request {
                     shell: Arc::downgrade(shell),
                     shell_id: shell_id.to_owned(),
                     what: what.to_owned(),
+                    asker,
+                    needs_cookie,
                     until: now + SECRET_WAIT,
                     from: shell.output_total(),
                     entered: entered.clone(),
                 },
             );
         }
-        (id, entered)
+        Some((id, entered))
     }
 
     /// The wait of request `id`, while it lives (entered or not), and its output cursor.
@@ -106,18 +136,36 @@ impl Pending {
 
     /// What request `id` asks for, while it waits.
     pub fn asked(&self, id: &str) -> Option<Asked> {
-        let requests = self.requests.lock().ok()?;
-        let request = requests
-            .get(id)
-            .filter(|r| r.until > Instant::now() && !r.entered.done.load(Ordering::Acquire))?;
-        Some(Asked {
-            shell_id: request.shell_id.clone(),
-            what: request.what.clone(),
-        })
+        self.waiting().into_iter().find(|a| a.id == id)
+    }
+
+    /// Every request still waiting (the view lists them).
+    pub fn waiting(&self) -> Vec<Asked> {
+        let Ok(requests) = self.requests.lock() else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        requests
+            .iter()
+            .filter(|(_, r)| r.until > now && !r.entered.done.load(Ordering::Acquire))
+            .map(|(id, r)| Asked {
+                id: id.clone(),
+                shell_id: r.shell_id.clone(),
+                what: r.what.clone(),
+                asker: r.asker.clone(),
+                needs_cookie: r.needs_cookie,
+            })
+            .collect()
     }
 
     /// Types `secret` for request `id` (once), then wipes it.
     pub async fn enter(&self, id: &str, mut secret: String) -> Result<(), EnterRefused> {
+        // One line, as typed at a prompt: a control character (Enter, Ctrl+C) would go on to
+        // the shell as keystrokes of its own.
+        if secret.len() > SECRET_MAX_BYTES || secret.chars().any(char::is_control) {
+            wipe(&mut secret);
+            return Err(EnterRefused::Unfit);
+        }
         // Taken once: the shell is let go of here, whatever happens next.
         let request = self.requests.lock().ok().and_then(|mut requests| {
             let request = requests

@@ -335,6 +335,12 @@ not running: ask the user to restart agentty with --view (or --http), or to type
 /// The handler's word when the page's address goes back as `input_required` (never shown).
 pub const SECRET_ASKED: &str = "asked the user to open the page";
 
+pub const SECRETS_FULL: &str = "16 requests for a secret already wait: answer or let them expire \
+(5 minutes) first";
+
+pub const SECRET_NOT_ASKED_URL: &str = "the client could not open agentty's page for the user: \
+nothing was typed. Ask the user to enter it in agentty's web view";
+
 pub const SECRET_DECLINED: &str = "the user declined to enter it: nothing was typed";
 
 pub const SECRET_NOT_ENTERED: &str = "nobody entered it within 5 minutes: nothing was typed";
@@ -342,8 +348,8 @@ pub const SECRET_NOT_ENTERED: &str = "nobody entered it within 5 minutes: nothin
 /// The URL elicitation's message.
 pub fn secret_question(what: &str, id: &str) -> String {
     format!(
-        "A program in the agent's shell {id} asks for: {}. Type it on agentty's page; it is \
-         entered with echo off and is never shown to the agent.",
+        "A program in the agent's shell {id} asks for: {}. Type it on agentty's page, which \
+         shows which program reads it; agentty types it with echo off and keeps it nowhere.",
         crate::notice::visible(what)
     )
 }
@@ -356,8 +362,8 @@ pub fn secret_entered(what: &str, id: &str) -> String {
 /// The reply when the client cannot open the page for the user.
 pub fn secret_later(what: &str, id: &str, address: &str) -> String {
     format!(
-        "Ask the user to enter the {what} at {address} (agentty's web view; you will not see \
-         it). It is typed into {id} when they do; then shell_read({{\"id\": \"{id}\"}}) shows what \
-         followed."
+        "Ask the user to enter the {what} in agentty's web view ({address}), which lists this \
+         request; you will not see it. It is typed into {id} when they do; then \
+         shell_read({{\"id\": \"{id}\"}}) shows what followed."
     )
 }

@@ -103,7 +103,13 @@ impl Agentty {
                 }))
             })
             .collect();
-        json!({ "sessions": sessions })
+        let secrets: Vec<Value> = self
+            .secrets()
+            .waiting()
+            .into_iter()
+            .map(|a| json!({"id": a.id, "shell": a.shell_id, "what": a.what, "asker": a.asker}))
+            .collect();
+        json!({ "sessions": sessions, "secrets": secrets })
     }
 
     /// The job or shell `id` of session `key`, to stream.

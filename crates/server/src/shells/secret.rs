@@ -59,23 +59,29 @@ impl Agentty {
             return Err(say::SECRET_NO_VIEW.into());
         };
         let from = shell.output_total();
-        let (request, entered) = self.secrets().ask(shell, id, what);
+        let slot = slot.filter(|s| s.can_open());
+        let url_mode = slot.is_some()
+            || (!modern
+                && ctx
+                    .peer
+                    .supported_elicitation_modes()
+                    .contains(&ElicitationMode::Url));
+        // Where the model is told of the request, the page takes the view's cookie too: the
+        // model (or a command it runs) knows the id.
+        let Some((request, entered)) = self.secrets().ask(shell, id, what, !url_mode) else {
+            return Err(say::SECRETS_FULL.into());
+        };
         let address = format!("{view}/secret/{request}");
-        if let Some(slot) = slot.filter(|s| s.can_open()) {
+        if let Some(slot) = slot {
             slot.ask_to_open(say::secret_question(what, id), &address, &request);
             return Err(say::SECRET_ASKED.into());
         }
-        let url_mode = !modern
-            && ctx
-                .peer
-                .supported_elicitation_modes()
-                .contains(&ElicitationMode::Url);
-        let Ok(url) = url::Url::parse(&address) else {
-            return Ok(SecretAsk::Later(address));
+        let Ok(url) = url::Url::parse(&address)
+            .map_err(drop)
+            .and_then(|u| if url_mode { Ok(u) } else { Err(()) })
+        else {
+            return Ok(SecretAsk::Later(format!("{view}/")));
         };
-        if !url_mode {
-            return Ok(SecretAsk::Later(address));
-        }
         match ctx
             .peer
             .elicit_url(say::secret_question(what, id), url, request)
@@ -83,7 +89,7 @@ impl Agentty {
         {
             Ok(ElicitationAction::Accept) => {}
             Ok(_) => return Err(say::SECRET_DECLINED.into()),
-            Err(_) => return Ok(SecretAsk::Later(address)),
+            Err(_) => return Err(say::SECRET_NOT_ASKED_URL.into()),
         }
         wait_entered(&entered, from, what, id, ctx).await
     }

@@ -132,11 +132,7 @@ impl View {
             return self.log_in(&token);
         }
         if !self.has_cookie(&request) {
-            return text(
-                StatusCode::UNAUTHORIZED,
-                "agentty: open the address with ?token=<token> once (the token file named when \
-                 the server started); this browser is then remembered until the server stops\n",
-            );
+            return unauthorized();
         }
         match (request.method(), path.as_str()) {
             (&Method::GET, "/") => asset(PAGE, "text/html; charset=utf-8"),
@@ -175,8 +171,11 @@ impl View {
             (&Method::GET, "/view/secret") => {
                 let asked = query(request, "id").and_then(|id| self.agentty.secret_asked(&id));
                 Some(match asked {
+                    Some(asked) if asked.needs_cookie && !self.has_cookie(request) => {
+                        unauthorized()
+                    }
                     Some(asked) => {
-                        let body = serde_json::json!({"shell": asked.shell_id, "what": asked.what});
+                        let body = serde_json::json!({"shell": asked.shell_id, "what": asked.what, "asker": asked.asker});
                         let mut response = text(StatusCode::OK, &body.to_string());
                         response.headers_mut().insert(
                             header::CONTENT_TYPE,
@@ -189,13 +188,15 @@ impl View {
             }
             (&Method::GET, p) if p.starts_with("/secret/") => {
                 let id = &p["/secret/".len()..];
-                Some(if self.agentty.secret_asked(id).is_some() {
-                    asset(SECRET_PAGE, "text/html; charset=utf-8")
-                } else {
-                    text(
+                Some(match self.agentty.secret_asked(id) {
+                    Some(asked) if asked.needs_cookie && !self.has_cookie(request) => {
+                        unauthorized()
+                    }
+                    Some(_) => asset(SECRET_PAGE, "text/html; charset=utf-8"),
+                    None => text(
                         StatusCode::NOT_FOUND,
                         "agentty: this request was answered already, or it expired\n",
-                    )
+                    ),
                 })
             }
             _ => None,
@@ -204,25 +205,33 @@ impl View {
 
     /// `POST /view/secret {"id": …, "secret": …}`: types it, once. The body is never logged.
     async fn enter_secret(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        /// The page's post, read straight into its two strings (no copy of the secret kept).
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            id: String,
+            secret: String,
+        }
+        let cookie = self.has_cookie(&request);
         let Ok(body) = Limited::new(request.into_body(), 8192).collect().await else {
             return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
         };
-        let mut bytes = body.to_bytes().to_vec();
-        let parsed: Option<(String, String)> = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| {
-                Some((
-                    v["id"].as_str()?.to_owned(),
-                    v["secret"].as_str()?.to_owned(),
-                ))
-            });
+        let mut bytes = Vec::from(body.to_bytes());
+        let parsed = serde_json::from_slice::<Entry>(&bytes);
         bytes.fill(0);
-        let Some((id, secret)) = parsed else {
+        let Ok(Entry { id, mut secret }) = parsed else {
             return text(
                 StatusCode::BAD_REQUEST,
                 "agentty: id and secret are needed\n",
             );
         };
+        if self
+            .agentty
+            .secret_asked(&id)
+            .is_some_and(|asked| asked.needs_cookie && !cookie)
+        {
+            agentty_server::secrets::wipe(&mut secret);
+            return unauthorized();
+        }
         match self.agentty.enter_secret(&id, secret).await {
             Ok(()) => text(StatusCode::OK, "entered\n"),
             Err(agentty_server::secrets::EnterRefused::Unknown) => text(
@@ -303,6 +312,15 @@ impl View {
             Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
         }
     }
+}
+
+/// The answer without the view's cookie.
+fn unauthorized() -> Response<Body> {
+    text(
+        StatusCode::UNAUTHORIZED,
+        "agentty: open the address with ?token=<token> once (the token file named when the server \
+         started); this browser is then remembered until the server stops\n",
+    )
 }
 
 fn text(status: StatusCode, body: &str) -> Response<Body> {

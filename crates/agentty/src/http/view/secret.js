@@ -13,6 +13,7 @@ async function look() {
   }
   const asked = await answer.json();
   $("asked").textContent = "Shell " + asked.shell + " asks for: " + asked.what;
+  $("asker").textContent = "The program that reads it: " + asked.asker;
   $("form").hidden = false;
   $("secret").focus();
 }

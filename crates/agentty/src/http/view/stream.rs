@@ -28,6 +28,21 @@ const PACE: Duration = Duration::from_millis(100);
 /// A job's output sent at once: the snapshot, and the most one update carries before the
 /// viewer is resynced to the tail instead.
 const CHUNK: usize = 64 * 1024;
+/// A quiet stream sends a comment this often: a viewer that left is noticed (the send fails)
+/// and its task ends, rather than waiting for output that may never come.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Sends a comment when nothing was sent for [`KEEP_ALIVE`]; false once the viewer is gone.
+async fn keep_alive(tx: &mut Sender<Bytes>, last: &mut std::time::Instant) -> bool {
+    if last.elapsed() < KEEP_ALIVE {
+        return true;
+    }
+    *last = std::time::Instant::now();
+    tx.send_data(Bytes::from_static(b": keep-alive\n\n"))
+        .await
+        .is_ok()
+}
+
 /// How often the state is looked at while somebody watches.
 const STATE_EVERY: Duration = Duration::from_millis(500);
 
@@ -119,6 +134,7 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
     if !send(&mut tx, "snapshot", &data).await {
         return;
     }
+    let mut last = std::time::Instant::now();
     loop {
         let ended = !job.state().is_running();
         let slice = ring.read(Some(cursor), CHUNK);
@@ -131,9 +147,12 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
             }
         } else if !slice.text.is_empty() {
             cursor = slice.next;
+            last = std::time::Instant::now();
             if !send(&mut tx, "append", &json!({"text": slice.text})).await {
                 return;
             }
+        } else if !keep_alive(&mut tx, &mut last).await {
+            return;
         } else if ended {
             let state = json!({"state": state_word(&job.state())});
             let _ = send(&mut tx, "end", &state).await;
@@ -152,6 +171,7 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
 async fn shell_screen(job: Arc<Job>, shell: Arc<Shell>, mut tx: Sender<Bytes>) {
     let mut changes = shell.changes();
     let mut last: Option<StyledScreen> = None;
+    let mut sent = std::time::Instant::now();
     loop {
         let screen = shell.styled();
         if last.as_ref() != Some(&screen) {
@@ -159,6 +179,9 @@ async fn shell_screen(job: Arc<Job>, shell: Arc<Shell>, mut tx: Sender<Bytes>) {
                 return;
             }
             last = Some(screen);
+            sent = std::time::Instant::now();
+        } else if !keep_alive(&mut tx, &mut sent).await {
+            return;
         }
         if !job.state().is_running() || shell.has_ended() {
             let state = json!({"state": state_word(&job.state())});

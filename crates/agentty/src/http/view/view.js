@@ -48,6 +48,14 @@ function findJob(state, session, id) {
 function renderList(state) {
   const nav = $("sessions");
   nav.replaceChildren();
+  for (const secret of state.secrets || []) {
+    const box = el("div", "session asking");
+    box.append(el("div", "session-head", "asks for a secret"));
+    const link = el("a", "secret", secret.shell + " asks for: " + secret.what + " (read by " + secret.asker + ")");
+    link.href = "/secret/" + encodeURIComponent(secret.id);
+    box.append(link);
+    nav.append(box);
+  }
   if (state.sessions.length === 0) nav.append(el("div", "empty", "No session has started a job yet."));
   for (const s of state.sessions) {
     const box = el("div", "session");

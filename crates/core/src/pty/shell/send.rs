@@ -309,6 +309,24 @@ pub enum SecretRefused {
 }
 
 impl Shell {
+    /// The command line of the terminal's foreground process group leader (who reads what is
+    /// typed), with its arguments, as `ps` shows it.
+    pub fn foreground_command(&self) -> Option<String> {
+        let master = self.master()?;
+        // SAFETY: tcgetpgrp on an fd we hold.
+        let group = unsafe { libc::tcgetpgrp(master.raw()) };
+        if group <= 0 {
+            return None;
+        }
+        let raw = std::fs::read(format!("/proc/{group}/cmdline")).ok()?;
+        let words: Vec<String> = raw
+            .split(|&b| b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        (!words.is_empty()).then(|| words.join(" ").chars().take(300).collect())
+    }
+
     /// Whether a program waits for a password: a line with echo off.
     pub fn asks_password(&self) -> bool {
         self.master().is_some_and(|m| asks_password(m.raw()))
