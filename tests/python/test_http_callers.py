@@ -217,3 +217,20 @@ def test_a_confined_command_cannot_read_the_token():
     finally:
         os.unlink(link)
         os.unlink(tokens)
+
+
+def test_a_client_that_never_finishes_its_headers_is_dropped():
+    """Slowloris: a connection that sends part of its headers and stops is closed (30 s)."""
+    import socket
+
+    with http_server() as (url, _, _):
+        host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=60) as conn:
+            conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            started = time.monotonic()
+            got = conn.recv(4096)
+            while got and b"\r\n\r\n" not in got:
+                got += conn.recv(4096)
+            waited = time.monotonic() - started
+            assert waited < 55, "the half-sent request was held open"
+            assert got == b"" or got.startswith(b"HTTP/1.1 408"), got[:80]

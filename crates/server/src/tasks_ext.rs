@@ -59,6 +59,9 @@ impl Agentty {
         let task_id = agentty_core::random::hex(16);
         let created = SystemTime::now();
         let mut entries = self.task_index().entries.lock().ok()?;
+        // Tasks whose job the table has forgotten are forgotten too: the index stays bounded.
+        let jobs = self.jobs();
+        entries.retain(|_, e| jobs.peek(&e.job).is_some());
         entries.insert(
             task_id.clone(),
             Entry {

@@ -326,7 +326,10 @@ pub async fn serve(
                 let gate = gate.clone();
                 async move { Ok::<_, Infallible>(gate.handle(request).await) }
             });
+            // A client that sends its headers slowly (or never) is dropped after 30 s.
             let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             tokio::select! {
                 _ = connection => {}
