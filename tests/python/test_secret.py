@@ -88,6 +88,23 @@ def said(result):
     return "".join(c.get("text", "") for c in result.get("content", []))
 
 
+def enter_on_page(url, secret, before=None):
+    """Opens `url` in Chromium (after `before(page)`), types `secret` and waits for "Entered"."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        if before:
+            url = before(page) or url
+        page.goto(url)
+        page.fill("#secret", secret)
+        page.click("#enter")
+        expect(page.locator("#asked")).to_contain_text("Entered")
+        assert page.locator("#secret").input_value() == ""
+        browser.close()
+
+
 @pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("AGENTTY_REQUIRE_CHROMIUM"),
     reason="Debian's chromium is not installed (.ci/run installs it)",
@@ -206,8 +223,6 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
     reason="Debian's chromium is not installed (.ci/run installs it)",
 )
 def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_followed():
-    from playwright.sync_api import expect, sync_playwright
-
     with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state, \
             tempfile.TemporaryDirectory() as logs:
         server = Server(ws, state, os.path.join(logs, "agentty.log"), {"elicitation": {"url": {}}})
@@ -229,14 +244,7 @@ def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_
             assert asked["params"]["mode"] == "url"
             url = asked["params"]["url"]
             assert url.startswith(server.view + "/secret/")
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-                page = browser.new_page()
-                page.goto(url)
-                page.fill("#secret", SECRET)
-                page.click("#enter")
-                expect(page.locator("#asked")).to_contain_text("Entered")
-                browser.close()
+            enter_on_page(url, SECRET)
             server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
             while True:
                 line = server.proc.stdout.readline()
@@ -258,8 +266,6 @@ def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_
     reason="Debian's chromium is not installed (.ci/run installs it)",
 )
 def test_a_2026_client_gets_the_page_as_input_required_and_its_retry_returns_what_followed():
-    from playwright.sync_api import expect, sync_playwright
-
     with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state, \
             tempfile.TemporaryDirectory() as logs:
         server = Server(ws, state, os.path.join(logs, "agentty.log"),
@@ -276,14 +282,7 @@ def test_a_2026_client_gets_the_page_as_input_required_and_its_retry_returns_wha
             assert asked["resultType"] == "input_required", asked
             question = asked["inputRequests"]["approve"]["params"]
             assert question["mode"] == "url" and question["url"].startswith(server.view + "/secret/")
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-                page = browser.new_page()
-                page.goto(question["url"])
-                page.fill("#secret", SECRET)
-                page.click("#enter")
-                expect(page.locator("#asked")).to_contain_text("Entered")
-                browser.close()
+            enter_on_page(question["url"], SECRET)
             done = server.call("shell_send", args, requestState=asked["requestState"],
                                inputResponses={"approve": {"action": "accept"}})
             assert "test password entered by the user" in said(done), done

@@ -33,8 +33,12 @@ const CALLS_PER_BLOCK: usize = 60;
 const FLOODS: usize = 3;
 const FLOOD: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
 
-/// Opens a GET event stream with the view's cookie and reads it until aborted, counting bytes.
-async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
+/// A GET of `path` on a connection of its own, with the view's cookie when given.
+async fn get(
+    addr: &str,
+    path: &str,
+    cookie: Option<&str>,
+) -> hyper::Response<hyper::body::Incoming> {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
     let (mut send, conn) =
@@ -42,12 +46,18 @@ async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
             .await
             .unwrap();
     tokio::spawn(conn);
-    let request = hyper::Request::get(path)
-        .header("host", addr)
-        .header("cookie", cookie)
-        .body(Empty::<Bytes>::new())
-        .unwrap();
-    let response = send.send_request(request).await.unwrap();
+    let mut request = hyper::Request::get(path).header("host", addr);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    send.send_request(request.body(Empty::<Bytes>::new()).unwrap())
+        .await
+        .unwrap()
+}
+
+/// Opens a GET event stream with the view's cookie and reads it until aborted, counting bytes.
+async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
+    let response = get(addr, path, Some(cookie)).await;
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();
     while let Some(Ok(frame)) = body.frame().await {
@@ -59,18 +69,7 @@ async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
 
 /// The first `state` event of `/view/events`.
 async fn state(addr: &str, cookie: &str) -> Value {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut send, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let request = hyper::Request::get("/view/events")
-        .header("host", addr)
-        .header("cookie", cookie)
-        .body(Empty::<Bytes>::new())
-        .unwrap();
-    let mut body = send.send_request(request).await.unwrap().into_body();
+    let mut body = get(addr, "/view/events", Some(cookie)).await.into_body();
     let mut text = String::new();
     while let Some(Ok(frame)) = body.frame().await {
         text.push_str(&String::from_utf8_lossy(frame.data_ref().unwrap()));
@@ -83,17 +82,7 @@ async fn state(addr: &str, cookie: &str) -> Value {
 
 /// The view cookie a login with `token` sets.
 async fn log_in(addr: &str, token: &str) -> String {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut send, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let request = hyper::Request::get(format!("/?token={token}"))
-        .header("host", addr)
-        .body(Empty::<Bytes>::new())
-        .unwrap();
-    let response = send.send_request(request).await.unwrap();
+    let response = get(addr, &format!("/?token={token}"), None).await;
     let cookie = response.headers()["set-cookie"].to_str().unwrap();
     cookie.split(';').next().unwrap().to_owned()
 }
