@@ -28,9 +28,9 @@ use common::http::{Session, start_http};
 use common::{median, micros, serving_pid, status_kib};
 
 const VIEWERS: usize = 10;
-const BLOCKS: usize = 4;
+const BLOCKS: usize = 8;
 const CALLS_PER_BLOCK: usize = 60;
-const FLOODS: usize = 3;
+const FLOODS: usize = 8;
 const FLOOD: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
 
 /// A GET of `path` on a connection of its own, with the view's cookie when given.
