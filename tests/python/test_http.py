@@ -201,7 +201,8 @@ def test_what_lacks_the_token_or_comes_from_elsewhere_is_refused_and_runs_nothin
 
 def test_a_client_that_vanished_loses_its_jobs_after_the_grace():
     tag = f"http-grace-{uuid.uuid4().hex[:8]}"
-    with http_server("--session-grace", "1") as (url, token, _):
+    # 3 s: the job must be seen running before the grace ends, even on a loaded machine.
+    with http_server("--session-grace", "3") as (url, token, _):
         auth = {"Authorization": f"Bearer {token}"}
         status, headers, _ = raw(url, INIT, auth)
         assert status == 200

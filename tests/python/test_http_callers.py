@@ -25,6 +25,18 @@ def token_file(text):
     return path
 
 
+def answer_in(body, request_id):
+    """The JSON-RPC message answering `request_id` in a response body (event stream or JSON)."""
+    for line in body.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            message = json.loads(line[5:])
+            if message.get("id") == request_id:
+                return message
+    message = json.loads(body)
+    assert message.get("id") == request_id, body
+    return message
+
+
 def stateless(url, token, tool, arguments):
     """A tools/call of a 2026-07-28 caller (no session): its result, or its JSON-RPC error."""
     call = {
@@ -49,12 +61,8 @@ def stateless(url, token, tool, arguments):
     }
     status, _, body = raw(url, call, headers)
     assert status == 200, (status, body)
-    for line in body.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            message = json.loads(line[5:])
-            if message.get("id") == 7:
-                return message.get("result") or message
-    raise AssertionError(f"no answer in {body!r}")
+    message = answer_in(body, 7)
+    return message.get("result") or message
 
 
 def said(result):
@@ -80,10 +88,7 @@ def session_call(url, sid, tool, arguments):
     }
     status, _, body = raw(url, call, sid)
     assert status == 200, (status, body)
-    for line in body.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            return json.loads(line[5:])["result"]
-    raise AssertionError(body)
+    return answer_in(body, 3)["result"]
 
 
 def test_callers_without_a_session_hold_unguessable_handles_nobody_else_can_use():

@@ -10,7 +10,7 @@ import tempfile
 import uuid
 
 from test_http import BIN, http_server
-from test_http_callers import stateless
+from test_http_callers import answer_in, stateless
 
 CAPS = {"elicitation": {"form": {}}}
 
@@ -213,7 +213,7 @@ def test_the_tool_list_promises_the_question_only_to_a_client_that_can_ask():
         }
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta(CAPS)}}
         _, _, text = raw(url, body, headers)
-        data = next(json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip())
+        data = answer_in(text, 1)
         for described_text in described(data["result"]["tools"]):
             assert "refused here" in described_text, "HTTP promised a question"
 

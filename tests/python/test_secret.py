@@ -18,6 +18,10 @@ from test_http import BIN, INIT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:12]
+PASSWORD_PROMPT = (
+    "read -s -p 'Password: ' pw; echo; "
+    "echo \"len=${#pw} sum=$(printf %s \"$pw\" | md5sum | cut -c1-8)\"\n"
+)
 
 
 class Server:
@@ -78,6 +82,10 @@ class Server:
         message = {"jsonrpc": "2.0", "id": self.next, "method": "tools/call", "params": params}
         return self.rpc(message)["result"]
 
+    def password_prompt(self, shell):
+        """Starts a `read -s` in `shell`: it prints the length and an md5 prefix of the line."""
+        return self.call("shell_send", {"id": shell, "input": PASSWORD_PROMPT, "timeout_ms": 5000})
+
     def close(self):
         self.proc.stdin.close()
         self.proc.wait(timeout=20)
@@ -121,12 +129,7 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
             # At the shell's prompt nothing asks for a password: no secret is taken.
             refused = server.call("shell_send", {"id": shell, "secret": "password"})
             assert refused.get("isError") and "asks for a password" in said(refused), said(refused)
-            asking = server.call("shell_send", {
-                "id": shell,
-                "input": "read -s -p 'Password: ' pw; echo; echo \"len=${#pw} "
-                         "sum=$(printf %s \"$pw\" | md5sum | cut -c1-8)\"\n",
-                "timeout_ms": 5000,
-            })
+            asking = server.password_prompt(shell)
             assert asking["structuredContent"]["status"] == "awaiting_input", said(asking)
             later = server.call("shell_send", {"id": shell, "secret": "test password"})
             assert not later.get("isError"), said(later)
@@ -228,11 +231,7 @@ def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_
         server = Server(ws, state, os.path.join(logs, "agentty.log"), {"elicitation": {"url": {}}})
         try:
             shell = server.call("shell_open", {})["structuredContent"]["id"]
-            server.call("shell_send", {
-                "id": shell,
-                "input": "read -s -p 'Password: ' pw; echo; echo \"len=${#pw}\"\n",
-                "timeout_ms": 5000,
-            })
+            server.password_prompt(shell)
             server.next += 1
             call_id = server.next
             server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
@@ -272,11 +271,7 @@ def test_a_2026_client_gets_the_page_as_input_required_and_its_retry_returns_wha
                         {"elicitation": {"url": {}}}, modern=True)
         try:
             shell = server.call("shell_open", {})["structuredContent"]["id"]
-            server.call("shell_send", {
-                "id": shell,
-                "input": "read -s -p 'Password: ' pw; echo; echo \"len=${#pw}\"\n",
-                "timeout_ms": 5000,
-            })
+            server.password_prompt(shell)
             args = {"id": shell, "secret": "test password", "timeout_ms": 5000}
             asked = server.call("shell_send", args)
             assert asked["resultType"] == "input_required", asked

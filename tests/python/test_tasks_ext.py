@@ -11,6 +11,7 @@ import time
 import uuid
 
 from test_http import http_server, raw, wait_until, with_env
+from test_http_callers import answer_in
 from test_mrtr import Stdio, said
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -140,10 +141,7 @@ def test_over_http_a_task_answers_only_its_caller():
         body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": meta(TASKS)}}
         status, _, text = raw(url, body, headers)
         assert status in (200, 400), (status, text)
-        for line in text.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                return json.loads(line[5:])
-        return json.loads(text)
+        return answer_in(text, 9)
 
     try:
         with http_server("--token-file", tokens) as (url, _, _):

@@ -163,25 +163,12 @@ impl Agentty {
     /// Ends every HTTP session still alive and the sessionless callers' (the server stops):
     /// their jobs are stopped, one log line each, and their spill directories removed.
     pub async fn end_all_sessions(&self) {
-        let live: Vec<Arc<LazySession>> = self
-            .inner
-            .live
-            .lock()
-            .map(|live| live.iter().filter_map(std::sync::Weak::upgrade).collect())
-            .unwrap_or_default();
-        let sessionless: Vec<Arc<LazySession>> = self
-            .inner
-            .sessionless
-            .lock()
-            .map(|callers| callers.values().cloned().collect())
-            .unwrap_or_default();
-        let made = live
-            .iter()
-            .chain(&sessionless)
-            .filter_map(|lazy| lazy.state.get());
-        for session in made {
-            session.ended.store(true, Ordering::Relaxed);
-            crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
+        // Every made state is listed once in `live` (callers without a session included).
+        for lazy in self.live_sessions() {
+            if let Some(session) = lazy.state.get() {
+                session.ended.store(true, Ordering::Relaxed);
+                crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
+            }
         }
     }
 
