@@ -37,6 +37,7 @@ async fn main() {
             stdin: None,
             timeout: Duration::from_secs(10),
             spill: None,
+            keep_whole: false,
         };
         let t = Instant::now();
         let _ = run(req, std::future::pending(), None).await.expect("run");

@@ -55,6 +55,24 @@ pub struct RunOutcome {
     pub strays: Option<Strays>,
     /// Set when the tree had to be stopped (timeout, cap, cancellation, strays).
     pub stopped: Option<Terminated>,
+    /// Each stream's whole cleaned text, when the request asked to keep it.
+    pub whole: Option<Whole>,
+}
+
+/// stdout and stderr, cleaned and whole (up to the capture cap): what a parser reads.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Whole {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Whole {
+    pub(crate) fn stream(&mut self, stream: crate::engine::Stream) -> &mut String {
+        match stream {
+            crate::engine::Stream::Err => &mut self.stderr,
+            _ => &mut self.stdout,
+        }
+    }
 }
 
 /// A progress report while the command runs.

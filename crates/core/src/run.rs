@@ -28,7 +28,7 @@ use crate::handover::{HandoverSpill, Live};
 use crate::jobs::ring::OutputRing;
 use crate::limits::{CAPTURE_LIMIT_BYTES, PROGRESS_INTERVAL_MS, PROGRESS_LINE_CHARS};
 use crate::model_output::{Finished, LazySpill, ModelOutput};
-pub use crate::outcome::{Progress, RunOutcome, RunStatus, Spill, Strays};
+pub use crate::outcome::{Progress, RunOutcome, RunStatus, Spill, Strays, Whole};
 use crate::reaper::Exit;
 use crate::shape::{Shaped, Shaper};
 use crate::spawn::SpawnSpec;
@@ -42,6 +42,9 @@ pub struct RunRequest {
     pub timeout: Duration,
     /// Where the full output goes if it outgrows the inline limit: the store and a file name.
     pub spill: Option<(Arc<SpillStore>, String)>,
+    /// Also keep each stream's whole cleaned text (up to the capture cap), for a parser that
+    /// must read all of it rather than the head and tail the model gets.
+    pub keep_whole: bool,
 }
 
 /// How a [`run_until`] call ended.
@@ -66,10 +69,12 @@ struct Capture {
     last_stream: Stream,
     /// Only when the command may be handed over: the merged text, as a job would have kept it.
     ring: Option<OutputRing>,
+    /// Only when asked ([`RunRequest::keep_whole`]): stdout and stderr, cleaned, whole.
+    whole: Option<Whole>,
 }
 
 impl Capture {
-    fn new(spill: Option<(Arc<SpillStore>, String)>, hand_over: bool) -> Self {
+    fn new(spill: Option<(Arc<SpillStore>, String)>, hand_over: bool, keep_whole: bool) -> Self {
         Self {
             out_cleaner: Cleaner::new(),
             err_cleaner: Cleaner::new(),
@@ -80,6 +85,7 @@ impl Capture {
             last_line: String::new(),
             last_stream: Stream::Out,
             ring: hand_over.then(|| OutputRing::new(None)),
+            whole: keep_whole.then(Whole::default),
         }
     }
 
@@ -95,6 +101,9 @@ impl Capture {
         };
         let text = cleaner.feed(&bytes[..take]);
         shaper.push(text);
+        if let Some(whole) = &mut self.whole {
+            whole.stream(stream).push_str(text);
+        }
         if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
             self.last_line.clear();
             self.last_line.push_str(line);
@@ -162,10 +171,17 @@ impl Capture {
         let tail = self.out_cleaner.finish().to_owned();
         self.stdout.push(&tail);
         self.merged.push(&tail);
+        if let Some(whole) = &mut self.whole {
+            whole.stdout.push_str(&tail);
+        }
         let tail = self.err_cleaner.finish().to_owned();
         self.stderr.push(&tail);
         self.merged.push(&tail);
+        if let Some(whole) = &mut self.whole {
+            whole.stderr.push_str(&tail);
+        }
         Captured {
+            whole: self.whole,
             stdout: self.stdout.finish(),
             stderr: self.stderr.finish(),
             merged: self.merged.finish(),
@@ -177,6 +193,7 @@ impl Capture {
 /// What a finished capture holds: each stream shaped, the merged output with its spill file,
 /// and the raw bytes counted against the capture cap.
 pub(crate) struct Captured {
+    pub whole: Option<Whole>,
     pub stdout: Shaped,
     pub stderr: Shaped,
     pub merged: Finished,
@@ -239,6 +256,7 @@ pub async fn run_until(
         stdin,
         timeout,
         spill,
+        keep_whole,
     } = req;
     let start = Instant::now();
     let Started {
@@ -249,7 +267,7 @@ pub async fn run_until(
         workdir,
         confined,
     } = engine::start_on_pipes(spec, stdin, None)?;
-    let mut capture = Capture::new(spill, hand_over);
+    let mut capture = Capture::new(spill, hand_over, keep_whole);
     let mut watch = ProgressWatch {
         report: on_progress,
         start,
@@ -285,6 +303,7 @@ fn finish(
     capture: Capture,
 ) -> RunOutcome {
     let Captured {
+        whole,
         stdout,
         stderr,
         merged,
@@ -304,5 +323,6 @@ fn finish(
         captured_bytes: captured,
         strays: None,
         stopped: None,
+        whole,
     }
 }

@@ -14,6 +14,8 @@ pub struct Redirect {
     pub op: String,
     /// The target word with quotes removed; for a heredoc, its body.
     pub target: String,
+    /// The descriptor written before the operator (`2` in `2>&1`), when one was.
+    pub fd: Option<u32>,
 }
 
 impl Redirect {

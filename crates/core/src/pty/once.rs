@@ -250,6 +250,7 @@ fn finish(
         captured_bytes,
         strays: None,
         stopped: None,
+        whole: None,
     }
 }
 

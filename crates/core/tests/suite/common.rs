@@ -33,6 +33,7 @@ pub fn request(command: &str, marker: &str, timeout_ms: u64) -> RunRequest {
         stdin: None,
         timeout: Duration::from_millis(timeout_ms),
         spill: None,
+        keep_whole: false,
     }
 }
 

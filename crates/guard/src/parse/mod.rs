@@ -211,11 +211,11 @@ impl Builder {
                 .redirects
                 .iter()
                 .cloned()
-                .chain(
-                    seg.redirects
-                        .into_iter()
-                        .map(|(op, target)| Redirect { op, target }),
-                )
+                .chain(seg.redirects.into_iter().map(|(op, target)| Redirect {
+                    op,
+                    target,
+                    fd: None,
+                }))
                 .collect();
             let text = seg.words.join(" ");
             // Without a grammar, `if`/`then`/`do`/`{` simply start the command that follows.

@@ -186,9 +186,10 @@ impl Builder {
     ) -> Redirect {
         let mut op = String::new();
         let mut target = String::new();
+        let mut fd = None;
         for (child, field) in children_of(node) {
             match (child.kind(), field) {
-                (_, Some("descriptor")) => {}
+                (_, Some("descriptor")) => fd = node_text(child, src).parse().ok(),
                 ("heredoc_body", _) => {
                     target = node_text(child, src).to_string();
                     self.substitutions(child, src, ctx, depth);
@@ -216,6 +217,6 @@ impl Builder {
         if node.kind() == "heredoc_redirect" && !op.starts_with("<<") {
             op = "<<".to_string();
         }
-        Redirect { op, target }
+        Redirect { op, target, fd }
     }
 }
