@@ -1,0 +1,310 @@
+//! `DirectoryListing`: GNU `ls -l` and its variants (`-la`, `-lh`, `-n`, `-i`, `-s`, `-F`,
+//! `--full-time`, `--time-style`, several operands, `-R`), read from a pipe.
+//!
+//! The columns are known from the flags (`-i` and `-s` add one in front, `-g`/`-o`/`-G` drop
+//! owner or group), so a line is read by position, not by a header, and survives `grep` or
+//! `head`. The date is the one part whose shape varies (the locale default, `long-iso`,
+//! `full-iso`, `iso`, and the `TIME_STYLE` environment variable may pick any of them), so it is
+//! recognised by its shape; the spacing tells the styles apart. The name is everything after
+//! the single space that follows the date: names keep their spaces, and in a pipe `ls` prints
+//! them unquoted. A symlink's ` -> ` is ambiguous when the name or target holds one too; `ls`
+//! prints a symlink's size as the length of its target, which picks the right split.
+//! Structure (`dir:` headers, `total` lines, blank separators) is only trusted when no later
+//! stage dropped or reordered lines: filtered output keeps the entries and drops the rest.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::time::Timestamp;
+use crate::{Context, Output, Parsed, Parser, Stage};
+
+mod entry;
+mod options;
+mod time_field;
+
+pub(crate) use entry::Cursor;
+use entry::{finish_name, read_entry, size_value};
+use options::{Human, Layout};
+
+/// The output of `ls -l` (or a variant): each entry printed, and each directory's `total`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct DirectoryListing {
+    /// Each directory listed, in output order, with its `total` line; empty when a later
+    /// pipeline stage may have dropped lines (the headers could not be trusted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directories: Vec<Directory>,
+    /// The `ls:` lines of stderr (entries or operands that could not be read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// One record per entry line, in output order.
+    pub entries: Vec<Entry>,
+}
+
+/// One directory `ls` listed the contents of.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Directory {
+    /// The path of its `dir:` header; absent when `ls` printed none (a single directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The `total` line: disk blocks used, in ls's block size (1024 bytes unless
+    /// POSIXLY_CORRECT or BLOCK_SIZE say otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_blocks: Option<u64>,
+    /// The `total` line as printed with `-h`/`--si` (`8.0K`, in bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_raw: Option<String>,
+}
+
+/// What kind of file an entry is (the first letter of its mode string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryType {
+    /// `-`: a regular file.
+    File,
+    /// `d`.
+    Directory,
+    /// `l`.
+    Symlink,
+    /// `c`.
+    CharDevice,
+    /// `b`.
+    BlockDevice,
+    /// `p`: a named pipe.
+    Fifo,
+    /// `s`: a Unix socket.
+    Socket,
+    /// `D`: a Solaris door.
+    Door,
+    /// `?`: ls could not tell.
+    Unknown,
+}
+
+/// A device file's numbers, printed by `ls` where the size would be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Device {
+    /// Major device number.
+    pub major: u64,
+    /// Minor device number.
+    pub minor: u64,
+}
+
+/// One line of the listing. Fields printed as `?` (ls could not stat the entry) are absent.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Entry {
+    /// The name as printed (the operand as given for files named on the command line),
+    /// without a `-F`/`-p` indicator.
+    pub name: String,
+    /// The file type.
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    /// A symlink's target as printed after ` -> ` (without a `-F` indicator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The name or target holds ` -> ` and the size did not tell where the name ends; the
+    /// split was made at the first ` -> `.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ambiguous_target: bool,
+    /// The nine permission letters as printed (`rwxr-xr-x`, `rwsr-x--T`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<String>,
+    /// The same permissions in octal, as chmod takes them (`0755`, `4755`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The mode string ended in `+`: the file has an access control list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acl: bool,
+    /// Hard link count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<u64>,
+    /// Owner: a user name, or a number with `-n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Group: a group name, or a number with `-n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Size in bytes (approximate when `size_raw` is present); absent for device files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// The size as printed by `-h`/`--si` when it has a unit (`1.5M`, rounded up by ls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_raw: Option<String>,
+    /// Major and minor numbers of a device file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<Device>,
+    /// Last modification. `raw` is kept when the year or the offset was inferred; a date
+    /// printed with a year but no time is read as midnight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<Timestamp>,
+    /// Inode number (`-i`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode: Option<u64>,
+    /// Allocated disk blocks (`-s`), in ls's block size (1024 bytes by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<u64>,
+    /// Allocated size as printed by `-s` with `-h`/`--si` (`4.0K`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks_raw: Option<String>,
+    /// The directory whose `dir:` header the entry is under (several directories, `-R`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<String>,
+}
+
+struct LsParser {
+    layout: Layout,
+}
+
+pub(crate) fn recognize(stage: &Stage) -> Option<Box<dyn Parser>> {
+    if stage.program != "ls" {
+        return None;
+    }
+    let layout = options::layout(&stage.args)?;
+    Some(Box::new(LsParser { layout }))
+}
+
+impl Parser for LsParser {
+    fn type_name(&self) -> &'static str {
+        "DirectoryListing"
+    }
+
+    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+        let errors: Vec<String> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("ls: "))
+            .map(str::to_owned)
+            .collect();
+        if out.stdout.trim().is_empty() {
+            if let Some(first) = out.stderr.lines().find(|l| !l.trim().is_empty()) {
+                return Err(format!(
+                    "ls listed nothing: {}",
+                    crate::text::clip(first.trim(), 200)
+                ));
+            }
+            if let Some(code) = out.exit_code.filter(|c| *c != 0 && !filtered) {
+                return Err(format!("ls exited with status {code} and listed nothing"));
+            }
+        }
+        let mut listing = read_listing(out.stdout, self.layout, ctx, filtered)?;
+        listing.errors = errors;
+        Parsed::new("DirectoryListing", &listing)
+    }
+}
+
+fn read_listing(
+    text: &str,
+    layout: Layout,
+    ctx: &Context,
+    filtered: bool,
+) -> Result<DirectoryListing, String> {
+    let mut listing = DirectoryListing::default();
+    let mut directory: Option<String> = None;
+    let mut after_blank = false;
+    // `total` follows a header, or opens the output when a single directory is listed.
+    let mut total_allowed = true;
+    // A line that is no entry right after an entry is the rest of a name holding a newline
+    // (a pipe gets names unescaped); anywhere else it is not `ls -l` output.
+    let mut last_was_entry = false;
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if line.is_empty() {
+            after_blank = !listing.entries.is_empty() || !listing.directories.is_empty();
+            last_was_entry = false;
+            continue;
+        }
+        if filtered {
+            match read_entry(line, layout, ctx) {
+                Ok(entry) => listing.entries.push(entry),
+                Err(_) if line.starts_with("total ") || line.ends_with(':') => {}
+                Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
+            }
+            continue;
+        }
+        let first = index == 0;
+        if std::mem::take(&mut after_blank) {
+            // After a blank line `ls` prints nothing but the next directory's header.
+            let Some(path) = line.strip_suffix(':').filter(|p| p.len() <= MAX_HEADER) else {
+                return Err(format!(
+                    "line {number} should be a `dir:` header after a blank line"
+                ));
+            };
+            directory = Some(path.to_owned());
+            listing.directories.push(header(path));
+            total_allowed = true;
+            continue;
+        }
+        if let Some(total) = line.strip_prefix("total ").filter(|_| total_allowed) {
+            if listing.directories.is_empty() {
+                listing.directories.push(Directory {
+                    path: None,
+                    total_blocks: None,
+                    total_raw: None,
+                });
+            }
+            if let Some(dir) = listing.directories.last_mut() {
+                read_total(dir, total, layout)
+                    .ok_or_else(|| format!("line {number} is not a valid `total` line"))?;
+            }
+            total_allowed = false;
+            continue;
+        }
+        total_allowed = false;
+        match read_entry(line, layout, ctx) {
+            Ok(mut entry) => {
+                entry.directory.clone_from(&directory);
+                listing.entries.push(entry);
+                last_was_entry = true;
+            }
+            Err(_) if first && line.ends_with(':') && line.len() <= MAX_HEADER => {
+                let path = line.strip_suffix(':').unwrap_or(line);
+                directory = Some(path.to_owned());
+                listing.directories.push(header(path));
+                total_allowed = true;
+            }
+            Err(_) if last_was_entry => {
+                if let Some(entry) = listing.entries.last_mut() {
+                    entry.name.push('\n');
+                    entry.name.push_str(line);
+                }
+            }
+            Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
+        }
+    }
+    for entry in &mut listing.entries {
+        finish_name(entry, layout.indicators);
+    }
+    Ok(listing)
+}
+
+/// The longest `dir:` header read (PATH_MAX): each entry under it repeats the path, so a
+/// longer one would multiply the cost of every line after it.
+const MAX_HEADER: usize = 4096;
+
+fn header(path: &str) -> Directory {
+    Directory {
+        path: Some(path.to_owned()),
+        total_blocks: None,
+        total_raw: None,
+    }
+}
+
+fn read_total(dir: &mut Directory, total: &str, layout: Layout) -> Option<()> {
+    if layout.human == Human::No {
+        dir.total_blocks = Some(number(total)?);
+    } else {
+        size_value(total, layout.human)?;
+        dir.total_raw = Some(total.to_owned());
+    }
+    Some(())
+}
+
+/// Digits only (`u64::from_str` would also take a `+`).
+pub(crate) fn number(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+#[cfg(test)]
+#[path = "ls_tests.rs"]
+mod tests;

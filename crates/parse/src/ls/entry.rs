@@ -1,0 +1,206 @@
+//! One entry line of `ls -l`: the columns the flags announce, read left to right by tokens
+//! (padding varies with the widest value, so positions are not fixed), then the date in
+//! whichever style printed it, then the name: the rest of the line after one space, so that
+//! names keep their own spaces. A symlink's ` -> ` is split last, once a name continued on
+//! later lines (a newline in it) is whole.
+
+use super::options::{self, Human, Indicators, Layout};
+use super::{Device, Entry, EntryType, number, time_field};
+use crate::Context;
+
+/// A size printed by `-h` (powers of 1024) or `--si` (powers of 1000).
+pub(super) fn size_value(text: &str, human: Human) -> Option<u64> {
+    match human {
+        Human::No => number(text),
+        Human::Binary => crate::text::human_size(text),
+        Human::Si => crate::df::si_size(text),
+    }
+}
+
+/// Walks a line by space-separated tokens, remembering where it is (the name is the rest).
+pub(crate) struct Cursor<'a> {
+    line: &'a str,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(line: &'a str) -> Self {
+        Cursor { line, pos: 0 }
+    }
+
+    /// The next token and the byte offset it starts at.
+    pub(crate) fn token_at(&mut self) -> Option<(usize, &'a str)> {
+        let rest = self.rest();
+        let trimmed = rest.trim_start_matches(' ');
+        let start = self.pos + (rest.len() - trimmed.len());
+        let len = trimmed.find(' ').unwrap_or(trimmed.len());
+        let token = trimmed.get(..len).filter(|t| !t.is_empty())?;
+        self.pos = start + len;
+        Some((start, token))
+    }
+
+    pub(crate) fn token(&mut self) -> Option<&'a str> {
+        self.token_at().map(|(_, t)| t)
+    }
+
+    pub(crate) fn rest(&self) -> &'a str {
+        self.line.get(self.pos..).unwrap_or("")
+    }
+
+    /// The text from `start` to where the cursor is.
+    pub(crate) fn since(&self, start: usize) -> &'a str {
+        self.line.get(start..self.pos).unwrap_or("")
+    }
+
+    /// Steps over one space, if there is one.
+    pub(crate) fn skip_space(&mut self) -> bool {
+        let yes = self.rest().starts_with(' ');
+        self.pos += usize::from(yes);
+        yes
+    }
+}
+
+/// `?` (ls could not stat the entry) as `None`, anything else through `read`.
+fn unless_unknown<T>(token: &str, read: impl FnOnce(&str) -> Option<T>) -> Result<Option<T>, ()> {
+    if token == "?" {
+        Ok(None)
+    } else {
+        read(token).map(Some).ok_or(())
+    }
+}
+
+pub(super) fn read_entry(line: &str, layout: Layout, ctx: &Context) -> Result<Entry, &'static str> {
+    let mut cur = Cursor::new(line);
+    let mut inode = None;
+    if layout.inode {
+        let token = cur.token().ok_or("no inode")?;
+        inode = unless_unknown(token, number).map_err(|()| "bad inode number")?;
+    }
+    let (mut blocks, mut blocks_raw) = (None, None);
+    if layout.blocks {
+        let token = cur.token().ok_or("no block count")?;
+        if layout.human == Human::No {
+            blocks = unless_unknown(token, number).map_err(|()| "bad block count")?;
+        } else if token != "?" {
+            size_value(token, layout.human).ok_or("bad block size")?;
+            blocks_raw = Some(token.to_owned());
+        }
+    }
+    let mode_token = cur.token().ok_or("empty line")?;
+    let options::ModeString {
+        kind,
+        permissions: perms,
+        acl,
+    } = options::mode_string(mode_token).ok_or("no mode string")?;
+    let links = unless_unknown(cur.token().ok_or("no link count")?, number)
+        .map_err(|()| "bad link count")?;
+    let mut who = |present: bool| -> Result<Option<String>, &'static str> {
+        if !present {
+            return Ok(None);
+        }
+        let token = cur.token().ok_or("missing owner or group")?;
+        Ok((token != "?" || perms.is_some()).then(|| token.to_owned()))
+    };
+    let owner = who(layout.owner)?;
+    let group = who(layout.group)?;
+    let size_token = cur.token().ok_or("no size")?;
+    let (mut size_bytes, mut size_raw, mut device) = (None, None, None);
+    if let Some(major) = size_token
+        .strip_suffix(',')
+        .filter(|_| matches!(kind, EntryType::CharDevice | EntryType::BlockDevice))
+    {
+        let minor = cur
+            .token()
+            .and_then(number)
+            .ok_or("bad minor device number")?;
+        device = Some(Device {
+            major: number(major).ok_or("bad major device number")?,
+            minor,
+        });
+    } else if size_token != "?" {
+        size_bytes = Some(size_value(size_token, layout.human).ok_or("bad size")?);
+        if !size_token.bytes().all(|b| b.is_ascii_digit()) {
+            size_raw = Some(size_token.to_owned());
+        }
+    }
+    let modified = time_field::read(&mut cur, ctx).ok_or("no date in a known style")?;
+    if !cur.skip_space() {
+        return Err("no name");
+    }
+    let name = cur.rest();
+    if name.is_empty() {
+        return Err("no name");
+    }
+    let (permissions, mode) = match perms {
+        Some((letters, bits)) => (Some(letters), Some(format!("{bits:04o}"))),
+        None => (None, None),
+    };
+    Ok(Entry {
+        name: name.to_owned(),
+        kind,
+        target: None,
+        ambiguous_target: false,
+        permissions,
+        mode,
+        acl,
+        links,
+        owner,
+        group,
+        size_bytes,
+        size_raw,
+        device,
+        modified,
+        inode,
+        blocks,
+        blocks_raw,
+        directory: None,
+    })
+}
+
+/// Splits a symlink's `name -> target` and drops the `-F`/`-p` indicator `ls` appended.
+pub(super) fn finish_name(entry: &mut Entry, indicators: Indicators) {
+    let decorated = indicators != Indicators::None;
+    if entry.kind == EntryType::Symlink && entry.permissions.is_some() {
+        // A symlink's size is its target's length: it says which ` -> ` ends the name.
+        let exact_size = entry.size_bytes.filter(|_| entry.size_raw.is_none());
+        let fits = |target: &str| match exact_size {
+            Some(size) => {
+                let len = target.len() as u64;
+                len == size
+                    || (decorated
+                        && len.checked_sub(1) == Some(size)
+                        && target.ends_with(options::INDICATORS))
+            }
+            None => false,
+        };
+        let (mut arrows, mut first, mut fitting, mut fitting_at) = (0usize, None, 0usize, None);
+        for (at, _) in entry.name.match_indices(" -> ") {
+            arrows += 1;
+            first.get_or_insert(at);
+            if fits(entry.name.get(at + 4..).unwrap_or("")) {
+                fitting += 1;
+                fitting_at = Some(at);
+            }
+        }
+        let split = if fitting == 1 { fitting_at } else { first };
+        if let Some(at) = split {
+            let mut target = entry.name.get(at + 4..).unwrap_or("").to_owned();
+            if decorated
+                && exact_size.is_some_and(|s| (target.len() as u64).checked_sub(1) == Some(s))
+                && target.ends_with(options::INDICATORS)
+            {
+                target.pop();
+            }
+            entry.ambiguous_target = arrows > 1 && fitting != 1;
+            entry.name.truncate(at);
+            entry.target = Some(target);
+        }
+        return;
+    }
+    if let Some(mark) = indicators.mark(entry.kind, entry.mode.as_deref())
+        && entry.name.len() > 1
+        && entry.name.ends_with(mark)
+    {
+        entry.name.pop();
+    }
+}

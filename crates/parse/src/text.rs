@@ -1,0 +1,61 @@
+//! Small readings several parsers share.
+
+/// A size as `ls -h`, `df -h` and `free -h` print it (`0`, `512`, `4.0K`, `1.5M`, `2G`, `3Ti`,
+/// `12Ki`), in bytes. Powers of 1024, as those tools use with `-h`. `None` when it is not one.
+pub fn human_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    if number.is_empty() || number.len() > 24 {
+        return None;
+    }
+    let number: f64 = number.replace(',', ".").parse().ok()?;
+    let unit = unit.trim_end_matches(['i', 'B']);
+    let power = match unit {
+        "" => 0,
+        "K" | "k" => 1,
+        "M" => 2,
+        "G" => 3,
+        "T" => 4,
+        "P" => 5,
+        "E" => 6,
+        _ => return None,
+    };
+    let bytes = number * 1024f64.powi(power);
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+}
+
+/// `text` cut to at most `max_chars` characters, with `…` where it was cut: a note or a reason
+/// quoting the output stays one short line, whatever the output holds.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_size("0"), Some(0));
+        assert_eq!(human_size("4.0K"), Some(4096));
+        assert_eq!(human_size("1.5M"), Some(1_572_864));
+        assert_eq!(human_size("2Gi"), Some(2 * 1024 * 1024 * 1024));
+        assert_eq!(human_size("1,5K"), Some(1536));
+        assert_eq!(human_size("x"), None);
+        assert_eq!(human_size("1Q"), None);
+        assert_eq!(human_size(&"9".repeat(400)), None);
+    }
+
+    #[test]
+    fn clip_cuts_at_a_character() {
+        assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(clip("hé", 2), "hé");
+        assert_eq!(clip("", 0), "");
+    }
+}

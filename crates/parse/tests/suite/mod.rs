@@ -1,0 +1,9 @@
+mod curl;
+mod df_free;
+mod diagnostics_c_ts;
+mod diagnostics_rust_go;
+mod fuzz;
+mod git;
+mod ls;
+mod ps;
+mod test_report;
