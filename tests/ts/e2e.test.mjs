@@ -450,3 +450,31 @@ test('(d) close() ends the server, and nothing it started is left running', TEST
     `processes of this run left behind (servers ${serverPids.join(', ')}; jobs of the last ${jobPids.join(', ')})`,
   );
 });
+
+// ---------------------------------------------------------------------------------------------
+// Typed results (SPEC §8): the SDK validates the parsed result with the tool's outputSchema, and
+// the type's own schema, read as a resource, validates its data (JSON Schema 2020-12, as MCP
+// uses: Ajv's 2020 class).
+
+test('(p1) parse: true gives a DirectoryListing that its schema resource validates', TEST, async (t) => {
+  const { default: Ajv2020 } = await import('ajv/dist/2020.js');
+  await withServer(t, async ({ client, ws }) => {
+    const { validators } = await listAndCompile(client);
+    fs.writeFileSync(path.join(ws, 'notes.txt'), 'x'.repeat(321));
+    fs.mkdirSync(path.join(ws, 'src'));
+    const { sc, body } = await callOk(client, validators, 'terminal', { command: 'ls -la', parse: true });
+    assert.equal(sc.parsed?.type, 'DirectoryListing', body);
+    assert.equal(sc.parsed.schema, 'agentty://schema/DirectoryListing');
+    const notes = sc.parsed.data.entries.find((e) => e.name === 'notes.txt');
+    assert.equal(notes?.size_bytes, 321, JSON.stringify(sc.parsed.data));
+    assert.ok(body.split('\n')[1].startsWith('DirectoryListing {'), body);
+
+    const { resources } = await client.listResources(undefined, REQUEST);
+    assert.ok(resources.some((r) => r.uri === 'agentty://schema/DirectoryListing'), JSON.stringify(resources));
+    const read = await client.readResource({ uri: sc.parsed.schema }, REQUEST);
+    const schema = JSON.parse(read.contents[0].text);
+    const ajv = new Ajv2020({ strict: true, allErrors: true });
+    const validate = ajv.compile(schema);
+    assert.ok(validate(sc.parsed.data), JSON.stringify(validate.errors));
+  });
+});

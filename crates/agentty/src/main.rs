@@ -49,6 +49,24 @@ enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Parse a command's output (read on stdin) as `terminal` with `parse: true` would, and print
+    /// the typed result as JSON. One argument is a shell command line; several are an argv.
+    /// Exits 1, saying why, when the command or its output is not one agentty parses.
+    Parse {
+        /// The command's stderr, from this file
+        #[arg(long, value_name = "FILE")]
+        stderr: Option<std::path::PathBuf>,
+        /// The command's exit code
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        exit_code: Option<i32>,
+        /// Print the JSON Schema of this type instead (e.g. DirectoryListing), or every type's
+        /// name with `--schema list`
+        #[arg(long, value_name = "TYPE")]
+        schema: Option<String>,
+        /// The command line (or argv) that produced the output
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,6 +92,12 @@ fn main() -> std::process::ExitCode {
             rules,
             command,
         } => guard(&flags.into(), rules, &command),
+        Command::Parse {
+            stderr,
+            exit_code,
+            schema,
+            command,
+        } => parse(stderr.as_deref(), exit_code, schema.as_deref(), &command),
     };
     match result {
         Ok(code) => code,
@@ -314,6 +338,54 @@ fn guard(
     } else {
         std::process::ExitCode::SUCCESS
     })
+}
+
+fn parse(
+    stderr: Option<&std::path::Path>,
+    exit_code: Option<i32>,
+    schema: Option<&str>,
+    command: &[String],
+) -> Result<std::process::ExitCode> {
+    use std::io::Read;
+    let text = if let Some(name) = schema {
+        if name == "list" {
+            agentty_parse::TYPES
+                .iter()
+                .map(|t| format!("{}: {}\n", t.name, t.description))
+                .collect()
+        } else {
+            let schema = agentty_parse::schema(name).ok_or_else(|| {
+                anyhow::anyhow!("no type named {name}; `--schema list` lists them")
+            })?;
+            format!("{}\n", serde_json::to_string_pretty(&schema)?)
+        }
+    } else {
+        if command.is_empty() {
+            anyhow::bail!(
+                "usage: agentty parse [--stderr FILE] [--exit-code N] -- COMMAND < OUTPUT"
+            );
+        }
+        let mut stdout = Vec::new();
+        std::io::stdin().read_to_end(&mut stdout)?;
+        let stderr = match stderr {
+            Some(path) => std::fs::read(path)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?,
+            None => Vec::new(),
+        };
+        match agentty_server::terminal::parsed::offline(command, &stdout, &stderr, exit_code) {
+            Ok(parsed) => format!("{}\n", serde_json::to_string(&parsed)?),
+            Err(reason) => {
+                eprintln!("agentty: not parsed: {reason}");
+                return Ok(std::process::ExitCode::FAILURE);
+            }
+        }
+    };
+    // Written, not printed: a reader that stops early (`| head`) closes the pipe, which is no
+    // error of ours (print! would panic on it).
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(std::process::ExitCode::SUCCESS),
+    }
 }
 
 /// How [`shutdown_signal`] names the death of the watchdog.

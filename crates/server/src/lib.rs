@@ -7,6 +7,7 @@ mod entry;
 pub mod escalation;
 pub mod notice;
 mod planted;
+mod schemas;
 pub mod secrets;
 pub mod server;
 mod session;

@@ -158,6 +158,34 @@ pub fn timed_out(timeout_ms: u64) -> String {
 }
 
 pub const CANCELLED: &str = "[cancelled: the process tree was stopped]";
+
+/// `parse: true` where no output could be typed: the reason, and the text follows as usual.
+pub fn not_parsed(reason: &str) -> String {
+    format!("[note] not parsed: {reason}; the output is plain text")
+}
+
+pub const NOT_PARSED_EMPTY: &str = "there is no command whose output could be parsed";
+pub const NOT_PARSED_UNCLEAR: &str = "the command line did not parse cleanly";
+pub const NOT_PARSED_SHAPE: &str = "only one command, or one pipeline of a command and filters \
+(grep, head, tail, sort), is parsed";
+pub const NOT_PARSED_REDIRECTED: &str = "its output is redirected away from the result";
+pub const NOT_PARSED_UNFINISHED: &str = "the command did not finish";
+pub const PARSE_NOT_HERE: &str = "`parse` applies to a foreground call without `pty`: drop \
+`background`/`pty`, or drop `parse`";
+
+/// The typed result's line: its type, then its data as compact JSON.
+pub fn parsed_line(type_name: &str, json: &str) -> String {
+    format!("{type_name} {json}")
+}
+
+/// A typed result cut to fit: how many records were left out, and how to see them.
+pub fn parsed_cut(omitted: u64, total: u64, records: &str) -> String {
+    format!(
+        "[note] {omitted} of {total} {records} left out to fit {} KB: narrow the command \
+         (grep, head) or run it without parse",
+        agentty_core::limits::INLINE_LIMIT_BYTES / 1024
+    )
+}
 pub const CANCELLED_BEFORE_START: &str = "cancelled before it started: nothing ran";
 
 pub const NO_OUTPUT: &str = "(no output)";

@@ -396,6 +396,7 @@ impl ServerHandler for Agentty {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tasks()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(
@@ -427,6 +428,22 @@ impl ServerHandler for Agentty {
                 .contains(&ElicitationMode::Form);
         self.state().client_can_ask.store(form, Ordering::Relaxed);
         self.negotiate_initialize(&request)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(crate::schemas::list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        crate::schemas::read(&request.uri).map(Into::into)
     }
 
     async fn get_task(

@@ -147,6 +147,7 @@ pub(crate) fn background_result(
         sandbox,
         error_code: None,
         job_id: Some(id.to_owned()),
+        parsed: None,
     }
 }
 

@@ -199,6 +199,7 @@ impl Agentty {
             sandbox,
             error_code: None,
             job_id: Some(job.id.clone()),
+            parsed: None,
         };
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.is_error = Some(status != Status::Success);

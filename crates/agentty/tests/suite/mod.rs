@@ -3,6 +3,7 @@ mod cli;
 mod client;
 mod entry;
 mod http;
+mod parse;
 mod raw;
 mod sandbox;
 mod shells;

@@ -101,6 +101,7 @@ impl Agentty {
             sandbox,
             error_code: None,
             job_id,
+            parsed: None,
         };
         reply(text, &structured)
     }

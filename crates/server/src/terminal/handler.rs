@@ -85,6 +85,7 @@ impl Agentty {
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
             spill: Some((self.spill_store().clone(), call)),
+            keep_whole: prepared.parse.as_ref().is_some_and(Result::is_ok),
         };
         if prepared.pty {
             return self.terminal_pty(&prepared, request, escalated, &ctx).await;

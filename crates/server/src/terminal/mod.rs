@@ -21,6 +21,7 @@ use crate::notice;
 
 mod background;
 mod handler;
+pub mod parsed;
 
 /// Arguments of `terminal`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -54,6 +55,10 @@ pub struct TerminalParams {
     /// Run under a pseudo-terminal, for programs that behave only on a terminal. Stops early
     /// (and says so) when the command waits for keyboard input.
     pub pty: Option<bool>,
+    /// Typed JSON instead of text for known commands (ls -l, ps, df, free, git status/log,
+    /// curl -I, cargo/gcc/tsc/eslint/go, cargo test/pytest/go test -json/jest); records as
+    /// tables. Schemas: resources agentty://schema/<Type>. Others: text and a note.
+    pub parse: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -97,6 +102,9 @@ pub struct TerminalResult {
     pub error_code: Option<u32>,
     /// The job id when the command runs in the background (status "background").
     pub job_id: Option<String>,
+    /// The typed output, with `parse: true` for a command agentty knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<parsed::ParsedContent>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
@@ -132,6 +140,8 @@ pub struct Prepared {
     pub hand_over: bool,
     /// Run under a pseudo-terminal (docs/BEHAVIOUR.md §4).
     pub pty: bool,
+    /// `parse: true`: the parser chosen from the command line, or why there is none.
+    pub parse: Option<Result<parsed::Plan, String>>,
 }
 
 /// Checks the arguments; every error is a sentence for the model.
@@ -212,6 +222,10 @@ pub fn prepare(
     if pty && (background || hand_over) {
         return Err(crate::shell_notice::PTY_NOT_BACKGROUND.into());
     }
+    let parse = params.parse.unwrap_or(false);
+    if parse && (pty || background) {
+        return Err(notice::PARSE_NOT_HERE.into());
+    }
     let escalation = match (params.sandbox_permissions, params.justification) {
         (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => Some(j),
         (Some(SandboxPermissions::RequireEscalated), _) => {
@@ -229,6 +243,10 @@ pub fn prepare(
             return Err(notice::needs_terminal(&needs));
         }
     }
+    let parse = parse.then(|| match &argv_given {
+        Some(argv) => parsed::recognize_argv(argv),
+        None => parsed::recognize_line(&display),
+    });
     let env = crate::entry::check_env(params.env, &workdir, guard, false)?;
     crate::entry::check_stdin(
         params.stdin.as_deref(),
@@ -252,6 +270,7 @@ pub fn prepare(
         background,
         hand_over,
         pty,
+        parse,
     })
 }
 
@@ -287,11 +306,17 @@ pub fn render(
 ) -> (String, TerminalResult) {
     let ms = crate::timing::millis(outcome.duration);
     let mut notes = path_notes;
-    let mut text = shaped_text(&outcome.output);
-    if text.is_empty() {
+    let (parsed, parse_note) = typed(prepared, outcome);
+    notes.extend(parse_note);
+    let mut text = match &parsed {
+        // The status line first, then the data: the typed line is the whole answer.
+        Some(_) => String::new(),
+        None => shaped_text(&outcome.output),
+    };
+    if text.is_empty() && parsed.is_none() {
         text.push_str(notice::NO_OUTPUT);
     }
-    if !text.ends_with('\n') {
+    if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
     match &outcome.spill {
@@ -346,6 +371,10 @@ pub fn render(
         notes.push(notice::sandbox_denied(denial));
     }
     text.push_str(&status_line);
+    if let Some((_, line)) = &parsed {
+        text.push('\n');
+        text.push_str(line);
+    }
     for note in &notes {
         text.push('\n');
         text.push_str(note);
@@ -378,8 +407,46 @@ pub fn render(
         sandbox: sandbox.line,
         error_code,
         job_id: None,
+        parsed: parsed.map(|(content, _)| content),
     };
     (text, structured)
+}
+
+/// With `parse: true`: the typed result and its line for the model, or the note saying why
+/// there is none.
+fn typed(
+    prepared: &Prepared,
+    outcome: &RunOutcome,
+) -> (Option<(parsed::ParsedContent, String)>, Option<String>) {
+    let plan = match &prepared.parse {
+        None => return (None, None),
+        Some(Err(reason)) => return (None, Some(notice::not_parsed(reason))),
+        Some(Ok(plan)) => plan,
+    };
+    let finished = matches!(outcome.status, RunStatus::Success | RunStatus::Failed);
+    let Some(whole) = outcome.whole.as_ref().filter(|_| finished) else {
+        return (
+            None,
+            Some(notice::not_parsed(notice::NOT_PARSED_UNFINISHED)),
+        );
+    };
+    let exit_code = outcome.exit.and_then(Exit::code);
+    match parsed::parse(plan, whole, exit_code) {
+        Ok(result) => {
+            let (content, json) = parsed::fitted(result, agentty_core::limits::INLINE_LIMIT_BYTES);
+            let note = content.omitted.map(|omitted| {
+                let records = agentty_parse::TYPES
+                    .iter()
+                    .find(|t| t.name == content.type_name)
+                    .map_or("records", |t| t.records);
+                let kept = content.data[records].as_array().map_or(0, Vec::len) as u64;
+                notice::parsed_cut(omitted, kept + omitted, records)
+            });
+            let line = notice::parsed_line(&content.type_name, &json);
+            (Some((content, line)), note)
+        }
+        Err(reason) => (None, Some(notice::not_parsed(&reason))),
+    }
 }
 
 /// The merged output as the model reads it (head+tail when long), for denial detection.

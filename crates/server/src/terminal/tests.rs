@@ -32,6 +32,7 @@ fn a_variable_unset_in_the_commands_environment_is_judged_empty() {
             background: None,
             on_timeout: None,
             pty: None,
+            parse: None,
         };
         prepare(
             params,

@@ -1,0 +1,133 @@
+//! `cargo bench -p agentty --bench parse`: what `parse: true` costs and what it saves (issue 13's
+//! targets in brackets), measured against the same call without it, in the same run.
+//!
+//! 1. `ls -lR` of a tree whose listing is about 1 MB, alternating with and without `parse`: the
+//!    parse's share of the call [≤ 5%].
+//! 2. What the model reads (the text block's bytes, and tokens estimated at 4 bytes each),
+//!    parsed vs raw, for `ps aux`, `ls -la` of a directory of 2000 files, and a failing
+//!    `cargo build` [reported: the point is that typed results are smaller as well as exact].
+//!
+//! Prints figures; asserts only that each parsed call was parsed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolResult;
+use serde_json::json;
+
+use common::{call, median};
+
+const ROUNDS: usize = 15;
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+fn parsed_type(result: &CallToolResult) -> Option<String> {
+    let s = result.structured_content.as_ref()?;
+    s.get("parsed")?.get("type")?.as_str().map(str::to_owned)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let ws = workspace.path();
+    // A tree of 100 directories of 80 files each: `ls -lR` prints about 1 MB.
+    for d in 0..100 {
+        let dir = ws.join(format!("tree/dir-{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..80 {
+            std::fs::write(dir.join(format!("source-file-number-{f:03}.rs")), "x").unwrap();
+        }
+    }
+    for f in 0..2000 {
+        std::fs::write(ws.join(format!("big-{f:04}.txt")), "").unwrap();
+    }
+    std::fs::create_dir_all(ws.join("demo/src")).unwrap();
+    std::fs::write(
+        ws.join("demo/Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("demo/src/main.rs"),
+        "fn main() {\n    let x: u32 = \"no\";\n    let unused = 1;\n    let y: String = 5;\n}\n",
+    )
+    .unwrap();
+    let (client, _) = common::start(ws, state.path(), &[]).await;
+
+    // 1. The parse's share of a 1 MB `ls -lR`.
+    let listing = "ls -lR tree";
+    let raw = call(&client, "terminal", json!({"command": listing})).await;
+    let bytes = raw.structured_content.as_ref().unwrap()["spill_path"]
+        .as_str()
+        .map_or(0, |p| std::fs::metadata(p).map_or(0, |m| m.len()));
+    let (mut plain, mut parsed) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS * 2 {
+        let with_parse = round % 2 == 1;
+        let t = Instant::now();
+        let r = call(
+            &client,
+            "terminal",
+            json!({"command": listing, "parse": with_parse}),
+        )
+        .await;
+        let took = t.elapsed();
+        if with_parse {
+            assert_eq!(
+                parsed_type(&r).as_deref(),
+                Some("DirectoryListing"),
+                "{}",
+                text(&r)
+            );
+            parsed.push(took);
+        } else {
+            plain.push(took);
+        }
+    }
+    let (plain, parsed): (Duration, Duration) = (median(plain), median(parsed));
+    println!(
+        "`{listing}` ({:.1} MB of listing): {:.1} ms plain, {:.1} ms parsed: parse is {:.1}% of the call (target <= 5%)",
+        bytes as f64 / 1e6,
+        plain.as_secs_f64() * 1e3,
+        parsed.as_secs_f64() * 1e3,
+        (parsed.as_secs_f64() - plain.as_secs_f64()) / parsed.as_secs_f64() * 100.0
+    );
+
+    // 2. What the model reads.
+    for (command, workdir) in [
+        ("ps aux", "."),
+        ("ls -la", "."),
+        ("cargo build --offline", "demo"),
+    ] {
+        let raw = call(
+            &client,
+            "terminal",
+            json!({"command": command, "workdir": workdir}),
+        )
+        .await;
+        let typed = call(
+            &client,
+            "terminal",
+            json!({"command": command, "workdir": workdir, "parse": true}),
+        )
+        .await;
+        let kind = parsed_type(&typed).unwrap_or_else(|| panic!("{command}: {}", text(&typed)));
+        let (raw_len, typed_len) = (text(&raw).len(), text(&typed).len());
+        println!(
+            "`{command}`: raw {raw_len} bytes (~{} tokens), {kind} {typed_len} bytes (~{} tokens): {:.2}x",
+            raw_len / 4,
+            typed_len / 4,
+            typed_len as f64 / raw_len as f64
+        );
+    }
+    client.cancel().await.ok();
+}

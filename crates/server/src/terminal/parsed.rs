@@ -1,0 +1,211 @@
+//! `parse: true` (SPEC §8): which parser a call gets, decided from its command line before it
+//! runs, and the typed result in its answer.
+//!
+//! Recognition reads the line the way the shell will run it (the guard's parse): the command
+//! whose output reaches the result, the filters after it, and where its stdout and stderr go.
+//! Set-up commands that print nothing may come first (`cd app && ls -l`). Anything else (two
+//! commands printing, output redirected to a file, a line that did not parse cleanly) is
+//! answered as text with one note saying why, never guessed at.
+
+use agentty_guard::{Analysis, SimpleCommand};
+use agentty_parse::{Context, Output, Parsed, Recognized, Stage};
+use rmcp::schemars::{self, JsonSchema};
+use serde::Serialize;
+
+use crate::notice;
+
+/// Commands that print nothing on success, allowed before the one whose output is parsed.
+const SILENT_SETUP: &[&str] = &["cd", "export", "set", "unset", "umask", "true", ":"];
+
+/// What a call's output will be parsed as.
+#[derive(Debug)]
+pub struct Plan {
+    pub recognized: Recognized,
+    /// The producer's stderr is sent into its stdout (`2>&1`): both streams arrive as one.
+    pub merged: bool,
+}
+
+/// `structuredContent.parsed`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ParsedContent {
+    /// The type's name, e.g. "DirectoryListing".
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// The type's JSON Schema, an MCP resource: agentty://schema/<type>.
+    pub schema: String,
+    /// The typed data; validates against `schema`.
+    pub data: serde_json::Value,
+    /// Records left out to fit the 50 KB budget, from the end of the type's records array.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<u64>,
+}
+
+/// The parser for a `command` line.
+pub fn recognize_line(command: &str) -> Result<Plan, String> {
+    plan(&agentty_guard::analyze(command))
+}
+
+/// The parser for an `argv` run without a shell.
+pub fn recognize_argv(argv: &[String]) -> Result<Plan, String> {
+    let stage = Stage::from_argv(argv).ok_or_else(|| notice::NOT_PARSED_EMPTY.to_owned())?;
+    agentty_parse::recognize(&[stage])
+        .map(|recognized| Plan {
+            recognized,
+            merged: false,
+        })
+        .map_err(|e| e.to_string())
+}
+
+fn plan(analysis: &Analysis) -> Result<Plan, String> {
+    let (stages, merged) = stages(analysis)?;
+    let recognized = agentty_parse::recognize(&stages).map_err(|e| e.to_string())?;
+    Ok(Plan { recognized, merged })
+}
+
+/// The stages of the one pipeline whose output reaches the result, and whether its producer
+/// sends stderr into stdout.
+fn stages(analysis: &Analysis) -> Result<(Vec<Stage>, bool), String> {
+    if !analysis.exact || analysis.too_deep.is_some() {
+        return Err(notice::NOT_PARSED_UNCLEAR.into());
+    }
+    let commands = &analysis.commands;
+    // Commands inside `$(…)` print into a word of another command, not onto the output.
+    let inner: std::collections::HashSet<usize> = commands
+        .iter()
+        .flat_map(|c| c.inner.iter().copied())
+        .collect();
+    let printing: Vec<&SimpleCommand> = commands
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !inner.contains(i))
+        .map(|(_, c)| c)
+        .skip_while(|c| is_silent_setup(c))
+        .collect();
+    if printing
+        .iter()
+        .any(|c| c.background || c.function.is_some() || c.argv.is_empty())
+    {
+        return Err(notice::NOT_PARSED_SHAPE.into());
+    }
+    let Some(first) = printing.first() else {
+        return Err(notice::NOT_PARSED_EMPTY.into());
+    };
+    // One command, or one pipeline whose stages are listed in order.
+    let same_pipeline = match first.pipeline {
+        None => printing.len() == 1,
+        Some((id, _)) => printing
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c.pipeline == Some((id, i as u32))),
+    };
+    if !same_pipeline {
+        return Err(notice::NOT_PARSED_SHAPE.into());
+    }
+    if printing.iter().any(|c| stdout_leaves(c)) {
+        return Err(notice::NOT_PARSED_REDIRECTED.into());
+    }
+    let merged = first
+        .redirects
+        .iter()
+        .any(|r| r.fd == Some(2) && r.op == ">&" && r.target == "1");
+    let stages: Vec<Stage> = printing
+        .iter()
+        .filter_map(|c| Stage::from_argv(&c.argv))
+        .collect();
+    Ok((stages, merged))
+}
+
+fn is_silent_setup(c: &SimpleCommand) -> bool {
+    SILENT_SETUP.contains(&c.program.as_str())
+        && c.pipeline.is_none_or(|(_, stage)| stage == 0)
+        && c.redirects.is_empty()
+        && c.inner.is_empty()
+}
+
+/// Whether the command's stdout goes somewhere other than the next stage or the result: a
+/// file (`> out`, `&> log`) or stderr (`>&2`).
+fn stdout_leaves(c: &SimpleCommand) -> bool {
+    c.redirects.iter().any(|r| {
+        let on_stdout = matches!(r.fd, None | Some(1));
+        if on_stdout && r.op == ">&" {
+            // `>&2` or `>& file`: either way not onto the output.
+            return true;
+        }
+        (on_stdout && r.op.starts_with('>') || r.op.starts_with("&>")) && r.writes()
+    })
+}
+
+/// Parses a finished run's whole output.
+pub fn parse(
+    plan: &Plan,
+    whole: &agentty_core::run::Whole,
+    exit_code: Option<i32>,
+) -> Result<Parsed, String> {
+    // With `2>&1` both streams arrive in stdout, and stderr holds nothing of the producer's
+    // (what is there came from a filter): the parsers read stdout for what the tool writes on
+    // stderr when stderr is empty.
+    let output = Output {
+        stdout: &whole.stdout,
+        stderr: if plan.merged { "" } else { &whole.stderr },
+        exit_code,
+    };
+    plan.recognized.parse(&output, &context())
+}
+
+/// `agentty parse`: what a call with `parse: true` would return, for output captured elsewhere
+/// (raw bytes, cleaned here as a call's are). One word is a command line, several an argv.
+/// Never cut to the budget.
+pub fn offline(
+    command: &[String],
+    stdout: &[u8],
+    stderr: &[u8],
+    exit_code: Option<i32>,
+) -> Result<ParsedContent, String> {
+    let plan = match command {
+        [] => return Err(notice::NOT_PARSED_EMPTY.into()),
+        [line] => recognize_line(line)?,
+        argv => recognize_argv(argv)?,
+    };
+    let clean = |bytes: &[u8]| {
+        let mut cleaner = agentty_core::Cleaner::new();
+        let mut text = cleaner.feed(bytes).to_owned();
+        text.push_str(cleaner.finish());
+        text
+    };
+    let whole = agentty_core::run::Whole {
+        stdout: clean(stdout),
+        stderr: clean(stderr),
+    };
+    let parsed = parse(&plan, &whole, exit_code)?;
+    Ok(ParsedContent {
+        type_name: parsed.type_name.to_owned(),
+        schema: agentty_parse::schema_uri(parsed.type_name),
+        data: parsed.data,
+        omitted: None,
+    })
+}
+
+/// Now, in the server's local zone: what `ls -l` prints its year-less dates in.
+fn context() -> Context {
+    Context {
+        now: chrono::Local::now().fixed_offset(),
+    }
+}
+
+/// `parsed` cut to the model's budget, with the compact JSON the model reads.
+pub fn fitted(mut parsed: Parsed, budget_bytes: usize) -> (ParsedContent, String) {
+    let cut = parsed.fit(budget_bytes);
+    // The model's form is smaller than `data` (records as tables), so it fits as well.
+    let json = agentty_parse::model_text(&parsed.data);
+    let content = ParsedContent {
+        type_name: parsed.type_name.to_owned(),
+        schema: agentty_parse::schema_uri(parsed.type_name),
+        data: parsed.data,
+        omitted: cut.map(|c| c.omitted as u64),
+    };
+    (content, json)
+}
+
+#[cfg(test)]
+#[path = "parsed_tests.rs"]
+mod tests;
