@@ -72,6 +72,15 @@ pub struct Context {
     pub now: chrono::DateTime<chrono::FixedOffset>,
 }
 
+impl Context {
+    /// Now as seconds since the epoch, in UTC (for callers without chrono).
+    pub fn utc_at(epoch_seconds: i64) -> Option<Context> {
+        chrono::DateTime::from_timestamp(epoch_seconds, 0).map(|now| Context {
+            now: now.fixed_offset(),
+        })
+    }
+}
+
 /// What the output will be parsed as. Made by [`recognize`].
 pub struct Recognized {
     parser: Box<dyn Parser>,
