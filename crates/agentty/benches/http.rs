@@ -77,7 +77,11 @@ async fn main() {
         micros(over_http) / micros(raw)
     );
 
-    // 2. 16 sessions at once vs 16 raw loops at once.
+    // 2. 16 sessions at once vs 16 raw loops at once. Where the CPU goes, per call: this
+    // process (the clients, or the raw loops' spawning), the server, and the rest of the machine
+    // (the commands themselves, the kernel, the server's PID-namespace init).
+    let me = std::process::id();
+    let (busy_before, me_before) = (common::machine_busy(), common::cpu_time(me));
     let t = Instant::now();
     let loops: Vec<_> = (0..SESSIONS)
         .map(|_| {
@@ -90,10 +94,19 @@ async fn main() {
         .collect();
     loops.into_iter().for_each(|l| l.join().unwrap());
     let raw_total = t.elapsed();
+    let raw_cpu = (
+        common::cpu_time(me) - me_before,
+        common::machine_busy() - busy_before,
+    );
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
         sessions.push(Session::connect(&addr, &token).await);
     }
+    let (busy_before, me_before, server_before) = (
+        common::machine_busy(),
+        common::cpu_time(me),
+        common::cpu_time(server_pid),
+    );
     let t = Instant::now();
     let tasks: Vec<_> = sessions
         .into_iter()
@@ -109,12 +122,28 @@ async fn main() {
         task.await.expect("a session's calls all succeeded");
     }
     let http_total = t.elapsed();
+    let (http_me, http_server, http_busy) = (
+        common::cpu_time(me) - me_before,
+        common::cpu_time(server_pid) - server_before,
+        common::machine_busy() - busy_before,
+    );
     let calls = (SESSIONS * CALLS_PER_SESSION) as f64;
     println!(
         "{SESSIONS} sessions x {CALLS_PER_SESSION} calls: {:.0} calls/s over HTTP, {:.0} raw spawns/s; ratio {:.2}x (target >= 0.8x), no error",
         calls / http_total.as_secs_f64(),
         calls / raw_total.as_secs_f64(),
         raw_total.as_secs_f64() / http_total.as_secs_f64()
+    );
+    let per_call = |d: Duration| micros(d) / calls;
+    println!(
+        "CPU per call: raw loops {:.0} µs (spawning {:.0}, the rest {:.0}); over HTTP {:.0} µs (clients {:.0}, server {:.0}, the rest {:.0})",
+        per_call(raw_cpu.1),
+        per_call(raw_cpu.0),
+        per_call(raw_cpu.1.saturating_sub(raw_cpu.0)),
+        per_call(http_busy),
+        per_call(http_me),
+        per_call(http_server),
+        per_call(http_busy.saturating_sub(http_me + http_server)),
     );
 
     // 3. RSS with 64 idle sessions.

@@ -32,22 +32,6 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) 
     result
 }
 
-/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let ticks: u64 = after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_millis(ticks * 1000 / hz)
-}
-
 /// Writes dirty pages out, so the next measured run starts clean.
 fn sync() {
     let _ = std::process::Command::new("sync").status();
@@ -116,7 +100,7 @@ async fn main() {
     // Both runs that write 800 MB to disk start with no dirty pages left by another, so neither
     // is throttled by the other's writeback.
     sync();
-    let cpu_before = cpu_time(server_pid);
+    let cpu_before = common::cpu_time(server_pid);
     let t = Instant::now();
     for _ in 0..JOBS {
         call(
@@ -139,7 +123,7 @@ async fn main() {
         assert_eq!(s["job"]["output_bytes"], BYTES_PER_JOB, "t{i} lost bytes");
     }
     let ours = t.elapsed();
-    let server_cpu = cpu_time(server_pid).saturating_sub(cpu_before);
+    let server_cpu = common::cpu_time(server_pid).saturating_sub(cpu_before);
     let idle = latency(&client, LATENCY_SAMPLES).await;
     let piped_after = raw(&format!("cat '{file}' | cat > /dev/null"));
     let kept_dir = tempfile::tempdir_in(state.path()).expect("tempdir");

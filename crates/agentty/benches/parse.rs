@@ -42,8 +42,8 @@ async fn main() {
     let workspace = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let ws = workspace.path();
-    // A tree of 100 directories of 80 files each: `ls -lR` prints about 1 MB.
-    for d in 0..100 {
+    // A tree of 200 directories of 80 files each: `ls -lR` prints about 1 MB.
+    for d in 0..200 {
         let dir = ws.join(format!("tree/dir-{d:03}"));
         std::fs::create_dir_all(&dir).unwrap();
         for f in 0..80 {
@@ -56,7 +56,8 @@ async fn main() {
     std::fs::create_dir_all(ws.join("demo/src")).unwrap();
     std::fs::write(
         ws.join("demo/Cargo.toml"),
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        // `[workspace]`: a Cargo.toml above the temp dir must not adopt this one.
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
     )
     .unwrap();
     std::fs::write(
@@ -168,12 +169,33 @@ async fn main() {
         )
         .await;
         let kind = parsed_type(&typed).unwrap_or_else(|| panic!("{command}: {}", text(&typed)));
-        let (raw_len, typed_len) = (text(&raw).len(), text(&typed).len());
+        // The raw output whole (its spill file when it was cut to head and tail), and the typed
+        // text; when records were left out to fit, the typed size of all of them, by proportion.
+        let structured = raw.structured_content.as_ref().unwrap();
+        let raw_len = structured["spill_path"]
+            .as_str()
+            .map_or(text(&raw).len() as u64, |p| {
+                std::fs::metadata(p).unwrap().len()
+            });
+        let parsed = &typed.structured_content.as_ref().unwrap()["parsed"];
+        let typed_len = text(&typed).len() as f64;
+        let typed_all = match parsed["omitted"].as_u64() {
+            Some(omitted) => {
+                let records = agentty_parse::TYPES
+                    .iter()
+                    .find(|t| t.name == kind)
+                    .unwrap()
+                    .records;
+                let kept = parsed["data"][records].as_array().unwrap().len() as f64;
+                typed_len * (kept + omitted as f64) / kept
+            }
+            None => typed_len,
+        };
         println!(
-            "`{command}`: raw {raw_len} bytes (~{} tokens), {kind} {typed_len} bytes (~{} tokens): {:.2}x",
+            "`{command}`: raw {raw_len} bytes (~{} tokens), {kind} {typed_all:.0} bytes (~{:.0} tokens): {:.2}x",
             raw_len / 4,
-            typed_len / 4,
-            typed_len as f64 / raw_len as f64
+            typed_all / 4.0,
+            typed_all / raw_len as f64
         );
     }
     client.cancel().await.ok();

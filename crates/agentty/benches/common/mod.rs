@@ -45,6 +45,46 @@ pub fn status_kib(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 1000 / clock_ticks())
+}
+
+/// CPU time every CPU of the machine has spent busy so far (all but idle and iowait), from
+/// `/proc/stat`: what a run cost in all, kernel and short-lived children included.
+pub fn machine_busy() -> Duration {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let busy: u64 = fields
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    Duration::from_millis(busy * 1000 / clock_ticks())
+}
+
+fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+}
+
 /// The serving process under the process a bench started: that one stays behind as the
 /// watchdog and forks the server, whose RSS, CPU time and fds are what a bench measures.
 pub fn serving_pid(started: u32) -> u32 {
