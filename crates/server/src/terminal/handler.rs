@@ -186,9 +186,16 @@ impl Agentty {
             denial,
         };
         notes.extend(self.planted_warning());
-        let (text, structured) = super::render(prepared, outcome, sandbox, notes);
+        let (text, mut structured) = super::render(prepared, outcome, sandbox, notes);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        result.structured_content = serde_json::to_value(structured).ok();
+        // A typed result's data is moved in, not copied through `to_value` (for a 1 MB
+        // listing that copy was a third tree of the same data).
+        let parsed = structured.parsed.take();
+        let mut value = serde_json::to_value(structured).ok();
+        if let (Some(parsed), Some(serde_json::Value::Object(map))) = (parsed, value.as_mut()) {
+            map.insert("parsed".into(), parsed.into_value());
+        }
+        result.structured_content = value;
         result
     }
 }

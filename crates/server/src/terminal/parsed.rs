@@ -40,6 +40,20 @@ pub struct ParsedContent {
     pub omitted: Option<u64>,
 }
 
+impl ParsedContent {
+    /// As JSON, `data` moved rather than copied.
+    pub fn into_value(self) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        map.insert("type".into(), self.type_name.into());
+        map.insert("schema".into(), self.schema.into());
+        map.insert("data".into(), self.data);
+        if let Some(omitted) = self.omitted {
+            map.insert("omitted".into(), omitted.into());
+        }
+        serde_json::Value::Object(map)
+    }
+}
+
 /// The parser for a `command` line.
 pub fn recognize_line(command: &str) -> Result<Plan, String> {
     plan(&agentty_guard::analyze(command))
