@@ -61,11 +61,21 @@ def test_ls_becomes_a_directory_listing_with_the_facts_of_stat():
         lines = text(result).splitlines()
         assert lines[0].startswith("[exit 0"), lines
         assert lines[1].startswith("DirectoryListing {"), lines
-        # The same facts, with the records as a table and times as their RFC 3339 text.
+        # The same facts, with the records as a table (the values every record shares under
+        # "same") and times as their RFC 3339 text.
         typed = json.loads(lines[1][len("DirectoryListing "):])
-        rows = [dict(zip(typed["entries"]["columns"], r)) for r in typed["entries"]["rows"]]
-        assert [r["name"] for r in rows] == [e["name"] for e in parsed["data"]["entries"]]
-        assert rows[0]["modified"] == parsed["data"]["entries"][0]["modified"]["rfc3339"]
+        table = typed["entries"]
+        rows = [dict(table.get("same", {}), **dict(zip(table["columns"], r))) for r in table["rows"]]
+        data = parsed["data"]["entries"]
+        assert [r["name"] for r in rows] == [e["name"] for e in data]
+        for row, entry in zip(rows, data):
+            assert row["modified"] == entry["modified"]["rfc3339"], (row, entry)
+            assert row["permissions"] == entry["permissions"], (row, entry)
+            for key in ["size_bytes", "owner", "group", "links", "type", "target"]:
+                assert row.get(key) == entry.get(key), (key, row, entry)
+        # `mode` says what `permissions` does: only programs get it, in structuredContent.
+        assert "mode" not in table["columns"] and "mode" not in table.get("same", {})
+        assert all("mode" in e for e in data)
         assert "-rw" not in text(result)
 
     run(body)

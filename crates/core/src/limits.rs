@@ -15,6 +15,12 @@ pub const TIMEOUT_MAX_MS: u64 = 600_000;
 /// the full text goes to a spill file: 50 KB is already more than a model should read at once.
 pub const INLINE_LIMIT_BYTES: usize = 50 * 1024;
 
+/// The most output `parse: true` reads (stdout and stderr together). A parsed record is a few
+/// times the size of its line (more for short lines such as `git status -s`), so a command
+/// printing up to the capture limit could make the server hold ten times that at once; over
+/// this, the output is text as usual and a note asks for a narrower command.
+pub const PARSE_INPUT_MAX_BYTES: usize = 4 * 1024 * 1024;
+
 /// Characters kept from the start of an over-long output: the head says what ran.
 pub const HEAD_CHARS: usize = 2000;
 

@@ -1,53 +1,62 @@
 //! Fitting a typed result into the model's budget: whole records are dropped from the end of the
 //! type's records array (never half a record), and the caller says how many were left out.
+//!
+//! Measured on the Rust value, record by record, before anything is encoded: the measuring stops
+//! at the first record that does not fit, so a result a hundred times the budget costs about
+//! what one at the budget does.
 
-use crate::Parsed;
+use crate::TypedResult;
 
-/// What [`Parsed::fit`] left out.
+/// What [`crate::Recognized::parse_within`] left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cut {
     pub kept: usize,
     pub omitted: usize,
 }
 
-impl Parsed {
-    /// Drops records from the end until the compact JSON of `data` is at most `max_bytes`
-    /// (or no record is left). `None` when it fitted whole.
-    pub fn fit(&mut self, max_bytes: usize) -> Option<Cut> {
-        let whole = encoded_len(&self.data);
-        if whole <= max_bytes {
-            return None;
-        }
-        let key = crate::registry::records_key(self.type_name)?;
-        let records = self.data.get_mut(key)?.as_array_mut()?;
-        let all = std::mem::take(records);
-        // With the array empty, what the rest of the value costs; then each record adds its own
-        // length and a comma.
-        let base = encoded_len(&self.data);
-        let mut used = base;
-        let mut kept = 0;
-        for (i, record) in all.iter().enumerate() {
-            let cost = encoded_len(record) + usize::from(i > 0);
-            if used + cost > max_bytes {
-                break;
-            }
-            used += cost;
-            kept += 1;
-        }
-        let omitted = all.len() - kept;
-        if let Some(records) = self.data.get_mut(key).and_then(|r| r.as_array_mut()) {
-            records.extend(all.into_iter().take(kept));
-        }
-        Some(Cut { kept, omitted })
+/// A [`TypedResult`] with its type erased.
+pub(crate) trait Encode: Send {
+    fn type_name(&self) -> &'static str;
+    /// Drops records from the end until the compact JSON is at most `max_bytes` (or no record
+    /// is left). `None` when it fitted whole.
+    fn fit(&mut self, max_bytes: usize) -> Option<Cut>;
+    fn to_value(&self) -> serde_json::Result<serde_json::Value>;
+}
+
+impl<T: TypedResult> Encode for T {
+    fn type_name(&self) -> &'static str {
+        T::NAME
     }
 
-    /// `data` as compact JSON, the form the model reads.
-    pub fn compact(&self) -> String {
-        self.data.to_string()
+    fn fit(&mut self, max_bytes: usize) -> Option<Cut> {
+        let all = std::mem::take(self.records());
+        // With the array empty, what the rest of the value costs; then each record adds its
+        // own length and a comma.
+        let mut used = encoded_len(self);
+        let mut kept = 0;
+        for (i, record) in all.iter().enumerate() {
+            used += encoded_len(record) + usize::from(i > 0);
+            if used > max_bytes {
+                break;
+            }
+            kept += 1;
+        }
+        let total = all.len();
+        let records = self.records();
+        *records = all;
+        records.truncate(kept);
+        (kept < total).then_some(Cut {
+            kept,
+            omitted: total - kept,
+        })
+    }
+
+    fn to_value(&self) -> serde_json::Result<serde_json::Value> {
+        serde_json::to_value(self)
     }
 }
 
-fn encoded_len(value: &serde_json::Value) -> usize {
+fn encoded_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -66,21 +75,40 @@ fn encoded_len(value: &serde_json::Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::git_log::{Commit, GitLog};
+
+    fn log(n: usize) -> GitLog {
+        let commit = |i: usize| Commit {
+            hash: format!("{i:040x}"),
+            subject: "x".repeat(50),
+            ..Commit::default()
+        };
+        GitLog {
+            filtered: false,
+            commits: (0..n).map(commit).collect(),
+        }
+    }
 
     #[test]
     fn keeps_whole_records_and_counts_the_rest() {
-        let mut parsed = Parsed {
-            type_name: "GitLog",
-            data: json!({"commits": (0..100).map(|i| json!({"n": i, "s": "x".repeat(50)})).collect::<Vec<_>>()}),
-        };
-        let cut = parsed.fit(1000).unwrap();
+        let mut cut_log = log(100);
+        let cut = cut_log.fit(1000).unwrap();
         assert_eq!(cut.kept + cut.omitted, 100);
-        assert!(cut.kept > 5, "{cut:?}");
-        assert!(parsed.compact().len() <= 1000);
-        assert_eq!(parsed.data["commits"].as_array().unwrap().len(), cut.kept);
-        assert_eq!(parsed.data["commits"][0]["n"], 0);
-        let mut small = parsed.clone();
-        assert_eq!(small.fit(100_000), None);
+        assert!(cut.kept > 2, "{cut:?}");
+        let json = serde_json::to_string(&cut_log).unwrap();
+        assert!(json.len() <= 1000, "{}", json.len());
+        assert_eq!(cut_log.commits.len(), cut.kept);
+        assert_eq!(cut_log.commits[0], log(1).commits[0]);
+        // One more record would not have fitted.
+        let mut one_more = log(cut.kept + 1);
+        one_more.fit(usize::MAX);
+        assert!(serde_json::to_string(&one_more).unwrap().len() > 1000);
+        // What fits whole is left whole.
+        let mut whole = log(100);
+        assert_eq!(whole.fit(1_000_000), None);
+        assert_eq!(whole, log(100));
+        let exact = serde_json::to_string(&log(100)).unwrap().len();
+        assert_eq!(log(100).fit(exact), None);
+        assert!(log(100).fit(exact - 1).is_some());
     }
 }

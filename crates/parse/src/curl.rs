@@ -16,7 +16,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// The responses `curl -I` printed, in order: redirects first, the final response last.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -202,7 +202,7 @@ impl Parser for CurlHead {
         "HttpResponseHeader"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         if filtered {
             return Err("a filter after `curl -I` may drop the status lines that tell which response a header belongs to".into());
         }
@@ -220,7 +220,7 @@ impl Parser for CurlHead {
         if responses.is_empty() {
             return Err("curl printed no response headers".into());
         }
-        Parsed::new("HttpResponseHeader", &HttpResponseHeader { responses })
+        Ok(Typed::new(HttpResponseHeader { responses }))
     }
 }
 

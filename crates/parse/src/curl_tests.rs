@@ -25,7 +25,7 @@ fn parse_as(
         stderr,
         exit_code: Some(exit),
     };
-    parser.parse(&out, &ctx(), filtered).map(|p| p.data)
+    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
 }
 
 const REDIRECT: &str = "HTTP/1.1 301 Moved Permanently\r\nLocation: /new\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\nSet-Cookie: a=1\r\nX-Fold: one\r\n two\r\nX-Empty:\r\nContent-Length: 5\r\n\r\n";

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::ls::{Cursor, number};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// The output of `df`: one record per file system.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
@@ -230,7 +230,7 @@ impl Parser for DfParser {
         "DiskUsage"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         let errors: Vec<String> = out
             .stderr
             .lines()
@@ -250,7 +250,7 @@ impl Parser for DfParser {
         }
         let mut usage = read_table(out.stdout, self.from_flags, filtered)?;
         usage.errors = errors;
-        Parsed::new("DiskUsage", &usage)
+        Ok(Typed::new(usage))
     }
 }
 

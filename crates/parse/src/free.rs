@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::ls::number;
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// The output of `free`: one record per row.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
@@ -268,7 +268,7 @@ impl Parser for FreeParser {
         "MemoryUsage"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         if out.stdout.trim().is_empty() {
             if let Some(first) = out.stderr.lines().find(|l| !l.trim().is_empty()) {
                 return Err(format!(
@@ -281,7 +281,7 @@ impl Parser for FreeParser {
             }
         }
         let usage = read_table(out.stdout, self, filtered)?;
-        Parsed::new("MemoryUsage", &usage)
+        Ok(Typed::new(usage))
     }
 }
 

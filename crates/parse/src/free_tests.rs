@@ -12,7 +12,7 @@ fn run(argv: &str, stdout: &str, filtered: bool) -> Result<Value, String> {
     let ctx = Context {
         now: chrono::DateTime::parse_from_rfc3339("2026-12-01T22:00:00Z").unwrap(),
     };
-    parser.parse(&out, &ctx, filtered).map(|p| p.data)
+    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {

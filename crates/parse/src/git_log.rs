@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::git_status::Change;
 use crate::git_status::shared::{bad_line, check_exit, hex, path_token, tab_pair};
 use crate::time::Timestamp;
-use crate::{Context, Output, Parsed, Parser};
+use crate::{Context, Output, Parser, Typed};
 
 /// Commits, newest first unless `--reverse`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -105,14 +105,14 @@ impl Parser for LogParser {
         "GitLog"
     }
 
-    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Typed, String> {
         check_exit(out, "git log")?;
         let commits = if self.oneline {
             self.oneline(out.stdout)?
         } else {
             self.medium(out.stdout, ctx, filtered)?
         };
-        Parsed::new("GitLog", &GitLog { filtered, commits })
+        Ok(Typed::new(GitLog { filtered, commits }))
     }
 }
 

@@ -17,7 +17,7 @@ fn run_as(argv: &str, stdout: &str, filtered: bool, exit: i32) -> Result<Value, 
         stderr: "fatal: bad revision 'nope'\n",
         exit_code: Some(exit),
     };
-    parser.parse(&out, &ctx, filtered).map(|p| p.data)
+    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {

@@ -19,7 +19,7 @@ pub(crate) mod shared;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 use porcelain::{porcelain_v1, porcelain_v2, v1_entry};
 pub(crate) use shared::bad_line;
 use shared::{check_exit, git_subcommand};
@@ -314,7 +314,7 @@ impl Parser for StatusParser {
         "GitStatus"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         check_exit(out, "git status")?;
         let text = out.stdout;
         let long = match self.format {
@@ -340,7 +340,7 @@ impl Parser for StatusParser {
             porcelain_v1(text)?
         };
         status.clean = (!filtered).then(|| status.files.iter().all(|f| f.index == Change::Ignored));
-        Parsed::new("GitStatus", &status)
+        Ok(Typed::new(status))
     }
 }
 

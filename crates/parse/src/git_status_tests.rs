@@ -23,7 +23,7 @@ fn run_as(
         stderr,
         exit_code: Some(exit),
     };
-    parser.parse(&out, &ctx, filtered).map(|p| p.data)
+    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {

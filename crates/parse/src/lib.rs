@@ -34,7 +34,6 @@ pub mod ps;
 pub mod test_report;
 
 pub use budget::Cut;
-pub use model_text::model_text;
 pub use registry::{TYPES, TypeInfo, schema, schema_uri};
 
 /// One command of a pipeline, as the shell will run it: the program's basename and its
@@ -103,23 +102,74 @@ impl Recognized {
         self.parser.type_name()
     }
 
-    /// Parses the run's output; `Err` is one line for the model saying why nothing was parsed.
+    /// Parses the run's output, whole; `Err` is one line for the model saying why nothing was
+    /// parsed.
     pub fn parse(&self, out: &Output<'_>, ctx: &Context) -> Result<Parsed, String> {
-        self.parser.parse(out, ctx, self.filtered)
+        self.parser.parse(out, ctx, self.filtered)?.encode()
+    }
+
+    /// Parses the run's output and keeps as many whole records as fit in `max_bytes` of
+    /// compact JSON (see [`Cut`]). Only the records kept are ever encoded, so the cost of a
+    /// huge output is its parse, not a JSON tree of it.
+    pub fn parse_within(
+        &self,
+        out: &Output<'_>,
+        ctx: &Context,
+        max_bytes: usize,
+    ) -> Result<(Parsed, Option<Cut>), String> {
+        let mut typed = self.parser.parse(out, ctx, self.filtered)?;
+        let cut = typed.value.fit(max_bytes);
+        Ok((typed.encode()?, cut))
     }
 }
 
-/// A typed result: `data` validates against the schema of `type_name` (see [`schema`]).
+/// A typed result as JSON: `data` validates against the schema of `type_name` (see [`schema`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
     pub type_name: &'static str,
     pub data: serde_json::Value,
 }
 
-impl Parsed {
-    /// Serialises a typed value of one of the [`TYPES`].
-    pub fn new<T: serde::Serialize>(type_name: &'static str, value: &T) -> Result<Parsed, String> {
-        serde_json::to_value(value)
+/// One of the [`TYPES`], as its Rust type: its name and its records array (the one a result
+/// too large for the budget is cut in). Implemented in `registry`, next to the table.
+pub(crate) trait TypedResult: serde::Serialize + Send + 'static {
+    const NAME: &'static str;
+    const RECORDS: &'static str;
+    type Record: serde::Serialize + Send;
+    fn records(&mut self) -> &mut Vec<Self::Record>;
+}
+
+/// A parser's result, still a Rust value: encoded as JSON only once the caller's budget is
+/// known, so a 1 MB listing is not made into a JSON tree only to be cut to 50 KB.
+pub(crate) struct Typed {
+    value: Box<dyn budget::Encode>,
+}
+
+impl std::fmt::Debug for Typed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Typed")
+            .field(&self.value.type_name())
+            .finish()
+    }
+}
+
+impl Typed {
+    pub(crate) fn new<T: TypedResult>(value: T) -> Typed {
+        Typed {
+            value: Box::new(value),
+        }
+    }
+
+    /// The whole value as JSON (the unit tests read it).
+    #[cfg(test)]
+    pub(crate) fn data(self) -> serde_json::Value {
+        self.encode().map(|p| p.data).unwrap_or_default()
+    }
+
+    fn encode(self) -> Result<Parsed, String> {
+        let type_name = self.value.type_name();
+        self.value
+            .to_value()
             .map(|data| Parsed { type_name, data })
             .map_err(|e| format!("could not encode the parsed {type_name}: {e}"))
     }
@@ -131,7 +181,7 @@ pub(crate) trait Parser: Send + Sync {
     fn type_name(&self) -> &'static str;
     /// `filtered`: a later stage may have dropped lines (a header, a summary) or reordered
     /// them; the parser must cope (known columns from the flags) or refuse.
-    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Parsed, String>;
+    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Typed, String>;
 }
 
 /// Why a command line is not parsed; one line for the model.

@@ -21,7 +21,7 @@ fn run(argv: &str, stdout: &str, stderr: &str, filtered: bool) -> Result<Value, 
     };
     parser
         .parse(&out, &ctx("2026-12-01T22:00:00+00:00"), filtered)
-        .map(|p| p.data)
+        .map(crate::Typed::data)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {
@@ -155,7 +155,7 @@ fn year_less_dates_take_the_latest_year_not_in_the_future() {
     let data = parser
         .parse(&out, &ctx("2027-01-01T08:00:00+01:00"), false)
         .unwrap()
-        .data;
+        .data();
     assert_eq!(
         data["entries"][0]["modified"]["rfc3339"],
         "2026-12-31T23:59:00+01:00"
@@ -411,4 +411,18 @@ fn hostile_input_never_panics() {
             let _ = run(argv, text, "", true);
         }
     }
+}
+
+#[test]
+fn permission_letters_and_bits_say_the_same() {
+    // An entry keeps only the bits: the letters written back must be the ones read, for
+    // every one of the 4096 modes.
+    for bits in 0..=0o7777u32 {
+        let letters = super::options::letters(bits);
+        let token = format!("-{}", std::str::from_utf8(&letters).unwrap());
+        let read = super::options::mode_string(&token).unwrap();
+        assert_eq!(read.permissions, Some(bits), "{token}");
+    }
+    assert_eq!(&super::options::letters(0o4755), b"rwsr-xr-x");
+    assert_eq!(&super::options::letters(0o1754), b"rwxr-xr-T");
 }

@@ -2,18 +2,54 @@
 //!
 //! Records as JSON objects repeat every key in every record, which made a typed `ls -la` about
 //! 3.5 times the size of its text: the opposite of the point of typing it. So in the model's
-//! text an array of records is a table, `{"columns":[…],"rows":[[…],…]}` (a field a record
-//! lacks is `null`), and a timestamp is its RFC 3339 string (programs get the epoch in
-//! `structuredContent`, and the printed text where something was inferred). Nothing else
-//! changes: same names, same values, same order.
+//! text:
+//! - an array of records is a table, `{"same":{…},"columns":[…],"rows":[[…],…]}`: `same` holds
+//!   the fields whose value is the same in every record (an owner, a type), `columns` the
+//!   others, in the type's order (a field a record lacks is `null`);
+//! - a timestamp is its RFC 3339 string (the epoch is in `structuredContent`);
+//! - fields a program wants but the model can read off another are left out (each type lists
+//!   them in the registry: `mode` beside `permissions`, the header map of `ps`).
 
 use serde_json::{Map, Value};
 
-/// `data` in the model's form (see the module comment), as compact JSON. Written straight out,
-/// without building a second tree: for a 1 MB listing that tree cost as much as the parse.
-pub fn model_text(data: &Value) -> String {
+impl crate::Parsed {
+    /// `data` in the model's form (see the module comment), as compact JSON. Written straight
+    /// out, without building a second tree.
+    pub fn model_text(&self) -> String {
+        model_text(&self.data, crate::registry::model_skips(self.type_name))
+    }
+}
+
+/// `skip`: `"field"` (a top-level field) or `"records.field"` (a column of a records table).
+fn model_text(data: &Value, skip: &[&str]) -> String {
     let mut out = Vec::with_capacity(4096);
-    write(data, &mut out);
+    match data {
+        Value::Object(map) => {
+            out.push(b'{');
+            let mut first = true;
+            for (key, value) in map.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+                if !std::mem::take(&mut first) {
+                    out.push(b',');
+                }
+                scalar(key, &mut out);
+                out.push(b':');
+                let column_skipped = |column: &str| {
+                    skip.iter().any(|s| {
+                        s.split_once('.')
+                            .is_some_and(|(records, field)| records == key && field == column)
+                    })
+                };
+                match value {
+                    Value::Array(items) if is_table(items) => {
+                        table(items, &column_skipped, &mut out);
+                    }
+                    other => write(other, &mut out),
+                }
+            }
+            out.push(b'}');
+        }
+        other => write(other, &mut out),
+    }
     // Only whole JSON tokens were written, from valid strings: valid UTF-8.
     String::from_utf8(out).unwrap_or_default()
 }
@@ -35,9 +71,7 @@ fn write(value: &Value, out: &mut Vec<u8>) {
                 out.push(b'}');
             }
         },
-        Value::Array(items) if items.len() >= 2 && items.iter().all(Value::is_object) => {
-            table(items, out);
-        }
+        Value::Array(items) if is_table(items) => table(items, &|_| false, out),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
@@ -67,19 +101,51 @@ fn timestamp(map: &Map<String, Value>) -> Option<&str> {
     only_time.then_some(text)
 }
 
-/// Records as columns (every key, in the order first seen) and rows.
-fn table(records: &[Value], out: &mut Vec<u8>) {
-    let mut columns: Vec<&String> = Vec::new();
+fn is_table(items: &[Value]) -> bool {
+    items.len() >= 2 && items.iter().all(Value::is_object)
+}
+
+/// Records as a table: the fields every record has with one value under `same`, the others as
+/// columns (every key, in the type's order) and rows.
+fn table(records: &[Value], skipped: &dyn Fn(&str) -> bool, out: &mut Vec<u8>) {
+    // The type's order: a key first seen in a later record goes right after the key it follows
+    // there (records list their fields in declaration order, absent ones left out).
+    let mut keys: Vec<&String> = Vec::new();
     for record in records {
         if let Value::Object(map) = record {
-            for key in map.keys() {
-                if !columns.contains(&key) {
-                    columns.push(key);
-                }
+            let mut at = 0;
+            for key in map.keys().filter(|k| !skipped(k)) {
+                at = match keys.iter().position(|k| *k == key) {
+                    Some(found) => found + 1,
+                    None => {
+                        keys.insert(at, key);
+                        at + 1
+                    }
+                };
             }
         }
     }
-    out.extend_from_slice(b"{\"columns\":[");
+    let shared = |key: &str| {
+        let first = records.first().and_then(|r| r.get(key));
+        first.is_some() && records.iter().all(|r| r.get(key) == first)
+    };
+    let (same, columns): (Vec<&String>, Vec<&String>) = keys.into_iter().partition(|k| shared(k));
+    out.push(b'{');
+    if let Some(first) = records.first().filter(|_| !same.is_empty()) {
+        out.extend_from_slice(b"\"same\":{");
+        for (i, key) in same.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            scalar(key.as_str(), out);
+            out.push(b':');
+            if let Some(value) = first.get(key.as_str()) {
+                write(value, out);
+            }
+        }
+        out.extend_from_slice(b"},");
+    }
+    out.extend_from_slice(b"\"columns\":[");
     for (i, column) in columns.iter().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -111,42 +177,79 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The cell of `column` in row `row`, or the shared value when the column is in `same`.
+    fn cell(table: &Value, row: usize, column: &str) -> Option<Value> {
+        if let Some(value) = table["same"].get(column) {
+            return Some(value.clone());
+        }
+        let columns = table["columns"].as_array().unwrap();
+        let i = columns.iter().position(|c| c == column)?;
+        Some(table["rows"][row][i].clone())
+    }
+
     #[test]
     fn records_become_a_table_and_times_their_text() {
         let data = json!({
             "total": 8,
             "entries": [
-                {"name": "a", "size_bytes": 1, "modified": {"rfc3339": "2026-12-01T10:00:00+00:00", "epoch": 1, "raw": "Dec  1 10:00"}},
-                {"name": "b", "target": "a"}
+                {"name": "a", "size_bytes": 1, "owner": "root", "mode": "0644", "modified": {"rfc3339": "2026-12-01T10:00:00+00:00", "epoch": 1, "raw": "Dec  1 10:00"}},
+                {"name": "b", "target": "a", "owner": "root", "mode": "0755"},
+                {"name": "c", "owner": "root", "mode": "0755", "size_bytes": 1}
             ],
             "one": [{"x": 1}]
         });
-        let text: Value = serde_json::from_str(&model_text(&data)).unwrap();
+        let text: Value = serde_json::from_str(&model_text(&data, &["entries.mode"])).unwrap();
         assert_eq!(text["total"], 8);
         assert_eq!(
             text["one"],
             json!([{"x": 1}]),
             "a single record stays an object"
         );
-        let columns: Vec<&str> = text["entries"]["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap())
-            .collect();
-        let rows = text["entries"]["rows"].as_array().unwrap();
-        let cell = |row: usize, column: &str| {
-            let i = columns.iter().position(|c| *c == column).unwrap();
-            rows[row][i].clone()
-        };
-        assert_eq!(columns.len(), 4, "{columns:?}");
-        assert_eq!(cell(0, "name"), "a");
-        assert_eq!(cell(0, "modified"), "2026-12-01T10:00:00+00:00");
-        assert_eq!(cell(0, "target"), Value::Null);
-        assert_eq!(cell(1, "target"), "a");
-        assert_eq!(cell(1, "size_bytes"), Value::Null);
+        let table = &text["entries"];
+        assert_eq!(table["same"], json!({"owner": "root"}), "{table}");
+        assert_eq!(
+            table["columns"],
+            json!(["name", "target", "size_bytes", "modified"]),
+            "in the records' order, without the skipped and the shared"
+        );
+        assert_eq!(table["rows"].as_array().unwrap().len(), 3);
+        assert_eq!(cell(table, 0, "name").unwrap(), "a");
+        assert_eq!(cell(table, 2, "owner").unwrap(), "root");
+        assert_eq!(
+            cell(table, 0, "modified").unwrap(),
+            "2026-12-01T10:00:00+00:00"
+        );
+        assert_eq!(cell(table, 0, "target").unwrap(), Value::Null);
+        assert_eq!(cell(table, 1, "target").unwrap(), "a");
+        assert_eq!(cell(table, 1, "size_bytes").unwrap(), Value::Null);
+        assert_eq!(
+            cell(table, 2, "size_bytes").unwrap(),
+            1,
+            "a value most rows share is still a column when one lacks it"
+        );
+        assert_eq!(cell(table, 0, "mode"), None, "skipped");
+        // Without skips, mode varies: a column.
+        let all: Value = serde_json::from_str(&model_text(&data, &[])).unwrap();
+        assert_eq!(cell(&all["entries"], 1, "mode").unwrap(), "0755");
         // An object that only looks like a time in part is left as it is.
         let other = json!({"rfc3339": "x", "epoch": 1, "zone": "UTC"});
-        assert_eq!(model_text(&other), other.to_string());
+        assert_eq!(model_text(&other, &[]), other.to_string());
+    }
+
+    #[test]
+    fn every_skipped_field_exists_and_says_what_another_does() {
+        for info in crate::TYPES {
+            let schema = crate::schema(info.name).unwrap();
+            for skip in info.model_skips {
+                let found = match skip.split_once('.') {
+                    None => schema["properties"].get(skip).is_some(),
+                    Some((records, field)) => {
+                        assert_eq!(records, info.records, "{}: {skip}", info.name);
+                        schema.to_string().contains(&format!("\"{field}\":"))
+                    }
+                };
+                assert!(found, "{}: {skip} is no field", info.name);
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::time::{Timestamp, month_number};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 #[path = "ps_format.rs"]
 mod format;
@@ -139,7 +139,7 @@ impl Parser for PsParser {
         "ProcessList"
     }
 
-    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Typed, String> {
         let plan = &self.plan;
         let expected: Vec<&str> = plan
             .columns
@@ -192,7 +192,7 @@ impl Parser for PsParser {
                 },
             })
             .collect();
-        Parsed::new("ProcessList", &ProcessList { columns, processes })
+        Ok(Typed::new(ProcessList { columns, processes }))
     }
 }
 

@@ -25,7 +25,7 @@ fn parse_as(
         stderr,
         exit_code: Some(exit),
     };
-    parser.parse(&out, &ctx(), filtered).map(|p| p.data)
+    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
 }
 
 fn parse(line: &str, stdout: &str) -> Json {

@@ -59,3 +59,27 @@ mod tests {
         assert_eq!(clip("", 0), "");
     }
 }
+
+/// Strings that repeat from line to line (owners, groups, users), shared rather than copied:
+/// a listing of 10 000 files owned by two users holds two strings, not 10 000.
+#[derive(Default)]
+pub(crate) struct Recent {
+    strings: Vec<std::sync::Arc<str>>,
+}
+
+impl Recent {
+    /// How many distinct strings are remembered; the oldest is forgotten first.
+    const KEPT: usize = 8;
+
+    pub(crate) fn get(&mut self, text: &str) -> std::sync::Arc<str> {
+        if let Some(known) = self.strings.iter().find(|s| &***s == text) {
+            return known.clone();
+        }
+        if self.strings.len() == Self::KEPT {
+            self.strings.remove(0);
+        }
+        let new: std::sync::Arc<str> = text.into();
+        self.strings.push(new.clone());
+        new
+    }
+}

@@ -11,8 +11,11 @@ use crate::Context;
 /// A moment in time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Timestamp {
-    /// RFC 3339, with the offset the output gave, else the local one.
-    pub rfc3339: String,
+    /// RFC 3339, with the offset the output gave, else the local one. Written out only when
+    /// the record is encoded (most records of a huge output never are).
+    #[serde(serialize_with = "as_rfc3339")]
+    #[schemars(with = "String")]
+    pub rfc3339: DateTime<FixedOffset>,
     /// Seconds since 1970-01-01T00:00:00Z.
     pub epoch: i64,
     /// The text as printed, kept when the conversion inferred part of it (year, offset).
@@ -24,7 +27,7 @@ impl Timestamp {
     /// A moment printed with its offset: nothing was inferred.
     pub fn exact(at: DateTime<FixedOffset>) -> Timestamp {
         Timestamp {
-            rfc3339: at.to_rfc3339(),
+            rfc3339: at,
             epoch: at.timestamp(),
             raw: None,
         }
@@ -38,6 +41,10 @@ impl Timestamp {
             ..Timestamp::exact(at)
         })
     }
+}
+
+fn as_rfc3339<S: serde::Serializer>(at: &DateTime<FixedOffset>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&at.to_rfc3339())
 }
 
 /// The year of a date printed without one, as `ls` and `ps` print recent dates: the latest year
@@ -69,11 +76,8 @@ pub fn month_number(abbrev: &str) -> Option<u32> {
     const MONTHS: [&str; 12] = [
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ];
-    let lower = abbrev.get(..3)?.to_ascii_lowercase();
-    (abbrev.len() == 3)
-        .then(|| MONTHS.iter().position(|m| *m == lower))
-        .flatten()
-        .and_then(|i| u32::try_from(i + 1).ok())
+    let at = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(abbrev))?;
+    u32::try_from(at + 1).ok()
 }
 
 #[cfg(test)]
@@ -104,7 +108,7 @@ mod tests {
             .and_hms_opt(9, 30, 0)
             .unwrap();
         let t = Timestamp::local(naive, "Dec  1 09:30", &c).unwrap();
-        assert_eq!(t.rfc3339, "2026-12-01T09:30:00+01:00");
+        assert_eq!(t.rfc3339.to_rfc3339(), "2026-12-01T09:30:00+01:00");
         assert_eq!(t.epoch, 1_796_113_800);
         assert_eq!(t.raw.as_deref(), Some("Dec  1 09:30"));
         assert_eq!(month_number("Dec"), Some(12));

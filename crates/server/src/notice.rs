@@ -170,6 +170,14 @@ pub const NOT_PARSED_SHAPE: &str = "only one command, or one pipeline of a comma
 (grep, head, tail, sort), is parsed";
 pub const NOT_PARSED_REDIRECTED: &str = "its output is redirected away from the result";
 pub const NOT_PARSED_UNFINISHED: &str = "the command did not finish";
+
+/// Why an output over the parse limit is text.
+pub fn not_parsed_too_big() -> String {
+    format!(
+        "the output is over {} MB; narrow the command (grep, head) to parse it",
+        agentty_core::limits::PARSE_INPUT_MAX_BYTES / (1024 * 1024)
+    )
+}
 pub const PARSE_NOT_HERE: &str = "`parse` applies to a foreground call without `pty`: drop \
 `background`/`pty`, or drop `parse`";
 

@@ -153,6 +153,10 @@ pub(crate) fn background_result(
 
 impl Agentty {
     /// This session's job with `id`, or the tool error that says why there is none.
+    #[expect(
+        clippy::result_large_err,
+        reason = "the error is the tool's answer itself, made once on a failed call"
+    )]
     fn job(&self, id: &str) -> Result<Arc<Job>, CallToolResult> {
         if !well_formed(id) {
             return Err(tool_error(say::malformed_id(id)));

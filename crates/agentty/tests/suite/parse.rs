@@ -54,15 +54,25 @@ async fn git_log_is_typed_with_the_facts_git_itself_reports() {
     assert!(lines.next().unwrap().starts_with("[exit 0"), "{text}");
     let typed = lines.next().unwrap();
     let json_part = typed.strip_prefix("GitLog ").expect("typed line");
-    // The same facts, the commits as a table and each date as its RFC 3339 text.
+    // The same facts, the commits as a table (what every commit shares under `same`) and each
+    // date as its RFC 3339 text.
     let table = &serde_json::from_str::<Value>(json_part).unwrap()["commits"];
     let columns = table["columns"].as_array().unwrap();
-    let hash = columns.iter().position(|c| c == "hash").unwrap();
-    let date = columns.iter().position(|c| c == "date").unwrap();
-    for (row, commit) in table["rows"].as_array().unwrap().iter().zip(commits) {
-        assert_eq!(row[hash], commit["hash"]);
-        assert_eq!(row[date], commit["date"]["rfc3339"]);
+    let cell = |row: &Value, key: &str| match columns.iter().position(|c| c == key) {
+        Some(i) => row[i].clone(),
+        None => table["same"][key].clone(),
+    };
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), commits.len());
+    for (row, commit) in rows.iter().zip(commits) {
+        assert_eq!(cell(row, "hash"), commit["hash"]);
+        assert_eq!(cell(row, "date"), commit["date"]["rfc3339"]);
+        assert_eq!(cell(row, "author"), "Ada Lovelace");
     }
+    assert_eq!(
+        table["same"]["author"], "Ada Lovelace",
+        "one author: said once, {table}"
+    );
     assert!(!text.contains("Author:"), "{text}");
 }
 

@@ -22,7 +22,7 @@
 use serde_json::Value;
 
 use super::{Diagnostic, Diagnostics, Severity};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// Notes kept per message: the first ones say what matters; trait-bound chains can run long.
 const MAX_NOTES: usize = 10;
@@ -174,7 +174,7 @@ impl Parser for RustParser {
         "Diagnostics"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         let mut reader = Reader::default();
         // One of the two is usually empty; with `2>&1` everything is on stdout.
         for (n, line) in out.stderr.lines().chain(out.stdout.lines()).enumerate() {
@@ -209,10 +209,11 @@ impl Parser for RustParser {
             return Err("the filter after the command left no compiler message".into());
         }
         let line = (!reader.summary.is_empty()).then(|| reader.summary.join("\n"));
-        Parsed::new(
-            "Diagnostics",
-            &Diagnostics::counted(self.tool, reader.records, line),
-        )
+        Ok(Typed::new(Diagnostics::counted(
+            self.tool,
+            reader.records,
+            line,
+        )))
     }
 }
 

@@ -29,7 +29,7 @@ fn run(
         stderr,
         exit_code: exit,
     };
-    parser.parse(&out, &ctx(), filtered).map(|p| p.data)
+    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
 }
 
 /// A saved real run: `tests/fixtures/<dir>/<case>.{cmd,out,err,exit}`.

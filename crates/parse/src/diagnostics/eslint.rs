@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::gcc::{no_message, number, quote};
 use super::{Diagnostic, Diagnostics, Severity};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 pub(crate) fn recognize(stage: &Stage) -> Option<Box<dyn Parser>> {
     let args = super::tsc::run_by_name(stage, "eslint")?;
@@ -65,7 +65,7 @@ impl Parser for EslintParser {
         "Diagnostics"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         let too_many = out
             .stderr
             .lines()
@@ -110,7 +110,7 @@ impl Parser for EslintParser {
             }
             (result.summary.errors, result.summary.warnings) = (errors, warnings);
         }
-        Parsed::new("Diagnostics", &result)
+        Ok(Typed::new(result))
     }
 }
 

@@ -23,7 +23,7 @@ fn run(cmd: &str, stdout: &str, stderr: &str, exit: i32, filtered: bool) -> Resu
     recognize(&stage(cmd))
         .unwrap()
         .parse(&out, &ctx(), filtered)
-        .map(|p| p.data)
+        .map(crate::Typed::data)
 }
 
 fn stylish_of(stdout: &str) -> Result<Value, String> {

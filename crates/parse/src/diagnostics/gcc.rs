@@ -19,7 +19,7 @@
 use serde::Deserialize;
 
 use super::{Diagnostic, Diagnostics, MAX_NOTE_CHARS, Severity, clip};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// Notes kept per message: the first ones say what matters; C++ candidate lists run long.
 pub(super) const MAX_NOTES: usize = 10;
@@ -126,7 +126,7 @@ impl Parser for GccParser {
         "Diagnostics"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         let mut reader = Reader::default();
         // Messages go to stderr; with `2>&1` they are all on stdout.
         for (n, line) in out.stdout.lines().chain(out.stderr.lines()).enumerate() {
@@ -157,7 +157,7 @@ impl Parser for GccParser {
         if let (true, Some((errors, warnings))) = (filtered, reader.generated) {
             (result.summary.errors, result.summary.warnings) = (errors, warnings);
         }
-        Parsed::new("Diagnostics", &result)
+        Ok(Typed::new(result))
     }
 }
 

@@ -21,7 +21,7 @@ fn parse(cmd: &str, stderr: &str, exit: i32, filtered: bool) -> Result<Value, St
         stderr,
         exit_code: Some(exit),
     };
-    parser.parse(&out, &ctx(), filtered).map(|p| p.data)
+    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
 }
 
 fn fixture(name: &str) -> &'static str {

@@ -22,7 +22,7 @@
 
 use super::cargo::listed;
 use super::{Diagnostic, Diagnostics, Severity, clip};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// Notes kept per message, and the longest note kept whole (a linker's command line is
 /// several kilobytes, and the model pays for every byte).
@@ -127,7 +127,7 @@ impl Parser for GoParser {
         "Diagnostics"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         // After a filter the exit code may be the filter's (`grep` finding nothing exits 1).
         let failed = !filtered && out.exit_code.is_some_and(|code| code != 0);
         let mut records: Vec<Diagnostic> = Vec::new();
@@ -191,7 +191,7 @@ impl Parser for GoParser {
             let tool = if self.vet { "go vet" } else { "go build" };
             return Err(format!("`{tool}` failed without a message in go's format"));
         }
-        Parsed::new("Diagnostics", &Diagnostics::counted("go", records, summary))
+        Ok(Typed::new(Diagnostics::counted("go", records, summary)))
     }
 }
 

@@ -31,7 +31,7 @@ fn run_filtered(
         stderr,
         exit_code: exit,
     };
-    parser.parse(&out, &ctx, filtered).map(|p| p.data)
+    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
 }
 
 fn fixture(case: &str) -> Result<Value, String> {

@@ -15,7 +15,7 @@
 
 use super::gcc::{MAX_NOTES, no_message, number, quote};
 use super::{Diagnostic, Diagnostics, Severity, clip};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 pub(crate) fn recognize(stage: &Stage) -> Option<Box<dyn Parser>> {
     let args = run_by_name(stage, "tsc")?;
@@ -82,7 +82,7 @@ impl Parser for TscParser {
         "Diagnostics"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         let mut reader = Reader::default();
         for (n, line) in out.stdout.lines().enumerate() {
             reader
@@ -101,7 +101,7 @@ impl Parser for TscParser {
         if let (true, Some(errors)) = (filtered, reader.found) {
             result.summary.errors = errors;
         }
-        Parsed::new("Diagnostics", &result)
+        Ok(Typed::new(result))
     }
 }
 

@@ -23,7 +23,7 @@ fn parse(stdout: &str, exit: i32, filtered: bool) -> Result<Value, String> {
     recognize(&stage("tsc --noEmit"))
         .unwrap()
         .parse(&out, &ctx(), filtered)
-        .map(|p| p.data)
+        .map(crate::Typed::data)
 }
 
 const PLAIN: &str = include_str!("../../tests/fixtures/tsc/plain.out");

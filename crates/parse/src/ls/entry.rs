@@ -30,11 +30,24 @@ impl<'a> Cursor<'a> {
 
     /// The next token and the byte offset it starts at.
     pub(crate) fn token_at(&mut self) -> Option<(usize, &'a str)> {
-        let rest = self.rest();
-        let trimmed = rest.trim_start_matches(' ');
-        let start = self.pos + (rest.len() - trimmed.len());
-        let len = trimmed.find(' ').unwrap_or(trimmed.len());
-        let token = trimmed.get(..len).filter(|t| !t.is_empty())?;
+        // By bytes: a space is ASCII, so both ends fall on character boundaries. Tokens are
+        // short, where a plain loop beats a vectorised search's set-up.
+        let bytes = self.line.as_bytes();
+        let start = self.pos
+            + bytes
+                .get(self.pos..)?
+                .iter()
+                .take_while(|b| **b == b' ')
+                .count();
+        let len = bytes
+            .get(start..)?
+            .iter()
+            .take_while(|b| **b != b' ')
+            .count();
+        let token = self
+            .line
+            .get(start..start + len)
+            .filter(|t| !t.is_empty())?;
         self.pos = start + len;
         Some((start, token))
     }
@@ -69,7 +82,12 @@ fn unless_unknown<T>(token: &str, read: impl FnOnce(&str) -> Option<T>) -> Resul
     }
 }
 
-pub(super) fn read_entry(line: &str, layout: Layout, ctx: &Context) -> Result<Entry, &'static str> {
+pub(super) fn read_entry(
+    line: &str,
+    layout: Layout,
+    ctx: &Context,
+    names: &mut crate::text::Recent,
+) -> Result<Entry, &'static str> {
     let mut cur = Cursor::new(line);
     let mut inode = None;
     if layout.inode {
@@ -94,12 +112,12 @@ pub(super) fn read_entry(line: &str, layout: Layout, ctx: &Context) -> Result<En
     } = options::mode_string(mode_token).ok_or("no mode string")?;
     let links = unless_unknown(cur.token().ok_or("no link count")?, number)
         .map_err(|()| "bad link count")?;
-    let mut who = |present: bool| -> Result<Option<String>, &'static str> {
+    let mut who = |present: bool| -> Result<Option<std::sync::Arc<str>>, &'static str> {
         if !present {
             return Ok(None);
         }
         let token = cur.token().ok_or("missing owner or group")?;
-        Ok((token != "?" || perms.is_some()).then(|| token.to_owned()))
+        Ok((token != "?" || perms.is_some()).then(|| names.get(token)))
     };
     let owner = who(layout.owner)?;
     let group = who(layout.group)?;
@@ -131,17 +149,13 @@ pub(super) fn read_entry(line: &str, layout: Layout, ctx: &Context) -> Result<En
     if name.is_empty() {
         return Err("no name");
     }
-    let (permissions, mode) = match perms {
-        Some((letters, bits)) => (Some(letters), Some(format!("{bits:04o}"))),
-        None => (None, None),
-    };
     Ok(Entry {
         name: name.to_owned(),
         kind,
         target: None,
         ambiguous_target: false,
-        permissions,
-        mode,
+        permissions: perms,
+        mode: perms,
         acl,
         links,
         owner,
@@ -197,7 +211,7 @@ pub(super) fn finish_name(entry: &mut Entry, indicators: Indicators) {
         }
         return;
     }
-    if let Some(mark) = indicators.mark(entry.kind, entry.mode.as_deref())
+    if let Some(mark) = indicators.mark(entry.kind, entry.mode)
         && entry.name.len() > 1
         && entry.name.ends_with(mark)
     {

@@ -30,10 +30,8 @@ pub(crate) const INDICATORS: [char; 6] = ['/', '*', '=', '|', '>', '@'];
 
 impl Indicators {
     /// The character appended to an entry of this kind and octal mode, if any.
-    pub(crate) fn mark(self, kind: EntryType, mode: Option<&str>) -> Option<char> {
-        let executable = mode
-            .and_then(|m| u32::from_str_radix(m, 8).ok())
-            .is_some_and(|bits| bits & 0o111 != 0);
+    pub(crate) fn mark(self, kind: EntryType, mode: Option<u32>) -> Option<char> {
+        let executable = mode.is_some_and(|bits| bits & 0o111 != 0);
         match (self, kind) {
             (Indicators::None, _) => None,
             (_, EntryType::Directory) => Some('/'),
@@ -190,8 +188,8 @@ fn long_option(layout: &mut Layout, name: &str, value: Option<&str>) -> Option<b
 /// A mode string as `ls -l` prints it (`drwxr-xr-x`, `-rwsr-x---+`, `l?????????`).
 pub(crate) struct ModeString {
     pub kind: EntryType,
-    /// The nine permission letters and their bits; `None` when printed as `?`.
-    pub permissions: Option<(String, u32)>,
+    /// The permission bits the nine letters spell; `None` when printed as `?`.
+    pub permissions: Option<u32>,
     /// Ends in `+`.
     pub acl: bool,
 }
@@ -243,7 +241,56 @@ pub(crate) fn mode_string(token: &str) -> Option<ModeString> {
     }
     Some(ModeString {
         kind,
-        permissions: Some((letters.to_owned(), bits)),
+        permissions: Some(bits),
         acl,
     })
+}
+
+/// The nine letters `ls` prints for permission bits (`rwsr-x--T`): the inverse of
+/// [`mode_string`]'s reading, so the bits are all an entry keeps.
+pub(crate) fn letters(bits: u32) -> [u8; 9] {
+    let mut out = [b'-'; 9];
+    for (at, slot) in out.iter_mut().enumerate() {
+        let on = bits & (1 << (8 - at)) != 0;
+        let special = match at {
+            2 => bits & 0o4000 != 0,
+            5 => bits & 0o2000 != 0,
+            8 => bits & 0o1000 != 0,
+            _ => false,
+        };
+        *slot = match (at, on, special) {
+            (2 | 5, true, true) => b's',
+            (2 | 5, false, true) => b'S',
+            (8, true, true) => b't',
+            (8, false, true) => b'T',
+            (_, true, _) => b"rwx"[at % 3],
+            _ => b'-',
+        };
+    }
+    out
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with passes a reference"
+)]
+pub(crate) fn as_letters<S: serde::Serializer>(
+    bits: &Option<u32>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match bits {
+        Some(bits) => s.serialize_str(std::str::from_utf8(&letters(*bits)).unwrap_or("?????????")),
+        None => s.serialize_none(),
+    }
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with passes a reference"
+)]
+pub(crate) fn as_octal<S: serde::Serializer>(bits: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    match bits {
+        Some(bits) => s.collect_str(&format_args!("{bits:04o}")),
+        None => s.serialize_none(),
+    }
 }

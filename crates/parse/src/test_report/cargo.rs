@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Failure, Outcome, TestReport};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// At most this many lines of a failure's message are kept.
 const MESSAGE_LINES: usize = 10;
@@ -130,7 +130,7 @@ impl Parser for Libtest {
         "TestReport"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         if filtered {
             return Err(
                 "a filter after `cargo test` may have dropped a test binary's \
@@ -138,7 +138,7 @@ impl Parser for Libtest {
                     .into(),
             );
         }
-        Parsed::new("TestReport", &libtest_report(out)?)
+        Ok(Typed::new(libtest_report(out)?))
     }
 }
 
@@ -487,8 +487,8 @@ impl Parser for Nextest {
         "TestReport"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
-        Parsed::new("TestReport", &nextest_report(out, filtered)?)
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
+        Ok(Typed::new(nextest_report(out, filtered)?))
     }
 }
 

@@ -25,7 +25,7 @@ use serde::Deserialize;
 
 use super::{Failure, Outcome, TestReport};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// At most this many lines of a failure's message are kept.
 const MESSAGE_LINES: usize = 10;
@@ -72,7 +72,7 @@ impl Parser for GoTest {
         "TestReport"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
         if self.0 == Format::Plain {
             return Err(
                 "`go test` without -v or -json does not print the tests that passed or \
@@ -91,7 +91,7 @@ impl Parser for GoTest {
             Format::Json => read_json(out.stdout)?,
             _ => read_text(out.stdout),
         };
-        Parsed::new("TestReport", &run.into_report(out)?)
+        Ok(Typed::new(run.into_report(out)?))
     }
 }
 

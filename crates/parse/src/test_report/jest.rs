@@ -17,7 +17,7 @@
 
 use super::{Failure, Outcome, TestReport};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// At most this many lines of a failure's message are kept.
 const MESSAGE_LINES: usize = 10;
@@ -93,8 +93,8 @@ impl Parser for JsRunner {
         "TestReport"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, _filtered: bool) -> Result<Parsed, String> {
-        Parsed::new("TestReport", &report(self.0, out)?)
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, _filtered: bool) -> Result<Typed, String> {
+        Ok(Typed::new(report(self.0, out)?))
     }
 }
 

@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::{Failure, Outcome, TestReport};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::{Context, Output, Parsed, Parser, Stage};
+use crate::{Context, Output, Parser, Stage, Typed};
 
 /// At most this many lines of a failure's message are kept.
 const MESSAGE_LINES: usize = 10;
@@ -101,8 +101,8 @@ impl Parser for Pytest {
         "TestReport"
     }
 
-    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Parsed, String> {
-        Parsed::new("TestReport", &report(out, filtered)?)
+    fn parse(&self, out: &Output<'_>, _ctx: &Context, filtered: bool) -> Result<Typed, String> {
+        Ok(Typed::new(report(out, filtered)?))
     }
 }
 

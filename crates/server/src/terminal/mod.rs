@@ -56,8 +56,8 @@ pub struct TerminalParams {
     /// (and says so) when the command waits for keyboard input.
     pub pty: Option<bool>,
     /// Typed JSON instead of text for known commands (ls -l, ps, df, free, git status/log,
-    /// curl -I, cargo/gcc/tsc/eslint/go, cargo test/pytest/go test -json/jest); records as
-    /// tables. Schemas: resources agentty://schema/<Type>. Others: text and a note.
+    /// curl -I, cargo/gcc/tsc/eslint/go, cargo test/pytest/go test/jest): record tables, shared
+    /// values in "same". Schemas: agentty://schema/<Type> resources. Others: text and a note.
     pub parse: Option<bool>,
 }
 
@@ -431,17 +431,17 @@ fn typed(
         );
     };
     let exit_code = outcome.exit.and_then(Exit::code);
-    match parsed::parse(plan, whole, exit_code) {
-        Ok(result) => {
-            let (content, json) = parsed::fitted(result, agentty_core::limits::INLINE_LIMIT_BYTES);
-            let note = content.omitted.map(|omitted| {
+    let budget = agentty_core::limits::INLINE_LIMIT_BYTES;
+    match parsed::parse(plan, whole, exit_code, budget) {
+        Ok((result, cut)) => {
+            let note = cut.map(|cut| {
                 let records = agentty_parse::TYPES
                     .iter()
-                    .find(|t| t.name == content.type_name)
+                    .find(|t| t.name == result.type_name)
                     .map_or("records", |t| t.records);
-                let kept = content.data[records].as_array().map_or(0, Vec::len) as u64;
-                notice::parsed_cut(omitted, kept + omitted, records)
+                notice::parsed_cut(cut.omitted as u64, (cut.kept + cut.omitted) as u64, records)
             });
+            let (content, json) = parsed::answer(result, cut);
             let line = notice::parsed_line(&content.type_name, &json);
             (Some((content, line)), note)
         }

@@ -8,7 +8,7 @@
 //! answered as text with one note saying why, never guessed at.
 
 use agentty_guard::{Analysis, SimpleCommand};
-use agentty_parse::{Context, Output, Parsed, Recognized, Stage};
+use agentty_parse::{Context, Cut, Output, Parsed, Recognized, Stage};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Serialize;
 
@@ -149,12 +149,16 @@ fn stdout_leaves(c: &SimpleCommand) -> bool {
     })
 }
 
-/// Parses a finished run's whole output.
+/// Parses a finished run's whole output, keeping as many whole records as fit in `max_bytes`.
 pub fn parse(
     plan: &Plan,
     whole: &agentty_core::run::Whole,
     exit_code: Option<i32>,
-) -> Result<Parsed, String> {
+    max_bytes: usize,
+) -> Result<(Parsed, Option<Cut>), String> {
+    if whole.stdout.len() + whole.stderr.len() > agentty_core::limits::PARSE_INPUT_MAX_BYTES {
+        return Err(notice::not_parsed_too_big());
+    }
     // With `2>&1` both streams arrive in stdout, and stderr holds nothing of the producer's
     // (what is there came from a filter): the parsers read stdout for what the tool writes on
     // stderr when stderr is empty.
@@ -163,7 +167,7 @@ pub fn parse(
         stderr: if plan.merged { "" } else { &whole.stderr },
         exit_code,
     };
-    plan.recognized.parse(&output, &context())
+    plan.recognized.parse_within(&output, &context(), max_bytes)
 }
 
 /// `agentty parse`: what a call with `parse: true` would return, for output captured elsewhere
@@ -190,7 +194,7 @@ pub fn offline(
         stdout: clean(stdout),
         stderr: clean(stderr),
     };
-    let parsed = parse(&plan, &whole, exit_code)?;
+    let (parsed, _) = parse(&plan, &whole, exit_code, usize::MAX)?;
     Ok(ParsedContent {
         type_name: parsed.type_name.to_owned(),
         schema: agentty_parse::schema_uri(parsed.type_name),
@@ -206,11 +210,10 @@ fn context() -> Context {
     }
 }
 
-/// `parsed` cut to the model's budget, with the compact JSON the model reads.
-pub fn fitted(mut parsed: Parsed, budget_bytes: usize) -> (ParsedContent, String) {
-    let cut = parsed.fit(budget_bytes);
-    // The model's form is smaller than `data` (records as tables), so it fits as well.
-    let json = agentty_parse::model_text(&parsed.data);
+/// The typed result in the answer: `structuredContent.parsed`, and the compact JSON the model
+/// reads (records as tables: smaller than `data`, so it fits the budget `data` was cut to).
+pub fn answer(parsed: Parsed, cut: Option<Cut>) -> (ParsedContent, String) {
+    let json = parsed.model_text();
     let content = ParsedContent {
         type_name: parsed.type_name.to_owned(),
         schema: agentty_parse::schema_uri(parsed.type_name),

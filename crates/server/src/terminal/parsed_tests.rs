@@ -53,3 +53,23 @@ fn output_that_does_not_reach_the_result_is_refused() {
         assert_eq!(stages_of(line), Err(why.to_owned()), "{line}");
     }
 }
+
+#[test]
+fn an_output_over_the_parse_limit_is_left_as_text() {
+    let plan = recognize_line("ls -l").unwrap();
+    let line = "-rw-r--r-- 1 root root 0 Dec  1 10:00 f\n";
+    let limit = agentty_core::limits::PARSE_INPUT_MAX_BYTES;
+    let mut whole = agentty_core::run::Whole {
+        stdout: line.repeat(limit / line.len()),
+        stderr: String::new(),
+    };
+    let (parsed, _) = parse(&plan, &whole, Some(0), usize::MAX).unwrap();
+    assert_eq!(parsed.type_name, "DirectoryListing");
+    whole.stdout.push_str(&line.repeat(2));
+    let why = parse(&plan, &whole, Some(0), usize::MAX).unwrap_err();
+    assert!(why.contains("over 4 MB"), "{why}");
+    // stderr counts too.
+    whole.stdout.truncate(limit - 10);
+    whole.stderr = "x".repeat(20);
+    assert!(parse(&plan, &whole, Some(0), usize::MAX).is_err());
+}
