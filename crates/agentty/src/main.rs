@@ -83,10 +83,9 @@ fn main() -> std::process::ExitCode {
         Command::Serve { flags, http } => {
             serve(&flags, &http).map(|()| std::process::ExitCode::SUCCESS)
         }
-        Command::Doctor { flags } => doctor::run(&flags).map(|report| {
-            print!("{report}");
-            std::process::ExitCode::SUCCESS
-        }),
+        Command::Doctor { flags } => doctor::run(&flags)
+            .and_then(|report| write_stdout(&report))
+            .map(|()| std::process::ExitCode::SUCCESS),
         Command::Guard {
             flags,
             rules,
@@ -313,14 +312,16 @@ fn guard(
 ) -> Result<std::process::ExitCode> {
     let cfg = config::guard_config(flags)?;
     if list_rules {
+        let mut list = String::new();
         for rule in agentty_guard::RULES {
             let state = if cfg.allows(rule.name) {
                 " (allowed by config)"
             } else {
                 ""
             };
-            println!("{}{state}: {}", rule.name, rule.reason);
+            list.push_str(&format!("{}{state}: {}\n", rule.name, rule.reason));
         }
+        write_stdout(&list)?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     // Judged where it would run: here.
@@ -332,7 +333,7 @@ fn guard(
         [line] => agentty_guard::report(line, &cfg, place),
         argv => agentty_guard::report_argv(argv, &cfg, place),
     };
-    print!("{report}");
+    write_stdout(&report)?;
     Ok(if verdict.is_blocked() {
         std::process::ExitCode::from(1)
     } else {
@@ -380,11 +381,15 @@ fn parse(
             }
         }
     };
-    // Written, not printed: a reader that stops early (`| head`) closes the pipe, which is no
-    // error of ours (print! would panic on it).
+    write_stdout(&text).map(|()| std::process::ExitCode::SUCCESS)
+}
+
+/// Writes a report to stdout. Written, not printed: a reader that stops early (`| head`)
+/// closes the pipe, which is no error of ours (print! would panic on it).
+fn write_stdout(text: &str) -> Result<()> {
     match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(std::process::ExitCode::SUCCESS),
+        _ => Ok(()),
     }
 }
 

@@ -17,6 +17,7 @@ pub struct Cut {
 /// A [`TypedResult`] with its type erased.
 pub(crate) trait Encode: Send {
     fn type_name(&self) -> &'static str;
+    fn records_len(&mut self) -> usize;
     /// Drops records from the end until the compact JSON is at most `max_bytes` (or no record
     /// is left). `None` when it fitted whole.
     fn fit(&mut self, max_bytes: usize) -> Option<Cut>;
@@ -26,6 +27,10 @@ pub(crate) trait Encode: Send {
 impl<T: TypedResult> Encode for T {
     fn type_name(&self) -> &'static str {
         T::NAME
+    }
+
+    fn records_len(&mut self) -> usize {
+        self.records().len()
     }
 
     fn fit(&mut self, max_bytes: usize) -> Option<Cut> {
@@ -53,6 +58,52 @@ impl<T: TypedResult> Encode for T {
 
     fn to_value(&self) -> serde_json::Result<serde_json::Value> {
         serde_json::to_value(self)
+    }
+}
+
+/// Collects a parser's records while their compact JSON fits the budget; past it, only counts
+/// them. The first record that does not fit closes it: records are left out from the end,
+/// whole, as [`Encode::fit`] does (which still runs after, for the rest of the value).
+pub(crate) struct Keeper<T> {
+    kept: Vec<T>,
+    used: usize,
+    max_bytes: usize,
+    omitted: usize,
+}
+
+impl<T: serde::Serialize> Keeper<T> {
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        Keeper {
+            kept: Vec::new(),
+            used: 0,
+            max_bytes,
+            omitted: 0,
+        }
+    }
+
+    /// Keeps `record` if it fits (true), else counts it. A record changed after it was kept
+    /// (`last_mut`) is measured again by [`Encode::fit`], which cuts more if it must.
+    pub(crate) fn push(&mut self, record: T) -> bool {
+        if self.omitted == 0 {
+            // Its length and a comma.
+            let cost = encoded_len(&record) + 1;
+            if self.used + cost <= self.max_bytes {
+                self.used += cost;
+                self.kept.push(record);
+                return true;
+            }
+        }
+        self.omitted += 1;
+        false
+    }
+
+    pub(crate) fn last_mut(&mut self) -> Option<&mut T> {
+        self.kept.last_mut()
+    }
+
+    /// The records kept, and how many were read past them.
+    pub(crate) fn finish(self) -> (Vec<T>, usize) {
+        (self.kept, self.omitted)
     }
 }
 

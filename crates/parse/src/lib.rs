@@ -34,6 +34,7 @@ pub mod ps;
 pub mod test_report;
 
 pub use budget::Cut;
+pub(crate) use budget::Keeper;
 pub use registry::{TYPES, TypeInfo, schema, schema_uri};
 
 /// One command of a pipeline, as the shell will run it: the program's basename and its
@@ -117,8 +118,20 @@ impl Recognized {
         ctx: &Context,
         max_bytes: usize,
     ) -> Result<(Parsed, Option<Cut>), String> {
-        let mut typed = self.parser.parse(out, ctx, self.filtered)?;
-        let cut = typed.value.fit(max_bytes);
+        let mut typed = self
+            .parser
+            .parse_within(out, ctx, self.filtered, max_bytes)?;
+        let cut = match (typed.value.fit(max_bytes), typed.omitted) {
+            (None, 0) => None,
+            (None, omitted) => Some(Cut {
+                kept: typed.value.records_len(),
+                omitted,
+            }),
+            (Some(cut), omitted) => Some(Cut {
+                kept: cut.kept,
+                omitted: cut.omitted + omitted,
+            }),
+        };
         Ok((typed.encode()?, cut))
     }
 }
@@ -143,6 +156,8 @@ pub(crate) trait TypedResult: serde::Serialize + Send + 'static {
 /// known, so a 1 MB listing is not made into a JSON tree only to be cut to 50 KB.
 pub(crate) struct Typed {
     value: Box<dyn budget::Encode>,
+    /// Records the parser already left out, past the budget it was given (see [`Keeper`]).
+    omitted: usize,
 }
 
 impl std::fmt::Debug for Typed {
@@ -157,6 +172,15 @@ impl Typed {
     pub(crate) fn new<T: TypedResult>(value: T) -> Typed {
         Typed {
             value: Box::new(value),
+            omitted: 0,
+        }
+    }
+
+    /// A value whose records array holds what a [`Keeper`] kept; `omitted` more were read.
+    pub(crate) fn kept<T: TypedResult>(value: T, omitted: usize) -> Typed {
+        Typed {
+            value: Box::new(value),
+            omitted,
         }
     }
 
@@ -182,6 +206,20 @@ pub(crate) trait Parser: Send + Sync {
     /// `filtered`: a later stage may have dropped lines (a header, a summary) or reordered
     /// them; the parser must cope (known columns from the flags) or refuse.
     fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Typed, String>;
+
+    /// As `parse`, for a caller that keeps only what fits in `max_bytes`: a parser of outputs
+    /// that can be huge (a recursive listing) stops building records past it, and only
+    /// counts them ([`Keeper`]). The caller cuts to the budget either way.
+    fn parse_within(
+        &self,
+        out: &Output<'_>,
+        ctx: &Context,
+        filtered: bool,
+        max_bytes: usize,
+    ) -> Result<Typed, String> {
+        let _ = max_bytes;
+        self.parse(out, ctx, filtered)
+    }
 }
 
 /// Why a command line is not parsed; one line for the model.

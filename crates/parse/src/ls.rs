@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::time::Timestamp;
-use crate::{Context, Output, Parser, Stage, Typed};
+use crate::{Context, Keeper, Output, Parser, Stage, Typed};
 
 mod entry;
 mod options;
@@ -173,6 +173,18 @@ impl Parser for LsParser {
     }
 
     fn parse(&self, out: &Output<'_>, ctx: &Context, filtered: bool) -> Result<Typed, String> {
+        self.parse_within(out, ctx, filtered, usize::MAX)
+    }
+
+    /// A recursive listing can be megabytes: entries past the budget are read (a line that is
+    /// no entry still refuses the whole) but only counted.
+    fn parse_within(
+        &self,
+        out: &Output<'_>,
+        ctx: &Context,
+        filtered: bool,
+        max_bytes: usize,
+    ) -> Result<Typed, String> {
         let errors: Vec<String> = out
             .stderr
             .lines()
@@ -190,27 +202,33 @@ impl Parser for LsParser {
                 return Err(format!("ls exited with status {code} and listed nothing"));
             }
         }
-        let mut listing = read_listing(out.stdout, self.layout, ctx, filtered)?;
+        let mut entries = Keeper::new(max_bytes);
+        let mut listing = read_listing(out.stdout, self.layout, ctx, filtered, &mut entries)?;
+        let (mut kept, omitted) = entries.finish();
+        for entry in &mut kept {
+            finish_name(entry, self.layout.indicators);
+        }
+        listing.entries = kept;
         listing.errors = errors;
-        Ok(Typed::new(listing))
+        Ok(Typed::kept(listing, omitted))
     }
 }
 
+/// Reads the listing's headers and totals into the result and its entries into `entries`
+/// (their names not yet finished: see [`finish_name`]).
 fn read_listing(
     text: &str,
     layout: Layout,
     ctx: &Context,
     filtered: bool,
+    entries: &mut Keeper<Entry>,
 ) -> Result<DirectoryListing, String> {
-    // At most one entry per line: sized once, rather than grown (and each entry moved) a dozen
-    // times on a big listing.
-    let lines = text.bytes().filter(|b| *b == b'\n').count() + 1;
-    let mut listing = DirectoryListing {
-        entries: Vec::with_capacity(lines),
-        ..DirectoryListing::default()
-    };
+    let mut listing = DirectoryListing::default();
     let mut directory: Option<Arc<str>> = None;
-    let mut names = crate::text::Recent::default();
+    let mut memo = entry::Memo::default();
+    // Whether an entry was read yet, and whether the last one was kept (a later line may
+    // continue its name).
+    let (mut any_entry, mut last_kept) = (false, false);
     let mut after_blank = false;
     // `total` follows a header, or opens the output when a single directory is listed.
     let mut total_allowed = true;
@@ -220,13 +238,16 @@ fn read_listing(
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         if line.is_empty() {
-            after_blank = !listing.entries.is_empty() || !listing.directories.is_empty();
+            after_blank = any_entry || !listing.directories.is_empty();
             last_was_entry = false;
             continue;
         }
         if filtered {
-            match read_entry(line, layout, ctx, &mut names) {
-                Ok(entry) => listing.entries.push(entry),
+            match read_entry(line, layout, ctx, &mut memo) {
+                Ok(entry) => {
+                    any_entry = true;
+                    entries.push(entry);
+                }
                 Err(_) if line.starts_with("total ") || line.ends_with(':') => {}
                 Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
             }
@@ -261,10 +282,11 @@ fn read_listing(
             continue;
         }
         total_allowed = false;
-        match read_entry(line, layout, ctx, &mut names) {
+        match read_entry(line, layout, ctx, &mut memo) {
             Ok(mut entry) => {
                 entry.directory.clone_from(&directory);
-                listing.entries.push(entry);
+                any_entry = true;
+                last_kept = entries.push(entry);
                 last_was_entry = true;
             }
             Err(_) if first && line.ends_with(':') && line.len() <= MAX_HEADER => {
@@ -274,16 +296,15 @@ fn read_listing(
                 total_allowed = true;
             }
             Err(_) if last_was_entry => {
-                if let Some(entry) = listing.entries.last_mut() {
+                // The rest of a name holding a newline; an entry past the budget is only
+                // counted, and so is its rest.
+                if let Some(entry) = entries.last_mut().filter(|_| last_kept) {
                     entry.name.push('\n');
                     entry.name.push_str(line);
                 }
             }
             Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
         }
-    }
-    for entry in &mut listing.entries {
-        finish_name(entry, layout.indicators);
     }
     Ok(listing)
 }

@@ -426,3 +426,46 @@ fn permission_letters_and_bits_say_the_same() {
     assert_eq!(&super::options::letters(0o4755), b"rwsr-xr-x");
     assert_eq!(&super::options::letters(0o1754), b"rwxr-xr-T");
 }
+
+#[test]
+fn past_the_budget_entries_are_counted_and_still_checked() {
+    let text: String = (0..1000)
+        .map(|i| format!("-rw-r--r-- 1 u g {i} Dec  1 10:00 file-{i}\n"))
+        .collect();
+    let recognized = crate::recognize(&[stage("ls -l")]).unwrap();
+    let now = ctx("2026-12-01T22:00:00+00:00");
+    let out = |stdout| Output {
+        stdout,
+        stderr: "",
+        exit_code: Some(0),
+    };
+    let (parsed, cut) = recognized.parse_within(&out(&text), &now, 5000).unwrap();
+    let cut = cut.expect("cut");
+    // Entries past the budget were counted, not built and kept to be dropped later.
+    let typed = recognize(&stage("ls -l"))
+        .unwrap()
+        .parse_within(&out(&text), &now, false, 5000)
+        .unwrap();
+    assert_eq!(typed.omitted, cut.omitted, "{cut:?}");
+    assert_eq!(cut.kept + cut.omitted, 1000, "{cut:?}");
+    assert!(cut.kept > 10, "{cut:?}");
+    let json = parsed.data.to_string();
+    assert!(json.len() <= 5000, "{}", json.len());
+    // The first records, whole and in order, as a parse of everything would give them, and
+    // one more would not have fitted.
+    let (whole, none) = recognized
+        .parse_within(&out(&text), &now, usize::MAX)
+        .unwrap();
+    assert_eq!(none, None);
+    let all = whole.data["entries"].as_array().unwrap();
+    assert_eq!(
+        parsed.data["entries"].as_array().unwrap()[..],
+        all[..cut.kept]
+    );
+    let one_more = json!({"entries": all[..=cut.kept]});
+    assert!(one_more.to_string().len() > 5000);
+    // A line far past the budget that breaks the format still refuses the whole.
+    let bad = format!("{text}\nnot a header\n");
+    let why = recognized.parse_within(&out(&bad), &now, 5000).unwrap_err();
+    assert!(why.contains("line 1002"), "{why}");
+}

@@ -272,3 +272,28 @@ fn serve_in_a_terminal_says_it_waits_for_a_client() {
     let said = String::from_utf8_lossy(&piped.stderr);
     assert!(!said.contains("waiting for an MCP client"), "{said}");
 }
+
+#[test]
+fn a_reader_that_stops_early_is_no_crash() {
+    // `agentty guard --rules | head -1`: the pipe is closed before the report is written.
+    let cases: &[&[&str]] = &[
+        &["guard", "--rules"],
+        &["guard", "--", "rm -rf /"],
+        &["doctor"],
+        &["parse", "--schema", "list"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(*args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+        assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
+    }
+}

@@ -82,11 +82,18 @@ fn unless_unknown<T>(token: &str, read: impl FnOnce(&str) -> Option<T>) -> Resul
     }
 }
 
+/// What one line of a listing remembers for the next: owner and group names, the last date.
+#[derive(Default)]
+pub(super) struct Memo {
+    names: crate::text::Recent,
+    last_date: time_field::LastDate,
+}
+
 pub(super) fn read_entry(
     line: &str,
     layout: Layout,
     ctx: &Context,
-    names: &mut crate::text::Recent,
+    memo: &mut Memo,
 ) -> Result<Entry, &'static str> {
     let mut cur = Cursor::new(line);
     let mut inode = None;
@@ -117,7 +124,7 @@ pub(super) fn read_entry(
             return Ok(None);
         }
         let token = cur.token().ok_or("missing owner or group")?;
-        Ok((token != "?" || perms.is_some()).then(|| names.get(token)))
+        Ok((token != "?" || perms.is_some()).then(|| memo.names.get(token)))
     };
     let owner = who(layout.owner)?;
     let group = who(layout.group)?;
@@ -141,7 +148,8 @@ pub(super) fn read_entry(
             size_raw = Some(size_token.to_owned());
         }
     }
-    let modified = time_field::read(&mut cur, ctx).ok_or("no date in a known style")?;
+    let modified =
+        time_field::read(&mut cur, ctx, &mut memo.last_date).ok_or("no date in a known style")?;
     if !cur.skip_space() {
         return Err("no name");
     }

@@ -16,14 +16,26 @@ use super::Cursor;
 use crate::Context;
 use crate::time::{Timestamp, infer_year, month_number};
 
+/// The last locale-default date read: files of one checkout, build or download share their
+/// minute, and reading the date again is most of the cost of a line.
+#[derive(Default)]
+pub(super) struct LastDate {
+    raw: String,
+    at: Option<(chrono::DateTime<chrono::FixedOffset>, i64)>,
+}
+
 /// Reads the date at the cursor: `Some(None)` for `?` (not known), `None` if no style fits.
-pub(super) fn read(cur: &mut Cursor<'_>, ctx: &Context) -> Option<Option<Timestamp>> {
+pub(super) fn read(
+    cur: &mut Cursor<'_>,
+    ctx: &Context,
+    last: &mut LastDate,
+) -> Option<Option<Timestamp>> {
     let (start, first) = cur.token_at()?;
     if first == "?" {
         return Some(None);
     }
     if first.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return locale_default(cur, start, first, ctx).map(Some);
+        return locale_default(cur, start, first, ctx, last).map(Some);
     }
     if let Some(date) = full_date(first) {
         if cur.rest().starts_with("  ") {
@@ -58,13 +70,22 @@ fn locale_default(
     start: usize,
     month: &str,
     ctx: &Context,
+    memo: &mut LastDate,
 ) -> Option<Timestamp> {
+    let day = cur.token()?;
+    let last = cur.token()?;
+    let raw = cur.since(start);
+    if let Some((at, epoch)) = memo.at.filter(|_| memo.raw == raw) {
+        return Some(Timestamp {
+            rfc3339: at,
+            epoch,
+            raw: Some(raw.to_owned()),
+        });
+    }
     let month = month_number(month)?;
-    let day = cur
-        .token()
+    let day = Some(day)
         .filter(|d| d.len() <= 2)
         .and_then(|d| d.parse::<u32>().ok())?;
-    let last = cur.token()?;
     let naive: NaiveDateTime = if last.contains(':') {
         let year = infer_year(month, day, ctx)?;
         NaiveDate::from_ymd_opt(year, month, day)?.and_time(clock(last)?)
@@ -73,7 +94,11 @@ fn locale_default(
         let year = i32::try_from(year).ok()?;
         NaiveDate::from_ymd_opt(year, month, day)?.and_time(NaiveTime::MIN)
     };
-    Timestamp::local(naive, cur.since(start), ctx)
+    let stamp = Timestamp::local(naive, raw, ctx)?;
+    memo.raw.clear();
+    memo.raw.push_str(raw);
+    memo.at = Some((stamp.rfc3339, stamp.epoch));
+    Some(stamp)
 }
 
 /// `2020-01-02`.

@@ -301,12 +301,15 @@ fn is_code_frame(trimmed: &str) -> bool {
     digits.trim_start().starts_with('|') && (digits.len() < rest.len() || rest.starts_with('|'))
 }
 
-/// `Object.toBe (src/x.test.js:9:23)` or `src/x.test.ts:9:23`: the file and line, unless it is
-/// the runner's or node's own.
+/// `Object.toBe (src/x.test.js:9:23)` (jest), `sum src/sum.ts:3:31` or `src/x.test.ts:9:23`
+/// (vitest): the file and line, unless it is the runner's or node's own.
 fn frame_place(frame: &str) -> Option<(&str, u64)> {
     let location = match frame.rsplit_once(" (") {
         Some((_, inside)) => inside.strip_suffix(')')?,
-        None => frame,
+        // vitest names the function first, when there is one.
+        None => frame
+            .rsplit_once(' ')
+            .map_or(frame, |(_, location)| location),
     };
     let (file_line, _column) = location.rsplit_once(':')?;
     let (file, line) = file_line.rsplit_once(':')?;

@@ -373,3 +373,160 @@ fn go_test_json_and_verbose() {
     assert_eq!(report["outcome"], "error", "{report}");
     assert_eq!(report["build_errors"][0]["line"], 3, "{report}");
 }
+
+/// `node_modules` of the workspace's `tests/parse-tools` (jest, vitest).
+fn parse_tools() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/parse-tools/node_modules");
+    assert!(
+        dir.join(".bin/jest").exists() && dir.join(".bin/vitest").exists(),
+        "jest or vitest is missing: run `npm ci --prefix tests/parse-tools` in the workspace root"
+    );
+    dir
+}
+
+const SUM_TEST: &str = "describe('sum', () => {
+  test('adds 1 + 2', () => {
+    expect(sum(1, 2)).toBe(3);
+  });
+  test('adds 2 + 2 to equal 5', () => {
+    expect(sum(2, 2)).toBe(5);
+  });
+  test.skip('is skipped', () => {});
+  test('throws on strings', () => {
+    sum('a', 2);
+  });
+});
+";
+
+const SUM: &str = "function sum(a, b) {
+  if (typeof a === 'string') {
+    return a.missing.length;
+  }
+  return a + b;
+}
+";
+
+/// A report of the sum project: 3 passed, 2 failed, 1 skipped; the assertion fails in the test
+/// file, the TypeError in the source (`sum_file`), at the lines the sources say.
+fn check_sum_report(report: &Value, tool: &str, test_file: &str, sum_file: &str, test: &str) {
+    assert_eq!(report["tool"], tool, "{report}");
+    assert_eq!(report["outcome"], "failed", "{report}");
+    assert_eq!(counts(report), (3, 2, 1), "{report}");
+    let failures = report["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 2, "{report}");
+    let place = |f: &Value| (f["file"].clone(), f["line"].as_u64());
+    let assertion = &failures[0];
+    assert!(
+        assertion["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("adds 2 + 2 to equal 5"),
+        "{assertion}"
+    );
+    assert_eq!(
+        place(assertion),
+        (
+            test_file.into(),
+            Some(line_of(test, "expect(sum(2, 2)).toBe(5)"))
+        )
+    );
+    assert!(
+        assertion["message"].as_str().unwrap().contains('5'),
+        "{assertion}"
+    );
+    let thrown = &failures[1];
+    assert!(
+        thrown["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("throws on strings"),
+        "{thrown}"
+    );
+    assert_eq!(
+        place(thrown),
+        (sum_file.into(), Some(line_of(SUM, "a.missing.length"))),
+        "the first frame outside node_modules: {thrown}"
+    );
+    assert!(
+        thrown["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("TypeError: Cannot read properties of undefined"),
+        "{thrown}"
+    );
+}
+
+#[test]
+fn jest_and_vitest_on_a_real_project() {
+    let modules = parse_tools();
+    let no_color = [("NO_COLOR", "1"), ("CI", "1")];
+
+    // jest: CommonJS, globals.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(
+        src.join("sum.js"),
+        format!("{SUM}module.exports = {{ sum }};\n"),
+    )
+    .unwrap();
+    let jest_test = format!("const {{ sum }} = require('./sum');\n\n{SUM_TEST}");
+    std::fs::write(src.join("sum.test.js"), &jest_test).unwrap();
+    std::fs::write(
+        src.join("math.test.js"),
+        "test('multiplies', () => { expect(2 * 3).toBe(6); });\ntest('divides', () => { expect(6 / 3).toBe(2); });\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("package.json"),
+        r#"{"name":"sum","private":true}"#,
+    )
+    .unwrap();
+    let jest = modules.join(".bin/jest");
+    let mut run_jest = run(dir.path(), jest.to_str().unwrap(), &["jest"], &no_color);
+    run_jest.argv = vec!["npx".into(), "jest".into()];
+    assert_eq!(run_jest.code, Some(1), "{}", run_jest.stderr);
+    check_sum_report(
+        &parsed(&run_jest),
+        "jest",
+        "src/sum.test.js",
+        "src/sum.js",
+        &jest_test,
+    );
+
+    // vitest: an ES module project that imports vitest from its node_modules.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::os::unix::fs::symlink(&modules, dir.path().join("node_modules")).unwrap();
+    std::fs::write(src.join("sum.js"), format!("export {SUM}")).unwrap();
+    let vitest_test = format!(
+        "import {{ describe, expect, test }} from 'vitest';\nimport {{ sum }} from './sum.js';\n\n{SUM_TEST}"
+    );
+    std::fs::write(src.join("sum.test.js"), &vitest_test).unwrap();
+    std::fs::write(
+        src.join("math.test.js"),
+        "import { expect, test } from 'vitest';\ntest('multiplies', () => { expect(2 * 3).toBe(6); });\ntest('divides', () => { expect(6 / 3).toBe(2); });\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("package.json"),
+        r#"{"name":"sum","private":true,"type":"module"}"#,
+    )
+    .unwrap();
+    let vitest = modules.join(".bin/vitest");
+    let run_vitest = run(
+        dir.path(),
+        vitest.to_str().unwrap(),
+        &["vitest", "run"],
+        &no_color,
+    );
+    assert_eq!(run_vitest.code, Some(1), "{}", run_vitest.stderr);
+    check_sum_report(
+        &parsed(&run_vitest),
+        "vitest",
+        "src/sum.test.js",
+        "src/sum.js",
+        &vitest_test,
+    );
+}
