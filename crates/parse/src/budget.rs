@@ -97,6 +97,11 @@ impl<T: serde::Serialize> Keeper<T> {
         false
     }
 
+    /// A record did not fit: every later one will only be counted.
+    pub(crate) fn is_full(&self) -> bool {
+        self.omitted > 0
+    }
+
     pub(crate) fn last_mut(&mut self) -> Option<&mut T> {
         self.kept.last_mut()
     }

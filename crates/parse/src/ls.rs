@@ -242,6 +242,7 @@ fn read_listing(
             last_was_entry = false;
             continue;
         }
+        memo.counting = entries.is_full();
         if filtered {
             match read_entry(line, layout, ctx, &mut memo) {
                 Ok(entry) => {
@@ -284,7 +285,9 @@ fn read_listing(
         total_allowed = false;
         match read_entry(line, layout, ctx, &mut memo) {
             Ok(mut entry) => {
-                entry.directory.clone_from(&directory);
+                if !memo.counting {
+                    entry.directory.clone_from(&directory);
+                }
                 any_entry = true;
                 last_kept = entries.push(entry);
                 last_was_entry = true;

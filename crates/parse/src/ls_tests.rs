@@ -462,6 +462,11 @@ fn past_the_budget_entries_are_counted_and_still_checked() {
         parsed.data["entries"].as_array().unwrap()[..],
         all[..cut.kept]
     );
+    for (i, entry) in all.iter().enumerate() {
+        assert_eq!(entry["name"], format!("file-{i}"), "{entry}");
+        assert_eq!(entry["owner"], "u", "{entry}");
+        assert_eq!(entry["modified"]["raw"], "Dec  1 10:00", "{entry}");
+    }
     let one_more = json!({"entries": all[..=cut.kept]});
     assert!(one_more.to_string().len() > 5000);
     // A line far past the budget that breaks the format still refuses the whole.

@@ -87,6 +87,9 @@ fn unless_unknown<T>(token: &str, read: impl FnOnce(&str) -> Option<T>) -> Resul
 pub(super) struct Memo {
     names: crate::text::Recent,
     last_date: time_field::LastDate,
+    /// Past the budget: lines are read and checked, but their text is not copied (the entry
+    /// is only counted).
+    pub(super) counting: bool,
 }
 
 pub(super) fn read_entry(
@@ -124,7 +127,8 @@ pub(super) fn read_entry(
             return Ok(None);
         }
         let token = cur.token().ok_or("missing owner or group")?;
-        Ok((token != "?" || perms.is_some()).then(|| memo.names.get(token)))
+        let known = token != "?" || perms.is_some();
+        Ok((known && !memo.counting).then(|| memo.names.get(token)))
     };
     let owner = who(layout.owner)?;
     let group = who(layout.group)?;
@@ -148,8 +152,8 @@ pub(super) fn read_entry(
             size_raw = Some(size_token.to_owned());
         }
     }
-    let modified =
-        time_field::read(&mut cur, ctx, &mut memo.last_date).ok_or("no date in a known style")?;
+    let modified = time_field::read(&mut cur, ctx, &mut memo.last_date, !memo.counting)
+        .ok_or("no date in a known style")?;
     if !cur.skip_space() {
         return Err("no name");
     }
@@ -158,7 +162,11 @@ pub(super) fn read_entry(
         return Err("no name");
     }
     Ok(Entry {
-        name: name.to_owned(),
+        name: if memo.counting {
+            String::new()
+        } else {
+            name.to_owned()
+        },
         kind,
         target: None,
         ambiguous_target: false,

@@ -25,17 +25,19 @@ pub(super) struct LastDate {
 }
 
 /// Reads the date at the cursor: `Some(None)` for `?` (not known), `None` if no style fits.
+/// `keep_raw`: false when the entry is only counted (see `Memo::counting`).
 pub(super) fn read(
     cur: &mut Cursor<'_>,
     ctx: &Context,
     last: &mut LastDate,
+    keep_raw: bool,
 ) -> Option<Option<Timestamp>> {
     let (start, first) = cur.token_at()?;
     if first == "?" {
         return Some(None);
     }
     if first.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return locale_default(cur, start, first, ctx, last).map(Some);
+        return locale_default(cur, start, first, ctx, last, keep_raw).map(Some);
     }
     if let Some(date) = full_date(first) {
         if cur.rest().starts_with("  ") {
@@ -71,6 +73,7 @@ fn locale_default(
     month: &str,
     ctx: &Context,
     memo: &mut LastDate,
+    keep_raw: bool,
 ) -> Option<Timestamp> {
     let day = cur.token()?;
     let last = cur.token()?;
@@ -79,7 +82,7 @@ fn locale_default(
         return Some(Timestamp {
             rfc3339: at,
             epoch,
-            raw: Some(raw.to_owned()),
+            raw: keep_raw.then(|| raw.to_owned()),
         });
     }
     let month = month_number(month)?;
