@@ -23,67 +23,58 @@ impl crate::Parsed {
 /// `skip`: `"field"` (a top-level field) or `"records.field"` (a column of a records table).
 fn model_text(data: &Value, skip: &[&str]) -> String {
     let mut out = Vec::with_capacity(4096);
-    match data {
-        Value::Object(map) => {
-            out.push(b'{');
-            let mut first = true;
-            for (key, value) in map.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
-                if !std::mem::take(&mut first) {
-                    out.push(b',');
-                }
-                scalar(key, &mut out);
-                out.push(b':');
-                let column_skipped = |column: &str| {
-                    skip.iter().any(|s| {
-                        s.split_once('.')
-                            .is_some_and(|(records, field)| records == key && field == column)
-                    })
-                };
-                match value {
-                    Value::Array(items) if is_table(items) => {
-                        table(items, &column_skipped, &mut out);
-                    }
-                    other => write(other, &mut out),
-                }
-            }
-            out.push(b'}');
-        }
-        other => write(other, &mut out),
-    }
+    write(data, skip, &mut out);
     // Only whole JSON tokens were written, from valid strings: valid UTF-8.
     String::from_utf8(out).unwrap_or_default()
 }
 
-fn write(value: &Value, out: &mut Vec<u8>) {
+/// `skip` (see [`model_text`]) applies at this level; what is nested is written whole.
+fn write(value: &Value, skip: &[&str], out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => match timestamp(map) {
             Some(text) => scalar(&text, out),
             None => {
-                out.push(b'{');
-                for (i, (key, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
+                let fields = map.iter().filter(|(k, _)| !skip.contains(&k.as_str()));
+                delimited(out, b'{', b'}', fields, |(key, v), out| {
                     scalar(key, out);
                     out.push(b':');
-                    write(v, out);
-                }
-                out.push(b'}');
+                    match v {
+                        Value::Array(items) if is_table(items) => {
+                            let skipped = |column: &str| {
+                                skip.iter()
+                                    .any(|s| s.split_once('.') == Some((key, column)))
+                            };
+                            table(items, &skipped, out);
+                        }
+                        other => write(other, &[], out),
+                    }
+                });
             }
         },
         Value::Array(items) if is_table(items) => table(items, &|_| false, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write(item, out);
-            }
-            out.push(b']');
-        }
+        Value::Array(items) => delimited(out, b'[', b']', items, |item, out| {
+            write(item, &[], out);
+        }),
         other => scalar(other, out),
     }
+}
+
+/// `open`, each item written by `each` with commas between, `close`.
+fn delimited<T>(
+    out: &mut Vec<u8>,
+    open: u8,
+    close: u8,
+    items: impl IntoIterator<Item = T>,
+    mut each: impl FnMut(T, &mut Vec<u8>),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        each(item, out);
+    }
+    out.push(close);
 }
 
 /// One JSON token (a string, number, bool or null).
@@ -132,44 +123,30 @@ fn table(records: &[Value], skipped: &dyn Fn(&str) -> bool, out: &mut Vec<u8>) {
     let (same, columns): (Vec<&String>, Vec<&String>) = keys.into_iter().partition(|k| shared(k));
     out.push(b'{');
     if let Some(first) = records.first().filter(|_| !same.is_empty()) {
-        out.extend_from_slice(b"\"same\":{");
-        for (i, key) in same.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
+        out.extend_from_slice(b"\"same\":");
+        delimited(out, b'{', b'}', &same, |key, out| {
             scalar(key.as_str(), out);
             out.push(b':');
             if let Some(value) = first.get(key.as_str()) {
-                write(value, out);
+                write(value, &[], out);
             }
-        }
-        out.extend_from_slice(b"},");
+        });
+        out.push(b',');
     }
-    out.extend_from_slice(b"\"columns\":[");
-    for (i, column) in columns.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    out.extend_from_slice(b"\"columns\":");
+    delimited(out, b'[', b']', &columns, |column, out| {
         scalar(column.as_str(), out);
-    }
-    out.extend_from_slice(b"],\"rows\":[");
-    for (r, record) in records.iter().enumerate() {
-        if r > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        for (i, column) in columns.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
+    });
+    out.extend_from_slice(b",\"rows\":");
+    delimited(out, b'[', b']', records, |record, out| {
+        delimited(out, b'[', b']', &columns, |column, out| {
             match record.get(column.as_str()) {
-                Some(cell) => write(cell, out),
+                Some(cell) => write(cell, &[], out),
                 None => out.extend_from_slice(b"null"),
             }
-        }
-        out.push(b']');
-    }
-    out.extend_from_slice(b"]}");
+        });
+    });
+    out.push(b'}');
 }
 
 #[cfg(test)]

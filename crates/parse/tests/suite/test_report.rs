@@ -456,32 +456,45 @@ fn check_sum_report(report: &Value, tool: &str, test_file: &str, sum_file: &str,
     );
 }
 
+/// The sum project: `src/sum.js`, `src/sum.test.js` (`test_prelude` + [`SUM_TEST`]),
+/// `src/math.test.js` (two passing tests after `math_prelude`), `package.json`. Returns the
+/// directory and the text of `sum.test.js`.
+fn sum_project(
+    sum_js: &str,
+    test_prelude: &str,
+    math_prelude: &str,
+    package_json: &str,
+) -> (TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let sum_test = format!("{test_prelude}{SUM_TEST}");
+    let math_test = format!(
+        "{math_prelude}test('multiplies', () => {{ expect(2 * 3).toBe(6); }});\ntest('divides', () => {{ expect(6 / 3).toBe(2); }});\n"
+    );
+    for (path, text) in [
+        (src.join("sum.js"), sum_js),
+        (src.join("sum.test.js"), &sum_test),
+        (src.join("math.test.js"), &math_test),
+        (dir.path().join("package.json"), package_json),
+    ] {
+        std::fs::write(path, text).unwrap();
+    }
+    (dir, sum_test)
+}
+
 #[test]
 fn jest_and_vitest_on_a_real_project() {
     let modules = parse_tools();
     let no_color = [("NO_COLOR", "1"), ("CI", "1")];
 
     // jest: CommonJS, globals.
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
-    std::fs::create_dir(&src).unwrap();
-    std::fs::write(
-        src.join("sum.js"),
-        format!("{SUM}module.exports = {{ sum }};\n"),
-    )
-    .unwrap();
-    let jest_test = format!("const {{ sum }} = require('./sum');\n\n{SUM_TEST}");
-    std::fs::write(src.join("sum.test.js"), &jest_test).unwrap();
-    std::fs::write(
-        src.join("math.test.js"),
-        "test('multiplies', () => { expect(2 * 3).toBe(6); });\ntest('divides', () => { expect(6 / 3).toBe(2); });\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("package.json"),
+    let (dir, jest_test) = sum_project(
+        &format!("{SUM}module.exports = {{ sum }};\n"),
+        "const { sum } = require('./sum');\n\n",
+        "",
         r#"{"name":"sum","private":true}"#,
-    )
-    .unwrap();
+    );
     let jest = modules.join(".bin/jest");
     let mut run_jest = run(dir.path(), jest.to_str().unwrap(), &["jest"], &no_color);
     run_jest.argv = vec!["npx".into(), "jest".into()];
@@ -495,25 +508,13 @@ fn jest_and_vitest_on_a_real_project() {
     );
 
     // vitest: an ES module project that imports vitest from its node_modules.
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
-    std::fs::create_dir(&src).unwrap();
-    std::os::unix::fs::symlink(&modules, dir.path().join("node_modules")).unwrap();
-    std::fs::write(src.join("sum.js"), format!("export {SUM}")).unwrap();
-    let vitest_test = format!(
-        "import {{ describe, expect, test }} from 'vitest';\nimport {{ sum }} from './sum.js';\n\n{SUM_TEST}"
-    );
-    std::fs::write(src.join("sum.test.js"), &vitest_test).unwrap();
-    std::fs::write(
-        src.join("math.test.js"),
-        "import { expect, test } from 'vitest';\ntest('multiplies', () => { expect(2 * 3).toBe(6); });\ntest('divides', () => { expect(6 / 3).toBe(2); });\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("package.json"),
+    let (dir, vitest_test) = sum_project(
+        &format!("export {SUM}"),
+        "import { describe, expect, test } from 'vitest';\nimport { sum } from './sum.js';\n\n",
+        "import { expect, test } from 'vitest';\n",
         r#"{"name":"sum","private":true,"type":"module"}"#,
-    )
-    .unwrap();
+    );
+    std::os::unix::fs::symlink(&modules, dir.path().join("node_modules")).unwrap();
     let vitest = modules.join(".bin/vitest");
     let run_vitest = run(
         dir.path(),
