@@ -3,8 +3,9 @@
 //! Only writes are confined; reads and the network are left alone (optional network-off aside),
 //! because a read allow-list breaks `git push` reading `~/.ssh`. The flow is
 //! `Policy -> Plan` (what is writable, `plan.rs`) `-> Prepared` (kernel objects built once, before
-//! any fork, `prepared.rs`) `-> apply_in_child` (raw syscalls between fork and exec, so the command
-//! keeps its pid and process group). Every result states its `Enforcement` in one line, and a
+//! any fork, `prepared.rs`) `-> apply_own` + `apply_shared` (raw syscalls between fork and exec,
+//! so the command keeps its pid and process group; the shared part may be applied once to the
+//! thread that clones the commands). Every result states its `Enforcement` in one line, and a
 //! failed command's output can be checked for a sandbox `Denial`. This is a leaf crate: it imports
 //! nothing of ours.
 

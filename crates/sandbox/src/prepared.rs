@@ -88,12 +88,31 @@ impl Prepared {
     /// Confines the calling process. Meant for the child between fork and exec: only raw syscalls
     /// on data prepared before the fork, no allocation, no lock. A no-op when nothing is confined.
     /// On macOS confinement comes from `sandbox-exec` wrapping instead, so this is a no-op there.
+    /// The same as [`Self::apply_own`] then [`Self::apply_shared`].
     pub fn apply_in_child(&self) -> std::io::Result<()> {
+        self.apply_own()?;
+        self.apply_shared()
+    }
+
+    /// The part of the sandbox that must be each command's own: its Landlock domain. Landlock
+    /// scopes signals and abstract unix sockets to a domain, so two commands that shared one
+    /// could signal and reach each other; each makes its own, beside every other.
+    /// Async-signal-safe, as [`Self::apply_in_child`].
+    pub fn apply_own(&self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.ruleset {
+            crate::landlock::restrict_self(fd.as_raw_fd())?;
+        }
+        Ok(())
+    }
+
+    /// The part of the sandbox that may be shared, applied to the calling thread (and so to
+    /// every process it starts after): the seccomp filter and the capabilities dropped. A
+    /// spawning thread may take it once for all its children (the filter's compile is the
+    /// costly step of a confined spawn); `no_new_privs` comes with it. Async-signal-safe.
+    pub fn apply_shared(&self) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
         {
-            if let Some(fd) = &self.ruleset {
-                crate::landlock::restrict_self(fd.as_raw_fd())?;
-            }
             if let Some(filter) = &self.filter {
                 filter.install()?;
             }

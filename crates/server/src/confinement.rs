@@ -21,8 +21,12 @@ pub const SANDBOX_FAILED: u32 = 2009;
 struct PreparedConfine(Prepared);
 
 impl Confine for PreparedConfine {
-    fn apply_in_child(&self) -> std::io::Result<()> {
-        self.0.apply_in_child()
+    fn apply_own(&self) -> std::io::Result<()> {
+        self.0.apply_own()
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        self.0.apply_shared()
     }
 }
 

@@ -474,6 +474,74 @@ async fn signals_and_xattrs_outside_are_refused_on_every_path() {
     }
 }
 
+/// Two commands of one session are two sandboxes: one cannot signal the other, nor connect to
+/// an abstract unix socket the other listens on. Landlock scopes both to a domain, so each
+/// command must make its own; commands share the launcher that clones them (and its seccomp
+/// filter), never a domain. The other command is a background job; the attack runs on every
+/// path.
+#[tokio::test]
+async fn commands_cannot_signal_or_reach_each_other() {
+    let server = start().await;
+    let name = format!("agentty-sibling-{}", std::process::id());
+    let py = "/usr/bin/python3 -c";
+    let listen = format!(
+        "exec {py} 'import socket,time; s=socket.socket(socket.AF_UNIX); s.bind(\"\\0{name}\"); \
+         s.listen(); print(\"listening\", flush=True); time.sleep(300)'"
+    );
+    let listener = server.background(json!({ "command": listen })).await;
+    let mut seen = String::new();
+    for _ in 0..500 {
+        seen.push_str(&text_of(
+            &server.call("task_output", json!({ "id": listener })).await,
+        ));
+        if seen.contains("listening") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(seen.contains("listening"), "{seen}");
+    let (text, s) = server
+        .terminal(json!({"command": "exec sleep 300", "background": true}))
+        .await;
+    let victim = s["pid"].as_i64().unwrap_or_else(|| panic!("{text}")) as i32;
+    let attack = format!(
+        "pkill -KILL -x sleep; {py} 'import socket; s=socket.socket(socket.AF_UNIX); \
+         s.connect(\"\\0{name}\"); print(\"ESCAPED-abstract-socket\")'; echo done"
+    );
+    for path in ["pipe", "pty", "background", "shell"] {
+        let said = match path {
+            "pipe" => server.terminal(json!({ "command": attack })).await.0,
+            "pty" => {
+                server
+                    .terminal(json!({"command": attack, "pty": true}))
+                    .await
+                    .0
+            }
+            "background" => {
+                let id = server.background(json!({ "command": attack })).await;
+                let waited = server
+                    .call("task_wait", json!({"id": id, "timeout_ms": 30_000}))
+                    .await;
+                text_of(&waited)
+            }
+            _ => {
+                let shell = server.open_shell().await;
+                server.shell_send(&shell, &format!("{attack}\n")).await.0
+            }
+        };
+        assert!(
+            said.contains("done"),
+            "{path}: the attack did not run: {said}"
+        );
+        assert!(!said.contains("ESCAPED"), "{path}: {said}");
+        let alive = agentty_testkit::stat(victim).is_some_and(|s| !s.zombie());
+        assert!(
+            alive,
+            "{path}: one command killed another's process: {said}"
+        );
+    }
+}
+
 fn xattr_names(path: &std::path::Path) -> String {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     let mut buf = vec![0u8; 4096];

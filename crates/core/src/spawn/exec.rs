@@ -6,10 +6,9 @@
 //! But two things agentty needs must run *in the child*, and `posix_spawn` has no slot for
 //! them: the sandbox (Landlock and seccomp restrict the calling task, so the child has to
 //! restrict itself) and, for a terminal, `setsid` plus `TIOCSCTTY`. std's `Command` turns any
-//! such step into a full `fork()`. Confining a dedicated launcher thread instead (every child
-//! of a restricted thread inherits the restriction) avoided the fork but cost a hand-off
-//! between threads on every call: ~60–100 µs of wall time per trivial call on a 2-vCPU VM,
-//! measured, a third of agentty's whole overhead.
+//! such step into a full `fork()`. (Confining a launcher thread with *all* of the sandbox
+//! would avoid the per-child steps, but every command would then share one Landlock domain and
+//! could signal the others; `launcher.rs` shares only the part that is safe to share.)
 //!
 //! So this module does what glibc's `posix_spawn` does, with those steps added: `clone` with
 //! `CLONE_VM | CLONE_VFORK | CLONE_PIDFD` on a small stack of our own (the pidfd comes from the
@@ -24,6 +23,7 @@ use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
 use super::Confine;
@@ -63,7 +63,7 @@ pub(crate) struct ExecPlan<'a> {
     /// Become fds 0, 1 and 2.
     pub stdio: [RawFd; 3],
     pub session: Session,
-    pub confine: Option<&'a dyn Confine>,
+    pub confine: Option<&'a Arc<dyn Confine>>,
     /// The session's namespaces, for a confined child (see `crate::namespace`).
     pub namespace: Option<&'a SessionNamespace>,
 }
@@ -129,10 +129,41 @@ fn pointers<S: AsRef<CStr>>(strings: &[S]) -> Vec<*const libc::c_char> {
 /// Starts `plan`'s program; returns its pid and a pidfd for it once it has called `exec`. An
 /// `exec` or set-up failure comes back as the error, with the child already reaped; a clone
 /// that failed (no fd left for the pidfd, no memory, the process limit) started nothing.
+///
+/// A confined child is cloned by this thread's launcher when it has one (`launcher.rs`), which
+/// is confined and in the session's namespaces already; otherwise by this thread, and the child
+/// enters the namespaces and confines itself.
 pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
     if plan.candidates.is_empty() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
+    if let Some(confine) = plan.confine
+        && let Some(started) = super::launcher::start(plan, confine)
+    {
+        return started;
+    }
+    clone_child(plan, Cloner::Plain)
+}
+
+/// Starts `plan`'s program from a launcher: the calling thread is confined and in the session's
+/// namespaces (`namespace`, if any) already, so the child inherits both.
+pub(super) fn start_confined(
+    plan: &ExecPlan<'_>,
+    namespace: Option<&SessionNamespace>,
+) -> io::Result<(i32, OwnedFd)> {
+    clone_child(plan, Cloner::Launcher(namespace))
+}
+
+/// The thread that clones a child.
+#[derive(Clone, Copy)]
+enum Cloner<'a> {
+    /// An ordinary thread: the child enters the namespaces and applies the sandbox itself.
+    Plain,
+    /// A launcher: confined, and in these namespaces (if any), already.
+    Launcher(Option<&'a SessionNamespace>),
+}
+
+fn clone_child(plan: &ExecPlan<'_>, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)> {
     let argv = pointers(&plan.argv);
     // For a file the kernel cannot execute (a script without `#!`), execvp runs it with the
     // shell: `/bin/sh FILE ARGS…`. Slot 1 is the file, filled in by the child.
@@ -147,6 +178,7 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
     };
     let mut child = ChildArgs {
         plan,
+        inherits: matches!(cloner, Cloner::Launcher(_)),
         argv: &argv,
         script_argv: &mut script_argv,
         envp: &envp,
@@ -154,8 +186,15 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
     };
 
     // The clone below starts the child in the session's PID namespace; the thread leaves it
-    // right after.
-    let entered = plan.namespace.map(SessionNamespace::enter).transpose()?;
+    // right after. A launcher is in it for good.
+    let namespace = match cloner {
+        Cloner::Plain => plan.namespace,
+        Cloner::Launcher(namespace) => namespace,
+    };
+    let entered = match cloner {
+        Cloner::Plain => plan.namespace.map(SessionNamespace::enter).transpose()?,
+        Cloner::Launcher(_) => None,
+    };
     let saved = block_all_signals()?;
     let mut pidfd: libc::c_int = -1;
     let cloned = CHILD_STACK.with_borrow_mut(|stack| {
@@ -185,7 +224,7 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
     drop(entered);
     set_signal_mask(saved);
     if cloned < 0 {
-        if let Some(namespace) = plan.namespace
+        if let Some(namespace) = namespace
             && namespace.init_gone()
         {
             // clone says ENOMEM when the namespace's init is gone.
@@ -207,6 +246,9 @@ pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
 /// What the child borrows from the suspended parent's frame.
 struct ChildArgs<'p, 'a> {
     plan: &'p ExecPlan<'a>,
+    /// The cloning thread is a launcher: the child has its namespaces and the shared part of
+    /// its sandbox already.
+    inherits: bool,
     argv: &'p [*const libc::c_char],
     script_argv: &'p mut [*const libc::c_char],
     envp: &'p [*const libc::c_char],
@@ -222,6 +264,7 @@ extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
         let child = &mut *arg.cast::<ChildArgs<'_, '_>>();
         child_main(
             child.plan,
+            child.inherits,
             child.argv,
             child.script_argv,
             child.envp,
@@ -236,6 +279,7 @@ extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
 /// Must run only as the body of a `CLONE_VM | CLONE_VFORK` child, with all signals blocked.
 unsafe fn child_main(
     plan: &ExecPlan<'_>,
+    inherits: bool,
     argv: &[*const libc::c_char],
     script_argv: &mut [*const libc::c_char],
     envp: &[*const libc::c_char],
@@ -288,6 +332,7 @@ unsafe fn child_main(
         }
         // Before the workdir: entering a mount namespace moves the cwd to its root.
         if let Some(namespace) = plan.namespace
+            && !inherits
             && libc::setns(namespace.init_fd(), libc::CLONE_NEWNS) != 0
         {
             return fail(Step::Namespace, errno());
@@ -295,10 +340,18 @@ unsafe fn child_main(
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             return fail(Step::Workdir, errno());
         }
-        if let Some(confine) = plan.confine
-            && let Err(e) = confine.apply_in_child()
-        {
-            return fail(Step::Sandbox, e.raw_os_error().unwrap_or(libc::EPERM));
+        if let Some(confine) = plan.confine {
+            // The own part always; the shared part came with the launcher's clone, if any.
+            let applied = confine.apply_own().and_then(|()| {
+                if inherits {
+                    Ok(())
+                } else {
+                    confine.apply_shared()
+                }
+            });
+            if let Err(e) = applied {
+                return fail(Step::Sandbox, e.raw_os_error().unwrap_or(libc::EPERM));
+            }
         }
 
         set_signal_mask(0);
@@ -337,7 +390,7 @@ type KernelSigset = u64;
 
 /// Blocks every signal on this thread, the C library's internal ones included (which
 /// `pthread_sigmask` would leave out), and returns the previous mask.
-fn block_all_signals() -> io::Result<KernelSigset> {
+pub(super) fn block_all_signals() -> io::Result<KernelSigset> {
     let all: KernelSigset = !0;
     let mut old: KernelSigset = 0;
     // SAFETY: rt_sigprocmask reads and writes one kernel sigset each, of the size given.

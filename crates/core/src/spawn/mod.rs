@@ -9,11 +9,14 @@
 //! Speed shapes this module: a trivial command must cost barely more than its own fork and
 //! exec. [`exec`] starts the child the way `posix_spawn` does (a `vfork`-style clone, nothing
 //! copied) and runs the few steps that must happen in the child itself (the process group or
-//! terminal session, the sandbox) there, on the calling thread, with no hand-off to another
-//! thread. The controlling terminal is dropped once by the server
-//! ([`detach_controlling_terminal`]) and so is never inherited.
+//! terminal session, the command's own Landlock domain) there. A confined command is cloned by
+//! a launcher thread that carries the shareable part of the sandbox already (`launcher.rs`), so
+//! the seccomp filter is compiled once per thread, not once per command. The controlling
+//! terminal is dropped once by the server ([`detach_controlling_terminal`]) and so is never
+//! inherited.
 
 mod exec;
+mod launcher;
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -41,11 +44,19 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("PIP_NO_INPUT", "1"),
 ];
 
-/// A confinement (the sandbox, docs/BEHAVIOUR.md §5) that a child applies to itself just before `exec`.
+/// A confinement (the sandbox, docs/BEHAVIOUR.md §5), in two parts: one each command must have
+/// to itself, and one a spawning thread may take once for all the children it clones (see
+/// `launcher.rs`). Both are raw system calls on data prepared beforehand only, no allocation,
+/// no lock: they may run in a child between clone and exec, which shares the server's memory.
 pub trait Confine: Send + Sync {
-    /// Runs in the child between clone and exec, sharing the server's memory: raw system calls
-    /// on data prepared beforehand only, no allocation, no lock.
-    fn apply_in_child(&self) -> io::Result<()>;
+    /// Applied by each child to itself before `exec`: what must not be shared between two
+    /// commands (their own Landlock domain, which scopes signals and abstract sockets).
+    fn apply_own(&self) -> io::Result<()>;
+
+    /// Applied to the calling thread, and so inherited by every child it clones after: what
+    /// commands may share (the seccomp filter, the capabilities dropped). A child that is not
+    /// cloned by a thread that has it applies it to itself, after [`Confine::apply_own`].
+    fn apply_shared(&self) -> io::Result<()>;
 }
 
 /// Drops this process's controlling terminal, once, at start-up, so no child inherits one.
@@ -275,7 +286,7 @@ fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i3
         cwd: c_string(spec.cwd.as_os_str().as_bytes().to_vec(), "the workdir")?,
         stdio,
         session,
-        confine: spec.confine.as_deref(),
+        confine: spec.confine.as_ref(),
         // Confined commands only: unconfined ones keep the host's `ps` and `kill`.
         namespace,
     };

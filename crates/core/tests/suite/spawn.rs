@@ -1,5 +1,6 @@
 //! The spawn seam itself: what a child starts with (signals, fds, group, environment), how
-//! `exec` failures come back, and that the sandbox step runs in the child and only there.
+//! `exec` failures come back, and that the sandbox reaches the child and no thread of the server
+//! but the launcher that clones it.
 
 use std::ffi::OsString;
 use std::io;
@@ -181,16 +182,34 @@ async fn bad_specs_are_errors_and_leave_no_process() {
     );
 }
 
-/// A stand-in sandbox that sets `no_new_privs` (the first thing the real one does), counting
-/// its calls; or fails, as a kernel refusing the ruleset would.
+/// A stand-in sandbox: its shared part sets `no_new_privs` (the first thing the real one does),
+/// or fails, as a kernel refusing the filter would; each part counts its calls.
 struct MarkNoNewPrivs {
-    calls: Arc<AtomicUsize>,
+    own: Arc<AtomicUsize>,
+    shared: Arc<AtomicUsize>,
     fail: bool,
 }
 
+impl MarkNoNewPrivs {
+    fn new(fail: bool) -> (Self, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let (own, shared) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let confine = MarkNoNewPrivs {
+            own: own.clone(),
+            shared: shared.clone(),
+            fail,
+        };
+        (confine, own, shared)
+    }
+}
+
 impl Confine for MarkNoNewPrivs {
-    fn apply_in_child(&self) -> io::Result<()> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
+    fn apply_own(&self) -> io::Result<()> {
+        self.own.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> io::Result<()> {
+        self.shared.fetch_add(1, Ordering::Relaxed);
         if self.fail {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
@@ -202,47 +221,83 @@ impl Confine for MarkNoNewPrivs {
     }
 }
 
-fn no_new_privs_of_every_thread() -> Vec<String> {
+/// `NoNewPrivs` of each thread of this process, with the thread's name.
+fn no_new_privs_by_thread() -> Vec<(String, String)> {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .flatten()
         .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .map(|s| status_field(&s, "NoNewPrivs").to_owned())
+        .map(|s| {
+            let name = status_field(&s, "Name").to_owned();
+            (name, status_field(&s, "NoNewPrivs").to_owned())
+        })
         .collect()
 }
 
-#[tokio::test]
-async fn the_sandbox_step_runs_in_the_child_only() {
+/// The thread's name as the kernel keeps it (15 bytes).
+const LAUNCHER_THREAD: &str = "agentty-launche";
+
+/// A confined child is cloned by its thread's launcher, which took the shared part of the
+/// sandbox once for every child of that thread; each child still applies its own part itself.
+/// No other thread of the process is confined, and an unconfined child is not either. (On a
+/// current-thread runtime every spawn is asked for by the one thread.)
+#[tokio::test(flavor = "current_thread")]
+async fn the_sandbox_reaches_children_through_a_launcher_and_no_other_thread() {
     agentty_core::init().unwrap();
     let m = marker("confine");
-    let calls = Arc::new(AtomicUsize::new(0));
-    let mut req = request("grep NoNewPrivs /proc/self/status", &m, 10_000);
-    req.spec.confine = Some(Arc::new(MarkNoNewPrivs {
-        calls: calls.clone(),
-        fail: false,
-    }));
-    let outcome = run_to_end(req).await;
-    // The child's memory is the server's until exec: the count it wrote is visible here.
-    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    let (confine, own, shared) = MarkNoNewPrivs::new(false);
+    let confine: Arc<dyn Confine> = Arc::new(confine);
+    let no_new_privs = |confine: Option<Arc<dyn Confine>>| {
+        let mut req = request("grep NoNewPrivs /proc/self/status", &m, 10_000);
+        req.spec.confine = confine;
+        async move {
+            let outcome = run_to_end(req).await;
+            text(&outcome.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            no_new_privs(Some(confine.clone())).await,
+            ["NoNewPrivs:", "1"]
+        );
+        assert_eq!(no_new_privs(None).await, ["NoNewPrivs:", "0"]);
+    }
+    // The child's memory is the server's until exec: the counts it wrote are visible here.
     assert_eq!(
-        text(&outcome.stdout).split_whitespace().collect::<Vec<_>>(),
-        ["NoNewPrivs:", "1"]
+        own.load(Ordering::Relaxed),
+        3,
+        "each child applies its own part"
     );
+    assert_eq!(
+        shared.load(Ordering::Relaxed),
+        1,
+        "the launcher took the shared part once"
+    );
+    let threads = no_new_privs_by_thread();
+    let confined: Vec<_> = threads.iter().filter(|(_, v)| v == "1").collect();
     assert!(
-        no_new_privs_of_every_thread().iter().all(|v| v == "0"),
-        "a server thread was confined"
+        !confined.is_empty() && confined.iter().all(|(name, _)| name == LAUNCHER_THREAD),
+        "only launchers are confined: {threads:?}"
     );
 
+    // A sandbox that fails fails the spawn (the launcher could not be set up, and the child's
+    // own attempt is refused as well), and nothing is left behind.
+    let (failing, _, shared) = MarkNoNewPrivs::new(true);
     let mut req = request("true", &m, 10_000);
-    req.spec.confine = Some(Arc::new(MarkNoNewPrivs {
-        calls: calls.clone(),
-        fail: true,
-    }));
+    req.spec.confine = Some(Arc::new(failing));
     let err = run::run(req, std::future::pending(), None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("sandbox"), "{err}");
     assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+    assert_eq!(
+        shared.load(Ordering::Relaxed),
+        2,
+        "the launcher, then the child"
+    );
     assert_eq!(
         agentty_testkit::zombie_children(std::process::id() as i32),
         Vec::<i32>::new()
