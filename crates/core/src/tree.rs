@@ -259,16 +259,20 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
         Some(children) => {
             // An orphan caught mid-`exec` shows no environment: it might be this run's, so it
             // counts (the stop that follows looks again). Children a spawn owns are other
-            // runs' leaders, never this run's escapees.
+            // runs' leaders, and the session init is the server's own: never this run's
+            // escapees, so their environments are not read (that read was most of this
+            // check's cost after every command).
             children.into_iter().any(|pid| {
-                (match marked(pid, marker) {
-                    Marked::Yes => true,
-                    Marked::No => false,
-                    // Mid-exec is a moment: only a young process counts. An old one with
-                    // no environment (`env -i`) is not this run's, and must not make
-                    // every later call pay for a stop.
-                    Marked::Unknown => age(pid).is_none_or(|a| a < YOUNG),
-                }) && !crate::reaper::is_owned(pid)
+                !reapers().contains(&pid)
+                    && !crate::reaper::is_owned(pid)
+                    && match marked(pid, marker) {
+                        Marked::Yes => true,
+                        Marked::No => false,
+                        // Mid-exec is a moment: only a young process counts. An old one with
+                        // no environment (`env -i`) is not this run's, and must not make
+                        // every later call pay for a stop.
+                        Marked::Unknown => age(pid).is_none_or(|a| a < YOUNG),
+                    }
             })
         }
         None => !members(leader, marker, false).0.is_empty(),
