@@ -132,3 +132,179 @@ pub fn start_http(
 pub fn raw_true() {
     let _ = std::process::Command::new("true").status().unwrap();
 }
+
+/// A raw spawn of `true`: whether it succeeded.
+fn raw_true_status() -> bool {
+    std::process::Command::new("true")
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// One MCP session over one HTTP/1.1 connection, spoken by hand on a blocking socket: each call
+/// is one write and reads on the calling thread, so no task or thread of the client's own lies
+/// between the request and its answer (hyper's client runs the connection as a task of its
+/// own, a hand-off each way). The raw spawn it is compared with runs on the calling thread too.
+pub struct Blocking {
+    stream: std::io::BufReader<std::net::TcpStream>,
+    head: String,
+    next: u64,
+}
+
+impl Blocking {
+    /// A keep-alive connection to `addr` that posts to `/mcp` with `token`; no MCP yet.
+    pub fn open(addr: &str, token: &str) -> Self {
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Blocking {
+            stream: std::io::BufReader::new(stream),
+            head: format!(
+                "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
+                 content-type: application/json\r\naccept: application/json, text/event-stream\r\n"
+            ),
+            next: 0,
+        }
+    }
+
+    /// An MCP session (initialized) over a connection of its own.
+    pub fn connect(addr: &str, token: &str) -> Self {
+        let mut session = Blocking::open(addr, token);
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"}}});
+        let (status, headers, _) = session.post(&init.to_string());
+        assert_eq!(status, 200);
+        let id = headers
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .expect("a session id");
+        session.head.push_str(&format!("mcp-session-id: {id}\r\n"));
+        let (status, _, _) =
+            session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert!(status == 202 || status == 200, "{status}");
+        session
+    }
+
+    /// (status, header block, body) of one POST.
+    pub fn post(&mut self, body: &str) -> (u16, String, String) {
+        use std::io::{BufRead, Read, Write};
+        let request = format!("{}content-length: {}\r\n\r\n{body}", self.head, body.len());
+        self.stream.get_mut().write_all(request.as_bytes()).unwrap();
+        let mut headers = String::new();
+        loop {
+            let before = headers.len();
+            self.stream.read_line(&mut headers).unwrap();
+            if headers[before..] == *"\r\n" {
+                break;
+            }
+        }
+        let status: u16 = headers.split(' ').nth(1).unwrap().parse().unwrap();
+        let header = |name: &str| {
+            headers.lines().find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            })
+        };
+        let mut body = Vec::new();
+        if let Some(length) = header("content-length") {
+            body.resize(length.parse().unwrap(), 0);
+            self.stream.read_exact(&mut body).unwrap();
+        } else if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+            loop {
+                let mut size = String::new();
+                self.stream.read_line(&mut size).unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                let start = body.len();
+                body.resize(start + size + 2, 0); // the chunk and its CRLF
+                self.stream.read_exact(&mut body[start..]).unwrap();
+                body.truncate(start + size);
+                if size == 0 {
+                    break;
+                }
+            }
+        }
+        (status, headers, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// One request to the floor server ([`floor`]); panics unless its spawn succeeded.
+    pub fn floor_call(&mut self) {
+        let (status, _, body) = self.post("{}");
+        assert_eq!((status, body.as_str()), (200, r#"{"ran":true}"#));
+    }
+
+    /// A trivial `terminal` call; panics on anything but a successful result.
+    pub fn trivial(&mut self) {
+        self.next += 1;
+        let call = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
+            "params": {"name": "terminal", "arguments": {"argv": ["true"]}}});
+        let (status, _, body) = self.post(&call.to_string());
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\"isError\":false"), "{body}");
+    }
+}
+
+/// The floor a server that runs a command per HTTP request cannot go below here: a bare hyper
+/// server (HTTP/1.1, tokio with two workers, as agentty) whose every POST spawns `true` and
+/// waits for it on the worker, then answers a few bytes of JSON. No MCP, no sandbox, no
+/// capture: what the HTTP exchange and the spawn cost together on this machine.
+pub mod floor {
+    use std::convert::Infallible;
+
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+
+    /// Set in the environment of the bench binary started as the floor server.
+    const ROLE: &str = "AGENTTY_BENCH_FLOOR";
+
+    /// Starts this bench binary again as the floor server: (process, address).
+    pub fn start() -> (std::process::Child, String) {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .env(ROLE, "1")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (child, line.trim().to_owned())
+    }
+
+    /// In the bench binary's `main`, first: serves as the floor (never returns) when started
+    /// so by [`start`].
+    pub fn serve_if_asked() {
+        if std::env::var_os(ROLE).is_none() {
+            return;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            println!("{}", listener.local_addr().unwrap());
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                stream.set_nodelay(true).unwrap();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(
+                        |request: hyper::Request<hyper::body::Incoming>| async {
+                            let _ = request.into_body().collect().await;
+                            let ran = super::raw_true_status();
+                            let body = format!("{{\"ran\":{ran}}}");
+                            Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(body))))
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+    }
+}
