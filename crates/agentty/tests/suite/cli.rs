@@ -70,8 +70,18 @@ fn a_workspace_that_covers_the_system_is_called_out() {
 /// sandbox line names them; a planted `.git` file adds nothing and the line says nothing.
 #[test]
 fn the_sandbox_line_names_git_dirs_added_outside_the_workspace() {
-    // Not under /tmp, which is writable anyway (a git dir there would not need adding).
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Not under a temp dir, which is writable anyway (a git dir there would not need adding):
+    // the target dir unless the checkout itself lives under /tmp, else the home directory.
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let temp_dirs = ["/tmp", "/var/tmp", "/dev/shm"].map(std::path::PathBuf::from);
+    let temp_dirs = temp_dirs
+        .into_iter()
+        .chain(std::env::var_os("TMPDIR").map(Into::into));
+    let under_temp = temp_dirs
+        .filter_map(|t| t.canonicalize().ok())
+        .any(|t| target.canonicalize().unwrap().starts_with(t));
+    let home = std::env::var_os("HOME").expect("HOME is set");
+    let base = tempfile::tempdir_in(if under_temp { home.as_ref() } else { target }).unwrap();
     let base = base.path().canonicalize().unwrap();
     let (repo, wt, fake) = (base.join("repo"), base.join("wt"), base.join("fake"));
     std::fs::create_dir_all(&repo).unwrap();
