@@ -13,6 +13,9 @@
 //! 3. The server's RSS with 64 idle sessions open [≤ 64 MB].
 //! 4. 1000 requests without the token: all 401, and no process started.
 //!
+//! `AGENTTY_BENCH_AGAINST=<another agentty binary>` also serves that build and measures it in
+//! sections 1 and 2 beside this one (same run, same rounds): an A/B of a change.
+//!
 //! The HTTP figure the targets are read against comes from a client written for the bench: one
 //! keep-alive HTTP/1.1 connection per session on a blocking socket, so each call is a write and
 //! reads on the calling thread, as the raw spawn runs on the calling thread. hyper's client,
@@ -30,7 +33,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
-use common::http::{Blocking, Session, raw_true, start_http};
+use common::http::{Blocking, Session, raw_true, start_http, start_http_of};
 use common::{median, micros, serving_pid, status_kib};
 
 const CALLS: usize = 300;
@@ -60,6 +63,13 @@ async fn bench() {
     let (stdio, _) = common::start(workspace.path(), state_stdio.path(), &[]).await;
 
     let (mut floor_server, floor_addr) = common::http::floor::start();
+    let state_against = tempfile::tempdir().unwrap();
+    let against = std::env::var_os("AGENTTY_BENCH_AGAINST").map(|binary| {
+        let (server, addr, token) =
+            start_http_of(binary.as_ref(), workspace.path(), state_against.path());
+        let pid = serving_pid(server.id());
+        (binary, server, addr, token, pid)
+    });
 
     // 1. One call, five ways, interleaved with rotating order. The blocking client is the
     // measure of the server (nothing of the client's own between request and answer, like the
@@ -68,18 +78,23 @@ async fn bench() {
     let mut http = Session::connect(&addr, &token).await;
     let mut blocking = Blocking::connect(&addr, &token);
     let mut floor = Blocking::open(&floor_addr, "");
+    let mut other = against
+        .as_ref()
+        .map(|(_, _, addr, token, _)| Blocking::connect(addr, token));
     for _ in 0..WARMUP {
         http.trivial().await;
         blocking.trivial();
         floor.floor_call();
         common::call(&stdio, "terminal", json!({"argv": ["true"]})).await;
         raw_true();
+        other.iter_mut().for_each(Blocking::trivial);
     }
     let steal_before = (common::machine_steal(), Instant::now());
-    let mut samples: [Vec<Duration>; 5] = Default::default();
+    let ways = 5 + usize::from(other.is_some());
+    let mut samples = vec![Vec::new(); ways];
     for round in 0..CALLS {
-        for slot in 0..5 {
-            let way = (round + slot) % 5;
+        for slot in 0..ways {
+            let way = (round + slot) % ways;
             let t = Instant::now();
             match way {
                 0 => blocking.trivial(),
@@ -88,17 +103,20 @@ async fn bench() {
                     common::call(&stdio, "terminal", json!({"argv": ["true"]})).await;
                 }
                 3 => floor.floor_call(),
-                _ => raw_true(),
+                4 => raw_true(),
+                _ => other.iter_mut().for_each(Blocking::trivial),
             }
             samples[way].push(t.elapsed());
         }
     }
+    let medians: Vec<f64> = samples.into_iter().map(|s| micros(median(s))).collect();
     let steal = steal_share(
         common::machine_steal() - steal_before.0,
         steal_before.1.elapsed(),
     );
-    let [over_blocking, over_hyper, over_stdio, over_floor, raw] =
-        samples.map(|s| micros(median(s)));
+    let [over_blocking, over_hyper, over_stdio, over_floor, raw] = medians[..5] else {
+        unreachable!("five ways at least")
+    };
     println!(
         "trivial call: raw spawn {raw:.0} µs; HTTP {over_blocking:.0} µs ({:.2}x raw, target <= 1.5x; \
          {:.2}x the floor); the floor (bare HTTP server + spawn) {over_floor:.0} µs ({:.2}x raw); \
@@ -110,6 +128,14 @@ async fn bench() {
         over_hyper / raw,
         over_stdio / raw,
     );
+    if let (Some((binary, ..)), Some(theirs)) = (&against, medians.get(5)) {
+        println!(
+            "against {}: HTTP {theirs:.0} µs ({:.2}x raw); this build {:.2}x of it",
+            binary.display(),
+            theirs / raw,
+            over_blocking / theirs,
+        );
+    }
 
     // 2. 16 sessions at once vs 16 raw loops at once. Where the CPU goes, per call: this
     // process (the clients, or the raw loops' spawning), the server, and the rest of the machine
@@ -130,6 +156,15 @@ async fn bench() {
     for _ in 0..SESSIONS {
         sessions.push(Session::connect(&addr, &token).await);
     }
+    let mut others: Vec<_> = against
+        .iter()
+        .flat_map(|(_, _, addr, token, _)| (0..SESSIONS).map(|_| Blocking::connect(addr, token)))
+        .collect();
+    let other_load = against.as_ref().map(|(.., pid)| Load {
+        me: std::process::id(),
+        server: *pid,
+    });
+    let mut other_run = Run::default();
     let handle = tokio::runtime::Handle::current();
     let per_round = CALLS_PER_SESSION / ROUNDS;
     let (mut raw_run, mut blocking_run, mut hyper_run, mut floor_run) = (
@@ -152,6 +187,15 @@ async fn bench() {
                 }
             });
         });
+        if let Some(other_load) = &other_load {
+            other_run += other_load.measure(|| {
+                std::thread::scope(|scope| {
+                    for session in &mut others {
+                        scope.spawn(|| (0..per_round).for_each(|_| session.trivial()));
+                    }
+                });
+            });
+        }
         floor_run += load.measure(|| {
             std::thread::scope(|scope| {
                 for floor in &mut floors {
@@ -216,7 +260,21 @@ async fn bench() {
         split(&blocking_run),
         split(&hyper_run),
     );
-    drop((blocking, floors));
+    if let Some((binary, ..)) = &against {
+        println!(
+            "against {}: {:.0} calls/s ({:.2}x raw), CPU per call {}; this build {:.2}x of its rate",
+            binary.display(),
+            rate(&other_run),
+            rate(&other_run) / rate(&raw_run),
+            split(&other_run),
+            rate(&blocking_run) / rate(&other_run),
+        );
+    }
+    drop((blocking, floors, others));
+    if let Some((_, mut server, ..)) = against {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
 
     // 3. RSS with 64 idle sessions.
     let mut idle = Vec::new();

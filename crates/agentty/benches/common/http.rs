@@ -93,8 +93,17 @@ pub fn start_http(
     workspace: &std::path::Path,
     state: &std::path::Path,
 ) -> (std::process::Child, String, String) {
+    start_http_of(env!("CARGO_BIN_EXE_agentty").as_ref(), workspace, state)
+}
+
+/// [`start_http`] with another build of agentty (`binary`).
+pub fn start_http_of(
+    binary: &std::path::Path,
+    workspace: &std::path::Path,
+    state: &std::path::Path,
+) -> (std::process::Child, String, String) {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+    let mut child = std::process::Command::new(binary)
         .args([
             "serve",
             "--http",

@@ -14,6 +14,7 @@
 //! has sent nothing for the grace period, or when the server stops, and its jobs are stopped
 //! then.
 
+mod hold;
 mod token;
 mod view;
 
@@ -167,6 +168,7 @@ impl Gate {
             }
         }
         let delete = parts.method == hyper::Method::DELETE;
+        let post = parts.method == hyper::Method::POST;
         if delete {
             let id = session.as_deref().unwrap_or_default();
             if !self.sessions.sessions.read().await.contains_key(id) {
@@ -202,6 +204,10 @@ impl Gate {
         // Python SDK logs as a failed termination).
         if delete && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        if post {
+            // A reply that is ready soon goes out in one write (`hold`).
+            response = hold::hold(response, hold::HOLD).await;
         }
         response
     }
