@@ -199,6 +199,29 @@ def test_what_lacks_the_token_or_comes_from_elsewhere_is_refused_and_runs_nothin
         os.unlink(marker)
 
 
+def test_a_quick_reply_comes_whole_and_a_long_one_streams():
+    def call(n, arguments):
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                "params": {"name": "terminal", "arguments": arguments}}
+
+    with http_server() as (url, token, _):
+        auth = {"Authorization": f"Bearer {token}"}
+        status, headers, _ = raw(url, INIT, auth)
+        assert status == 200
+        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        # Done at once: the head waited for it, and the reply is one body of known length.
+        status, headers, body = raw(url, call(2, {"argv": ["true"]}), sid)
+        assert status == 200 and '"exit_code":0' in body, body
+        assert headers["Content-Type"].startswith("text/event-stream"), headers
+        assert headers["Content-Length"] == str(len(body.encode())), headers
+        assert "Transfer-Encoding" not in headers, headers
+        # Longer than the hold: the head goes first and the events stream, as before.
+        status, headers, body = raw(url, call(3, {"command": "sleep 0.5; echo done"}), sid)
+        assert status == 200 and "done" in body and '"exit_code":0' in body, body
+        assert headers.get("Transfer-Encoding") == "chunked" and "Content-Length" not in headers
+
+
 def test_a_client_that_vanished_loses_its_jobs_after_the_grace():
     tag = f"http-grace-{uuid.uuid4().hex[:8]}"
     # 5 s: the job must be seen running before the grace ends, even on a loaded machine.

@@ -123,7 +123,11 @@ mod tests {
         drop(tx);
         // The hold is long: the reply ends long before it, and is not kept waiting.
         let held = hold(response, Duration::from_secs(3600)).await;
-        assert!(held.headers().get(hyper::header::TRANSFER_ENCODING).is_none());
+        assert!(
+            held.headers()
+                .get(hyper::header::TRANSFER_ENCODING)
+                .is_none()
+        );
         assert_eq!(held.body().size_hint().exact(), Some(18));
         assert_eq!(text(held.into_body()).await, "data: \n\ndata: {}\n\n");
     }
@@ -135,7 +139,11 @@ mod tests {
         tx.send_data(Bytes::from("b")).await.unwrap();
         // Nothing ends the body: the hold must give up and hand over what it has.
         let held = hold(response, Duration::from_millis(10)).await;
-        assert!(held.headers().get(hyper::header::TRANSFER_ENCODING).is_some());
+        assert!(
+            held.headers()
+                .get(hyper::header::TRANSFER_ENCODING)
+                .is_some()
+        );
         let reader = tokio::spawn(text(held.into_body()));
         tx.send_data(Bytes::from("c")).await.unwrap();
         drop(tx);
