@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
@@ -71,6 +71,11 @@ struct Registry {
 const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 
 static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+
+/// Held shared by every spawn from before its clone until its pid is registered, and exclusive
+/// by the orphan sweep: spawns on several threads run side by side, and the sweep never sees a
+/// child that is not registered yet (it would take it for an orphan and could reap it).
+static SPAWNS: RwLock<()> = RwLock::new(());
 static STARTED: OnceLock<Result<(), String>> = OnceLock::new();
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -124,6 +129,12 @@ fn sweep() {
         }
         !done
     });
+    drop(reg);
+    // No spawn is between its clone and its registration while this is held.
+    let _no_spawn = SPAWNS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let reg = registry();
     // Orphans are re-parented to the first live thread of the subreaper: the main thread.
     let main = std::process::id();
     let Ok(children) = std::fs::read_to_string(format!("/proc/self/task/{main}/children")) else {
@@ -144,17 +155,20 @@ fn sweep() {
     }
 }
 
-/// Runs `spawn` with the registry locked and registers the pid and pidfd it returns, so the
-/// orphan sweep can never reap a child before its watch exists. The pidfd comes from the clone
-/// itself (`CLONE_PIDFD`): when no fd is left for it, the clone fails and nothing runs.
+/// Runs `spawn` and registers the pid and pidfd it returns, with the orphan sweep held off
+/// meanwhile ([`SPAWNS`]), so it can never reap a child before its watch exists; other spawns
+/// go on at the same time. The pidfd comes from the clone itself (`CLONE_PIDFD`): when no fd
+/// is left for it, the clone fails and nothing runs.
 pub(crate) fn spawn_registered<T>(
     spawn: impl FnOnce() -> io::Result<(i32, OwnedFd, T)>,
 ) -> io::Result<(T, ExitWatch)> {
     init().map_err(io::Error::other)?;
-    let mut reg = registry();
+    let no_sweep = SPAWNS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (pid, fd, value) = spawn()?;
-    reg.owned.insert(pid);
-    drop(reg);
+    registry().owned.insert(pid);
+    drop(no_sweep);
     Ok((
         value,
         ExitWatch {
@@ -292,5 +306,69 @@ impl Drop for ExitWatch {
         drop(reg);
         // The child may already be a zombie, with no SIGCHLD left to come.
         sweep();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+    use std::time::Duration;
+
+    fn exit_of(watch: &mut ExitWatch) -> io::Result<Exit> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        runtime.block_on(watch.wait())
+    }
+
+    fn state(pid: i32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    /// A child that has exited but is not registered yet (its spawn is still between clone and
+    /// registration) looks like an orphan to the sweep. The sweep must wait for the spawn, then
+    /// leave the child to it; other spawns need not wait for each other, only the sweep waits.
+    #[test]
+    fn the_sweep_waits_for_a_spawn_that_has_not_registered_its_child_yet() {
+        init().unwrap();
+        let (sweeper, mut watch) = spawn_registered(|| {
+            let child = std::process::Command::new("/bin/sh")
+                .args(["-c", "exit 7"])
+                .spawn()?;
+            let pid = i32::try_from(child.id()).expect("a pid");
+            // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            assert!(fd >= 0, "pidfd_open: {}", io::Error::last_os_error());
+            let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).expect("an fd")) };
+            while state(pid) != Some('Z') {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // A spawn beside this one is not held up by it.
+            let other = std::thread::spawn(|| {
+                let (_, mut watch) = spawn_registered(|| {
+                    let child = std::process::Command::new("/bin/true").spawn()?;
+                    let pid = i32::try_from(child.id()).expect("a pid");
+                    // SAFETY: as above.
+                    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+                    let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).expect("an fd")) };
+                    Ok((pid, fd, ()))
+                })
+                .unwrap();
+                exit_of(&mut watch)
+            });
+            assert!(other.join().unwrap().is_ok_and(Exit::success));
+            let sweeper = std::thread::spawn(sweep);
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(
+                !sweeper.is_finished(),
+                "the sweep ran while a spawn had not registered its child"
+            );
+            Ok((pid, fd, sweeper))
+        })
+        .unwrap();
+        sweeper.join().unwrap();
+        assert_eq!(exit_of(&mut watch).unwrap(), Exit::Code(7));
     }
 }
