@@ -73,11 +73,9 @@ fn the_sandbox_line_names_git_dirs_added_outside_the_workspace() {
     // Not under a temp dir, which is writable anyway (a git dir there would not need adding):
     // the target dir unless the checkout itself lives under /tmp, else the home directory.
     let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let temp_dirs = ["/tmp", "/var/tmp", "/dev/shm"].map(std::path::PathBuf::from);
-    let temp_dirs = temp_dirs
-        .into_iter()
-        .chain(std::env::var_os("TMPDIR").map(Into::into));
-    let under_temp = temp_dirs
+    let under_temp = agentty_sandbox::HostContext::from_env()
+        .temp_dirs
+        .iter()
         .filter_map(|t| t.canonicalize().ok())
         .any(|t| target.canonicalize().unwrap().starts_with(t));
     let home = std::env::var_os("HOME").expect("HOME is set");
