@@ -266,7 +266,7 @@ pub async fn run_until(
         marker,
         workdir,
         confined,
-    } = engine::start_on_pipes(spec, stdin, None)?;
+    } = engine::start_on_pipes_async(spec, stdin, None).await?;
     let mut capture = Capture::new(spill, hand_over, keep_whole);
     let mut watch = ProgressWatch {
         report: on_progress,

@@ -395,6 +395,50 @@ async fn the_end_of_input_ends_the_server_even_with_stdout_full() {
     );
 }
 
+/// A call in flight when the client closes its input (the server then shuts down, and the
+/// session's PID namespace with it) is answered with what happened to it: it ran, or it was
+/// cancelled and nothing ran. Never a start failure with a made-up cause ("the PID namespace
+/// has ended… restart agentty"). Several servers, since the shutdown races the start.
+#[tokio::test]
+async fn a_call_in_flight_when_the_input_ends_is_answered_with_what_happened() {
+    for _ in 0..10 {
+        let Raw {
+            mut stdin,
+            mut child,
+            mut lines,
+            workspace,
+            ..
+        } = Raw::start(None).await;
+        let mark = workspace.path().join("ran-last");
+        let mut line =
+            serde_json::to_vec(&call("last", &format!("touch {}", mark.display()))).unwrap();
+        line.push(b'\n');
+        stdin.write_all(&line).await.unwrap();
+        drop(stdin);
+        let mut answer = None;
+        while let Ok(Ok(Some(line))) = tokio::time::timeout(PROMPT, lines.next_line()).await {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == "last" {
+                answer = Some(v);
+            }
+        }
+        let status = tokio::time::timeout(PROMPT, child.wait()).await;
+        assert!(
+            status.is_ok(),
+            "the server kept running after its input ended"
+        );
+        settle(workspace.path()).await;
+        let Some(answer) = answer else {
+            continue; // gone before it answered: the client had left
+        };
+        let said = text(&answer);
+        assert!(!said.contains("cannot run"), "{answer}");
+        if said.contains("nothing ran") {
+            assert!(!mark.exists(), "said nothing ran, but it ran: {answer}");
+        }
+    }
+}
+
 /// Cancelling a `task_wait` stops the wait at once (the reply to a cancelled request is not sent,
 /// so the server's own log is what shows it); the job keeps running.
 #[tokio::test]

@@ -26,7 +26,7 @@ mod start;
 
 pub(crate) use drive::{Drive, DriveEnd, Ended, NoWatch, Now, Stop, Watch, drive, pump};
 pub(crate) use source::{Source, Stream};
-pub(crate) use start::{Started, start_on_pipes};
+pub(crate) use start::{Started, start_on_pipes, start_on_pipes_async};
 
 /// Where a command's output goes, chunk by chunk, in the order it arrived. The model's capture,
 /// a job's ring, a shell (its ring, screen and send capture), and later a live view, are sinks.

@@ -10,7 +10,7 @@ use tokio::net::unix::pipe;
 use super::Source;
 use crate::limits::READ_CHUNK_BYTES;
 use crate::reaper::ExitWatch;
-use crate::spawn::{SpawnSpec, StdinMode, spawn};
+use crate::spawn::{SpawnSpec, Spawned, StdinMode, spawn, spawn_async};
 
 /// A command started on pipes, ready for [`super::drive`].
 pub(crate) struct Started {
@@ -26,42 +26,80 @@ pub(crate) struct Started {
 /// Starts `spec` with stdout and stderr on pipes, and `stdin` fed (then EOF) or `/dev/null`.
 /// `pipe_bytes` asks the kernel for pipes that large and reads them that much at a time: a
 /// background job drains a flood in a quarter of the wake-ups (the kernel may grant less,
-/// `/proc/sys/fs/pipe-max-size`).
+/// `/proc/sys/fs/pipe-max-size`). The calling thread waits for the clone: see
+/// [`start_on_pipes_async`].
 pub(crate) fn start_on_pipes(
     mut spec: SpawnSpec,
     stdin: Option<Vec<u8>>,
     pipe_bytes: Option<usize>,
 ) -> io::Result<Started> {
-    spec.stdin = if stdin.is_some() {
-        StdinMode::Piped
-    } else {
-        StdinMode::Null
-    };
-    let marker = spec.marker.clone();
-    let workdir = spec.cwd.clone();
-    let confined = spec.confine.is_some();
-    let spawned = spawn(spec)?;
-    let exit_watch = spawned.exit;
-    let source = exit_watch.or_kill((|| {
-        if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
-            feed_stdin(fd, data)?;
+    let prologue = Prologue::of(&mut spec, stdin.is_some());
+    prologue.on(spawn(spec)?, stdin, pipe_bytes)
+}
+
+/// [`start_on_pipes`] that lets the worker thread run other tasks while the child is cloned.
+pub(crate) async fn start_on_pipes_async(
+    mut spec: SpawnSpec,
+    stdin: Option<Vec<u8>>,
+    pipe_bytes: Option<usize>,
+) -> io::Result<Started> {
+    let prologue = Prologue::of(&mut spec, stdin.is_some());
+    prologue.on(spawn_async(spec).await?, stdin, pipe_bytes)
+}
+
+/// What [`Started`] keeps of the spec.
+struct Prologue {
+    marker: String,
+    workdir: PathBuf,
+    confined: bool,
+}
+
+impl Prologue {
+    /// Sets `spec`'s stdin to a pipe if there is input to feed, and keeps what [`Started`]
+    /// needs of it.
+    fn of(spec: &mut SpawnSpec, has_stdin: bool) -> Self {
+        spec.stdin = if has_stdin {
+            StdinMode::Piped
+        } else {
+            StdinMode::Null
+        };
+        Prologue {
+            marker: spec.marker.clone(),
+            workdir: spec.cwd.clone(),
+            confined: spec.confine.is_some(),
         }
-        let out = receiver(spawned.stdout, pipe_bytes)?;
-        let err = receiver(spawned.stderr, pipe_bytes)?;
-        Ok(Source::pipes(
-            out,
-            err,
-            pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
-        ))
-    })())?;
-    Ok(Started {
-        pid: spawned.pid,
-        exit_watch,
-        source,
-        marker,
-        workdir,
-        confined,
-    })
+    }
+
+    /// The started command, its stdin fed and its output in the reactor; on a failure here its
+    /// group is killed at once.
+    fn on(
+        self,
+        spawned: Spawned,
+        stdin: Option<Vec<u8>>,
+        pipe_bytes: Option<usize>,
+    ) -> io::Result<Started> {
+        let exit_watch = spawned.exit;
+        let source = exit_watch.or_kill((|| {
+            if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
+                feed_stdin(fd, data)?;
+            }
+            let out = receiver(spawned.stdout, pipe_bytes)?;
+            let err = receiver(spawned.stderr, pipe_bytes)?;
+            Ok(Source::pipes(
+                out,
+                err,
+                pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
+            ))
+        })())?;
+        Ok(Started {
+            pid: spawned.pid,
+            exit_watch,
+            source,
+            marker: self.marker,
+            workdir: self.workdir,
+            confined: self.confined,
+        })
+    }
 }
 
 /// The read end of an output pipe in the reactor, enlarged (best-effort) to `bytes`.

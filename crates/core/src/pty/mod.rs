@@ -116,8 +116,7 @@ pub fn spawn_on_pty(
     rows: u16,
 ) -> io::Result<(sys::Master, String, SpawnedPty)> {
     let pair = sys::open_pair(cols, rows)?;
-    let started = spawn_pty(spec, &pair.slave)?;
-    drop(pair.slave);
+    let started = spawn_pty(spec, pair.slave)?;
     let master = started.exit.or_kill(sys::Master::new(pair.master))?;
     Ok((master, pair.tty_path, started))
 }

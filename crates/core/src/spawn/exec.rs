@@ -51,8 +51,9 @@ pub(crate) enum Session {
     OwnTerminal,
 }
 
-/// Everything the child needs, built before the clone.
-pub(crate) struct ExecPlan<'a> {
+/// Everything the child needs, built before the clone and owned, so it can be handed to a
+/// launcher thread (`launcher.rs`) and outlive the caller that asked for it.
+pub(crate) struct ExecPlan {
     pub argv: Vec<CString>,
     /// `KEY=VALUE` entries; the inherited ones are encoded once and borrowed.
     pub env: Vec<Cow<'static, CStr>>,
@@ -62,10 +63,14 @@ pub(crate) struct ExecPlan<'a> {
     pub cwd: CString,
     /// Become fds 0, 1 and 2.
     pub stdio: [RawFd; 3],
+    /// The fds behind `stdio` that the plan owns (the child's ends of its pipes, its terminal):
+    /// open until the plan is dropped after the clone, whoever holds it then.
+    #[expect(dead_code, reason = "held open, never read")]
+    pub keep_open: Vec<OwnedFd>,
     pub session: Session,
-    pub confine: Option<&'a Arc<dyn Confine>>,
+    pub confine: Option<Arc<dyn Confine>>,
     /// The session's namespaces, for a confined child (see `crate::namespace`).
-    pub namespace: Option<&'a SessionNamespace>,
+    pub namespace: Option<&'static SessionNamespace>,
 }
 
 /// The step at which the child failed, reported through memory shared with the parent.
@@ -126,29 +131,19 @@ fn pointers<S: AsRef<CStr>>(strings: &[S]) -> Vec<*const libc::c_char> {
         .collect()
 }
 
-/// Starts `plan`'s program; returns its pid and a pidfd for it once it has called `exec`. An
-/// `exec` or set-up failure comes back as the error, with the child already reaped; a clone
-/// that failed (no fd left for the pidfd, no memory, the process limit) started nothing.
-///
-/// A confined child is cloned by this thread's launcher when it has one (`launcher.rs`), which
-/// is confined and in the session's namespaces already; otherwise by this thread, and the child
-/// enters the namespaces and confines itself.
-pub(crate) fn start(plan: &ExecPlan<'_>) -> io::Result<(i32, OwnedFd)> {
-    if plan.candidates.is_empty() {
-        return Err(io::Error::from_raw_os_error(libc::ENOENT));
-    }
-    if let Some(confine) = plan.confine
-        && let Some(started) = super::launcher::start(plan, confine)
-    {
-        return started;
-    }
+/// Starts `plan`'s program from this thread; returns its pid and a pidfd for it once it has
+/// called `exec`. An `exec` or set-up failure comes back as the error, with the child already
+/// reaped; a clone that failed (no fd left for the pidfd, no memory, the process limit)
+/// started nothing. The child enters the namespaces and confines itself: this is the way where
+/// no launcher could be set up (`launcher.rs`).
+pub(crate) fn start(plan: &ExecPlan) -> io::Result<(i32, OwnedFd)> {
     clone_child(plan, Cloner::Plain)
 }
 
 /// Starts `plan`'s program from a launcher: the calling thread is confined and in the session's
 /// namespaces (`namespace`, if any) already, so the child inherits both.
 pub(super) fn start_confined(
-    plan: &ExecPlan<'_>,
+    plan: &ExecPlan,
     namespace: Option<&SessionNamespace>,
 ) -> io::Result<(i32, OwnedFd)> {
     clone_child(plan, Cloner::Launcher(namespace))
@@ -163,7 +158,7 @@ enum Cloner<'a> {
     Launcher(Option<&'a SessionNamespace>),
 }
 
-fn clone_child(plan: &ExecPlan<'_>, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)> {
+fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)> {
     let argv = pointers(&plan.argv);
     // For a file the kernel cannot execute (a script without `#!`), execvp runs it with the
     // shell: `/bin/sh FILE ARGS…`. Slot 1 is the file, filled in by the child.
@@ -244,8 +239,8 @@ fn clone_child(plan: &ExecPlan<'_>, cloner: Cloner<'_>) -> io::Result<(i32, Owne
 }
 
 /// What the child borrows from the suspended parent's frame.
-struct ChildArgs<'p, 'a> {
-    plan: &'p ExecPlan<'a>,
+struct ChildArgs<'p> {
+    plan: &'p ExecPlan,
     /// The cloning thread is a launcher: the child has its namespaces and the shared part of
     /// its sandbox already.
     inherits: bool,
@@ -261,7 +256,7 @@ extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
     // parent's frame; `child_main` makes only async-signal-safe calls on data in that frame,
     // and never returns (it execs or exits).
     unsafe {
-        let child = &mut *arg.cast::<ChildArgs<'_, '_>>();
+        let child = &mut *arg.cast::<ChildArgs<'_>>();
         child_main(
             child.plan,
             child.inherits,
@@ -278,7 +273,7 @@ extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
 /// # Safety
 /// Must run only as the body of a `CLONE_VM | CLONE_VFORK` child, with all signals blocked.
 unsafe fn child_main(
-    plan: &ExecPlan<'_>,
+    plan: &ExecPlan,
     inherits: bool,
     argv: &[*const libc::c_char],
     script_argv: &mut [*const libc::c_char],
@@ -340,7 +335,7 @@ unsafe fn child_main(
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             return fail(Step::Workdir, errno());
         }
-        if let Some(confine) = plan.confine {
+        if let Some(confine) = &plan.confine {
             // The own part always; the shared part came with the launcher's clone, if any.
             let applied = confine.apply_own().and_then(|()| {
                 if inherits {

@@ -1,4 +1,4 @@
-//! Confined children cloned by a thread that is confined already.
+//! Confined children cloned by threads that are confined already.
 //!
 //! A child inherits from the thread that clones it the seccomp filter, the capabilities it
 //! dropped and the namespaces it is in, for nothing. Applied by the child itself, each costs the
@@ -8,12 +8,15 @@
 //! cloned by an already filtered thread took 1170–1766 µs and one without a filter 1110–1484 µs
 //! (four runs of 1000 each, interleaved; a C program, not kept).
 //!
-//! So each thread that starts confined commands gets a *launcher* of its own at its first
-//! confined spawn: a thread that enters the session's namespaces and applies the shareable part
-//! of the confinement (`Confine::apply_shared`) to itself once, and then clones each child it is
-//! handed while the asking thread waits, as it waits for its own `vfork` child otherwise. One
-//! per asking thread, so spawns from different threads still run side by side; the launcher
-//! ends when the thread that asked for it ends.
+//! So each confinement gets a pool of *launchers*, up to one per CPU, started as spawns come
+//! in at once: threads that enter the session's namespaces and apply the shareable part of the
+//! confinement (`Confine::apply_shared`) to themselves once, and then clone each child they are
+//! handed. A plan goes to the launcher with the fewest plans queued, and it owns all the child uses
+//! (its fds included), so the asker does not wait on the clone: an async task awaits the
+//! answer and its worker thread runs other tasks meanwhile, where it used to sit blocked until
+//! the child had exec'd. The launcher registers the child with the reaper itself; a child
+//! nobody waits for any more (the asker was dropped meanwhile) has its process group killed at
+//! once, so nothing runs that no one supervises.
 //!
 //! What must stay each command's own is not shared: every child still makes its own Landlock
 //! domain (`Confine::apply_own`), because Landlock scopes signals and abstract unix sockets to a
@@ -21,93 +24,211 @@
 //! `commands_cannot_signal_or_reach_each_other`). Otherwise the child does what it did: its
 //! process group or terminal, its stdio, its workdir, and `exec`, with the same checks. Where a
 //! launcher cannot be set up (a thread cannot start, a namespace or the filter refuses), the
-//! child applies all of it itself, as before, and reports a failure as before.
+//! asking thread clones the child, which applies all of it itself, and reports a failure as
+//! before.
 
-use std::cell::RefCell;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::runtime::Handle;
 
 use super::Confine;
 use super::exec::{self, ExecPlan};
 use crate::namespace::SessionNamespace;
+use crate::reaper::{self, ExitWatch};
 
-/// Confinements a thread keeps a launcher for; past this the oldest one is let go (a server
-/// has one confinement; only tests make more).
-const KEPT_PER_THREAD: usize = 4;
+/// Confinements kept with a pool; past this the oldest pool is let go (a server has one
+/// confinement; only tests make more).
+const KEPT_POOLS: usize = 4;
+
+/// At most this many launchers per confinement, however many CPUs there are: each holds a
+/// thread and a compiled filter, and a spawn is short.
+const MAX_LAUNCHERS: usize = 8;
 
 /// A launcher's own stack: it only loops over a channel and clones (each child runs on a stack
 /// of its own, `exec.rs`).
 const LAUNCHER_STACK_BYTES: usize = 256 * 1024;
 
-/// What a started child is: its pid and pidfd.
-type Started = io::Result<(i32, OwnedFd)>;
+/// What a start comes to: the child's pid and the watch of its exit, registered with the reaper.
+pub(super) type Started = io::Result<(i32, ExitWatch)>;
 
-/// One child to start. The plan lives in the asking thread's frame, which waits for the
-/// answer, so it outlives every use the launcher makes of it.
-struct Request(*const ExecPlan<'static>);
+/// Where a launcher sends what it started.
+pub(super) enum Reply {
+    /// A thread blocked until the answer comes.
+    Wait(SyncSender<Started>),
+    /// A task that awaits it, on this runtime (where a child nobody claims is stopped).
+    Await(
+        tokio::sync::oneshot::Sender<Started>,
+        tokio::runtime::Handle,
+    ),
+}
 
-// SAFETY: the pointer is only read by the launcher while the asking thread is blocked on the
-// answer (see `Launcher::start`); `ExecPlan` holds plain data and `Sync` references.
-unsafe impl Send for Request {}
+impl Reply {
+    /// A reply to the task that calls this, on its runtime; `None` outside a runtime.
+    pub(super) fn to_task() -> Option<(Self, tokio::sync::oneshot::Receiver<Started>)> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        Some((Reply::Await(tx, runtime), rx))
+    }
 
-/// A thread confined by one confinement, and the channels to it.
+    /// Sends `started`; when nobody waits for it any more, the child's whole tree is stopped.
+    fn send(self, started: Started, marker: &str) {
+        let (unclaimed, runtime) = match self {
+            Reply::Wait(tx) => (tx.send(started).err().map(|unsent| unsent.0), None),
+            Reply::Await(tx, runtime) => (tx.send(started).err(), Some(runtime)),
+        };
+        if let Some(Ok((pid, watch))) = unclaimed {
+            stop_unclaimed(pid, watch, marker, runtime.as_ref());
+        }
+    }
+}
+
+/// Stops a child nobody waits for any more (the asker was dropped while it was cloned): its
+/// group is killed before anything else can run unsupervised, then its tree is stopped as a
+/// cancelled command's is, which finds what left the group already (a `setsid` in its first
+/// instants). Outside a runtime, the group's kill is all, and the session's namespace holds
+/// what escaped it.
+fn stop_unclaimed(pid: i32, watch: ExitWatch, marker: &str, runtime: Option<&Handle>) {
+    let _ = watch.or_kill::<()>(Err(io::Error::other("nobody waits for this child")));
+    let Some(runtime) = runtime else {
+        return;
+    };
+    // The leader is pinned here, before the watch can let the reaper have it.
+    let stop = crate::tree::terminate(pid, marker, std::time::Duration::ZERO);
+    runtime.spawn(async move {
+        let stopped = stop.await;
+        tracing::debug!(
+            pid,
+            found = stopped.found,
+            "stopped a command nobody waited for"
+        );
+        drop(watch);
+    });
+}
+
+/// A blocking [`Reply`] and the end it is waited on.
+pub(super) fn wait_reply() -> (Reply, Receiver<Started>) {
+    let (tx, rx) = sync_channel(1);
+    (Reply::Wait(tx), rx)
+}
+
+/// One child to start, and where to say so.
+struct Request {
+    plan: ExecPlan,
+    /// Its run marker, to find its tree if nobody claims it.
+    marker: String,
+    reply: Reply,
+}
+
+/// One launcher thread, and how many plans it has not answered yet.
 struct Launcher {
     requests: Sender<Request>,
-    answers: Receiver<Started>,
-    /// It is in the session's namespaces (there was one when it started).
-    in_namespace: bool,
-    /// Keeps the confinement alive, so the key it is found by stays unique.
-    _confine: Arc<dyn Confine>,
+    queued: Arc<AtomicUsize>,
 }
 
-/// This thread's launchers, by the address of the confinement each applies. `None`: one
-/// could not be set up, and this thread's children confine themselves.
-type Kept = Vec<(usize, Option<Launcher>)>;
-
-thread_local! {
-    static LAUNCHERS: RefCell<Kept> = const { RefCell::new(Vec::new()) };
+/// The launchers of one confinement.
+struct Pool {
+    /// The address of the confinement, alive as long as the pool holds it (so it stays unique).
+    key: usize,
+    confine: Arc<dyn Confine>,
+    /// Where its launchers are; with one, they are in the session's namespaces (there was one
+    /// when they started).
+    namespace: Option<&'static SessionNamespace>,
+    launchers: Vec<Launcher>,
+    /// At most this many launchers: one per CPU, and none once one could not be set up.
+    most: usize,
 }
+
+static POOLS: Mutex<Vec<Pool>> = Mutex::new(Vec::new());
 
 fn key(confine: &Arc<dyn Confine>) -> usize {
     Arc::as_ptr(confine).cast::<()>() as usize
 }
 
-/// Starts `plan`'s child from this thread's launcher for `confine`, made at the first call.
-/// `None`: there is no launcher to use, and the caller clones the child itself.
-pub(super) fn start(plan: &ExecPlan<'_>, confine: &Arc<dyn Confine>) -> Option<Started> {
-    LAUNCHERS
-        .try_with(|kept| {
-            let mut kept = kept.try_borrow_mut().ok()?;
-            let key = key(confine);
-            let index = match kept.iter().position(|(k, _)| *k == key) {
-                Some(index) => index,
-                None => {
-                    if kept.len() >= KEPT_PER_THREAD {
-                        kept.remove(0);
+/// Hands `plan` to a launcher of its confinement, which answers on `reply`. Given back when
+/// there is none (the plan is unconfined, or no launcher could be set up): the caller clones
+/// the child itself.
+pub(super) fn hand(
+    plan: ExecPlan,
+    marker: &str,
+    reply: Reply,
+) -> Result<(), Box<(ExecPlan, Reply)>> {
+    let Some(confine) = plan.confine.clone() else {
+        return Err(Box::new((plan, reply)));
+    };
+    let key = key(&confine);
+    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    let found = pools
+        .iter()
+        .position(|pool| pool.key == key && pool.namespace.is_some() == plan.namespace.is_some());
+    let index = found.unwrap_or_else(|| {
+        if pools.len() >= KEPT_POOLS {
+            pools.remove(0);
+        }
+        // The session's namespace is the one static one, where the plan has one.
+        pools.push(Pool::new(confine, plan.namespace));
+        pools.len() - 1
+    });
+    pools[index].send(Request {
+        plan,
+        marker: marker.to_owned(),
+        reply,
+    })
+}
+
+impl Pool {
+    fn new(confine: Arc<dyn Confine>, namespace: Option<&'static SessionNamespace>) -> Self {
+        let most = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(MAX_LAUNCHERS);
+        Pool {
+            key: key(&confine),
+            confine,
+            namespace,
+            launchers: Vec::with_capacity(most),
+            most,
+        }
+    }
+
+    /// Sends `request` to the launcher with the fewest plans queued, starting another one first
+    /// when every launcher is busy and there may be more.
+    fn send(&mut self, mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
+        loop {
+            let idlest = (0..self.launchers.len())
+                .min_by_key(|&i| self.launchers[i].queued.load(Ordering::Relaxed));
+            let busy = idlest.is_none_or(|i| self.launchers[i].queued.load(Ordering::Relaxed) > 0);
+            let chosen = if busy && self.launchers.len() < self.most {
+                match Launcher::new(&self.confine, self.namespace) {
+                    Some(launcher) => {
+                        self.launchers.push(launcher);
+                        Some(self.launchers.len() - 1)
                     }
-                    // The session's namespace is the one static one, where the plan has one.
-                    let namespace = plan.namespace.and(crate::namespace::get());
-                    kept.push((key, Launcher::new(confine, namespace)));
-                    kept.len() - 1
+                    None => {
+                        // No more of them: those there are take every plan.
+                        self.most = self.launchers.len();
+                        idlest
+                    }
                 }
+            } else {
+                idlest
             };
-            let launcher = kept[index].1.as_ref()?;
-            if launcher.in_namespace != plan.namespace.is_some() {
-                // The session's namespace started after this launcher did (tests only): the
-                // child enters it itself.
-                return None;
+            let Some(chosen) = chosen else {
+                return Err(Box::new((request.plan, request.reply)));
+            };
+            let launcher = &self.launchers[chosen];
+            launcher.queued.fetch_add(1, Ordering::Relaxed);
+            match launcher.requests.send(request) {
+                Ok(()) => return Ok(()),
+                Err(unsent) => {
+                    // That launcher is gone (it can only have panicked): another takes it.
+                    request = unsent.0;
+                    self.launchers.remove(chosen);
+                }
             }
-            let started = launcher.start(plan);
-            if started.is_none() {
-                // The launcher is gone (it can only have panicked): the next call makes another.
-                kept.remove(index);
-            }
-            started
-        })
-        .ok()
-        .flatten()
+        }
+    }
 }
 
 impl Launcher {
@@ -118,9 +239,10 @@ impl Launcher {
         namespace: Option<&'static SessionNamespace>,
     ) -> Option<Self> {
         let (requests, incoming) = channel::<Request>();
-        let (answer, answers) = sync_channel::<Started>(1);
         let (ready_tx, ready) = sync_channel::<bool>(1);
+        let queued = Arc::new(AtomicUsize::new(0));
         let applied = Arc::clone(confine);
+        let answered = Arc::clone(&queued);
         std::thread::Builder::new()
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)
@@ -128,24 +250,11 @@ impl Launcher {
                 let ready_now = set_up(&*applied, namespace).is_ok();
                 let _ = ready_tx.send(ready_now);
                 if ready_now {
-                    serve(&incoming, &answer, namespace);
+                    serve(&incoming, &answered, namespace);
                 }
             })
             .ok()?;
-        ready.recv().ok()?.then(|| Launcher {
-            requests,
-            answers,
-            in_namespace: namespace.is_some(),
-            _confine: Arc::clone(confine),
-        })
-    }
-
-    /// Has the launcher start `plan`'s child and waits for it; `None` if the launcher is gone.
-    fn start(&self, plan: &ExecPlan<'_>) -> Option<Started> {
-        let erased = std::ptr::from_ref(plan).cast::<ExecPlan<'static>>();
-        self.requests.send(Request(erased)).ok()?;
-        // Until this returns, the launcher may read `plan`: it must not return early.
-        self.answers.recv().ok()
+        ready.recv().ok()?.then_some(Launcher { requests, queued })
     }
 }
 
@@ -169,18 +278,21 @@ fn set_up(confine: &dyn Confine, namespace: Option<&SessionNamespace>) -> io::Re
     confine.apply_shared()
 }
 
-/// Starts each child asked for until the asking thread lets go of its launcher.
-fn serve(
-    incoming: &Receiver<Request>,
-    answer: &SyncSender<Started>,
-    namespace: Option<&SessionNamespace>,
-) {
-    for Request(plan) in incoming {
-        // SAFETY: the asking thread keeps the plan alive until it has our answer.
-        let plan = unsafe { &*plan };
-        let started = exec::start_confined(plan, namespace);
-        if answer.send(started).is_err() {
-            return;
-        }
+/// Starts each child handed over until the pool lets go of this launcher.
+fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&SessionNamespace>) {
+    for Request {
+        plan,
+        marker,
+        reply,
+    } in incoming
+    {
+        let started = reaper::spawn_registered(|| {
+            exec::start_confined(&plan, namespace).map(|(pid, pidfd)| (pid, pidfd, pid))
+        });
+        // The child has its own copies of its fds now (it has exec'd, or failed and was
+        // reaped): the server's close here, so the read ends see EOF when the child's do.
+        drop(plan);
+        queued.fetch_sub(1, Ordering::Relaxed);
+        reply.send(started, &marker);
     }
 }

@@ -21,7 +21,7 @@ mod launcher;
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -263,11 +263,19 @@ fn pipe(nonblocking_read: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((read, write))
 }
 
-/// Starts `spec` with `stdio` as fds 0-2, registered with the reaper before anything can reap
-/// it. The one place a process is started.
-fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i32, ExitWatch)> {
+/// The plan for `spec` with `stdio` as fds 0-2; `keep_open` are the fds behind them that the
+/// plan owns until the clone is done.
+fn plan(
+    spec: &SpawnSpec,
+    stdio: [RawFd; 3],
+    keep_open: Vec<OwnedFd>,
+    session: Session,
+) -> io::Result<ExecPlan> {
     let (env, path) = child_env(spec)?;
     let candidates = exec_candidates(&spec.program, path)?;
+    if candidates.is_empty() {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
     let mut argv = Vec::with_capacity(spec.args.len() + 1);
     argv.push(c_string(spec.program.clone().into_vec(), "the program")?);
     for arg in &spec.args {
@@ -279,22 +287,76 @@ fn launch(spec: &SpawnSpec, stdio: [i32; 3], session: Session) -> io::Result<(i3
         // start trusts its marker only if it is written down (see `crate::runs`).
         crate::runs::note(&spec.marker);
     }
-    let plan = ExecPlan {
+    Ok(ExecPlan {
         argv,
         env,
         candidates,
         cwd: c_string(spec.cwd.as_os_str().as_bytes().to_vec(), "the workdir")?,
         stdio,
+        keep_open,
         session,
-        confine: spec.confine.as_ref(),
+        confine: spec.confine.clone(),
         // Confined commands only: unconfined ones keep the host's `ps` and `kill`.
         namespace,
-    };
-    reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
+    })
 }
 
-/// Starts `spec` in a process group of its own with piped stdout and stderr.
-pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
+/// Clones `plan`'s child from this thread, registered with the reaper before anything can reap
+/// it: where no launcher takes the plan.
+fn launch_here(plan: &ExecPlan) -> io::Result<(i32, ExitWatch)> {
+    reaper::spawn_registered(|| exec::start(plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
+}
+
+/// What a launcher's answer is when the launcher ended without one (it can only have panicked).
+fn launcher_gone() -> io::Error {
+    io::Error::other("agentty's launcher thread ended before it started the command")
+}
+
+/// Starts `plan`'s child, registered with the reaper, and waits for it. The one place a process
+/// is started, with [`launch_async`].
+fn launch(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
+    let (reply, answer) = launcher::wait_reply();
+    match launcher::hand(plan, marker, reply) {
+        Ok(()) => answer.recv().map_err(|_| launcher_gone())?,
+        Err(returned) => launch_here(&returned.0),
+    }
+}
+
+/// [`launch`] for a task: a launcher's clone does not hold up the calling worker thread.
+/// Outside a runtime it is [`launch`].
+async fn launch_async(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
+    let Some((reply, answer)) = launcher::Reply::to_task() else {
+        return launch(plan, marker);
+    };
+    match launcher::hand(plan, marker, reply) {
+        Ok(()) => answer.await.map_err(|_| launcher_gone())?,
+        Err(returned) => launch_here(&returned.0),
+    }
+}
+
+/// The server's ends of a piped child's stdio, until the child is started.
+struct PipeEnds {
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+impl PipeEnds {
+    fn spawned(self, pid: i32, exit: ExitWatch) -> Spawned {
+        Spawned {
+            pid,
+            stdin: self.stdin,
+            stdout: self.stdout,
+            stderr: self.stderr,
+            exit,
+        }
+    }
+}
+
+/// The plan for `spec` on pipes in a process group of its own, and the server's ends of them.
+/// The child's ends belong to the plan: they close when it is dropped after the clone, so the
+/// read ends see EOF when the child's copies close.
+fn on_pipes(spec: &SpawnSpec) -> io::Result<(ExecPlan, PipeEnds)> {
     let (stdin_read, stdin_write) = match spec.stdin {
         StdinMode::Null => (None, None),
         StdinMode::Piped => {
@@ -309,16 +371,30 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     let (stdout, stdout_write) = pipe(true)?;
     let (stderr, stderr_write) = pipe(true)?;
     let stdio = [stdin_fd, stdout_write.as_raw_fd(), stderr_write.as_raw_fd()];
-    let (pid, exit) = launch(&spec, stdio, Session::OwnGroup)?;
-    // The child's ends close here, so the read ends see EOF when the child's copies close.
-    drop((stdin_read, stdout_write, stderr_write));
-    Ok(Spawned {
-        pid,
+    let mut keep_open = vec![stdout_write, stderr_write];
+    keep_open.extend(stdin_read);
+    let plan = plan(spec, stdio, keep_open, Session::OwnGroup)?;
+    let ends = PipeEnds {
         stdin: stdin_write,
         stdout,
         stderr,
-        exit,
-    })
+    };
+    Ok((plan, ends))
+}
+
+/// Starts `spec` in a process group of its own with piped stdout and stderr.
+pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
+    let (plan, ends) = on_pipes(&spec)?;
+    let (pid, exit) = launch(plan, &spec.marker)?;
+    Ok(ends.spawned(pid, exit))
+}
+
+/// [`spawn`] for a task: the calling worker thread goes on with other tasks while a launcher
+/// clones the child. Dropped before the answer, the child is killed as soon as it has started.
+pub async fn spawn_async(spec: SpawnSpec) -> io::Result<Spawned> {
+    let (plan, ends) = on_pipes(&spec)?;
+    let (pid, exit) = launch_async(plan, &spec.marker).await?;
+    Ok(ends.spawned(pid, exit))
 }
 
 /// A process started on the slave side of a pseudo-terminal.
@@ -329,12 +405,14 @@ pub struct SpawnedPty {
 
 /// Starts `spec` with `slave` (a PTY's slave side) as stdin, stdout, stderr and controlling
 /// terminal, in a new session of its own. `spec.stdin` is ignored: the terminal is the input.
+/// The server's copy of `slave` is closed once the child has its own.
 ///
 /// A new session is required: a terminal can only be the controlling terminal of a session
 /// leader, and job control (Ctrl+C reaching the foreground job, `tcgetpgrp`) works only
 /// through a controlling terminal.
-pub fn spawn_pty(spec: SpawnSpec, slave: &OwnedFd) -> io::Result<SpawnedPty> {
+pub fn spawn_pty(spec: SpawnSpec, slave: OwnedFd) -> io::Result<SpawnedPty> {
     let fd = slave.as_raw_fd();
-    let (pid, exit) = launch(&spec, [fd, fd, fd], Session::OwnTerminal)?;
+    let plan = plan(&spec, [fd, fd, fd], vec![slave], Session::OwnTerminal)?;
+    let (pid, exit) = launch(plan, &spec.marker)?;
     Ok(SpawnedPty { pid, exit })
 }

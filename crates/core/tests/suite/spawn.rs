@@ -4,14 +4,16 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use agentty_core::run;
 use agentty_core::spawn::{Confine, RUN_MARKER_VAR};
 
-use super::common::{marker, request, run_to_end, text};
+use super::common::{leftovers_after, marker, request, run_to_end, sh, text};
 
 /// Runs `argv` directly (no shell) and returns its stdout.
 async fn output_of(argv: &[&str], m: &str) -> String {
@@ -237,10 +239,10 @@ fn no_new_privs_by_thread() -> Vec<(String, String)> {
 /// The thread's name as the kernel keeps it (15 bytes).
 const LAUNCHER_THREAD: &str = "agentty-launche";
 
-/// A confined child is cloned by its thread's launcher, which took the shared part of the
-/// sandbox once for every child of that thread; each child still applies its own part itself.
-/// No other thread of the process is confined, and an unconfined child is not either. (On a
-/// current-thread runtime every spawn is asked for by the one thread.)
+/// A confined child is cloned by a launcher, which took the shared part of the sandbox once for
+/// every child it clones; each child still applies its own part itself. No other thread of the
+/// process is confined, and an unconfined child is not either. (One spawn at a time is taken
+/// by the one launcher there is: another starts only when all are busy.)
 #[tokio::test(flavor = "current_thread")]
 async fn the_sandbox_reaches_children_through_a_launcher_and_no_other_thread() {
     agentty_core::init().unwrap();
@@ -329,4 +331,135 @@ async fn a_script_without_a_shebang_runs_with_the_shell_as_execvp_does() {
             "{outcome:?}"
         );
     }
+}
+
+/// A stand-in sandbox whose own part, in the child between clone and exec, waits for one byte
+/// on a pipe (a raw `read`, as the child may make), and counts the children that got that far,
+/// noting the last one's pid.
+struct WaitForByte {
+    read: OwnedFd,
+    reached: AtomicUsize,
+    pid: AtomicI32,
+}
+
+impl Confine for WaitForByte {
+    fn apply_own(&self) -> io::Result<()> {
+        self.reached.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: getpid has no preconditions.
+        self.pid.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+        let mut byte = 0u8;
+        // SAFETY: a read of one byte into a local, on an fd the confinement owns.
+        let n = unsafe { libc::read(self.read.as_raw_fd(), (&raw mut byte).cast(), 1) };
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(libc::EIO))
+        }
+    }
+
+    fn apply_shared(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A confinement whose children wait for a byte, and the end that writes it.
+fn waiting_confine() -> (Arc<WaitForByte>, std::fs::File) {
+    let (read, write) = std::io::pipe().unwrap();
+    let confine = Arc::new(WaitForByte {
+        read: read.into(),
+        reached: AtomicUsize::new(0),
+        pid: AtomicI32::new(0),
+    });
+    (confine, std::fs::File::from(OwnedFd::from(write)))
+}
+
+/// Writes the byte after `after` unless told first; says whether it had to.
+fn release_unless_told(
+    mut write: std::fs::File,
+    after: Duration,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<bool>) {
+    let (tell, told) = std::sync::mpsc::channel::<()>();
+    let fallback = std::thread::spawn(move || {
+        let had_to = told.recv_timeout(after).is_err();
+        io::Write::write_all(&mut write, b"x").unwrap();
+        had_to
+    });
+    (tell, fallback)
+}
+
+/// While a launcher clones a child, the task that asked for it does not hold up its thread: on
+/// a current-thread runtime the child's set-up waits for a byte that only another task on that
+/// same thread sends. (A spawn that blocked its thread until the child had exec'd would wait
+/// for that byte forever; a helper thread sends it after 30 s so that the test fails rather
+/// than hangs.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_child_being_cloned_does_not_hold_up_the_thread_that_asked_for_it() {
+    agentty_core::init().unwrap();
+    let (confine, write) = waiting_confine();
+    let mut req = request("echo started", &marker("async-spawn"), 10_000);
+    req.spec.confine = Some(confine.clone());
+    let sent = Arc::new(AtomicUsize::new(0));
+    let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
+    let release = {
+        let sent = sent.clone();
+        async move {
+            // Runs once the spawn has been handed over and is waited on.
+            tokio::task::yield_now().await;
+            tell.send(()).unwrap();
+            sent.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let (outcome, ()) = tokio::join!(run_to_end(req), release);
+    assert!(
+        !fallback.join().unwrap(),
+        "the spawn held up its thread until the helper released the child"
+    );
+    assert_eq!(text(&outcome.stdout), "started\n", "{outcome:?}");
+    assert_eq!(confine.reached.load(Ordering::Relaxed), 1);
+    assert_eq!(sent.load(Ordering::Relaxed), 1);
+}
+
+/// A spawn dropped while its child is being cloned leaves nothing running: the child is killed
+/// as soon as it has started, and reaped.
+#[tokio::test]
+async fn a_spawn_dropped_before_its_answer_leaves_nothing_running() {
+    agentty_core::init().unwrap();
+    let (confine, write) = waiting_confine();
+    let m = marker("dropped-spawn");
+    let mut spec = sh("sleep 30", &m);
+    spec.confine = Some(confine.clone());
+    // Polled once (handed to a launcher, whose child waits for its byte), then dropped.
+    let spawning = agentty_core::spawn::spawn_async(spec);
+    let dropped = tokio::time::timeout(Duration::ZERO, spawning).await;
+    assert!(
+        dropped.is_err(),
+        "the spawn was answered before its child could exec"
+    );
+    let (tell, fallback) = release_unless_told(write, Duration::ZERO);
+    drop(tell);
+    fallback.join().unwrap();
+    // The child is waited for by pid: it may be killed before a scan could see its marker.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while confine.reached.load(Ordering::Relaxed) == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        confine.reached.load(Ordering::Relaxed),
+        1,
+        "a child was started"
+    );
+    let pid = confine.pid.load(Ordering::Relaxed);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert_eq!(state, "", "the unclaimed child is still there");
+    let left = leftovers_after(&m, Duration::from_secs(1)).await;
+    assert_eq!(
+        left,
+        Vec::<i32>::new(),
+        "a process of the unclaimed child still runs"
+    );
 }

@@ -4,7 +4,9 @@
 
 use agentty_core::jobs::command::{self, CommandStart, StartError};
 use agentty_core::run::{Handover, RunRequest};
+use rmcp::RoleServer;
 use rmcp::model::CallToolResult;
+use rmcp::service::RequestContext;
 
 use super::{Prepared, Status, TerminalResult, shaped_text};
 use crate::server::{Agentty, tool_error};
@@ -20,6 +22,7 @@ impl Agentty {
         prepared: &Prepared,
         request: RunRequest,
         sandbox: String,
+        ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let start = CommandStart {
             spec: request.spec,
@@ -37,10 +40,7 @@ impl Agentty {
                 reply(text, &background_result(job.pid, &job.id, sandbox, notes))
             }
             Err(StartError::Cap(cap)) => tool_error(cap_text(&cap)),
-            Err(StartError::Spawn(e)) => {
-                let program = prepared.program.to_string_lossy();
-                tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e))
-            }
+            Err(StartError::Spawn(e)) => super::handler::not_started(prepared, ctx, &e),
         }
     }
 

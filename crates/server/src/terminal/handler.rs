@@ -91,7 +91,8 @@ impl Agentty {
             return self.terminal_pty(&prepared, request, escalated, &ctx).await;
         }
         if prepared.background {
-            return self.start_background(&prepared, request, self.confinement().line(escalated));
+            let line = self.confinement().line(escalated);
+            return self.start_background(&prepared, request, line, &ctx);
         }
         let mut progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
@@ -114,10 +115,7 @@ impl Agentty {
                 let line = self.confinement().line(escalated);
                 return self.adopt_timed_out(&prepared, handover, line).await;
             }
-            Err(e) => {
-                let program = prepared.program.to_string_lossy();
-                return tool_error(notice::spawn_failed(&program, &prepared.workdir, &e));
-            }
+            Err(e) => return not_started(&prepared, &ctx, &e),
         };
         self.finish_foreground(&prepared, &outcome, escalated, Vec::new())
     }
@@ -142,10 +140,7 @@ impl Agentty {
         };
         let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
             Ok(o) => o,
-            Err(e) => {
-                let program = prepared.program.to_string_lossy();
-                return tool_error(crate::notice::spawn_failed(&program, &prepared.workdir, &e));
-            }
+            Err(e) => return not_started(prepared, ctx, &e),
         };
         let full_screen = outcome.full_screen;
         let notes = outcome
@@ -198,4 +193,19 @@ impl Agentty {
         result.structured_content = value;
         result
     }
+}
+
+/// The answer to a command that could not be started. A call cancelled meanwhile (the client
+/// gave up, or the server is shutting down and its sessions' namespaces with it) is answered
+/// as cancelled: that is the cause, not what the start ran into then. Nothing ran either way.
+pub(crate) fn not_started(
+    prepared: &Prepared,
+    ctx: &RequestContext<RoleServer>,
+    error: &std::io::Error,
+) -> CallToolResult {
+    if ctx.ct.is_cancelled() {
+        return tool_error(notice::CANCELLED_BEFORE_START.into());
+    }
+    let program = prepared.program.to_string_lossy();
+    tool_error(notice::spawn_failed(&program, &prepared.workdir, error))
 }
