@@ -59,16 +59,13 @@ pub(super) enum Reply {
     /// A thread blocked until the answer comes.
     Wait(SyncSender<Started>),
     /// A task that awaits it, on this runtime (where a child nobody claims is stopped).
-    Await(
-        tokio::sync::oneshot::Sender<Started>,
-        tokio::runtime::Handle,
-    ),
+    Await(tokio::sync::oneshot::Sender<Started>, Handle),
 }
 
 impl Reply {
     /// A reply to the task that calls this, on its runtime; `None` outside a runtime.
     pub(super) fn to_task() -> Option<(Self, tokio::sync::oneshot::Receiver<Started>)> {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let runtime = Handle::try_current().ok()?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         Some((Reply::Await(tx, runtime), rx))
     }

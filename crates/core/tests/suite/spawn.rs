@@ -463,3 +463,46 @@ async fn a_spawn_dropped_before_its_answer_leaves_nothing_running() {
         "a process of the unclaimed child still runs"
     );
 }
+
+/// Spawns that come in at once are cloned side by side, by up to one launcher per CPU: while
+/// every launcher holds a child still in its set-up, the next spawn starts another, up to that
+/// cap; past it a spawn waits its turn in a queue, and still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawns_at_once_get_launchers_side_by_side_up_to_one_per_cpu() {
+    agentty_core::init().unwrap();
+    let cpus = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    let (confine, mut write) = waiting_confine();
+    let spawns = cpus + 1;
+    let m = marker("pool");
+    let runs: Vec<_> = (0..spawns)
+        .map(|_| {
+            let mut req = request("echo ran", &m, 60_000);
+            req.spec.confine = Some(confine.clone());
+            tokio::spawn(run_to_end(req))
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while confine.reached.load(Ordering::Relaxed) < cpus && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        confine.reached.load(Ordering::Relaxed),
+        cpus,
+        "one child in its set-up per CPU, each held by a launcher of its own"
+    );
+    // Room for a launcher past the cap to start and clone the queued spawn, if there were one.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        confine.reached.load(Ordering::Relaxed),
+        cpus,
+        "a launcher past one per CPU took the queued spawn"
+    );
+    io::Write::write_all(&mut write, &vec![b'x'; spawns]).unwrap();
+    for run in runs {
+        let outcome = run.await.unwrap();
+        assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
+    }
+    assert_eq!(confine.reached.load(Ordering::Relaxed), spawns);
+}
