@@ -150,6 +150,78 @@ async fn path_search_skips_a_non_executable_and_uses_the_callers_path() {
     assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
 }
 
+/// What is not there is passed over as execvp passes it (a missing directory, a path through a
+/// file, a dangling symlink), and what is there is met in order, a file that cannot be run
+/// included: from the server's threads and from a launcher alike (the launcher decides for a
+/// confined command which candidates to try).
+#[tokio::test]
+async fn path_search_passes_over_what_is_not_there_and_meets_the_rest_in_order() {
+    agentty_core::init().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = "agentty-probe-prog";
+    let (not_a_dir, dangling, unrunnable, good) = (
+        dir.path().join("file"),
+        dir.path().join("dangling"),
+        dir.path().join("unrunnable"),
+        dir.path().join("good"),
+    );
+    std::fs::write(&not_a_dir, "").unwrap();
+    std::fs::create_dir(&dangling).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone"), dangling.join(prog)).unwrap();
+    for (d, mode) in [(&unrunnable, 0o644), (&good, 0o755)] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::write(
+            d.join(prog),
+            format!("#!/bin/sh\necho from {}\n", d.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(d.join(prog), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let m = marker("path-gone");
+    let (confine, own, _) = MarkNoNewPrivs::new(false);
+    let confine: Arc<dyn Confine> = Arc::new(confine);
+    let run_with = |path: String, confine: Option<Arc<dyn Confine>>| {
+        let mut req = request("", &m, 10_000);
+        req.spec.program = prog.into();
+        req.spec.args.clear();
+        req.spec.env = vec![("PATH".into(), path.into())];
+        req.spec.confine = confine;
+        run::run(req, std::future::pending(), None)
+    };
+    let everything = format!(
+        "/nonexistent-agentty-dir:{}:{}:{}:{}",
+        not_a_dir.join("sub").display(),
+        dangling.display(),
+        unrunnable.display(),
+        good.display()
+    );
+    let no_good = format!(
+        "{}:{}:/nonexistent-agentty-dir",
+        dangling.display(),
+        unrunnable.display()
+    );
+    for confine in [None, Some(confine.clone())] {
+        let outcome = run_with(everything.clone(), confine.clone()).await.unwrap();
+        assert_eq!(
+            text(&outcome.stdout).trim(),
+            format!("from {}", good.display())
+        );
+        let err = run_with(no_good.clone(), confine.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        let err = run_with("/nonexistent-agentty-dir".into(), confine)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+    }
+    assert_eq!(
+        own.load(Ordering::Relaxed),
+        3,
+        "the confined runs were confined"
+    );
+}
+
 #[tokio::test]
 async fn bad_specs_are_errors_and_leave_no_process() {
     agentty_core::init().unwrap();
