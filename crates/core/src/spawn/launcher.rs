@@ -63,11 +63,18 @@ pub(super) enum Reply {
 }
 
 impl Reply {
-    /// A reply to the task that calls this, on its runtime; `None` outside a runtime.
-    pub(super) fn to_task() -> Option<(Self, tokio::sync::oneshot::Receiver<Started>)> {
+    /// A reply to the task that calls this, on its runtime, for the child marked `marker`;
+    /// `None` outside a runtime.
+    pub(super) fn to_task(marker: &str) -> Option<(Self, Answer)> {
         let runtime = Handle::try_current().ok()?;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        Some((Reply::Await(tx, runtime), rx))
+        let answer = Answer {
+            rx,
+            marker: marker.to_owned(),
+            runtime: runtime.clone(),
+            taken: false,
+        };
+        Some((Reply::Await(tx, runtime), answer))
     }
 
     /// Sends `started`; when nobody waits for it any more, the child's whole tree is stopped.
@@ -78,6 +85,45 @@ impl Reply {
         };
         if let Some(Ok((pid, watch))) = unclaimed {
             stop_unclaimed(pid, watch, marker, runtime.as_ref());
+        }
+    }
+}
+
+/// What a task awaits a launcher's answer on. Whoever is dropped first stops the child: the
+/// launcher when it finds this gone, or this when the answer came but was never taken (the
+/// task was dropped between the launcher's send and its next poll).
+pub(super) struct Answer {
+    rx: tokio::sync::oneshot::Receiver<Started>,
+    marker: String,
+    runtime: Handle,
+    taken: bool,
+}
+
+impl std::future::Future for Answer {
+    type Output = Result<Started, tokio::sync::oneshot::error::RecvError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let polled = std::pin::Pin::new(&mut self.rx).poll(cx);
+        if polled.is_ready() {
+            self.taken = true;
+        }
+        polled
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if self.taken {
+            return;
+        }
+        // After close the launcher's send fails (and it stops the child itself), or it came
+        // first and its child is here.
+        self.rx.close();
+        if let Ok(Ok((pid, watch))) = self.rx.try_recv() {
+            stop_unclaimed(pid, watch, &self.marker, Some(&self.runtime));
         }
     }
 }
@@ -155,6 +201,10 @@ pub(super) fn hand(
     let Some(confine) = plan.confine.clone() else {
         return Err(Box::new((plan, reply)));
     };
+    // The reaper thread starts here if it has not yet, never on a launcher: a thread started
+    // there would inherit the launcher's filter and namespaces. (Its error is the spawn's:
+    // `spawn_registered` asks again.)
+    let _ = reaper::init();
     let key = key(&confine);
     let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
     let found = pools

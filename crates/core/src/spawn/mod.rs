@@ -325,7 +325,7 @@ fn launch(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
 /// [`launch`] for a task: a launcher's clone does not hold up the calling worker thread.
 /// Outside a runtime it is [`launch`].
 async fn launch_async(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
-    let Some((reply, answer)) = launcher::Reply::to_task() else {
+    let Some((reply, answer)) = launcher::Reply::to_task(marker) else {
         return launch(plan, marker);
     };
     match launcher::hand(plan, marker, reply) {

@@ -578,3 +578,42 @@ async fn spawns_at_once_get_launchers_side_by_side_up_to_one_per_cpu() {
     }
     assert_eq!(confine.reached.load(Ordering::Relaxed), spawns);
 }
+
+/// A spawn dropped after its launcher answered, but before it took the answer, leaves nothing
+/// running either: the answer, dropped untaken, stops the child it holds.
+#[tokio::test(flavor = "current_thread")]
+async fn a_spawn_dropped_after_its_answer_came_leaves_nothing_running() {
+    agentty_core::init().unwrap();
+    let (confine, mut write) = waiting_confine();
+    let m = marker("dropped-answer");
+    let mut spec = sh("exec sleep 30", &m);
+    spec.confine = Some(confine.clone());
+    let mut spawning = Box::pin(agentty_core::spawn::spawn_async(spec));
+    let first = tokio::time::timeout(Duration::ZERO, &mut spawning).await;
+    assert!(first.is_err(), "answered before its child could exec");
+    io::Write::write_all(&mut write, b"x").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let comm = |pid: i32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let pid = loop {
+        let pid = confine.pid.load(Ordering::Relaxed);
+        if confine.reached.load(Ordering::Relaxed) == 1 && comm(pid) == "sleep\n" {
+            break pid;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the child never exec'd"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // The launcher answers as soon as the child has exec'd; the answer is never polled.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(spawning);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(comm(pid), "", "the child of a dropped answer still runs");
+    let left = leftovers_after(&m, Duration::from_secs(1)).await;
+    assert_eq!(left, Vec::<i32>::new(), "a process of it still runs");
+}
