@@ -31,6 +31,9 @@ pub(crate) enum Source {
         master: Option<Arc<Master>>,
         buf: Vec<u8>,
         len: usize,
+        /// Keystrokes still to type ([`Source::type_in`]), fed as the program takes them while
+        /// its output is read, so neither side waits for the other.
+        input: Vec<u8>,
     },
 }
 
@@ -58,6 +61,17 @@ impl Source {
             master: Some(master),
             buf: vec![0; chunk],
             len: 0,
+            input: Vec::new(),
+        }
+    }
+
+    /// Types `keys` into a terminal, as fast as the program reads them. Written in the same
+    /// loop that reads its output: a program that prints while it reads its input (or never
+    /// reads it) cannot hold up the call, whose timeout and cancellation stay in force. What
+    /// is not taken when the terminal is hung up, or once the program has ended, is dropped.
+    pub(crate) fn type_in(&mut self, keys: Vec<u8>) {
+        if let Source::Terminal { input, .. } = self {
+            input.extend(keys);
         }
     }
 
@@ -127,17 +141,37 @@ impl Source {
                     r = read_pipe(err, buf_err) => pipe_read(r, err, Stream::Err),
                 }
             }
-            Source::Terminal { master, buf, len } => {
+            Source::Terminal {
+                master,
+                buf,
+                len,
+                input,
+            } => {
                 let Some(m) = master else {
                     return std::future::pending().await;
                 };
-                match m.read(buf).await {
+                let read = loop {
+                    if input.is_empty() {
+                        break m.read(buf).await;
+                    }
+                    // Cancel-safe too: a write's result is taken in the poll that completes it.
+                    tokio::select! {
+                        read = m.read(buf) => break read,
+                        wrote = m.write_some(input) => match wrote {
+                            Ok(n) => drop(input.drain(..n)),
+                            // The program is gone (EIO) or the terminal refuses: nobody takes it.
+                            Err(_) => input.clear(),
+                        },
+                    }
+                };
+                match read {
                     Ok(n) if n > 0 => {
                         *len = n;
                         Read::Chunk(Stream::Terminal)
                     }
                     _ => {
                         *master = None;
+                        input.clear();
                         Read::Closed
                     }
                 }

@@ -176,9 +176,6 @@ pub async fn run(
     let (master, tty_path, started) = spawn_on_pty(spec, cols, rows)?;
     let pid = started.pid;
     let mut exit_watch = started.exit;
-    if let Some(text) = input {
-        exit_watch.or_kill(master.write_all(&keystrokes(&text)).await)?;
-    }
     let mut capture = Capture {
         cleaner: Cleaner::new(),
         output: ModelOutput::new(spill),
@@ -197,6 +194,9 @@ pub async fn run(
     };
     // The source holds the only handle on the master: the loop hangs it up when it is done.
     let mut source = Source::terminal(Arc::new(master), READ_CHUNK_BYTES);
+    if let Some(text) = input {
+        source.type_in(keystrokes(&text));
+    }
     let run = Drive::one_shot(pid, &marker, &mut exit_watch, start + timeout, false);
     let ended = match engine::drive(run, &mut source, &mut capture, &mut watch, cancel).await {
         DriveEnd::Ended(ended) => ended,

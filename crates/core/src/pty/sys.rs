@@ -126,6 +126,7 @@ impl Master {
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             let mut guard = self.fd.readable().await?;
+            let hung_up = guard.ready().is_read_closed();
             let result = guard.try_io(|fd| {
                 // SAFETY: read writes at most buf.len() bytes into buf.
                 let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -139,6 +140,9 @@ impl Master {
                 Ok(Ok(n)) => return Ok(n),
                 Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),
                 Ok(Err(e)) => return Err(e),
+                // A hang-up stays "ready" (tokio never clears it): let other tasks and timers
+                // run between two tries, or this loop would hold the thread.
+                Err(_would_block) if hung_up => tokio::task::consume_budget().await,
                 Err(_would_block) => continue,
             }
         }
@@ -147,7 +151,19 @@ impl Master {
     /// Writes all of `data` (the terminal's input queue may take it in pieces).
     pub async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
+            let n = self.write_some(data).await?;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes what the terminal's input queue takes of `data` now, waiting until it takes
+    /// something (at least one byte of a non-empty `data`); EIO once the terminal is hung up
+    /// with its queue full. Cancel-safe: until it returns, nothing was written.
+    pub async fn write_some(&self, data: &[u8]) -> io::Result<usize> {
+        loop {
             let mut guard = self.fd.writable().await?;
+            let hung_up = guard.ready().is_write_closed();
             let result = guard.try_io(|fd| {
                 // SAFETY: write reads at most data.len() bytes from data.
                 let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
@@ -158,11 +174,14 @@ impl Master {
                 }
             });
             match result {
-                Ok(Ok(n)) => data = &data[n..],
-                Ok(Err(e)) => return Err(e),
+                Ok(written) => return written,
+                // The terminal was hung up (its last slave fd closed) with its input queue full:
+                // nobody will take more, and the reactor reports it writable forever.
+                Err(_would_block) if hung_up => {
+                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                }
                 Err(_would_block) => continue,
             }
         }
-        Ok(())
     }
 }

@@ -464,6 +464,57 @@ async fn shell_output_lands_in_the_job_ring() {
     shells.close("s1").await.unwrap();
 }
 
+/// Input the program does not read (more than the terminal's queues hold) cannot hold up a
+/// one-shot PTY call: its timeout and its cancellation still stop the tree, and what the
+/// program did read arrives. Typed in the loop that reads the output, not before it.
+#[tokio::test]
+async fn pty_once_input_nobody_reads_does_not_hold_up_the_timeout_or_the_cancel() {
+    agentty_core::init().unwrap();
+    let big = "x".repeat(300_000) + "\n";
+    for cancel_it in [false, true] {
+        let m = marker("once-unread-input");
+        let mut s = spec("/bin/sh", &m);
+        s.args = vec!["-c".into(), "stty raw -echo; echo begun; sleep 30".into()];
+        let started = Instant::now();
+        let request = PtyRunRequest {
+            spec: s,
+            input: Some(big.clone()),
+            timeout: if cancel_it {
+                PROMPT
+            } else {
+                Duration::from_millis(1_000)
+            },
+            spill: None,
+            cols: 80,
+            rows: 24,
+        };
+        let cancel = async {
+            if cancel_it {
+                tokio::time::sleep(Duration::from_millis(1_000)).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        let out = once::run(request, cancel).await.unwrap();
+        let expected = if cancel_it {
+            RunStatus::Cancelled
+        } else {
+            RunStatus::Timeout
+        };
+        assert_eq!(out.run.status, expected, "{:?}", out.run);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "held up by its input: {:?}",
+            started.elapsed()
+        );
+        // What the terminal echoed before `stty` may cut the output to head and tail.
+        let output = format!("{:?}", out.run.output);
+        assert!(output.contains("begun"), "{output}");
+        let left = leftovers_after(&m, Duration::from_secs(1)).await;
+        assert_eq!(left, Vec::<i32>::new());
+    }
+}
+
 #[tokio::test]
 async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
     agentty_core::init().unwrap();
