@@ -230,6 +230,15 @@ pub fn running(ms: u64, id: &str, cursor: u64) -> String {
     )
 }
 
+/// The terminal took only part of a send's input before its timeout.
+pub fn untyped(bytes: usize, id: &str) -> String {
+    format!(
+        "[the last {bytes} bytes of the input were not typed: the program is not reading its \
+         input and the terminal took no more before the timeout. Send them again once it reads; \
+         if it takes no keys at all, shell_close({{\"id\": \"{id}\"}}) stops it]"
+    )
+}
+
 /// `how`: its end as [`state_word`] says it (`exited 0`), when known.
 pub fn shell_ended(id: &str, how: Option<&str>) -> String {
     match how {

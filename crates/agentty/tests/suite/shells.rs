@@ -442,6 +442,44 @@ async fn a_send_behind_another_returns_at_its_own_timeout_typing_nothing() {
     assert!(text.contains("after") && !text.contains("second"), "{text}");
 }
 
+/// Input the running program does not read, more than the terminal's queues hold: the send
+/// returns at its timeout, says how much was not typed, and `shell_close` still stops it.
+#[tokio::test]
+async fn input_the_program_does_not_read_is_cut_at_the_timeout_and_said() {
+    let server = start().await;
+    let id = server.open_shell().await;
+    let r = server
+        .call(
+            "shell_send",
+            json!({"id": id, "input": "stty raw -echo; sleep 60\n", "timeout_ms": 300}),
+        )
+        .await;
+    assert_eq!(r.is_error, Some(false), "{}", text_of(&r));
+    let lines = format!("{}\n", "x".repeat(999)).repeat(300);
+    let started = Instant::now();
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": id, "input": lines, "timeout_ms": 1000}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < PROMPT,
+        "held up: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(s["status"], "running", "{s}");
+    let untyped = s["untyped_bytes"].as_u64().unwrap();
+    assert!(untyped > 0 && untyped < 300_000, "{s}");
+    assert!(
+        text.contains(&format!(
+            "the last {untyped} bytes of the input were not typed"
+        )),
+        "{text}"
+    );
+    ok(&server, "shell_close", json!({"id": id})).await;
+}
+
 /// A shell's state is said the same way by every tool: "open", then "closed".
 #[tokio::test]
 async fn a_shell_is_open_then_closed_in_every_list() {

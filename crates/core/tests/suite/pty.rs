@@ -645,3 +645,26 @@ async fn zsh_knows_when_a_command_is_done_too() {
     assert_eq!(out.output, "back\n", "{out:?}");
     t.close_clean().await;
 }
+
+/// Input the running command does not read (more than the terminal's queues hold) cannot
+/// hold a shell send past its timeout: the send answers that the command is still running,
+/// and the shell stays usable.
+#[tokio::test]
+async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
+    let m = marker("send-unread-input");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    send_for(&shell, "stty raw -echo; echo begun; sleep 30\n", 500).await;
+    let big = "x".repeat(300_000) + "\n";
+    let started = Instant::now();
+    let out = send_for(&shell, &big, 1_000).await;
+    assert_eq!(out.status, SendStatus::Running, "{out:?}");
+    assert!(out.untyped > 0, "{:?}", out.status);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "held up by its input: {:?}",
+        started.elapsed()
+    );
+    shells.close("s1").await.unwrap();
+    assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
+}

@@ -140,6 +140,8 @@ pub struct ShellSendResult {
     /// Exit codes of earlier commands that were still running when their sends returned and
     /// ended before this send (oldest first).
     pub earlier_exit_codes: Vec<i32>,
+    /// Bytes of the input the terminal had not taken by the timeout: they were not typed.
+    pub untyped_bytes: u64,
 }
 
 /// The screen part of `shell_read`.

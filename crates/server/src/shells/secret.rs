@@ -118,6 +118,7 @@ impl Agentty {
                 error_code: None,
                 sandbox_denied: None,
                 earlier_exit_codes: Vec::new(),
+                untyped_bytes: 0,
             },
         )
     }

@@ -230,6 +230,10 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(&line);
+        if outcome.untyped > 0 {
+            text.push('\n');
+            text.push_str(&say::untyped(outcome.untyped, &job.id));
+        }
         if let Some(sentence) = &sandbox_denied {
             text.push('\n');
             text.push_str(&crate::notice::sandbox_denied(sentence));
@@ -255,6 +259,7 @@ impl Agentty {
                     .map(|_| crate::confinement::SANDBOX_DENIED),
                 sandbox_denied,
                 earlier_exit_codes: outcome.ended_before,
+                untyped_bytes: outcome.untyped as u64,
             },
         )
     }

@@ -81,6 +81,9 @@ pub struct SendOutcome {
     /// is up (vim, less), or the output since the send homed the cursor or cleared the screen
     /// (top draws in place). Its stream is then no reading matter; its screen is.
     pub full_screen: bool,
+    /// Bytes of keystrokes the terminal had not taken by the timeout (the program does not
+    /// read its input): they were not typed.
+    pub untyped: usize,
 }
 
 pub struct SendRequest<'a> {

@@ -96,6 +96,7 @@ impl Shell {
                 elapsed: start.elapsed(),
                 ended_before,
                 full_screen: false,
+                untyped: 0,
             });
         }
         if idle_before && matches!(self.flavor, Flavor::Bash | Flavor::Zsh) {
@@ -107,8 +108,18 @@ impl Shell {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
-        master.write_all(&keystrokes(req.input)).await?;
-        self.note_typed(req.input);
+        // Typed as the terminal takes it, until the deadline: a program that does not read
+        // its input (raw mode, queues full) cannot hold the send past its timeout.
+        let keys = keystrokes(req.input);
+        let mut taken = 0;
+        while taken < keys.len() {
+            match tokio::time::timeout_at(deadline, master.write_some(&keys[taken..])).await {
+                Ok(written) => taken += written?,
+                Err(_deadline) => break,
+            }
+        }
+        let untyped = keys.len() - taken;
+        self.note_typed(typed_part(req.input, taken));
         drop(master);
         let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
         let idle = Duration::from_millis(SEND_IDLE_MS);
@@ -223,6 +234,7 @@ impl Shell {
             elapsed: start.elapsed(),
             ended_before,
             full_screen,
+            untyped,
         })
     }
 
@@ -353,5 +365,39 @@ impl Shell {
             lock(&self.live).owed_prompts += 1;
         }
         written.map_err(|_| SecretRefused::Closed)
+    }
+}
+
+/// The part of `input` whose keystrokes ([`keystrokes`]) are the first `taken` bytes (a `\r\n`
+/// is one keystroke), cut back to a character boundary.
+fn typed_part(input: &str, taken: usize) -> &str {
+    let bytes = input.as_bytes();
+    let (mut i, mut keys) = (0, 0);
+    while i < bytes.len() && keys < taken {
+        i += if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            2
+        } else {
+            1
+        };
+        keys += 1;
+    }
+    while !input.is_char_boundary(i) {
+        i -= 1;
+    }
+    &input[..i]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::typed_part;
+
+    #[test]
+    fn the_typed_part_counts_a_crlf_as_one_keystroke_and_keeps_whole_characters() {
+        assert_eq!(typed_part("ab\r\ncd", 3), "ab\r\n");
+        assert_eq!(typed_part("ab\ncd", 3), "ab\n");
+        assert_eq!(typed_part("ab", 5), "ab");
+        assert_eq!(typed_part("aé", 2), "a");
+        assert_eq!(typed_part("aé", 3), "aé");
+        assert_eq!(typed_part("x", 0), "");
     }
 }
