@@ -232,7 +232,8 @@ impl ExitWatch {
     /// For a set-up step that failed right after the spawn: on `Err`, kills the child's whole
     /// process group at once, so nothing runs that no one supervises (the watch, once dropped,
     /// has the reaper reap it). Certain: while the watch holds the child unreaped, the group
-    /// number is still its own.
+    /// number is still its own. The error comes back as an [`AfterStart`](crate::spawn::AfterStart):
+    /// the program may have begun.
     pub fn or_kill<T>(&self, result: io::Result<T>) -> io::Result<T> {
         if result.is_err()
             && self.exited.is_none()
@@ -240,7 +241,7 @@ impl ExitWatch {
         {
             let _ = nix::sys::signal::killpg(Pid::from_raw(self.pid), nix::sys::signal::SIGKILL);
         }
-        result
+        result.map_err(crate::spawn::AfterStart::wrap)
     }
 
     /// Waits for the child to exit and reaps it (unless a stop has it pinned: then it is

@@ -194,6 +194,15 @@ pub fn parsed_cut(omitted: u64, total: u64, records: &str) -> String {
         agentty_core::limits::INLINE_LIMIT_BYTES / 1024
     )
 }
+
+/// The program was started, then the server could not follow its output and stopped it.
+pub fn stopped_after_start(program: &str, error: &std::io::Error) -> String {
+    format!(
+        "{program:?} was started, then stopped at once: the server could not read its output \
+         ({error}). It may have begun to run; its process group was killed"
+    )
+}
+
 pub const CANCELLED_BEFORE_START: &str = "cancelled before it started: nothing ran";
 
 pub const NO_OUTPUT: &str = "(no output)";

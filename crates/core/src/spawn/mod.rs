@@ -82,6 +82,25 @@ pub fn detach_controlling_terminal() -> bool {
 }
 
 /// What stdin the process gets.
+/// An error met after the program was started (its exec had succeeded), while the server
+/// set up the reading of its output: its process group was killed at once, but it may have
+/// begun to run, so "nothing ran" would not be true. Carried inside an [`io::Error`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AfterStart(pub io::Error);
+
+impl AfterStart {
+    pub fn wrap(error: io::Error) -> io::Error {
+        io::Error::new(error.kind(), AfterStart(error))
+    }
+
+    /// The error met after the start, when `error` is one.
+    pub fn of(error: &io::Error) -> Option<&io::Error> {
+        let inner = error.get_ref()?.downcast_ref::<AfterStart>()?;
+        Some(&inner.0)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StdinMode {
     /// `/dev/null`: reading gets EOF at once.

@@ -617,3 +617,26 @@ async fn a_spawn_dropped_after_its_answer_came_leaves_nothing_running() {
     let left = leftovers_after(&m, Duration::from_secs(1)).await;
     assert_eq!(left, Vec::<i32>::new(), "a process of it still runs");
 }
+
+/// A set-up step that fails after the exec (the reading of the output could not be set up)
+/// kills the child's group at once, and its error says the program was started: "nothing
+/// ran" would not be true.
+#[tokio::test]
+async fn a_failure_after_the_start_stops_the_group_and_says_it_started() {
+    agentty_core::init().unwrap();
+    let m = marker("after-start");
+    let spawned = agentty_core::spawn::spawn_async(sh("sleep 30", &m))
+        .await
+        .unwrap();
+    let failed: io::Result<()> = spawned
+        .exit
+        .or_kill(Err(io::Error::from_raw_os_error(libc::ENOSPC)));
+    let error = failed.unwrap_err();
+    let inner = agentty_core::spawn::AfterStart::of(&error).expect("an error after the start");
+    assert_eq!(inner.raw_os_error(), Some(libc::ENOSPC));
+    drop(spawned);
+    assert_eq!(
+        leftovers_after(&m, Duration::from_secs(5)).await,
+        Vec::<i32>::new()
+    );
+}

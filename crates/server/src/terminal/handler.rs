@@ -197,15 +197,19 @@ impl Agentty {
 
 /// The answer to a command that could not be started. A call cancelled meanwhile (the client
 /// gave up, or the server is shutting down and its sessions' namespaces with it) is answered
-/// as cancelled: that is the cause, not what the start ran into then. Nothing ran either way.
+/// as cancelled: that is the cause, not what the start ran into then. Nothing ran either way,
+/// unless the error came after the program's start: then it is said to have been stopped.
 pub(crate) fn not_started(
     prepared: &Prepared,
     ctx: &RequestContext<RoleServer>,
     error: &std::io::Error,
 ) -> CallToolResult {
+    let program = prepared.program.to_string_lossy();
+    if let Some(error) = agentty_core::spawn::AfterStart::of(error) {
+        return tool_error(notice::stopped_after_start(&program, error));
+    }
     if ctx.ct.is_cancelled() {
         return tool_error(notice::CANCELLED_BEFORE_START.into());
     }
-    let program = prepared.program.to_string_lossy();
     tool_error(notice::spawn_failed(&program, &prepared.workdir, error))
 }
