@@ -194,15 +194,15 @@ fn strip_descriptions(schema: &mut JsonObject) {
 }
 
 /// For a schemars integer format: `Some(maximum)` to state instead (`None` when the type's own
-/// range is past what JSON numbers carry exactly, or the bound says nothing useful); `None`
+/// range is past what JSON numbers carry exactly, or the bound says nothing useful: no value
+/// anyone sends comes near 2^32, and the server refuses one past its type in words); `None`
 /// when `format` is not one of them (a real format such as `date-time` stays).
 fn integer_format_max(format: &str) -> Option<Option<u64>> {
     Some(match format {
         "uint8" => Some(u8::MAX.into()),
         "uint16" => Some(u16::MAX.into()),
-        "uint32" => Some(u32::MAX.into()),
-        "uint" | "uint64" | "uint128" | "int" | "int8" | "int16" | "int32" | "int64" | "int128"
-        | "float" | "double" => None,
+        "uint" | "uint32" | "uint64" | "uint128" | "int" | "int8" | "int16" | "int32" | "int64"
+        | "int128" | "float" | "double" => None,
         _ => return None,
     })
 }
@@ -218,6 +218,7 @@ mod tests {
             "$defs": {"A": {"properties": {
                 "n": {"type": "integer", "format": "uint16", "minimum": 0},
                 "m": {"type": ["integer", "null"], "format": "uint64", "minimum": 0},
+                "k": {"type": "integer", "format": "uint32", "minimum": 0},
                 "when": {"type": "string", "format": "date-time"},
             }}},
             "anyOf": [{"type": "integer", "format": "int32"}],
@@ -229,6 +230,7 @@ mod tests {
         let text = Value::Object(schema.clone()).to_string();
         assert!(!text.contains("uint") && !text.contains("int32"), "{text}");
         assert_eq!(schema["$defs"]["A"]["properties"]["n"]["maximum"], 65535);
+        assert!(schema["$defs"]["A"]["properties"]["k"]["maximum"].is_null());
         assert_eq!(
             schema["$defs"]["A"]["properties"]["when"]["format"],
             "date-time"
