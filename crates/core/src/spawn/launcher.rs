@@ -47,6 +47,11 @@ const KEPT_POOLS: usize = 4;
 /// thread and a compiled filter, and a spawn is short.
 const MAX_LAUNCHERS: usize = 8;
 
+/// Plans handed to a pool after a launcher could not be set up before another is tried: a
+/// thread refused once (EAGAIN under a fork bomb) may be granted later, and a set-up that always
+/// fails costs one thread start per this many plans.
+const RETRY_AFTER_PLANS: u32 = 32;
+
 /// A launcher's own stack: it only loops over a channel and clones (each child runs on a stack
 /// of its own, `exec.rs`).
 const LAUNCHER_STACK_BYTES: usize = 256 * 1024;
@@ -180,8 +185,11 @@ struct Pool {
     /// when they started).
     namespace: Option<&'static SessionNamespace>,
     launchers: Vec<Launcher>,
-    /// At most this many launchers: one per CPU, and none once one could not be set up.
+    /// At most this many launchers: one per CPU.
     most: usize,
+    /// Plans still to hand to the launchers there are before another is tried, after one could
+    /// not be set up.
+    retry_in: u32,
 }
 
 static POOLS: Mutex<Vec<Pool>> = Mutex::new(Vec::new());
@@ -236,25 +244,28 @@ impl Pool {
             namespace,
             launchers: Vec::with_capacity(most),
             most,
+            retry_in: 0,
         }
     }
 
     /// Sends `request` to the launcher with the fewest plans queued, starting another one first
     /// when every launcher is busy and there may be more.
     fn send(&mut self, mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
+        self.retry_in = self.retry_in.saturating_sub(1);
         loop {
             let idlest = (0..self.launchers.len())
                 .min_by_key(|&i| self.launchers[i].queued.load(Ordering::Relaxed));
             let busy = idlest.is_none_or(|i| self.launchers[i].queued.load(Ordering::Relaxed) > 0);
-            let chosen = if busy && self.launchers.len() < self.most {
+            let chosen = if busy && self.launchers.len() < self.most && self.retry_in == 0 {
                 match Launcher::new(&self.confine, self.namespace) {
                     Some(launcher) => {
                         self.launchers.push(launcher);
                         Some(self.launchers.len() - 1)
                     }
                     None => {
-                        // No more of them: those there are take every plan.
-                        self.most = self.launchers.len();
+                        // Those there are take the next plans (with none, each spawn clones its
+                        // child itself), then another is tried.
+                        self.retry_in = RETRY_AFTER_PLANS;
                         idlest
                     }
                 }

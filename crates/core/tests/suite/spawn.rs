@@ -640,3 +640,48 @@ async fn a_failure_after_the_start_stops_the_group_and_says_it_started() {
         Vec::<i32>::new()
     );
 }
+
+/// A confinement whose shared part fails the first time a launcher thread applies it (as a
+/// thread start refused under a fork bomb would), and counts the launchers' tries.
+struct FailsOnceOnALauncher {
+    tries: AtomicUsize,
+}
+
+impl Confine for FailsOnceOnALauncher {
+    fn apply_own(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> io::Result<()> {
+        // SAFETY: gettid and getpid have no preconditions. A child cloned by the spawn itself
+        // (there is no launcher) applies this too: it is a process, its tid is its pid.
+        let on_a_thread = unsafe { libc::gettid() != libc::getpid() };
+        if on_a_thread && self.tries.fetch_add(1, Ordering::Relaxed) == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        }
+        Ok(())
+    }
+}
+
+/// A launcher that could not be set up once is tried again after a while of spawns: a pool
+/// does not stay without launchers (each spawn cloning its child itself) for the server's life.
+/// Every spawn runs meanwhile.
+#[tokio::test]
+async fn a_launcher_that_could_not_be_set_up_is_tried_again_later() {
+    agentty_core::init().unwrap();
+    let confine = Arc::new(FailsOnceOnALauncher {
+        tries: AtomicUsize::new(0),
+    });
+    let m = marker("launcher-retry");
+    for _ in 0..40 {
+        let mut req = request("echo ran", &m, 10_000);
+        req.spec.confine = Some(confine.clone());
+        let outcome = run_to_end(req).await;
+        assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
+    }
+    assert_eq!(
+        confine.tries.load(Ordering::Relaxed),
+        2,
+        "one launcher refused, then one set up"
+    );
+}
