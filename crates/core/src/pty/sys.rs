@@ -92,6 +92,22 @@ pub fn unread_output(master: RawFd) -> usize {
     }
 }
 
+/// Between two tries on a terminal that tokio once saw hung up: it keeps reporting it ready.
+const STALE_HANG_UP_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Whether no slave fd of the terminal is open now (poll(2) at this moment, unlike tokio's
+/// readiness, which keeps a hang-up it once saw).
+fn hung_up_now(master: RawFd) -> bool {
+    let mut fd = libc::pollfd {
+        fd: master,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one pollfd given, and does not wait (timeout 0).
+    let n = unsafe { libc::poll(&raw mut fd, 1, 0) };
+    n == 1 && fd.revents & libc::POLLHUP != 0
+}
+
 /// The master side, non-blocking, in tokio's reactor.
 pub struct Master {
     fd: AsyncFd<OwnedFd>,
@@ -140,9 +156,9 @@ impl Master {
                 Ok(Ok(n)) => return Ok(n),
                 Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),
                 Ok(Err(e)) => return Err(e),
-                // A hang-up stays "ready" (tokio never clears it): let other tasks and timers
-                // run between two tries, or this loop would hold the thread.
-                Err(_would_block) if hung_up => tokio::task::consume_budget().await,
+                // A hang-up stays "ready" (tokio never clears it), even once the terminal is
+                // opened again: wait a moment between two tries, or this loop would spin.
+                Err(_would_block) if hung_up => tokio::time::sleep(STALE_HANG_UP_RETRY).await,
                 Err(_would_block) => continue,
             }
         }
@@ -158,7 +174,7 @@ impl Master {
     }
 
     /// Writes what the terminal's input queue takes of `data` now, waiting until it takes
-    /// something (at least one byte of a non-empty `data`); EIO once the terminal is hung up
+    /// something (at least one byte of a non-empty `data`); EIO when the terminal is hung up
     /// with its queue full. Cancel-safe: until it returns, nothing was written.
     pub async fn write_some(&self, data: &[u8]) -> io::Result<usize> {
         loop {
@@ -176,9 +192,13 @@ impl Master {
             match result {
                 Ok(written) => return written,
                 // The terminal was hung up (its last slave fd closed) with its input queue full:
-                // nobody will take more, and the reactor reports it writable forever.
+                // nobody will take more, and the reactor reports it writable forever. If it was
+                // opened again since, that report is stale: wait a moment between two tries.
                 Err(_would_block) if hung_up => {
-                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                    if hung_up_now(self.raw()) {
+                        return Err(io::Error::from_raw_os_error(libc::EIO));
+                    }
+                    tokio::time::sleep(STALE_HANG_UP_RETRY).await;
                 }
                 Err(_would_block) => continue,
             }

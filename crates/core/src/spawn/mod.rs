@@ -81,7 +81,6 @@ pub fn detach_controlling_terminal() -> bool {
     }
 }
 
-/// What stdin the process gets.
 /// An error met after the program was started (its exec had succeeded), while the server
 /// set up the reading of its output: its process group was killed at once, but it may have
 /// begun to run, so "nothing ran" would not be true. Carried inside an [`io::Error`].
@@ -101,6 +100,7 @@ impl AfterStart {
     }
 }
 
+/// What stdin the process gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StdinMode {
     /// `/dev/null`: reading gets EOF at once.

@@ -81,8 +81,8 @@ pub struct SendOutcome {
     /// is up (vim, less), or the output since the send homed the cursor or cleared the screen
     /// (top draws in place). Its stream is then no reading matter; its screen is.
     pub full_screen: bool,
-    /// Bytes of keystrokes the terminal had not taken by the timeout (the program does not
-    /// read its input): they were not typed.
+    /// Bytes at the end of the input the terminal had not taken by the timeout (the program
+    /// does not read its input): they were not typed.
     pub untyped: usize,
 }
 

@@ -118,8 +118,12 @@ impl Shell {
                 Err(_deadline) => break,
             }
         }
-        let untyped = keys.len() - taken;
-        self.note_typed(typed_part(req.input, taken));
+        let typed = typed_part(req.input, taken);
+        self.note_typed(typed);
+        // Only typed lines get prompts: an untyped one is owed none.
+        let newlines = typed.matches('\n').count() as u32;
+        // In bytes of the input, whole characters (a `\r\n` is one keystroke but two bytes).
+        let untyped = req.input.len() - typed.len();
         drop(master);
         let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
         let idle = Duration::from_millis(SEND_IDLE_MS);
