@@ -86,6 +86,11 @@ pub enum EnterRefused {
     NotAsked,
     #[error("a secret is one line of at most 1024 bytes, without control characters")]
     Unfit,
+    #[error(
+        "the program did not take it: it asks for a password but does not read its input \
+         (part of it may be in the line it would read)"
+    )]
+    NotTaken,
 }
 
 impl Pending {
@@ -182,6 +187,7 @@ impl Pending {
                 .map_err(|e| match e {
                     SecretRefused::Closed => EnterRefused::Closed,
                     SecretRefused::NotAsked => EnterRefused::NotAsked,
+                    SecretRefused::NotTaken => EnterRefused::NotTaken,
                 }),
         };
         wipe(&mut secret);

@@ -675,3 +675,26 @@ async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
     shells.close("s1").await.unwrap();
     assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
 }
+
+/// A secret the program does not take (it asks for a password but does not read, and lines it
+/// has not read fill its input queue) is refused after a bound, and the shell's sends go on:
+/// typing it does not hold the shell's send lock for good.
+#[tokio::test]
+async fn a_secret_the_program_does_not_take_is_refused_after_a_bound() {
+    let m = marker("secret-untaken");
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    send_for(&shell, "stty -echo; sleep 60\n", 500).await;
+    let lines = format!("{}\n", "y".repeat(99)).repeat(2_000);
+    let out = send_for(&shell, &lines, 1_000).await;
+    assert!(out.untyped > 0, "the queue did not fill: {:?}", out.status);
+    assert!(shell.asks_password());
+    let typed = tokio::time::timeout(Duration::from_secs(60), shell.type_secret(b"hunter2"))
+        .await
+        .expect("typing the secret held on");
+    assert_eq!(typed, Err(agentty_core::pty::SecretRefused::NotTaken));
+    let wait = send_for(&shell, "", 300).await;
+    assert_eq!(wait.status, SendStatus::Running, "{wait:?}");
+    shells.close("s1").await.unwrap();
+    assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
+}

@@ -322,7 +322,14 @@ pub enum SecretRefused {
     /// No program reads a password now (the terminal echoes, or reads key by key): the
     /// secret could show, or go to the wrong reader.
     NotAsked,
+    /// The terminal did not take it all within [`SECRET_TYPE_MS`]: the program asks but does
+    /// not read, and its input queue is full. Part of it may be in the line it would read.
+    NotTaken,
 }
+
+/// How long a secret may take to be typed: a program that asks for a password reads it, so
+/// only one that does not (with its input queue full) makes it wait.
+pub const SECRET_TYPE_MS: u64 = 5_000;
 
 impl Shell {
     /// The command line of the terminal's foreground process group leader (who reads what is
@@ -360,15 +367,21 @@ impl Shell {
         let mut keys = Vec::with_capacity(secret.len() + 1);
         keys.extend_from_slice(secret);
         keys.push(b'\r');
-        let written = master.write_all(&keys).await;
+        let bound = Duration::from_millis(SECRET_TYPE_MS);
+        let written = tokio::time::timeout(bound, master.write_all(&keys)).await;
         keys.fill(0);
         self.touch();
-        if written.is_ok() {
-            // The program that asked finishes with the shell's next prompt: owed, as for a send
-            // that returned while its command ran, so its exit code is told by the next send.
-            lock(&self.live).owed_prompts += 1;
+        match written {
+            Ok(Ok(())) => {
+                // The program that asked finishes with the shell's next prompt: owed, as for a
+                // send that returned while its command ran, so its exit code is told by the
+                // next send.
+                lock(&self.live).owed_prompts += 1;
+                Ok(())
+            }
+            Ok(Err(_)) => Err(SecretRefused::Closed),
+            Err(_bound) => Err(SecretRefused::NotTaken),
         }
-        written.map_err(|_| SecretRefused::Closed)
     }
 }
 
