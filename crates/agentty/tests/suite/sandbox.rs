@@ -797,7 +797,8 @@ async fn the_escape_matrix_holds_on_every_path_in_default_and_plan() {
 /// Confined commands run in the session's PID namespace with a `/proc` of their own: the pid
 /// a result shows is the command's `$$`, a pid read from `ps`/`pgrep` is one `kill` can use,
 /// the session's other commands are seen, the user's processes (this test) are not, and the
-/// namespace's init cannot be killed from inside.
+/// namespace's init cannot be killed from inside. (`pgrep` is asked until the background
+/// child has exec'd `sleep`: right after the fork it is still a copy of the shell.)
 #[tokio::test]
 async fn confined_commands_see_the_session_processes_with_pids_kill_can_use() {
     let server = start().await;
@@ -807,7 +808,8 @@ async fn confined_commands_see_the_session_processes_with_pids_kill_can_use() {
         .await;
     assert_eq!(s["status"], "background", "{s}");
     let script = format!(
-        "sleep 301 & pgrep -f '^sleep 301$' > /tmp/agentty-ns-$$ ; kill $(cat /tmp/agentty-ns-$$); \
+        "sleep 301 & until pgrep -f '^sleep 301$' > /tmp/agentty-ns-$$; do sleep 0.01; done; \
+         kill $(cat /tmp/agentty-ns-$$); \
          wait $!; echo waited=$?; rm -f /tmp/agentty-ns-$$; \
          pgrep -f '^{marker}' >/dev/null && echo sees-session; \
          test -e /proc/{me} && echo sees-host; \
