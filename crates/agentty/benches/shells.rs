@@ -78,7 +78,10 @@ impl RawPty {
 
     async fn round_trip(&mut self) -> Duration {
         let t = Instant::now();
-        self.master.write_all(b"echo hi\r").await.expect("write");
+        let line = b"echo hi\r";
+        let far = tokio::time::Instant::now() + Duration::from_secs(60);
+        let taken = self.master.write_until(line, far).await.expect("write");
+        assert_eq!(taken, line.len(), "the terminal took part of the line");
         // The echoed line, then the output line, then the next prompt.
         self.read_until(&[b"echo hi\r\n", b"hi\r\n", b"PROMPT$ "])
             .await;

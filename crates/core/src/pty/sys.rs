@@ -164,13 +164,21 @@ impl Master {
         }
     }
 
-    /// Writes all of `data` (the terminal's input queue may take it in pieces).
-    pub async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
-        while !data.is_empty() {
-            let n = self.write_some(data).await?;
-            data = &data[n..];
+    /// Writes `data` as the terminal's input queue takes it, until `deadline`: how much of it
+    /// was taken (all, unless the program does not read its input).
+    pub async fn write_until(
+        &self,
+        data: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> io::Result<usize> {
+        let mut taken = 0;
+        while taken < data.len() {
+            match tokio::time::timeout_at(deadline, self.write_some(&data[taken..])).await {
+                Ok(written) => taken += written?,
+                Err(_deadline) => break,
+            }
         }
-        Ok(())
+        Ok(taken)
     }
 
     /// Writes what the terminal's input queue takes of `data` now, waiting until it takes

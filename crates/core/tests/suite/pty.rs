@@ -646,19 +646,40 @@ async fn zsh_knows_when_a_command_is_done_too() {
     t.close_clean().await;
 }
 
+/// A bash (marked `tag`) running `command`, which does not read its input, and the outcome of
+/// sending it `lines` with a 1 s timeout.
+async fn shell_behind_unread_input(
+    tag: &str,
+    command: &str,
+    lines: &str,
+) -> (
+    String,
+    Arc<Shells>,
+    Arc<Shell>,
+    agentty_core::pty::SendOutcome,
+) {
+    let m = marker(tag);
+    let shells = shells(None).await;
+    let shell = open(&shells, "/bin/bash", &m).await;
+    send_for(&shell, command, 500).await;
+    let out = send_for(&shell, lines, 1_000).await;
+    (m, shells, shell, out)
+}
+
 /// Input the running command does not read (more than the terminal's queues hold) cannot
 /// hold a shell send past its timeout: the send answers that the command is still running and
 /// how much of the input was not typed. The lines that were typed run once the command ends;
 /// the untyped ones are owed no prompt, so a wait after them answers at once.
 #[tokio::test]
 async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
-    let m = marker("send-unread-input");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
-    send_for(&shell, "stty raw -echo; echo begun; sleep 4\n", 500).await;
     let line = format!(": {}\n", "x".repeat(997));
     let lines = line.repeat(300);
-    let out = send_for(&shell, &lines, 1_000).await;
+    let (m, shells, shell, out) = shell_behind_unread_input(
+        "send-unread-input",
+        "stty raw -echo; echo begun; sleep 4\n",
+        &lines,
+    )
+    .await;
     assert_eq!(out.status, SendStatus::Running, "{out:?}");
     assert!(
         out.untyped > 0 && out.untyped < lines.len(),
@@ -681,12 +702,9 @@ async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
 /// typing it does not hold the shell's send lock for good.
 #[tokio::test]
 async fn a_secret_the_program_does_not_take_is_refused_after_a_bound() {
-    let m = marker("secret-untaken");
-    let shells = shells(None).await;
-    let shell = open(&shells, "/bin/bash", &m).await;
-    send_for(&shell, "stty -echo; sleep 60\n", 500).await;
     let lines = format!("{}\n", "y".repeat(99)).repeat(2_000);
-    let out = send_for(&shell, &lines, 1_000).await;
+    let (m, shells, shell, out) =
+        shell_behind_unread_input("secret-untaken", "stty -echo; sleep 60\n", &lines).await;
     assert!(out.untyped > 0, "the queue did not fill: {:?}", out.status);
     assert!(shell.asks_password());
     let typed = tokio::time::timeout(Duration::from_secs(60), shell.type_secret(b"hunter2"))

@@ -110,14 +110,7 @@ impl Shell {
         }
         // Typed as the terminal takes it, until the deadline: a program that does not read
         // its input (raw mode, queues full) cannot hold the send past its timeout.
-        let keys = keystrokes(req.input);
-        let mut taken = 0;
-        while taken < keys.len() {
-            match tokio::time::timeout_at(deadline, master.write_some(&keys[taken..])).await {
-                Ok(written) => taken += written?,
-                Err(_deadline) => break,
-            }
-        }
+        let taken = master.write_until(&keystrokes(req.input), deadline).await?;
         let typed = typed_part(req.input, taken);
         self.note_typed(typed);
         // Only typed lines get prompts: an untyped one is owed none.
@@ -367,20 +360,20 @@ impl Shell {
         let mut keys = Vec::with_capacity(secret.len() + 1);
         keys.extend_from_slice(secret);
         keys.push(b'\r');
-        let bound = Duration::from_millis(SECRET_TYPE_MS);
-        let written = tokio::time::timeout(bound, master.write_all(&keys)).await;
+        let bound = Instant::now() + Duration::from_millis(SECRET_TYPE_MS);
+        let written = master.write_until(&keys, bound).await;
         keys.fill(0);
         self.touch();
         match written {
-            Ok(Ok(())) => {
+            Ok(taken) if taken == keys.len() => {
                 // The program that asked finishes with the shell's next prompt: owed, as for a
                 // send that returned while its command ran, so its exit code is told by the
                 // next send.
                 lock(&self.live).owed_prompts += 1;
                 Ok(())
             }
-            Ok(Err(_)) => Err(SecretRefused::Closed),
-            Err(_bound) => Err(SecretRefused::NotTaken),
+            Ok(_part) => Err(SecretRefused::NotTaken),
+            Err(_) => Err(SecretRefused::Closed),
         }
     }
 }
