@@ -53,7 +53,8 @@ const LANDLOCK_MARKERS: &[&str] = &["permission denied", "eacces", "invalid cros
 const CANNOT_EXECUTE: i32 = 126;
 
 /// How many lines after an error code a tool may name the path (npm: `code EACCES`, then
-/// `syscall mkdir`, then `path /home/u/.npm`).
+/// `syscall mkdir`, then `path /home/u/.npm`), or before a permission error that is the cause
+/// of an error naming it (cargo's `Caused by:`).
 const PATH_LOOKAHEAD_LINES: usize = 8;
 
 /// Where a failed command ran (its directory when it ended, as far as known) and its text: what
@@ -104,14 +105,38 @@ pub fn detect_denial(
         if !markers.iter().any(|m| lower.contains(m)) {
             return None;
         }
-        denial_in_line(lines[i], plan, ran).or_else(|| {
-            let after = &lines[i + 1..lines.len().min(i + 1 + PATH_LOOKAHEAD_LINES)];
-            after
-                .iter()
-                .find_map(|line| path_field(line))
-                .and_then(|path| judge(path, plan))
-        })
+        denial_in_line(lines[i], plan, ran)
+            .or_else(|| {
+                let after = &lines[i + 1..lines.len().min(i + 1 + PATH_LOOKAHEAD_LINES)];
+                after
+                    .iter()
+                    .find_map(|line| path_field(line))
+                    .and_then(|path| judge(path, plan))
+            })
+            .or_else(|| cause_of(&lines[..i], plan, ran))
     })
+}
+
+/// The error a `Caused by:` chain hangs the permission error on, when that error names the
+/// path: `error: failed to open: /x/.cargo-lock` ⏎ ⏎ `Caused by:` ⏎ `  Permission denied (os
+/// error 13)` (cargo and every tool that reports errors as anyhow does). `before`: the lines
+/// above the permission error, searched nearest first, only when it is a cause.
+fn cause_of(before: &[&str], plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Denial> {
+    let window = &before[before.len().saturating_sub(PATH_LOOKAHEAD_LINES)..];
+    let caused_by = window
+        .iter()
+        .rposition(|line| line.trim() == "Caused by:")?;
+    // The cause follows its label (blank lines aside) directly.
+    if window[caused_by + 1..]
+        .iter()
+        .any(|line| !line.trim().is_empty())
+    {
+        return None;
+    }
+    window[..caused_by]
+        .iter()
+        .rev()
+        .find_map(|line| denial_in_line(line, plan, ran))
 }
 
 /// The permission-error texts this plan's backend produces.

@@ -111,6 +111,32 @@ fn a_path_on_a_later_line_is_found() {
     );
 }
 
+/// cargo (and any tool that reports errors as anyhow does) names the path in the error and
+/// gives the permission error as its cause, lines below; an unrelated path above a permission
+/// error that is not a cause is not blamed.
+#[test]
+fn a_path_in_the_error_a_permission_error_caused_is_found() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let p = plan(Mode::Default, ws.path());
+    let lock = out.path().join("debug/.cargo-lock");
+    let output = format!(
+        "error: failed to open: {}\n\nCaused by:\n  Permission denied (os error 13)\n",
+        lock.display()
+    );
+    assert_eq!(
+        detect_denial(Some(101), &output, &p, None),
+        Some(Denial {
+            path: Some(lock.clone())
+        })
+    );
+    let unrelated = format!(
+        "warning: skipped {}\nsomething else\nPermission denied (os error 13)\n",
+        lock.display()
+    );
+    assert_eq!(detect_denial(Some(1), &unrelated, &p, None), None);
+}
+
 /// A path that even this server, unconfined, could not write was refused by its
 /// permissions or its mount: escalating would not help, so it is not the sandbox's.
 #[test]
