@@ -87,8 +87,14 @@ pub enum EnterRefused {
     #[error("a secret is one line of at most 1024 bytes, without control characters")]
     Unfit,
     #[error(
-        "the program did not take it: it asks for a password but does not read its input \
-         (part of it may be in the line it would read)"
+        "lines typed earlier wait to be read first, so the secret would go to whoever reads \
+         after them; let the program read them (or stop it) and ask again"
+    )]
+    Pending,
+    #[error(
+        "the program did not read it within {} s, so it was taken back out of the terminal's \
+         input: nothing of it is left for another program to read",
+        agentty_core::pty::SECRET_TYPE_MS / 1000
     )]
     NotTaken,
 }
@@ -187,6 +193,7 @@ impl Pending {
                 .map_err(|e| match e {
                     SecretRefused::Closed => EnterRefused::Closed,
                     SecretRefused::NotAsked => EnterRefused::NotAsked,
+                    SecretRefused::Pending => EnterRefused::Pending,
                     SecretRefused::NotTaken => EnterRefused::NotTaken,
                 }),
         };

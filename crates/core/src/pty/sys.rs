@@ -92,6 +92,57 @@ pub fn unread_output(master: RawFd) -> usize {
     }
 }
 
+/// The terminal's slave side, opened from the master for a moment (never as a controlling
+/// terminal): only that side shows and clears the input queue, what was typed and not yet read.
+/// While it is open, reading the master does not report the end, so it is held briefly.
+pub struct Peer(OwnedFd);
+
+impl Peer {
+    /// Opens the slave of `master`: `TIOCGPTPEER` on Linux (no path lookup), else `tty_path`.
+    pub fn open(master: RawFd, tty_path: &str) -> io::Result<Self> {
+        let flags = libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC;
+        #[cfg(target_os = "linux")]
+        {
+            let _ = tty_path;
+            // SAFETY: TIOCGPTPEER takes the open flags and returns a new fd we then own.
+            let fd = check(unsafe { libc::ioctl(master, libc::TIOCGPTPEER, flags) })?;
+            // SAFETY: fd was just opened and is owned by nobody else.
+            Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
+        }
+        // Untested: macOS has no TIOCGPTPEER.
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = master;
+            let path = std::ffi::CString::new(tty_path)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            // SAFETY: open with a NUL-terminated path; the fd is then ours.
+            let fd = check(unsafe { libc::open(path.as_ptr(), flags) })?;
+            // SAFETY: fd was just opened and is owned by nobody else.
+            Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
+        }
+    }
+
+    /// Whether a line waits to be read: a whole one, when the terminal reads lines (a partial
+    /// line is not yet readable). Linux's poll first moves what the master wrote into the queue.
+    pub fn line_waiting(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll reads and writes the one pollfd given, and does not wait (timeout 0).
+        let n = unsafe { libc::poll(&raw mut fd, 1, 0) };
+        n == 1 && fd.revents & libc::POLLIN != 0
+    }
+
+    /// Drops everything in the input queue, a partial line included (`tcflush(TCIFLUSH)`), as
+    /// a password reader does when it turns echo off (`TCSAFLUSH`).
+    pub fn discard_input(&self) -> io::Result<()> {
+        // SAFETY: tcflush on an fd we own.
+        check(unsafe { libc::tcflush(self.0.as_raw_fd(), libc::TCIFLUSH) }).map(drop)
+    }
+}
+
 /// Between two tries on a terminal that tokio once saw hung up: it keeps reporting it ready.
 const STALE_HANG_UP_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use agentty_core::jobs::{JobState, JobTable, OutputRing, READ_MAX_BYTES};
 use agentty_core::pty::once::{self, PtyRunRequest};
-use agentty_core::pty::{Gone, OpenError, OpenSpec, SendRequest, SendStatus, Shell, Shells};
+use agentty_core::pty::{
+    Gone, OpenError, OpenSpec, SecretRefused, SendRequest, SendStatus, Shell, Shells,
+};
 use agentty_core::run::RunStatus;
 use agentty_core::spawn::{SpawnSpec, StdinMode};
 
@@ -697,22 +699,94 @@ async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
     assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
 }
 
-/// A secret the program does not take (it asks for a password but does not read, and lines it
-/// has not read fill its input queue) is refused after a bound, and the shell's sends go on:
-/// typing it does not hold the shell's send lock for good.
+/// Waits (bounded) until a program of `shell` asks for a password.
+async fn until_it_asks_a_password(shell: &Shell) {
+    let started = Instant::now();
+    while !shell.asks_password() {
+        assert!(started.elapsed() < PROMPT, "no password asked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A shell whose command turns echo off and reads nothing until the test's file exists: a
+/// program that asks for a password but does not read (yet). Returns the file to create.
+async fn shell_asking_without_reading(name: &str) -> (Opened, std::path::PathBuf) {
+    let t = open_one("/bin/bash", name).await;
+    let go = std::env::temp_dir().join(format!("{}.go", t.marker));
+    let command = format!(
+        "stty -echo; until [ -e {} ]; do sleep 0.05; done; stty echo\n",
+        go.display()
+    );
+    send_for(&t.shell, &command, 300).await;
+    until_it_asks_a_password(&t.shell).await;
+    (t, go)
+}
+
+/// Lets the command of [`shell_asking_without_reading`] end, waits for the shell's prompt,
+/// and returns everything the terminal showed (the agent's view of it).
+async fn let_it_end(t: &Opened, go: &std::path::Path) -> String {
+    std::fs::write(go, b"").unwrap();
+    wait_until_idle(t.shell.pid).await;
+    let out = send(&t.shell, "echo ended\n").await;
+    assert!(out.output.contains("ended"), "{out:?}");
+    std::fs::remove_file(go).unwrap();
+    t.shell.raw_tail(1 << 20)
+}
+
+/// A secret the program does not read in time is taken back out of the terminal's input:
+/// once the program ends, the shell does not read it as a command (and show it).
 #[tokio::test]
-async fn a_secret_the_program_does_not_take_is_refused_after_a_bound() {
-    let lines = format!("{}\n", "y".repeat(99)).repeat(2_000);
-    let (m, shells, shell, out) =
-        shell_behind_unread_input("secret-untaken", "stty -echo; sleep 60\n", &lines).await;
-    assert!(out.untyped > 0, "the queue did not fill: {:?}", out.status);
-    assert!(shell.asks_password());
-    let typed = tokio::time::timeout(Duration::from_secs(60), shell.type_secret(b"hunter2"))
+async fn a_secret_nobody_reads_is_taken_back_so_the_shell_never_runs_it() {
+    let (t, go) = shell_asking_without_reading("secret-unread").await;
+    let typed = t
+        .shell
+        .type_secret_within(b"hunter2", Duration::from_millis(300))
+        .await;
+    assert_eq!(typed, Err(SecretRefused::NotTaken));
+    let seen = let_it_end(&t, &go).await;
+    assert!(!seen.contains("hunter2"), "{seen}");
+    t.close_clean().await;
+}
+
+/// A line typed before the secret and not read yet would be read first, and the secret by
+/// whoever reads after it (the shell, which runs and shows it): the secret is refused at once.
+/// The shell's sends go on, and the earlier line runs as typed.
+#[tokio::test]
+async fn a_secret_behind_lines_not_yet_read_is_refused() {
+    let (t, go) = shell_asking_without_reading("secret-behind").await;
+    send_for(&t.shell, "echo typed-before\n", 300).await;
+    let typed = tokio::time::timeout(PROMPT, t.shell.type_secret(b"hunter2"))
         .await
-        .expect("typing the secret held on");
-    assert_eq!(typed, Err(agentty_core::pty::SecretRefused::NotTaken));
-    let wait = send_for(&shell, "", 300).await;
-    assert_eq!(wait.status, SendStatus::Running, "{wait:?}");
-    shells.close("s1").await.unwrap();
-    assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
+        .expect("refused at once");
+    assert_eq!(typed, Err(SecretRefused::Pending));
+    let seen = let_it_end(&t, &go).await;
+    assert!(seen.contains("typed-before"), "{seen}");
+    assert!(!seen.contains("hunter2"), "{seen}");
+    t.close_clean().await;
+}
+
+/// A partial line typed before the secret (with echo off, unseen) does not become its start:
+/// the program reads the secret alone, as a password reader that flushes its input would.
+/// The send that started it returned before it was seen asking (50 ms): the secret owes its
+/// prompt once, so the next wait ends there.
+#[tokio::test]
+async fn a_secret_is_the_whole_line_the_program_reads() {
+    let t = open_one("/bin/bash", "secret-whole").await;
+    send_for(
+        &t.shell,
+        "stty -echo; read -r x; stty echo; echo \"read ${#x} bytes\"\n",
+        50,
+    )
+    .await;
+    until_it_asks_a_password(&t.shell).await;
+    send_for(&t.shell, "echo leaked-", 300).await;
+    assert_eq!(t.shell.type_secret(b"hunter2").await, Ok(()));
+    let out = send(&t.shell, "").await;
+    let told = out.status == SendStatus::Done(0)
+        || (out.status == SendStatus::AtPrompt && out.ended_before == [0]);
+    assert!(told, "the command's end is told once: {out:?}");
+    let seen = t.shell.raw_tail(1 << 20);
+    assert!(seen.contains("read 7 bytes"), "{seen}");
+    assert!(!seen.contains("hunter2"), "{seen}");
+    t.close_clean().await;
 }

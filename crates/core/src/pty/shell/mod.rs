@@ -32,7 +32,7 @@ use crate::tree;
 
 mod send;
 
-pub use send::SecretRefused;
+pub use send::{SECRET_TYPE_MS, SecretRefused};
 mod stream;
 
 /// Why a shell ended at our hands.

@@ -315,14 +315,20 @@ pub enum SecretRefused {
     /// No program reads a password now (the terminal echoes, or reads key by key): the
     /// secret could show, or go to the wrong reader.
     NotAsked,
-    /// The terminal did not take it all within [`SECRET_TYPE_MS`]: the program asks but does
-    /// not read, and its input queue is full. Part of it may be in the line it would read.
+    /// Lines typed earlier wait to be read: the program would read them first, and the secret
+    /// would go to whoever reads after them (the shell, which runs and shows it).
+    Pending,
+    /// The program did not read it within [`SECRET_TYPE_MS`]: it was taken back out of the
+    /// input queue, so no later reader (the shell, once the program ends) gets it.
     NotTaken,
 }
 
-/// How long a secret may take to be typed: a program that asks for a password reads it, so
-/// only one that does not (with its input queue full) makes it wait.
+/// How long a secret may wait to be read: a program that asks for a password reads it at
+/// once, so only one that does not waits this long.
 pub const SECRET_TYPE_MS: u64 = 5_000;
+
+/// Between two looks at whether the program has read the secret.
+const SECRET_READ_POLL: Duration = Duration::from_millis(5);
 
 impl Shell {
     /// The command line of the terminal's foreground process group leader (who reads what is
@@ -348,33 +354,83 @@ impl Shell {
         self.master().is_some_and(|m| asks_password(m.raw()))
     }
 
-    /// Types `secret` and Enter, only while a program waits for a password. It is not recorded as
-    /// typed text nor captured as a send's input; with echo off, nothing of it reaches the
-    /// output either.
+    /// Types `secret` and Enter, only while a program waits for a password, as the whole of
+    /// the line it reads, within [`SECRET_TYPE_MS`]. It is not recorded as typed text nor
+    /// captured as a send's input; with echo off, nothing of it reaches the output either.
     pub async fn type_secret(&self, secret: &[u8]) -> Result<(), SecretRefused> {
+        self.type_secret_within(secret, Duration::from_millis(SECRET_TYPE_MS))
+            .await
+    }
+
+    /// [`Shell::type_secret`] with the program given `bound` to read it (tests shorten it).
+    ///
+    /// The secret must be all the program reads and must not outlive its read: a partial
+    /// line typed before it (`echo `) would become its start, and a secret left in the queue
+    /// would be read by the shell once the program ends, as a command it runs and shows. So
+    /// whole lines waiting refuse it, a partial line is dropped first (as password readers
+    /// do), and a secret not read within `bound` is taken back out of the queue.
+    #[doc(hidden)]
+    pub async fn type_secret_within(
+        &self,
+        secret: &[u8],
+        bound: Duration,
+    ) -> Result<(), SecretRefused> {
         let _one_at_a_time = self.send_lock.lock().await;
         let master = self.master().ok_or(SecretRefused::Closed)?;
         if !asks_password(master.raw()) {
             return Err(SecretRefused::NotAsked);
         }
+        let peer =
+            sys::Peer::open(master.raw(), &self.tty_path).map_err(|_| SecretRefused::Closed)?;
+        if peer.line_waiting() {
+            return Err(SecretRefused::Pending);
+        }
+        peer.discard_input().map_err(|_| SecretRefused::Closed)?;
+        lock(&self.typed).clear();
         let mut keys = Vec::with_capacity(secret.len() + 1);
         keys.extend_from_slice(secret);
         keys.push(b'\r');
-        let bound = Instant::now() + Duration::from_millis(SECRET_TYPE_MS);
+        // The program that asked finishes with the shell's next prompt: owed, so its exit code
+        // is told by the next send. Owed before it can read (it may end at once), and once: a
+        // send that returned while it ran (before it was seen asking) owes that prompt
+        // already, and no line waits behind the secret.
+        let owed_here = {
+            let mut live = lock(&self.live);
+            let owed_here = live.owed_prompts == 0;
+            live.owed_prompts = live.owed_prompts.max(1);
+            owed_here
+        };
+        let bound = Instant::now() + bound;
         let written = master.write_until(&keys, bound).await;
+        let whole = keys.len();
         keys.fill(0);
         self.touch();
-        match written {
-            Ok(taken) if taken == keys.len() => {
-                // The program that asked finishes with the shell's next prompt: owed, as for a
-                // send that returned while its command ran, so its exit code is told by the
-                // next send.
-                lock(&self.live).owed_prompts += 1;
-                Ok(())
+        let read = match written {
+            Err(_) => false,
+            Ok(taken) if taken < whole => false,
+            Ok(_) => loop {
+                if !peer.line_waiting() {
+                    break true;
+                }
+                if Instant::now() >= bound {
+                    break false;
+                }
+                tokio::time::sleep(SECRET_READ_POLL).await;
+            },
+        };
+        if !read {
+            if owed_here {
+                let mut live = lock(&self.live);
+                live.owed_prompts = live.owed_prompts.saturating_sub(1);
             }
-            Ok(_part) => Err(SecretRefused::NotTaken),
-            Err(_) => Err(SecretRefused::Closed),
+            if written.is_err() {
+                return Err(SecretRefused::Closed);
+            }
+            // Taken back: whatever of it waits goes, and no later reader gets it.
+            peer.discard_input().map_err(|_| SecretRefused::Closed)?;
+            return Err(SecretRefused::NotTaken);
         }
+        Ok(())
     }
 }
 
