@@ -26,6 +26,11 @@
 //! launcher cannot be set up (a thread cannot start, a namespace or the filter refuses), the
 //! asking thread clones the child, which applies all of it itself, and reports a failure as
 //! before.
+//!
+//! Unconfined children (`--no-sandbox`, `auto` mode) have a pool too, of launchers with nothing
+//! to apply: the clone waits until the child has exec'd, and on the runtime's worker that wait
+//! held every other request back (on 2 CPUs with one worker, 16 sessions made 0.84x the calls a
+//! second they made with launchers).
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -180,7 +185,8 @@ struct Launcher {
 struct Pool {
     /// The address of the confinement, alive as long as the pool holds it (so it stays unique).
     key: usize,
-    confine: Arc<dyn Confine>,
+    /// `None` for unconfined children.
+    confine: Option<Arc<dyn Confine>>,
     /// Where its launchers are; with one, they are in the session's namespaces (there was one
     /// when they started).
     namespace: Option<&'static SessionNamespace>,
@@ -194,26 +200,25 @@ struct Pool {
 
 static POOLS: Mutex<Vec<Pool>> = Mutex::new(Vec::new());
 
-fn key(confine: &Arc<dyn Confine>) -> usize {
-    Arc::as_ptr(confine).cast::<()>() as usize
+/// The pool's key: the confinement's address, 0 for unconfined children.
+fn key(confine: Option<&Arc<dyn Confine>>) -> usize {
+    confine.map_or(0, |confine| Arc::as_ptr(confine).cast::<()>() as usize)
 }
 
-/// Hands `plan` to a launcher of its confinement, which answers on `reply`. Given back when
-/// there is none (the plan is unconfined, or no launcher could be set up): the caller clones
-/// the child itself.
+/// Hands `plan` to a launcher of its confinement (or of unconfined children), which answers on
+/// `reply`. Given back when there is none (no launcher could be set up): the caller clones the
+/// child itself.
 pub(super) fn hand(
     plan: ExecPlan,
     marker: &str,
     reply: Reply,
 ) -> Result<(), Box<(ExecPlan, Reply)>> {
-    let Some(confine) = plan.confine.clone() else {
-        return Err(Box::new((plan, reply)));
-    };
+    let confine = plan.confine.clone();
     // The reaper thread starts here if it has not yet, never on a launcher: a thread started
     // there would inherit the launcher's filter and namespaces. (Its error is the spawn's:
     // `spawn_registered` asks again.)
     let _ = reaper::init();
-    let key = key(&confine);
+    let key = key(confine.as_ref());
     let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
     let found = pools
         .iter()
@@ -234,12 +239,15 @@ pub(super) fn hand(
 }
 
 impl Pool {
-    fn new(confine: Arc<dyn Confine>, namespace: Option<&'static SessionNamespace>) -> Self {
+    fn new(
+        confine: Option<Arc<dyn Confine>>,
+        namespace: Option<&'static SessionNamespace>,
+    ) -> Self {
         let most = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .min(MAX_LAUNCHERS);
         Pool {
-            key: key(&confine),
+            key: key(confine.as_ref()),
             confine,
             namespace,
             launchers: Vec::with_capacity(most),
@@ -257,7 +265,7 @@ impl Pool {
                 .min_by_key(|&i| self.launchers[i].queued.load(Ordering::Relaxed));
             let busy = idlest.is_none_or(|i| self.launchers[i].queued.load(Ordering::Relaxed) > 0);
             let chosen = if busy && self.launchers.len() < self.most && self.retry_in == 0 {
-                match Launcher::new(&self.confine, self.namespace) {
+                match Launcher::new(self.confine.as_ref(), self.namespace) {
                     Some(launcher) => {
                         self.launchers.push(launcher);
                         Some(self.launchers.len() - 1)
@@ -290,22 +298,22 @@ impl Pool {
 }
 
 impl Launcher {
-    /// Starts a launcher confined by `confine` (in `namespace`, if any); `None` when it could
-    /// not be started or set up.
+    /// Starts a launcher confined by `confine`, if any (in `namespace`, if any); `None` when it
+    /// could not be started or set up.
     fn new(
-        confine: &Arc<dyn Confine>,
+        confine: Option<&Arc<dyn Confine>>,
         namespace: Option<&'static SessionNamespace>,
     ) -> Option<Self> {
         let (requests, incoming) = channel::<Request>();
         let (ready_tx, ready) = sync_channel::<bool>(1);
         let queued = Arc::new(AtomicUsize::new(0));
-        let applied = Arc::clone(confine);
+        let applied = confine.cloned();
         let answered = Arc::clone(&queued);
         std::thread::Builder::new()
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)
             .spawn(move || {
-                let ready_now = set_up(&*applied, namespace).is_ok();
+                let ready_now = set_up(applied.as_deref(), namespace).is_ok();
                 let _ = ready_tx.send(ready_now);
                 if ready_now {
                     serve(&incoming, &answered, namespace);
@@ -320,7 +328,7 @@ impl Launcher {
 /// a child's stack, and its children start with every signal blocked until they reset them);
 /// its children go to the session's namespaces; then the shared part of the confinement, for
 /// good. (Each child still makes its own Landlock domain: `Confine::apply_own`.)
-fn set_up(confine: &dyn Confine, namespace: Option<&SessionNamespace>) -> io::Result<()> {
+fn set_up(confine: Option<&dyn Confine>, namespace: Option<&SessionNamespace>) -> io::Result<()> {
     exec::block_all_signals()?;
     if let Some(namespace) = namespace {
         // SAFETY: plain system calls on this thread's own attributes. unshare(CLONE_FS) gives
@@ -333,7 +341,7 @@ fn set_up(confine: &dyn Confine, namespace: Option<&SessionNamespace>) -> io::Re
             crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWPID))?;
         }
     }
-    confine.apply_shared()
+    confine.map_or(Ok(()), Confine::apply_shared)
 }
 
 /// Starts each child handed over until the pool lets go of this launcher.

@@ -685,3 +685,31 @@ async fn a_launcher_that_could_not_be_set_up_is_tried_again_later() {
         "one launcher refused, then one set up"
     );
 }
+
+/// The threads of this test process that clone children (launchers; `comm` keeps 15 bytes of
+/// the name "agentty-launcher").
+fn launcher_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim_end() == "agentty-launche")
+        })
+        .count()
+}
+
+/// Unconfined children (`--no-sandbox`, `auto` mode) are cloned by a launcher too, not by the
+/// asking thread: a clone waits until the child has exec'd, and on a runtime's worker that wait
+/// holds up every other task (the server answers requests on one worker where it has 2 CPUs).
+/// Nextest runs each test in a process of its own, so the launcher seen is this spawn's.
+#[tokio::test(flavor = "current_thread")]
+async fn unconfined_spawns_are_cloned_by_a_launcher_too() {
+    agentty_core::init().unwrap();
+    let m = marker("unconfined-launcher");
+    let req = request("echo ran", &m, 60_000);
+    assert!(req.spec.confine.is_none());
+    let outcome = run_to_end(req).await;
+    assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
+    assert!(launcher_threads() > 0, "the spawn cloned its child itself");
+}
