@@ -213,7 +213,11 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
         }
     };
     drop_caps();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        runtime.worker_threads(request_workers());
+    }
+    let runtime = runtime
         .on_thread_start(drop_caps)
         .enable_all()
         .build()
@@ -312,6 +316,19 @@ fn serve(flags: &config::Flags, http_flags: &config::HttpFlags) -> Result<()> {
         tracing::warn!(left, "stopped processes that outlived their commands");
     }
     Ok(())
+}
+
+/// Worker threads of the runtime that answers requests: a quarter of the CPUs, at least one.
+///
+/// A request crosses several tasks (connection, rmcp's session and service, the call) and
+/// each hop to a task on another worker wakes that worker: on 2 CPUs one worker answered a
+/// trivial HTTP call in 0.93x the time of two, and a ping in 0.55x, with the same throughput
+/// at 16 sessions. The server's own part of a call is about a quarter of its CPU (the rest is
+/// the command's), so a quarter of the CPUs keeps up when every CPU runs commands. Background
+/// jobs and shells have a thread of their own (agentty_core's drivers); `TOKIO_WORKER_THREADS`
+/// overrides this.
+fn request_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 4).max(1))
 }
 
 fn guard(
