@@ -536,17 +536,18 @@ async fn a_spawn_dropped_before_its_answer_leaves_nothing_running() {
     );
 }
 
-/// Spawns that come in at once are cloned side by side, by up to one launcher per CPU: while
-/// every launcher holds a child still in its set-up, the next spawn starts another, up to that
-/// cap; past it a spawn waits its turn in a queue, and still runs.
+/// Spawns that come in at once are cloned side by side, by up to two launchers per CPU (at most
+/// 8): while every launcher holds a child still in its set-up, the next spawn starts another,
+/// up to that cap; past it a spawn waits its turn in a queue, and still runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spawns_at_once_get_launchers_side_by_side_up_to_one_per_cpu() {
+async fn spawns_at_once_get_launchers_side_by_side_up_to_two_per_cpu() {
     agentty_core::init().unwrap();
-    let cpus = std::thread::available_parallelism()
+    let cap = std::thread::available_parallelism()
         .map_or(1, usize::from)
+        .saturating_mul(2)
         .min(8);
     let (confine, mut write) = waiting_confine();
-    let spawns = cpus + 1;
+    let spawns = cap + 1;
     let m = marker("pool");
     let runs: Vec<_> = (0..spawns)
         .map(|_| {
@@ -556,20 +557,20 @@ async fn spawns_at_once_get_launchers_side_by_side_up_to_one_per_cpu() {
         })
         .collect();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while confine.reached.load(Ordering::Relaxed) < cpus && tokio::time::Instant::now() < deadline {
+    while confine.reached.load(Ordering::Relaxed) < cap && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(
         confine.reached.load(Ordering::Relaxed),
-        cpus,
-        "one child in its set-up per CPU, each held by a launcher of its own"
+        cap,
+        "two children in their set-up per CPU, each held by a launcher of its own"
     );
     // Room for a launcher past the cap to start and clone the queued spawn, if there were one.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         confine.reached.load(Ordering::Relaxed),
-        cpus,
-        "a launcher past one per CPU took the queued spawn"
+        cap,
+        "a launcher past two per CPU took the queued spawn"
     );
     io::Write::write_all(&mut write, &vec![b'x'; spawns]).unwrap();
     for run in runs {
