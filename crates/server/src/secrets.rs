@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use agentty_core::pty::{SecretRefused, Shell};
+use agentty_core::pty::{Reader, SecretRefused, Shell};
 use tokio::sync::Notify;
 
 /// How long a request for a secret waits for the user.
@@ -30,9 +30,11 @@ struct Request {
     shell: Weak<Shell>,
     shell_id: String,
     what: String,
-    /// The program that reads the password (the terminal's foreground process), for the user
-    /// to judge: a shell's `read -s` could hand it to the agent.
+    /// The program that reads the password (the terminal's foreground process group), for the
+    /// user to judge: a shell's `read -s` could hand it to the agent.
     asker: String,
+    /// That foreground, as the terminal knows it: the secret is typed only while it reads.
+    reader: Option<Reader>,
     /// Reached only with the view's cookie: the model knows this request's id.
     needs_cookie: bool,
     until: Instant,
@@ -82,10 +84,22 @@ pub enum EnterRefused {
     Unknown,
     #[error("the shell has ended")]
     Closed,
-    #[error("nothing in the shell asks for a password now, so it would show or go astray")]
+    #[error(
+        "nothing in the shell asks for a password now (a line read with echo off, Enter ending \
+         it), so it would show or go astray"
+    )]
     NotAsked,
     #[error("a secret is one line of at most 1024 bytes, without control characters")]
     Unfit,
+    #[error("another program reads the terminal now than the one this request named")]
+    Changed,
+    #[error(
+        "a character of it is one the terminal acts on (a line's end, an erase, a signal: \
+         `stty -a`), so it would not arrive as typed"
+    )]
+    SpecialKey,
+    #[error("the terminal refuses to be opened (TIOCEXCL), so its reading cannot be watched")]
+    Locked,
     #[error(
         "lines typed earlier wait to be read first, so the secret would go to whoever reads \
          after them; let the program read them (or stop it) and ask again"
@@ -97,6 +111,20 @@ pub enum EnterRefused {
         agentty_core::pty::SECRET_TYPE_MS / 1000
     )]
     NotTaken,
+}
+
+impl From<SecretRefused> for EnterRefused {
+    fn from(refused: SecretRefused) -> Self {
+        match refused {
+            SecretRefused::Closed => EnterRefused::Closed,
+            SecretRefused::NotAsked => EnterRefused::NotAsked,
+            SecretRefused::Changed => EnterRefused::Changed,
+            SecretRefused::SpecialKey => EnterRefused::SpecialKey,
+            SecretRefused::Pending => EnterRefused::Pending,
+            SecretRefused::Locked => EnterRefused::Locked,
+            SecretRefused::NotTaken => EnterRefused::NotTaken,
+        }
+    }
 }
 
 impl Pending {
@@ -111,9 +139,9 @@ impl Pending {
     ) -> Option<(String, Arc<Entered>)> {
         let id = agentty_core::random::hex(16);
         let entered = Arc::new(Entered::default());
-        let asker = shell
-            .foreground_command()
-            .unwrap_or_else(|| "an unknown program".to_owned());
+        let foreground = shell.foreground();
+        let reader = foreground.as_ref().map(|f| f.reader.clone());
+        let asker = foreground.map_or_else(|| "an unknown program".to_owned(), |f| f.described);
         {
             let mut requests = self.requests.lock().ok()?;
             let now = Instant::now();
@@ -128,6 +156,7 @@ impl Pending {
                     shell_id: shell_id.to_owned(),
                     what: what.to_owned(),
                     asker,
+                    reader,
                     needs_cookie,
                     until: now + SECRET_WAIT,
                     from: shell.output_total(),
@@ -182,23 +211,29 @@ impl Pending {
             let request = requests
                 .get_mut(id)
                 .filter(|r| r.until > Instant::now() && !r.entered.done.load(Ordering::Acquire))?;
-            Some((std::mem::take(&mut request.shell), request.entered.clone()))
+            Some((
+                std::mem::take(&mut request.shell),
+                request.entered.clone(),
+                request.reader.take(),
+            ))
         });
-        let typed = match request.as_ref().map(|(shell, _)| shell.upgrade()) {
+        let typed = match request.as_ref().map(|(shell, _, _)| shell.upgrade()) {
             None => Err(EnterRefused::Unknown),
             Some(None) => Err(EnterRefused::Closed),
-            Some(Some(shell)) => shell
-                .type_secret(secret.as_bytes())
-                .await
-                .map_err(|e| match e {
-                    SecretRefused::Closed => EnterRefused::Closed,
-                    SecretRefused::NotAsked => EnterRefused::NotAsked,
-                    SecretRefused::Pending => EnterRefused::Pending,
-                    SecretRefused::NotTaken => EnterRefused::NotTaken,
-                }),
+            Some(Some(shell)) => {
+                let reader = request.as_ref().and_then(|(_, _, reader)| reader.as_ref());
+                match reader {
+                    // Nobody read the terminal when it was asked: there is no one to type for.
+                    None => Err(EnterRefused::Changed),
+                    Some(reader) => shell
+                        .type_secret(secret.as_bytes(), Some(reader))
+                        .await
+                        .map_err(EnterRefused::from),
+                }
+            }
         };
         wipe(&mut secret);
-        if let Some((_, entered)) = request {
+        if let Some((_, entered, _)) = request {
             if typed.is_ok() {
                 entered.done.store(true, Ordering::Release);
                 entered.notify.notify_waiters();

@@ -27,8 +27,8 @@ pub use host::{Gone, OpenError, Shells};
 /// `wait_for` patterns: re-exported so callers match with the engine's own regex version.
 pub use regex::Regex;
 pub use shell::{
-    Hangup, OpenSpec, SECRET_TYPE_MS, Screen, SecretRefused, SendOutcome, SendRequest, SendStatus,
-    Shell,
+    Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen, SecretRefused, SendOutcome,
+    SendRequest, SendStatus, Shell,
 };
 pub use styled::{Run, Style, StyledScreen};
 

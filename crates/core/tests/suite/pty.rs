@@ -740,7 +740,7 @@ async fn a_secret_nobody_reads_is_taken_back_so_the_shell_never_runs_it() {
     let (t, go) = shell_asking_without_reading("secret-unread").await;
     let typed = t
         .shell
-        .type_secret_within(b"hunter2", Duration::from_millis(300))
+        .type_secret_within(b"hunter2", None, Duration::from_millis(300))
         .await;
     assert_eq!(typed, Err(SecretRefused::NotTaken));
     let seen = let_it_end(&t, &go).await;
@@ -755,7 +755,7 @@ async fn a_secret_nobody_reads_is_taken_back_so_the_shell_never_runs_it() {
 async fn a_secret_behind_lines_not_yet_read_is_refused() {
     let (t, go) = shell_asking_without_reading("secret-behind").await;
     send_for(&t.shell, "echo typed-before\n", 300).await;
-    let typed = tokio::time::timeout(PROMPT, t.shell.type_secret(b"hunter2"))
+    let typed = tokio::time::timeout(PROMPT, t.shell.type_secret(b"hunter2", None))
         .await
         .expect("refused at once");
     assert_eq!(typed, Err(SecretRefused::Pending));
@@ -780,7 +780,11 @@ async fn a_secret_is_the_whole_line_the_program_reads() {
     .await;
     until_it_asks_a_password(&t.shell).await;
     send_for(&t.shell, "echo leaked-", 300).await;
-    assert_eq!(t.shell.type_secret(b"hunter2").await, Ok(()));
+    let reader = t.shell.foreground().map(|f| f.reader);
+    assert_eq!(
+        t.shell.type_secret(b"hunter2", reader.as_ref()).await,
+        Ok(())
+    );
     let out = send(&t.shell, "").await;
     let told = out.status == SendStatus::Done(0)
         || (out.status == SendStatus::AtPrompt && out.ended_before == [0]);
@@ -788,5 +792,99 @@ async fn a_secret_is_the_whole_line_the_program_reads() {
     let seen = t.shell.raw_tail(1 << 20);
     assert!(seen.contains("read 7 bytes"), "{seen}");
     assert!(!seen.contains("hunter2"), "{seen}");
+    t.close_clean().await;
+}
+
+/// A terminal where Enter would not end the line (`stty -icrnl`), or where a character of the
+/// secret is a key the terminal acts on (`stty eol 2`), is refused: the secret would stay in
+/// the queue as a partial line, or be cut, and reach a later reader.
+#[tokio::test]
+async fn a_secret_the_terminal_would_not_take_as_one_line_is_refused() {
+    for (settings, refused) in [
+        ("-echo -icrnl", SecretRefused::NotAsked),
+        ("-echo igncr", SecretRefused::NotAsked),
+        ("-echo eol 2", SecretRefused::SpecialKey),
+    ] {
+        let t = open_one("/bin/bash", "secret-odd-terminal").await;
+        send_for(&t.shell, &format!("stty {settings}; read -r x\n"), 50).await;
+        until_it_asks_a_password(&t.shell).await;
+        let typed = t.shell.type_secret(b"hunter2", None).await;
+        assert_eq!(typed, Err(refused), "stty {settings}");
+        assert!(!t.shell.raw_tail(1 << 20).contains("hunter2"));
+        t.close_clean().await;
+    }
+}
+
+/// The secret goes only to the reader the person was shown: once another program reads the
+/// terminal (the agent stopped the first and started its own), it is refused.
+#[tokio::test]
+async fn a_secret_for_a_reader_that_is_gone_is_refused() {
+    let t = open_one("/bin/bash", "secret-changed").await;
+    send_for(&t.shell, "stty -echo; read -r x; stty echo\n", 50).await;
+    until_it_asks_a_password(&t.shell).await;
+    let shown = t.shell.foreground().expect("a foreground").reader;
+    send_for(&t.shell, "\u{3}", 300).await;
+    wait_until_idle(t.shell.pid).await;
+    send_for(
+        &t.shell,
+        "stty echo; python3 -c 'import getpass; print(len(getpass.getpass()))'\n",
+        50,
+    )
+    .await;
+    until_it_asks_a_password(&t.shell).await;
+    let typed = t.shell.type_secret(b"hunter2", Some(&shown)).await;
+    assert_eq!(typed, Err(SecretRefused::Changed));
+    let now = t.shell.foreground().expect("a foreground").reader;
+    assert_eq!(t.shell.type_secret(b"hunter2", Some(&now)).await, Ok(()));
+    let out = send(&t.shell, "").await;
+    let seen = t.shell.raw_tail(1 << 20);
+    assert!(
+        seen.contains("\n7\r") || seen.contains("7\r\n"),
+        "{out:?} {seen}"
+    );
+    assert!(!seen.contains("hunter2"), "{seen}");
+    t.close_clean().await;
+}
+
+/// A typing dropped while it waits for the program to read (the page that entered it went
+/// away) still takes the secret back: the shell does not read it once the program ends.
+#[tokio::test]
+async fn a_secret_whose_typing_is_dropped_is_taken_back() {
+    let (t, go) = shell_asking_without_reading("secret-dropped").await;
+    let typing = t
+        .shell
+        .type_secret_within(b"hunter2", None, Duration::from_secs(60));
+    let dropped = tokio::time::timeout(Duration::from_millis(300), typing).await;
+    assert!(dropped.is_err(), "answered before the bound: {dropped:?}");
+    let seen = let_it_end(&t, &go).await;
+    assert!(!seen.contains("hunter2"), "{seen}");
+    t.close_clean().await;
+}
+
+/// The person is shown every process of the reading group, and the file one runs when its
+/// command line names another (`exec -a sudo`).
+#[tokio::test]
+async fn the_reader_shown_names_its_whole_group_and_what_each_runs() {
+    let t = open_one("/bin/bash", "secret-shown").await;
+    send_for(&t.shell, "bash -c 'exec -a sudo sleep 30' | cat\n", 50).await;
+    let started = Instant::now();
+    let described = loop {
+        let described = t
+            .shell
+            .foreground()
+            .map(|f| f.described)
+            .unwrap_or_default();
+        if described.contains("cat") && described.contains("[runs ") {
+            break described;
+        }
+        assert!(started.elapsed() < PROMPT, "{described}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(described.starts_with("sudo 30 [runs "), "{described}");
+    assert!(described.contains("sleep]"), "{described}");
+    assert!(
+        described.contains("; in its process group too: cat"),
+        "{described}"
+    );
     t.close_clean().await;
 }

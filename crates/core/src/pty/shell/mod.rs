@@ -30,10 +30,11 @@ use crate::pty::{
 use crate::spawn::SpawnSpec;
 use crate::tree;
 
+mod secret;
 mod send;
-
-pub use send::{SECRET_TYPE_MS, SecretRefused};
 mod stream;
+
+pub use secret::{Foreground, Reader, SECRET_TYPE_MS, SecretRefused};
 
 /// Why a shell ended at our hands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
