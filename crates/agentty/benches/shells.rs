@@ -47,7 +47,7 @@ impl RawPty {
             marker: format!("bench-raw-{}", std::process::id()),
             confine: None,
         };
-        let (master, _, _) = spawn_on_pty(spec, 120, 40).expect("raw pty");
+        let (master, _, _) = spawn_on_pty(spec, 120, 40).await.expect("raw pty");
         let mut raw = Self {
             master,
             buf: vec![0; 65536],

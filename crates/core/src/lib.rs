@@ -9,6 +9,7 @@
 
 // The families a caller drives: one-shot runs, background jobs, terminals and shells, the
 // spawn seam, the watchdog, and the limits every result states.
+pub mod blocking;
 pub mod jobs;
 pub mod limits;
 pub mod namespace;

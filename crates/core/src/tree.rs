@@ -312,7 +312,8 @@ pub fn terminate(
 }
 
 async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> Terminated {
-    let scan = || members(leader, marker, pinned);
+    // A full `/proc` scan each: off the worker's other tasks.
+    let scan = || crate::blocking::section(|| members(leader, marker, pinned));
     let mut seen: HashSet<i32> = HashSet::new();
     let mut report = Terminated::default();
     let (first, group_is_ours) = scan();

@@ -111,13 +111,13 @@ pub enum PtyError {
 
 /// Opens a PTY of the given size and starts `spec` on it; returns the master side, the
 /// terminal's path and the started process. The slave is closed here once the child has it.
-pub fn spawn_on_pty(
+pub async fn spawn_on_pty(
     spec: SpawnSpec,
     cols: u16,
     rows: u16,
 ) -> io::Result<(sys::Master, String, SpawnedPty)> {
     let pair = sys::open_pair(cols, rows)?;
-    let started = spawn_pty(spec, pair.slave)?;
+    let started = spawn_pty(spec, pair.slave).await?;
     let master = started.exit.or_kill(sys::Master::new(pair.master))?;
     Ok((master, pair.tty_path, started))
 }

@@ -173,7 +173,7 @@ pub async fn run(
     spec.env.insert(0, ("TERM".into(), "xterm-256color".into()));
     let marker = spec.marker.clone();
     let start = Instant::now();
-    let (master, tty_path, started) = spawn_on_pty(spec, cols, rows)?;
+    let (master, tty_path, started) = spawn_on_pty(spec, cols, rows).await?;
     let pid = started.pid;
     let mut exit_watch = started.exit;
     let mut capture = Capture {

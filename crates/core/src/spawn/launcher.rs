@@ -273,7 +273,10 @@ impl Pool {
                 .min_by_key(|&i| self.launchers[i].queued.load(Ordering::Relaxed));
             let busy = idlest.is_none_or(|i| self.launchers[i].queued.load(Ordering::Relaxed) > 0);
             let chosen = if busy && self.launchers.len() < self.most && self.retry_in == 0 {
-                match Launcher::new(self.confine.as_ref(), self.namespace) {
+                // A new launcher's set-up (the filter's compile) is waited for: off the
+                // worker's other tasks.
+                let confine = self.confine.as_ref();
+                match crate::blocking::section(|| Launcher::new(confine, self.namespace)) {
                     Some(launcher) => {
                         self.launchers.push(launcher);
                         Some(self.launchers.len() - 1)

@@ -428,10 +428,11 @@ pub struct SpawnedPty {
 ///
 /// A new session is required: a terminal can only be the controlling terminal of a session
 /// leader, and job control (Ctrl+C reaching the foreground job, `tcgetpgrp`) works only
-/// through a controlling terminal.
-pub fn spawn_pty(spec: SpawnSpec, slave: OwnedFd) -> io::Result<SpawnedPty> {
+/// through a controlling terminal. As [`spawn_async`], the calling worker thread goes on with
+/// other tasks while a launcher clones the child.
+pub async fn spawn_pty(spec: SpawnSpec, slave: OwnedFd) -> io::Result<SpawnedPty> {
     let fd = slave.as_raw_fd();
     let plan = plan(&spec, [fd, fd, fd], vec![slave], Session::OwnTerminal)?;
-    let (pid, exit) = launch(plan, &spec.marker)?;
+    let (pid, exit) = launch_async(plan, &spec.marker).await?;
     Ok(SpawnedPty { pid, exit })
 }

@@ -29,7 +29,12 @@ impl Agentty {
             stdin: request.stdin,
             label: prepared.display.clone(),
         };
-        match command::start(self.jobs(), start, Some(self.spill_store().clone())) {
+        // The clone waits for the child's exec under the job table's lock: off the worker's
+        // other tasks.
+        let started = agentty_core::blocking::section(|| {
+            command::start(self.jobs(), start, Some(self.spill_store().clone()))
+        });
+        match started {
             Ok(job) => {
                 let notes: Vec<String> = self.handle_rule().into_iter().collect();
                 let mut text = say::started(&job.id, job.pid, &prepared.display);

@@ -197,7 +197,7 @@ impl Shell {
         env.append(&mut spawn.env);
         spawn.env = env;
         let marker = spawn.marker.clone();
-        let (master, tty_path, started) = spawn_on_pty(spawn, cols, rows)?;
+        let (master, tty_path, started) = spawn_on_pty(spawn, cols, rows).await?;
         let master = Arc::new(master);
         let (changed, _) = watch::channel(0u64);
         let (stop_reader, stop_rx) = watch::channel(false);
