@@ -101,6 +101,11 @@ pub enum EnterRefused {
     #[error("the terminal refuses to be opened (TIOCEXCL), so its reading cannot be watched")]
     Locked,
     #[error(
+        "a process outside the shell's session holds the terminal open and could read the \
+         secret first"
+    )]
+    OtherReader,
+    #[error(
         "lines typed earlier wait to be read first, so the secret would go to whoever reads \
          after them; let the program read them (or stop it) and ask again"
     )]
@@ -122,6 +127,7 @@ impl From<SecretRefused> for EnterRefused {
             SecretRefused::SpecialKey => EnterRefused::SpecialKey,
             SecretRefused::Pending => EnterRefused::Pending,
             SecretRefused::Locked => EnterRefused::Locked,
+            SecretRefused::OtherReader => EnterRefused::OtherReader,
             SecretRefused::NotTaken => EnterRefused::NotTaken,
         }
     }

@@ -135,6 +135,15 @@ impl Peer {
         n == 1 && fd.revents & libc::POLLIN != 0
     }
 
+    /// The terminal's file (device and inode), to know it in other processes' fds whatever
+    /// path their mount namespace gives it.
+    pub fn file_id(&self) -> io::Result<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let file = std::fs::File::from(self.0.try_clone()?);
+        let meta = file.metadata()?;
+        Ok((meta.dev(), meta.ino()))
+    }
+
     /// Drops everything in the input queue, a partial line included (`tcflush(TCIFLUSH)`), as
     /// a password reader does when it turns echo off (`TCSAFLUSH`).
     pub fn discard_input(&self) -> io::Result<()> {

@@ -888,3 +888,45 @@ async fn the_reader_shown_names_its_whole_group_and_what_each_runs() {
     );
     t.close_clean().await;
 }
+
+/// A process outside the shell's session that holds the terminal open (`setsid -f` with the
+/// terminal as its input) could read the secret first, with no job control to stop it: the
+/// secret is refused while it does.
+#[tokio::test]
+async fn a_secret_is_refused_while_a_process_outside_the_session_holds_the_terminal() {
+    let t = open_one("/bin/bash", "secret-outside").await;
+    send(&t.shell, "setsid -f sleep 60 < \"$(tty)\"\n").await;
+    // `setsid -f` returns before its child has left the session: wait until it has.
+    let started = Instant::now();
+    while !outside_sleep(&t.marker, t.shell.pid) {
+        assert!(
+            started.elapsed() < PROMPT,
+            "the setsid child never left the session"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    send_for(&t.shell, "stty -echo; read -r x; stty echo\n", 50).await;
+    until_it_asks_a_password(&t.shell).await;
+    let typed = t.shell.type_secret(b"hunter2", None).await;
+    assert_eq!(typed, Err(SecretRefused::OtherReader));
+    t.close_clean().await;
+}
+
+/// Whether a `sleep` carrying `marker` runs in another session than `session`'s.
+fn outside_sleep(marker: &str, session: i32) -> bool {
+    let needle = format!("={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .any(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let sid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(3)?.parse::<i32>().ok());
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            comm == "sleep\n"
+                && sid.is_some_and(|sid| sid != session)
+                && String::from_utf8_lossy(&environ).contains(&needle)
+        })
+}

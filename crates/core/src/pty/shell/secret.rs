@@ -6,7 +6,9 @@
 //! then must reach that reader, as the whole of the line it reads, and must not outlive that
 //! read. So, with the shell's send lock held (no send types meanwhile; TIOCSTI is refused to
 //! commands):
-//! - the reader must be the one the person was shown (same process group, same leader);
+//! - the reader must be the one the person was shown (same process group, same leader), and
+//!   no process outside the shell's session may hold the terminal open (job control does not
+//!   stop its reads);
 //! - the terminal must read a password as `getpass` leaves it: lines edited by the terminal,
 //!   echo off, Enter ending the line; and no character of the secret may be one of the keys the
 //!   terminal acts on (`stty eol a` would cut the line at an `a`);
@@ -44,6 +46,9 @@ pub enum SecretRefused {
     Pending,
     /// The terminal refuses to be opened (`TIOCEXCL`), so the secret's read cannot be watched.
     Locked,
+    /// A process outside the shell's session holds the terminal open (`setsid` with the
+    /// terminal as an fd): it may read first, unhindered by job control.
+    OtherReader,
     /// The program did not read it within [`SECRET_TYPE_MS`]: it was taken back out of the
     /// input queue, so no later reader (the shell, once the program ends) gets it.
     NotTaken,
@@ -169,6 +174,30 @@ fn group_members(group: i32) -> Vec<i32> {
     members
 }
 
+/// Processes outside session `session` (and other than this server) that hold the terminal
+/// (`tty`: its device and inode) open. A process of the terminal's session that is not in its
+/// foreground group is stopped (`SIGTTIN`) or refused (`EIO`) when it reads; one outside has no
+/// such bar. Compared by file, not path: a confined command's mount namespace may name another
+/// terminal `/dev/pts/N`.
+fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let own = std::process::id().cast_signed();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|&pid| stat_field(pid, 3).and_then(|s| s.parse().ok()) != Some(session))
+        .filter(|&pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.filter_map(Result::ok)
+                    .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == tty))
+            })
+        })
+        .collect()
+}
+
 impl Shell {
     /// Who reads the terminal now, and how the person is shown it.
     pub fn foreground(&self) -> Option<Foreground> {
@@ -249,6 +278,11 @@ impl Shell {
         })?;
         if peer.line_waiting() {
             return Err(SecretRefused::Pending);
+        }
+        // A full `/proc` scan: off the worker's other tasks.
+        let tty = peer.file_id().map_err(|_| SecretRefused::Closed)?;
+        if !crate::blocking::section(|| outside_holders(tty, self.pid)).is_empty() {
+            return Err(SecretRefused::OtherReader);
         }
         // From here on, whatever happens (this future dropped included), what is left in the
         // input queue is taken back and the prompt owed for the secret is given back.
