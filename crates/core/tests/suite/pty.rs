@@ -930,3 +930,33 @@ fn outside_sleep(marker: &str, session: i32) -> bool {
                 && String::from_utf8_lossy(&environ).contains(&needle)
         })
 }
+
+/// A process that joins the reading group after the person was shown it (`setpgid` into the
+/// foreground group: it may then read without being stopped) makes the reader another: the
+/// secret is refused.
+#[tokio::test]
+async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
+    let t = open_one("/bin/bash", "secret-joined").await;
+    let go = std::env::temp_dir().join(format!("{}.go", t.marker));
+    // A background job that, told to, moves itself into the foreground group and waits.
+    let joiner = format!(
+        "python3 -c 'import os,time\nwhile not os.path.exists(\"{go}\"): time.sleep(0.02)\n\
+         os.setpgid(0, os.tcgetpgrp(os.open(\"/dev/tty\", os.O_RDONLY)))\ntime.sleep(60)' \
+         < /dev/null &\n",
+        go = go.display()
+    );
+    send(&t.shell, &joiner).await;
+    send_for(&t.shell, "stty -echo; read -r x; stty echo\n", 50).await;
+    until_it_asks_a_password(&t.shell).await;
+    let shown = t.shell.foreground().expect("a foreground").reader;
+    std::fs::write(&go, b"").unwrap();
+    let started = Instant::now();
+    while t.shell.foreground().expect("a foreground").reader == shown {
+        assert!(started.elapsed() < PROMPT, "the job never joined the group");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let typed = t.shell.type_secret(b"hunter2", Some(&shown)).await;
+    assert_eq!(typed, Err(SecretRefused::Changed));
+    std::fs::remove_file(&go).unwrap();
+    t.close_clean().await;
+}

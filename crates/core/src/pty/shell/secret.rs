@@ -64,12 +64,19 @@ const SECRET_READ_POLL: Duration = Duration::from_millis(5);
 /// At most this many processes of the foreground group are named to the person.
 const MEMBERS_SHOWN: usize = 8;
 
-/// Who reads the terminal: its foreground process group, and its leader's start time (so a
-/// group numbered alike later is another).
+/// Who reads the terminal: its foreground process group, its leader's start time (so a group
+/// numbered alike later is another), and its other processes with theirs (a process of the
+/// session may join the group later, `setpgid`, and read without being stopped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reader {
     group: i32,
     started: Option<u64>,
+    members: Vec<(i32, Option<u64>)>,
+}
+
+/// When `pid` started, in clock ticks after boot.
+fn start_time(pid: i32) -> Option<u64> {
+    stat_field(pid, 19).and_then(|s| s.parse().ok())
 }
 
 /// The foreground of a terminal as the person is shown it.
@@ -204,11 +211,11 @@ impl Shell {
         let reader = self.reader()?;
         let mut described =
             process_line(reader.group).unwrap_or_else(|| "a program whose leader ended".into());
-        let members = group_members(reader.group);
+        let members = &reader.members;
         let shown: Vec<String> = members
             .iter()
             .take(MEMBERS_SHOWN)
-            .filter_map(|&pid| process_line(pid))
+            .filter_map(|&(pid, _)| process_line(pid))
             .collect();
         if !shown.is_empty() {
             described.push_str("; in its process group too: ");
@@ -225,8 +232,17 @@ impl Shell {
     fn reader(&self) -> Option<Reader> {
         let master = self.master()?;
         let group = sys::foreground_group(master.raw())?;
-        let started = stat_field(group, 19).and_then(|s| s.parse().ok());
-        Some(Reader { group, started })
+        let started = start_time(group);
+        // A full `/proc` scan: off the worker's other tasks.
+        let members = crate::blocking::section(|| group_members(group))
+            .into_iter()
+            .map(|pid| (pid, start_time(pid)))
+            .collect();
+        Some(Reader {
+            group,
+            started,
+            members,
+        })
     }
 
     /// Whether a program waits for a password: a line with echo off.
