@@ -368,11 +368,44 @@ pub fn secret_entered(what: &str, id: &str) -> String {
     format!("[{what} entered by the user into {id}; it is not shown]")
 }
 
+/// `what` with "the" before it, unless it has an article or a possessive already ("the sudo
+/// password", "your passphrase").
+fn with_article(what: &str) -> String {
+    let first = what.split_whitespace().next().unwrap_or_default();
+    let has_one = ["the", "a", "an", "your", "my", "its", "their"]
+        .iter()
+        .any(|article| first.eq_ignore_ascii_case(article));
+    if has_one {
+        what.to_owned()
+    } else {
+        format!("the {what}")
+    }
+}
+
 /// The reply when the client cannot open the page for the user.
 pub fn secret_later(what: &str, id: &str, address: &str) -> String {
+    let what = with_article(what);
     format!(
-        "Ask the user to enter the {what} in agentty's web view ({address}), which lists this \
+        "Ask the user to enter {what} in agentty's web view ({address}), which lists this \
          request; you will not see it. It is typed into {id} when they do; then \
          shell_read({{\"id\": \"{id}\"}}) shows what followed."
     )
+}
+
+#[cfg(test)]
+mod article_tests {
+    #[test]
+    fn what_is_asked_gets_one_article() {
+        assert_eq!(super::with_article("sudo password"), "the sudo password");
+        assert_eq!(
+            super::with_article("the test password"),
+            "the test password"
+        );
+        assert_eq!(
+            super::with_article("Your SSH passphrase"),
+            "Your SSH passphrase"
+        );
+        assert_eq!(super::with_article("an API token"), "an API token");
+        assert_eq!(super::with_article("thesis key"), "the thesis key");
+    }
 }
