@@ -205,11 +205,13 @@ impl Pending {
     }
 
     /// Types `secret` for request `id` (once), then wipes it.
-    pub async fn enter(&self, id: &str, mut secret: String) -> Result<(), EnterRefused> {
+    pub async fn enter(&self, id: &str, secret: String) -> Result<(), EnterRefused> {
+        // Wiped however this ends, this future dropped while it types included.
+        let secret = Wiped(secret);
+        let secret = &secret.0;
         // One line, as typed at a prompt: a control character (Enter, Ctrl+C) would go on to
         // the shell as keystrokes of its own.
         if secret.len() > SECRET_MAX_BYTES || secret.chars().any(char::is_control) {
-            wipe(&mut secret);
             return Err(EnterRefused::Unfit);
         }
         // Taken once: the shell is let go of here, whatever happens next.
@@ -238,7 +240,6 @@ impl Pending {
                 }
             }
         };
-        wipe(&mut secret);
         if let Some((_, entered, _)) = request {
             if typed.is_ok() {
                 entered.done.store(true, Ordering::Release);
@@ -249,6 +250,15 @@ impl Pending {
             }
         }
         typed
+    }
+}
+
+/// A secret, wiped when dropped.
+struct Wiped(String);
+
+impl Drop for Wiped {
+    fn drop(&mut self) {
+        wipe(&mut self.0);
     }
 }
 

@@ -28,7 +28,7 @@ pub enum InputWait {
 }
 
 /// Linux syscall numbers that read a given fd, and those that wait on a set of fds.
-const READ_CALLS: &[i64] = &[libc::SYS_read, libc::SYS_readv, libc::SYS_pread64];
+pub(crate) const READ_CALLS: &[i64] = &[libc::SYS_read, libc::SYS_readv, libc::SYS_pread64];
 #[cfg(target_arch = "x86_64")]
 const POLL_CALLS: &[i64] = &[
     libc::SYS_poll,
@@ -65,7 +65,7 @@ pub fn input_wait(shell: i32, fg: Option<i32>, tty_path: &str) -> InputWait {
 }
 
 /// Every descendant of `root`, through the kernel's per-thread children lists.
-fn descendants(root: i32) -> Vec<i32> {
+pub(crate) fn descendants(root: i32) -> Vec<i32> {
     let mut out = Vec::new();
     let mut queue = vec![root];
     while let Some(pid) = queue.pop() {
@@ -101,7 +101,7 @@ fn pgid_of(pid: i32) -> Option<i32> {
     stat(pid).map(|(_, pgid)| pgid)
 }
 
-fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
+pub(crate) fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
     fs::read_link(format!("/proc/{pid}/fd/{fd}"))
         .is_ok_and(|target| target.as_os_str() == tty_path || target.as_os_str() == "/dev/tty")
 }

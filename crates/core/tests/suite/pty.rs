@@ -874,16 +874,17 @@ async fn the_reader_shown_names_its_whole_group_and_what_each_runs() {
             .foreground()
             .map(|f| f.described)
             .unwrap_or_default();
-        if described.contains("cat") && described.contains("[runs ") {
+        if described.contains("cat (cat)") && described.contains("sleep (sudo") {
             break described;
         }
         assert!(started.elapsed() < PROMPT, "{described}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert!(described.starts_with("sudo 30 [runs "), "{described}");
-    assert!(described.contains("sleep]"), "{described}");
+    // The file it runs first (its command line is its own to set), then that command line.
+    assert!(described.starts_with('/'), "{described}");
+    assert!(described.contains("sleep (sudo 30);"), "{described}");
     assert!(
-        described.contains("; in its process group too: cat"),
+        described.contains("; in its process group too (1): /") && described.ends_with("cat (cat)"),
         "{described}"
     );
     t.close_clean().await;
@@ -958,5 +959,42 @@ async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
     let typed = t.shell.type_secret(b"hunter2", Some(&shown)).await;
     assert_eq!(typed, Err(SecretRefused::Changed));
     std::fs::remove_file(&go).unwrap();
+    t.close_clean().await;
+}
+
+/// A process that started a read of the terminal inside the foreground group and then left it
+/// waits ahead of the program shown, outside the group the person judged: the secret is
+/// refused, and the waiting process gets nothing.
+#[tokio::test]
+async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
+    let t = open_one("/bin/bash", "secret-overtaken").await;
+    let go = std::env::temp_dir().join(format!("{}.go", t.marker));
+    let got = std::env::temp_dir().join(format!("{}.got", t.marker));
+    let thief = format!(
+        "python3 -c 'import os,threading,time\n\
+         fd = os.open(\"/dev/tty\", os.O_RDONLY)\n\
+         while not os.path.exists(\"{go}\"): time.sleep(0.02)\n\
+         os.setpgid(0, os.tcgetpgrp(fd))\n\
+         def take(): open(\"{got}\", \"wb\").write(os.read(fd, 100))\n\
+         threading.Thread(target=take, daemon=True).start()\n\
+         time.sleep(0.3)\nos.setpgid(0, 0)\ntime.sleep(60)' < /dev/null &\n",
+        go = go.display(),
+        got = got.display()
+    );
+    send(&t.shell, &thief).await;
+    send_for(
+        &t.shell,
+        "sleep 3; stty -echo; read -r x; stty echo; echo got ${#x}\n",
+        50,
+    )
+    .await;
+    std::fs::write(&go, b"").unwrap();
+    until_it_asks_a_password(&t.shell).await;
+    let typed = t.shell.type_secret(b"hunter2", None).await;
+    assert_eq!(typed, Err(SecretRefused::OtherReader));
+    let stolen = std::fs::read(&got).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
+    std::fs::remove_file(&go).unwrap();
+    let _ = std::fs::remove_file(&got);
     t.close_clean().await;
 }

@@ -46,8 +46,10 @@ pub enum SecretRefused {
     Pending,
     /// The terminal refuses to be opened (`TIOCEXCL`), so the secret's read cannot be watched.
     Locked,
-    /// A process outside the shell's session holds the terminal open (`setsid` with the
-    /// terminal as an fd): it may read first, unhindered by job control.
+    /// Another process than the one shown could read the line first: it holds the terminal
+    /// open outside the shell's session (`setsid`, unhindered by job control), or waits in a
+    /// read of it outside the reading group (it started the read in that group, then left),
+    /// or a process of the reading group is stopped (its read would wait while another joins).
     OtherReader,
     /// The program did not read it within [`SECRET_TYPE_MS`]: it was taken back out of the
     /// input queue, so no later reader (the shell, once the program ends) gets it.
@@ -104,14 +106,22 @@ fn asks_password(t: &libc::termios) -> bool {
     t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO == 0
 }
 
-/// Whether a secret typed with Enter (`\r`) is one line the terminal hands over whole: it asks
-/// for a password, edits lines itself (no `EXTPROC`), and turns Enter into a line's end
-/// (`ICRNL`, without `IGNCR` or `INLCR`), as `getpass` leaves it.
+/// Input flags that change what is typed on its way to the reader: the 8th bit stripped, and
+/// (Linux) upper case made lower.
+#[cfg(target_os = "linux")]
+const ALTERING: libc::tcflag_t = libc::ISTRIP | libc::IUCLC;
+#[cfg(not(target_os = "linux"))]
+const ALTERING: libc::tcflag_t = libc::ISTRIP;
+
+/// Whether a secret typed with Enter (`\r`) is one line the terminal hands over whole and as
+/// typed: it asks for a password, edits lines itself (no `EXTPROC`), turns Enter into a line's
+/// end (`ICRNL`, without `IGNCR` or `INLCR`) and alters nothing ([`ALTERING`]), as `getpass`
+/// leaves it.
 fn takes_a_line(t: &libc::termios) -> bool {
     asks_password(t)
         && t.c_lflag & libc::EXTPROC == 0
         && t.c_iflag & libc::ICRNL != 0
-        && t.c_iflag & (libc::IGNCR | libc::INLCR) == 0
+        && t.c_iflag & (libc::IGNCR | libc::INLCR | ALTERING) == 0
 }
 
 /// Whether a byte of `secret` is a key the terminal acts on rather than types: a line's end,
@@ -145,25 +155,40 @@ fn stat_field(pid: i32, index: usize) -> Option<String> {
     rest.split_whitespace().nth(index).map(str::to_owned)
 }
 
-/// `pid`'s command line as `ps` shows it, and the file it runs where that is not what its
-/// first word names.
+/// At most this many characters of each word of a command line are shown.
+const WORD_SHOWN: usize = 60;
+
+/// One word of a command line as shown: cut at [`WORD_SHOWN`] characters, and quoted when it
+/// holds a space or a control character (a run of spaces would vanish on the page).
+fn shown_word(word: &[u8]) -> String {
+    let word = String::from_utf8_lossy(word);
+    let cut: String = word.chars().take(WORD_SHOWN).collect();
+    let shown = if cut.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        format!("{cut:?}")
+    } else {
+        cut
+    };
+    if word.chars().count() > WORD_SHOWN {
+        format!("{shown}…")
+    } else {
+        shown
+    }
+}
+
+/// `pid` as the person is shown it: the file it runs, first (a command line is the process's
+/// own to set, `exec -a sudo`; a long one cannot push this out), then its command line.
 fn process_line(pid: i32) -> Option<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let words: Vec<String> = raw
         .split(|&b| b == 0)
         .filter(|w| !w.is_empty())
-        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .map(shown_word)
         .collect();
-    let mut line = words.join(" ");
-    if let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) {
-        let named = words
-            .first()
-            .map(|w| w.rsplit('/').next().unwrap_or(w).to_owned());
-        if named.as_deref() != exe.file_name().and_then(|n| n.to_str()) {
-            line.push_str(&format!(" [runs {}]", exe.display()));
-        }
+    let line: String = words.join(" ").chars().take(4 * WORD_SHOWN).collect();
+    match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(exe) => Some(format!("{} ({line})", exe.display())),
+        Err(_) => (!line.is_empty()).then_some(line),
     }
-    (!line.is_empty()).then_some(line)
 }
 
 /// The other processes of process group `group` than its leader, in pid order.
@@ -181,13 +206,40 @@ fn group_members(group: i32) -> Vec<i32> {
     members
 }
 
+/// Whether a process started in the shell `shell` could take a line typed now before the
+/// reading group: a thread of it waits in a read of the terminal (`tty_path`) while its process
+/// is outside `group`, or a process of `group` is stopped.
+fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) -> bool {
+    use crate::pty::probe::{READ_CALLS, descendants, fd_is_tty};
+    descendants(shell).into_iter().any(|pid| {
+        let in_group = stat_field(pid, 2).and_then(|g| g.parse::<i32>().ok()) == Some(group);
+        if in_group {
+            return stat_field(pid, 0).is_some_and(|state| state == "T" || state == "t");
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return false;
+        };
+        tasks.filter_map(Result::ok).any(|task| {
+            let Ok(syscall) = std::fs::read_to_string(task.path().join("syscall")) else {
+                return false;
+            };
+            let mut fields = syscall.split_ascii_whitespace();
+            let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
+            let fd = fields
+                .next()
+                .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+            nr.is_some_and(|nr| READ_CALLS.contains(&nr))
+                && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path))
+        })
+    })
+}
+
 /// Processes outside session `session` (and other than this server) that hold the terminal
 /// (`tty`: its device and inode) open. A process of the terminal's session that is not in its
 /// foreground group is stopped (`SIGTTIN`) or refused (`EIO`) when it reads; one outside has no
 /// such bar. Compared by file, not path: a confined command's mount namespace may name another
 /// terminal `/dev/pts/N`.
 fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
-    use std::os::unix::fs::MetadataExt;
     let own = std::process::id().cast_signed();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -197,12 +249,29 @@ fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
         .filter(|&pid| pid != own)
         .filter(|&pid| stat_field(pid, 3).and_then(|s| s.parse().ok()) != Some(session))
         .filter(|&pid| {
-            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
-                fds.filter_map(Result::ok)
-                    .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == tty))
-            })
+            // Each thread's fd table: a thread may have one of its own (`unshare(CLONE_FILES)`).
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                return false;
+            };
+            tasks
+                .filter_map(Result::ok)
+                .any(|task| holds(&task.path().join("fd"), tty))
         })
         .collect()
+}
+
+/// Whether an fd in the fd directory `fds` is the terminal `tty`. Only fds whose link names a
+/// terminal are looked at (a `stat` through any other could hang on a stalled network mount).
+fn holds(fds: &std::path::Path, tty: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fds) = std::fs::read_dir(fds) else {
+        return false;
+    };
+    fds.filter_map(Result::ok).any(|fd| {
+        let names_a_terminal = std::fs::read_link(fd.path())
+            .is_ok_and(|to| to.starts_with("/dev/pts/") || to.starts_with("/dev/tty"));
+        names_a_terminal && std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == tty)
+    })
 }
 
 impl Shell {
@@ -217,9 +286,13 @@ impl Shell {
             .take(MEMBERS_SHOWN)
             .filter_map(|&(pid, _)| process_line(pid))
             .collect();
-        if !shown.is_empty() {
-            described.push_str("; in its process group too: ");
-            described.push_str(&shown.join(", "));
+        if !members.is_empty() {
+            // The count first: a long list cannot hide how many there are.
+            described.push_str(&format!(
+                "; in its process group too ({}): {}",
+                members.len(),
+                shown.join(", ")
+            ));
             if members.len() > MEMBERS_SHOWN {
                 described.push_str(&format!(" and {} more", members.len() - MEMBERS_SHOWN));
             }
@@ -295,9 +368,14 @@ impl Shell {
         if peer.line_waiting() {
             return Err(SecretRefused::Pending);
         }
-        // A full `/proc` scan: off the worker's other tasks.
+        // Full `/proc` scans: off the worker's other tasks.
         let tty = peer.file_id().map_err(|_| SecretRefused::Closed)?;
-        if !crate::blocking::section(|| outside_holders(tty, self.pid)).is_empty() {
+        let group = reader.map_or_else(|| self.reader().map(|r| r.group), |r| Some(r.group));
+        let overtaken = crate::blocking::section(|| {
+            !outside_holders(tty, self.pid).is_empty()
+                || group.is_none_or(|g| reader_could_be_overtaken(self.pid, g, &self.tty_path))
+        });
+        if overtaken {
             return Err(SecretRefused::OtherReader);
         }
         // From here on, whatever happens (this future dropped included), what is left in the
@@ -408,6 +486,8 @@ mod tests {
             (libc::EXTPROC, true),
             (libc::IGNCR, false),
             (libc::INLCR, false),
+            (libc::ISTRIP, false),
+            (libc::IUCLC, false),
         ] {
             let mut odd = t;
             if on_lflag {
@@ -423,6 +503,18 @@ mod tests {
         let mut raw = t;
         raw.c_lflag &= !libc::ICANON;
         assert!(!takes_a_line(&raw));
+    }
+
+    #[test]
+    fn a_word_shown_is_cut_and_quoted_when_it_could_hide_text() {
+        assert_eq!(super::shown_word(b"ssh"), "ssh");
+        assert_eq!(super::shown_word(b"a  b"), "\"a  b\"");
+        assert_eq!(super::shown_word(b"x\ny"), "\"x\\ny\"");
+        let long = "y".repeat(100);
+        assert_eq!(
+            super::shown_word(long.as_bytes()),
+            format!("{}…", &long[..60])
+        );
     }
 
     #[test]
