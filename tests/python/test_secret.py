@@ -1,4 +1,4 @@
-"""Secrets the model never sees (docs/BEHAVIOUR.md §4), end to end: a `read -s` prompt in a shell,
+"""Secrets the model never sees (docs/BEHAVIOUR.md §4), end to end: a password prompt in a shell,
 `shell_send({secret})`, the user typing it on the web view's page in a real headless Chromium, and
 then a scan of every reply, the log, the state directory and the shell's buffers: zero hits."""
 
@@ -18,9 +18,11 @@ from test_http import BIN, INIT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:12]
+# A program of its own reads the password (the shell's own `read -s` is refused: its value would
+# land in a variable the agent reads). It prints the length and an md5 prefix of the line.
 PASSWORD_PROMPT = (
-    "read -s -p 'Password: ' pw; echo; "
-    "echo \"len=${#pw} sum=$(printf %s \"$pw\" | md5sum | cut -c1-8)\"\n"
+    "python3 -c 'import getpass, hashlib; p = getpass.getpass(\"Password: \"); "
+    "print(\"len=%d sum=%s\" % (len(p), hashlib.md5(p.encode()).hexdigest()[:8]))'\n"
 )
 
 
@@ -83,7 +85,7 @@ class Server:
         return self.rpc(message)["result"]
 
     def password_prompt(self, shell):
-        """Starts a `read -s` in `shell`: it prints the length and an md5 prefix of the line."""
+        """Starts a password prompt in `shell`: it prints the length and an md5 prefix of the line."""
         return self.call("shell_send", {"id": shell, "input": PASSWORD_PROMPT, "timeout_ms": 5000})
 
     def close(self):
@@ -129,6 +131,13 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
             # At the shell's prompt nothing asks for a password: no secret is taken.
             refused = server.call("shell_send", {"id": shell, "secret": "password"})
             assert refused.get("isError") and "asks for a password" in said(refused), said(refused)
+            # The shell's own `read -s` would put the value in a variable the agent reads.
+            own = server.call("shell_send", {"id": shell, "input": "read -r -s pw; echo\n",
+                                             "timeout_ms": 5000})
+            assert own["structuredContent"]["status"] == "awaiting_input", said(own)
+            refused = server.call("shell_send", {"id": shell, "secret": "password"})
+            assert refused.get("isError") and "the shell itself reads" in said(refused), said(refused)
+            server.call("shell_send", {"id": shell, "input": "\n", "timeout_ms": 5000})
             asking = server.password_prompt(shell)
             assert asking["structuredContent"]["status"] == "awaiting_input", said(asking)
             later = server.call("shell_send", {"id": shell, "secret": "test password"})
@@ -160,7 +169,7 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
                         assert e.code == 401, (url, e.code)
                 link.click()
                 expect(page.locator("#asked")).to_contain_text("asks for: test password")
-                expect(page.locator("#asker")).to_contain_text("bash")
+                expect(page.locator("#asker")).to_contain_text("python3")
                 # A control character would go on as keystrokes: refused, nothing typed.
                 injected = page.evaluate(
                     """async (id) => (await fetch('/view/secret', {method: 'POST',

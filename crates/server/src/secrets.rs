@@ -101,6 +101,11 @@ pub enum EnterRefused {
     #[error("the terminal refuses to be opened (TIOCEXCL), so its reading cannot be watched")]
     Locked,
     #[error(
+        "the agent's shell itself reads this line (a `read -s` at its prompt), so the value would \
+         land where the agent reads it"
+    )]
+    ShellItself,
+    #[error(
         "a process outside the shell's session holds the terminal open and could read the \
          secret first"
     )]
@@ -127,6 +132,7 @@ impl From<SecretRefused> for EnterRefused {
             SecretRefused::SpecialKey => EnterRefused::SpecialKey,
             SecretRefused::Pending => EnterRefused::Pending,
             SecretRefused::Locked => EnterRefused::Locked,
+            SecretRefused::ShellItself => EnterRefused::ShellItself,
             SecretRefused::OtherReader => EnterRefused::OtherReader,
             SecretRefused::NotTaken => EnterRefused::NotTaken,
         }

@@ -338,6 +338,11 @@ pub const SECRET_NOT_ASKED: &str = "nothing in the shell asks for a password now
 echo off), so a secret would show or go to the wrong reader. Send the command that asks first; \
 once it waits at its password prompt (awaiting_input), send `secret`";
 
+pub const SECRET_SHELL_ITSELF: &str = "the shell itself reads this line (a `read -s` at its \
+prompt, or a command substitution), so the value would land in a variable you can read: the user \
+is not asked. Run the program that needs the password (sudo, ssh, git) and send `secret` once it \
+asks";
+
 pub const SECRET_NO_VIEW: &str = "secrets are typed by the user in agentty's web view, which is \
 not running: ask the user to restart agentty with --view (or --http), or to type it themselves";
 

@@ -699,6 +699,10 @@ async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
     assert_eq!(leftovers_after(&m, PROMPT).await, Vec::<i32>::new());
 }
 
+/// A program that reads one line of the terminal, as a job of its own (the shell's own `read`
+/// is refused: its value would be the agent's).
+const READER: &str = "head -n1 > /dev/null";
+
 /// Waits (bounded) until a program of `shell` asks for a password.
 async fn until_it_asks_a_password(shell: &Shell) {
     let started = Instant::now();
@@ -714,7 +718,7 @@ async fn shell_asking_without_reading(name: &str) -> (Opened, std::path::PathBuf
     let t = open_one("/bin/bash", name).await;
     let go = std::env::temp_dir().join(format!("{}.go", t.marker));
     let command = format!(
-        "stty -echo; until [ -e {} ]; do sleep 0.05; done; stty echo\n",
+        "stty -echo; sh -c 'until [ -e {} ]; do sleep 0.05; done'; stty echo\n",
         go.display()
     );
     send_for(&t.shell, &command, 300).await;
@@ -774,7 +778,7 @@ async fn a_secret_is_the_whole_line_the_program_reads() {
     let t = open_one("/bin/bash", "secret-whole").await;
     send_for(
         &t.shell,
-        "stty -echo; read -r x; stty echo; echo \"read ${#x} bytes\"\n",
+        "stty -echo; python3 -c 'import sys; print(\"read\", len(sys.stdin.readline().rstrip(\"\\n\")), \"bytes\")'; stty echo\n",
         50,
     )
     .await;
@@ -806,7 +810,7 @@ async fn a_secret_the_terminal_would_not_take_as_one_line_is_refused() {
         ("-echo eol 2", SecretRefused::SpecialKey),
     ] {
         let t = open_one("/bin/bash", "secret-odd-terminal").await;
-        send_for(&t.shell, &format!("stty {settings}; read -r x\n"), 50).await;
+        send_for(&t.shell, &format!("stty {settings}; {READER}\n"), 50).await;
         until_it_asks_a_password(&t.shell).await;
         let typed = t.shell.type_secret(b"hunter2", None).await;
         assert_eq!(typed, Err(refused), "stty {settings}");
@@ -820,7 +824,7 @@ async fn a_secret_the_terminal_would_not_take_as_one_line_is_refused() {
 #[tokio::test]
 async fn a_secret_for_a_reader_that_is_gone_is_refused() {
     let t = open_one("/bin/bash", "secret-changed").await;
-    send_for(&t.shell, "stty -echo; read -r x; stty echo\n", 50).await;
+    send_for(&t.shell, &format!("stty -echo; {READER}; stty echo\n"), 50).await;
     until_it_asks_a_password(&t.shell).await;
     let shown = t.shell.foreground().expect("a foreground").reader;
     send_for(&t.shell, "\u{3}", 300).await;
@@ -906,7 +910,7 @@ async fn a_secret_is_refused_while_a_process_outside_the_session_holds_the_termi
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    send_for(&t.shell, "stty -echo; read -r x; stty echo\n", 50).await;
+    send_for(&t.shell, &format!("stty -echo; {READER}; stty echo\n"), 50).await;
     until_it_asks_a_password(&t.shell).await;
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));
@@ -947,7 +951,7 @@ async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
         go = go.display()
     );
     send(&t.shell, &joiner).await;
-    send_for(&t.shell, "stty -echo; read -r x; stty echo\n", 50).await;
+    send_for(&t.shell, &format!("stty -echo; {READER}; stty echo\n"), 50).await;
     until_it_asks_a_password(&t.shell).await;
     let shown = t.shell.foreground().expect("a foreground").reader;
     std::fs::write(&go, b"").unwrap();
@@ -984,7 +988,7 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
     send(&t.shell, &thief).await;
     send_for(
         &t.shell,
-        "sleep 3; stty -echo; read -r x; stty echo; echo got ${#x}\n",
+        &format!("sleep 3; stty -echo; {READER}; stty echo\n"),
         50,
     )
     .await;
@@ -996,5 +1000,18 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
     assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
     std::fs::remove_file(&go).unwrap();
     let _ = std::fs::remove_file(&got);
+    t.close_clean().await;
+}
+
+/// The shell's own `read -s` (or a command substitution, in its process group) would put the
+/// value in a variable the agent reads: refused.
+#[tokio::test]
+async fn a_secret_for_the_shells_own_read_is_refused() {
+    let t = open_one("/bin/bash", "secret-own-read").await;
+    send_for(&t.shell, "read -r -s pw; echo \"${#pw}\"\n", 50).await;
+    until_it_asks_a_password(&t.shell).await;
+    assert!(t.shell.reads_itself());
+    let typed = t.shell.type_secret(b"hunter2", None).await;
+    assert_eq!(typed, Err(SecretRefused::ShellItself));
     t.close_clean().await;
 }

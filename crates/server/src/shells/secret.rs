@@ -55,6 +55,9 @@ impl Agentty {
         if !shell.asks_password() {
             return Err(say::SECRET_NOT_ASKED.into());
         }
+        if shell.reads_itself() {
+            return Err(say::SECRET_SHELL_ITSELF.into());
+        }
         let Some(view) = self.view_url() else {
             return Err(say::SECRET_NO_VIEW.into());
         };

@@ -46,6 +46,9 @@ pub enum SecretRefused {
     Pending,
     /// The terminal refuses to be opened (`TIOCEXCL`), so the secret's read cannot be watched.
     Locked,
+    /// The shell itself reads the line (a `read -s` at its prompt, a command substitution): the
+    /// value would land where the agent reads it (a shell variable).
+    ShellItself,
     /// Another process than the one shown could read the line first: it holds the terminal
     /// open outside the shell's session (`setsid`, unhindered by job control), or waits in a
     /// read of it outside the reading group (it started the read in that group, then left),
@@ -318,6 +321,15 @@ impl Shell {
         })
     }
 
+    /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
+    /// such as `read`) or what runs in its group (a command substitution), not a program it
+    /// started as a job.
+    pub fn reads_itself(&self) -> bool {
+        self.master()
+            .and_then(|m| sys::foreground_group(m.raw()))
+            .is_some_and(|group| group == self.pid)
+    }
+
     /// Whether a program waits for a password: a line with echo off.
     pub fn asks_password(&self) -> bool {
         self.master()
@@ -357,6 +369,9 @@ impl Shell {
         }
         if has_special_key(&t, secret) {
             return Err(SecretRefused::SpecialKey);
+        }
+        if self.reads_itself() {
+            return Err(SecretRefused::ShellItself);
         }
         let peer = Peer::open(master.raw(), &self.tty_path).map_err(|e| {
             if e.raw_os_error() == Some(libc::EBUSY) {
