@@ -35,33 +35,41 @@ const POLL_MS: u64 = 10;
 
 /// One row of `/proc/<pid>/stat`.
 #[derive(Debug, Clone, Copy)]
-struct ProcStat {
-    pid: i32,
-    ppid: i32,
-    pgid: i32,
-    sid: i32,
-    zombie: bool,
+pub(crate) struct ProcStat {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub sid: i32,
+    /// The state letter (`S`, `T`, `Z`, …).
+    pub state: char,
+    pub zombie: bool,
+    /// When it started, in clock ticks after boot.
+    pub started: Option<u64>,
 }
 
-fn read_stat(pid: i32) -> Option<ProcStat> {
+pub(crate) fn read_stat(pid: i32) -> Option<ProcStat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may itself contain spaces and parentheses.
     let rest = &text[text.rfind(')')? + 2..];
     let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?;
+    let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
     let sid = fields.next()?.parse().ok()?;
+    // Field 22 of proc(5): 15 more after the session.
+    let started = fields.nth(15).and_then(|s| s.parse().ok());
     Some(ProcStat {
         pid,
         ppid,
         pgid,
         sid,
-        zombie: state == "Z",
+        state,
+        zombie: state == 'Z',
+        started,
     })
 }
 
-fn all_processes() -> Vec<ProcStat> {
+pub(crate) fn all_processes() -> Vec<ProcStat> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };

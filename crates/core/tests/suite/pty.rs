@@ -703,6 +703,12 @@ async fn shell_send_input_nobody_reads_does_not_hold_up_the_timeout() {
 /// is refused: its value would be the agent's).
 const READER: &str = "head -n1 > /dev/null";
 
+/// Types `command` and waits (bounded) until a program it started asks for a password.
+async fn ask_with(shell: &Shell, command: &str) {
+    send_for(shell, command, 50).await;
+    until_it_asks_a_password(shell).await;
+}
+
 /// Waits (bounded) until a program of `shell` asks for a password.
 async fn until_it_asks_a_password(shell: &Shell) {
     let started = Instant::now();
@@ -776,13 +782,7 @@ async fn a_secret_behind_lines_not_yet_read_is_refused() {
 #[tokio::test]
 async fn a_secret_is_the_whole_line_the_program_reads() {
     let t = open_one("/bin/bash", "secret-whole").await;
-    send_for(
-        &t.shell,
-        "stty -echo; python3 -c 'import sys; print(\"read\", len(sys.stdin.readline().rstrip(\"\\n\")), \"bytes\")'; stty echo\n",
-        50,
-    )
-    .await;
-    until_it_asks_a_password(&t.shell).await;
+    ask_with(&t.shell, "stty -echo; python3 -c 'import sys; print(\"read\", len(sys.stdin.readline().rstrip(\"\\n\")), \"bytes\")'; stty echo\n").await;
     send_for(&t.shell, "echo leaked-", 300).await;
     let reader = t.shell.foreground().map(|f| f.reader);
     assert_eq!(
@@ -810,8 +810,7 @@ async fn a_secret_the_terminal_would_not_take_as_one_line_is_refused() {
         ("-echo eol 2", SecretRefused::SpecialKey),
     ] {
         let t = open_one("/bin/bash", "secret-odd-terminal").await;
-        send_for(&t.shell, &format!("stty {settings}; {READER}\n"), 50).await;
-        until_it_asks_a_password(&t.shell).await;
+        ask_with(&t.shell, &format!("stty {settings}; {READER}\n")).await;
         let typed = t.shell.type_secret(b"hunter2", None).await;
         assert_eq!(typed, Err(refused), "stty {settings}");
         assert!(!t.shell.raw_tail(1 << 20).contains("hunter2"));
@@ -824,18 +823,15 @@ async fn a_secret_the_terminal_would_not_take_as_one_line_is_refused() {
 #[tokio::test]
 async fn a_secret_for_a_reader_that_is_gone_is_refused() {
     let t = open_one("/bin/bash", "secret-changed").await;
-    send_for(&t.shell, &format!("stty -echo; {READER}; stty echo\n"), 50).await;
-    until_it_asks_a_password(&t.shell).await;
+    ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
     let shown = t.shell.foreground().expect("a foreground").reader;
     send_for(&t.shell, "\u{3}", 300).await;
     wait_until_idle(t.shell.pid).await;
-    send_for(
+    ask_with(
         &t.shell,
         "stty echo; python3 -c 'import getpass; print(len(getpass.getpass()))'\n",
-        50,
     )
     .await;
-    until_it_asks_a_password(&t.shell).await;
     let typed = t.shell.type_secret(b"hunter2", Some(&shown)).await;
     assert_eq!(typed, Err(SecretRefused::Changed));
     let now = t.shell.foreground().expect("a foreground").reader;
@@ -910,8 +906,7 @@ async fn a_secret_is_refused_while_a_process_outside_the_session_holds_the_termi
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    send_for(&t.shell, &format!("stty -echo; {READER}; stty echo\n"), 50).await;
-    until_it_asks_a_password(&t.shell).await;
+    ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));
     t.close_clean().await;
@@ -919,20 +914,15 @@ async fn a_secret_is_refused_while_a_process_outside_the_session_holds_the_termi
 
 /// Whether a `sleep` carrying `marker` runs in another session than `session`'s.
 fn outside_sleep(marker: &str, session: i32) -> bool {
-    let needle = format!("={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    agentty_testkit::processes_with_env(agentty_core::spawn::RUN_MARKER_VAR, marker)
+        .into_iter()
         .any(|pid| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let sid = stat
                 .rsplit_once(')')
                 .and_then(|(_, rest)| rest.split_whitespace().nth(3)?.parse::<i32>().ok());
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            comm == "sleep\n"
-                && sid.is_some_and(|sid| sid != session)
-                && String::from_utf8_lossy(&environ).contains(&needle)
+            comm == "sleep\n" && sid.is_some_and(|sid| sid != session)
         })
 }
 
@@ -951,8 +941,7 @@ async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
         go = go.display()
     );
     send(&t.shell, &joiner).await;
-    send_for(&t.shell, &format!("stty -echo; {READER}; stty echo\n"), 50).await;
-    until_it_asks_a_password(&t.shell).await;
+    ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
     let shown = t.shell.foreground().expect("a foreground").reader;
     std::fs::write(&go, b"").unwrap();
     let started = Instant::now();
@@ -1008,8 +997,7 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
 #[tokio::test]
 async fn a_secret_for_the_shells_own_read_is_refused() {
     let t = open_one("/bin/bash", "secret-own-read").await;
-    send_for(&t.shell, "read -r -s pw; echo \"${#pw}\"\n", 50).await;
-    until_it_asks_a_password(&t.shell).await;
+    ask_with(&t.shell, "read -r -s pw; echo \"${#pw}\"\n").await;
     assert!(t.shell.reads_itself());
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::ShellItself));

@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::pty::sys::{self, Peer};
+use crate::tree::{all_processes, read_stat};
 
 use super::*;
 
@@ -81,7 +82,7 @@ pub struct Reader {
 
 /// When `pid` started, in clock ticks after boot.
 fn start_time(pid: i32) -> Option<u64> {
-    stat_field(pid, 19).and_then(|s| s.parse().ok())
+    read_stat(pid)?.started
 }
 
 /// The foreground of a terminal as the person is shown it.
@@ -94,7 +95,7 @@ pub struct Foreground {
 }
 
 /// The terminal's settings, read through the master (they are the slave's).
-fn settings(master: std::os::fd::RawFd) -> Option<libc::termios> {
+pub(super) fn settings(master: std::os::fd::RawFd) -> Option<libc::termios> {
     // SAFETY: tcgetattr writes one termios into the zeroed struct given.
     unsafe {
         let mut t: libc::termios = std::mem::zeroed();
@@ -151,13 +152,6 @@ fn has_special_key(t: &libc::termios, secret: &[u8]) -> bool {
     .any(|c| c != 0 && secret.contains(&c))
 }
 
-/// Field `index` (0: state) after the command name of `/proc/<pid>/stat`.
-fn stat_field(pid: i32, index: usize) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(index).map(str::to_owned)
-}
-
 /// At most this many characters of each word of a command line are shown.
 const WORD_SHOWN: usize = 60;
 
@@ -196,14 +190,10 @@ fn process_line(pid: i32) -> Option<String> {
 
 /// The other processes of process group `group` than its leader, in pid order.
 fn group_members(group: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut members: Vec<i32> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            pid != group && stat_field(pid, 2).and_then(|g| g.parse().ok()) == Some(group)
-        })
+    let mut members: Vec<i32> = all_processes()
+        .into_iter()
+        .filter(|p| p.pgid == group && p.pid != group)
+        .map(|p| p.pid)
         .collect();
     members.sort_unstable();
     members
@@ -215,9 +205,11 @@ fn group_members(group: i32) -> Vec<i32> {
 fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) -> bool {
     use crate::pty::probe::{READ_CALLS, descendants, fd_is_tty};
     descendants(shell).into_iter().any(|pid| {
-        let in_group = stat_field(pid, 2).and_then(|g| g.parse::<i32>().ok()) == Some(group);
-        if in_group {
-            return stat_field(pid, 0).is_some_and(|state| state == "T" || state == "t");
+        let Some(stat) = read_stat(pid) else {
+            return false;
+        };
+        if stat.pgid == group {
+            return matches!(stat.state, 'T' | 't');
         }
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             return false;
@@ -244,13 +236,10 @@ fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) -> bool {
 /// terminal `/dev/pts/N`.
 fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
     let own = std::process::id().cast_signed();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != own)
-        .filter(|&pid| stat_field(pid, 3).and_then(|s| s.parse().ok()) != Some(session))
+    all_processes()
+        .into_iter()
+        .filter(|p| p.pid != own && p.sid != session)
+        .map(|p| p.pid)
         .filter(|&pid| {
             // Each thread's fd table: a thread may have one of its own (`unshare(CLONE_FILES)`).
             let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {

@@ -284,14 +284,9 @@ impl Shell {
     }
 }
 
-/// Whether the terminal of `master` is in canonical mode (its own line editing and echo): on a
-/// pseudo-terminal's master, `tcgetattr` reads the slave's settings.
+/// Whether the terminal of `master` is in canonical mode (its own line editing and echo).
 fn canonical(master: std::os::fd::RawFd) -> bool {
-    // SAFETY: tcgetattr writes one termios into the zeroed struct given.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        libc::tcgetattr(master, &raw mut t) == 0 && t.c_lflag & libc::ICANON != 0
-    }
+    super::secret::settings(master).is_some_and(|t| t.c_lflag & libc::ICANON != 0)
 }
 
 /// The part of `input` whose keystrokes ([`keystrokes`]) are the first `taken` bytes (a `\r\n`
