@@ -16,8 +16,9 @@
 //! raw system calls on data prepared before the clone, no allocation, no lock, no unwinding.
 //! The caller's thread is suspended until the child has called `exec` or exited. Signals are
 //! blocked in the caller across the clone, so no handler of the server can run on the child's
-//! stack; the child resets every handled signal (and SIGPIPE, which Rust ignores) to its
-//! default, then unblocks them all, as `posix_spawn` and std do.
+//! stack; every handled signal (and SIGPIPE, which Rust ignores) goes back to its default, by
+//! the clone itself where the kernel can (`vfork.rs`), else by the child, which then unblocks
+//! them all, as `posix_spawn` and std do.
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
@@ -26,7 +27,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
-use super::Confine;
+use super::{Confine, vfork};
 use crate::namespace::SessionNamespace;
 
 /// What runs a file without `#!`, as execvp does.
@@ -180,6 +181,7 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
         envp: &envp,
         candidates: &candidates,
         failure: &failure,
+        handlers_cleared: false,
     };
 
     // The clone below starts the child in the session's PID namespace; the thread leaves it
@@ -193,44 +195,45 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
         Cloner::Launcher(_) => None,
     };
     let saved = block_all_signals()?;
-    let mut pidfd: libc::c_int = -1;
     let cloned = CHILD_STACK.with_borrow_mut(|stack| {
         if stack.len() < CHILD_STACK_BYTES {
             stack.resize(CHILD_STACK_BYTES, 0);
         }
+        let bottom = stack.as_mut_ptr();
         let top = stack.as_mut_ptr_range().end;
         let aligned = top.wrapping_sub(top as usize % 16);
-        let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
+        let bytes = aligned as usize - bottom as usize;
         // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on `stack` and this thread waits
         // until it has exec'd or exited, so everything `child` borrows outlives its use. All
         // signals are blocked (above) so no handler runs in the child before it resets them.
-        // With CLONE_PIDFD the kernel writes the pidfd to the parent-tid slot.
         unsafe {
-            libc::clone(
+            let cleared = &raw mut child.handlers_cleared;
+            vfork::clone_vfork(
                 child_entry,
-                aligned.cast(),
-                flags,
                 (&raw mut child).cast(),
-                &raw mut pidfd,
-                std::ptr::null_mut::<libc::c_void>(),
-                std::ptr::null_mut::<libc::pid_t>(),
+                aligned,
+                bytes,
+                cleared,
             )
         }
     });
-    let clone_error = io::Error::last_os_error();
     drop(entered);
     set_signal_mask(saved);
-    if cloned < 0 {
-        if let Some(namespace) = namespace
-            && namespace.init_gone()
-        {
-            // clone says ENOMEM when the namespace's init is gone.
-            return Err(crate::namespace::ended());
+    let cloned = match cloned {
+        Ok(cloned) => cloned,
+        Err(clone_error) => {
+            if let Some(namespace) = namespace
+                && namespace.init_gone()
+            {
+                // clone says ENOMEM when the namespace's init is gone.
+                return Err(crate::namespace::ended());
+            }
+            return Err(clone_error);
         }
-        return Err(clone_error);
-    }
+    };
     // SAFETY: with CLONE_PIDFD a successful clone returns a fresh fd that nothing else owns.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let pidfd = unsafe { OwnedFd::from_raw_fd(cloned.pidfd) };
+    let cloned = cloned.pid;
     let step = Step::from_u8(failure.step.load(Ordering::Acquire));
     if matches!(step, Step::None) {
         return Ok((cloned, pidfd));
@@ -290,6 +293,8 @@ struct ChildArgs<'p> {
     /// The plan's candidates that may be there (see [`present_candidates`]).
     candidates: &'p [&'p CStr],
     failure: &'p Failure,
+    /// The clone reset the server's signal handlers in the child already.
+    handlers_cleared: bool,
 }
 
 /// The clone's entry point: unpacks [`ChildArgs`] and runs [`child_main`].
@@ -297,33 +302,24 @@ extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `ChildArgs` that `start` passed to clone, alive in the suspended
     // parent's frame; `child_main` makes only async-signal-safe calls on data in that frame,
     // and never returns (it execs or exits).
-    unsafe {
-        let child = &mut *arg.cast::<ChildArgs<'_>>();
-        child_main(
-            child.plan,
-            child.inherits,
-            child.argv,
-            child.script_argv,
-            child.envp,
-            child.candidates,
-            child.failure,
-        ) as libc::c_int
-    }
+    unsafe { child_main(&mut *arg.cast::<ChildArgs<'_>>()) as libc::c_int }
 }
 
 /// The child, between clone and exec. Only raw system calls: see the module comment.
 ///
 /// # Safety
 /// Must run only as the body of a `CLONE_VM | CLONE_VFORK` child, with all signals blocked.
-unsafe fn child_main(
-    plan: &ExecPlan,
-    inherits: bool,
-    argv: &[*const libc::c_char],
-    script_argv: &mut [*const libc::c_char],
-    envp: &[*const libc::c_char],
-    candidates: &[&CStr],
-    failure: &Failure,
-) -> isize {
+unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
+    let ChildArgs {
+        plan,
+        inherits,
+        argv,
+        ref mut script_argv,
+        envp,
+        candidates,
+        failure,
+        handlers_cleared,
+    } = *child;
     let fail = |step: Step, errno: i32| -> isize {
         failure.errno.store(errno, Ordering::Release);
         failure.step.store(step as u8, Ordering::Release);
@@ -339,7 +335,7 @@ unsafe fn child_main(
     // SAFETY (whole block): plain system calls on integers and on pointers into memory that
     // the suspended parent keeps alive.
     unsafe {
-        reset_signal_dispositions();
+        reset_signal_dispositions(handlers_cleared);
 
         let session_ok = match plan.session {
             Session::OwnGroup => libc::setpgid(0, 0) == 0,
@@ -464,16 +460,21 @@ fn set_signal_mask(mask: KernelSigset) {
 
 /// Every signal the server handles goes back to its default, and so does SIGPIPE (Rust
 /// ignores it; a pipeline's `yes | head` relies on it). Other ignored signals stay ignored,
-/// as `posix_spawn` leaves them.
+/// as `posix_spawn` leaves them. `handlers_cleared`: the clone did the first part already
+/// (`vfork.rs`).
 ///
 /// # Safety
 /// Child only (see [`child_main`]).
-unsafe fn reset_signal_dispositions() {
+pub(super) unsafe fn reset_signal_dispositions(handlers_cleared: bool) {
     // SAFETY: sigaction with a null new action only reads; with a zeroed action (SIG_DFL) it
     // resets. Signals the C library reserves refuse the change, which is fine.
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
         default.sa_sigaction = libc::SIG_DFL;
+        if handlers_cleared {
+            libc::sigaction(libc::SIGPIPE, &raw const default, std::ptr::null_mut());
+            return;
+        }
         for sig in 1..libc::SIGRTMAX() + 1 {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;

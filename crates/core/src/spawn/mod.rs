@@ -17,6 +17,7 @@
 
 mod exec;
 mod launcher;
+mod vfork;
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, OsString};
