@@ -444,6 +444,19 @@ pub(super) fn block_all_signals() -> io::Result<KernelSigset> {
     Ok(old)
 }
 
+/// Blocks every signal on this thread but SIGCHLD, for good: a launcher's (`launcher.rs`).
+///
+/// A child's exit signal goes to the thread that cloned it. Blocked there, the kernel queues it
+/// for the process and wakes another thread of the server to take it: a wake-up and a context
+/// switch per command, for a signal nobody handles. Unblocked, at its default (ignored), the
+/// kernel drops it where it is sent. A clone still blocks every signal (`clone_child`), so none
+/// reaches a child before its handlers are reset.
+pub(super) fn block_all_but_child_exits() -> io::Result<()> {
+    block_all_signals()?;
+    set_signal_mask(!(1 << (libc::SIGCHLD - 1)));
+    Ok(())
+}
+
 /// Sets this thread's signal mask to `mask`. A raw system call: safe in the child.
 fn set_signal_mask(mask: KernelSigset) {
     // SAFETY: rt_sigprocmask reads one kernel sigset of the size given; no old mask wanted.

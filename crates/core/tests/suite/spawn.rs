@@ -714,3 +714,76 @@ async fn unconfined_spawns_are_cloned_by_a_launcher_too() {
     assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
     assert!(launcher_threads() > 0, "the spawn cloned its child itself");
 }
+
+/// The voluntary context switches of thread `tid` of this process so far.
+fn switches_of(tid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    status_field(&status, "voluntary_ctxt_switches")
+        .parse()
+        .unwrap()
+}
+
+/// A command's exit wakes no other thread of the server. The exit signal (SIGCHLD) goes to the
+/// launcher that cloned the child; were it blocked there, the kernel would queue it for the
+/// process and wake another thread to take it: a wake-up per command for a signal nobody
+/// handles. Here the threads that do the work block SIGCHLD; two threads that have nothing to
+/// do with the commands sleep with it unblocked (an observer, and the test harness's main thread
+/// waiting for this test): a queued exit signal would wake one of them.
+#[test]
+fn a_commands_exit_wakes_no_other_thread() {
+    let set_sigchld = |how: libc::c_int| {
+        // SAFETY: changes the calling thread's signal mask only; threads made later inherit it.
+        unsafe {
+            let mut chld: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut chld);
+            libc::sigaddset(&raw mut chld, libc::SIGCHLD);
+            assert_eq!(
+                libc::pthread_sigmask(how, &raw const chld, std::ptr::null_mut()),
+                0
+            );
+        }
+    };
+    set_sigchld(libc::SIG_BLOCK);
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let observer = std::thread::spawn(move || {
+        set_sigchld(libc::SIG_UNBLOCK);
+        // SAFETY: gettid has no preconditions.
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        let _ = done_rx.recv();
+    });
+    let mut idle = vec![tid_rx.recv().unwrap()];
+    // SAFETY: getpid and gettid have no preconditions.
+    let (pid, me) = unsafe { (libc::getpid(), libc::gettid()) };
+    if pid != me {
+        idle.push(pid);
+    }
+    let woken = || idle.iter().map(|&tid| switches_of(tid)).sum::<u64>();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (before, after) = runtime.block_on(async {
+        agentty_core::init().unwrap();
+        let m = marker("exit-wakes");
+        // The first run starts the launcher.
+        run_to_end(request("true", &m, 60_000)).await;
+        assert!(launcher_threads() > 0, "no launcher cloned the child");
+        let before = woken();
+        for _ in 0..20 {
+            let outcome = run_to_end(request("true", &m, 60_000)).await;
+            assert!(
+                outcome.exit.is_some_and(agentty_core::Exit::success),
+                "{outcome:?}"
+            );
+        }
+        (before, woken())
+    });
+    drop(done_tx);
+    observer.join().unwrap();
+    assert!(
+        after - before <= 2,
+        "20 commands' exits woke threads that have nothing to do with them {} times",
+        after - before
+    );
+}
