@@ -450,7 +450,11 @@ pub(super) fn block_all_signals() -> io::Result<KernelSigset> {
 /// for the process and wakes another thread of the server to take it: a wake-up and a context
 /// switch per command, for a signal nobody handles. Unblocked, at its default (ignored), the
 /// kernel drops it where it is sent. A clone still blocks every signal (`clone_child`), so none
-/// reaches a child before its handlers are reset.
+/// reaches a child before its handlers are reset; an exit during that window is still queued.
+///
+/// This holds while nothing in the server handles SIGCHLD. Were a handler ever installed
+/// (`tokio::process`, `signal(SignalKind::child())`), it would run on launchers, in the
+/// session's namespaces under the shared filter, at every exit: block SIGCHLD here again then.
 pub(super) fn block_all_but_child_exits() -> io::Result<()> {
     block_all_signals()?;
     set_signal_mask(!(1 << (libc::SIGCHLD - 1)));

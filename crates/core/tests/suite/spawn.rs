@@ -728,7 +728,9 @@ fn switches_of(tid: i32) -> u64 {
 /// process and wake another thread to take it: a wake-up per command for a signal nobody
 /// handles. Here the threads that do the work block SIGCHLD; two threads that have nothing to
 /// do with the commands sleep with it unblocked (an observer, and the test harness's main thread
-/// waiting for this test): a queued exit signal would wake one of them.
+/// waiting for this test): a queued exit signal would wake one of them. Like the test above, it
+/// needs a process of its own (nextest's way): in one shared with other tests, their threads
+/// would take the signal, and their ends would wake the harness.
 #[test]
 fn a_commands_exit_wakes_no_other_thread() {
     let set_sigchld = |how: libc::c_int| {
