@@ -18,7 +18,9 @@
 //! blocked in the caller across the clone, so no handler of the server can run on the child's
 //! stack; every handled signal (and SIGPIPE, which Rust ignores) goes back to its default, by
 //! the clone itself where the kernel can (`vfork.rs`), else by the child, which then unblocks
-//! them all, as `posix_spawn` and std do.
+//! them all, as `posix_spawn` and std do. SIGCHLD, which the server never handles, stays
+//! unblocked where the clone resets the handlers, so exits are dropped rather than queued
+//! ([`ALL_BUT_CHILD_EXITS`]).
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
@@ -194,7 +196,8 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
         Cloner::Plain => plan.namespace.map(SessionNamespace::enter).transpose()?,
         Cloner::Launcher(_) => None,
     };
-    let saved = block_all_signals()?;
+    // SIGCHLD stays open where the clone resets the child's handlers (see ALL_BUT_CHILD_EXITS).
+    let saved = block_signals(ALL_BUT_CHILD_EXITS)?;
     let cloned = CHILD_STACK.with_borrow_mut(|stack| {
         if stack.len() < CHILD_STACK_BYTES {
             stack.resize(CHILD_STACK_BYTES, 0);
@@ -421,19 +424,42 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
 }
 
 /// The kernel's signal mask: one bit per signal, 64 signals on Linux.
-type KernelSigset = u64;
+pub(super) type KernelSigset = u64;
+
+/// SIGCHLD's bit in a [`KernelSigset`].
+const SIGCHLD_BIT: KernelSigset = 1 << (libc::SIGCHLD - 1);
+
+/// Every signal but SIGCHLD: what a launcher blocks for good, and a clone whose child has its
+/// handlers reset by the kernel (`vfork.rs`) blocks around it.
+///
+/// A child's exit signal goes to the thread that cloned it. Blocked there, the kernel queues it
+/// for the process and wakes another thread of the server to take it: a wake-up and a context
+/// switch per command, for a signal nobody handles (under 16 sessions, half the exits came
+/// while their launcher was cloning the next child). Unblocked, at its default (ignored), the
+/// kernel drops it where it is sent. Where the clone cannot reset the child's handlers, the
+/// clone blocks it too (`vfork::clone_vfork`), so none reaches a child before its own reset.
+///
+/// This holds while nothing in the server handles SIGCHLD. Were a handler ever installed
+/// (`tokio::process`, `signal(SignalKind::child())`), it would run on launchers, in the
+/// session's namespaces under the shared filter, at every exit: block SIGCHLD here again then.
+pub(super) const ALL_BUT_CHILD_EXITS: KernelSigset = !SIGCHLD_BIT;
 
 /// Blocks every signal on this thread, the C library's internal ones included (which
 /// `pthread_sigmask` would leave out), and returns the previous mask.
 pub(super) fn block_all_signals() -> io::Result<KernelSigset> {
-    let all: KernelSigset = !0;
+    block_signals(!0)
+}
+
+/// Sets this thread's mask to `mask` (the C library's internal signals included), and returns
+/// the previous one.
+pub(super) fn block_signals(mask: KernelSigset) -> io::Result<KernelSigset> {
     let mut old: KernelSigset = 0;
     // SAFETY: rt_sigprocmask reads and writes one kernel sigset each, of the size given.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_rt_sigprocmask,
             libc::SIG_SETMASK,
-            &raw const all,
+            &raw const mask,
             &raw mut old,
             size_of::<KernelSigset>(),
         )
@@ -442,23 +468,6 @@ pub(super) fn block_all_signals() -> io::Result<KernelSigset> {
         return Err(io::Error::last_os_error());
     }
     Ok(old)
-}
-
-/// Blocks every signal on this thread but SIGCHLD, for good: a launcher's (`launcher.rs`).
-///
-/// A child's exit signal goes to the thread that cloned it. Blocked there, the kernel queues it
-/// for the process and wakes another thread of the server to take it: a wake-up and a context
-/// switch per command, for a signal nobody handles. Unblocked, at its default (ignored), the
-/// kernel drops it where it is sent. A clone still blocks every signal (`clone_child`), so none
-/// reaches a child before its handlers are reset; an exit during that window is still queued.
-///
-/// This holds while nothing in the server handles SIGCHLD. Were a handler ever installed
-/// (`tokio::process`, `signal(SignalKind::child())`), it would run on launchers, in the
-/// session's namespaces under the shared filter, at every exit: block SIGCHLD here again then.
-pub(super) fn block_all_but_child_exits() -> io::Result<()> {
-    block_all_signals()?;
-    set_signal_mask(!(1 << (libc::SIGCHLD - 1)));
-    Ok(())
 }
 
 /// Sets this thread's signal mask to `mask`. A raw system call: safe in the child.

@@ -34,8 +34,9 @@ static CLONE3_REFUSED: AtomicBool = AtomicBool::new(false);
 ///
 /// # Safety
 /// As `clone(2)` with `CLONE_VM | CLONE_VFORK`: `entry` must only make async-signal-safe calls
-/// on memory the suspended caller keeps alive, with all signals blocked by the caller, and
-/// the stack must be the caller's to lend.
+/// on memory the suspended caller keeps alive, with every signal blocked by the caller but
+/// SIGCHLD at most (blocked here too before a clone that keeps the handlers), and the stack
+/// must be the caller's to lend.
 pub(super) unsafe fn clone_vfork(
     entry: Entry,
     arg: *mut libc::c_void,
@@ -62,6 +63,9 @@ pub(super) unsafe fn clone_vfork(
         }
     }
     let _ = (&CLONE3_REFUSED, stack_bytes);
+    // The child keeps the server's handlers until it resets them: it must start with every
+    // signal blocked, SIGCHLD too (the caller restores its own mask after the clone).
+    super::exec::block_all_signals()?;
     // SAFETY: as above.
     unsafe { handlers_cleared.write(false) };
     let mut pidfd: libc::c_int = -1;

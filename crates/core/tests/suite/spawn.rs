@@ -772,12 +772,22 @@ fn a_commands_exit_wakes_no_other_thread() {
         run_to_end(request("true", &m, 60_000)).await;
         assert!(launcher_threads() > 0, "no launcher cloned the child");
         let before = woken();
-        for _ in 0..20 {
-            let outcome = run_to_end(request("true", &m, 60_000)).await;
-            assert!(
-                outcome.exit.is_some_and(agentty_core::Exit::success),
-                "{outcome:?}"
-            );
+        // Four at a time, so exits also come while a launcher clones the next child.
+        let mut streams = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let m = m.clone();
+            streams.spawn(async move {
+                for _ in 0..10 {
+                    let outcome = run_to_end(request("true", &m, 60_000)).await;
+                    assert!(
+                        outcome.exit.is_some_and(agentty_core::Exit::success),
+                        "{outcome:?}"
+                    );
+                }
+            });
+        }
+        while let Some(done) = streams.join_next().await {
+            done.unwrap();
         }
         (before, woken())
     });
@@ -785,7 +795,7 @@ fn a_commands_exit_wakes_no_other_thread() {
     observer.join().unwrap();
     assert!(
         after - before <= 2,
-        "20 commands' exits woke threads that have nothing to do with them {} times",
+        "40 commands' exits woke threads that have nothing to do with them {} times",
         after - before
     );
 }
