@@ -173,7 +173,11 @@ async fn bench() {
         Run::default(),
         Run::default(),
     );
+    // Each round's own ratio (HTTP calls/s over raw spawns/s, both of that round): how far the
+    // host moved the figure during this run.
+    let mut round_ratios = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
+        let (raw_before, blocking_before) = (raw_run.wall, blocking_run.wall);
         raw_run += load.measure(|| {
             let loops: Vec<_> = (0..SESSIONS)
                 .map(|_| std::thread::spawn(move || (0..per_round).for_each(|_| raw_true())))
@@ -187,6 +191,10 @@ async fn bench() {
                 }
             });
         });
+        round_ratios.push(
+            (raw_run.wall - raw_before).as_secs_f64()
+                / (blocking_run.wall - blocking_before).as_secs_f64(),
+        );
         if let Some(other_load) = &other_load {
             other_run += other_load.measure(|| {
                 std::thread::scope(|scope| {
@@ -241,6 +249,15 @@ async fn bench() {
             raw_run.steal + blocking_run.steal + hyper_run.steal + floor_run.steal,
             raw_run.wall + blocking_run.wall + hyper_run.wall + floor_run.wall
         ),
+    );
+    round_ratios.sort_by(f64::total_cmp);
+    println!(
+        "  the ratio round by round ({per_round} calls per session each): {}",
+        round_ratios
+            .iter()
+            .map(|r| format!("{r:.2}x"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let per_call = |d: Duration| micros(d) / calls;
     let split = |run: &Run| {
