@@ -728,9 +728,9 @@ fn switches_of(tid: i32) -> u64 {
 /// process and wake another thread to take it: a wake-up per command for a signal nobody
 /// handles. Here the threads that do the work block SIGCHLD; two threads that have nothing to
 /// do with the commands sleep with it unblocked (an observer, and the test harness's main thread
-/// waiting for this test): a queued exit signal would wake one of them. Like the test above, it
-/// needs a process of its own (nextest's way): in one shared with other tests, their threads
-/// would take the signal, and their ends would wake the harness.
+/// waiting for this test): a queued exit signal would wake one of them. In a process shared
+/// with other tests (`cargo test`) their threads may take the signal instead, so the check is
+/// strict only in a process of its own (nextest's way, as in CI).
 #[test]
 fn a_commands_exit_wakes_no_other_thread() {
     let set_sigchld = |how: libc::c_int| {
@@ -757,7 +757,9 @@ fn a_commands_exit_wakes_no_other_thread() {
     let mut idle = vec![tid_rx.recv().unwrap()];
     // SAFETY: getpid and gettid have no preconditions.
     let (pid, me) = unsafe { (libc::getpid(), libc::gettid()) };
-    if pid != me {
+    // The harness's main thread waits for this test alone only in a process of its own
+    // (nextest's); under `cargo test` it wakes as other tests end, and only the observer counts.
+    if pid != me && std::env::var_os("NEXTEST").is_some() {
         idle.push(pid);
     }
     let woken = || idle.iter().map(|&tid| switches_of(tid)).sum::<u64>();
