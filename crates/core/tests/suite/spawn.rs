@@ -801,3 +801,70 @@ fn a_commands_exit_wakes_no_other_thread() {
         after - before
     );
 }
+
+/// Where clone3 is refused, as container seccomp profiles refuse it (ENOSYS, so that callers
+/// fall back to clone), commands start as before: the spawn falls back to clone(2) and the
+/// child's own reset. This test's thread, and so every thread and child made from it, gets
+/// such a filter first.
+#[tokio::test(flavor = "current_thread")]
+async fn where_clone3_is_refused_commands_start_as_before() {
+    refuse_clone3_from_here();
+    agentty_core::init().unwrap();
+    let m = marker("no-clone3");
+    let status = output_of(&["cat", "/proc/self/status"], &m).await;
+    assert_eq!(status_field(&status, "SigBlk"), "0000000000000000");
+    let ignored = u64::from_str_radix(status_field(&status, "SigIgn"), 16).unwrap();
+    assert_eq!(
+        ignored & (1u64 << (libc::SIGPIPE - 1)),
+        0,
+        "SIGPIPE is ignored"
+    );
+    assert_eq!(
+        status_field(&status, "Seccomp"),
+        "2",
+        "the filter is not on the child"
+    );
+    assert!(launcher_threads() > 0, "no launcher cloned the child");
+    assert_eq!(output_of(&["echo", "again"], &m).await, "again\n");
+}
+
+/// Installs a seccomp filter on this thread that answers clone3 with ENOSYS.
+fn refuse_clone3_from_here() {
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let mut program = [
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0), // the syscall number
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_clone3 as u32,
+        },
+        stmt(
+            libc::BPF_RET | libc::BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+    ];
+    let filter = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_mut_ptr(),
+    };
+    // SAFETY: NO_NEW_PRIVS and a filter for this thread (and what it makes) only; the program
+    // outlives the call, which copies it.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &raw const filter
+            ),
+            0
+        );
+    }
+}
