@@ -819,3 +819,59 @@ async fn task_wait_continues_from_the_last_read_with_one_footer() {
         .await;
     assert!(text_of(&r).starts_with("one\ntwo\n"), "{}", text_of(&r));
 }
+
+/// The server handles no SIGCHLD, and its launchers let their children's exits through: the
+/// kernel then drops each exit signal where it is sent instead of waking another thread
+/// (`exec::ALL_BUT_CHILD_EXITS` in agentty-core). A SIGCHLD handler added one day (say by
+/// `tokio::process`) would run on launchers at every exit; this test says so first.
+#[tokio::test]
+async fn the_server_handles_no_child_exit_signal_and_its_launchers_let_exits_through() {
+    let server = start().await;
+    // Every way a command starts: a call, a job, a shell, a terminal.
+    let (text, _) = server.terminal(json!({"command": "true"})).await;
+    assert!(text.contains("exit 0"), "{text}");
+    let job = background(&server, "sleep 30", json!({})).await;
+    let shell = server.open_shell().await;
+    let (text, _) = server.shell_send(&shell, "echo in-shell\n").await;
+    assert!(text.contains("in-shell"), "{text}");
+    let (text, _) = server
+        .terminal(json!({"command": "echo on-a-pty", "pty": true}))
+        .await;
+    assert!(text.contains("on-a-pty"), "{text}");
+
+    let serving = serving_pid(server.pid);
+    let chld = 1u64 << (libc::SIGCHLD - 1);
+    let field = |status: &str, name: &str| {
+        let value = status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("no {name} in {status}"));
+        u64::from_str_radix(value.trim(), 16).unwrap()
+    };
+    let status = std::fs::read_to_string(format!("/proc/{serving}/status")).unwrap();
+    assert_eq!(
+        field(&status, "SigCgt") & chld,
+        0,
+        "the server handles SIGCHLD"
+    );
+    let mut launchers = 0;
+    for task in std::fs::read_dir(format!("/proc/{serving}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != "agentty-launche" {
+            continue;
+        }
+        launchers += 1;
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap();
+        assert_eq!(
+            field(&status, "SigBlk") & chld,
+            0,
+            "a launcher blocks SIGCHLD"
+        );
+    }
+    assert!(launchers > 0, "no launcher in the server");
+    let r = server.call("task_stop", json!({"id": job})).await;
+    assert!(!r.is_error.unwrap_or(false), "{}", text_of(&r));
+}
