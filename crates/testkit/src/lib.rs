@@ -21,6 +21,21 @@ impl Stat {
     }
 }
 
+/// The value of field `name` (`SigBlk`, `voluntary_ctxt_switches`, …) in the text of a
+/// `/proc/…/status` file, trimmed; panics when it is missing.
+pub fn status_field<'a>(status: &'a str, name: &str) -> &'a str {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map_or_else(|| panic!("{name} missing in {status}"), str::trim)
+}
+
+/// A signal set field of a `/proc/…/status` text (`SigBlk`, `SigIgn`, `SigCgt`), as bits.
+pub fn signal_set(status: &str, name: &str) -> u64 {
+    u64::from_str_radix(status_field(status, name), 16)
+        .unwrap_or_else(|_| panic!("{name} is not a signal set in {status}"))
+}
+
 /// `/proc/<pid>/stat`, parsed; `None` once the process is gone.
 pub fn stat(pid: i32) -> Option<Stat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -841,16 +841,9 @@ async fn the_server_handles_no_child_exit_signal_and_its_launchers_let_exits_thr
 
     let serving = serving_pid(server.pid);
     let chld = 1u64 << (libc::SIGCHLD - 1);
-    let field = |status: &str, name: &str| {
-        let value = status
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .unwrap_or_else(|| panic!("no {name} in {status}"));
-        u64::from_str_radix(value.trim(), 16).unwrap()
-    };
     let status = std::fs::read_to_string(format!("/proc/{serving}/status")).unwrap();
     assert_eq!(
-        field(&status, "SigCgt") & chld,
+        agentty_testkit::signal_set(&status, "SigCgt") & chld,
         0,
         "the server handles SIGCHLD"
     );
@@ -866,7 +859,7 @@ async fn the_server_handles_no_child_exit_signal_and_its_launchers_let_exits_thr
         launchers += 1;
         let status = std::fs::read_to_string(task.path().join("status")).unwrap();
         assert_eq!(
-            field(&status, "SigBlk") & chld,
+            agentty_testkit::signal_set(&status, "SigBlk") & chld,
             0,
             "a launcher blocks SIGCHLD"
         );

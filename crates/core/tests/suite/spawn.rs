@@ -13,6 +13,8 @@ use std::time::Duration;
 use agentty_core::run;
 use agentty_core::spawn::{Confine, RUN_MARKER_VAR};
 
+use agentty_testkit::{signal_set, status_field};
+
 use super::common::{leftovers_after, marker, request, run_to_end, sh, text};
 
 /// Runs `argv` directly (no shell) and returns its stdout.
@@ -28,25 +30,25 @@ async fn output_of(argv: &[&str], m: &str) -> String {
     text(&outcome.stdout).to_owned()
 }
 
-fn status_field<'a>(status: &'a str, name: &str) -> &'a str {
+const SIGPIPE_BIT: u64 = 1 << (libc::SIGPIPE - 1);
+
+/// A child's `/proc/self/status` (`cat`'s, started by the spawn): no signal blocked, SIGPIPE
+/// at its default.
+async fn assert_child_signals_start_clean(m: &str) -> String {
+    let status = output_of(&["cat", "/proc/self/status"], m).await;
+    assert_eq!(status_field(&status, "SigBlk"), "0000000000000000");
+    let ignored = signal_set(&status, "SigIgn");
+    assert_eq!(ignored & SIGPIPE_BIT, 0, "SIGPIPE is ignored: {ignored:x}");
     status
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .map_or_else(|| panic!("{name} missing in {status}"), str::trim)
 }
 
 #[tokio::test]
 async fn child_starts_with_no_blocked_signals_and_sigpipe_at_default() {
     agentty_core::init().unwrap();
-    let status = output_of(&["cat", "/proc/self/status"], &marker("signals")).await;
-    assert_eq!(status_field(&status, "SigBlk"), "0000000000000000");
-    let ignored = u64::from_str_radix(status_field(&status, "SigIgn"), 16).unwrap();
-    let sigpipe_bit = 1u64 << (libc::SIGPIPE - 1);
-    assert_eq!(ignored & sigpipe_bit, 0, "SIGPIPE is ignored: {ignored:x}");
+    assert_child_signals_start_clean(&marker("signals")).await;
     // Rust ignores SIGPIPE in this (the parent) process: the child's default is the spawn's work.
     let own = std::fs::read_to_string("/proc/self/status").unwrap();
-    let own_ignored = u64::from_str_radix(status_field(&own, "SigIgn"), 16).unwrap();
-    assert_ne!(own_ignored & sigpipe_bit, 0);
+    assert_ne!(signal_set(&own, "SigIgn") & SIGPIPE_BIT, 0);
 }
 
 #[tokio::test]
@@ -811,14 +813,7 @@ async fn where_clone3_is_refused_commands_start_as_before() {
     refuse_clone3_from_here();
     agentty_core::init().unwrap();
     let m = marker("no-clone3");
-    let status = output_of(&["cat", "/proc/self/status"], &m).await;
-    assert_eq!(status_field(&status, "SigBlk"), "0000000000000000");
-    let ignored = u64::from_str_radix(status_field(&status, "SigIgn"), 16).unwrap();
-    assert_eq!(
-        ignored & (1u64 << (libc::SIGPIPE - 1)),
-        0,
-        "SIGPIPE is ignored"
-    );
+    let status = assert_child_signals_start_clean(&m).await;
     assert_eq!(
         status_field(&status, "Seccomp"),
         "2",
