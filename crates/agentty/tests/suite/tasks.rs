@@ -2,6 +2,7 @@
 //! rule that no job outlives the server, however the server ends (EOF, SIGTERM, SIGKILL).
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -377,8 +378,14 @@ enum Ending {
 async fn no_job_survives(end: Ending) {
     let server = start_owned().await;
     let t = tag(&format!("tasks-survive-{end:?}"));
-    // The `env -i` escapees lose JOBTAG: they are found by a unique argument.
-    let unmarked = format!("3599.{}{}", std::process::id(), t.len());
+    // The `env -i` escapees lose JOBTAG: they are found by an argument of this call's own (the
+    // tests of one process, as under `cargo test`, run at once).
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let unmarked = format!(
+        "3599.{}{:02}",
+        std::process::id(),
+        CALLS.fetch_add(1, Ordering::Relaxed)
+    );
     for cmd in [
         "setsid sleep 300 >/dev/null 2>&1 & sleep 300".to_owned(),
         "(setsid sh -c 'trap \"\" TERM; sleep 300' >/dev/null 2>&1 &); trap '' TERM; sleep 300"
