@@ -162,7 +162,7 @@ fn check_cargo_report(report: &Value, tool: &str, name_suffix: &str) {
 }
 
 #[test]
-fn cargo_test_and_nextest_on_a_real_project() {
+fn cargo_test_on_a_real_project() {
     let (dir, target) = cargo_project(LIB_RS);
     let env = [("CARGO_TARGET_DIR", target.as_str())];
     for argv in [
@@ -181,6 +181,15 @@ fn cargo_test_and_nextest_on_a_real_project() {
         let run = run(dir.path(), "cargo", argv, &env);
         check_cargo_report(&parsed(&run), "cargo", "tests::fails");
     }
+}
+
+/// cargo-nextest is a tool of its own: without it this test is skipped (`scripts/test` runs
+/// the ignored tests only where every such tool is installed).
+#[test]
+#[ignore = "needs cargo-nextest"]
+fn nextest_on_a_real_project() {
+    let (dir, target) = cargo_project(LIB_RS);
+    let env = [("CARGO_TARGET_DIR", target.as_str())];
     let nextest = run(
         dir.path(),
         "cargo",
@@ -195,24 +204,30 @@ fn cargo_test_and_nextest_on_a_real_project() {
 
 #[test]
 fn a_cargo_project_that_does_not_compile() {
+    build_errors_of_a_broken_project(&["cargo", "test", "--offline"]);
+}
+
+#[test]
+#[ignore = "needs cargo-nextest"]
+fn a_cargo_project_that_does_not_compile_under_nextest() {
+    build_errors_of_a_broken_project(&["cargo", "nextest", "run", "--offline"]);
+}
+
+/// `argv` run on a project whose library does not compile: an error report naming the line.
+fn build_errors_of_a_broken_project(argv: &[&str]) {
     let broken = LIB_RS.replace("a + b\n", "a + undefined_name\n");
     let (dir, target) = cargo_project(&broken);
     let env = [("CARGO_TARGET_DIR", target.as_str())];
-    for argv in [
-        &["cargo", "test", "--offline"][..],
-        &["cargo", "nextest", "run", "--offline"],
-    ] {
-        let report = parsed(&run(dir.path(), "cargo", argv, &env));
-        assert_eq!(report["outcome"], "error", "{argv:?}: {report}");
-        assert_eq!(counts(&report), (0, 0, 0));
-        let errors = report["build_errors"].as_array().unwrap();
-        assert!(
-            errors
-                .iter()
-                .any(|e| e["file"] == "src/lib.rs" && e["line"] == 2),
-            "{argv:?}: {report}"
-        );
-    }
+    let report = parsed(&run(dir.path(), "cargo", argv, &env));
+    assert_eq!(report["outcome"], "error", "{argv:?}: {report}");
+    assert_eq!(counts(&report), (0, 0, 0));
+    let errors = report["build_errors"].as_array().unwrap();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["file"] == "src/lib.rs" && e["line"] == 2),
+        "{argv:?}: {report}"
+    );
 }
 
 const TEST_PY: &str = r#"import pytest
