@@ -601,9 +601,9 @@ async fn the_capture_cap_does_not_count_the_terminals_carriage_returns() {
 }
 
 /// zsh. Ignored by default so that without zsh the run shows it as skipped; `scripts/test`
-/// runs it when zsh is installed, and `.ci/run` installs zsh and requires it.
+/// runs it where every optional tool is installed, and `.ci/run` installs zsh and requires it.
 #[tokio::test]
-#[ignore = "needs zsh: scripts/test runs it when zsh is installed"]
+#[ignore = "needs zsh: scripts/test runs it where zsh, go, clang and cargo-nextest are installed"]
 async fn zsh_knows_when_a_command_is_done_too() {
     let zsh = "/usr/bin/zsh";
     assert!(std::path::Path::new(zsh).exists(), "{zsh} is not installed");
