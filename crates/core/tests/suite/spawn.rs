@@ -677,13 +677,16 @@ async fn a_failure_after_the_start_stops_the_group_and_says_it_started() {
     );
 }
 
-/// A confinement whose shared part fails the first time a launcher thread applies it (as a
-/// thread start refused under a fork bomb would), and counts the launchers' tries.
-struct FailsOnceOnALauncher {
+/// A confinement that applies nothing and counts the launcher threads that apply its shared
+/// part; with `fail_first`, the first of them fails (as a thread start refused under a fork bomb
+/// would).
+#[derive(Default)]
+struct CountsLaunchers {
     tries: AtomicUsize,
+    fail_first: bool,
 }
 
-impl Confine for FailsOnceOnALauncher {
+impl Confine for CountsLaunchers {
     fn apply_own(&self) -> io::Result<()> {
         Ok(())
     }
@@ -692,7 +695,7 @@ impl Confine for FailsOnceOnALauncher {
         // SAFETY: gettid and getpid have no preconditions. A child cloned by the spawn itself
         // (there is no launcher) applies this too: it is a process, its tid is its pid.
         let on_a_thread = unsafe { libc::gettid() != libc::getpid() };
-        if on_a_thread && self.tries.fetch_add(1, Ordering::Relaxed) == 0 {
+        if on_a_thread && self.tries.fetch_add(1, Ordering::Relaxed) == 0 && self.fail_first {
             return Err(io::Error::from_raw_os_error(libc::EAGAIN));
         }
         Ok(())
@@ -705,8 +708,9 @@ impl Confine for FailsOnceOnALauncher {
 #[tokio::test]
 async fn a_launcher_that_could_not_be_set_up_is_tried_again_later() {
     agentty_core::init().unwrap();
-    let confine = Arc::new(FailsOnceOnALauncher {
-        tries: AtomicUsize::new(0),
+    let confine = Arc::new(CountsLaunchers {
+        fail_first: true,
+        ..CountsLaunchers::default()
     });
     let m = marker("launcher-retry");
     for _ in 0..40 {
@@ -728,10 +732,7 @@ fn launcher_threads() -> usize {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.trim_end() == "agentty-launche")
-        })
+        .filter(|task| comm(&task.path().to_string_lossy()) == LAUNCHER_THREAD)
         .count()
 }
 
@@ -856,34 +857,13 @@ async fn where_clone3_is_refused_commands_start_as_before() {
         "the filter is not on the child"
     );
     assert!(
-        confine.launchers.load(Ordering::Relaxed) > 0,
+        confine.tries.load(Ordering::Relaxed) > 0,
         "no launcher cloned the child"
     );
     assert_eq!(
         output_in(&["echo", "again"], &m, Some(confine)).await,
         "again\n"
     );
-}
-
-/// A confinement that applies nothing and counts the launcher threads that set it up.
-#[derive(Default)]
-struct CountsLaunchers {
-    launchers: AtomicUsize,
-}
-
-impl Confine for CountsLaunchers {
-    fn apply_own(&self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn apply_shared(&self) -> io::Result<()> {
-        // SAFETY: gettid and getpid have no preconditions. A child that applies this itself (no
-        // launcher) is a process: its tid is its pid.
-        if unsafe { libc::gettid() != libc::getpid() } {
-            self.launchers.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
 }
 
 /// Installs a seccomp filter on this thread that answers clone3 with ENOSYS.
