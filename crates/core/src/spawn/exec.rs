@@ -255,7 +255,8 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
 /// ~5 us each here (`terminal({argv:["true"]})` with 8 directories before `/usr/bin`: 53 us
 /// more than `/usr/bin/true`). Anything else (it exists, or the lookup was refused: EACCES,
 /// which the child must still meet and report) keeps the candidate, in order, so the result
-/// is execvp's.
+/// is execvp's. Those after the first that exists are kept unlooked-at: the child reaches
+/// them only if that one's `execve` fails, and then meets what is there itself.
 ///
 /// Only where this thread sees what the child will: a launcher is in the session's mount
 /// namespace already, and a child without a namespace sees the server's. A child that enters
@@ -267,15 +268,17 @@ fn present_candidates<'p>(plan: &'p ExecPlan, cloner: &Cloner<'_>) -> Vec<&'p CS
         Cloner::Launcher(_) => true,
         Cloner::Plain => plan.namespace.is_none(),
     };
+    let mut found = false;
     plan.candidates
         .iter()
         .map(CString::as_c_str)
         .filter(|path| {
-            if !same_view || path.to_bytes().first() != Some(&b'/') {
+            if found || !same_view || path.to_bytes().first() != Some(&b'/') {
                 return true;
             }
             // SAFETY: access reads a NUL-terminated path and touches nothing else.
             if unsafe { libc::access(path.as_ptr(), libc::F_OK) } == 0 {
+                found = true;
                 return true;
             }
             let errno = io::Error::last_os_error().raw_os_error();

@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -43,6 +43,19 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("GCM_INTERACTIVE", "never"),
     ("DEBIAN_FRONTEND", "noninteractive"),
     ("PIP_NO_INPUT", "1"),
+];
+
+/// [`NON_INTERACTIVE_ENV`] as the child's `KEY=VALUE` entries, in the same order (a test holds
+/// them equal): a command that does not override them gets these, with no encoding per spawn.
+const NON_INTERACTIVE_ENTRIES: [&CStr; NON_INTERACTIVE_ENV.len()] = [
+    c"PAGER=cat",
+    c"GIT_PAGER=cat",
+    c"MANPAGER=cat",
+    c"GIT_TERMINAL_PROMPT=0",
+    c"GIT_EDITOR=true",
+    c"GCM_INTERACTIVE=never",
+    c"DEBIAN_FRONTEND=noninteractive",
+    c"PIP_NO_INPUT=1",
 ];
 
 /// A confinement (the sandbox, docs/BEHAVIOUR.md §5), in two parts: one each command must have
@@ -146,6 +159,13 @@ fn c_string(bytes: Vec<u8>, what: &str) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| invalid(what))
 }
 
+/// [`c_string`] of borrowed bytes, copied once into an allocation with room for the NUL.
+fn c_string_of(bytes: &[u8], what: &str) -> io::Result<CString> {
+    let mut owned = Vec::with_capacity(bytes.len() + 1);
+    owned.extend_from_slice(bytes);
+    c_string(owned, what)
+}
+
 /// One `KEY=VALUE` entry of the server's own environment, encoded once.
 struct InheritedVar {
     key: OsString,
@@ -168,7 +188,8 @@ fn inherited_env() -> &'static [InheritedVar] {
 }
 
 fn env_entry(key: &OsStr, value: &OsStr) -> Vec<u8> {
-    let mut entry = Vec::with_capacity(key.len() + 1 + value.len());
+    // One byte more for the NUL that `CString::new` appends: no reallocation.
+    let mut entry = Vec::with_capacity(key.len() + 1 + value.len() + 1);
     entry.extend_from_slice(key.as_bytes());
     entry.push(b'=');
     entry.extend_from_slice(value.as_bytes());
@@ -180,32 +201,40 @@ fn env_entry(key: &OsStr, value: &OsStr) -> Vec<u8> {
 /// of the same name. Also returns the child's `PATH`, where its program is looked
 /// up.
 fn child_env(spec: &SpawnSpec) -> io::Result<(Vec<Cow<'static, CStr>>, Option<&OsStr>)> {
-    let mut set: Vec<(&OsStr, &OsStr)> = Vec::with_capacity(NON_INTERACTIVE_ENV.len() + 8);
+    // (name, value, the default's index in `NON_INTERACTIVE_ENV` while it is not overridden)
+    let mut set: Vec<(&OsStr, &OsStr, Option<usize>)> =
+        Vec::with_capacity(NON_INTERACTIVE_ENV.len() + 8);
     let overrides = NON_INTERACTIVE_ENV
         .iter()
-        .map(|(k, v)| (OsStr::new(*k), OsStr::new(*v)))
-        .chain(spec.env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())))
+        .enumerate()
+        .map(|(i, (k, v))| (OsStr::new(*k), OsStr::new(*v), Some(i)))
+        .chain(
+            spec.env
+                .iter()
+                .map(|(k, v)| (k.as_os_str(), v.as_os_str(), None)),
+        )
         .chain(std::iter::once((
             OsStr::new(RUN_MARKER_VAR),
             OsStr::new(spec.marker.as_str()),
+            None,
         )));
-    for (key, value) in overrides {
+    for (key, value, default) in overrides {
         if key.is_empty() || key.as_bytes().contains(&b'=') {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("invalid environment variable name {key:?}"),
             ));
         }
-        match set.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => set.push((key, value)),
+        match set.iter_mut().find(|(k, ..)| *k == key) {
+            Some(entry) => *entry = (key, value, default),
+            None => set.push((key, value, default)),
         }
     }
     let inherited = inherited_env();
     let path = set
         .iter()
-        .find(|(k, _)| *k == OsStr::new("PATH"))
-        .map(|(_, v)| *v)
+        .find(|(k, ..)| *k == OsStr::new("PATH"))
+        .map(|(_, v, _)| *v)
         .or_else(|| {
             let var = inherited.iter().find(|var| var.key == "PATH")?;
             let value = var.entry.to_bytes().get(var.key.len() + 1..)?;
@@ -215,11 +244,14 @@ fn child_env(spec: &SpawnSpec) -> io::Result<(Vec<Cow<'static, CStr>>, Option<&O
     env.extend(
         inherited
             .iter()
-            .filter(|var| !set.iter().any(|(k, _)| *k == var.key))
+            .filter(|var| !set.iter().any(|(k, ..)| *k == var.key))
             .map(|var| Cow::Borrowed(var.entry.as_c_str())),
     );
-    for (key, value) in set {
-        let entry = Cow::Owned(c_string(env_entry(key, value), "an environment variable")?);
+    for (key, value, default) in set {
+        let entry = match default {
+            Some(i) => Cow::Borrowed(NON_INTERACTIVE_ENTRIES[i]),
+            None => Cow::Owned(c_string(env_entry(key, value), "an environment variable")?),
+        };
         // The run marker goes first: a reader that catches only the start of the environment
         // (the process in the middle of `exec`) still finds it.
         if key == OsStr::new(RUN_MARKER_VAR) {
@@ -239,13 +271,13 @@ fn exec_candidates(program: &OsStr, path: Option<&OsStr>) -> io::Result<Vec<CStr
         return Ok(Vec::new());
     }
     if bytes.contains(&b'/') {
-        return Ok(vec![c_string(bytes.to_vec(), "the program")?]);
+        return Ok(vec![c_string_of(bytes, "the program")?]);
     }
     let path = path.map_or(&b"/bin:/usr/bin"[..], OsStr::as_bytes);
     path.split(|&b| b == b':')
         .map(|dir| {
             let dir = if dir.is_empty() { &b"."[..] } else { dir };
-            let mut full = Vec::with_capacity(dir.len() + 1 + bytes.len());
+            let mut full = Vec::with_capacity(dir.len() + 1 + bytes.len() + 1);
             full.extend_from_slice(dir);
             full.push(b'/');
             full.extend_from_slice(bytes);
@@ -297,9 +329,9 @@ fn plan(
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
     let mut argv = Vec::with_capacity(spec.args.len() + 1);
-    argv.push(c_string(spec.program.clone().into_vec(), "the program")?);
+    argv.push(c_string_of(spec.program.as_bytes(), "the program")?);
     for arg in &spec.args {
-        argv.push(c_string(arg.as_bytes().to_vec(), "an argument")?);
+        argv.push(c_string_of(arg.as_bytes(), "an argument")?);
     }
     let namespace = spec.confine.as_ref().and(crate::namespace::get());
     if namespace.is_none() {
@@ -311,7 +343,7 @@ fn plan(
         argv,
         env,
         candidates,
-        cwd: c_string(spec.cwd.as_os_str().as_bytes().to_vec(), "the workdir")?,
+        cwd: c_string_of(spec.cwd.as_os_str().as_bytes(), "the workdir")?,
         stdio,
         keep_open,
         session,
@@ -436,4 +468,22 @@ pub async fn spawn_pty(spec: SpawnSpec, slave: OwnedFd) -> io::Result<SpawnedPty
     let plan = plan(&spec, [fd, fd, fd], vec![slave], Session::OwnTerminal)?;
     let (pid, exit) = launch_async(plan, &spec.marker).await?;
     Ok(SpawnedPty { pid, exit })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_encoded_defaults_are_the_defaults() {
+        let encoded: Vec<Vec<u8>> = NON_INTERACTIVE_ENTRIES
+            .iter()
+            .map(|entry| entry.to_bytes().to_vec())
+            .collect();
+        let defaults: Vec<Vec<u8>> = NON_INTERACTIVE_ENV
+            .iter()
+            .map(|(k, v)| env_entry(OsStr::new(k), OsStr::new(v)))
+            .collect();
+        assert_eq!(encoded, defaults);
+    }
 }
