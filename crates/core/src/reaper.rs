@@ -251,6 +251,11 @@ impl ExitWatch {
             return Ok(exit);
         }
         if self.async_fd.is_none() {
+            // A child that has exited already (a short command, whose end of output the caller
+            // waited for first) is reaped without a round through the reactor.
+            if let Some(exit) = self.try_reap()? {
+                return Ok(exit);
+            }
             let fd = self
                 .fd
                 .take()
@@ -261,37 +266,60 @@ impl ExitWatch {
                 unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
             self.async_fd = Some(registered.map_err(io::Error::from)?);
         }
-        let Some(async_fd) = &self.async_fd else {
-            return Err(io::Error::other("no pidfd"));
-        };
         loop {
-            let mut guard = async_fd.readable().await?;
-            let mut reg = registry();
-            let pinned = reg.pinned.contains_key(&self.pid);
-            let mut flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
-            if pinned {
-                flags |= WaitPidFlag::WNOWAIT;
-            }
-            let exit = match waitid(Id::PIDFd(async_fd.get_ref().as_fd()), flags) {
-                Ok(WaitStatus::Exited(_, code)) => Exit::Code(code),
-                Ok(WaitStatus::Signaled(_, sig, _)) => Exit::Signal(sig as i32),
-                Ok(_) => {
-                    guard.clear_ready();
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            let Some(async_fd) = &self.async_fd else {
+                return Err(io::Error::other("no pidfd"));
             };
-            if pinned {
-                // Still a zombie: reaped by the sweep once the watch is dropped and unpinned.
-                self.exited = Some(exit);
-            } else {
-                reg.owned.remove(&self.pid);
-                drop(reg);
-                self.async_fd = None;
-            }
-            return Ok(exit);
+            let mut guard = async_fd.readable().await?;
+            let Some((exit, pinned)) = wait_now(self.pid, async_fd.get_ref().as_fd())? else {
+                guard.clear_ready();
+                continue;
+            };
+            drop(guard);
+            return Ok(self.exited_as(exit, pinned));
         }
     }
+
+    /// The exit, if the child has exited already (reaped, or kept while pinned); `None` while
+    /// it runs. Asks the kernel directly, with no registration in the reactor.
+    fn try_reap(&mut self) -> io::Result<Option<Exit>> {
+        let Some(fd) = &self.fd else {
+            return Err(io::Error::other("already reaped"));
+        };
+        Ok(wait_now(self.pid, fd.as_fd())?.map(|(exit, pinned)| self.exited_as(exit, pinned)))
+    }
+
+    /// Records `exit`: pinned, the child is still a zombie (reaped by the sweep once the watch
+    /// is dropped and unpinned); otherwise it was reaped and the pidfd is let go.
+    fn exited_as(&mut self, exit: Exit, pinned: bool) -> Exit {
+        if pinned {
+            self.exited = Some(exit);
+        } else {
+            self.async_fd = None;
+            self.fd = None;
+        }
+        exit
+    }
+}
+
+/// `waitid` on `pidfd` without blocking: the exit and whether the child is pinned (then left
+/// a zombie, `WNOWAIT`), or `None` while it runs. A child reaped here leaves the registry.
+fn wait_now(pid: i32, pidfd: std::os::fd::BorrowedFd<'_>) -> io::Result<Option<(Exit, bool)>> {
+    let mut reg = registry();
+    let pinned = reg.pinned.contains_key(&pid);
+    let mut flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
+    if pinned {
+        flags |= WaitPidFlag::WNOWAIT;
+    }
+    let exit = match waitid(Id::PIDFd(pidfd), flags)? {
+        WaitStatus::Exited(_, code) => Exit::Code(code),
+        WaitStatus::Signaled(_, sig, _) => Exit::Signal(sig as i32),
+        _ => return Ok(None),
+    };
+    if !pinned {
+        reg.owned.remove(&pid);
+    }
+    Ok(Some((exit, pinned)))
 }
 
 impl Drop for ExitWatch {
@@ -359,5 +387,65 @@ mod tests {
         .unwrap();
         sweeper.join().unwrap();
         assert_eq!(exit_of(&mut watch).unwrap(), Exit::Code(7));
+    }
+
+    /// A registered `sh -c 'exit <code>'`, once it is a zombie.
+    fn exited_child(code: i32) -> (i32, ExitWatch) {
+        init().unwrap();
+        let ((), watch) = spawn_registered(|| {
+            let child = std::process::Command::new("/bin/sh")
+                .args(["-c", &format!("exit {code}")])
+                .spawn()?;
+            let pid = i32::try_from(child.id()).expect("a pid");
+            // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            assert!(fd >= 0, "pidfd_open: {}", io::Error::last_os_error());
+            let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).expect("an fd")) };
+            Ok((pid, fd, ()))
+        })
+        .unwrap();
+        while state(watch.pid()) != Some('Z') {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (watch.pid(), watch)
+    }
+
+    /// A runtime with no reactor: registering a pidfd there panics, so a wait that returns
+    /// asked the kernel directly.
+    fn without_reactor() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_child_that_has_exited_is_reaped_without_the_reactor() {
+        let (pid, mut watch) = exited_child(5);
+        let exit = without_reactor().block_on(watch.wait()).unwrap();
+        assert_eq!(exit, Exit::Code(5));
+        assert_eq!(state(pid), None, "the child was reaped");
+        assert!(!is_owned(pid));
+    }
+
+    #[test]
+    fn a_pinned_child_that_has_exited_is_left_a_zombie_until_the_pin_goes() {
+        let (pid, mut watch) = exited_child(6);
+        let pin = pin(pid).expect("not reaped yet");
+        let exit = without_reactor().block_on(watch.wait()).unwrap();
+        assert_eq!(exit, Exit::Code(6));
+        assert_eq!(state(pid), Some('Z'), "a pinned child keeps its pid");
+        // Asked again, the watch answers from what it saw.
+        assert_eq!(
+            without_reactor().block_on(watch.wait()).unwrap(),
+            Exit::Code(6)
+        );
+        drop(watch);
+        drop(pin);
+        let mut tries = 0;
+        while state(pid).is_some() && tries < 2000 {
+            std::thread::sleep(Duration::from_millis(1));
+            tries += 1;
+        }
+        assert_eq!(state(pid), None, "reaped once unpinned");
     }
 }

@@ -150,7 +150,7 @@ impl Drop for Answer {
 /// cancelled command's is, which finds what left the group already (a `setsid` in its first
 /// instants). Outside a runtime, the group's kill is all, and the session's namespace holds
 /// what escaped it.
-fn stop_unclaimed(pid: i32, watch: ExitWatch, marker: &str, runtime: Option<&Handle>) {
+pub(super) fn stop_unclaimed(pid: i32, watch: ExitWatch, marker: &str, runtime: Option<&Handle>) {
     let _ = watch.or_kill::<()>(Err(io::Error::other("nobody waits for this child")));
     let Some(runtime) = runtime else {
         return;

@@ -377,23 +377,99 @@ fn launch(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
 /// [`launch`] for a task: a launcher's clone does not hold up the calling worker thread.
 /// Outside a runtime it is [`launch`].
 async fn launch_async(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
-    let Some((reply, answer)) = launcher::Reply::to_task(marker) else {
-        return launch(plan, marker);
+    hand(plan, marker).claim().await
+}
+
+/// Hands `plan` to a launcher (or, where none takes it or outside a runtime, clones it here).
+fn hand(plan: ExecPlan, marker: &str) -> Claim {
+    let claimed = match launcher::Reply::to_task(marker) {
+        None => Claimed::Started(launch(plan, marker)),
+        Some((reply, answer)) => match launcher::hand(plan, marker, reply) {
+            Ok(()) => Claimed::Answer(answer),
+            Err(returned) => Claimed::Started(launch_here(&returned.0)),
+        },
     };
-    match launcher::hand(plan, marker, reply) {
-        Ok(()) => answer.await.map_err(|_| launcher_gone())?,
-        Err(returned) => launch_here(&returned.0),
+    Claim {
+        claimed: Some(claimed),
+        marker: marker.to_owned(),
     }
 }
 
-/// The server's ends of a piped child's stdio, until the child is started.
-struct PipeEnds {
-    stdin: Option<OwnedFd>,
-    stdout: OwnedFd,
-    stderr: OwnedFd,
+/// A command handed to a launcher: its pid and exit watch, once claimed. Dropped unclaimed, the
+/// child is stopped as soon as it has started (nobody would supervise it).
+///
+/// Until [`Claim::claim`] is awaited nothing waits for the launcher's answer, so sending it wakes
+/// no one: a caller that has something else to wait for first (the command's output) spares the
+/// worker thread that wake-up.
+pub struct Claim {
+    /// Taken by [`Claim::claim`].
+    claimed: Option<Claimed>,
+    /// The run marker, to find the tree of a child nobody claimed.
+    marker: String,
 }
 
-impl PipeEnds {
+enum Claimed {
+    /// A launcher's answer, still to come or come.
+    Answer(launcher::Answer),
+    /// Cloned here, at the hand-over.
+    Started(io::Result<(i32, ExitWatch)>),
+}
+
+impl Claim {
+    /// The child's pid and exit watch, or why it was not started (nothing ran).
+    pub async fn claim(mut self) -> io::Result<(i32, ExitWatch)> {
+        match self.claimed.take() {
+            Some(Claimed::Answer(answer)) => answer.await.map_err(|_| launcher_gone())?,
+            Some(Claimed::Started(started)) => started,
+            None => Err(io::Error::other("already claimed")),
+        }
+    }
+}
+
+impl Drop for Claim {
+    /// A child cloned here and never claimed is stopped as a launcher's would be (an
+    /// [`launcher::Answer`] dropped unclaimed stops its own).
+    fn drop(&mut self) {
+        if let Some(Claimed::Started(Ok((pid, watch)))) = self.claimed.take() {
+            let runtime = tokio::runtime::Handle::try_current().ok();
+            launcher::stop_unclaimed(pid, watch, &self.marker, runtime.as_ref());
+        }
+    }
+}
+
+/// A command ready to be handed over ([`Ready::hand`]): nothing has started yet.
+pub struct Ready {
+    plan: ExecPlan,
+    marker: String,
+}
+
+impl Ready {
+    /// Hands the command to a launcher: from here on it may run.
+    pub fn hand(self) -> Claim {
+        hand(self.plan, &self.marker)
+    }
+}
+
+/// The server's ends of a command's pipes: stdin's write end when it is piped, and the read ends
+/// of stdout and stderr (non-blocking).
+pub struct Pipes {
+    pub stdin: Option<OwnedFd>,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// Prepares `spec` on pipes in a process group of its own without starting it: the caller sets
+/// up its ends of the pipes first (where a failure means nothing ran), then hands it over.
+pub fn prepare_on_pipes(spec: &SpawnSpec) -> io::Result<(Ready, Pipes)> {
+    let (plan, pipes) = on_pipes(spec)?;
+    let ready = Ready {
+        plan,
+        marker: spec.marker.clone(),
+    };
+    Ok((ready, pipes))
+}
+
+impl Pipes {
     fn spawned(self, pid: i32, exit: ExitWatch) -> Spawned {
         Spawned {
             pid,
@@ -408,7 +484,7 @@ impl PipeEnds {
 /// The plan for `spec` on pipes in a process group of its own, and the server's ends of them.
 /// The child's ends belong to the plan: they close when it is dropped after the clone, so the
 /// read ends see EOF when the child's copies close.
-fn on_pipes(spec: &SpawnSpec) -> io::Result<(ExecPlan, PipeEnds)> {
+fn on_pipes(spec: &SpawnSpec) -> io::Result<(ExecPlan, Pipes)> {
     let (stdin_read, stdin_write) = match spec.stdin {
         StdinMode::Null => (None, None),
         StdinMode::Piped => {
@@ -426,7 +502,7 @@ fn on_pipes(spec: &SpawnSpec) -> io::Result<(ExecPlan, PipeEnds)> {
     let mut keep_open = vec![stdout_write, stderr_write];
     keep_open.extend(stdin_read);
     let plan = plan(spec, stdio, keep_open, Session::OwnGroup)?;
-    let ends = PipeEnds {
+    let ends = Pipes {
         stdin: stdin_write,
         stdout,
         stderr,

@@ -4,11 +4,15 @@
 //! `/proc/*/cmdline`, which does not depend on the run marker the stop itself relies on.
 
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use agentty_core::jobs::JobTable;
 use agentty_core::jobs::command::{self, CommandStart};
 use agentty_core::run::{self, RunStatus};
+use agentty_core::spawn::Confine;
 
 use super::common::*;
 
@@ -110,6 +114,56 @@ async fn a_cancel_right_after_the_start_stops_the_tree_before_the_call_returns()
         assert_none_now(&arg, "cancel");
     }
     assert_none_left(&arg, "cancel").await;
+}
+
+/// A call dropped after its command was handed over, before it claimed it (the command's output
+/// is still open, so the claim waits), leaves nothing running: whether a launcher clones the
+/// command or, with no launcher to be had, the call itself cloned it at the hand-over.
+#[tokio::test]
+async fn a_call_dropped_before_it_claimed_its_command_leaves_nothing_running() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(4);
+    let _reap = Reap(arg.clone());
+    let no_launcher: Arc<dyn Confine> = Arc::new(LaunchersRefused);
+    for i in 0..TRIES {
+        // A marker each: the stop of a dropped call's tree goes on after the drop, and must not
+        // take the next call's command for its own.
+        let m = marker(&format!("stop-dropped-{i}"));
+        let mut req = request(&sleeper(&arg, i), &m, 60_000);
+        if i % 4 >= 2 {
+            req.spec.confine = Some(no_launcher.clone());
+        }
+        // Polled once (the command is handed over, and its output is open), then dropped.
+        let mut call = std::pin::pin!(run::run(req, std::future::pending(), None));
+        let polled = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        assert!(polled.is_pending(), "the sleeper ended at once: {polled:?}");
+    }
+    // A launcher with plans queued may clone a dropped call's command after this point (and
+    // stop it as soon as it finds nobody waiting): what counts is that none keeps running.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !with_arg(&arg).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_none_left(&arg, "a dropped call").await;
+}
+
+/// A confinement that applies nothing, and whose launchers can never be set up: each command
+/// is cloned by the spawning thread itself.
+struct LaunchersRefused;
+
+impl Confine for LaunchersRefused {
+    fn apply_own(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        // SAFETY: gettid and getpid have no preconditions. The child of a spawn that cloned it
+        // itself applies this too: a process, whose tid is its pid.
+        if unsafe { libc::gettid() != libc::getpid() } {
+            return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+        }
+        Ok(())
+    }
 }
 
 #[tokio::test]
