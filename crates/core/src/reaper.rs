@@ -351,6 +351,19 @@ mod tests {
         runtime.block_on(watch.wait())
     }
 
+    /// Starts `sh -c 'exit <code>'` (std's child, never waited for by std): its pid and pidfd.
+    fn sh_exit(code: i32) -> io::Result<(i32, OwnedFd)> {
+        let child = std::process::Command::new("/bin/sh")
+            .args(["-c", &format!("exit {code}")])
+            .spawn()?;
+        let pid = i32::try_from(child.id()).expect("a pid");
+        // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        assert!(fd >= 0, "pidfd_open: {}", io::Error::last_os_error());
+        let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).expect("an fd")) };
+        Ok((pid, fd))
+    }
+
     fn state(pid: i32) -> Option<char> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         stat.rsplit_once(") ")?.1.chars().next()
@@ -365,14 +378,7 @@ mod tests {
     fn the_sweep_waits_for_a_spawn_that_has_not_registered_its_child_yet() {
         init().unwrap();
         let (sweeper, mut watch) = spawn_registered(|| {
-            let child = std::process::Command::new("/bin/sh")
-                .args(["-c", "exit 7"])
-                .spawn()?;
-            let pid = i32::try_from(child.id()).expect("a pid");
-            // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            assert!(fd >= 0, "pidfd_open: {}", io::Error::last_os_error());
-            let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).expect("an fd")) };
+            let (pid, fd) = sh_exit(7)?;
             while state(pid) != Some('Z') {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -393,14 +399,7 @@ mod tests {
     fn exited_child(code: i32) -> (i32, ExitWatch) {
         init().unwrap();
         let ((), watch) = spawn_registered(|| {
-            let child = std::process::Command::new("/bin/sh")
-                .args(["-c", &format!("exit {code}")])
-                .spawn()?;
-            let pid = i32::try_from(child.id()).expect("a pid");
-            // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            assert!(fd >= 0, "pidfd_open: {}", io::Error::last_os_error());
-            let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).expect("an fd")) };
+            let (pid, fd) = sh_exit(code)?;
             Ok((pid, fd, ()))
         })
         .unwrap();

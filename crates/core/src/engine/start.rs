@@ -10,7 +10,7 @@ use tokio::net::unix::pipe;
 use super::Source;
 use crate::limits::READ_CHUNK_BYTES;
 use crate::reaper::ExitWatch;
-use crate::spawn::{SpawnSpec, Spawned, StdinMode, prepare_on_pipes, spawn};
+use crate::spawn::{Pipes, SpawnSpec, StdinMode, prepare_on_pipes, spawn};
 
 /// A command started on pipes, ready for [`super::drive`].
 pub(crate) struct Started {
@@ -34,7 +34,17 @@ pub(crate) fn start_on_pipes(
     pipe_bytes: Option<usize>,
 ) -> io::Result<Started> {
     let prologue = Prologue::of(&mut spec, stdin.is_some());
-    prologue.on(spawn(spec)?, stdin, pipe_bytes)
+    let spawned = spawn(spec)?;
+    let exit_watch = spawned.exit;
+    let pipes = Pipes {
+        stdin: spawned.stdin,
+        stdout: spawned.stdout,
+        stderr: spawned.stderr,
+    };
+    // Started already: on a failure here its group is killed at once.
+    let mut ends = exit_watch.or_kill(Ends::register(pipes, stdin, pipe_bytes))?;
+    ends.feed();
+    Ok(prologue.started(spawned.pid, exit_watch, ends))
 }
 
 /// [`start_on_pipes`] that lets the worker thread run other tasks while the child is cloned.
@@ -52,34 +62,20 @@ pub(crate) async fn start_on_pipes_async(
 ) -> io::Result<Started> {
     let prologue = Prologue::of(&mut spec, stdin.is_some());
     let (ready, pipes) = prepare_on_pipes(&spec)?;
-    let out = receiver(pipes.stdout, pipe_bytes)?;
-    let err = receiver(pipes.stderr, pipe_bytes)?;
-    let feed = match (pipes.stdin, stdin) {
-        (Some(fd), Some(data)) => Some((pipe::Sender::from_owned_fd(fd)?, data)),
-        _ => None,
-    };
+    let mut ends = Ends::register(pipes, stdin, pipe_bytes)?;
     let claim = ready.hand();
-    if let Some((sender, data)) = feed {
-        feed_in_background(sender, data);
-    }
+    ends.feed();
     // The first output, or the end of both streams at the exit of a command that prints
     // nothing, comes after the exec: by then the launcher has answered.
     let _ = tokio::time::timeout(CLAIM_AFTER, async {
         tokio::select! {
-            _ = out.readable() => {},
-            _ = err.readable() => {},
+            _ = ends.out.readable() => {},
+            _ = ends.err.readable() => {},
         }
     })
     .await;
     let (pid, exit_watch) = claim.claim().await?;
-    Ok(Started {
-        pid,
-        exit_watch,
-        source: Source::pipes(out, err, pipe_bytes.unwrap_or(READ_CHUNK_BYTES)),
-        marker: prologue.marker,
-        workdir: prologue.workdir,
-        confined: prologue.confined,
-    })
+    Ok(prologue.started(pid, exit_watch, ends))
 }
 
 /// How long a command's pid may stay unclaimed while its output is open (see
@@ -109,35 +105,56 @@ impl Prologue {
         }
     }
 
-    /// The started command, its stdin fed and its output in the reactor; on a failure here its
-    /// group is killed at once.
-    fn on(
-        self,
-        spawned: Spawned,
-        stdin: Option<Vec<u8>>,
-        pipe_bytes: Option<usize>,
-    ) -> io::Result<Started> {
-        let exit_watch = spawned.exit;
-        let source = exit_watch.or_kill((|| {
-            if let (Some(fd), Some(data)) = (spawned.stdin, stdin) {
-                feed_stdin(fd, data)?;
-            }
-            let out = receiver(spawned.stdout, pipe_bytes)?;
-            let err = receiver(spawned.stderr, pipe_bytes)?;
-            Ok(Source::pipes(
-                out,
-                err,
-                pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
-            ))
-        })())?;
-        Ok(Started {
-            pid: spawned.pid,
+    /// The started command, reading its output from `ends`.
+    fn started(self, pid: i32, exit_watch: ExitWatch, ends: Ends) -> Started {
+        Started {
+            pid,
             exit_watch,
-            source,
+            source: Source::pipes(ends.out, ends.err, ends.chunk),
             marker: self.marker,
             workdir: self.workdir,
             confined: self.confined,
+        }
+    }
+}
+
+/// The server's ends of a command's pipes: its output in the reactor, and its input until it is
+/// fed.
+struct Ends {
+    out: pipe::Receiver,
+    err: pipe::Receiver,
+    /// How much one read takes.
+    chunk: usize,
+    input: Option<(pipe::Sender, Vec<u8>)>,
+}
+
+impl Ends {
+    /// `pipes` in the reactor, the output's enlarged (best-effort) to `pipe_bytes`.
+    fn register(
+        pipes: Pipes,
+        stdin: Option<Vec<u8>>,
+        pipe_bytes: Option<usize>,
+    ) -> io::Result<Self> {
+        let input = match (pipes.stdin, stdin) {
+            (Some(fd), Some(data)) => Some((pipe::Sender::from_owned_fd(fd)?, data)),
+            _ => None,
+        };
+        Ok(Ends {
+            out: receiver(pipes.stdout, pipe_bytes)?,
+            err: receiver(pipes.stderr, pipe_bytes)?,
+            chunk: pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
+            input,
         })
+    }
+
+    /// Writes the input to the command's stdin in the background, then closes it (EOF). A
+    /// process that exits without reading it is not an error.
+    fn feed(&mut self) {
+        if let Some((mut sender, data)) = self.input.take() {
+            tokio::spawn(async move {
+                let _ = sender.write_all(&data).await;
+            });
+        }
     }
 }
 
@@ -155,17 +172,4 @@ fn receiver(fd: OwnedFd, bytes: Option<usize>) -> io::Result<pipe::Receiver> {
     }
     // The seam hands over non-blocking pipe read ends: no need to check and set them again.
     pipe::Receiver::from_owned_fd_unchecked(fd)
-}
-
-/// Writes `data` to the child's stdin in the background, then closes it (EOF). A process that
-/// exits without reading it is not an error.
-fn feed_stdin(fd: OwnedFd, data: Vec<u8>) -> io::Result<()> {
-    feed_in_background(pipe::Sender::from_owned_fd(fd)?, data);
-    Ok(())
-}
-
-fn feed_in_background(mut sender: pipe::Sender, data: Vec<u8>) {
-    tokio::spawn(async move {
-        let _ = sender.write_all(&data).await;
-    });
 }

@@ -33,30 +33,39 @@ use exec::{ExecPlan, Session};
 /// Environment variable carrying a run's marker; [`crate::tree`] finds escaped descendants by it.
 pub const RUN_MARKER_VAR: &str = "AGENTTY_RUN";
 
-/// Set unless the caller overrides them: a command must never wait for a human who is not there.
-pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
-    ("PAGER", "cat"),
-    ("GIT_PAGER", "cat"),
-    ("MANPAGER", "cat"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("GIT_EDITOR", "true"),
-    ("GCM_INTERACTIVE", "never"),
-    ("DEBIAN_FRONTEND", "noninteractive"),
-    ("PIP_NO_INPUT", "1"),
-];
+/// Both forms of the non-interactive defaults, from one list: the names and values, and the
+/// child's `KEY=VALUE` entries, encoded at compile time.
+macro_rules! non_interactive_env {
+    ($($key:literal = $value:literal),* $(,)?) => {
+        /// Set unless the caller overrides them: a command must never wait for a human who is
+        /// not there.
+        pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[$(($key, $value)),*];
 
-/// [`NON_INTERACTIVE_ENV`] as the child's `KEY=VALUE` entries, in the same order (a test holds
-/// them equal): a command that does not override them gets these, with no encoding per spawn.
-const NON_INTERACTIVE_ENTRIES: [&CStr; NON_INTERACTIVE_ENV.len()] = [
-    c"PAGER=cat",
-    c"GIT_PAGER=cat",
-    c"MANPAGER=cat",
-    c"GIT_TERMINAL_PROMPT=0",
-    c"GIT_EDITOR=true",
-    c"GCM_INTERACTIVE=never",
-    c"DEBIAN_FRONTEND=noninteractive",
-    c"PIP_NO_INPUT=1",
-];
+        /// [`NON_INTERACTIVE_ENV`] as the child's `KEY=VALUE` entries, in the same order: a
+        /// command that does not override them gets these, with no encoding per spawn.
+        const NON_INTERACTIVE_ENTRIES: [&CStr; NON_INTERACTIVE_ENV.len()] =
+            [$(c_str_literal(concat!($key, "=", $value, "\0"))),*];
+    };
+}
+
+non_interactive_env! {
+    "PAGER" = "cat",
+    "GIT_PAGER" = "cat",
+    "MANPAGER" = "cat",
+    "GIT_TERMINAL_PROMPT" = "0",
+    "GIT_EDITOR" = "true",
+    "GCM_INTERACTIVE" = "never",
+    "DEBIAN_FRONTEND" = "noninteractive",
+    "PIP_NO_INPUT" = "1",
+}
+
+/// A NUL-terminated literal as a `CStr`; a literal that is not one fails the build.
+const fn c_str_literal(literal: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(literal.as_bytes()) {
+        Ok(c_str) => c_str,
+        Err(_) => panic!("not a NUL-terminated string without an inner NUL"),
+    }
+}
 
 /// A confinement (the sandbox, docs/BEHAVIOUR.md §5), in two parts: one each command must have
 /// to itself, and one a spawning thread may take once for all the children it clones (see

@@ -3,12 +3,13 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentty_core::Shaped;
 use agentty_core::SpillStore;
 use agentty_core::run::{self, RunOutcome, RunRequest};
-use agentty_core::spawn::{RUN_MARKER_VAR, SpawnSpec, StdinMode};
+use agentty_core::spawn::{Confine, RUN_MARKER_VAR, SpawnSpec, StdinMode};
 
 /// A marker no other test (or test process) uses.
 pub fn marker(name: &str) -> String {
@@ -88,3 +89,43 @@ pub fn processes_with_marker(marker: &str) -> Vec<i32> {
 }
 
 pub use agentty_testkit::live_processes;
+
+/// A confinement that applies nothing and counts the launcher threads that apply its shared
+/// part; it may refuse them (as a thread start refused under a fork bomb would).
+#[derive(Default)]
+pub struct CountsLaunchers {
+    pub tries: AtomicUsize,
+    pub refuse: Refuse,
+}
+
+/// Which launchers a [`CountsLaunchers`] refuses to set up.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub enum Refuse {
+    #[default]
+    None,
+    /// The first one.
+    First,
+    /// Every one: each spawn clones its child itself.
+    All,
+}
+
+impl Confine for CountsLaunchers {
+    fn apply_own(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        // SAFETY: gettid and getpid have no preconditions. A child cloned by the spawn itself
+        // (there is no launcher) applies this too: it is a process, its tid is its pid.
+        let on_a_thread = unsafe { libc::gettid() != libc::getpid() };
+        if !on_a_thread {
+            return Ok(());
+        }
+        let first = self.tries.fetch_add(1, Ordering::Relaxed) == 0;
+        match self.refuse {
+            Refuse::All => Err(std::io::Error::from_raw_os_error(libc::EAGAIN)),
+            Refuse::First if first => Err(std::io::Error::from_raw_os_error(libc::EAGAIN)),
+            _ => Ok(()),
+        }
+    }
+}

@@ -15,7 +15,9 @@ use agentty_core::spawn::{Confine, RUN_MARKER_VAR};
 
 use agentty_testkit::{signal_set, status_field};
 
-use super::common::{leftovers_after, marker, request, run_to_end, sh, text};
+use super::common::{
+    CountsLaunchers, Refuse, leftovers_after, marker, request, run_to_end, sh, text,
+};
 
 /// Runs `argv` directly (no shell) and returns its stdout.
 async fn output_of(argv: &[&str], m: &str) -> String {
@@ -677,31 +679,6 @@ async fn a_failure_after_the_start_stops_the_group_and_says_it_started() {
     );
 }
 
-/// A confinement that applies nothing and counts the launcher threads that apply its shared
-/// part; with `fail_first`, the first of them fails (as a thread start refused under a fork bomb
-/// would).
-#[derive(Default)]
-struct CountsLaunchers {
-    tries: AtomicUsize,
-    fail_first: bool,
-}
-
-impl Confine for CountsLaunchers {
-    fn apply_own(&self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn apply_shared(&self) -> io::Result<()> {
-        // SAFETY: gettid and getpid have no preconditions. A child cloned by the spawn itself
-        // (there is no launcher) applies this too: it is a process, its tid is its pid.
-        let on_a_thread = unsafe { libc::gettid() != libc::getpid() };
-        if on_a_thread && self.tries.fetch_add(1, Ordering::Relaxed) == 0 && self.fail_first {
-            return Err(io::Error::from_raw_os_error(libc::EAGAIN));
-        }
-        Ok(())
-    }
-}
-
 /// A launcher that could not be set up once is tried again after a while of spawns: a pool
 /// does not stay without launchers (each spawn cloning its child itself) for the server's life.
 /// Every spawn runs meanwhile.
@@ -709,7 +686,7 @@ impl Confine for CountsLaunchers {
 async fn a_launcher_that_could_not_be_set_up_is_tried_again_later() {
     agentty_core::init().unwrap();
     let confine = Arc::new(CountsLaunchers {
-        fail_first: true,
+        refuse: Refuse::First,
         ..CountsLaunchers::default()
     });
     let m = marker("launcher-retry");

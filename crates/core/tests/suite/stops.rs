@@ -124,7 +124,10 @@ async fn a_call_dropped_before_it_claimed_its_command_leaves_nothing_running() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(4);
     let _reap = Reap(arg.clone());
-    let no_launcher: Arc<dyn Confine> = Arc::new(LaunchersRefused);
+    let no_launcher: Arc<dyn Confine> = Arc::new(CountsLaunchers {
+        refuse: Refuse::All,
+        ..CountsLaunchers::default()
+    });
     for i in 0..TRIES {
         // A marker each: the stop of a dropped call's tree goes on after the drop, and must not
         // take the next call's command for its own.
@@ -145,25 +148,6 @@ async fn a_call_dropped_before_it_claimed_its_command_leaves_nothing_running() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_none_left(&arg, "a dropped call").await;
-}
-
-/// A confinement that applies nothing, and whose launchers can never be set up: each command
-/// is cloned by the spawning thread itself.
-struct LaunchersRefused;
-
-impl Confine for LaunchersRefused {
-    fn apply_own(&self) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn apply_shared(&self) -> std::io::Result<()> {
-        // SAFETY: gettid and getpid have no preconditions. The child of a spawn that cloned it
-        // itself applies this too: a process, whose tid is its pid.
-        if unsafe { libc::gettid() != libc::getpid() } {
-            return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
-        }
-        Ok(())
-    }
 }
 
 #[tokio::test]
