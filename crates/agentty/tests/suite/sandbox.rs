@@ -542,6 +542,36 @@ async fn commands_cannot_signal_or_reach_each_other() {
     }
 }
 
+/// A confined command cannot read the server's memory or environment, where its random pool
+/// holds the next run markers and handles, and the HTTP token lives: not through
+/// `/proc/<pid>/mem` nor `/proc/<pid>/environ`, on the pipe path and in a shell. Without the
+/// sandbox the same attack reads both (as root here), so the attack itself works.
+#[tokio::test]
+async fn a_command_cannot_read_the_servers_memory() {
+    for (flags, confined) in [(&[][..], true), (&["--no-sandbox"][..], false)] {
+        let server = start_with(flags).await;
+        let serving = serving_pid(server.pid);
+        let attack = format!(
+            "S={serving}; (exec 3</proc/$S/mem) 2>/dev/null && echo READ-mem; \
+             head -c 16 /proc/$S/environ >/dev/null 2>&1 && echo READ-environ; echo done"
+        );
+        for path in ["pipe", "shell"] {
+            let said = if path == "pipe" {
+                server.terminal(json!({ "command": attack })).await.0
+            } else {
+                let shell = server.open_shell().await;
+                server.shell_send(&shell, &format!("{attack}\n")).await.0
+            };
+            assert!(
+                said.contains("done"),
+                "{path}: the attack did not run: {said}"
+            );
+            let read = said.contains("READ-mem") || said.contains("READ-environ");
+            assert_eq!(read, !confined, "{flags:?} {path}: {said}");
+        }
+    }
+}
+
 fn xattr_names(path: &std::path::Path) -> String {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     let mut buf = vec![0u8; 4096];
