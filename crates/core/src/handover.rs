@@ -14,8 +14,10 @@ use crate::jobs::ring::OutputRing;
 use crate::reaper::Exit;
 use crate::shape::Shaped;
 use crate::spill::{SpillFile, SpillStore};
+use crate::tree::StopOnDrop;
 
-/// The live parts of a running command: what the driver owns.
+/// The live parts of a running command: what the driver owns. Dropped with its tree still
+/// running (a hand-over nobody took), it stops the tree (`owner`).
 pub(crate) struct Live {
     pub(crate) pid: i32,
     /// Spawned confined (the sandbox applies).
@@ -29,6 +31,8 @@ pub(crate) struct Live {
     /// Per-stream cleaners: a partial line in either stays pending until its newline.
     pub(crate) out_cleaner: Cleaner,
     pub(crate) err_cleaner: Cleaner,
+    /// Stops the tree if this is dropped before a driver has seen to its end.
+    pub(crate) owner: StopOnDrop,
 }
 
 impl Live {
@@ -42,6 +46,7 @@ impl Live {
         exit: Option<Exit>,
     ) -> Self {
         Live {
+            owner: StopOnDrop::new(pid, &marker),
             pid,
             confined,
             marker,

@@ -319,6 +319,76 @@ pub fn terminate(
     }
 }
 
+/// A running tree that its holder answers for. Dropped while armed (the call that drove it was
+/// dropped part-way, a hand-over was never taken), it stops the tree as a cancellation does, in
+/// a task of its own: a future that owns a command cannot be dropped and leave the command
+/// running. Disarmed where the tree's end is seen to, or its ownership moves on.
+#[must_use = "dropping it stops the tree"]
+pub(crate) struct StopOnDrop {
+    leader: i32,
+    marker: String,
+    armed: bool,
+}
+
+impl StopOnDrop {
+    pub(crate) fn new(leader: i32, marker: &str) -> Self {
+        StopOnDrop {
+            leader,
+            marker: marker.to_owned(),
+            armed: true,
+        }
+    }
+
+    /// The tree's end is seen to elsewhere: dropping this stops nothing.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // The leader is pinned here, before whoever holds its exit watch lets the reaper have it.
+        let stop = terminate(
+            self.leader,
+            &self.marker,
+            Duration::from_millis(crate::limits::CANCEL_GRACE_MS),
+        );
+        let leader = self.leader;
+        let report = move |stopped: Terminated| {
+            tracing::debug!(
+                pid = leader,
+                found = stopped.found,
+                "stopped the tree of a command whose owner was dropped"
+            );
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { report(stop.await) });
+            return;
+        }
+        // Dropped outside any runtime: a thread of its own with a runtime for the stop's timers.
+        let stopper = move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build();
+            match runtime {
+                Ok(runtime) => report(runtime.block_on(stop)),
+                Err(_) => {
+                    let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+                }
+            }
+        };
+        let started = std::thread::Builder::new()
+            .name("agentty-stop".into())
+            .spawn(stopper);
+        if started.is_err() {
+            let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+        }
+    }
+}
+
 async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> Terminated {
     // A full `/proc` scan each: off the worker's other tasks.
     let scan = || crate::blocking::section(|| members(leader, marker, pinned));

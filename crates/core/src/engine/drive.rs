@@ -181,6 +181,8 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
         outside_stop,
         take_turns,
     } = run;
+    // Until this returns, dropping it (its caller gave up without a cancellation) stops the tree.
+    let owner = tree::StopOnDrop::new(pid, marker);
     let stopped_outside = || outside_stop.is_some_and(|s| s.load(Ordering::SeqCst));
     let mut by_outside_stop = false;
     let mut stop: Option<Stop> = None;
@@ -229,10 +231,13 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
                 // Confirmed before the result says so ("the process tree was stopped").
                 let grace = Duration::from_millis(CANCEL_GRACE_MS);
                 let stopped = tree::terminate(pid, marker, grace).await;
+                owner.disarm();
                 return DriveEnd::Cancelled { exit, stopped };
             },
             () = &mut time_up, if deadline.is_some() && stop.is_none() => {
                 if hand_over {
+                    // The command changes owner whole, its stop on drop with it.
+                    owner.disarm();
                     return DriveEnd::TimedOut { exit };
                 }
                 stop = Some(Stop::Timeout);
@@ -275,6 +280,7 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
     } else {
         settle(pid, marker, stopper, stop == Some(Stop::HeldOutput)).await
     };
+    owner.disarm();
     DriveEnd::Ended(Ended {
         exit,
         stop,

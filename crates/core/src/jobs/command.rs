@@ -138,8 +138,8 @@ pub async fn abandon(handover: Box<Handover>) -> Terminated {
     let live = handover.live;
     let report =
         tree::terminate(live.pid, &live.marker, Duration::from_millis(KILL_GRACE_MS)).await;
-    // Dropping the exit watch hands the zombie to the reaper.
-    drop(live);
+    live.owner.disarm();
+    // The rest of `live` goes here: dropping the exit watch hands the zombie to the reaper.
     report
 }
 
@@ -222,7 +222,8 @@ async fn drive(job: Arc<Job>, live: Live, shared: Arc<Shared>) {
         exit,
         mut out_cleaner,
         mut err_cleaner,
-        ..
+        owner,
+        confined: _,
     } = live;
     source.read_in(JOB_PIPE_BYTES);
     let mut sink = RingSink {
@@ -241,7 +242,9 @@ async fn drive(job: Arc<Job>, live: Live, shared: Arc<Shared>) {
         take_turns: true,
     };
     let never = std::future::pending::<()>();
-    let ended = match engine::drive(run, &mut source, &mut sink, &mut NoWatch, never).await {
+    let ended = engine::drive(run, &mut source, &mut sink, &mut NoWatch, never).await;
+    owner.disarm();
+    let ended = match ended {
         DriveEnd::Ended(ended) => ended,
         // Neither can happen without a deadline or a cancellation.
         DriveEnd::Cancelled { exit, .. } | DriveEnd::TimedOut { exit } => Ended {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use agentty_core::jobs::JobTable;
 use agentty_core::jobs::command::{self, CommandStart};
+use agentty_core::pty::once::{self, PtyRunRequest};
 use agentty_core::run::{self, RunStatus};
 use agentty_core::spawn::Confine;
 
@@ -83,7 +84,7 @@ async fn assert_none_left(arg: &str, what: &str) {
     }
     assert!(
         left.is_empty(),
-        "{what}: {} of {TRIES} stops left their tree running ({left:?})",
+        "{what}: {} processes left running ({left:?})",
         left.len()
     );
 }
@@ -238,4 +239,112 @@ async fn an_old_orphan_without_environment_is_not_taken_for_a_survivor() {
         !agentty_core::has_survivors(clean.pid, "stop-old-orphan-2"),
         "the old orphan {orphan} counted as a survivor of an unrelated run"
     );
+}
+
+/// How many calls each drop test drops: each waits for its command to run first, so fewer.
+const DROPS: usize = 12;
+
+/// The command of drop `i`: a `sleep` and a `setsid` escapee of it (which only the run marker
+/// finds), or, every other time, a `sleep` that dropped its environment.
+fn sleeper_and_escapee(arg: &str, i: usize) -> (String, usize) {
+    if i.is_multiple_of(2) {
+        (
+            format!("setsid sleep {arg} >/dev/null 2>&1 & exec sleep {arg}"),
+            2,
+        )
+    } else {
+        (sleeper(arg, i), 1)
+    }
+}
+
+/// Polls `call` until `arg` shows in `n` live processes (the command runs), and a while longer,
+/// so the call has claimed its command and drives it (a command without output is claimed
+/// after `CLAIM_AFTER`, 10 ms); then drops it.
+async fn drop_once_running<F: Future>(call: F, arg: &str, n: usize) {
+    let mut call = Box::pin(call);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut polls_after_start = 0;
+    while polls_after_start < 10 {
+        if with_arg(arg).len() >= n {
+            polls_after_start += 1;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        tokio::select! {
+            _ = call.as_mut() => panic!("the call ended before it was dropped"),
+            () = tokio::time::sleep(Duration::from_millis(5)) => {},
+        }
+    }
+    drop(call);
+}
+
+/// Waits (bounded) for the stops of dropped calls to finish, then asserts nothing is left.
+async fn assert_dropped_calls_left_nothing(arg: &str, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !with_arg(arg).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_none_left(arg, what).await;
+}
+
+/// A call dropped while its command runs (its caller gave up without a cancellation: a
+/// request task aborted, a `select!` that took another branch) stops the tree, the escapee
+/// that left the process group included.
+#[tokio::test]
+async fn a_call_dropped_while_its_command_runs_leaves_nothing_running() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(6);
+    let _reap = Reap(arg.clone());
+    for i in 0..DROPS {
+        let m = marker(&format!("drop-running-{i}"));
+        let (cmd, n) = sleeper_and_escapee(&arg, i);
+        let call = run::run(request(&cmd, &m, 60_000), std::future::pending(), None);
+        drop_once_running(call, &arg, n).await;
+    }
+    assert_dropped_calls_left_nothing(&arg, "a call dropped while running").await;
+}
+
+/// The same for a command run under a terminal (`pty: true`).
+#[tokio::test]
+async fn a_terminal_call_dropped_while_its_command_runs_leaves_nothing_running() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(7);
+    let _reap = Reap(arg.clone());
+    for i in 0..DROPS {
+        let m = marker(&format!("drop-pty-{i}"));
+        let (cmd, n) = sleeper_and_escapee(&arg, i);
+        let req = PtyRunRequest {
+            spec: sh(&cmd, &m),
+            input: None,
+            timeout: Duration::from_secs(60),
+            spill: None,
+            cols: 80,
+            rows: 24,
+        };
+        drop_once_running(once::run(req, std::future::pending()), &arg, n).await;
+    }
+    assert_dropped_calls_left_nothing(&arg, "a terminal call dropped while running").await;
+}
+
+/// A command handed over at its timeout (`on_timeout: "background"`) that nobody adopts, the
+/// hand-over dropped on its way to the job table, is stopped.
+#[tokio::test]
+async fn a_hand_over_nobody_takes_leaves_nothing_running() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(8);
+    let _reap = Reap(arg.clone());
+    for i in 0..DROPS {
+        let m = marker(&format!("drop-handover-{i}"));
+        let (cmd, n) = sleeper_and_escapee(&arg, i);
+        // Long enough for the escapee to show: the hand-over must carry all of the tree.
+        let ended = run::run_until(request(&cmd, &m, 300), true, std::future::pending(), None)
+            .await
+            .unwrap();
+        assert!(matches!(ended, run::RunEnd::TimedOut(_)), "not handed over");
+        assert!(with_arg(&arg).len() >= n, "the command was not running");
+        drop(ended);
+    }
+    assert_dropped_calls_left_nothing(&arg, "a hand-over nobody took").await;
 }
