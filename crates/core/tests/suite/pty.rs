@@ -958,37 +958,52 @@ async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
 /// A process that started a read of the terminal inside the foreground group and then left it
 /// waits ahead of the program shown, outside the group the person judged: the secret is
 /// refused, and the waiting process gets nothing.
+///
+/// Each step waits for the one before it, not for time: the thief joins the group of a
+/// foreground job that waits for it (once the shell has put it in the foreground), starts a
+/// read there and sees it blocked in the kernel, leaves, and only then lets the job end and the
+/// program that asks start.
 #[tokio::test]
 async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
     let t = open_one("/bin/bash", "secret-overtaken").await;
-    let go = std::env::temp_dir().join(format!("{}.go", t.marker));
-    let got = std::env::temp_dir().join(format!("{}.got", t.marker));
+    let file = |what: &str| std::env::temp_dir().join(format!("{}.{what}", t.marker));
+    let (go, got, left) = (file("go"), file("got"), file("left"));
     let thief = format!(
         "python3 -c 'import os,threading,time\n\
          fd = os.open(\"/dev/tty\", os.O_RDONLY)\n\
          while not os.path.exists(\"{go}\"): time.sleep(0.02)\n\
+         while os.tcgetpgrp(fd) == os.getsid(0): time.sleep(0.01)\n\
          os.setpgid(0, os.tcgetpgrp(fd))\n\
          def take(): open(\"{got}\", \"wb\").write(os.read(fd, 100))\n\
-         threading.Thread(target=take, daemon=True).start()\n\
-         time.sleep(0.3)\nos.setpgid(0, 0)\ntime.sleep(60)' < /dev/null &\n",
+         t = threading.Thread(target=take, daemon=True)\nt.start()\n\
+         call = \"/proc/self/task/%d/syscall\" % t.native_id\n\
+         read = {{\"x86_64\": \"0\", \"aarch64\": \"63\"}}[os.uname().machine]\n\
+         while open(call).read().split()[0] != read: time.sleep(0.01)\n\
+         os.setpgid(0, 0)\nopen(\"{left}\", \"w\").close()\ntime.sleep(60)' < /dev/null &\n",
         go = go.display(),
-        got = got.display()
+        got = got.display(),
+        left = left.display(),
     );
     send(&t.shell, &thief).await;
-    send_for(
-        &t.shell,
-        &format!("sleep 3; stty -echo; {READER}; stty echo\n"),
-        50,
-    )
-    .await;
+    // The foreground job the thief joins: one process group that lasts until the thief left it.
+    let wait_for_left = format!(
+        "sh -c 'while [ ! -e \"{}\" ]; do sleep 0.02; done'; stty -echo; {READER}; stty echo\n",
+        left.display()
+    );
+    send_for(&t.shell, &wait_for_left, 50).await;
     std::fs::write(&go, b"").unwrap();
     until_it_asks_a_password(&t.shell).await;
+    assert!(
+        left.exists(),
+        "the program asked before the thief left its group"
+    );
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));
     let stolen = std::fs::read(&got).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
-    std::fs::remove_file(&go).unwrap();
-    let _ = std::fs::remove_file(&got);
+    for f in [&go, &got, &left] {
+        let _ = std::fs::remove_file(f);
+    }
     t.close_clean().await;
 }
 
