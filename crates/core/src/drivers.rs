@@ -32,6 +32,19 @@ where
     }
 }
 
+/// [`spawn`] that may be called anywhere, a `Drop` included: on the drivers' thread, else on the
+/// caller's runtime; `None` (nothing spawned) when there is neither.
+pub fn try_spawn<F>(driver: F) -> Option<JoinHandle<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match handle() {
+        Some(handle) => Some(handle.spawn(driver)),
+        None => Handle::try_current().ok().map(|h| h.spawn(driver)),
+    }
+}
+
 /// Lets the other drivers run: call after each read and ingest.
 pub async fn fair() {
     tokio::task::yield_now().await;

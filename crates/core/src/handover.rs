@@ -19,6 +19,9 @@ use crate::tree::StopOnDrop;
 /// The live parts of a running command: what the driver owns. Dropped with its tree still
 /// running (a hand-over nobody took), it stops the tree (`owner`).
 pub(crate) struct Live {
+    /// Stops the tree if this is dropped before a driver has seen to its end. First, so it is
+    /// dropped first: its stop pins the leader while the exit watch still holds it unreaped.
+    pub(crate) owner: StopOnDrop,
     pub(crate) pid: i32,
     /// Spawned confined (the sandbox applies).
     pub(crate) confined: bool,
@@ -31,8 +34,6 @@ pub(crate) struct Live {
     /// Per-stream cleaners: a partial line in either stays pending until its newline.
     pub(crate) out_cleaner: Cleaner,
     pub(crate) err_cleaner: Cleaner,
-    /// Stops the tree if this is dropped before a driver has seen to its end.
-    pub(crate) owner: StopOnDrop,
 }
 
 impl Live {

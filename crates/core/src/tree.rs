@@ -347,46 +347,45 @@ impl StopOnDrop {
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        // The leader is pinned here, before whoever holds its exit watch lets the reaper have it.
-        let stop = terminate(
-            self.leader,
-            &self.marker,
-            Duration::from_millis(crate::limits::CANCEL_GRACE_MS),
-        );
-        let leader = self.leader;
-        let report = move |stopped: Terminated| {
-            tracing::debug!(
-                pid = leader,
-                found = stopped.found,
-                "stopped the tree of a command whose owner was dropped"
-            );
-        };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { report(stop.await) });
-            return;
-        }
-        // Dropped outside any runtime: a thread of its own with a runtime for the stop's timers.
-        let stopper = move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build();
-            match runtime {
-                Ok(runtime) => report(runtime.block_on(stop)),
-                Err(_) => {
-                    let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
-                }
-            }
-        };
-        let started = std::thread::Builder::new()
-            .name("agentty-stop".into())
-            .spawn(stopper);
-        if started.is_err() {
-            let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+        if self.armed {
+            stop_unowned(self.leader, &self.marker);
         }
     }
+}
+
+/// Stops the tree of a command nobody owns any more (its owner was dropped), as a cancellation
+/// does; callable anywhere, a `Drop` included. The leader is pinned before this returns, and
+/// the stop runs on the drivers' runtime, which runs for the server's life: the runtime of the
+/// caller may be shutting down, or a test's that is never polled again. With no runtime to be
+/// had, the leader's process group is killed at once.
+pub(crate) fn stop_unowned(leader: i32, marker: &str) {
+    let stop = terminate(
+        leader,
+        marker,
+        Duration::from_millis(crate::limits::CANCEL_GRACE_MS),
+    );
+    let stopping = crate::drivers::try_spawn(async move {
+        let stopped = stop.await;
+        tracing::debug!(
+            pid = leader,
+            found = stopped.found,
+            "stopped the tree of a command whose owner was dropped"
+        );
+    });
+    if stopping.is_none() {
+        let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+    }
+}
+
+/// [`terminate`] in a task of its own, on the calling runtime: the stop goes on to its end
+/// even when whoever awaits the handle gives up (a `task_stop` whose request was dropped, a
+/// page that went away). The leader is pinned before this returns.
+pub(crate) fn terminate_detached(
+    leader: i32,
+    marker: &str,
+    grace: Duration,
+) -> tokio::task::JoinHandle<Terminated> {
+    tokio::spawn(terminate(leader, marker, grace))
 }
 
 async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> Terminated {

@@ -153,15 +153,6 @@ impl Ended {
     }
 }
 
-/// Starts stopping the tree in a task of its own; the leader is pinned before this returns.
-fn start_stop(pid: i32, marker: &str, grace_ms: u64) -> JoinHandle<Terminated> {
-    tokio::spawn(tree::terminate(
-        pid,
-        marker,
-        Duration::from_millis(grace_ms),
-    ))
-}
-
 /// Drives `source` into `sink` until the command and its output are done (see the module
 /// comment). `cancel` resolving means the caller gave up.
 pub(crate) async fn drive<S: Sink, W: Watch<S>>(
@@ -265,7 +256,11 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
             && stopper.is_none()
         {
             let grace = reason.grace_ms();
-            stopper = Some(start_stop(pid, marker, grace));
+            stopper = Some(tree::terminate_detached(
+                pid,
+                marker,
+                Duration::from_millis(grace),
+            ));
             aux_deadline =
                 Some(Instant::now() + Duration::from_millis(grace + KILL_WAIT_MS + DRAIN_MS));
             if reason == Stop::OverCapture {

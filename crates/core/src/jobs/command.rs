@@ -177,11 +177,12 @@ impl JobControl for CommandControl {
     fn stop(&self) -> StopFuture {
         let shared = self.shared.clone();
         shared.stopping.store(true, Ordering::SeqCst);
-        // Pins the leader now, before the driver can reap it: the stop is then certain.
-        let terminate =
-            tree::terminate(self.pid, &self.marker, Duration::from_millis(KILL_GRACE_MS));
+        // Pins the leader now, before the driver can reap it: the stop is then certain. It runs
+        // to its end even if this future is dropped: the driver leaves the tree's end to it.
+        let stopping =
+            tree::terminate_detached(self.pid, &self.marker, Duration::from_millis(KILL_GRACE_MS));
         Box::pin(async move {
-            terminate.await;
+            let _ = stopping.await;
             // The driver now sees the pipes close; let it record the end and flush the ring.
             // Bounded, for a process stuck in uninterruptible sleep holding a pipe.
             let mut done = shared.done.subscribe();

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use agentty_core::jobs::JobTable;
 use agentty_core::jobs::command::{self, CommandStart};
+use agentty_core::jobs::{JobTable, OutputRing};
 use agentty_core::pty::once::{self, PtyRunRequest};
+use agentty_core::pty::{OpenSpec, SendRequest, Shell, Shells};
 use agentty_core::run::{self, RunStatus};
-use agentty_core::spawn::Confine;
+use agentty_core::spawn::{Confine, SpawnSpec, StdinMode};
 
 use super::common::*;
 
@@ -347,4 +348,143 @@ async fn a_hand_over_nobody_takes_leaves_nothing_running() {
         drop(ended);
     }
     assert_dropped_calls_left_nothing(&arg, "a hand-over nobody took").await;
+}
+
+/// A command whose leader dies of SIGTERM while a member of its group ignores it: only the
+/// SIGKILL that follows the grace stops all of it.
+fn leader_dies_member_ignores_term(arg: &str) -> String {
+    format!("(trap '' TERM; exec sleep {arg}) & exec sleep {arg}")
+}
+
+/// Polls `stop` until `arg` shows in at most `n` live processes (its first signals went out),
+/// then drops it.
+async fn give_up_on_stop<F: Future>(stop: F, arg: &str, n: usize) {
+    let mut stop = Box::pin(stop);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while with_arg(arg).len() > n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stop sent nothing"
+        );
+        tokio::select! {
+            _ = stop.as_mut() => panic!("the stop ended before it was given up on"),
+            () = tokio::time::sleep(Duration::from_millis(5)) => {},
+        }
+    }
+    drop(stop);
+}
+
+/// A `task_stop` given up on part-way (its request dropped, a page of the web view closed)
+/// still stops the whole tree: the job's driver leaves the tree's end to the stop, which must
+/// not end with the future that awaited it.
+#[tokio::test]
+async fn a_task_stop_given_up_on_still_stops_the_whole_tree() {
+    agentty_core::init().unwrap();
+    let table = JobTable::new();
+    let arg = unique_sleep(9);
+    let _reap = Reap(arg.clone());
+    let m = marker("stop-given-up");
+    let job = command::start(
+        &table,
+        CommandStart {
+            spec: sh(&leader_dies_member_ignores_term(&arg), &m),
+            stdin: None,
+            label: "sleep".into(),
+        },
+        None,
+    )
+    .expect("start");
+    wait_for_arg(&arg, 2).await;
+    // Given up on once the leader died of its SIGTERM, inside the grace.
+    give_up_on_stop(job.stop(), &arg, 1).await;
+    assert_dropped_calls_left_nothing(&arg, "a task_stop given up on").await;
+}
+
+/// A shell's close given up on part-way stops the whole tree all the same.
+#[tokio::test]
+async fn a_shell_close_given_up_on_still_stops_the_whole_tree() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(10);
+    let _reap = Reap(arg.clone());
+    let shells = Shells::new(Arc::new(JobTable::new()), None);
+    let m = marker("close-given-up");
+    let (_, shell) = shells
+        .open(shell_spec(&m), "bash".into())
+        .await
+        .expect("open");
+    let survivor = format!("(trap '' HUP TERM; exec sleep {arg}) &\n");
+    send_line(&shell, &survivor).await;
+    wait_for_arg(&arg, 1).await;
+    let close = shells.close("s1");
+    let mut close = Box::pin(close);
+    // Given up on once the shell itself is gone (hung up), inside the grace.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !shell.has_ended() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the shell never ended"
+        );
+        tokio::select! {
+            _ = close.as_mut() => panic!("the close ended before it was given up on"),
+            () = tokio::time::sleep(Duration::from_millis(5)) => {},
+        }
+    }
+    drop(close);
+    assert_dropped_calls_left_nothing(&arg, "a shell close given up on").await;
+}
+
+/// A shell nobody holds any more (never closed) takes its tree with it, what ignores the
+/// hang-up included.
+#[tokio::test]
+async fn a_shell_nobody_holds_takes_its_tree_with_it() {
+    agentty_core::init().unwrap();
+    let arg = unique_sleep(11);
+    let _reap = Reap(arg.clone());
+    let m = marker("shell-dropped");
+    let shell = Shell::open(shell_spec(&m)).await.expect("open");
+    let survivor = format!("(trap '' HUP; exec sleep {arg}) &\n");
+    send_line(&shell, &survivor).await;
+    wait_for_arg(&arg, 1).await;
+    drop(shell);
+    assert_dropped_calls_left_nothing(&arg, "a shell nobody holds").await;
+}
+
+fn shell_spec(marker: &str) -> OpenSpec {
+    OpenSpec {
+        spawn: SpawnSpec {
+            program: "/bin/bash".into(),
+            args: Vec::new(),
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+            stdin: StdinMode::Null,
+            marker: marker.to_owned(),
+            confine: None,
+        },
+        cols: 80,
+        rows: 24,
+        output: Arc::new(OutputRing::new(None)),
+    }
+}
+
+async fn send_line(shell: &Shell, line: &str) {
+    shell
+        .send(SendRequest {
+            input: line,
+            timeout: Duration::from_secs(10),
+            wait_for: None,
+        })
+        .await
+        .expect("send");
+}
+
+/// Waits (bounded) until `arg` shows in `n` live processes.
+async fn wait_for_arg(arg: &str, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while with_arg(arg).len() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }

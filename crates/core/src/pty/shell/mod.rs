@@ -388,19 +388,31 @@ impl Shell {
     }
 
     /// Hangs up, then stops the whole tree (setsid escapees included); resolves once the shell
-    /// is gone or the bounded wait ran out.
+    /// is gone or the bounded wait ran out. The stop runs to its end even if this future is
+    /// dropped: the shell's exit watch leaves the tree's end to it.
     pub async fn close(&self, why: Hangup) {
         lock(&self.end).hangup.get_or_insert(why);
         self.hang_up();
-        tree::terminate(
+        let stopping = tree::terminate_detached(
             self.pid,
             &self.marker,
             Duration::from_millis(CLOSE_GRACE_MS),
-        )
-        .await;
+        );
+        let _ = stopping.await;
         let mut ended = self.ended.subscribe();
         let _ =
             tokio::time::timeout(Duration::from_millis(KILL_WAIT_MS), ended.wait_for(|e| *e)).await;
+    }
+}
+
+impl Drop for Shell {
+    /// A shell nobody holds any more (its open was dropped while it waited for the first
+    /// prompt, its table went without closing it) takes its tree with it: the hang-up alone
+    /// spares what ignores SIGHUP or left the session.
+    fn drop(&mut self) {
+        if !self.has_ended() {
+            tree::stop_unowned(self.pid, &self.marker);
+        }
     }
 }
 
