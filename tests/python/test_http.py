@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -246,6 +247,53 @@ def test_a_client_that_vanished_loses_its_jobs_after_the_grace():
         assert wait_until(lambda: with_env("HTTPTAG", tag), within=4), "the job did not start"
         # No request, no DELETE: the session ends after the grace, and its job with it.
         assert wait_until(lambda: not with_env("HTTPTAG", tag), within=30)
+
+
+def test_delete_answers_once_the_sessions_calls_jobs_and_shells_are_stopped():
+    """DELETE of a session stops what it runs before it answers: a call still in flight (rmcp
+    alone would let it run on for its drain time after the answer), a background job and a
+    shell's command, each with a setsid escapee."""
+    tag = f"http-delete-{uuid.uuid4().hex[:8]}"
+    with http_server() as (url, token, state):
+        auth = {"Authorization": f"Bearer {token}"}
+        status, headers, _ = raw(url, INIT, auth)
+        assert status == 200
+        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+
+        def call(n, name, arguments):
+            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}}
+            return raw(url, body, sid)
+
+        tree = "setsid sleep 301 >/dev/null 2>&1 & sleep 302"
+        env = {"HTTPTAG": tag}
+        assert call(2, "terminal", {"command": tree, "background": True, "env": env})[0] == 200
+        status, _, opened = call(3, "shell_open", {"env": env})
+        assert status == 200, opened
+        shell = re.search(r'"id":"(s\d+)"', opened).group(1)
+        assert call(4, "shell_send", {"id": shell, "input": tree + " &\n"})[0] == 200
+        in_flight = {}
+        waiting = threading.Thread(
+            target=lambda: in_flight.update(
+                answer=call(5, "terminal", {"command": tree, "timeout_ms": 60000, "env": env})
+            )
+        )
+        waiting.start()
+        # Two processes each: the call, the job and the shell's command (the shell has the tag
+        # too); polled, since a process in the middle of `exec` shows no environment.
+        assert wait_until(lambda: len(with_env("HTTPTAG", tag)) >= 7), with_env("HTTPTAG", tag)
+        spill = [d for d in os.listdir(state) if os.path.isdir(os.path.join(state, d))]
+        status, _, _ = raw(url, None, sid, method="DELETE")
+        assert status == 204
+        # Nothing waited for here: stopped before the answer.
+        assert with_env("HTTPTAG", tag) == [], with_env("HTTPTAG", tag)
+        waiting.join(timeout=20)
+        status, _, answer = in_flight["answer"]
+        assert status == 200 and "the process tree was stopped" in answer, answer
+        # The session's spill directory went with it.
+        left = [d for d in os.listdir(state) if os.path.isdir(os.path.join(state, d))]
+        assert not (set(left) - set(spill)), left
 
 
 def test_the_session_cap_refuses_the_next_one_with_a_reason():

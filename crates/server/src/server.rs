@@ -50,6 +50,10 @@ pub struct Settings {
     pub shell_idle_ms: Option<u64>,
 }
 
+/// How long ending an HTTP session waits for its cancelled calls to return: each stops its
+/// tree first (a grace, then SIGKILL rounds), more only for a process stuck in the kernel.
+const END_WAIT: Duration = Duration::from_secs(5);
+
 /// One MCP session's server: what every session of this process shares, and this session's own
 /// jobs, shells and spill files. Over stdio there is one; over HTTP one per client session
 /// ([`Agentty::new_session`]).
@@ -91,6 +95,9 @@ struct Shared {
     sealer: Arc<crate::escalation::mrtr::Sealer>,
     /// The HTTP client sessions made so far, while they live.
     live: std::sync::Mutex<Vec<std::sync::Weak<LazySession>>>,
+    /// HTTP client sessions by their `Mcp-Session-Id`, once a tool call has named it: what
+    /// [`Agentty::end_http_session`] ends.
+    by_http_id: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<LazySession>>>,
 }
 
 impl Agentty {
@@ -121,6 +128,7 @@ impl Agentty {
                 crate::escalation::mrtr::STATE_TTL,
             )),
             live: std::sync::Mutex::default(),
+            by_http_id: std::sync::Mutex::default(),
         };
         let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
         let tools = Arc::new(crate::catalog::catalog(tool_router.list_all()));
@@ -169,6 +177,50 @@ impl Agentty {
                 session.ended.store(true, Ordering::Relaxed);
                 crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
             }
+        }
+    }
+
+    /// Ends the HTTP client session `id` (its client sent `DELETE /mcp`): its tool calls in
+    /// flight are cancelled and each stops its process tree, then its jobs and shells are
+    /// stopped and its spill directory removed; returns once that is done (bounded for what
+    /// is stuck in the kernel). A session no tool call has named started nothing.
+    pub async fn end_http_session(&self, id: &str) {
+        let lazy = self
+            .inner
+            .by_http_id
+            .lock()
+            .ok()
+            .and_then(|mut ids| ids.remove(id))
+            .and_then(|weak| weak.upgrade());
+        let Some(lazy) = lazy else {
+            return;
+        };
+        if !lazy.in_flight.end(END_WAIT).await {
+            tracing::warn!("session {id}: a cancelled call did not return in time");
+        }
+        if let Some(session) = lazy.state.get() {
+            session.ended.store(true, Ordering::Relaxed);
+            crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
+        }
+    }
+
+    /// Notes the HTTP session id a request of this session carries, the first time.
+    fn note_http_id(&self, parts: &http::request::Parts) {
+        if self.session.http_id.get().is_some() {
+            return;
+        }
+        let Some(id) = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        else {
+            return;
+        };
+        if self.session.http_id.set(id.to_owned()).is_ok()
+            && let Ok(mut ids) = self.inner.by_http_id.lock()
+        {
+            ids.retain(|_, weak| weak.strong_count() > 0);
+            ids.insert(id.to_owned(), Arc::downgrade(&self.session));
         }
     }
 
@@ -474,6 +526,16 @@ impl ServerHandler for Agentty {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
         let (this, sessionless) = self.route(&context);
+        // A client session's call over HTTP is listed while it runs: ending the session
+        // (`DELETE /mcp`) cancels it.
+        let http_parts = context.extensions.get::<http::request::Parts>();
+        let _flight = match (http_parts, &sessionless) {
+            (Some(parts), None) => {
+                this.note_http_id(parts);
+                Some(this.session.in_flight.enter(&context.ct))
+            }
+            _ => None,
+        };
         match &sessionless {
             Some(caller) => this
                 .session

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use agentty_core::SpillStore;
 use agentty_core::jobs::{Ids, JobTable};
+use tokio_util::sync::CancellationToken;
 
 use crate::server::Settings;
 
@@ -30,6 +31,88 @@ pub(crate) struct LazySession {
     /// What the person watching did to this session's jobs (`--view-control`), told to the
     /// model in its next result.
     pub(crate) user_notes: std::sync::Mutex<Vec<String>>,
+    /// Its tool calls being answered (HTTP client sessions): ending the session cancels them.
+    pub(crate) in_flight: InFlight,
+    /// Its HTTP session id (`Mcp-Session-Id`), once a call has named it.
+    pub(crate) http_id: std::sync::OnceLock<String>,
+}
+
+/// The tool calls of a session being answered, each by its request's cancellation token. A
+/// session that ends (`DELETE /mcp`) cancels them all: each stops what it runs before it
+/// returns, as for `notifications/cancelled`. A call that comes once it has ended is cancelled
+/// as it comes.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    calls: std::sync::Mutex<Calls>,
+}
+
+#[derive(Default)]
+struct Calls {
+    next: u64,
+    open: std::collections::HashMap<u64, CancellationToken>,
+    ended: bool,
+}
+
+/// One call in flight; leaving it (the call returned or was dropped) takes it off the list.
+pub(crate) struct Flight<'s> {
+    in_flight: &'s InFlight,
+    key: Option<u64>,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Lists the call that `ct` cancels, until the returned [`Flight`] is dropped.
+    pub(crate) fn enter(&self, ct: &CancellationToken) -> Flight<'_> {
+        let mut calls = self.lock();
+        if calls.ended {
+            ct.cancel();
+            return Flight {
+                in_flight: self,
+                key: None,
+            };
+        }
+        calls.next += 1;
+        let key = calls.next;
+        calls.open.insert(key, ct.clone());
+        Flight {
+            in_flight: self,
+            key: Some(key),
+        }
+    }
+
+    /// Cancels every call in flight, and every later one, then waits (at most `within`) until
+    /// all have returned: each has stopped its process tree by then. True when all returned.
+    pub(crate) async fn end(&self, within: Duration) -> bool {
+        let cancelled: Vec<CancellationToken> = {
+            let mut calls = self.lock();
+            calls.ended = true;
+            calls.open.values().cloned().collect()
+        };
+        cancelled.iter().for_each(CancellationToken::cancel);
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if self.lock().open.is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            self.in_flight.lock().open.remove(&key);
+        }
+    }
 }
 
 /// Who is on the other end of a session, for the web view.
@@ -58,6 +141,8 @@ impl LazySession {
             started: std::time::SystemTime::now(),
             about: std::sync::OnceLock::new(),
             user_notes: std::sync::Mutex::default(),
+            in_flight: InFlight::default(),
+            http_id: std::sync::OnceLock::new(),
         })
     }
 

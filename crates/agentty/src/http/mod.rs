@@ -101,6 +101,8 @@ struct Gate {
     mcp: StreamableHttpService<Agentty, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
+    /// Ends a client session's calls, jobs and shells before rmcp closes it.
+    agentty: Agentty,
 }
 
 impl Gate {
@@ -174,6 +176,9 @@ impl Gate {
             if !self.sessions.sessions.read().await.contains_key(id) {
                 return reply(StatusCode::NOT_FOUND, "agentty: no such session\n");
             }
+            // Everything the session runs is stopped before the DELETE is answered: its calls
+            // in flight (rmcp would let them run on for its drain time), its jobs and shells.
+            self.agentty.end_http_session(id).await;
         }
         parts.extensions.insert(caller.clone());
         let mut response = self
@@ -308,6 +313,7 @@ pub async fn serve(
         mcp,
         sessions,
         max_sessions: options.max_sessions,
+        agentty: agentty.clone(),
     });
 
     tokio::pin!(shutdown);
