@@ -252,7 +252,9 @@ def test_a_client_that_vanished_loses_its_jobs_after_the_grace():
 def test_delete_answers_once_the_sessions_calls_jobs_and_shells_are_stopped():
     """DELETE of a session stops what it runs before it answers: a call still in flight (rmcp
     alone would let it run on for its drain time after the answer), a background job and a
-    shell's command, each with a setsid escapee."""
+    shell's command, each with a setsid escapee; and the job's spill directory is gone. Two
+    DELETEs at once both answer only then, and a request rmcp answers without the session it
+    names (per-request `_meta`) does not make the DELETE miss the session."""
     tag = f"http-delete-{uuid.uuid4().hex[:8]}"
     with http_server() as (url, token, state):
         auth = {"Authorization": f"Bearer {token}"}
@@ -261,14 +263,18 @@ def test_delete_answers_once_the_sessions_calls_jobs_and_shells_are_stopped():
         sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
         raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
 
-        def call(n, name, arguments):
-            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                    "params": {"name": name, "arguments": arguments}}
-            return raw(url, body, sid)
+        def call(n, name, arguments, headers=sid, meta=None):
+            params = {"name": name, "arguments": arguments}
+            if meta:
+                params["_meta"] = meta
+            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+            return raw(url, body, headers)
 
         tree = "setsid sleep 301 >/dev/null 2>&1 & sleep 302"
         env = {"HTTPTAG": tag}
-        assert call(2, "terminal", {"command": tree, "background": True, "env": env})[0] == 200
+        # Over the job's 256 KB ring first: its output spills to the session's directory.
+        flood = "head -c 400000 /dev/zero | tr '\\0' x; echo; " + tree
+        assert call(2, "terminal", {"command": flood, "background": True, "env": env})[0] == 200
         status, _, opened = call(3, "shell_open", {"env": env})
         assert status == 200, opened
         shell = re.search(r'"id":"(s\d+)"', opened).group(1)
@@ -280,20 +286,38 @@ def test_delete_answers_once_the_sessions_calls_jobs_and_shells_are_stopped():
             )
         )
         waiting.start()
+        # Answered without the session although it names it: the session stays the one a
+        # DELETE of its id ends.
+        meta = {"io.modelcontextprotocol/protocolVersion": "2025-06-18",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        status, _, answer = call(6, "terminal", {"command": "echo aside"},
+                                 {**sid, "MCP-Protocol-Version": "2025-06-18"}, meta)
+        assert status == 200 and "aside" in answer, answer
         # Two processes each: the call, the job and the shell's command (the shell has the tag
         # too); polled, since a process in the middle of `exec` shows no environment.
         assert wait_until(lambda: len(with_env("HTTPTAG", tag)) >= 7), with_env("HTTPTAG", tag)
-        spill = [d for d in os.listdir(state) if os.path.isdir(os.path.join(state, d))]
-        status, _, _ = raw(url, None, sid, method="DELETE")
-        assert status == 204
-        # Nothing waited for here: stopped before the answer.
-        assert with_env("HTTPTAG", tag) == [], with_env("HTTPTAG", tag)
+        spill = os.path.join(state, "spill")
+        assert wait_until(lambda: os.path.isdir(spill) and os.listdir(spill)), "nothing spilled"
+        answers = []
+
+        def delete():
+            status, _, _ = raw(url, None, sid, method="DELETE")
+            # Looked at the moment the answer came: nothing waited for.
+            answers.append((status, with_env("HTTPTAG", tag)))
+
+        deletes = [threading.Thread(target=delete) for _ in range(2)]
+        for d in deletes:
+            d.start()
+        for d in deletes:
+            d.join(timeout=30)
+        assert len(answers) == 2
+        assert any(status == 204 for status, _ in answers), answers
+        for status, left in answers:
+            assert status in (204, 404) and left == [], answers
         waiting.join(timeout=20)
         status, _, answer = in_flight["answer"]
         assert status == 200 and "the process tree was stopped" in answer, answer
-        # The session's spill directory went with it.
-        left = [d for d in os.listdir(state) if os.path.isdir(os.path.join(state, d))]
-        assert not (set(left) - set(spill)), left
+        assert os.listdir(spill) == [], os.listdir(spill)
 
 
 def test_the_session_cap_refuses_the_next_one_with_a_reason():

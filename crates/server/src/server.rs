@@ -183,30 +183,42 @@ impl Agentty {
     /// Ends the HTTP client session `id` (its client sent `DELETE /mcp`): its tool calls in
     /// flight are cancelled and each stops its process tree, then its jobs and shells are
     /// stopped and its spill directory removed; returns once that is done (bounded for what
-    /// is stuck in the kernel). A session no tool call has named started nothing.
+    /// is stuck in the kernel). Every DELETE of the session waits for the same end. A session
+    /// no request has named since its `initialize` started nothing.
     pub async fn end_http_session(&self, id: &str) {
         let lazy = self
             .inner
             .by_http_id
             .lock()
             .ok()
-            .and_then(|mut ids| ids.remove(id))
-            .and_then(|weak| weak.upgrade());
+            .and_then(|ids| ids.get(id).and_then(std::sync::Weak::upgrade));
         let Some(lazy) = lazy else {
             return;
         };
-        if !lazy.in_flight.end(END_WAIT).await {
-            tracing::warn!("session {id}: a cancelled call did not return in time");
-        }
-        if let Some(session) = lazy.state.get() {
-            session.ended.store(true, Ordering::Relaxed);
-            crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
+        lazy.ending
+            .get_or_init(|| async {
+                let all_returned = lazy.in_flight.end(END_WAIT).await;
+                if !all_returned {
+                    tracing::warn!("session {id}: a cancelled call did not return in time");
+                }
+                if let Some(session) = lazy.state.get() {
+                    // Left unended while a call still runs: the session's drop stops what
+                    // that call may still start.
+                    session.ended.store(all_returned, Ordering::Relaxed);
+                    crate::tasks::stop_and_log(&session.jobs, &session.spill).await;
+                }
+            })
+            .await;
+        if let Ok(mut ids) = self.inner.by_http_id.lock() {
+            ids.remove(id);
         }
     }
 
-    /// Notes the HTTP session id a request of this session carries, the first time.
+    /// Notes the HTTP session id a request of this client session carries, the first time.
+    /// A server rmcp made for one request is never noted: it is not the session the id names.
     fn note_http_id(&self, parts: &http::request::Parts) {
-        if self.session.http_id.get().is_some() {
+        if self.session.http_id.get().is_some() || !self.session.initialized.load(Ordering::Relaxed)
+        {
             return;
         }
         let Some(id) = parts
@@ -220,7 +232,8 @@ impl Agentty {
             && let Ok(mut ids) = self.inner.by_http_id.lock()
         {
             ids.retain(|_, weak| weak.strong_count() > 0);
-            ids.insert(id.to_owned(), Arc::downgrade(&self.session));
+            ids.entry(id.to_owned())
+                .or_insert_with(|| Arc::downgrade(&self.session));
         }
     }
 
@@ -408,6 +421,9 @@ impl Agentty {
                     || context
                         .protocol_version()
                         .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+                    // rmcp answers some requests that name a session without it (per-request
+                    // `_meta`): the server it made for the request was never initialized.
+                    || !self.session.initialized.load(Ordering::Relaxed)
             })
             .map(|parts| {
                 parts
@@ -462,12 +478,21 @@ impl ServerHandler for Agentty {
         .with_instructions(notice::SERVER_INSTRUCTIONS)
     }
 
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        // Known by its HTTP id from here on: a DELETE that comes before the first tool call
+        // finds it.
+        if let Some(parts) = context.extensions.get::<http::request::Parts>() {
+            self.note_http_id(parts);
+        }
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        self.session.initialized.store(true, Ordering::Relaxed);
         let transport = if context.extensions.get::<http::request::Parts>().is_some() {
             "http"
         } else {

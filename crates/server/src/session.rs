@@ -33,8 +33,13 @@ pub(crate) struct LazySession {
     pub(crate) user_notes: std::sync::Mutex<Vec<String>>,
     /// Its tool calls being answered (HTTP client sessions): ending the session cancels them.
     pub(crate) in_flight: InFlight,
-    /// Its HTTP session id (`Mcp-Session-Id`), once a call has named it.
+    /// Its HTTP session id (`Mcp-Session-Id`), once a request has named it.
     pub(crate) http_id: std::sync::OnceLock<String>,
+    /// A client initialized it: a client session (or the stdio one), not a server rmcp made
+    /// for one request it answers without a session.
+    pub(crate) initialized: AtomicBool,
+    /// Set once the session has been ended by its client: every DELETE waits for the one end.
+    pub(crate) ending: tokio::sync::OnceCell<()>,
 }
 
 /// The tool calls of a session being answered, each by its request's cancellation token. A
@@ -143,6 +148,8 @@ impl LazySession {
             user_notes: std::sync::Mutex::default(),
             in_flight: InFlight::default(),
             http_id: std::sync::OnceLock::new(),
+            initialized: AtomicBool::new(false),
+            ending: tokio::sync::OnceCell::new(),
         })
     }
 
