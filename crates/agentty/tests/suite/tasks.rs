@@ -171,6 +171,49 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
     assert!(line.starts_with("t1 [command] exited 0"), "{line}");
 }
 
+/// A background Python server's first line is readable while it runs: Python block-buffers
+/// stdout on a pipe, and the port a dev server listens on stayed unread until it exited.
+#[tokio::test]
+async fn a_background_python_program_is_read_while_it_runs() {
+    let (workspace, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        // As from a host that does not pass it on (the Python SDK's stdio client does not).
+        .env_remove("PYTHONUNBUFFERED");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let command = "python3 -c 'import time; print(\"listening on 8123\"); time.sleep(60)'";
+    let r = call_on(
+        &client,
+        "terminal",
+        json!({"command": command, "background": true}),
+    )
+    .await;
+    let id = ok(&r)["job_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + PROMPT;
+    let mut seen = String::new();
+    while !seen.contains("listening on 8123") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let r = call_on(&client, "task_output", json!({"id": id, "since": 0})).await;
+        seen = ok(&r)["text"].as_str().unwrap_or_default().to_owned();
+    }
+    assert!(
+        seen.contains("listening on 8123"),
+        "read while running: {seen:?}"
+    );
+    let r = call_on(&client, "task_list", json!({})).await;
+    assert!(text_of(&r).contains("running"), "{}", text_of(&r));
+    call_on(&client, "task_stop", json!({"id": id})).await;
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_wait_on_a_job_that_overflowed_names_its_spill_file() {
     let server = start().await;

@@ -57,6 +57,9 @@ non_interactive_env! {
     "GCM_INTERACTIVE" = "never",
     "DEBIAN_FRONTEND" = "noninteractive",
     "PIP_NO_INPUT" = "1",
+    // Python block-buffers stdout on a pipe: a background dev server's "Serving on port N"
+    // stayed unread for as long as it ran, and a traceback came before the prints above it.
+    "PYTHONUNBUFFERED" = "1",
 }
 
 /// A NUL-terminated literal as a `CStr`; a literal that is not one fails the build.
