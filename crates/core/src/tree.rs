@@ -348,28 +348,25 @@ impl StopOnDrop {
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         if self.armed {
-            stop_unowned(self.leader, &self.marker);
+            let grace = Duration::from_millis(crate::limits::CANCEL_GRACE_MS);
+            stop_unowned(self.leader, &self.marker, grace);
         }
     }
 }
 
-/// Stops the tree of a command nobody owns any more (its owner was dropped), as a cancellation
-/// does; callable anywhere, a `Drop` included. The leader is pinned before this returns, and
-/// the stop runs on the drivers' runtime, which runs for the server's life: the runtime of the
-/// caller may be shutting down, or a test's that is never polled again. With no runtime to be
-/// had, the leader's process group is killed at once.
-pub(crate) fn stop_unowned(leader: i32, marker: &str) {
-    let stop = terminate(
-        leader,
-        marker,
-        Duration::from_millis(crate::limits::CANCEL_GRACE_MS),
-    );
+/// Stops the tree of a command nobody owns any more (its owner was dropped, or it was never
+/// claimed) with `grace`, as a cancellation does; callable anywhere, a `Drop` included. The
+/// leader is pinned before this returns, and the stop runs on the drivers' runtime, which runs
+/// for the server's life: the runtime of the caller may be shutting down, or a test's that is
+/// never polled again. With no runtime to be had, the leader's process group is killed at once.
+pub(crate) fn stop_unowned(leader: i32, marker: &str, grace: Duration) {
+    let stop = terminate(leader, marker, grace);
     let stopping = crate::drivers::try_spawn(async move {
         let stopped = stop.await;
         tracing::debug!(
             pid = leader,
             found = stopped.found,
-            "stopped the tree of a command whose owner was dropped"
+            "stopped the tree of a command nobody owned"
         );
     });
     if stopping.is_none() {

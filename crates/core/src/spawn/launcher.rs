@@ -75,33 +75,32 @@ pub(super) type Started = io::Result<(i32, ExitWatch)>;
 pub(super) enum Reply {
     /// A thread blocked until the answer comes.
     Wait(SyncSender<Started>),
-    /// A task that awaits it, on this runtime (where a child nobody claims is stopped).
-    Await(tokio::sync::oneshot::Sender<Started>, Handle),
+    /// A task that awaits it.
+    Await(tokio::sync::oneshot::Sender<Started>),
 }
 
 impl Reply {
     /// A reply to the task that calls this, on its runtime, for the child marked `marker`;
     /// `None` outside a runtime.
     pub(super) fn to_task(marker: &str) -> Option<(Self, Answer)> {
-        let runtime = Handle::try_current().ok()?;
+        Handle::try_current().ok()?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let answer = Answer {
             rx,
             marker: marker.to_owned(),
-            runtime: runtime.clone(),
             taken: false,
         };
-        Some((Reply::Await(tx, runtime), answer))
+        Some((Reply::Await(tx), answer))
     }
 
     /// Sends `started`; when nobody waits for it any more, the child's whole tree is stopped.
     fn send(self, started: Started, marker: &str) {
-        let (unclaimed, runtime) = match self {
-            Reply::Wait(tx) => (tx.send(started).err().map(|unsent| unsent.0), None),
-            Reply::Await(tx, runtime) => (tx.send(started).err(), Some(runtime)),
+        let unclaimed = match self {
+            Reply::Wait(tx) => tx.send(started).err().map(|unsent| unsent.0),
+            Reply::Await(tx) => tx.send(started).err(),
         };
         if let Some(Ok((pid, watch))) = unclaimed {
-            stop_unclaimed(pid, watch, marker, runtime.as_ref());
+            stop_unclaimed(pid, watch, marker);
         }
     }
 }
@@ -112,7 +111,6 @@ impl Reply {
 pub(super) struct Answer {
     rx: tokio::sync::oneshot::Receiver<Started>,
     marker: String,
-    runtime: Handle,
     taken: bool,
 }
 
@@ -140,32 +138,20 @@ impl Drop for Answer {
         // first and its child is here.
         self.rx.close();
         if let Ok(Ok((pid, watch))) = self.rx.try_recv() {
-            stop_unclaimed(pid, watch, &self.marker, Some(&self.runtime));
+            stop_unclaimed(pid, watch, &self.marker);
         }
     }
 }
 
 /// Stops a child nobody waits for any more (the asker was dropped while it was cloned): its
-/// group is killed before anything else can run unsupervised, then its tree is stopped as a
-/// cancelled command's is, which finds what left the group already (a `setsid` in its first
-/// instants). Outside a runtime, the group's kill is all, and the session's namespace holds
-/// what escaped it.
-pub(super) fn stop_unclaimed(pid: i32, watch: ExitWatch, marker: &str, runtime: Option<&Handle>) {
+/// group is killed before anything else can run unsupervised, then its tree is stopped as an
+/// unowned command's is (`tree::stop_unowned`, no grace), which finds what left the group
+/// already (a `setsid` in its first instants). The pin the stop takes keeps the leader
+/// unreaped once the watch goes.
+pub(super) fn stop_unclaimed(pid: i32, watch: ExitWatch, marker: &str) {
     let _ = watch.or_kill::<()>(Err(io::Error::other("nobody waits for this child")));
-    let Some(runtime) = runtime else {
-        return;
-    };
-    // The leader is pinned here, before the watch can let the reaper have it.
-    let stop = crate::tree::terminate(pid, marker, std::time::Duration::ZERO);
-    runtime.spawn(async move {
-        let stopped = stop.await;
-        tracing::debug!(
-            pid,
-            found = stopped.found,
-            "stopped a command nobody waited for"
-        );
-        drop(watch);
-    });
+    crate::tree::stop_unowned(pid, marker, std::time::Duration::ZERO);
+    drop(watch);
 }
 
 /// A blocking [`Reply`] and the end it is waited on.

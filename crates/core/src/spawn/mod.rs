@@ -443,8 +443,7 @@ impl Drop for Claim {
     /// [`launcher::Answer`] dropped unclaimed stops its own).
     fn drop(&mut self) {
         if let Some(Claimed::Started(Ok((pid, watch)))) = self.claimed.take() {
-            let runtime = tokio::runtime::Handle::try_current().ok();
-            launcher::stop_unclaimed(pid, watch, &self.marker, runtime.as_ref());
+            launcher::stop_unclaimed(pid, watch, &self.marker);
         }
     }
 }

@@ -411,7 +411,8 @@ impl Drop for Shell {
     /// spares what ignores SIGHUP or left the session.
     fn drop(&mut self) {
         if !self.has_ended() {
-            tree::stop_unowned(self.pid, &self.marker);
+            let grace = Duration::from_millis(crate::limits::CANCEL_GRACE_MS);
+            tree::stop_unowned(self.pid, &self.marker, grace);
         }
     }
 }
