@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use agentty_core::Shaped;
 use agentty_core::SpillStore;
+use agentty_core::jobs::OutputRing;
+use agentty_core::pty::{OpenSpec, SendOutcome, SendRequest, Shell};
 use agentty_core::run::{self, RunOutcome, RunRequest};
 use agentty_core::spawn::{Confine, RUN_MARKER_VAR, SpawnSpec, StdinMode};
 
@@ -128,4 +130,39 @@ impl Confine for CountsLaunchers {
             _ => Ok(()),
         }
     }
+}
+
+/// A shell (`program`) or terminal command's spawn spec: no arguments, in the temp dir.
+pub fn spec(program: &str, marker: &str) -> SpawnSpec {
+    SpawnSpec {
+        program: OsString::from(program),
+        args: Vec::new(),
+        cwd: std::env::temp_dir(),
+        env: Vec::new(),
+        stdin: StdinMode::Null,
+        marker: marker.to_owned(),
+        confine: None,
+    }
+}
+
+/// [`spec`] to open as a shell, 80x24, with a ring of its own.
+pub fn open_spec(program: &str, marker: &str) -> OpenSpec {
+    OpenSpec {
+        spawn: spec(program, marker),
+        cols: 80,
+        rows: 24,
+        output: Arc::new(OutputRing::new(None)),
+    }
+}
+
+/// Types `input` and waits at most `ms` for it (a send expected to leave its command running).
+pub async fn send_for(shell: &Shell, input: &str, ms: u64) -> SendOutcome {
+    shell
+        .send(SendRequest {
+            input,
+            timeout: Duration::from_millis(ms),
+            wait_for: None,
+        })
+        .await
+        .expect("send")
 }

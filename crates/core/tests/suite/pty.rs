@@ -2,43 +2,18 @@
 //! (cd/env persistence, exit codes, Ctrl+C, REPLs, input prompts, screens, caps, idle reaping,
 //! closing) and `pty: true` one-shot commands.
 
-use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentty_core::jobs::{JobState, JobTable, OutputRing, READ_MAX_BYTES};
+use agentty_core::jobs::{JobState, JobTable, READ_MAX_BYTES};
 use agentty_core::pty::once::{self, PtyRunRequest};
-use agentty_core::pty::{
-    Gone, OpenError, OpenSpec, SecretRefused, SendRequest, SendStatus, Shell, Shells,
-};
+use agentty_core::pty::{Gone, OpenError, SecretRefused, SendRequest, SendStatus, Shell, Shells};
 use agentty_core::run::RunStatus;
-use agentty_core::spawn::{SpawnSpec, StdinMode};
 
-use super::common::{leftovers_after, marker, text};
+use super::common::{leftovers_after, marker, open_spec, send_for, spec, text};
 
 /// Generous bound for "returns promptly": never a measure of speed, only of not hanging.
 const PROMPT: Duration = Duration::from_secs(10);
-
-fn spec(program: &str, marker: &str) -> SpawnSpec {
-    SpawnSpec {
-        program: OsString::from(program),
-        args: Vec::new(),
-        cwd: std::env::temp_dir(),
-        env: Vec::new(),
-        stdin: StdinMode::Null,
-        marker: marker.to_owned(),
-        confine: None,
-    }
-}
-
-fn open_spec(program: &str, marker: &str) -> OpenSpec {
-    OpenSpec {
-        spawn: spec(program, marker),
-        cols: 80,
-        rows: 24,
-        output: Arc::new(OutputRing::new(None)),
-    }
-}
 
 async fn shells(idle: Option<Duration>) -> Arc<Shells> {
     agentty_core::init().expect("reaper");
@@ -65,18 +40,6 @@ async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
         .expect("send");
     assert!(started.elapsed() < PROMPT, "send hung: {outcome:?}");
     outcome
-}
-
-/// Types `input` and waits at most `ms` for it (a send expected to leave its command running).
-async fn send_for(shell: &Shell, input: &str, ms: u64) -> agentty_core::pty::SendOutcome {
-    shell
-        .send(SendRequest {
-            input,
-            timeout: Duration::from_millis(ms),
-            wait_for: None,
-        })
-        .await
-        .expect("send")
 }
 
 /// Waits until the shell runs no command (it has no children), then a moment more for its

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use agentty_core::jobs::JobTable;
 use agentty_core::jobs::command::{self, CommandStart};
-use agentty_core::jobs::{JobTable, OutputRing};
 use agentty_core::pty::once::{self, PtyRunRequest};
-use agentty_core::pty::{OpenSpec, SendRequest, Shell, Shells};
+use agentty_core::pty::{Shell, Shells};
 use agentty_core::run::{self, RunStatus};
-use agentty_core::spawn::{Confine, SpawnSpec, StdinMode};
+use agentty_core::spawn::Confine;
 
 use super::common::*;
 
@@ -409,11 +409,11 @@ async fn a_shell_close_given_up_on_still_stops_the_whole_tree() {
     let shells = Shells::new(Arc::new(JobTable::new()), None);
     let m = marker("close-given-up");
     let (_, shell) = shells
-        .open(shell_spec(&m), "bash".into())
+        .open(open_spec("/bin/bash", &m), "bash".into())
         .await
         .expect("open");
     let survivor = format!("(trap '' HUP TERM; exec sleep {arg}) &\n");
-    send_line(&shell, &survivor).await;
+    send_for(&shell, &survivor, 10_000).await;
     wait_for_arg(&arg, 1).await;
     let close = shells.close("s1");
     let mut close = Box::pin(close);
@@ -441,40 +441,12 @@ async fn a_shell_nobody_holds_takes_its_tree_with_it() {
     let arg = unique_sleep(11);
     let _reap = Reap(arg.clone());
     let m = marker("shell-dropped");
-    let shell = Shell::open(shell_spec(&m)).await.expect("open");
+    let shell = Shell::open(open_spec("/bin/bash", &m)).await.expect("open");
     let survivor = format!("(trap '' HUP; exec sleep {arg}) &\n");
-    send_line(&shell, &survivor).await;
+    send_for(&shell, &survivor, 10_000).await;
     wait_for_arg(&arg, 1).await;
     drop(shell);
     assert_dropped_calls_left_nothing(&arg, "a shell nobody holds").await;
-}
-
-fn shell_spec(marker: &str) -> OpenSpec {
-    OpenSpec {
-        spawn: SpawnSpec {
-            program: "/bin/bash".into(),
-            args: Vec::new(),
-            cwd: std::env::temp_dir(),
-            env: Vec::new(),
-            stdin: StdinMode::Null,
-            marker: marker.to_owned(),
-            confine: None,
-        },
-        cols: 80,
-        rows: 24,
-        output: Arc::new(OutputRing::new(None)),
-    }
-}
-
-async fn send_line(shell: &Shell, line: &str) {
-    shell
-        .send(SendRequest {
-            input: line,
-            timeout: Duration::from_secs(10),
-            wait_for: None,
-        })
-        .await
-        .expect("send");
 }
 
 /// Waits (bounded) until `arg` shows in `n` live processes.
