@@ -33,6 +33,12 @@ async fn start_owned() -> Owned {
 
 /// A server with `state` as its state dir (which the caller keeps) and extra flags.
 async fn start_owned_in(state: &std::path::Path, flags: &[&str]) -> Owned {
+    start_owned_without(state, flags, &[]).await
+}
+
+/// [`start_owned_in`] with the variables `unset` taken out of the server's environment, as a
+/// host that does not pass them on starts it.
+async fn start_owned_without(state: &std::path::Path, flags: &[&str], unset: &[&str]) -> Owned {
     let workspace = tempfile::tempdir().unwrap();
     let stderr = tempfile::NamedTempFile::new().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
@@ -44,6 +50,9 @@ async fn start_owned_in(state: &std::path::Path, flags: &[&str]) -> Owned {
         .args(flags)
         // A group of its own, as the Python SDK starts servers, so a test can kill the group.
         .process_group(0);
+    for var in unset {
+        cmd.env_remove(var);
+    }
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::from(stderr.reopen().unwrap()))
         .spawn()
@@ -175,23 +184,13 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
 /// stdout on a pipe, and the port a dev server listens on stayed unread until it exited.
 #[tokio::test]
 async fn a_background_python_program_is_read_while_it_runs() {
-    let (workspace, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace.path())
-        .arg("--state-dir")
-        .arg(state.path())
-        // As from a host that does not pass it on (the Python SDK's stdio client does not).
-        .env_remove("PYTHONUNBUFFERED");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = ().serve(transport).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // As from a host that does not pass it on (the Python SDK's stdio client does not).
+    let server = start_owned_without(state.path(), &[], &["PYTHONUNBUFFERED"]).await;
+    let client = &server.client;
     let command = "python3 -c 'import time; print(\"listening on 8123\"); time.sleep(60)'";
     let r = call_on(
-        &client,
+        client,
         "terminal",
         json!({"command": command, "background": true}),
     )
@@ -201,17 +200,16 @@ async fn a_background_python_program_is_read_while_it_runs() {
     let mut seen = String::new();
     while !seen.contains("listening on 8123") && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let r = call_on(&client, "task_output", json!({"id": id, "since": 0})).await;
+        let r = call_on(client, "task_output", json!({"id": id, "since": 0})).await;
         seen = ok(&r)["text"].as_str().unwrap_or_default().to_owned();
     }
     assert!(
         seen.contains("listening on 8123"),
         "read while running: {seen:?}"
     );
-    let r = call_on(&client, "task_list", json!({})).await;
+    let r = call_on(client, "task_list", json!({})).await;
     assert!(text_of(&r).contains("running"), "{}", text_of(&r));
-    call_on(&client, "task_stop", json!({"id": id})).await;
-    client.cancel().await.unwrap();
+    call_on(client, "task_stop", json!({"id": id})).await;
 }
 
 #[tokio::test]
