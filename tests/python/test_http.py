@@ -126,6 +126,15 @@ def raw(url, body=None, headers=None, method="POST"):
         return e.code, e.headers, e.read().decode(errors="replace")
 
 
+def raw_session(url, auth):
+    """A client session opened with plain requests: the headers that name it (with `auth`)."""
+    status, headers, _ = raw(url, INIT, auth)
+    assert status == 200
+    sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    return sid
+
+
 def test_two_sessions_each_see_only_their_own_jobs_and_delete_stops_them():
     tag = f"http-{uuid.uuid4().hex[:8]}"
 
@@ -191,10 +200,7 @@ def test_what_lacks_the_token_or_comes_from_elsewhere_is_refused_and_runs_nothin
         time.sleep(0.5)
         assert not os.path.exists(marker), "a refused request ran a command"
         # The same call with the token and a session does run.
-        status, headers, _ = raw(url, INIT, auth)
-        assert status == 200
-        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
-        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        sid = raw_session(url, auth)
         status, _, _ = raw(url, call, sid)
         assert status == 200 and os.path.exists(marker)
         os.unlink(marker)
@@ -207,10 +213,7 @@ def test_a_quick_reply_comes_whole_and_a_long_one_streams():
 
     with http_server() as (url, token, _):
         auth = {"Authorization": f"Bearer {token}"}
-        status, headers, _ = raw(url, INIT, auth)
-        assert status == 200
-        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
-        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        sid = raw_session(url, auth)
         # Done at once: the head waited for it, and the reply is one body of known length.
         status, headers, body = raw(url, call(2, {"argv": ["true"]}), sid)
         assert status == 200 and '"exit_code":0' in body, body
@@ -228,10 +231,7 @@ def test_a_client_that_vanished_loses_its_jobs_after_the_grace():
     # 5 s: the job must be seen running before the grace ends, even on a loaded machine.
     with http_server("--session-grace", "5") as (url, token, _):
         auth = {"Authorization": f"Bearer {token}"}
-        status, headers, _ = raw(url, INIT, auth)
-        assert status == 200
-        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
-        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        sid = raw_session(url, auth)
         call = {
             "jsonrpc": "2.0",
             "id": 2,
@@ -258,10 +258,7 @@ def test_delete_answers_once_the_sessions_calls_jobs_and_shells_are_stopped():
     tag = f"http-delete-{uuid.uuid4().hex[:8]}"
     with http_server() as (url, token, state):
         auth = {"Authorization": f"Bearer {token}"}
-        status, headers, _ = raw(url, INIT, auth)
-        assert status == 200
-        sid = {**auth, "Mcp-Session-Id": headers["Mcp-Session-Id"]}
-        raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        sid = raw_session(url, auth)
 
         def call(n, name, arguments, headers=sid, meta=None):
             params = {"name": name, "arguments": arguments}
