@@ -95,8 +95,8 @@ struct Shared {
     sealer: Arc<crate::escalation::mrtr::Sealer>,
     /// The HTTP client sessions made so far, while they live.
     live: std::sync::Mutex<Vec<std::sync::Weak<LazySession>>>,
-    /// HTTP client sessions by their `Mcp-Session-Id`, once a tool call has named it: what
-    /// [`Agentty::end_http_session`] ends.
+    /// HTTP client sessions by their `Mcp-Session-Id`, once a request after `initialize` has
+    /// named it: what [`Agentty::end_http_session`] ends.
     by_http_id: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<LazySession>>>,
 }
 
