@@ -91,6 +91,8 @@ def test_the_page_shows_output_live_a_shells_screen_and_never_runs_what_a_job_pr
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
+                console_errors = []
+                page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
                 page.goto(f"{base_of(url)}/?token={token}")
                 assert page.url == f"{base_of(url)}/", "the token stayed in the address"
                 page.wait_for_selector("text=live")
@@ -136,6 +138,8 @@ def test_the_page_shows_output_live_a_shells_screen_and_never_runs_what_a_job_pr
                 assert page.locator("#output img").count() == 0
                 assert page.locator("#output script").count() == 0
                 assert evil in page.locator("#output").text_content()
+                # Nothing the page loaded failed (the browser's own icon request included).
+                assert console_errors == [], console_errors
                 browser.close()
             agent.call("shell_close", {"id": shell})
         finally:

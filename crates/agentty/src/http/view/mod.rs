@@ -57,7 +57,7 @@ pub struct View {
 pub fn serves(path: &str) -> bool {
     matches!(
         path,
-        "/" | "/view.js" | "/view.css" | "/secret.js" | "/secret.css"
+        "/" | "/view.js" | "/view.css" | "/secret.js" | "/secret.css" | "/favicon.ico"
     ) || path.starts_with("/view/")
         || path.starts_with("/secret/")
 }
@@ -117,6 +117,14 @@ impl View {
             }
         }
         let path = request.uri().path().to_owned();
+        // The icon every browser asks for: there is none (asked of the MCP endpoint, it was a
+        // 401 in the console of every page).
+        if path == "/favicon.ico" {
+            return Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(Full::new(Bytes::new()).boxed())
+                .unwrap_or_else(|_| text(StatusCode::NO_CONTENT, ""));
+        }
         // A secret's page: the request's id (128 random bits, one use, five minutes) is what
         // lets it in, since the user may come from the host's prompt without the cookie. It
         // can only type into a terminal that waits for a password with echo off.
