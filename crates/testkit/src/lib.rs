@@ -158,6 +158,13 @@ mod tests {
             .spawn()
             .unwrap_or_else(|e| panic!("spawn sleep: {e}"));
         let pid = child.id() as i32;
+        // The spawn returns once the child is in `exec`, before the kernel has set up its
+        // arguments: its cmdline reads empty for that moment (a fresh clone's `scripts/test`
+        // once caught it so). Polled, bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while processes_with_arg(&arg).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         assert_eq!(processes_with_arg(&arg), vec![pid]);
         assert!(children(std::process::id() as i32).contains(&pid));
         let _ = child.kill();
