@@ -37,12 +37,33 @@ async function httpServer() {
     child.on('exit', (code) => reject(new Error(`server exited (${code}): ${seen}`)));
   });
   const token = fs.readFileSync(path.join(state, 'token'), 'utf8').trim();
-  const stop = () =>
-    new Promise((resolve) => {
-      child.on('exit', resolve);
-      child.kill('SIGTERM');
-    });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      await new Promise((resolve) => {
+        child.on('exit', resolve);
+        child.kill('SIGTERM');
+      });
+    }
+    fs.rmSync(ws, { recursive: true, force: true });
+    fs.rmSync(state, { recursive: true, force: true });
+  };
   return { url, token, stop };
+}
+
+/** pids of live processes whose command line is exactly `line` (arguments joined by spaces). */
+function processesRunning(line) {
+  const found = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    let cmd;
+    try {
+      cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'latin1');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (cmd.split('\0').join(' ').trim() === line) found.push(Number(entry));
+  }
+  return found;
 }
 
 test('a Streamable HTTP session with the token lists and calls tools', async () => {
@@ -58,14 +79,19 @@ test('a Streamable HTTP session with the token lists and calls tools', async () 
     const r = await client.callTool({ name: 'terminal', arguments: { command: 'echo over-http' } });
     assert.equal(r.isError, false);
     assert.equal(r.structuredContent.stdout, 'over-http\n');
+    // A duration no other process uses, so /proc tells this job apart.
+    const job = 'sleep 30.4817';
     const bg = await client.callTool({
       name: 'terminal',
-      arguments: { command: 'sleep 30', background: true },
+      arguments: { command: job, background: true },
     });
     assert.equal(bg.structuredContent.status, 'background');
     const listed = await client.callTool({ name: 'task_list', arguments: {} });
     assert.equal(listed.structuredContent.jobs.length, 1);
+    assert.equal(processesRunning(job).length, 1, `${job} is not running`);
+    // The SDK's DELETE: the server answers once the session's jobs are stopped.
     await transport.terminateSession();
+    assert.deepEqual(processesRunning(job), [], `${job} outlived its session's DELETE`);
     await client.close();
   } finally {
     await server.stop();
