@@ -57,11 +57,13 @@ async fn wait_until_idle(shell: i32) {
     tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
-/// One shell opened for a test, with its run marker.
+/// One shell opened for a test, with its run marker and a scratch directory for the files that
+/// sequence its steps (removed on drop, a failed assertion's unwinding included).
 struct Opened {
     shells: Arc<Shells>,
     shell: Arc<Shell>,
     marker: String,
+    scratch: tempfile::TempDir,
 }
 
 /// Opens `program` as the test's only shell (`s1`).
@@ -73,10 +75,16 @@ async fn open_one(program: &str, name: &str) -> Opened {
         shells,
         shell,
         marker,
+        scratch: tempfile::tempdir().unwrap(),
     }
 }
 
 impl Opened {
+    /// A path in the scratch directory.
+    fn file(&self, name: &str) -> std::path::PathBuf {
+        self.scratch.path().join(name)
+    }
+
     /// Closes the shell and checks that nothing it started is left.
     async fn close_clean(self) {
         self.shells.close("s1").await.expect("close");
@@ -685,7 +693,7 @@ async fn until_it_asks_a_password(shell: &Shell) {
 /// program that asks for a password but does not read (yet). Returns the file to create.
 async fn shell_asking_without_reading(name: &str) -> (Opened, std::path::PathBuf) {
     let t = open_one("/bin/bash", name).await;
-    let go = std::env::temp_dir().join(format!("{}.go", t.marker));
+    let go = t.file("go");
     let command = format!(
         "stty -echo; sh -c 'until [ -e {} ]; do sleep 0.05; done'; stty echo\n",
         go.display()
@@ -702,7 +710,6 @@ async fn let_it_end(t: &Opened, go: &std::path::Path) -> String {
     wait_until_idle(t.shell.pid).await;
     let out = send(&t.shell, "echo ended\n").await;
     assert!(out.output.contains("ended"), "{out:?}");
-    std::fs::remove_file(go).unwrap();
     t.shell.raw_tail(1 << 20)
 }
 
@@ -895,7 +902,7 @@ fn outside_sleep(marker: &str, session: i32) -> bool {
 #[tokio::test]
 async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
     let t = open_one("/bin/bash", "secret-joined").await;
-    let go = std::env::temp_dir().join(format!("{}.go", t.marker));
+    let go = t.file("go");
     // A background job that, told to, moves itself into the foreground group and waits.
     let joiner = format!(
         "python3 -c 'import os,time\nwhile not os.path.exists(\"{go}\"): time.sleep(0.02)\n\
@@ -914,7 +921,6 @@ async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
     }
     let typed = t.shell.type_secret(b"hunter2", Some(&shown)).await;
     assert_eq!(typed, Err(SecretRefused::Changed));
-    std::fs::remove_file(&go).unwrap();
     t.close_clean().await;
 }
 
@@ -929,8 +935,7 @@ async fn a_secret_is_refused_once_a_process_joined_the_reading_group() {
 #[tokio::test]
 async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
     let t = open_one("/bin/bash", "secret-overtaken").await;
-    let file = |what: &str| std::env::temp_dir().join(format!("{}.{what}", t.marker));
-    let (go, got, left) = (file("go"), file("got"), file("left"));
+    let (go, got, left) = (t.file("go"), t.file("got"), t.file("left"));
     let thief = format!(
         "python3 -c 'import os,threading,time\n\
          fd = os.open(\"/dev/tty\", os.O_RDONLY)\n\
@@ -964,9 +969,6 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
     assert_eq!(typed, Err(SecretRefused::OtherReader));
     let stolen = std::fs::read(&got).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
-    for f in [&go, &got, &left] {
-        let _ = std::fs::remove_file(f);
-    }
     t.close_clean().await;
 }
 
