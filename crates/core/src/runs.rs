@@ -34,18 +34,24 @@ fn cstr(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
-/// Opens `dir` (created 0700 if absent) without following a symlink, and checks that it is
-/// this user's and private: a record anyone else can write would let them name runs.
-fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+/// Creates `dir` 0700, with any missing parents, unless it is there already. Only the session
+/// that writes its record creates it: a read or a removal that did would bring back a state dir
+/// removed meanwhile (the watchdog reads and removes the record after the server has ended).
+fn create_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
     {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
     }
+}
+
+/// Opens `dir` without following a symlink, and checks that it is this user's and private: a
+/// record anyone else can write would let them name runs.
+fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
     let path = cstr(dir.as_os_str().as_bytes())?;
     // SAFETY: open on a NUL-terminated path; the fd returned is fresh.
     let fd = unsafe {
@@ -76,6 +82,7 @@ fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
 
 /// Starts this session's record in `dir` (the state dir's `runs`). Call once at start-up.
 pub fn open(dir: &Path, session: &str) -> io::Result<()> {
+    create_dir(dir)?;
     let dir_fd = open_dir(dir)?;
     let name = cstr(session.as_bytes())?;
     // SAFETY: openat relative to a directory fd we hold, on a NUL-terminated name.
@@ -186,4 +193,20 @@ pub fn random_tag() -> u64 {
 /// Where a state dir keeps the records.
 pub fn dir_in(state_dir: &Path) -> PathBuf {
     state_dir.join("runs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_or_removing_a_record_creates_no_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let runs = dir_in(&state);
+        assert_eq!(recorded(&runs, "1-2"), None);
+        forget(&runs, "1-2");
+        assert!(sessions(&runs).is_empty());
+        assert!(!state.exists(), "the state dir was brought back");
+    }
 }
