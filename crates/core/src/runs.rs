@@ -34,6 +34,29 @@ fn cstr(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
+/// Whether `name` has the shape of a session's name (`<seconds>-<pid>-<start ticks>`, all
+/// digits, [`crate::watchdog::session_name`]). A session named by a run marker comes from a
+/// process's environment, which a confined command writes: a name with a `/` would open a file
+/// it planted (an absolute one ignores the directory), so only this shape names a record.
+pub(crate) fn is_session_name(name: &str) -> bool {
+    let mut fields = 0;
+    for field in name.split('-') {
+        if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        fields += 1;
+    }
+    fields == 3
+}
+
+/// The record's file name for `session`: refused unless it has a session's shape.
+fn record_name(session: &str) -> io::Result<CString> {
+    if !is_session_name(session) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    cstr(session.as_bytes())
+}
+
 /// Creates `dir` 0700, with any missing parents, unless it is there already. Only the session
 /// that writes its record creates it: a read or a removal that did would bring back a state dir
 /// removed meanwhile (the watchdog reads and removes the record after the server has ended).
@@ -83,8 +106,8 @@ fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
 /// Starts this session's record in `dir` (the state dir's `runs`). Call once at start-up.
 pub fn open(dir: &Path, session: &str) -> io::Result<()> {
     create_dir(dir)?;
+    let name = record_name(session)?;
     let dir_fd = open_dir(dir)?;
-    let name = cstr(session.as_bytes())?;
     // SAFETY: openat relative to a directory fd we hold, on a NUL-terminated name.
     let fd = unsafe {
         libc::openat(
@@ -133,14 +156,15 @@ pub(crate) fn note(marker: &str) {
 /// (absent, not a private regular file of this user's, or made in another PID namespace).
 pub(crate) fn recorded(dir: &Path, session: &str) -> Option<Vec<String>> {
     let read = || -> io::Result<String> {
+        let name = record_name(session)?;
         let dir = open_dir(dir)?;
-        let name = cstr(session.as_bytes())?;
         // SAFETY: openat relative to a directory fd we hold, on a NUL-terminated name.
+        // O_NONBLOCK: a fifo in the record's place must not hold the sweep in `open`.
         let fd = unsafe {
             libc::openat(
                 dir.as_raw_fd(),
                 name.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
             )
         };
         if fd < 0 {
@@ -169,6 +193,7 @@ pub(crate) fn sessions(dir: &Path) -> Vec<String> {
         .map(|rd| {
             rd.flatten()
                 .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .filter(|name| is_session_name(name))
                 .collect()
         })
         .unwrap_or_default()
@@ -179,7 +204,7 @@ pub(crate) fn forget(dir: &Path, session: &str) {
     if recorded(dir, session).is_none() {
         return;
     }
-    if let (Ok(fd), Ok(name)) = (open_dir(dir), cstr(session.as_bytes())) {
+    if let (Ok(fd), Ok(name)) = (open_dir(dir), record_name(session)) {
         // SAFETY: unlinkat relative to a directory fd we hold, on a NUL-terminated name.
         unsafe { libc::unlinkat(fd.as_raw_fd(), name.as_ptr(), 0) };
     }
@@ -208,5 +233,69 @@ mod tests {
         forget(&runs, "1-2");
         assert!(sessions(&runs).is_empty());
         assert!(!state.exists(), "the state dir was brought back");
+    }
+
+    /// A private runs dir in a fresh temp dir, and the temp dir.
+    fn runs_dir() -> (tempfile::TempDir, PathBuf) {
+        use std::os::unix::fs::DirBuilderExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = dir_in(tmp.path());
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&runs)
+            .unwrap();
+        (tmp, runs)
+    }
+
+    /// A file that would pass for a record of this namespace, listing `marker`.
+    fn plant(path: &Path, marker: &str) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .unwrap();
+        write!(file, "{}\n{marker}\n", own_namespace()).unwrap();
+    }
+
+    #[test]
+    fn a_session_named_by_a_path_reads_no_record() {
+        let (tmp, runs) = runs_dir();
+        let planted = tmp.path().join("x-999999999-5");
+        plant(&planted, "x-999999999-5-1");
+        let session = planted.to_str().unwrap();
+        assert_eq!(recorded(&runs, session), None, "an absolute name was read");
+        plant(&runs.join("7-8-9"), "7-8-9-1");
+        assert_eq!(recorded(&runs, "7-8-9"), Some(vec!["7-8-9-1".to_owned()]));
+        assert_eq!(
+            recorded(&runs, "../runs/7-8-9"),
+            None,
+            "a relative path was read"
+        );
+        forget(&runs, session);
+        assert!(
+            planted.exists(),
+            "a planted file outside the record was removed"
+        );
+        for name in ["1-2", "1-2-3-4", "1-a-3", "-1-2", "1--2", ".", ".."] {
+            assert!(!is_session_name(name), "{name}");
+        }
+        assert!(is_session_name("1733299200-4242-123456"));
+    }
+
+    #[test]
+    fn a_fifo_in_a_records_place_is_not_waited_on() {
+        let (_tmp, runs) = runs_dir();
+        let fifo = cstr(runs.join("1-2-3").as_os_str().as_bytes()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        // Without O_NONBLOCK this open waits for a writer that never comes.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = runs.clone();
+        std::thread::spawn(move || tx.send(recorded(&dir, "1-2-3")));
+        let read = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(read, Ok(None), "reading a fifo's place waited for a writer");
+        assert_eq!(sessions(&runs), vec!["1-2-3".to_owned()]);
     }
 }

@@ -349,7 +349,9 @@ pub fn sweep_dead_sessions(runs: &Path) -> (usize, usize) {
                 let Some(Some(marker)) = crate::tree::with_environ(pid, run_marker) else {
                     return false;
                 };
-                let session = session_of(&marker);
+                let Some(session) = session_of(&marker) else {
+                    return false;
+                };
                 let mut sessions = sessions.borrow_mut();
                 let (alive, recorded) = sessions.entry(session.clone()).or_insert_with(|| {
                     let alive = session_alive(&session);
@@ -389,10 +391,11 @@ fn run_marker(environ: &[u8]) -> Option<String> {
     std::str::from_utf8(value).ok().map(str::to_owned)
 }
 
-/// The session a run marker names (its first three fields).
-fn session_of(marker: &str) -> String {
+/// The session a run marker names (its first three fields), if they have a session's shape.
+fn session_of(marker: &str) -> Option<String> {
     let fields: Vec<&str> = marker.splitn(4, '-').take(3).collect();
-    fields.join("-")
+    let session = fields.join("-");
+    crate::runs::is_session_name(&session).then_some(session)
 }
 
 /// Whether the watchdog of `session` still runs: a process with its pid that started at the
