@@ -8,7 +8,7 @@
 //! were, and a change is said in the result, where the model and the user see it.
 //!
 //! Cost per call: two `stat`s per git dir, plus one per active hook (most repositories have
-//! none); the hooks directory is listed again only when its own mtime changed.
+//! none); the hooks directory is listed again only when its own stamp changed.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,11 @@ use std::sync::Mutex;
 /// every later call slow (any change to the directory itself is still seen through its mtime).
 const HOOKS_WATCHED: usize = 64;
 
-/// What a file looked like: inode, size, mtime (ns). `None`: absent.
+/// What a file looked like: inode, size, ctime (ns). `None`: absent.
+///
+/// The change time, not the modification time: a command can put an mtime back (`touch -d`)
+/// after an edit of the same length or a new hook, and the stamp would match; the kernel sets
+/// the ctime on every write and every change of the times, and no call sets it back.
 type Stamp = Option<(u64, u64, i64)>;
 
 fn stamp(path: &Path) -> Stamp {
@@ -26,7 +30,7 @@ fn stamp(path: &Path) -> Stamp {
     Some((
         m.ino(),
         m.size(),
-        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        m.ctime() * 1_000_000_000 + m.ctime_nsec(),
     ))
 }
 

@@ -604,6 +604,17 @@ async fn a_planted_git_hook_or_config_is_reported() {
         .terminal(json!({"command": "git status --short; true"}))
         .await;
     assert!(!text.contains("[warning]"), "reported twice: {text}");
+    // The same, with the times put back: a new hook with its directory's mtime restored, and an
+    // edit of the config of the same length with its mtime restored.
+    let hidden = "old=$(stat -c %y .git/hooks) && printf '#!/bin/sh\\n' > .git/hooks/post-checkout \
+                  && chmod +x .git/hooks/post-checkout && touch -m -d \"$old\" .git/hooks";
+    let (text, _) = server.terminal(json!({ "command": hidden })).await;
+    assert!(text.contains("hooks/post-checkout"), "{text}");
+    let same_length = "old=$(stat -c %y .git/config) && /usr/bin/python3 -c 'f = open(\".git/config\", \"r+b\"); \
+                       d = f.read(); f.seek(0); f.write(d.replace(b\"[core]\", b\"[CORE]\", 1))' \
+                       && touch -m -d \"$old\" .git/config";
+    let (text, _) = server.terminal(json!({ "command": same_length })).await;
+    assert!(text.contains(".git/config"), "{text}");
     let id = server.open_shell().await;
     let (text, _) = server
         .shell_send(
