@@ -4,8 +4,11 @@ output spilled and after 2000 shell open/close cycles, and what task_list keeps.
 
 Usage: scripts/measure-bounds.py target/debug/agentty   (raw JSON-RPC over stdio; prints figures)
 """
-import json, os, subprocess, sys, tempfile, time
-ws = tempfile.mkdtemp(); st = tempfile.mkdtemp()
+import json, os, shutil, subprocess, sys, tempfile, time
+ws = tempfile.mkdtemp()
+# The state dir out of /tmp: a confining server refuses one where its commands may write.
+os.makedirs(os.path.expanduser("~/.local/state"), exist_ok=True)
+st = tempfile.mkdtemp(prefix="agentty-", dir=os.path.expanduser("~/.local/state"))
 p = subprocess.Popen([sys.argv[1], "serve", "--workspace", ws, "--state-dir", st], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 n = 0
 def serving_pid():
@@ -44,3 +47,4 @@ print("after 2000 shell cycles fds, RSS kB:", stats())
 r = tool("task_list", {})
 print("task_list lines:", len(r["result"]["content"][0]["text"].splitlines()), "forgotten:", r["result"]["structuredContent"]["forgotten"])
 p.stdin.close(); p.wait(timeout=60)
+shutil.rmtree(st, ignore_errors=True); shutil.rmtree(ws, ignore_errors=True)

@@ -7,11 +7,14 @@ Usage: scripts/measure-endings.py ENDING [BINARY]   (ENDING: eof term int hup ki
        kill-server term-server kill-gap-SECONDS kill-both; BINARY: target/debug/agentty)
 Prints one line: ending, processes before, survivors, the started process's exit status.
 """
-import json, subprocess, sys, time, os, signal, tempfile
+import json, subprocess, sys, time, os, shutil, signal, tempfile
 BIN = sys.argv[2] if len(sys.argv) > 2 else "target/debug/agentty"
 ending = sys.argv[1]
 tag = f"3599.{os.getpid()}"
-ws = tempfile.mkdtemp(); st = tempfile.mkdtemp()
+ws = tempfile.mkdtemp()
+# The state dir out of /tmp: a confining server refuses one where its commands may write.
+os.makedirs(os.path.expanduser("~/.local/state"), exist_ok=True)
+st = tempfile.mkdtemp(prefix="agentty-", dir=os.path.expanduser("~/.local/state"))
 p = subprocess.Popen([BIN, "serve", "--workspace", ws, "--state-dir", st], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
 def send(o): p.stdin.write((json.dumps(o)+"\n").encode()); p.stdin.flush()
 def recv(): return json.loads(p.stdout.readline())
@@ -63,3 +66,4 @@ left=procs()
 time.sleep(0.3); srvs=[d for d in os.listdir("/proc") if d.isdigit() and st.encode() in open(f"/proc/{d}/cmdline","rb").read()] if True else []
 print(f"{ending:28s} before={before} survivors={len(left)} exit={p.returncode} agentty_left={srvs}")
 for pid in left: os.kill(pid, signal.SIGKILL)
+shutil.rmtree(st, ignore_errors=True); shutil.rmtree(ws, ignore_errors=True)

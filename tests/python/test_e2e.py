@@ -10,6 +10,8 @@ import tempfile
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from private_dirs import private_dir
+
 BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
 
 
@@ -17,7 +19,7 @@ def run(coro_fn):
     """Runs one async scenario against a fresh server in a fresh workspace."""
 
     async def scenario():
-        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        with tempfile.TemporaryDirectory() as ws, private_dir() as state:
             params = StdioServerParameters(
                 command=BIN, args=["serve", "--workspace", ws, "--state-dir", state]
             )

@@ -19,6 +19,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from private_dirs import private_dir
+
 BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
 # The processes `http_server` started, last one last: the process a host starts (the watchdog).
 SERVERS = []
@@ -69,7 +71,7 @@ def wait_until(predicate, within=20.0):
 def http_server(*flags, listen="127.0.0.1:0"):
     """A `serve --http` on `listen` (None: a bare `--http`); yields (url, token, state dir)."""
     address = [listen] if listen else []
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state:
         proc = subprocess.Popen(
             [BIN, "serve", "--http", *address, "--workspace", ws, "--state-dir", state, *flags],
             stdin=subprocess.DEVNULL,
@@ -355,7 +357,7 @@ def test_sigkill_of_the_server_with_three_sessions_leaves_nothing():
 
 
 def test_a_given_token_file_may_be_a_symlink_but_must_be_private():
-    with tempfile.TemporaryDirectory() as secrets:
+    with private_dir() as secrets:
         # As Kubernetes mounts a secret: the file is a symlink into a data directory.
         os.mkdir(os.path.join(secrets, "..data"))
         real = os.path.join(secrets, "..data", "token")

@@ -6,10 +6,10 @@ client session belongs to the caller that opened it; an unnamed handle is stoppe
 import json
 import os
 import re
-import tempfile
 import time
 import uuid
 
+from private_dirs import private_file
 from test_http import INIT, http_server, raw, wait_until, with_env
 
 A = "a" * 8 + uuid.uuid4().hex  # 40 characters
@@ -18,11 +18,7 @@ HANDLE = re.compile(r"^t-[0-9a-f]{24}$")
 
 
 def token_file(text):
-    fd, path = tempfile.mkstemp()
-    os.write(fd, text.encode())
-    os.close(fd)
-    os.chmod(path, 0o600)
-    return path
+    return private_file(text)
 
 
 def answer_in(body, request_id):

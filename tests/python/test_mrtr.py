@@ -12,6 +12,8 @@ import uuid
 from test_http import BIN, http_server
 from test_http_callers import answer_in, stateless
 
+from private_dirs import private_dir
+
 CAPS = {"elicitation": {"form": {}}}
 
 
@@ -28,7 +30,7 @@ class Stdio:
 
     def __init__(self):
         self.ws = tempfile.TemporaryDirectory()
-        self.state = tempfile.TemporaryDirectory()
+        self.state = private_dir()
         self.proc = subprocess.Popen(
             [BIN, "serve", "--workspace", self.ws.name, "--state-dir", self.state.name],
             stdin=subprocess.PIPE,
@@ -257,7 +259,7 @@ def test_the_official_python_sdk_drives_the_question_and_its_retry_itself():
             assert os.path.exists(target), "the approved call did not run"
 
     try:
-        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        with tempfile.TemporaryDirectory() as ws, private_dir() as state:
             asyncio.run(body(ws, state))
         assert len(asked) == 2 and f"echo x > {target}" in asked[1], asked
     finally:

@@ -12,6 +12,8 @@ import tempfile
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from private_dirs import private_dir
+
 BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
 CALLS = 300
 
@@ -59,7 +61,7 @@ def arguments(rng):
 def run_seed(seed):
     async def scenario():
         rng = random.Random(seed)
-        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        with tempfile.TemporaryDirectory() as ws, private_dir() as state:
             params = StdioServerParameters(
                 command=BIN,
                 args=["serve", "--workspace", ws, "--state-dir", state, "--shell-idle-ms", "5000"],

@@ -16,6 +16,8 @@ import pytest
 
 from test_http import BIN, INIT
 
+from private_dirs import private_dir
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:12]
 # A program of its own reads the password (the shell's own `read -s` is refused: its value would
@@ -122,7 +124,7 @@ def enter_on_page(url, secret, before=None):
 def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
     from playwright.sync_api import expect, sync_playwright
 
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state, \
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state, \
             tempfile.TemporaryDirectory() as logs:
         log = os.path.join(logs, "agentty.log")
         server = Server(ws, state, log)
@@ -235,7 +237,7 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
     reason="Debian's chromium is not installed (.ci/run installs it)",
 )
 def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_followed():
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state, \
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state, \
             tempfile.TemporaryDirectory() as logs:
         server = Server(ws, state, os.path.join(logs, "agentty.log"), {"elicitation": {"url": {}}})
         try:
@@ -274,7 +276,7 @@ def test_a_client_with_url_elicitation_opens_the_page_and_the_send_returns_what_
     reason="Debian's chromium is not installed (.ci/run installs it)",
 )
 def test_a_2026_client_gets_the_page_as_input_required_and_its_retry_returns_what_followed():
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state, \
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state, \
             tempfile.TemporaryDirectory() as logs:
         server = Server(ws, state, os.path.join(logs, "agentty.log"),
                         {"elicitation": {"url": {}}}, modern=True)

@@ -12,12 +12,14 @@ import time
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from private_dirs import private_dir
+
 BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
 
 
 def run(coro_fn, *flags):
     async def scenario():
-        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        with tempfile.TemporaryDirectory() as ws, private_dir() as state:
             params = StdioServerParameters(
                 command=BIN,
                 args=["serve", "--workspace", ws, "--state-dir", state, *flags],

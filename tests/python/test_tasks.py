@@ -12,6 +12,8 @@ import tempfile
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from private_dirs import private_dir
+
 BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
 
 
@@ -21,7 +23,7 @@ def text(result):
 
 @contextlib.asynccontextmanager
 async def session():
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state:
         params = StdioServerParameters(
             command=BIN, args=["serve", "--workspace", ws, "--state-dir", state]
         )

@@ -10,6 +10,7 @@ import re
 import time
 import uuid
 
+from private_dirs import private_file
 from test_http import http_server, raw, wait_until, with_env
 from test_http_callers import answer_in
 from test_mrtr import Stdio, said
@@ -123,12 +124,7 @@ def test_a_background_command_is_a_task_polled_to_its_result_or_cancelled():
 def test_over_http_a_task_answers_only_its_caller():
     tag = f"tasks-http-{uuid.uuid4().hex[:8]}"
     a, b = "a" * 8 + uuid.uuid4().hex, "b" * 8 + uuid.uuid4().hex
-    import tempfile
-
-    fd, tokens = tempfile.mkstemp()
-    os.write(fd, f"{a}\n{b}\n".encode())
-    os.close(fd)
-    os.chmod(tokens, 0o600)
+    tokens = private_file(f"{a}\n{b}\n")
 
     def call(token, method, params, name=None):
         headers = {

@@ -18,6 +18,8 @@ import pytest
 from test_http import client, http_server, raw, text, wait_until
 from test_http_callers import session, session_call
 
+from private_dirs import private_dir
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("AGENTTY_REQUIRE_CHROMIUM"),
@@ -244,7 +246,7 @@ def test_beside_stdio_the_view_shows_the_stdio_session_and_serves_no_mcp():
 
     from test_http import BIN, INIT
 
-    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state:
         proc = subprocess.Popen(
             [BIN, "serve", "--view", "127.0.0.1:0", "--workspace", ws, "--state-dir", state],
             stdin=subprocess.PIPE,

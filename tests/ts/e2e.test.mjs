@@ -28,6 +28,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
+import { privateDir } from './private-dir.mjs';
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.env.AGENTTY_BIN ?? path.resolve(HERE, '../../target/debug/agentty');
 if (!fs.existsSync(BIN)) {
@@ -141,7 +143,7 @@ async function capturingOutput(fn) {
 
 async function withServer(t, fn) {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'agentty-ts-ws-'));
-  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'agentty-ts-state-'));
+  const state = privateDir();
   const transport = new StdioClientTransport({
     command: BIN,
     args: ['serve', '--workspace', ws, '--state-dir', state],

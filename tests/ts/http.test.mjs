@@ -15,13 +15,15 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { privateDir } from './private-dir.mjs';
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.env.AGENTTY_BIN ?? path.resolve(HERE, '../../target/debug/agentty');
 
 /** Starts `serve --http` on a free port; resolves { url, token, stop }. */
 async function httpServer() {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'agentty-ts-ws-'));
-  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'agentty-ts-state-'));
+  const state = privateDir();
   const child = spawn(
     BIN,
     ['serve', '--http', '127.0.0.1:0', '--workspace', ws, '--state-dir', state],

@@ -75,7 +75,7 @@ fn report(label: &str, ours: Vec<Duration>, raw: Vec<Duration>) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let workspace = tempfile::tempdir().expect("tempdir");
-    let state = tempfile::tempdir().expect("tempdir");
+    let state = agentty_testkit::state_dir();
     let (client, server_pid) = start(workspace.path(), state.path(), &[]).await;
     for _ in 0..40 {
         call(&client, "terminal", json!({"argv": ["true"]})).await;

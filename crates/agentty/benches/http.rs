@@ -57,13 +57,13 @@ fn main() {
 
 async fn bench() {
     let workspace = tempfile::tempdir().unwrap();
-    let (state_http, state_stdio) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (state_http, state_stdio) = (agentty_testkit::state_dir(), agentty_testkit::state_dir());
     let (mut server, addr, token) = start_http(workspace.path(), state_http.path());
     let server_pid = serving_pid(server.id());
     let (stdio, _) = common::start(workspace.path(), state_stdio.path(), &[]).await;
 
     let (mut floor_server, floor_addr) = common::http::floor::start();
-    let state_against = tempfile::tempdir().unwrap();
+    let state_against = agentty_testkit::state_dir();
     let against = std::env::var_os("AGENTTY_BENCH_AGAINST").map(|binary| {
         let (server, addr, token) =
             start_http_of(binary.as_ref(), workspace.path(), state_against.path());

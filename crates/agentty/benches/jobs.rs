@@ -69,7 +69,7 @@ async fn latency(client: &RunningService<RoleClient, ()>, samples: usize) -> Dur
 #[tokio::main]
 async fn main() {
     let workspace = tempfile::tempdir().expect("tempdir");
-    let state = tempfile::tempdir().expect("tempdir");
+    let state = agentty_testkit::state_dir();
     let data = workspace.path().join("data.txt");
     let status = std::process::Command::new("sh")
         .arg("-c")

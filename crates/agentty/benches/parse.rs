@@ -81,7 +81,7 @@ fn parsed_type(result: &CallToolResult) -> Option<String> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let workspace = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let ws = workspace.path();
     // A tree of 200 directories of 80 files each: `ls -lR` prints about 1 MB.
     for d in 0..200 {
@@ -107,7 +107,7 @@ async fn main() {
     )
     .unwrap();
     let (client, _) = common::start(ws, state.path(), &[]).await;
-    let host_state = tempfile::tempdir().unwrap();
+    let host_state = agentty_testkit::state_dir();
     let (host_client, _) = common::start(ws, host_state.path(), &["--no-sandbox"]).await;
 
     // 1. The parse's share of a 1 MB `ls -lR`. The walk of 16 000 files varies by tens of

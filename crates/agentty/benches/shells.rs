@@ -93,7 +93,7 @@ impl RawPty {
 async fn main() {
     agentty_core::init().expect("init");
     let workspace = tempfile::tempdir().expect("tempdir");
-    let state = tempfile::tempdir().expect("tempdir");
+    let state = agentty_testkit::state_dir();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
     cmd.arg("serve")
         .arg("--workspace")

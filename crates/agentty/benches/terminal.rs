@@ -30,7 +30,7 @@ const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | h
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let workspace = tempfile::tempdir().expect("tempdir");
-    let state = tempfile::tempdir().expect("tempdir");
+    let state = agentty_testkit::state_dir();
     // The default server confines writes with Landlock; the second one runs unconfined.
     let (client, server_pid) = start(workspace.path(), state.path(), &[]).await;
     let (plain, _) = start(workspace.path(), state.path(), &["--no-sandbox"]).await;

@@ -128,7 +128,7 @@ async fn session_of(addr: &str, cookie: &str, id: &str) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
     let (mut server, addr, token) = start_http(workspace.path(), state_dir.path());
     let server_pid = serving_pid(server.id());
     let cookie = log_in(&addr, &token).await;

@@ -216,11 +216,15 @@ impl HttpFlags {
             .spill_root
             .parent()
             .unwrap_or(settings.spill_root.as_path());
+        let token_file = self.token_file.clone().or(file.token_file);
+        if let Some(given) = &token_file {
+            refuse_writable_token_file(settings, given)?;
+        }
         Ok(Some(crate::http::HttpOptions {
             mcp,
             view_control: self.view_control,
             listen,
-            token_file: self.token_file.clone().or(file.token_file),
+            token_file,
             default_token_file: state_dir.join("token"),
             allow_hosts: or_file(&self.allow_hosts, file.allow_hosts),
             allow_origins: or_file(&self.allow_origins, file.allow_origins),
@@ -327,8 +331,11 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     // removes): a confined command must not be able to write there. A workspace that holds the
     // home directory (`/`, home itself) holds the default state dir too: that setup confines
     // little anyway, and every sandbox line says so; it is allowed with a warning.
+    // Its real path is what the server uses: the records in it are hidden from confined commands
+    // by a mount, which cannot be put on a path through a symlink.
     let state_real = agentty_core::canonical_prefix(&state_dir);
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let confining = sandbox_enabled && mode != Mode::Auto;
     if let Some(root) = std::iter::once(&workspace)
         .chain(&add_dirs)
         .find(|root| state_real.starts_with(root))
@@ -347,11 +354,19 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
                 root.display()
             );
         }
+    } else if confining
+        && let Some(place) = writable_by_commands(mode, &workspace, &add_dirs, &state_real)
+    {
+        bail!(
+            "state dir {} is inside {place}, which commands may write: choose a state dir they \
+             cannot write, such as the default under your home (--state-dir)",
+            state_real.display()
+        );
     }
     Ok(Settings {
         workspace,
         shell,
-        spill_root: state_dir.join("spill"),
+        spill_root: state_real.join("spill"),
         default_timeout_ms,
         add_dirs,
         mode,
@@ -363,6 +378,58 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
             .or(file.shell_idle_ms)
             .filter(|&ms| ms > 0),
     })
+}
+
+/// Refuses a given token file that a confined command could rewrite, or re-point when it is
+/// reached through a symlink: the next start would let in whoever holds the token it wrote.
+fn refuse_writable_token_file(settings: &Settings, given: &Path) -> Result<()> {
+    if !settings.sandbox_enabled || settings.mode == Mode::Auto {
+        return Ok(());
+    }
+    // The name as given (its directory resolved), and the file it leads to.
+    let named = match (given.parent(), given.file_name()) {
+        (Some(parent), Some(name)) => agentty_core::canonical_prefix(parent).join(name),
+        _ => given.to_path_buf(),
+    };
+    for path in [named, agentty_core::canonical_prefix(given)] {
+        let place = writable_by_commands(
+            settings.mode,
+            &settings.workspace,
+            &settings.add_dirs,
+            &path,
+        );
+        if let Some(place) = place {
+            bail!(
+                "token file {} is inside {place}, which commands may write: keep it where they \
+                 cannot (--token-file)",
+                given.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Where a confined command may write `path` (canonical), said as the writable place and why it
+/// is writable (a temp dir, a toolchain's cache); `None` when it may not.
+fn writable_by_commands(
+    mode: Mode,
+    workspace: &Path,
+    add_dirs: &[PathBuf],
+    path: &Path,
+) -> Option<String> {
+    let roots = std::iter::once(workspace.to_path_buf())
+        .chain(add_dirs.iter().cloned())
+        .collect();
+    let plan = agentty_sandbox::Plan::new(&agentty_sandbox::Policy::new(mode, roots));
+    let place = plan.writable().iter().find(|w| path.starts_with(&w.path))?;
+    let why = match place.why {
+        agentty_sandbox::Why::Root => "a root".to_owned(),
+        agentty_sandbox::Why::GitDir => "a git dir".to_owned(),
+        agentty_sandbox::Why::Temp => "a temp dir".to_owned(),
+        agentty_sandbox::Why::Cache(tool) => format!("{tool}'s cache"),
+        agentty_sandbox::Why::Device => "a device".to_owned(),
+    };
+    Some(format!("{} ({why})", place.path.display()))
 }
 
 /// Refuses a root reached through a symlink that a confined command could have planted or could

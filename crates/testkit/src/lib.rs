@@ -1,10 +1,32 @@
 //! Test support shared by agentty's suites: one `/proc` scan that the checks for leftovers,
-//! zombies and escapees are built on, instead of a copy per test crate.
+//! zombies and escapees are built on, instead of a copy per test crate, and the state dirs of
+//! the servers the suites start ([`state_dir`]).
 //!
 //! Linux only, like the behaviour these tests check. Every read tolerates a process that ends
 //! while it is being read: it is simply not listed.
 
 use std::fs;
+
+/// A fresh state dir for a server under test, removed on drop: under
+/// `$HOME/.local/state/agentty-tests`, outside every place a confined command may write. A
+/// confining server refuses a state dir in a temp dir or a root, since it must not trust later
+/// what its commands may write.
+pub fn state_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::DirBuilderExt;
+    let Some(home) = std::env::var_os("HOME") else {
+        panic!("HOME is not set (the tests' state dirs are made there)");
+    };
+    let parent = std::path::Path::new(&home).join(".local/state/agentty-tests");
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&parent)
+        .unwrap_or_else(|e| panic!("cannot make {}: {e}", parent.display()));
+    tempfile::Builder::new()
+        .prefix("state-")
+        .tempdir_in(&parent)
+        .unwrap_or_else(|e| panic!("cannot make a state dir in {}: {e}", parent.display()))
+}
 
 /// One row of `/proc/<pid>/stat`: what the checks need of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

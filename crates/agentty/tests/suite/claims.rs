@@ -106,7 +106,8 @@ fn guard_allow_config_rules_and_flags_over_file() {
 /// `~/.local/state/agentty`; the config file is found under `$XDG_CONFIG_HOME/agentty`.
 #[test]
 fn state_and_config_follow_xdg() {
-    let dir = tempfile::tempdir().unwrap();
+    // Not in a temp dir: a state dir there is refused (commands may write it).
+    let dir = agentty_testkit::state_dir();
     let (state, config) = (dir.path().join("state"), dir.path().join("config"));
     std::fs::create_dir_all(config.join("agentty")).unwrap();
     std::fs::write(config.join("agentty/config.toml"), "mode = \"plan\"\n").unwrap();
@@ -261,7 +262,7 @@ async fn every_ending_stops_the_jobs_and_removes_the_spill_dir() {
 /// Session spill directories untouched for more than 7 days are removed when a server starts.
 #[tokio::test]
 async fn old_spill_directories_are_pruned_at_start() {
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let spill = state.path().join("spill");
     let _ = &spill;
     let (old, recent) = (spill.join("old-session"), spill.join("recent-session"));
@@ -300,7 +301,7 @@ async fn wait_gone(pid: i32) {
 #[tokio::test]
 async fn a_sandbox_that_cannot_start_is_2009_and_nothing_runs() {
     let workspace = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let ruleset = allow_all_ruleset();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
     cmd.arg("serve")

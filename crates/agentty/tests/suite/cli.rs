@@ -41,7 +41,8 @@ fn shell_comes_from_shell_var_then_login_shell() {
 /// line every result carries says so rather than just "enforced".
 #[test]
 fn a_workspace_that_covers_the_system_is_called_out() {
-    let home = tempfile::tempdir().unwrap();
+    // Not a temp dir: the default state dir in it would be refused (commands may write there).
+    let home = agentty_testkit::state_dir();
     let project = home.path().join("project");
     std::fs::create_dir(&project).unwrap();
     let line = |workspace: &std::path::Path| {
@@ -120,11 +121,13 @@ fn the_sandbox_line_names_git_dirs_added_outside_the_workspace() {
 }
 
 /// A state dir that commands may write (inside the workspace or an extra root, directly or
-/// through a symlink) is refused at start: the server trusts what it finds there.
+/// through a symlink, or in a temp dir) is refused at start: the server trusts what it finds
+/// there.
 #[test]
 fn a_state_dir_commands_may_write_is_refused() {
-    let base = tempfile::tempdir().unwrap();
+    let base = agentty_testkit::state_dir();
     let base = base.path().canonicalize().unwrap();
+    let temp = tempfile::tempdir().unwrap();
     let (ws, extra) = (base.join("ws"), base.join("extra"));
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::create_dir_all(&extra).unwrap();
@@ -133,6 +136,7 @@ fn a_state_dir_commands_may_write_is_refused() {
         ws.join(".agentty"),
         extra.join("state"),
         base.join("link/state"),
+        temp.path().join("state"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
             .args(["doctor", "--workspace"])
@@ -161,10 +165,58 @@ fn a_state_dir_commands_may_write_is_refused() {
     );
 }
 
+/// A `--token-file` that commands may write (in a temp dir, or reached through a symlink there)
+/// is refused at start: a command that rewrote it would hold the next start's token.
+#[test]
+fn a_token_file_commands_may_write_is_refused() {
+    let (workspace, state, temp) = (
+        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
+        tempfile::tempdir().unwrap(),
+    );
+    let private = state.path().join("token");
+    let in_temp = temp.path().join("token");
+    for file in [&private, &in_temp] {
+        std::fs::write(file, format!("{}\n", "ab".repeat(32))).unwrap();
+        std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+    }
+    let link = temp.path().join("link");
+    std::os::unix::fs::symlink(&private, &link).unwrap();
+    for given in [&in_temp, &link] {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
+            .arg(workspace.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .arg("--token-file")
+            .arg(given)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A refusal ends the start at once; a server that accepted serves until killed.
+        let started = std::time::Instant::now();
+        while server.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(20) {
+                server.kill().unwrap();
+                server.wait().unwrap();
+                panic!("{}: accepted", given.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = server.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("which commands may write"), "{err}");
+    }
+}
+
 /// Relative paths in a config file are relative to the file, wherever the server starts.
 #[test]
 fn config_paths_are_relative_to_the_config_file() {
-    let dir = tempfile::tempdir().unwrap();
+    // Not a temp dir: the state dir in it would be refused (commands may write there).
+    let dir = agentty_testkit::state_dir();
     let dir_path = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(dir_path.join("ws")).unwrap();
     std::fs::create_dir_all(dir_path.join("extra")).unwrap();
@@ -232,7 +284,7 @@ fn serve_in_a_terminal_says_it_waits_for_a_client() {
     use std::io::{BufRead, BufReader};
     use std::os::fd::FromRawFd;
     let workspace = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let serve = || {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
         cmd.args(["serve", "--workspace"])

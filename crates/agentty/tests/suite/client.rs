@@ -46,7 +46,7 @@ pub async fn start() -> Server {
 
 /// Starts the server with extra flags (e.g. `--mode plan`).
 pub async fn start_with(flags: &[&str]) -> Server {
-    start_in(tempfile::tempdir().unwrap(), flags).await
+    start_in(agentty_testkit::state_dir(), flags).await
 }
 
 /// Starts the server with `state` as its state dir.

@@ -26,7 +26,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> Self {
-        let (workspace, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (workspace, state) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
             .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
             .arg(workspace.path())

@@ -36,7 +36,7 @@ impl Raw {
     /// stderr (see [`Raw::logged`]).
     async fn start_with(max_fds: Option<u64>, log: Option<&str>) -> Raw {
         let workspace = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
+        let state = agentty_testkit::state_dir();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentty"));
         cmd.arg("serve")
             .arg("--workspace")

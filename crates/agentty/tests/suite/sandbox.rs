@@ -642,7 +642,7 @@ async fn a_workspace_swapped_for_a_symlink_is_refused_at_the_next_start() {
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("linked-root-{}", std::process::id()));
     std::fs::create_dir_all(&target).unwrap();
-    let server = start_at(workspace, tempfile::tempdir().unwrap(), &[]).await;
+    let server = start_at(workspace, agentty_testkit::state_dir(), &[]).await;
     let swap = format!(
         "cd / && mv {ws} {ws}.old && ln -s {target} {ws} && echo swapped",
         ws = ws.display(),
@@ -658,7 +658,7 @@ async fn a_workspace_swapped_for_a_symlink_is_refused_at_the_next_start() {
         .arg("--workspace")
         .arg(&ws)
         .arg("--state-dir")
-        .arg(tempfile::tempdir().unwrap().path())
+        .arg(agentty_testkit::state_dir().path())
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
@@ -943,7 +943,7 @@ async fn the_sessions_proc_keeps_the_masks_of_the_servers() {
              mount -o remount,bind,ro /proc/sys && exec \"$0\" \"$@\"",
         ],
         tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
         &[],
         &[],
     )
@@ -980,7 +980,7 @@ async fn extracted_crates_are_read_only_to_confined_commands_and_new_ones_extrac
     }
     let server = start_at_with_env(
         tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
         &[],
         &[("CARGO_HOME", cargo.path())],
     )

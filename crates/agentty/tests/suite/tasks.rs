@@ -25,7 +25,7 @@ struct Owned {
 }
 
 async fn start_owned() -> Owned {
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let mut owned = start_owned_in(state.path(), &[]).await;
     owned._state = Some(state);
     owned
@@ -184,7 +184,7 @@ async fn background_output_is_read_back_exactly_by_cursor_and_waited_for() {
 /// stdout on a pipe, and the port a dev server listens on stayed unread until it exited.
 #[tokio::test]
 async fn a_background_python_program_is_read_while_it_runs() {
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     // As from a host that does not pass it on (the Python SDK's stdio client does not).
     let server = start_owned_without(state.path(), &[], &["PYTHONUNBUFFERED"]).await;
     let client = &server.client;
@@ -508,7 +508,7 @@ async fn no_job_survives(end: Ending) {
 /// alone.
 #[tokio::test]
 async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let dead = start_owned_in(state.path(), &["--mode", "auto"]).await;
     let live = start_owned_in(state.path(), &["--mode", "auto"]).await;
     let (t_dead, t_live) = (tag("tasks-dead-session"), tag("tasks-live-session"));
@@ -639,6 +639,37 @@ fn write_record_in(state: &std::path::Path, session: &str, ns: &str, markers: &[
         .unwrap();
 }
 
+/// A state dir named through a symlink (a home under `/home -> /var/home`) still has its runs
+/// record hidden from confined commands, and they still run in a PID namespace of their own: the
+/// mount that hides the record cannot be put on a path through a symlink, and without it the
+/// namespace was given up.
+#[tokio::test]
+async fn a_state_dir_through_a_symlink_keeps_the_record_hidden() {
+    let base = agentty_testkit::state_dir();
+    let real = base.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let server = start_owned_in(&link, &[]).await;
+    let r = call_on(
+        &server.client,
+        "terminal",
+        json!({"command": format!(
+            "echo listed=$(ls -A {} | wc -l); echo ns=$(readlink /proc/self/ns/pid)",
+            real.join("runs").display()
+        )}),
+    )
+    .await;
+    let text = text_of(&r);
+    assert!(text.contains("listed=0"), "the records are visible: {text}");
+    let own = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    assert!(
+        !text.contains(&format!("ns={}", own.display())),
+        "the command runs in the server's PID namespace: {text}"
+    );
+    assert_eq!(std::fs::read_dir(real.join("runs")).unwrap().count(), 1);
+}
+
 /// A marker copied into the user's environment (a confined command's own, planted in `.envrc`)
 /// does not get the user's processes stopped by the next start: the sweep stops only markers
 /// their dead session wrote down, and a confined command in the session's namespace is never
@@ -646,7 +677,7 @@ fn write_record_in(state: &std::path::Path, session: &str, ns: &str, markers: &[
 /// empty in its namespace).
 #[tokio::test]
 async fn a_copied_run_marker_does_not_get_the_users_process_stopped() {
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     let server = start_owned_in(state.path(), &[]).await;
     let runs = state.path().join("runs");
     let r = call_on(
@@ -737,7 +768,7 @@ async fn the_sweep_leaves_other_pid_namespaces_alone() {
     let t = tag("tasks-sweep-ns");
     // Session "1-1-1": pid 1 did not start at tick 1, so it is dead from here; it wrote its
     // marker down.
-    let state = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
     write_record(state.path(), "1-1-1", &["1-1-1-c1"]);
     let spawn = |args: &[&str]| {
         std::process::Command::new(args[0])
