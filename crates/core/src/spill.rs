@@ -370,8 +370,16 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
 
 /// Removes session directories under `root` untouched for longer than `retention`.
 /// Returns how many were removed.
+///
+/// `root` is opened with no symlink in its path, and what is under it is named through that open
+/// directory (`/proc/self/fd/N/<name>`): a spill root swapped for a symlink (a state dir commands
+/// could write, as when the workspace holds home) removes nothing outside it.
 pub fn prune(root: &Path, retention: Duration) -> usize {
-    let Ok(entries) = fs::read_dir(root) else {
+    let Ok(dir) = open_no_symlinks(root) else {
+        return 0;
+    };
+    let held = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let Ok(entries) = fs::read_dir(&held) else {
         return 0;
     };
     let now = SystemTime::now();
@@ -424,5 +432,40 @@ mod tests {
         );
         drop(file);
         assert!(!dir.path().join("c1.log").exists());
+    }
+
+    /// A session directory older than the retention, and a fresh one, under `root`.
+    fn sessions_in(root: &Path) -> (PathBuf, PathBuf) {
+        let (old, new) = (root.join("1-old"), root.join("2-new"));
+        for dir in [&old, &new] {
+            fs::create_dir_all(dir.join("sub")).unwrap();
+            fs::write(dir.join("sub/c1.log"), "x").unwrap();
+        }
+        let ten_days_ago = SystemTime::now() - Duration::from_secs(10 * 24 * 3600);
+        File::open(&old)
+            .unwrap()
+            .set_modified(ten_days_ago)
+            .unwrap();
+        (old, new)
+    }
+
+    #[test]
+    fn prune_removes_old_sessions_and_nothing_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("spill");
+        let (old, new) = sessions_in(&root);
+        assert_eq!(prune(&root, Duration::from_secs(7 * 24 * 3600)), 1);
+        assert!(!old.exists() && new.exists());
+        // The spill root, or a directory above it, swapped for a symlink to elsewhere.
+        let outside = tmp.path().join("outside");
+        let (old, new) = sessions_in(&outside);
+        std::fs::remove_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink(&outside, &root).unwrap();
+        let week = Duration::from_secs(7 * 24 * 3600);
+        assert_eq!(prune(&root, week), 0);
+        let state = tmp.path().join("state");
+        std::os::unix::fs::symlink(tmp.path(), &state).unwrap();
+        assert_eq!(prune(&state.join("outside"), week), 0);
+        assert!(old.exists() && new.exists(), "pruned through a symlink");
     }
 }
