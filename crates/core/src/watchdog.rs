@@ -181,11 +181,15 @@ fn watch(server: Pid, handled: &SigSet, prefix: &str, runs: Option<&Path>) -> ! 
     };
     let grace = Duration::from_millis(WATCHDOG_GRACE_MS);
     let session = prefix.trim_end_matches('-');
+    // Only a marker this session wrote down: a copy in the user's environment (a command's own,
+    // planted in `.envrc`) must not get the user's process stopped. With no record (it could
+    // not be written), no marker is trusted: whatever a command started is a descendant that the
+    // kernel re-parents here, or, confined, it dies with the session's PID namespace.
     let recorded = runs.map(|dir| crate::runs::recorded(dir, session).unwrap_or_default());
     let trusted = |marker: &str| {
         recorded
             .as_ref()
-            .is_none_or(|ok| ok.iter().any(|m| m == marker))
+            .is_some_and(|ok| ok.iter().any(|m| m == marker))
     };
     let found = stop_children(true, grace) + stop_found(|| marked(prefix, &trusted)).0;
     if let Some(dir) = runs {

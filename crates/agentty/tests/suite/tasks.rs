@@ -639,6 +639,80 @@ fn write_record_in(state: &std::path::Path, session: &str, ns: &str, markers: &[
         .unwrap();
 }
 
+/// With no record of its runs (here `runs` is a file, so none could be made), the watchdog
+/// trusts no marker: a copy of one of the session's markers in a process outside its tree (one
+/// planted in `.envrc`) is left alone when the server is killed, while what the session's
+/// commands left (an unconfined background job and its `setsid` escapee) is still stopped, as
+/// descendants the kernel re-parents to the watchdog.
+#[tokio::test]
+async fn without_a_record_the_watchdog_stops_descendants_and_no_copied_marker() {
+    let state = agentty_testkit::state_dir();
+    std::fs::write(state.path().join("runs"), "").unwrap();
+    let server = start_owned_in(state.path(), &["--no-sandbox"]).await;
+    let t = tag("tasks-no-record");
+    let r = call_on(
+        &server.client,
+        "terminal",
+        json!({"command": "echo marker=$AGENTTY_RUN"}),
+    )
+    .await;
+    let text = text_of(&r);
+    let marker = text
+        .lines()
+        .find_map(|l| l.strip_prefix("marker="))
+        .unwrap_or_else(|| panic!("no marker: {text}"))
+        .to_owned();
+    let r = call_on(
+        &server.client,
+        "terminal",
+        json!({
+            "command": "(setsid sleep 300 >/dev/null 2>&1 &); sleep 300",
+            "background": true,
+            "env": {"JOBTAG": t},
+        }),
+    )
+    .await;
+    ok(&r);
+    let copied_tag = format!("{t}-copied");
+    let mut copied = std::process::Command::new("sleep")
+        .arg("300")
+        .env("AGENTTY_RUN", &marker)
+        .env("JOBTAG", &copied_tag)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = wait_for_processes("JOBTAG", &t, 2, PROMPT).await;
+    assert!(
+        seen.iter().all(|&n| n >= 2),
+        "the job did not start: {seen:?}"
+    );
+    let serving = serving_pid(server.pid);
+    // SAFETY: kill takes a pid and a signal number.
+    assert_eq!(unsafe { libc::kill(serving, libc::SIGKILL) }, 0);
+    assert_eq!(
+        wait_until_gone("JOBTAG", &t, PROMPT).await,
+        Vec::<i32>::new(),
+        "the job's tree outlived the server"
+    );
+    // The watchdog exits once it has stopped what the server left.
+    let deadline = Instant::now() + PROMPT;
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    };
+    while alive(server.pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(server.pid), "the watchdog still runs");
+    let survived = copied.try_wait().unwrap().is_none();
+    let _ = copied.kill();
+    let _ = copied.wait();
+    assert!(survived, "a process with a copied marker was stopped");
+}
+
 /// A state dir named through a symlink (a home under `/home -> /var/home`) still has its runs
 /// record hidden from confined commands, and they still run in a PID namespace of their own: the
 /// mount that hides the record cannot be put on a path through a symlink, and without it the
