@@ -321,11 +321,13 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
     let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
     let guard = merge_guard(file.guard, flags)?;
-    if sandbox_enabled {
+    // What commands may write, while the sandbox is on.
+    let plan = sandbox_enabled.then(|| plan_for(mode, &workspace, &add_dirs));
+    if let Some(plan) = &plan {
         let given = std::iter::once(&workspace_given)
             .chain(flags.add_dirs.iter())
             .chain(file.add_dirs.iter().flatten());
-        refuse_linked_roots(given, mode, std::iter::once(&workspace).chain(&add_dirs))?;
+        refuse_linked_roots(given, plan)?;
     }
     // The server trusts what it finds in its state dir (spill files it reads back, names it
     // removes): a confined command must not be able to write there. A workspace that holds the
@@ -335,7 +337,6 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     // by a mount, which cannot be put on a path through a symlink.
     let state_real = agentty_core::canonical_prefix(&state_dir);
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let confining = sandbox_enabled && mode != Mode::Auto;
     if let Some(root) = std::iter::once(&workspace)
         .chain(&add_dirs)
         .find(|root| state_real.starts_with(root))
@@ -354,8 +355,10 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
                 root.display()
             );
         }
-    } else if confining
-        && let Some(place) = writable_by_commands(mode, &workspace, &add_dirs, &state_real)
+    } else if let Some(place) = plan
+        .as_ref()
+        .filter(|_| mode != Mode::Auto)
+        .and_then(|p| writable_place(p, &state_real))
     {
         bail!(
             "state dir {} is inside {place}, which commands may write: choose a state dir they \
@@ -386,19 +389,14 @@ fn refuse_writable_token_file(settings: &Settings, given: &Path) -> Result<()> {
     if !settings.sandbox_enabled || settings.mode == Mode::Auto {
         return Ok(());
     }
+    let plan = plan_for(settings.mode, &settings.workspace, &settings.add_dirs);
     // The name as given (its directory resolved), and the file it leads to.
     let named = match (given.parent(), given.file_name()) {
         (Some(parent), Some(name)) => agentty_core::canonical_prefix(parent).join(name),
         _ => given.to_path_buf(),
     };
     for path in [named, agentty_core::canonical_prefix(given)] {
-        let place = writable_by_commands(
-            settings.mode,
-            &settings.workspace,
-            &settings.add_dirs,
-            &path,
-        );
-        if let Some(place) = place {
+        if let Some(place) = writable_place(&plan, &path) {
             bail!(
                 "token file {} is inside {place}, which commands may write: keep it where they \
                  cannot (--token-file)",
@@ -409,18 +407,17 @@ fn refuse_writable_token_file(settings: &Settings, given: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Where a confined command may write `path` (canonical), said as the writable place and why it
-/// is writable (a temp dir, a toolchain's cache); `None` when it may not.
-fn writable_by_commands(
-    mode: Mode,
-    workspace: &Path,
-    add_dirs: &[PathBuf],
-    path: &Path,
-) -> Option<String> {
+/// The sandbox plan of confined commands in `mode` with these roots, on this host.
+fn plan_for(mode: Mode, workspace: &Path, add_dirs: &[PathBuf]) -> agentty_sandbox::Plan {
     let roots = std::iter::once(workspace.to_path_buf())
         .chain(add_dirs.iter().cloned())
         .collect();
-    let plan = agentty_sandbox::Plan::new(&agentty_sandbox::Policy::new(mode, roots));
+    agentty_sandbox::Plan::new(&agentty_sandbox::Policy::new(mode, roots))
+}
+
+/// Where `plan` lets a confined command write `path` (canonical), said as the writable place
+/// and why it is writable (a temp dir, a toolchain's cache); `None` when it may not.
+fn writable_place(plan: &agentty_sandbox::Plan, path: &Path) -> Option<String> {
     let place = plan.writable().iter().find(|w| path.starts_with(&w.path))?;
     let why = match place.why {
         agentty_sandbox::Why::Root => "a root".to_owned(),
@@ -436,16 +433,13 @@ fn writable_by_commands(
 /// re-point (see `agentty_sandbox::linked_root`).
 fn refuse_linked_roots<'a>(
     given: impl Iterator<Item = &'a PathBuf>,
-    mode: Mode,
-    roots: impl Iterator<Item = &'a PathBuf>,
+    plan: &agentty_sandbox::Plan,
 ) -> Result<()> {
-    let policy = agentty_sandbox::Policy::new(mode, roots.cloned().collect());
-    let plan = agentty_sandbox::Plan::new(&policy);
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     for path in given {
         let path = cwd.join(path);
-        if let Some(why) = agentty_sandbox::linked_root(&path, &plan, home.as_deref()) {
+        if let Some(why) = agentty_sandbox::linked_root(&path, plan, home.as_deref()) {
             bail!("refusing the root {}: {why}", path.display());
         }
     }
