@@ -983,3 +983,42 @@ async fn a_secret_for_the_shells_own_read_is_refused() {
     assert_eq!(typed, Err(SecretRefused::ShellItself));
     t.close_clean().await;
 }
+
+/// A program the shell runs prints the shell's own prompt marker (its nonce is in the
+/// environment the program inherits) with a made-up exit code, then goes on running: the send
+/// is not done until the shell's real prompt, and reports the real exit code. Also when the
+/// program first hands the terminal back to the shell's group, so that the shell looks like it
+/// holds the keyboard.
+#[tokio::test]
+async fn a_prompt_marker_printed_by_a_program_ends_nothing() {
+    for (n, hand_back) in [(1, false), (2, true)] {
+        let t = open_one("/bin/bash", &format!("forged-prompt-{n}")).await;
+        let go = t.file("go");
+        let forger = format!(
+            "python3 -c 'import os,re,sys,time\n\
+             n = re.search(\"6973;([0-9A-Za-z]+);\", os.environ[\"PS0\"] + os.environ[\"PROMPT_COMMAND\"]).group(1)\n\
+             if {hand_back}: fd = os.open(\"/dev/tty\", os.O_RDWR); os.tcsetpgrp(fd, os.getsid(0))\n\
+             sys.stdout.write(\"\\033]6973;%s;D;0\\007after-marker\\n\" % n); sys.stdout.flush()\n\
+             while not os.path.exists(\"{go}\"): time.sleep(0.02)\n\
+             sys.exit(3)'\n",
+            hand_back = if hand_back { "True" } else { "False" },
+            go = go.display()
+        );
+        let shell = t.shell.clone();
+        let sent = tokio::spawn(async move { send(&shell, &forger).await });
+        let started = Instant::now();
+        while !t.shell.raw_tail(1 << 16).contains("after-marker") {
+            assert!(started.elapsed() < PROMPT, "the program never printed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        std::fs::write(&go, b"").unwrap();
+        let out = sent.await.unwrap();
+        assert_eq!(
+            out.status,
+            SendStatus::Done(3),
+            "hand back {hand_back}: {out:?}"
+        );
+        assert!(out.output.contains("after-marker"), "{out:?}");
+        t.close_clean().await;
+    }
+}
