@@ -15,6 +15,7 @@ import uuid
 import pytest
 
 from test_http import BIN, INIT
+from test_view import open_view
 
 from private_dirs import private_dir
 
@@ -153,20 +154,21 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
                 page = browser.new_page()
-                page.goto(f"{server.view}/?token={token}")
+                open_view(page, server.view, token)
                 link = page.locator("a.secret")
                 expect(link).to_contain_text("asks for: test password")
                 address = server.view + link.get_attribute("href")
-                # Without the view's cookie, the request's page and its calls are refused.
+                # Without the view's key, the request's calls are refused (its page holds
+                # nothing: it asks them).
                 import urllib.request
                 import urllib.error
                 rid = address.rsplit("/", 1)[1]
-                for url, data in ((address, None), (f"{server.view}/view/secret?id={rid}", None),
+                for url, data in ((f"{server.view}/view/secret?id={rid}", None),
                                   (f"{server.view}/view/secret", json.dumps({"id": rid, "secret": "x"}).encode())):
                     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
                     try:
                         urllib.request.urlopen(req, timeout=10)
-                        raise AssertionError(f"{url} answered without the cookie")
+                        raise AssertionError(f"{url} answered without the view's key")
                     except urllib.error.HTTPError as e:
                         assert e.code == 401, (url, e.code)
                 link.click()
@@ -175,7 +177,8 @@ def test_a_password_typed_in_the_view_reaches_the_prompt_and_nothing_else():
                 # A control character would go on as keystrokes: refused, nothing typed.
                 injected = page.evaluate(
                     """async (id) => (await fetch('/view/secret', {method: 'POST',
-                         headers: {'Content-Type': 'application/json'},
+                         headers: {'Content-Type': 'application/json',
+                                   'X-Agentty-View': localStorage.getItem('agentty-view-key')},
                          body: JSON.stringify({id, secret: 'x\\recho INJECTED-$((6*7))\\r'})})).status""",
                     rid,
                 )

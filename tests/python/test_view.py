@@ -50,14 +50,26 @@ def get(url, headers=None, method="GET", body=None):
 
 
 def log_in(base, token):
-    """The cookie header a login sets."""
-    status, headers, _ = get(f"{base}/?token={token}")
-    assert status == 303, status
-    assert headers["Location"] == "/", "the token must leave the address"
-    cookie = headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
-    assert token not in cookie, "the cookie must not be the token"
-    return cookie.split(";")[0]
+    """The header that carries the view's key, from a login with `token`."""
+    status, headers, said = get(
+        f"{base}/view/login", {"Content-Type": "application/json"}, "POST",
+        json.dumps({"token": token}).encode(),
+    )
+    assert status == 200, (status, said)
+    assert "Set-Cookie" not in headers, "the view sets no cookie (a browser sends it to every port)"
+    key = json.loads(said)["key"]
+    assert key != token, "the key must not be the token"
+    return {"X-Agentty-View": key}
+
+
+def open_view(page, base, token):
+    """Opens the view in `page` and logs in with `token` through its form."""
+    page.goto(f"{base}/")
+    page.fill("#token", token)
+    page.click("#open")
+    page.wait_for_selector("text=live")
+    assert token not in page.url, "the token is in the address"
+    assert page.context.cookies() == [], "the view set a cookie"
 
 
 class Agent:
@@ -95,9 +107,7 @@ def test_the_page_shows_output_live_a_shells_screen_and_never_runs_what_a_job_pr
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 console_errors = []
                 page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
-                page.goto(f"{base_of(url)}/?token={token}")
-                assert page.url == f"{base_of(url)}/", "the token stayed in the address"
-                page.wait_for_selector("text=live")
+                open_view(page, base_of(url), token)
 
                 # tick-1 is printed, then the job waits at a gate: the page must show tick-1
                 # while tick-5 has not been printed yet, then tick-5 once it is.
@@ -148,22 +158,34 @@ def test_the_page_shows_output_live_a_shells_screen_and_never_runs_what_a_job_pr
             agent.close()
 
 
-def test_the_view_refuses_without_the_cookie_from_elsewhere_and_stops_only_with_control():
+def test_the_view_refuses_without_the_key_from_elsewhere_and_stops_only_with_control():
     with http_server() as (url, token, _):
         base = base_of(url)
-        for path in ("/", "/view.js", "/view.css", "/view/events", "/view/stream?session=x&id=t1"):
-            assert get(base + path)[0] == 401, path
-        assert get(f"{base}/?token={'0' * 64}")[0] == 401
-        assert get(base + "/", {"Cookie": "agentty_view=" + "0" * 64})[0] == 401
-        cookie = {"Cookie": log_in(base, token)}
-        status, headers, page = get(base + "/", cookie)
+        # The page, its script and its style hold nothing; what they show needs the key.
+        status, headers, page = get(base + "/")
         assert status == 200 and "default-src 'none'" in headers["Content-Security-Policy"]
         assert "<script src=\"/view.js\"" in page
-        # Another page's request: refused, cookie or not, the stream's handshake included.
-        for path in ("/", "/view/events"):
-            status, _, _ = get(base + path, {**cookie, "Origin": "http://evil.example"})
+        for path in ("/view/events", "/view/stream?session=x&id=t1"):
+            assert get(base + path)[0] == 401, path
+            assert get(base + path, {"X-Agentty-View": "0" * 64})[0] == 401, path
+        # A token in an address stays in the browser's history: refused, and no login.
+        status, _, said = get(f"{base}/?token={token}")
+        assert status == 400 and "history" in said, (status, said)
+        # A login is JSON only (a form of another site cannot post it without asking).
+        form = get(f"{base}/view/login", {"Content-Type": "application/x-www-form-urlencoded"},
+                   "POST", f"token={token}".encode())
+        assert form[0] == 415, form
+        wrong = get(f"{base}/view/login", {"Content-Type": "application/json"}, "POST",
+                    json.dumps({"token": "0" * 64}).encode())
+        assert wrong[0] == 401, wrong
+        view = log_in(base, token)
+        # The key as a cookie (what another port of this host would be sent) lets nothing in.
+        assert get(base + "/view/events", {"Cookie": "agentty_view=" + view["X-Agentty-View"]})[0] == 401
+        # Another page's request: refused, key or not, the stream's handshake included.
+        for path in ("/", "/view/events", "/view/login"):
+            status, _, _ = get(base + path, {**view, "Origin": "http://evil.example"})
             assert status == 403, path
-        assert get(base + "/", {**cookie, "Host": "evil.example"})[0] == 403
+        assert get(base + "/", {**view, "Host": "evil.example"})[0] == 403
         # Read-only: a stop is refused and nothing stops.
         tag = f"view-{uuid.uuid4().hex[:8]}"
 
@@ -173,12 +195,12 @@ def test_the_view_refuses_without_the_cookie_from_elsewhere_and_stops_only_with_
                     "terminal", {"command": "sleep 300", "background": True, "env": {"VIEWTAG": tag}}
                 )
                 job = r.structured_content["job_id"]
-                status, _, events = get_stream(base + "/view/events", cookie)
+                status, _, events = get_stream(base + "/view/events", view)
                 key = next(
                     sess["key"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == job
                 )
                 stop = json.dumps({"session": key, "id": job}).encode()
-                status, _, said = get(base + "/view/stop", {**cookie, "Content-Type": "application/json"}, "POST", stop)
+                status, _, said = get(base + "/view/stop", {**view, "Content-Type": "application/json"}, "POST", stop)
                 assert status == 403 and "--view-control" in said
                 assert pids(tag), "a refused stop stopped the job"
                 await s.call_tool("task_stop", {"id": job})
@@ -190,7 +212,7 @@ def test_with_control_the_view_stops_a_job_and_the_model_is_told():
     tag = f"view-ctl-{uuid.uuid4().hex[:8]}"
     with http_server("--view-control") as (url, token, _):
         base = base_of(url)
-        cookie = {"Cookie": log_in(base, token)}
+        view = log_in(base, token)
 
         async def body():
             async with client(url, token) as s:
@@ -199,14 +221,14 @@ def test_with_control_the_view_stops_a_job_and_the_model_is_told():
                 )
                 job = r.structured_content["job_id"]
                 assert wait_until(lambda: pids(tag))
-                _, _, events = get_stream(base + "/view/events", cookie)
+                _, _, events = get_stream(base + "/view/events", view)
                 assert events["control"] is True
                 key = next(
                     sess["key"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == job
                 )
                 stop = json.dumps({"session": key, "id": job}).encode()
-                # From another page: refused even with the cookie.
-                headers = {**cookie, "Content-Type": "application/json"}
+                # From another page: refused even with the key.
+                headers = {**view, "Content-Type": "application/json"}
                 foreign = {**headers, "Origin": "http://evil.example"}
                 assert get(base + "/view/stop", foreign, "POST", stop)[0] == 403
                 assert pids(tag)
@@ -283,8 +305,8 @@ def test_beside_stdio_the_view_shows_the_stdio_session_and_serves_no_mcp():
             job = started["result"]["structuredContent"]["job_id"]
             with open(os.path.join(state, "token")) as f:
                 token = f.read().strip()
-            cookie = {"Cookie": log_in(base, token)}
-            _, _, events = get_stream(base + "/view/events", cookie)
+            view = log_in(base, token)
+            _, _, events = get_stream(base + "/view/events", view)
             [stdio] = events["sessions"]
             assert stdio["transport"] == "stdio" and stdio["client"] == "raw", stdio
             assert [j["id"] for j in stdio["jobs"]] == [job]

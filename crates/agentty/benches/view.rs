@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 
 use common::http::{Session, start_http};
@@ -33,31 +33,37 @@ const CALLS_PER_BLOCK: usize = 60;
 const FLOODS: usize = 8;
 const FLOOD: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
 
-/// A GET of `path` on a connection of its own, with the view's cookie when given.
+/// A GET of `path` on a connection of its own, with the view's key when given.
 async fn get(
     addr: &str,
     path: &str,
-    cookie: Option<&str>,
+    view_key: Option<&str>,
+) -> hyper::Response<hyper::body::Incoming> {
+    let mut request = hyper::Request::get(path).header("host", addr);
+    if let Some(view_key) = view_key {
+        request = request.header("x-agentty-view", view_key);
+    }
+    send(addr, request.body(Full::new(Bytes::new())).unwrap()).await
+}
+
+/// Sends `request` on a connection of its own.
+async fn send(
+    addr: &str,
+    request: hyper::Request<Full<Bytes>>,
 ) -> hyper::Response<hyper::body::Incoming> {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
-    let (mut send, conn) =
+    let (mut sender, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
             .unwrap();
     tokio::spawn(conn);
-    let mut request = hyper::Request::get(path).header("host", addr);
-    if let Some(cookie) = cookie {
-        request = request.header("cookie", cookie);
-    }
-    send.send_request(request.body(Empty::<Bytes>::new()).unwrap())
-        .await
-        .unwrap()
+    sender.send_request(request).await.unwrap()
 }
 
-/// Opens a GET event stream with the view's cookie and reads it until aborted, counting bytes.
-async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
-    let response = get(addr, path, Some(cookie)).await;
+/// Opens a GET event stream with the view's key and reads it until aborted, counting bytes.
+async fn watch(addr: &str, view_key: &str, path: &str, got: Arc<AtomicU64>) {
+    let response = get(addr, path, Some(view_key)).await;
     assert_eq!(response.status(), 200);
     let mut body = response.into_body();
     while let Some(Ok(frame)) = body.frame().await {
@@ -68,8 +74,8 @@ async fn watch(addr: &str, cookie: &str, path: &str, got: Arc<AtomicU64>) {
 }
 
 /// The first `state` event of `/view/events`.
-async fn state(addr: &str, cookie: &str) -> Value {
-    let mut body = get(addr, "/view/events", Some(cookie)).await.into_body();
+async fn state(addr: &str, view_key: &str) -> Value {
+    let mut body = get(addr, "/view/events", Some(view_key)).await.into_body();
     let mut text = String::new();
     while let Some(Ok(frame)) = body.frame().await {
         text.push_str(&String::from_utf8_lossy(frame.data_ref().unwrap()));
@@ -80,17 +86,24 @@ async fn state(addr: &str, cookie: &str) -> Value {
     panic!("no state event")
 }
 
-/// The view cookie a login with `token` sets.
+/// The view's key, from a login with `token`.
 async fn log_in(addr: &str, token: &str) -> String {
-    let response = get(addr, &format!("/?token={token}"), None).await;
-    let cookie = response.headers()["set-cookie"].to_str().unwrap();
-    cookie.split(';').next().unwrap().to_owned()
+    let login = hyper::Request::post("/view/login")
+        .header("host", addr)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(
+            json!({ "token": token }).to_string(),
+        )))
+        .unwrap();
+    let body = send(addr, login).await.into_body().collect().await.unwrap();
+    let answer: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+    answer["key"].as_str().unwrap().to_owned()
 }
 
 /// 10 viewers of job `id`: each the state stream and the job's stream.
 fn attach(
     addr: &str,
-    cookie: &str,
+    view_key: &str,
     key: &str,
     id: &str,
     got: &Arc<AtomicU64>,
@@ -101,9 +114,9 @@ fn attach(
             "/view/events".to_owned(),
             format!("/view/stream?session={key}&id={id}"),
         ] {
-            let (addr, cookie, got) = (addr.to_owned(), cookie.to_owned(), got.clone());
+            let (addr, view_key, got) = (addr.to_owned(), view_key.to_owned(), got.clone());
             viewers.push(tokio::spawn(async move {
-                watch(&addr, &cookie, &path, got).await;
+                watch(&addr, &view_key, &path, got).await;
             }));
         }
     }
@@ -115,8 +128,8 @@ fn job_id(body: &str) -> String {
     body[at..at + body[at..].find('"').unwrap()].to_owned()
 }
 
-async fn session_of(addr: &str, cookie: &str, id: &str) -> String {
-    let state = state(addr, cookie).await;
+async fn session_of(addr: &str, view_key: &str, id: &str) -> String {
+    let state = state(addr, view_key).await;
     state["sessions"]
         .as_array()
         .unwrap()
@@ -131,7 +144,7 @@ async fn main() {
     let (workspace, state_dir) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
     let (mut server, addr, token) = start_http(workspace.path(), state_dir.path());
     let server_pid = serving_pid(server.id());
-    let cookie = log_in(&addr, &token).await;
+    let view_key = log_in(&addr, &token).await;
     let mut agent = Session::connect(&addr, &token).await;
     let got = Arc::new(AtomicU64::new(0));
 
@@ -144,13 +157,13 @@ async fn main() {
             )
             .await,
     );
-    let key = session_of(&addr, &cookie, &ticking).await;
+    let key = session_of(&addr, &view_key, &ticking).await;
     for _ in 0..20 {
         agent.trivial().await;
     }
     let (mut alone, mut watched) = (Vec::new(), Vec::new());
     for block in 0..BLOCKS * 2 {
-        let viewers = (block % 2 == 1).then(|| attach(&addr, &cookie, &key, &ticking, &got));
+        let viewers = (block % 2 == 1).then(|| attach(&addr, &view_key, &key, &ticking, &got));
         tokio::time::sleep(Duration::from_millis(300)).await;
         for _ in 0..CALLS_PER_BLOCK {
             let t = Instant::now();
@@ -184,8 +197,8 @@ async fn main() {
                 .await,
         );
         let viewers = if with {
-            let key = session_of(&addr, &cookie, &id).await;
-            attach(&addr, &cookie, &key, &id, &got)
+            let key = session_of(&addr, &view_key, &id).await;
+            attach(&addr, &view_key, &key, &id, &got)
         } else {
             Vec::new()
         };

@@ -35,8 +35,8 @@ struct Request {
     asker: String,
     /// That foreground, as the terminal knows it: the secret is typed only while it reads.
     reader: Option<Reader>,
-    /// Reached only with the view's cookie: the model knows this request's id.
-    needs_cookie: bool,
+    /// Reached only with the view's key (a logged-in page): the model knows this request's id.
+    needs_login: bool,
     until: Instant,
     /// The shell's output cursor when it was asked: what follows the secret starts there.
     from: u64,
@@ -74,7 +74,7 @@ pub struct Asked {
     pub shell_id: String,
     pub what: String,
     pub asker: String,
-    pub needs_cookie: bool,
+    pub needs_login: bool,
 }
 
 /// Why a secret from the page was not typed.
@@ -141,13 +141,13 @@ impl From<SecretRefused> for EnterRefused {
 
 impl Pending {
     /// A new request for `what`, for `shell`: its id and what tells of its entry; `None` when
-    /// [`PENDING_MAX`] requests already wait. `needs_cookie`: its id goes to the model.
+    /// [`PENDING_MAX`] requests already wait. `needs_login`: its id goes to the model.
     pub fn ask(
         &self,
         shell: &Arc<Shell>,
         shell_id: &str,
         what: &str,
-        needs_cookie: bool,
+        needs_login: bool,
     ) -> Option<(String, Arc<Entered>)> {
         let id = agentty_core::random::hex(16);
         let entered = Arc::new(Entered::default());
@@ -169,7 +169,7 @@ impl Pending {
                     what: what.to_owned(),
                     asker,
                     reader,
-                    needs_cookie,
+                    needs_login,
                     until: now + SECRET_WAIT,
                     from: shell.output_total(),
                     entered: entered.clone(),
@@ -205,7 +205,7 @@ impl Pending {
                 shell_id: r.shell_id.clone(),
                 what: r.what.clone(),
                 asker: r.asker.clone(),
-                needs_cookie: r.needs_cookie,
+                needs_login: r.needs_login,
             })
             .collect()
     }

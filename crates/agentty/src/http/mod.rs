@@ -273,7 +273,7 @@ pub async fn serve(
         agentty.set_handle_grace(options.grace);
     }
     eprintln!(
-        "agentty: web view at {origin}/ (open {origin}/?token=<token> once; {tokens} in {})",
+        "agentty: web view at {origin}/ (open it and enter a token once; {tokens} in {})",
         token_file.display()
     );
     agentty.set_view_url(origin.clone());

@@ -69,7 +69,7 @@ impl Agentty {
                     .peer
                     .supported_elicitation_modes()
                     .contains(&ElicitationMode::Url));
-        // Where the model is told of the request, the page takes the view's cookie too: the
+        // Where the model is told of the request, the page takes the view's key too: the
         // model (or a command it runs) knows the id.
         let Some((request, entered)) = self.secrets().ask(shell, id, what, !url_mode) else {
             return Err(say::SECRETS_FULL.into());

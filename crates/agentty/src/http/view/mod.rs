@@ -1,12 +1,16 @@
 //! The web view (docs/BEHAVIOUR.md §9): a page at `/` of the HTTP listener where a person
 //! watches every session's jobs and shells live.
 //!
-//! - **Login:** `/?token=TOKEN` (any token of the token file) sets an `HttpOnly`,
-//!   `SameSite=Strict` cookie holding a random value of this process (not the token) and
-//!   redirects to `/`, so the token leaves the address bar. Every page, asset, state and stream
-//!   request needs the cookie.
+//! - **Login:** the page asks for a token of the token file and posts it (`POST /view/login`);
+//!   the answer is the view's key, a random value of this process (not the token), which the
+//!   page keeps in its origin's storage and sends in an `X-Agentty-View` header with every
+//!   state, stream and control request. Never a URL: a browser keeps those in its history, a
+//!   file any command can read, and the token lets its holder approve its own escalations.
+//!   Never a cookie: a browser sends one to every port of the host, so a page a command serves
+//!   on another port of 127.0.0.1 (a dev server the user opens) would receive it. The page, its
+//!   script and its style hold nothing and are served to anyone who passes the checks below.
 //! - **Origin and Host:** a request whose `Origin` is not the page's own (nor `--allow-origin`)
-//!   gets 403, cookie or not; `Host` must be an accepted name (DNS rebinding).
+//!   gets 403, key or not; `Host` must be an accepted name (DNS rebinding).
 //! - **Read-only by default:** nothing here types into a shell or starts a process; stopping a
 //!   job or closing a shell needs `--view-control`.
 //! - **Cost:** nothing is read or rendered for the view without a viewer. A viewer streams from
@@ -36,7 +40,8 @@ const STYLE: &str = include_str!("view.css");
 const SECRET_PAGE: &str = include_str!("secret.html");
 const SECRET_SCRIPT: &str = include_str!("secret.js");
 
-const COOKIE: &str = "agentty_view";
+/// The header that carries the view's key.
+const KEY_HEADER: &str = "x-agentty-view";
 
 /// The page may load only what agentty serves, run no inline script and be framed by nobody.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -46,8 +51,8 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 pub struct View {
     agentty: Agentty,
     callers: Arc<Callers>,
-    /// The cookie's value: 256 random bits of this process.
-    secret: String,
+    /// The view's key: 256 random bits of this process.
+    key: String,
     control: bool,
     hosts: Vec<String>,
     origins: Vec<String>,
@@ -73,7 +78,7 @@ impl View {
         View {
             agentty,
             callers,
-            secret: agentty_core::random::hex(32),
+            key: agentty_core::random::hex(32),
             control,
             hosts,
             origins,
@@ -126,7 +131,7 @@ impl View {
                 .unwrap_or_else(|_| text(StatusCode::NO_CONTENT, ""));
         }
         // A secret's page: the request's id (128 random bits, one use, five minutes) is what
-        // lets it in, since the user may come from the host's prompt without the cookie. It
+        // lets it in, since the user may come from the host's prompt without the view's key. It
         // can only type into a terminal that waits for a password with echo off.
         if let Some(response) = self.secret_route(&request, &path) {
             return response;
@@ -134,18 +139,25 @@ impl View {
         if request.method() == Method::POST && path == "/view/secret" {
             return self.enter_secret(request).await;
         }
-        if path == "/"
-            && let Some(token) = query(&request, "token")
-        {
-            return self.log_in(&token);
+        match (request.method(), path.as_str()) {
+            (&Method::GET, "/") if query(&request, "token").is_some() => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    "agentty: a token does not go in an address (the browser keeps it in its \
+                     history, which commands can read): open the view's address without it and \
+                     enter the token in the page\n",
+                );
+            }
+            (&Method::GET, "/") => return asset(PAGE, "text/html; charset=utf-8"),
+            (&Method::GET, "/view.js") => return asset(SCRIPT, "text/javascript; charset=utf-8"),
+            (&Method::GET, "/view.css") => return asset(STYLE, "text/css; charset=utf-8"),
+            (&Method::POST, "/view/login") => return self.log_in(request).await,
+            _ => {}
         }
-        if !self.has_cookie(&request) {
+        if !self.has_key(&request) {
             return unauthorized();
         }
         match (request.method(), path.as_str()) {
-            (&Method::GET, "/") => asset(PAGE, "text/html; charset=utf-8"),
-            (&Method::GET, "/view.js") => asset(SCRIPT, "text/javascript; charset=utf-8"),
-            (&Method::GET, "/view.css") => asset(STYLE, "text/css; charset=utf-8"),
             (&Method::GET, "/view/events") => stream::state(self.agentty.clone(), self.control),
             (&Method::GET, "/view/stream") => {
                 let (Some(session), Some(id)) = (query(&request, "session"), query(&request, "id"))
@@ -179,9 +191,7 @@ impl View {
             (&Method::GET, "/view/secret") => {
                 let asked = query(request, "id").and_then(|id| self.agentty.secret_asked(&id));
                 Some(match asked {
-                    Some(asked) if asked.needs_cookie && !self.has_cookie(request) => {
-                        unauthorized()
-                    }
+                    Some(asked) if asked.needs_login && !self.has_key(request) => unauthorized(),
                     Some(asked) => {
                         let body = serde_json::json!({"shell": asked.shell_id, "what": asked.what, "asker": asked.asker});
                         let mut response = text(StatusCode::OK, &body.to_string());
@@ -194,12 +204,11 @@ impl View {
                     None => text(StatusCode::NOT_FOUND, "no such request\n"),
                 })
             }
+            // The page holds nothing: what it shows and what it sends go through the calls
+            // above, which ask for the view's key where the request needs it.
             (&Method::GET, p) if p.starts_with("/secret/") => {
                 let id = &p["/secret/".len()..];
                 Some(match self.agentty.secret_asked(id) {
-                    Some(asked) if asked.needs_cookie && !self.has_cookie(request) => {
-                        unauthorized()
-                    }
                     Some(_) => asset(SECRET_PAGE, "text/html; charset=utf-8"),
                     None => text(
                         StatusCode::NOT_FOUND,
@@ -219,7 +228,7 @@ impl View {
             id: String,
             secret: String,
         }
-        let cookie = self.has_cookie(&request);
+        let logged_in = self.has_key(&request);
         let Ok(body) = Limited::new(request.into_body(), 8192).collect().await else {
             return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
         };
@@ -235,7 +244,7 @@ impl View {
         if self
             .agentty
             .secret_asked(&id)
-            .is_some_and(|asked| asked.needs_cookie && !cookie)
+            .is_some_and(|asked| asked.needs_login && !logged_in)
         {
             agentty_server::secrets::wipe(&mut secret);
             return unauthorized();
@@ -263,38 +272,49 @@ impl View {
             .then(|| host.to_owned())
     }
 
-    fn log_in(&self, token: &str) -> Response<Body> {
+    /// `POST /view/login {"token": …}` (JSON only: a form of another site cannot send it
+    /// without the browser asking first): the view's key for a token of the token file.
+    async fn log_in(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        #[derive(serde::Deserialize)]
+        struct Login {
+            token: String,
+        }
+        let json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+        if !json {
+            return text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "agentty: post the token as JSON\n",
+            );
+        }
+        let Ok(body) = Limited::new(request.into_body(), 4096).collect().await else {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
+        };
+        let Ok(Login { token }) = serde_json::from_slice::<Login>(&body.to_bytes()) else {
+            return text(StatusCode::BAD_REQUEST, "agentty: a token is needed\n");
+        };
         if self.callers.find(token.as_bytes()).is_none() {
             return text(StatusCode::UNAUTHORIZED, "agentty: wrong token\n");
         }
-        let mut response = text(StatusCode::SEE_OTHER, "");
-        let headers = response.headers_mut();
-        headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-        let cookie = format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            self.secret
+        let mut response = text(
+            StatusCode::OK,
+            &serde_json::json!({ "key": self.key }).to_string(),
         );
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            headers.insert(header::SET_COOKIE, value);
-        }
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         response
     }
 
-    fn has_cookie(&self, request: &Request<hyper::body::Incoming>) -> bool {
-        let mut found = false;
-        for value in request.headers().get_all(header::COOKIE) {
-            let Ok(value) = value.to_str() else { continue };
-            for pair in value.split(';') {
-                if let Some(given) = pair
-                    .trim()
-                    .strip_prefix(COOKIE)
-                    .and_then(|v| v.strip_prefix('='))
-                {
-                    found |= super::token::same_secret(given.as_bytes(), self.secret.as_bytes());
-                }
-            }
-        }
-        found
+    /// Whether the request carries the view's key.
+    fn has_key(&self, request: &Request<hyper::body::Incoming>) -> bool {
+        request
+            .headers()
+            .get(KEY_HEADER)
+            .is_some_and(|given| super::token::same_secret(given.as_bytes(), self.key.as_bytes()))
     }
 
     /// `POST /view/stop {"session": …, "id": …}`, with `--view-control` only.
@@ -322,12 +342,12 @@ impl View {
     }
 }
 
-/// The answer without the view's cookie.
+/// The answer without the view's key.
 fn unauthorized() -> Response<Body> {
     text(
         StatusCode::UNAUTHORIZED,
-        "agentty: open the address with ?token=<token> once (the token file named when the server \
-         started); this browser is then remembered until the server stops\n",
+        "agentty: open the view's address and enter a token of the token file named when the \
+         server started; the page then remembers it until the server stops\n",
     )
 }
 

@@ -4,9 +4,15 @@
 
 const id = location.pathname.split("/").pop();
 const $ = (name) => document.getElementById(name);
+// The view's key, where this browser logged in to the view: a request the model knows of needs it.
+const key = {"X-Agentty-View": localStorage.getItem("agentty-view-key") || ""};
 
 async function look() {
-  const answer = await fetch("/view/secret?id=" + encodeURIComponent(id));
+  const answer = await fetch("/view/secret?id=" + encodeURIComponent(id), {headers: key, cache: "no-store"});
+  if (answer.status === 401) {
+    $("asked").textContent = "Open the view in this browser and enter the token first, then this page again.";
+    return;
+  }
   if (!answer.ok) {
     $("asked").textContent = "This request was answered already, or it expired.";
     return;
@@ -26,8 +32,9 @@ $("form").addEventListener("submit", async (event) => {
   $("enter").disabled = true;
   const answer = await fetch("/view/secret", {
     method: "POST",
-    headers: {"Content-Type": "application/json"},
+    headers: {...key, "Content-Type": "application/json"},
     body: JSON.stringify({id, secret}),
+    cache: "no-store",
   });
   $("form").hidden = true;
   $("status").textContent = answer.ok ? "entered" : "not entered";

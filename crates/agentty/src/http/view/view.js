@@ -1,10 +1,17 @@
 // agentty's web view. Everything a job prints is put on the page as text (textContent), never
 // as HTML. Read-only unless the server runs with --view-control.
+//
+// The view's key (from a login with a token) is kept in this origin's storage and sent in a
+// header: never in an address (browsers keep those in their history) nor in a cookie (browsers
+// send those to every port of the host). So the event streams are read with fetch, which can
+// send a header, not with EventSource, which cannot.
 "use strict";
+
+const KEY = "agentty-view-key";
 
 const MAX_TEXT = 256 * 1024;
 let selected = null; // {session, id, kind}
-let stream = null;
+let stream = null; // the AbortController of the selected job's stream
 let control = false;
 let lastState = null;
 
@@ -96,8 +103,42 @@ function renderFacts(state) {
   }
 }
 
+/** fetch with the view's key; a refusal of the key brings the login back. */
+async function call(url, options = {}) {
+  const headers = {...(options.headers || {}), "X-Agentty-View": localStorage.getItem(KEY) || ""};
+  const answer = await fetch(url, {...options, headers, cache: "no-store"});
+  if (answer.status === 401) logIn("Enter the token again (the server restarted, or it changed).");
+  return answer;
+}
+
+/** Reads the server-sent events at `url`, calling handlers[type](data) for each. */
+async function readEvents(url, handlers, signal) {
+  const answer = await call(url, {signal});
+  if (!answer.ok || !answer.body) throw new Error("answered " + answer.status);
+  if (handlers.open) handlers.open();
+  const reader = answer.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let type = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length > 0 && handlers[type]) handlers[type](data.join("\n"));
+    }
+  }
+}
+
 async function stop(session, id) {
-  const answer = await fetch("/view/stop", {
+  const answer = await call("/view/stop", {
     method: "POST",
     headers: {"Content-Type": "application/json"},
     body: JSON.stringify({session, id}),
@@ -133,41 +174,89 @@ function drawScreen(pre, screen) {
 
 function select(session, id, kind) {
   selected = {session, id, kind};
-  if (stream) stream.close();
+  if (stream) stream.abort();
   const pre = $("output");
   pre.replaceChildren();
   delete pre.dataset.snapshots;
   pre.className = kind === "shell" ? "screen" : "";
   if (lastState) { renderList(lastState); renderFacts(lastState); }
   const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
-  stream = new EventSource("/view/stream" + query);
-  stream.addEventListener("snapshot", (e) => {
-    // Counted, so a test can tell output streamed live from output fetched again.
-    pre.dataset.snapshots = String(Number(pre.dataset.snapshots || 0) + 1);
-    pre.textContent = JSON.parse(e.data).text;
-    pre.scrollTop = pre.scrollHeight;
-  });
-  stream.addEventListener("append", (e) => {
-    const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.append(JSON.parse(e.data).text);
-    trimOutput(pre);
-    if (atBottom) pre.scrollTop = pre.scrollHeight;
-  });
-  stream.addEventListener("screen", (e) => drawScreen(pre, JSON.parse(e.data)));
-  stream.addEventListener("end", () => { stream.close(); });
+  const controller = new AbortController();
+  stream = controller;
+  readEvents("/view/stream" + query, {
+    snapshot: (data) => {
+      // Counted, so a test can tell output streamed live from output fetched again.
+      pre.dataset.snapshots = String(Number(pre.dataset.snapshots || 0) + 1);
+      pre.textContent = JSON.parse(data).text;
+      pre.scrollTop = pre.scrollHeight;
+    },
+    append: (data) => {
+      const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      pre.append(JSON.parse(data).text);
+      trimOutput(pre);
+      if (atBottom) pre.scrollTop = pre.scrollHeight;
+    },
+    screen: (data) => drawScreen(pre, JSON.parse(data)),
+    end: () => controller.abort(),
+  }, controller.signal).catch(() => {});
 }
 
-function connect() {
-  const events = new EventSource("/view/events");
-  events.addEventListener("open", () => { $("status").textContent = "live"; });
-  events.addEventListener("error", () => { $("status").textContent = "reconnecting…"; });
-  events.addEventListener("state", (e) => {
-    const state = JSON.parse(e.data);
-    lastState = state;
-    control = state.control;
-    renderList(state);
-    renderFacts(state);
-  });
+/** The state stream, read again after a pause whenever it breaks, while logged in. */
+async function connect() {
+  while (localStorage.getItem(KEY)) {
+    try {
+      await readEvents("/view/events", {
+        open: () => { $("status").textContent = "live"; },
+        state: (data) => {
+          const state = JSON.parse(data);
+          lastState = state;
+          control = state.control;
+          renderList(state);
+          renderFacts(state);
+        },
+      });
+    } catch {
+      // broken, or refused: the loop's condition says which
+    }
+    if (!localStorage.getItem(KEY)) return;
+    $("status").textContent = "reconnecting…";
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
 }
 
-connect();
+function logIn(said) {
+  localStorage.removeItem(KEY);
+  if (stream) stream.abort();
+  $("view").hidden = true;
+  $("login").hidden = false;
+  $("status").textContent = "not logged in";
+  $("login-said").textContent = said || "";
+  $("token").focus();
+}
+
+$("login").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const field = $("token");
+  const answer = await fetch("/view/login", {
+    method: "POST",
+    headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({token: field.value.trim()}),
+    cache: "no-store",
+  });
+  field.value = "";
+  if (!answer.ok) {
+    $("login-said").textContent = answer.status === 401 ? "Not a token of this server." : await answer.text();
+    return;
+  }
+  localStorage.setItem(KEY, (await answer.json()).key);
+  $("login").hidden = true;
+  $("view").hidden = false;
+  connect();
+});
+
+if (localStorage.getItem(KEY)) {
+  $("view").hidden = false;
+  connect();
+} else {
+  logIn();
+}
