@@ -155,20 +155,32 @@ fn has_special_key(t: &libc::termios, secret: &[u8]) -> bool {
 /// At most this many characters of each word of a command line are shown.
 const WORD_SHOWN: usize = 60;
 
-/// One word of a command line as shown: cut at [`WORD_SHOWN`] characters, and quoted when it
-/// holds a space or a control character (a run of spaces would vanish on the page).
+/// One word of a command line as shown: cut at [`WORD_SHOWN`] characters, and [`quoted`].
 fn shown_word(word: &[u8]) -> String {
     let word = String::from_utf8_lossy(word);
     let cut: String = word.chars().take(WORD_SHOWN).collect();
-    let shown = if cut.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        format!("{cut:?}")
-    } else {
-        cut
-    };
+    let shown = quoted(&cut);
     if word.chars().count() > WORD_SHOWN {
         format!("{shown}…")
     } else {
         shown
+    }
+}
+
+/// `text` as it is, or quoted with its hidden characters escaped when it holds any: a space (a
+/// run of them would vanish on the page), a control character (a newline), or a character that
+/// is not printed as itself (a right-to-left override that shows `sudo` for `odus`, a zero-width
+/// space), which Rust's debug form escapes.
+fn quoted(text: &str) -> String {
+    let hides = |c: char| {
+        c.is_whitespace()
+            || c.is_control()
+            || (!matches!(c, '"' | '\\' | '\'') && c.escape_debug().nth(1).is_some())
+    };
+    if text.chars().any(hides) {
+        format!("{text:?}")
+    } else {
+        text.to_owned()
     }
 }
 
@@ -183,7 +195,7 @@ fn process_line(pid: i32) -> Option<String> {
         .collect();
     let line: String = words.join(" ").chars().take(4 * WORD_SHOWN).collect();
     match std::fs::read_link(format!("/proc/{pid}/exe")) {
-        Ok(exe) => Some(format!("{} ({line})", exe.display())),
+        Ok(exe) => Some(format!("{} ({line})", quoted(&exe.to_string_lossy()))),
         Err(_) => (!line.is_empty()).then_some(line),
     }
 }
@@ -514,6 +526,15 @@ mod tests {
         assert_eq!(super::shown_word(b"ssh"), "ssh");
         assert_eq!(super::shown_word(b"a  b"), "\"a  b\"");
         assert_eq!(super::shown_word(b"x\ny"), "\"x\\ny\"");
+        // A right-to-left override, or a zero-width space, would show other text than it is.
+        assert_eq!(
+            super::shown_word("x\u{202e}odus".as_bytes()),
+            "\"x\\u{202e}odus\""
+        );
+        assert_eq!(super::quoted("su\u{200b}do"), "\"su\\u{200b}do\"");
+        assert_eq!(super::quoted("/usr/bin/sudo"), "/usr/bin/sudo");
+        assert_eq!(super::quoted("it's \"x\""), "\"it's \\\"x\\\"\"");
+        assert_eq!(super::quoted("don't"), "don't");
         let long = "y".repeat(100);
         assert_eq!(
             super::shown_word(long.as_bytes()),
