@@ -243,6 +243,32 @@ def test_with_control_the_view_stops_a_job_and_the_model_is_told():
         asyncio.run(body())
 
 
+def test_a_flood_of_combining_marks_reaches_the_page_capped():
+    """A character with 30 000 combining marks held a viewer's page for seconds per update: the
+    page gets at most 8 on one character."""
+    with http_server() as (url, token, _):
+        base = base_of(url)
+        view = log_in(base, token)
+
+        async def body():
+            async with client(url, token) as s:
+                flood = "print('a' + '\\u0301' * 30000 + 'b')"
+                r = await s.call_tool(
+                    "terminal", {"argv": ["python3", "-c", flood], "background": True}
+                )
+                job = r.structured_content["job_id"]
+                await s.call_tool("task_wait", {"id": job, "timeout_ms": 20000})
+                _, _, events = get_stream(base + "/view/events", view)
+                key = next(
+                    sess["key"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == job
+                )
+                _, _, snapshot = get_stream(f"{base}/view/stream?session={key}&id={job}", view)
+                shown = snapshot["text"]
+                assert shown.startswith("a" + "\u0301" * 8 + "b"), repr(shown[:40])
+
+        asyncio.run(body())
+
+
 def get_stream(url, headers):
     """The first `state` event of an event stream."""
     req = urllib.request.Request(url)

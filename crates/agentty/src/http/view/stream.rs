@@ -43,6 +43,44 @@ async fn keep_alive(tx: &mut Sender<Bytes>, last: &mut std::time::Instant) -> bo
         .is_ok()
 }
 
+/// Combining marks kept on one character in a job's output as the page gets it. A browser lays
+/// a character out with all its marks at once, and a command that printed `a` with 30 000 of
+/// them (what a program may print, not a terminal) held a viewer's page for seconds at every
+/// update; no script needs more than a few.
+const MARKS_KEPT: usize = 8;
+
+/// Drops the combining marks past [`MARKS_KEPT`] in a row, across the pieces of one stream.
+#[derive(Default)]
+struct MarkCap {
+    /// Marks in a row at the end of what was capped so far.
+    run: usize,
+}
+
+impl MarkCap {
+    fn cap(&mut self, text: &str) -> String {
+        use unicode_general_category::{GeneralCategory, get_general_category};
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            let mark = !c.is_ascii()
+                && matches!(
+                    get_general_category(c),
+                    GeneralCategory::NonspacingMark
+                        | GeneralCategory::SpacingMark
+                        | GeneralCategory::EnclosingMark
+                );
+            if !mark {
+                self.run = 0;
+            } else if self.run < MARKS_KEPT {
+                self.run += 1;
+            } else {
+                continue;
+            }
+            out.push(c);
+        }
+        out
+    }
+}
+
 /// How often the state is looked at while somebody watches.
 const STATE_EVERY: Duration = Duration::from_millis(500);
 
@@ -125,12 +163,15 @@ fn state_word(state: &JobState) -> String {
 /// behind; an `end` event once the job ended and everything was sent.
 async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
     let ring = &job.output;
-    let snapshot = |ring: &agentty_core::jobs::OutputRing| {
+    let mut marks = MarkCap::default();
+    let snapshot = |ring: &agentty_core::jobs::OutputRing, marks: &mut MarkCap| {
         let tail = ring.read(None, CHUNK);
-        let data = json!({"text": tail.text, "from": tail.from, "total": tail.total});
+        *marks = MarkCap::default();
+        let text = marks.cap(&tail.text);
+        let data = json!({"text": text, "from": tail.from, "total": tail.total});
         (tail.next, data)
     };
-    let (mut cursor, data) = snapshot(ring);
+    let (mut cursor, data) = snapshot(ring, &mut marks);
     if !send(&mut tx, "snapshot", &data).await {
         return;
     }
@@ -140,7 +181,7 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
         let slice = ring.read(Some(cursor), CHUNK);
         if slice.dropped > 0 || slice.remaining > 0 {
             // Behind the ring, or more than one update's worth behind: start from the tail.
-            let (next, data) = snapshot(ring);
+            let (next, data) = snapshot(ring, &mut marks);
             cursor = next;
             if !send(&mut tx, "snapshot", &data).await {
                 return;
@@ -148,7 +189,8 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
         } else if !slice.text.is_empty() {
             cursor = slice.next;
             last = std::time::Instant::now();
-            if !send(&mut tx, "append", &json!({"text": slice.text})).await {
+            let text = marks.cap(&slice.text);
+            if !send(&mut tx, "append", &json!({ "text": text })).await {
                 return;
             }
         } else if !keep_alive(&mut tx, &mut last).await {
@@ -230,4 +272,26 @@ fn screen_json(screen: &StyledScreen) -> Value {
         "alternate": screen.alternate,
         "lines": lines,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_past_the_cap_are_dropped_across_pieces() {
+        let mut marks = MarkCap::default();
+        let flood = format!("a{}", "\u{301}".repeat(30_000));
+        let (head, tail) = flood.split_at(1 + 2 * 15_000);
+        let shown = marks.cap(head) + &marks.cap(tail) + &marks.cap("b\u{301}\u{302}");
+        assert_eq!(
+            shown,
+            format!("a{}b\u{301}\u{302}", "\u{301}".repeat(MARKS_KEPT))
+        );
+        // Text with a few marks, and other scripts' marks, as it is.
+        let mut marks = MarkCap::default();
+        for text in ["e\u{301}te\u{301}", "नमस्ते", "ok\n"] {
+            assert_eq!(marks.cap(text), text);
+        }
+    }
 }
