@@ -40,18 +40,6 @@ pub(crate) struct SendCapture {
     /// prompt. If nothing of this send runs after that prompt, the input went to that command
     /// (a line typed into a REPL that was still busy), and this is the send's answer.
     stale_end: Option<(i32, String)>,
-    /// What the last primary prompt marker changed, to undo it if the marker proves not to be
-    /// the shell's own ([`SendCapture::forged_prompt`]), and the bytes that came after it.
-    before_prompt: Option<BeforePrompt>,
-    after_prompt: Vec<u8>,
-}
-
-/// The state a primary prompt marker replaced.
-struct BeforePrompt {
-    last: Option<Marker>,
-    exit: Option<i32>,
-    text_at_prompt: usize,
-    feeding: bool,
 }
 
 impl SendCapture {
@@ -76,8 +64,6 @@ impl SendCapture {
             any_output: false,
             stale: 0,
             stale_end: None,
-            before_prompt: None,
-            after_prompt: Vec::new(),
         }
     }
 
@@ -106,19 +92,12 @@ impl SendCapture {
             let text = self.cleaner.feed(bytes);
             self.text.push_str(text);
             self.trim();
-        } else if self.before_prompt.is_some() {
-            // Kept until the next start marker, in case the prompt was not the shell's.
-            self.after_prompt.extend_from_slice(bytes);
-            let excess = self.after_prompt.len().saturating_sub(SEND_TEXT_MAX_BYTES);
-            self.after_prompt.drain(..excess);
         }
     }
 
     pub fn marker(&mut self, marker: Marker) {
         match marker {
             Marker::Start => {
-                self.before_prompt = None;
-                self.after_prompt.clear();
                 if !self.seen_start {
                     // Everything before the first start marker is the echo of the input.
                     self.text.clear();
@@ -139,34 +118,12 @@ impl SendCapture {
                 return;
             }
             Marker::Prompt(code) => {
-                self.before_prompt = Some(BeforePrompt {
-                    last: self.last,
-                    exit: self.exit,
-                    text_at_prompt: self.text_at_prompt,
-                    feeding: self.feeding,
-                });
-                self.after_prompt.clear();
                 self.end_segment();
                 self.exit = Some(code);
             }
             Marker::Continue => self.end_segment(),
         }
         self.last = Some(marker);
-    }
-
-    /// The last primary prompt marker was not the shell's (a program it runs printed it): as
-    /// if it had not come, with what followed it fed as output.
-    pub fn forged_prompt(&mut self) {
-        let Some(before) = self.before_prompt.take() else {
-            return;
-        };
-        self.prompts = self.prompts.saturating_sub(1);
-        self.last = before.last;
-        self.exit = before.exit;
-        self.text_at_prompt = before.text_at_prompt;
-        self.feeding = before.feeding;
-        let after = std::mem::take(&mut self.after_prompt);
-        self.bytes(&after);
     }
 
     fn end_segment(&mut self) {
@@ -308,24 +265,6 @@ mod tests {
         // A typed-ahead command line runs after that prompt instead: the window is its own.
         c.marker(Marker::Start);
         assert_eq!(c.input_went_to_earlier_command(), None);
-    }
-
-    #[test]
-    fn a_forged_prompt_is_undone_and_what_followed_it_is_output() {
-        let mut c = SendCapture::new("./forge\n", true);
-        c.bytes(b"./forge\r\n");
-        c.marker(Marker::Start);
-        c.bytes(b"before\r\n");
-        c.marker(Marker::Prompt(0));
-        c.bytes(b"after\r\n");
-        assert_eq!((c.prompts, c.exit), (1, Some(0)));
-        c.forged_prompt();
-        assert_eq!((c.prompts, c.exit, c.last), (0, None, Some(Marker::Start)));
-        c.bytes(b"end\r\n");
-        c.marker(Marker::Prompt(3));
-        c.bytes(b"$ ");
-        assert_eq!(c.output(true), "before\nafter\nend\n");
-        assert_eq!(c.exit, Some(3));
     }
 
     #[test]

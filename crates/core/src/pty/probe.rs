@@ -106,18 +106,6 @@ pub(crate) fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
         .is_ok_and(|target| target.as_os_str() == tty_path || target.as_os_str() == "/dev/tty")
 }
 
-/// Sleeping in `wait4`/`waitid`: a shell waiting for its foreground job.
-pub fn waiting_for_child(pid: i32) -> bool {
-    let Ok(syscall) = fs::read_to_string(format!("/proc/{pid}/syscall")) else {
-        return false;
-    };
-    let nr = syscall
-        .split_ascii_whitespace()
-        .next()
-        .and_then(|s| s.parse::<i64>().ok());
-    nr.is_some_and(|nr| nr == libc::SYS_wait4 || nr == libc::SYS_waitid)
-}
-
 /// Sleeping in a read of the terminal, or in a poll while its stdin is the terminal.
 fn blocked_on_tty(pid: i32, tty_path: &str) -> bool {
     if !matches!(stat(pid), Some(('S', _))) {

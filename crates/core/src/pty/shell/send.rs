@@ -128,17 +128,12 @@ impl Shell {
         let status = loop {
             let now = Instant::now();
             let (verdict, quiet_since, any_output) = {
-                let mut guard = lock(&self.live);
-                let live = &mut *guard;
-                let Some(cap) = live.send.as_mut() else {
+                let live = lock(&self.live);
+                let Some(cap) = live.send.as_ref() else {
                     break SendStatus::ShellEnded;
                 };
-                let mut done =
+                let done =
                     matches!(cap.last, Some(Marker::Prompt(_))) && cap.prompts >= newlines.max(1);
-                if done && !self.prompt_is_the_shells() {
-                    cap.forged_prompt();
-                    done = false;
-                }
                 let verdict = if done {
                     Some(SendStatus::Done(cap.exit.unwrap_or_default()))
                 } else if req.wait_for.is_some_and(|re| re.is_match(&cap.for_match())) {
@@ -238,21 +233,6 @@ impl Shell {
             full_screen,
             untyped,
         })
-    }
-
-    /// Whether the prompt marker that would end the send is the shell's own. A program the
-    /// shell runs can print one too: the markers' nonce is in the environment it inherits. At a
-    /// real prompt the shell holds the terminal and has stopped waiting for its job; while a
-    /// program that printed a marker runs, the shell waits for it (in `wait4`), even if the
-    /// program handed the terminal back to the shell's group first. A marker judged forged is
-    /// undone (what followed it is output) and ends nothing: the send goes on until the shell's
-    /// own prompt, or the kernel's view of who reads the keyboard, says done.
-    fn prompt_is_the_shells(&self) -> bool {
-        let Some(master) = self.master() else {
-            return true; // closed: the end is reported as such
-        };
-        sys::foreground_group(master.raw()) == Some(self.pid)
-            && !crate::pty::probe::waiting_for_child(self.pid)
     }
 
     /// Checks whether someone in the foreground waits for the keyboard.
