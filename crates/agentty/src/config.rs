@@ -492,11 +492,26 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// `$XDG_STATE_HOME/agentty`, else `~/.local/state/agentty`, home being `$HOME` or, where a host
+/// starts servers without it, the user's home in the password database. A temp dir is the last
+/// resort, which a confining server then refuses (commands may write there) with the fix named.
 fn default_state_dir() -> PathBuf {
+    let home = || {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .or_else(|| {
+                nix::unistd::User::from_uid(nix::unistd::Uid::current())
+                    .ok()
+                    .flatten()
+                    .map(|user| user.dir)
+                    .filter(|h| h.is_absolute() && h.is_dir())
+            })
+    };
     std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .or_else(|| home().map(|h| h.join(".local/state")))
         .unwrap_or_else(std::env::temp_dir)
         .join("agentty")
 }

@@ -138,6 +138,17 @@ fn state_and_config_follow_xdg() {
             .display()
             .to_string()
     );
+    // A host that starts servers without HOME: the home of the password database, not a temp
+    // dir (which a confining server refuses).
+    let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["doctor", "--workspace", ws])
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("HOME")
+        .output()
+        .unwrap();
+    let spill = doctor_line(&out, "spill files: ");
+    assert!(spill.ends_with("/.local/state/agentty/spill"), "{spill}");
+    assert!(!spill.starts_with("/tmp"), "{spill}");
 }
 
 #[tokio::test]
