@@ -265,6 +265,16 @@ def test_a_flood_of_combining_marks_reaches_the_page_capped():
                 _, _, snapshot = get_stream(f"{base}/view/stream?session={key}&id={job}", view)
                 shown = snapshot["text"]
                 assert shown.startswith("a" + "\u0301" * 8 + "b"), repr(shown[:40])
+                # A command line full of marks is the job's label in the state.
+                r = await s.call_tool(
+                    "terminal", {"command": "true # a" + "\u0301" * 20000, "background": True}
+                )
+                labelled = r.structured_content["job_id"]
+                _, _, events = get_stream(base + "/view/events", view)
+                label = next(
+                    j["label"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == labelled
+                )
+                assert "a" + "\u0301" * 8 in label and "\u0301" * 9 not in label, repr(label[:40])
 
         asyncio.run(body())
 

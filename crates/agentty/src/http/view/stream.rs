@@ -111,6 +111,9 @@ pub fn state(agentty: Agentty, control: bool) -> Response<Body> {
             loop {
                 let mut now = agentty.view_state();
                 now["control"] = Value::Bool(control);
+                // A job's command line, a client's name, what a secret request asks for: a
+                // command or a client chose them, marks included.
+                cap_marks_in(&mut now);
                 // Ages tick; send when something else changed, or every few seconds.
                 let mut comparable = now.clone();
                 strip_ages(&mut comparable);
@@ -127,6 +130,16 @@ pub fn state(agentty: Agentty, control: bool) -> Response<Body> {
             }
         })
     })
+}
+
+/// Every string in `value` through its own [`MarkCap`].
+fn cap_marks_in(value: &mut Value) {
+    match value {
+        Value::String(text) if !text.is_ascii() => *text = MarkCap::default().cap(text),
+        Value::Array(items) => items.iter_mut().for_each(cap_marks_in),
+        Value::Object(fields) => fields.values_mut().for_each(cap_marks_in),
+        _ => {}
+    }
 }
 
 fn strip_ages(state: &mut Value) {
@@ -293,5 +306,17 @@ mod tests {
         for text in ["e\u{301}te\u{301}", "नमस्ते", "ok\n"] {
             assert_eq!(marks.cap(text), text);
         }
+    }
+
+    #[test]
+    fn marks_in_the_states_strings_are_capped() {
+        let label = format!("sleep 30 # a{}", "\u{301}".repeat(30_000));
+        let mut state =
+            json!({"sessions": [{"client": label, "jobs": [{"label": label, "pid": 7}]}]});
+        cap_marks_in(&mut state);
+        let capped = format!("sleep 30 # a{}", "\u{301}".repeat(MARKS_KEPT));
+        assert_eq!(state["sessions"][0]["client"], capped);
+        assert_eq!(state["sessions"][0]["jobs"][0]["label"], capped);
+        assert_eq!(state["sessions"][0]["jobs"][0]["pid"], 7);
     }
 }
