@@ -3,20 +3,30 @@
 //! `.git` stays writable so commits work, and Landlock cannot carve a read-only hole in a
 //! writable tree. So a command can create `.git/hooks/pre-commit` or set `core.hooksPath` /
 //! `core.fsmonitor` in `.git/config`, and git runs that, unconfined, at the user's next commit.
-//! This cannot be refused here; it is watched: after every command the workspace repository's
-//! (and a linked worktree's common dir's) `config` and active hooks are compared with what they
-//! were, and a change is said in the result, where the model and the user see it.
+//! This cannot be refused here; it is watched: after every command the files git takes code
+//! from are compared with what they were, and a change is said in the result, where the model
+//! and the user see it. Those files, for the workspace's repository, a linked worktree's common
+//! dir, and every submodule's git dir under their `modules/` (a `git status` in the parent runs
+//! git in each submodule):
+//! - `config`, `config.worktree`, and the files their `include.path` / `includeIf` name;
+//! - the active hooks of `hooks/` and of the directory `core.hooksPath` names (husky's
+//!   `.husky/_`, ignored by git, so `git status` shows nothing there).
 //!
-//! Cost per call: two `stat`s per git dir, plus one per active hook (most repositories have
-//! none); the hooks directory is listed again only when its own stamp changed.
+//! Cost per call: a few `stat`s per git dir, plus one per active hook (most repositories have
+//! none); a hooks or modules directory is listed again, and a config read again for what it
+//! names, only when its own stamp changed.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Active hooks stat'ed per call at most: a command that fills the hooks directory cannot make
-/// every later call slow (any change to the directory itself is still seen through its mtime).
+/// Active hooks stat'ed per call at most, per hooks directory: a command that fills one cannot
+/// make every later call slow (any change to the directory itself is still seen).
 const HOOKS_WATCHED: usize = 64;
+/// Git dirs watched at most (the workspace's, a linked worktree's, their submodules').
+const GIT_DIRS_WATCHED: usize = 32;
+/// Files one config includes that are watched at most.
+const INCLUDES_WATCHED: usize = 16;
 
 /// What a file looked like: inode, size, ctime (ns). `None`: absent.
 ///
@@ -34,12 +44,22 @@ fn stamp(path: &Path) -> Stamp {
     ))
 }
 
+/// A directory git runs hooks from, and its active hooks (not `*.sample`), by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct HookDir {
+    path: PathBuf,
+    stamp: Stamp,
+    hooks: Vec<(String, Stamp)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct GitDirState {
-    config: Stamp,
-    hooks_dir: Stamp,
-    /// Active hooks (not `*.sample`), by name.
-    hooks: Vec<(String, Stamp)>,
+    /// `config`, `config.worktree` and the files they include, with their stamps.
+    configs: Vec<(PathBuf, Stamp)>,
+    /// `hooks/`, and `core.hooksPath`'s directory when set.
+    hook_dirs: Vec<HookDir>,
+    /// The `modules/` directory: submodules' git dirs are looked for again when it changes.
+    modules: Stamp,
 }
 
 pub(crate) struct Planted {
@@ -83,50 +103,137 @@ impl Planted {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if watched.is_empty() {
-            // No repository yet: one stat per call until there is one; its state then is the
-            // baseline.
-            *watched = self
-                .git_dirs()
-                .into_iter()
-                .map(|d| {
-                    let state = read_state(&d, None);
-                    (d, state)
-                })
-                .collect();
+            // No repository yet: one stat per call until there is one; its state then (its
+            // submodules' included) is the baseline.
+            for dir in self.git_dirs() {
+                add_with_modules(&mut watched, dir, &mut Vec::new());
+            }
             return None;
         }
         let mut changed = Vec::new();
+        let mut found_modules = Vec::new();
         for (dir, before) in watched.iter_mut() {
             let now = read_state(dir, Some(before));
             if now == *before {
                 continue;
             }
-            if now.config != before.config {
-                changed.push(dir.join("config").display().to_string());
-            }
-            for (name, stamp) in &now.hooks {
-                let old = before
-                    .hooks
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, s)| *s);
-                if old != Some(*stamp) {
-                    changed.push(dir.join("hooks").join(name).display().to_string());
-                }
+            changed.extend(differences(before, &now));
+            if now.modules != before.modules {
+                found_modules.extend(module_dirs(dir));
             }
             *before = now;
+        }
+        // A submodule's git dir that appeared: everything git takes code from in it is new.
+        for dir in found_modules {
+            add_with_modules(&mut watched, dir, &mut changed);
         }
         (!changed.is_empty()).then(|| crate::notice::planted(&changed))
     }
 }
 
-/// The state of `dir`; the hooks are listed again only when the directory itself changed.
+/// Starts watching `dir` and the submodules' git dirs under it, unless watched already or past
+/// [`GIT_DIRS_WATCHED`]; what each holds is pushed to `new` (a baseline passes a scratch list).
+fn add_with_modules(
+    watched: &mut Vec<(PathBuf, GitDirState)>,
+    dir: PathBuf,
+    new: &mut Vec<String>,
+) {
+    let mut queue = vec![dir];
+    while let Some(dir) = queue.pop() {
+        if watched.len() >= GIT_DIRS_WATCHED || watched.iter().any(|(d, _)| *d == dir) {
+            continue;
+        }
+        let state = read_state(&dir, None);
+        new.extend(differences(&GitDirState::default(), &state));
+        queue.extend(module_dirs(&dir));
+        watched.push((dir, state));
+    }
+}
+
+/// The git dirs of `dir`'s submodules: the directories under `modules/` that hold a `config`
+/// (a submodule named `a/b` is at `modules/a/b`), their own submodules left to them.
+fn module_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut queue = vec![dir.join("modules")];
+    while let Some(at) = queue.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten().take(GIT_DIRS_WATCHED) {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if path.join("config").is_file() {
+                found.push(path);
+            } else if found.len() + queue.len() < GIT_DIRS_WATCHED {
+                queue.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// What differs between two states of one git dir, as paths.
+fn differences(before: &GitDirState, now: &GitDirState) -> Vec<String> {
+    let mut changed = Vec::new();
+    for (path, stamp) in &now.configs {
+        let old = before
+            .configs
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, s)| *s);
+        if stamp.is_some() && old != Some(*stamp) {
+            changed.push(path.display().to_string());
+        }
+    }
+    for dir in &now.hook_dirs {
+        let old = before.hook_dirs.iter().find(|d| d.path == dir.path);
+        for (name, stamp) in &dir.hooks {
+            let was = old.and_then(|d| d.hooks.iter().find(|(n, _)| n == name).map(|(_, s)| *s));
+            if was != Some(*stamp) {
+                changed.push(dir.path.join(name).display().to_string());
+            }
+        }
+    }
+    changed
+}
+
+/// The state of git dir `dir`. A config is read again for what it names only when its stamp
+/// changed; a hooks directory is listed again only when its own stamp changed.
 fn read_state(dir: &Path, before: Option<&GitDirState>) -> GitDirState {
-    let hooks_dir_path = dir.join("hooks");
-    let hooks_dir = stamp(&hooks_dir_path);
-    let names: Vec<String> = match before {
-        Some(b) if b.hooks_dir == hooks_dir => b.hooks.iter().map(|(n, _)| n.clone()).collect(),
-        _ => std::fs::read_dir(&hooks_dir_path)
+    let config = dir.join("config");
+    let worktree_config = dir.join("config.worktree");
+    let own = [stamp(&config), stamp(&worktree_config)];
+    let (includes, hooks_path) = match before {
+        Some(b) if b.configs.iter().take(2).map(|(_, s)| *s).eq(own) => (
+            b.configs.iter().skip(2).map(|(p, _)| p.clone()).collect(),
+            b.hook_dirs.get(1).map(|d| d.path.clone()),
+        ),
+        _ => named_by_config(dir),
+    };
+    let mut configs = vec![(config, own[0]), (worktree_config, own[1])];
+    configs.extend(includes.into_iter().map(|p| {
+        let s = stamp(&p);
+        (p, s)
+    }));
+    let mut hook_dirs = vec![hook_dir(dir.join("hooks"), before)];
+    if let Some(path) = hooks_path {
+        hook_dirs.push(hook_dir(path, before));
+    }
+    GitDirState {
+        configs,
+        hook_dirs,
+        modules: stamp(&dir.join("modules")),
+    }
+}
+
+fn hook_dir(path: PathBuf, before: Option<&GitDirState>) -> HookDir {
+    let dir_stamp = stamp(&path);
+    let old = before.and_then(|b| b.hook_dirs.iter().find(|d| d.path == path));
+    let names: Vec<String> = match old {
+        Some(d) if d.stamp == dir_stamp => d.hooks.iter().map(|(n, _)| n.clone()).collect(),
+        _ => std::fs::read_dir(&path)
             .map(|entries| {
                 entries
                     .flatten()
@@ -140,14 +247,111 @@ fn read_state(dir: &Path, before: Option<&GitDirState>) -> GitDirState {
     let mut hooks: Vec<(String, Stamp)> = names
         .into_iter()
         .map(|n| {
-            let s = stamp(&hooks_dir_path.join(&n));
+            let s = stamp(&path.join(&n));
             (n, s)
         })
         .collect();
     hooks.sort();
-    GitDirState {
-        config: stamp(&dir.join("config")),
-        hooks_dir,
+    HookDir {
+        path,
+        stamp: dir_stamp,
         hooks,
+    }
+}
+
+/// The files `dir`'s `config` and `config.worktree` include, and the directory its
+/// `core.hooksPath` names, as paths.
+fn named_by_config(dir: &Path) -> (Vec<PathBuf>, Option<PathBuf>) {
+    let mut includes = Vec::new();
+    let mut hooks_path = None;
+    let mut worktree = None;
+    for name in ["config", "config.worktree"] {
+        let path = dir.join(name);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let named = scan_config(&text);
+        let base = path.parent().unwrap_or(dir);
+        includes.extend(named.includes.iter().map(|p| resolve(base, p)));
+        hooks_path = named.hooks_path.or(hooks_path);
+        worktree = named.worktree.or(worktree);
+    }
+    includes.truncate(INCLUDES_WATCHED);
+    // A relative hooks path is the worktree's: `core.worktree` (a submodule's, relative to its
+    // git dir), else the directory that holds `.git`.
+    let hooks_path = hooks_path.map(|p| {
+        let top = match worktree {
+            Some(w) => resolve(dir, &w),
+            None => dir.parent().unwrap_or(dir).to_path_buf(),
+        };
+        resolve(&top, &p)
+    });
+    (includes, hooks_path)
+}
+
+/// `value` as git resolves a path: `~/` from home, a relative one from `base`.
+fn resolve(base: &Path, value: &str) -> PathBuf {
+    match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map_or_else(|| base.join(value), |home| PathBuf::from(home).join(rest)),
+        None => base.join(value),
+    }
+}
+
+/// What a config text names that runs code or brings in more config.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Named {
+    includes: Vec<String>,
+    hooks_path: Option<String>,
+    worktree: Option<String>,
+}
+
+/// Reads `[include]`/`[includeIf …]` `path`, and `[core]` `hooksPath` and `worktree`, the way git
+/// spells them: section and key names in any case, a value quoted or not, `#`/`;` comments.
+fn scan_config(text: &str) -> Named {
+    let mut named = Named::default();
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let name = header
+                .split(|c: char| c == ']' || c.is_whitespace() || c == '"')
+                .next()
+                .unwrap_or_default();
+            section = name.to_ascii_lowercase();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let value = value.split([';', '#']).next().unwrap_or_default().trim();
+        let value = value.trim_matches('"').to_owned();
+        if value.is_empty() {
+            continue;
+        }
+        match (section.as_str(), key.as_str()) {
+            ("include" | "includeif", "path") => named.includes.push(value),
+            ("core", "hookspath") => named.hooks_path = Some(value),
+            ("core", "worktree") => named.worktree = Some(value),
+            _ => {}
+        }
+    }
+    named
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_names_its_includes_hooks_path_and_worktree_in_any_spelling() {
+        let text = "[core]\n\tHooksPath = \".husky/_\" # husky\n\tworktree = ../../../lib\n\
+                    [Include]\n\tpath = extra.cfg\n[includeIf \"gitdir:~/w/\"]\n  PATH=~/w.cfg\n\
+                    [alias]\n\tpath = not-an-include\n";
+        let named = scan_config(text);
+        assert_eq!(named.includes, vec!["extra.cfg", "~/w.cfg"]);
+        assert_eq!(named.hooks_path.as_deref(), Some(".husky/_"));
+        assert_eq!(named.worktree.as_deref(), Some("../../../lib"));
     }
 }

@@ -615,6 +615,39 @@ async fn a_planted_git_hook_or_config_is_reported() {
                        && touch -m -d \"$old\" .git/config";
     let (text, _) = server.terminal(json!({ "command": same_length })).await;
     assert!(text.contains(".git/config"), "{text}");
+    // The other files git takes code from: a submodule's git dir (its config, once there, then
+    // changed), config.worktree, a file the config includes, the directory core.hooksPath names.
+    let reported = [
+        (
+            "mkdir -p .git/modules/lib/hooks && printf '[core]\\n' > .git/modules/lib/config",
+            ".git/modules/lib/config",
+        ),
+        (
+            "printf '\\tfsmonitor = ./run-me\\n' >> .git/modules/lib/config",
+            ".git/modules/lib/config",
+        ),
+        (
+            "printf '[core]\\n\\tfsmonitor = ./run-me\\n' > .git/config.worktree",
+            ".git/config.worktree",
+        ),
+        ("git config include.path extra.cfg", ".git/config"),
+        (
+            "printf '[core]\\n\\tfsmonitor = ./run-me\\n' > .git/extra.cfg",
+            ".git/extra.cfg",
+        ),
+        ("git config core.hooksPath .husky/_", ".git/config"),
+        (
+            "mkdir -p .husky/_ && printf '#!/bin/sh\\n' > .husky/_/pre-commit",
+            ".husky/_/pre-commit",
+        ),
+    ];
+    for (command, path) in reported {
+        let (text, _) = server.terminal(json!({ "command": command })).await;
+        assert!(
+            text.contains("[warning] changed since the last command") && text.contains(path),
+            "{command}: {text}"
+        );
+    }
     let id = server.open_shell().await;
     let (text, _) = server
         .shell_send(
