@@ -57,8 +57,15 @@ struct MarkCap {
 }
 
 impl MarkCap {
-    fn cap(&mut self, text: &str) -> String {
+    fn cap<'a>(&mut self, text: &'a str) -> std::borrow::Cow<'a, str> {
         use unicode_general_category::{GeneralCategory, get_general_category};
+        if text.is_ascii() {
+            // No marks (the usual output): as it is, uncopied; any text ends a run.
+            if !text.is_empty() {
+                self.run = 0;
+            }
+            return std::borrow::Cow::Borrowed(text);
+        }
         let mut out = String::with_capacity(text.len());
         for c in text.chars() {
             let mark = !c.is_ascii()
@@ -77,7 +84,7 @@ impl MarkCap {
             }
             out.push(c);
         }
-        out
+        std::borrow::Cow::Owned(out)
     }
 }
 
@@ -135,7 +142,9 @@ pub fn state(agentty: Agentty, control: bool) -> Response<Body> {
 /// Every string in `value` through its own [`MarkCap`].
 fn cap_marks_in(value: &mut Value) {
     match value {
-        Value::String(text) if !text.is_ascii() => *text = MarkCap::default().cap(text),
+        Value::String(text) if !text.is_ascii() => {
+            *text = MarkCap::default().cap(text).into_owned();
+        }
         Value::Array(items) => items.iter_mut().for_each(cap_marks_in),
         Value::Object(fields) => fields.values_mut().for_each(cap_marks_in),
         _ => {}
@@ -296,7 +305,7 @@ mod tests {
         let mut marks = MarkCap::default();
         let flood = format!("a{}", "\u{301}".repeat(30_000));
         let (head, tail) = flood.split_at(1 + 2 * 15_000);
-        let shown = marks.cap(head) + &marks.cap(tail) + &marks.cap("b\u{301}\u{302}");
+        let shown = marks.cap(head).into_owned() + &marks.cap(tail) + &marks.cap("b\u{301}\u{302}");
         assert_eq!(
             shown,
             format!("a{}b\u{301}\u{302}", "\u{301}".repeat(MARKS_KEPT))
