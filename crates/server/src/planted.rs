@@ -27,6 +27,9 @@ const HOOKS_WATCHED: usize = 64;
 const GIT_DIRS_WATCHED: usize = 32;
 /// Files one config includes that are watched at most.
 const INCLUDES_WATCHED: usize = 16;
+/// Bytes of a config read for what it names: a command that wrote a huge config cannot make
+/// the server read it all (git's own configs are a few KiB).
+const CONFIG_READ_BYTES: u64 = 1 << 20;
 
 /// What a file looked like: inode, size, ctime (ns). `None`: absent.
 ///
@@ -267,10 +270,17 @@ fn named_by_config(dir: &Path) -> (Vec<PathBuf>, Option<PathBuf>) {
     let mut worktree = None;
     for name in ["config", "config.worktree"] {
         let path = dir.join(name);
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&path).and_then(|file| {
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(file, CONFIG_READ_BYTES),
+                &mut bytes,
+            )
+        });
+        if read.is_err() {
             continue;
-        };
-        let named = scan_config(&text);
+        }
+        let named = scan_config(&String::from_utf8_lossy(&bytes));
         let base = path.parent().unwrap_or(dir);
         includes.extend(named.includes.iter().map(|p| resolve(base, p)));
         hooks_path = named.hooks_path.or(hooks_path);
@@ -353,5 +363,18 @@ mod tests {
         assert_eq!(named.includes, vec!["extra.cfg", "~/w.cfg"]);
         assert_eq!(named.hooks_path.as_deref(), Some(".husky/_"));
         assert_eq!(named.worktree.as_deref(), Some("../../../lib"));
+    }
+
+    /// A huge config is read only so far: what it names past that is not looked for.
+    #[test]
+    fn only_the_head_of_a_huge_config_is_read() {
+        let dir = std::env::temp_dir().join(format!("agentty-planted-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let filler = format!("# {}\n", "x".repeat(1022)).repeat(2048);
+        let text = format!("[include]\n\tpath = near.cfg\n{filler}[include]\n\tpath = far.cfg\n");
+        std::fs::write(dir.join("config"), text).unwrap();
+        let (includes, _) = named_by_config(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(includes, vec![dir.join("near.cfg")]);
     }
 }
