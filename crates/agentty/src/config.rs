@@ -419,14 +419,7 @@ fn plan_for(mode: Mode, workspace: &Path, add_dirs: &[PathBuf]) -> agentty_sandb
 /// and why it is writable (a temp dir, a toolchain's cache); `None` when it may not.
 fn writable_place(plan: &agentty_sandbox::Plan, path: &Path) -> Option<String> {
     let place = plan.writable().iter().find(|w| path.starts_with(&w.path))?;
-    let why = match place.why {
-        agentty_sandbox::Why::Root => "a root".to_owned(),
-        agentty_sandbox::Why::GitDir => "a git dir".to_owned(),
-        agentty_sandbox::Why::Temp => "a temp dir".to_owned(),
-        agentty_sandbox::Why::Cache(tool) => format!("{tool}'s cache"),
-        agentty_sandbox::Why::Device => "a device".to_owned(),
-    };
-    Some(format!("{} ({why})", place.path.display()))
+    Some(format!("{} ({})", place.path.display(), place.why))
 }
 
 /// Refuses a root reached through a symlink that a confined command could have planted or could

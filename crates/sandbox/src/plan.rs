@@ -29,6 +29,19 @@ pub enum Why {
     Device,
 }
 
+/// In words: "a temp dir", "cargo's cache" (said where a path is refused for being writable).
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::Root => f.write_str("a root"),
+            Why::GitDir => f.write_str("a git dir"),
+            Why::Temp => f.write_str("a temp dir"),
+            Why::Cache(tool) => write!(f, "{tool}'s cache"),
+            Why::Device => f.write_str("a device"),
+        }
+    }
+}
+
 /// A writable path, canonical.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Writable {
