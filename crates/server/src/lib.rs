@@ -1,25 +1,29 @@
-//! agentty-server: MCP tool contracts, model-facing notices and transports.
+//! agentty-server: the MCP face of agentty. The tool families (`terminal/`, `tasks/`,
+//! `shells/`), each with its contract, wording and tests; what they share (`tools/`,
+//! `confinement/`, `escalation/`, `session/`, `job_words`); the server they extend (`server`),
+//! the MCP handler (`handler`), HTTP sessions (`http_sessions`), the stdio transport
+//! (`transport`), and what the web view reads (`view`, `secrets`). See docs/ARCHITECTURE.md.
 
-mod args;
-mod catalog;
 pub mod confinement;
-mod entry;
 pub mod escalation;
-pub mod notice;
-mod planted;
+mod handler;
+mod http_sessions;
+mod job_words;
 mod schemas;
 pub mod secrets;
 pub mod server;
 mod session;
-pub mod shell_notice;
+mod settings;
 pub mod shells;
-pub mod task_notice;
 pub mod tasks;
-mod tasks_ext;
 pub mod terminal;
-mod timing;
+mod tools;
 pub mod transport;
 pub mod view;
 
-pub use server::{Agentty, Settings};
+pub use server::Agentty;
 pub use session::Caller;
+pub use settings::Settings;
+
+#[cfg(test)]
+mod notice_tests;

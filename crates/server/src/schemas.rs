@@ -35,7 +35,7 @@ pub fn read(uri: &str) -> Result<ReadResourceResult, ErrorData> {
     // Standard JSON Schema 2020-12 only, as for the tools' schemas: schemars' `uint64`-style
     // formats become ranges, so Ajv-based hosts validate without a warning per field.
     if let serde_json::Value::Object(object) = &mut schema {
-        crate::catalog::tidy(object);
+        crate::tools::catalog::tidy(object);
     }
     let text = serde_json::to_string(&schema)
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

@@ -138,9 +138,9 @@ impl Agentty {
             let _ = state.shells.close(id).await;
         }
         job.stop().await;
-        crate::tasks::log_stopped(&job, "the user stopped it from the web view");
+        crate::session::log_stopped(&job, "the user stopped it from the web view");
         if let Ok(mut notes) = session.user_notes.lock() {
-            notes.push(crate::task_notice::stopped_by_user(&job.id, job.kind));
+            notes.push(crate::tasks::notice::stopped_by_user(&job.id, job.kind));
         }
         Ok(())
     }

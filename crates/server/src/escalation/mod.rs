@@ -9,9 +9,8 @@ use rmcp::service::{ElicitationError, RequestContext};
 use rmcp::{RoleServer, elicit_safe};
 use serde::{Deserialize, Serialize};
 
-use crate::notice;
-
 pub mod mrtr;
+pub mod notice;
 
 /// The user's answer. A single yes/no: there is deliberately no "always" field.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

@@ -20,7 +20,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::Approval;
-use crate::notice;
+use super::notice;
 
 /// How long the user has to answer.
 pub const STATE_TTL: Duration = Duration::from_secs(300);

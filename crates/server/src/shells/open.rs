@@ -11,10 +11,11 @@ use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 
+use super::notice as say;
 use crate::escalation;
-use crate::server::{Agentty, parse_args, tool_error};
-use crate::shell_notice as say;
+use crate::server::Agentty;
 use crate::terminal::SandboxPermissions;
+use crate::tools::{parse_args, tool_error};
 
 use super::*;
 
@@ -45,10 +46,11 @@ impl Agentty {
             Ok(dir) => dir,
             Err(e) => return tool_error(e.to_string()),
         };
-        let env = match crate::entry::check_env(p.env, &workdir, &self.settings().guard, true) {
-            Ok(env) => env,
-            Err(e) => return tool_error(e),
-        };
+        let env =
+            match crate::tools::entry::check_env(p.env, &workdir, &self.settings().guard, true) {
+                Ok(env) => env,
+                Err(e) => return tool_error(e),
+            };
         let shell_path = self.settings().shell.clone();
         // Over the cap the open would be refused after the user approved it: say so first (the
         // open checks again).
@@ -66,13 +68,13 @@ impl Agentty {
                 }
             }
             (Some(SandboxPermissions::RequireEscalated), _) => {
-                return tool_error(crate::notice::JUSTIFICATION_REQUIRED.into());
+                return tool_error(crate::escalation::notice::JUSTIFICATION_REQUIRED.into());
             }
             _ => false,
         };
         let confine = match self.confinement().confine(escalated) {
             Ok(l) => l,
-            Err(reason) => return tool_error(crate::notice::sandbox_failed(&reason)),
+            Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
         let (call, marker) = self.next_call();
         let output = Arc::new(OutputRing::new(Some((

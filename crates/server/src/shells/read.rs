@@ -3,8 +3,9 @@
 use agentty_core::jobs::READ_MAX_BYTES;
 use rmcp::model::{CallToolResult, JsonObject};
 
-use crate::server::{Agentty, parse_args, tool_error};
-use crate::shell_notice as say;
+use super::notice as say;
+use crate::server::Agentty;
+use crate::tools::{parse_args, tool_error};
 
 use super::*;
 
@@ -98,7 +99,7 @@ impl Agentty {
         let mut text = String::new();
         if slice.dropped > 0 {
             // One wording with task_output: the buffer is the same kind, and so is its spill.
-            text.push_str(&crate::task_notice::scrolled_out(
+            text.push_str(&crate::job_words::scrolled_out(
                 slice.dropped,
                 slice.spill_path.as_deref(),
                 slice.spill_error.as_deref(),
@@ -106,7 +107,7 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(if slice.text.is_empty() {
-            crate::notice::NO_OUTPUT
+            crate::job_words::NO_OUTPUT
         } else {
             &slice.text
         });

@@ -8,9 +8,9 @@ use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ElicitationAction};
 use rmcp::service::{ElicitationMode, RequestContext};
 
+use super::notice as say;
 use crate::secrets::SECRET_WAIT;
 use crate::server::Agentty;
-use crate::shell_notice as say;
 
 use super::*;
 

@@ -9,8 +9,9 @@ use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 
-use crate::server::{Agentty, parse_args, tool_error};
-use crate::shell_notice as say;
+use super::notice as say;
+use crate::server::Agentty;
+use crate::tools::{parse_args, tool_error};
 
 use super::*;
 
@@ -30,7 +31,7 @@ impl Agentty {
             (Some(_), Some(_)) => return tool_error(say::INPUT_OR_SECRET.into()),
             (None, None) => return tool_error(say::INPUT_NEEDED.into()),
         };
-        let timeout_ms = match crate::timing::timeout_ms(
+        let timeout_ms = match crate::tools::timing::timeout_ms(
             p.timeout_ms,
             SEND_TIMEOUT_DEFAULT_MS,
             say::SEND_PAST_MAX,
@@ -68,7 +69,7 @@ impl Agentty {
         }
         // A typed line is a command line: the guard applies as in `terminal`, judged in the
         // directory the shell is in now, whole even when typed over several sends.
-        if let Some(line) = crate::entry::completed_lines(&shell.pending_line(), &input) {
+        if let Some(line) = crate::tools::entry::completed_lines(&shell.pending_line(), &input) {
             let verdict = match shell_cwd(shell.pid) {
                 Some(cwd) => agentty_guard::check_at(
                     &line,
@@ -236,7 +237,7 @@ impl Agentty {
         }
         if let Some(sentence) = &sandbox_denied {
             text.push('\n');
-            text.push_str(&crate::notice::sandbox_denied(sentence));
+            text.push_str(&crate::confinement::notice::sandbox_denied(sentence));
         }
         if let Some(warning) = self.planted_warning() {
             text.push('\n');
@@ -256,7 +257,7 @@ impl Agentty {
                 elapsed_ms: elapsed,
                 error_code: sandbox_denied
                     .as_ref()
-                    .map(|_| crate::confinement::SANDBOX_DENIED),
+                    .map(|_| crate::confinement::notice::SANDBOX_DENIED),
                 sandbox_denied,
                 earlier_exit_codes: outcome.ended_before,
                 untyped_bytes: outcome.untyped as u64,

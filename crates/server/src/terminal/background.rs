@@ -8,11 +8,13 @@ use rmcp::RoleServer;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
 
+use super::notice as say;
 use super::{Prepared, Status, TerminalResult, shaped_text};
-use crate::server::{Agentty, tool_error};
-use crate::task_notice as say;
-use crate::tasks::{background_result, cap_text, reply};
-use crate::timing::millis;
+use crate::job_words::cap_text;
+use crate::server::Agentty;
+use crate::tools::reply;
+use crate::tools::timing::millis;
+use crate::tools::tool_error;
 
 impl Agentty {
     /// `terminal({…, background: true})`: starts the prepared (guarded, confined) request as a
@@ -109,5 +111,30 @@ impl Agentty {
             parsed: None,
         };
         reply(text, &structured)
+    }
+}
+
+/// `terminal`'s reply for a command that runs in the background.
+pub(crate) fn background_result(
+    pid: i32,
+    id: &str,
+    sandbox: String,
+    notes: Vec<String>,
+) -> TerminalResult {
+    TerminalResult {
+        status: Status::Background,
+        exit_code: None,
+        signal: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        duration_ms: 0,
+        pid,
+        truncated: false,
+        spill_path: None,
+        notes,
+        sandbox,
+        error_code: None,
+        job_id: Some(id.to_owned()),
+        parsed: None,
     }
 }

@@ -11,10 +11,11 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotification
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 
+use super::notice;
 use super::{Prepared, TerminalParams, TerminalResult};
-use crate::server::{Agentty, input_schema, parse_args, tool_error};
-use crate::shell_notice as shell_say;
-use crate::{escalation, notice};
+use crate::escalation;
+use crate::server::Agentty;
+use crate::tools::{input_schema, parse_args, tool_error};
 
 #[tool_router(router = terminal_router, vis = "pub(crate)")]
 impl Agentty {
@@ -52,7 +53,7 @@ impl Agentty {
             && prepared.escalation.is_some()
             && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Command)
         {
-            return tool_error(crate::tasks::cap_text(&cap));
+            return tool_error(crate::job_words::cap_text(&cap));
         }
         let escalated = match &prepared.escalation {
             Some(justification) => {
@@ -65,7 +66,7 @@ impl Agentty {
         };
         let confine = match self.confinement().confine(escalated) {
             Ok(l) => l,
-            Err(reason) => return tool_error(notice::sandbox_failed(&reason)),
+            Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
         if self.cancelled_already(&ctx) {
             return tool_error(notice::CANCELLED_BEFORE_START.into());
@@ -148,9 +149,9 @@ impl Agentty {
             .as_deref()
             .map(|prompt| {
                 if full_screen {
-                    shell_say::PTY_FULL_SCREEN.to_owned()
+                    notice::PTY_FULL_SCREEN.to_owned()
                 } else {
-                    shell_say::pty_awaiting_input(prompt)
+                    notice::pty_awaiting_input(prompt)
                 }
             })
             .into_iter()

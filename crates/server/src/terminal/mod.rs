@@ -17,10 +17,9 @@ use agentty_guard::{GuardConfig, Verdict, Workspace};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::notice;
-
 mod background;
 mod handler;
+pub(crate) mod notice;
 pub mod parsed;
 
 /// Arguments of `terminal`.
@@ -152,7 +151,7 @@ pub fn prepare(
     guard: &GuardConfig,
     default_timeout_ms: u64,
 ) -> Result<Prepared, String> {
-    let timeout_ms = crate::timing::timeout_ms(
+    let timeout_ms = crate::tools::timing::timeout_ms(
         params.timeout_ms,
         default_timeout_ms,
         notice::TIMEOUT_PAST_MAX,
@@ -175,7 +174,7 @@ pub fn prepare(
                 return Err(notice::EMPTY_COMMAND.into());
             }
             if command.contains('\0') {
-                return Err(notice::nul_byte("command"));
+                return Err(crate::tools::notice::nul_byte("command"));
             }
             if command.len() > COMMAND_MAX_BYTES {
                 return Err(notice::command_too_long("`command`", command.len()));
@@ -195,7 +194,7 @@ pub fn prepare(
                 return Err(notice::EMPTY_ARGV.into());
             }
             if argv.iter().any(|a| a.contains('\0')) {
-                return Err(notice::nul_byte("argv"));
+                return Err(crate::tools::notice::nul_byte("argv"));
             }
             if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
                 return Err(notice::command_too_long("an `argv` element", long.len()));
@@ -220,7 +219,7 @@ pub fn prepare(
     let background = params.background.unwrap_or(false);
     let hand_over = params.on_timeout == Some(OnTimeout::Background);
     if pty && (background || hand_over) {
-        return Err(crate::shell_notice::PTY_NOT_BACKGROUND.into());
+        return Err(notice::PTY_NOT_BACKGROUND.into());
     }
     let parse = params.parse.unwrap_or(false);
     if parse && (pty || background) {
@@ -229,7 +228,7 @@ pub fn prepare(
     let escalation = match (params.sandbox_permissions, params.justification) {
         (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => Some(j),
         (Some(SandboxPermissions::RequireEscalated), _) => {
-            return Err(notice::JUSTIFICATION_REQUIRED.into());
+            return Err(crate::escalation::notice::JUSTIFICATION_REQUIRED.into());
         }
         _ => None,
     };
@@ -247,8 +246,8 @@ pub fn prepare(
         Some(argv) => parsed::recognize_argv(argv),
         None => parsed::recognize_line(&display),
     });
-    let env = crate::entry::check_env(params.env, &workdir, guard, false)?;
-    crate::entry::check_stdin(
+    let env = crate::tools::entry::check_env(params.env, &workdir, guard, false)?;
+    crate::tools::entry::check_stdin(
         params.stdin.as_deref(),
         || match &argv_given {
             Some(argv) => agentty_guard::argv_reads_stdin_as_script(argv),
@@ -304,7 +303,7 @@ pub fn render(
     sandbox: SandboxReport,
     path_notes: Vec<String>,
 ) -> (String, TerminalResult) {
-    let ms = crate::timing::millis(outcome.duration);
+    let ms = crate::tools::timing::millis(outcome.duration);
     let mut notes = path_notes;
     let (parsed, parse_note) = typed(prepared, outcome);
     notes.extend(parse_note);
@@ -314,7 +313,7 @@ pub fn render(
         None => shaped_text(&outcome.output),
     };
     if text.is_empty() && parsed.is_none() {
-        text.push_str(notice::NO_OUTPUT);
+        text.push_str(crate::job_words::NO_OUTPUT);
     }
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -366,9 +365,9 @@ pub fn render(
     let error_code = sandbox
         .denial
         .as_ref()
-        .map(|_| crate::confinement::SANDBOX_DENIED);
+        .map(|_| crate::confinement::notice::SANDBOX_DENIED);
     if let Some(denial) = &sandbox.denial {
-        notes.push(notice::sandbox_denied(denial));
+        notes.push(crate::confinement::notice::sandbox_denied(denial));
     }
     text.push_str(&status_line);
     if let Some((_, line)) = &parsed {

@@ -12,7 +12,7 @@ use agentty_parse::{Context, Cut, Output, Parsed, Recognized, Stage};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Serialize;
 
-use crate::notice;
+use super::notice;
 
 /// Commands that print nothing on success, allowed before the one whose output is parsed.
 const SILENT_SETUP: &[&str] = &["cd", "export", "set", "unset", "umask", "true", ":"];

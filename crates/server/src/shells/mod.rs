@@ -11,13 +11,16 @@ use std::sync::Arc;
 use agentty_core::jobs::Job;
 use agentty_core::pty::{SIZE_MAX, Shell};
 use rmcp::handler::server::tool::schema_for_output;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
-use serde::Serialize;
 
-use crate::server::{Agentty, input_schema, parse_args, tool_error};
-use crate::shell_notice as say;
+use crate::server::Agentty;
+use crate::tools::reply as success;
+use crate::tools::{input_schema, parse_args, tool_error};
+use notice as say;
+
+pub(crate) mod notice;
 
 mod open;
 mod read;
@@ -34,13 +37,7 @@ fn shell_cwd(pid: i32) -> Option<std::path::PathBuf> {
 /// How long, past the close grace, a send that saw its shell end waits for the exit status.
 const SHELL_EXIT_WAIT_MS: u64 = 500;
 
-fn success<T: Serialize>(text: String, structured: &T) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = serde_json::to_value(structured).ok();
-    result
-}
-
-use crate::timing::millis as ms;
+use crate::tools::timing::millis as ms;
 
 /// Both or neither of `cols`/`rows`, each in range.
 fn size(cols: Option<u16>, rows: Option<u16>) -> Result<Option<(u16, u16)>, String> {
@@ -158,7 +155,10 @@ impl Agentty {
                 job.workdir.display()
             );
             if let (Some((c, r)), Some(idle)) = (size, idle) {
-                line.push_str(&format!(" · {c}x{r} · idle {}", say::human_duration(idle)));
+                line.push_str(&format!(
+                    " · {c}x{r} · idle {}",
+                    crate::job_words::human_duration(idle)
+                ));
             }
             line.push_str(&format!(" · {} bytes of output", job.output.total()));
             lines.push(line);

@@ -3,15 +3,24 @@
 //! (a token of the HTTP listener) has a state of its own whose jobs are reached only by
 //! unguessable handles, each stopped once no request has named it for the grace period.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 use agentty_core::SpillStore;
 use agentty_core::jobs::{Ids, JobTable};
-use tokio_util::sync::CancellationToken;
 
-use crate::server::Settings;
+use crate::settings::Settings;
+
+mod ending;
+mod in_flight;
+mod registry;
+mod task_index;
+
+pub(crate) use ending::{log_stopped, stop_and_log};
+pub(crate) use in_flight::InFlight;
+pub(crate) use registry::Registry;
+pub(crate) use task_index::{Entry as TaskEntry, TaskIndex};
 
 /// Who sent an HTTP request: the name of the token it carried. The HTTP listener puts it in the
 /// request's extensions; callers without a session are told apart by it.
@@ -40,84 +49,6 @@ pub(crate) struct LazySession {
     pub(crate) initialized: AtomicBool,
     /// Set once the session has been ended by its client: every DELETE waits for the one end.
     pub(crate) ending: tokio::sync::OnceCell<()>,
-}
-
-/// The tool calls of a session being answered, each by its request's cancellation token. A
-/// session that ends (`DELETE /mcp`) cancels them all: each stops what it runs before it
-/// returns, as for `notifications/cancelled`. A call that comes once it has ended is cancelled
-/// as it comes.
-#[derive(Default)]
-pub(crate) struct InFlight {
-    calls: std::sync::Mutex<Calls>,
-}
-
-#[derive(Default)]
-struct Calls {
-    next: u64,
-    open: std::collections::HashMap<u64, CancellationToken>,
-    ended: bool,
-}
-
-/// One call in flight; leaving it (the call returned or was dropped) takes it off the list.
-pub(crate) struct Flight<'s> {
-    in_flight: &'s InFlight,
-    key: Option<u64>,
-}
-
-impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Calls> {
-        self.calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Lists the call that `ct` cancels, until the returned [`Flight`] is dropped.
-    pub(crate) fn enter(&self, ct: &CancellationToken) -> Flight<'_> {
-        let mut calls = self.lock();
-        if calls.ended {
-            ct.cancel();
-            return Flight {
-                in_flight: self,
-                key: None,
-            };
-        }
-        calls.next += 1;
-        let key = calls.next;
-        calls.open.insert(key, ct.clone());
-        Flight {
-            in_flight: self,
-            key: Some(key),
-        }
-    }
-
-    /// Cancels every call in flight, and every later one, then waits (at most `within`) until
-    /// all have returned: each has stopped its process tree by then. True when all returned.
-    pub(crate) async fn end(&self, within: Duration) -> bool {
-        let cancelled: Vec<CancellationToken> = {
-            let mut calls = self.lock();
-            calls.ended = true;
-            calls.open.values().cloned().collect()
-        };
-        cancelled.iter().for_each(CancellationToken::cancel);
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            if self.lock().open.is_empty() {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
-
-impl Drop for Flight<'_> {
-    fn drop(&mut self) {
-        if let Some(key) = self.key {
-            self.in_flight.lock().open.remove(&key);
-        }
-    }
 }
 
 /// Who is on the other end of a session, for the web view.
@@ -177,7 +108,7 @@ impl LazySession {
         self.state.get_or_init(|| {
             let session = Session::new(settings, &self.name, self.ids);
             if let (Ids::Unguessable, Some(grace)) = (self.ids, handle_grace) {
-                stop_unused(Arc::downgrade(&session.jobs), grace);
+                ending::stop_unused(Arc::downgrade(&session.jobs), grace);
             }
             session
         })
@@ -199,7 +130,7 @@ pub(crate) struct Session {
     /// `end_session` ran: nothing is left for the drop to stop.
     pub(crate) ended: AtomicBool,
     /// Tasks (the tasks extension) made of this session's jobs.
-    pub(crate) tasks: crate::tasks_ext::TaskIndex,
+    pub(crate) tasks: TaskIndex,
 }
 
 impl Session {
@@ -216,48 +147,7 @@ impl Session {
             jobs,
             client_can_ask: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            tasks: crate::tasks_ext::TaskIndex::default(),
+            tasks: TaskIndex::default(),
         }
     }
-}
-
-impl Drop for Session {
-    /// A session that ends without `end_session` (an HTTP client's DELETE, or one that
-    /// vanished past the grace period) still stops its jobs and removes its spill directory.
-    fn drop(&mut self) {
-        if self.ended.load(Ordering::Relaxed) || self.jobs.list().is_empty() {
-            if self.spill.dir().exists() {
-                let _ = self.spill.remove();
-            }
-            return;
-        }
-        let (jobs, spill) = (self.jobs.clone(), self.spill.clone());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                crate::tasks::stop_and_log(&jobs, &spill).await;
-            });
-        }
-    }
-}
-
-/// Stops, one log line each, the jobs of `jobs` that no request has named for `grace`: a caller
-/// without a session that vanished leaves nothing running past it. Ends with the table.
-fn stop_unused(jobs: Weak<JobTable>, grace: Duration) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let tick = (grace / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
-    runtime.spawn(async move {
-        loop {
-            tokio::time::sleep(tick).await;
-            let Some(table) = jobs.upgrade() else { return };
-            for job in table.unused(grace) {
-                job.stop().await;
-                crate::tasks::log_stopped(
-                    &job,
-                    &format!("no request named it for {}", crate::task_notice::age(grace)),
-                );
-            }
-        }
-    });
 }

@@ -1,5 +1,5 @@
-//! Every word the persistent-shell family (`shell_*`, and `terminal`'s `pty: true` extras) says
-//! to a model, in one place (docs/BEHAVIOUR.md §1, §4).
+//! Every word the persistent-shell family (`shell_*`) says to a model, in one place
+//! (docs/BEHAVIOUR.md §1, §4).
 //!
 //! The recurring facts are stated the same way everywhere: a newline is never added for you,
 //! a command still running at the bound keeps running, and a shell that is gone took its cwd,
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use agentty_core::jobs::table::MAX_SHELLS;
 use agentty_core::jobs::{Job, JobState};
-use agentty_core::pty::{Gone, SEND_TIMEOUT_DEFAULT_MS, SIZE_MAX};
+use agentty_core::pty::{Gone, SIZE_MAX};
 use agentty_core::signal_name;
 
 pub fn busy(id: &str, timeout_ms: u64) -> String {
@@ -131,7 +131,7 @@ pub fn gone(id: &str, why: &Gone, idle: Duration) -> String {
             "shell {id} was closed for inactivity (unused for {}); everything in it (cwd, env, \
              running programs) is gone. Open a new one with shell_open and redo the setup \
              (cd, export, activate)",
-            human_duration(idle)
+            crate::job_words::human_duration(idle)
         ),
         Gone::Exited(code) => format!(
             "shell {id} has exited (exit {code}, e.g. after `exit` or Ctrl+D); everything in \
@@ -142,17 +142,6 @@ pub fn gone(id: &str, why: &Gone, idle: Duration) -> String {
              shell_open",
             signal_name(*sig)
         ),
-    }
-}
-
-pub fn human_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else if ms < 120_000 {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{} min", ms / 60_000)
     }
 }
 
@@ -252,7 +241,7 @@ pub fn shell_ended(id: &str, how: Option<&str>) -> String {
 /// The head of a send's output was left out of the reply. `spill`: the ring no longer holds it
 /// either, and this file does.
 pub fn dropped(bytes: u64, id: &str, cursor: u64, spill: Option<&std::path::Path>) -> String {
-    crate::task_notice::not_shown("shell_read", id, cursor, bytes, spill)
+    crate::job_words::not_shown("shell_read", id, cursor, bytes, spill)
 }
 
 /// Commands whose sends returned while they ran, and that ended before this send.
@@ -293,38 +282,10 @@ pub fn closed(id: &str) -> String {
 }
 
 pub fn state_word(state: &JobState) -> String {
-    crate::task_notice::state_words(agentty_core::jobs::JobKind::Shell, state)
+    crate::job_words::state_words(agentty_core::jobs::JobKind::Shell, state)
 }
 
 pub const NO_SHELLS: &str = "no shells in this session; shell_open starts one";
-
-pub const PTY_NOT_BACKGROUND: &str = "`pty: true` runs one command to its end; it cannot be \
-combined with `background` or `on_timeout: \"background\"`. For a long-lived program on a \
-terminal, use shell_open and shell_send";
-
-/// `terminal` with `pty: true` when a full-screen program (`top`, an editor) waited for keys.
-pub const PTY_FULL_SCREEN: &str = "[note] a full-screen program drew its screen (above, as \
-text) and waited for keys, which a one-shot call cannot send, so it was stopped. For one \
-snapshot use its batch mode (`top -b -n 1`); to use it interactively, shell_open + shell_send \
-(shell_read with `screen: true` shows its screen)";
-
-/// `terminal` with `pty: true` when the command waited for input.
-pub fn pty_awaiting_input(prompt: &str) -> String {
-    let at = if prompt.is_empty() {
-        "(it showed no prompt)".to_owned()
-    } else {
-        format!("at {prompt:?}")
-    };
-    format!(
-        "[note] the command stopped to wait for keyboard input {at}, which a one-shot \
-         call cannot answer, so it was stopped. Pass the answer with `stdin`, use a \
-         non-interactive flag (e.g. --yes), or run it in a shell (shell_open + shell_send) and \
-         answer the prompt there"
-    )
-}
-
-/// The default send bound, quoted by the description.
-pub const SEND_TIMEOUT_DEFAULT: u64 = SEND_TIMEOUT_DEFAULT_MS;
 
 pub const INPUT_OR_SECRET: &str = "give `input` or `secret`, not both";
 
@@ -364,7 +325,7 @@ pub fn secret_question(what: &str, id: &str) -> String {
     format!(
         "A program in the agent's shell {id} asks for: {}. Type it on agentty's page, which \
          shows which program reads it; agentty types it with echo off and keeps it nowhere.",
-        crate::notice::visible(what)
+        crate::escalation::notice::visible(what)
     )
 }
 

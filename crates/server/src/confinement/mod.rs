@@ -11,12 +11,10 @@ use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
 use agentty_sandbox::{Enforcement, Mode, Plan, Policy, Prepared, RanIn, detect_denial};
 
-use crate::notice::{Retry, denial_retry};
+use notice::{Retry, denial_retry};
 
-/// Error code: the command ran and a write was refused by the sandbox.
-pub const SANDBOX_DENIED: u32 = 2008;
-/// Error code: the sandbox failed to start; the command did not run.
-pub const SANDBOX_FAILED: u32 = 2009;
+pub mod notice;
+pub(crate) mod planted;
 
 struct PreparedConfine(Prepared);
 
@@ -143,14 +141,14 @@ impl Confinement {
     /// The one line every result carries.
     pub fn line(&self, escalated: bool) -> String {
         if escalated {
-            return crate::notice::escalated_line(self.plan.mode());
+            return notice::escalated_line(self.plan.mode());
         }
         let mut line = self.enforcement.line();
         if self.enforcement.confines() && !self.git_dirs.is_empty() {
-            line = crate::notice::git_dirs_writable(&line, &self.git_dirs);
+            line = notice::git_dirs_writable(&line, &self.git_dirs);
         }
         match &self.broad_root {
-            Some(root) if self.enforcement.confines() => crate::notice::broad_root(&line, root),
+            Some(root) if self.enforcement.confines() => notice::broad_root(&line, root),
             _ => line,
         }
     }

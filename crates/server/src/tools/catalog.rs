@@ -63,7 +63,7 @@ pub(crate) fn without_escalation(tools: &[Tool]) -> Vec<Tool> {
             if let Some(property) = described {
                 property.insert(
                     "description".into(),
-                    Value::String(crate::notice::NO_ESCALATION_HERE.into()),
+                    Value::String(crate::escalation::notice::NO_ESCALATION_HERE.into()),
                 );
                 tool.input_schema = std::sync::Arc::new(schema);
             }

@@ -130,7 +130,7 @@ impl Planted {
         for dir in found_modules {
             add_with_modules(&mut watched, dir, &mut changed);
         }
-        (!changed.is_empty()).then(|| crate::notice::planted(&changed))
+        (!changed.is_empty()).then(|| super::notice::planted(&changed))
     }
 }
 

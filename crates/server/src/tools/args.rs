@@ -8,7 +8,7 @@
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::de::DeserializeOwned;
 
-use crate::notice;
+use super::notice;
 
 /// Parses a tool's arguments, or the error result that names the field and says what is wrong.
 #[expect(
@@ -20,7 +20,7 @@ pub(crate) fn parse<T: DeserializeOwned>(args: JsonObject) -> Result<T, CallTool
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let text = explain(&path, &e.into_inner().to_string());
-        crate::server::tool_error(format!("{}: {text}", notice::INVALID_ARGS))
+        crate::tools::tool_error(format!("{}: {text}", notice::INVALID_ARGS))
     })
 }
 

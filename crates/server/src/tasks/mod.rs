@@ -10,19 +10,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentty_core::jobs::{CapReached, Job, JobKind, JobState, JobTable, READ_MAX_BYTES};
+use agentty_core::jobs::{Job, JobKind, JobState, READ_MAX_BYTES};
 use rmcp::handler::server::tool::schema_for_output;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
-use serde::Serialize;
 
-use crate::confinement::{Confinement, SANDBOX_DENIED};
-use crate::notice::{self, Retry};
-use crate::server::{Agentty, input_schema, parse_args, tool_error};
-use crate::task_notice as say;
-use crate::terminal::{Status, TerminalResult};
+use crate::confinement::Confinement;
+use crate::confinement::notice::{Retry, SANDBOX_DENIED, sandbox_denied};
+use crate::server::Agentty;
+use crate::tools::reply;
+use crate::tools::{input_schema, parse_args, tool_error};
+use notice as say;
 
+mod ext;
+pub(crate) mod notice;
 mod schema;
 pub use schema::*;
 
@@ -63,7 +65,7 @@ fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
             JobKind::Shell => TaskKind::Shell,
         },
         state: task_state,
-        state_text: say::state_words(job.kind, &state),
+        state_text: crate::job_words::state_words(job.kind, &state),
         exit_code,
         signal,
         age_ms: millis(job.started.elapsed()),
@@ -83,17 +85,11 @@ fn push_denial(text: &mut String, job: &TaskInfo) {
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&notice::sandbox_denied(sentence));
+        text.push_str(&sandbox_denied(sentence));
     }
 }
 
-use crate::timing::millis;
-
-pub(crate) fn reply<T: Serialize>(text: String, structured: &T) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = serde_json::to_value(structured).ok();
-    result
-}
+use crate::tools::timing::millis;
 
 /// `t1`, `s12`: a kind letter and a number without leading zeros; or, for callers without a
 /// session, a kind letter, `-` and the handle's hex digits (`t-3f9c…`).
@@ -112,45 +108,6 @@ fn well_formed(id: &str) -> bool {
         && rest.parse::<u64>().is_ok()
 }
 
-/// The refusal at the cap, listing the running jobs.
-pub(crate) fn cap_text(cap: &CapReached) -> String {
-    let running: Vec<say::RunningJob<'_>> = cap
-        .running
-        .iter()
-        .map(|j| say::RunningJob {
-            id: &j.id,
-            age: j.started.elapsed(),
-            label: &j.label,
-        })
-        .collect();
-    say::cap_reached(cap.kind, cap.limit, &running)
-}
-
-/// `terminal`'s reply for a command that runs in the background.
-pub(crate) fn background_result(
-    pid: i32,
-    id: &str,
-    sandbox: String,
-    notes: Vec<String>,
-) -> TerminalResult {
-    TerminalResult {
-        status: Status::Background,
-        exit_code: None,
-        signal: None,
-        stdout: String::new(),
-        stderr: String::new(),
-        duration_ms: 0,
-        pid,
-        truncated: false,
-        spill_path: None,
-        notes,
-        sandbox,
-        error_code: None,
-        job_id: Some(id.to_owned()),
-        parsed: None,
-    }
-}
-
 impl Agentty {
     /// This session's job with `id`, or the tool error that says why there is none.
     #[expect(
@@ -165,40 +122,6 @@ impl Agentty {
             .get(id)
             .ok_or_else(|| tool_error(say::unknown_id(id)))
     }
-
-    /// Ends this session (docs/BEHAVIOUR.md §3): stops every job first (a job still writing into a removed
-    /// directory would be a bug), logs one line per job stopped, then removes the session's
-    /// spill directory. Returns how many jobs were stopped.
-    pub async fn end_session(&self) -> usize {
-        self.mark_ended();
-        stop_and_log(self.jobs(), self.spill_store()).await
-    }
-}
-
-/// Stops every job of `jobs` (one log line each), then removes the spill directory; returns
-/// how many were stopped.
-pub(crate) async fn stop_and_log(jobs: &JobTable, spill: &agentty_core::SpillStore) -> usize {
-    let stopped = jobs.stop_all().await;
-    for job in &stopped {
-        log_stopped(job, "its session ended");
-    }
-    if let Err(e) = spill.remove() {
-        tracing::warn!("cannot remove the session's spill directory: {e}");
-    }
-    stopped.len()
-}
-
-/// The log line of a job the server stopped on its own, and why.
-pub(crate) fn log_stopped(job: &Job, why: &str) {
-    tracing::warn!(
-        "stopped job {} {} (pid {}, ran {}, {} of output): {}: {why}",
-        job.id,
-        say::kind_words(job.kind),
-        job.pid,
-        say::age(job.started.elapsed()),
-        say::size(job.output.total()),
-        job.label
-    );
 }
 
 #[tool_router(router = tasks_router, vis = "pub(crate)")]
@@ -220,7 +143,7 @@ impl Agentty {
         for job in &jobs {
             // Listing a job names it (the idle rule of callers without a session).
             job.touch();
-            let state = say::state_words(job.kind, &job.state());
+            let state = crate::job_words::state_words(job.kind, &job.state());
             let line = say::list_line(
                 &job.id,
                 job.kind,
@@ -283,7 +206,7 @@ impl Agentty {
         let job_info = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.dropped > 0 {
-            text.push_str(&say::scrolled_out(
+            text.push_str(&crate::job_words::scrolled_out(
                 s.dropped,
                 s.spill_path.as_deref(),
                 s.spill_error.as_deref(),
@@ -343,12 +266,14 @@ impl Agentty {
             Ok(j) => j,
             Err(e) => return e,
         };
-        let timeout_ms =
-            match crate::timing::timeout_ms(p.timeout_ms, say::WAIT_DEFAULT_MS, say::WAIT_PAST_MAX)
-            {
-                Ok(ms) => ms,
-                Err(e) => return tool_error(e),
-            };
+        let timeout_ms = match crate::tools::timing::timeout_ms(
+            p.timeout_ms,
+            say::WAIT_DEFAULT_MS,
+            say::WAIT_PAST_MAX,
+        ) {
+            Ok(ms) => ms,
+            Err(e) => return tool_error(e),
+        };
         let began = std::time::Instant::now();
         let (ended, cancelled) = if job.kind == JobKind::Shell {
             (false, false)
@@ -382,7 +307,7 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(if s.total == 0 {
-            notice::NO_OUTPUT
+            crate::job_words::NO_OUTPUT
         } else if s.text.is_empty() {
             say::NO_NEW_OUTPUT
         } else {
@@ -465,5 +390,5 @@ impl Agentty {
 }
 
 #[cfg(test)]
-#[path = "tasks_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

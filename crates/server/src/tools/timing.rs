@@ -10,10 +10,10 @@ use agentty_core::limits::TIMEOUT_MAX_MS;
 pub(crate) fn timeout_ms(given: Option<u64>, default: u64, past_max: &str) -> Result<u64, String> {
     let ms = given.unwrap_or(default);
     if ms == 0 {
-        return Err(crate::notice::ZERO_TIMEOUT.into());
+        return Err(super::notice::ZERO_TIMEOUT.into());
     }
     if ms > TIMEOUT_MAX_MS {
-        return Err(crate::notice::timeout_too_large(ms, past_max));
+        return Err(super::notice::timeout_too_large(ms, past_max));
     }
     Ok(ms)
 }

@@ -7,8 +7,6 @@
 //! session (or caller without a session) whose call made it: any other id, or another's, gets
 //! the answer of an id that never existed.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::SystemTime;
 
 use agentty_core::jobs::{Job, JobState, READ_MAX_BYTES};
@@ -18,24 +16,13 @@ use rmcp::model::{
     TaskStatus,
 };
 
-use crate::notice;
 use crate::server::Agentty;
+use crate::session::TaskEntry as Entry;
+use crate::terminal::notice;
 use crate::terminal::{Status, TerminalResult};
 
 /// How often a client is asked to poll.
 const POLL_MS: u64 = 1000;
-
-/// A session's tasks: task id → the job it is.
-#[derive(Default)]
-pub(crate) struct TaskIndex {
-    entries: Mutex<HashMap<String, Entry>>,
-}
-
-struct Entry {
-    job: String,
-    created: SystemTime,
-    cancelled: bool,
-}
 
 fn rfc3339(at: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
@@ -98,7 +85,7 @@ impl Agentty {
             .with_poll_interval_ms(POLL_MS);
         let (task, payload) = if cancelled {
             (
-                task.with_status_message(notice::TASK_CANCELLED),
+                task.with_status_message(crate::tasks::notice::TASK_CANCELLED),
                 TaskPayload::Cancelled,
             )
         } else if job.state().is_running() {
@@ -110,7 +97,7 @@ impl Agentty {
                 Ok(serde_json::Value::Object(map)) => map,
                 _ => serde_json::Map::new(),
             };
-            let state = crate::task_notice::state_words(job.kind, &job.state());
+            let state = crate::job_words::state_words(job.kind, &job.state());
             (
                 task.with_status_message(state),
                 TaskPayload::Completed { result },
@@ -169,14 +156,17 @@ impl Agentty {
         let sandbox = self.confinement().line(!job.confined && self.confines());
         let mut text = tail.text.clone();
         if text.is_empty() {
-            text.push_str(notice::NO_OUTPUT);
+            text.push_str(crate::job_words::NO_OUTPUT);
         }
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        let mut notes = vec![notice::TASK_MERGED.to_owned()];
+        let mut notes = vec![crate::tasks::notice::TASK_MERGED.to_owned()];
         if tail.from > 0 {
-            notes.push(notice::task_tail(tail.from, tail.spill_path.as_deref()));
+            notes.push(crate::tasks::notice::task_tail(
+                tail.from,
+                tail.spill_path.as_deref(),
+            ));
         }
         for note in &notes {
             text.push_str(note);

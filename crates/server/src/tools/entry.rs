@@ -13,7 +13,7 @@ use std::path::Path;
 
 use agentty_guard::{GuardConfig, Place, Verdict};
 
-use crate::notice;
+use super::notice;
 
 /// Largest sourced file (`BASH_ENV`, `ENV`) the guard reads; larger ones are refused.
 const SOURCED_MAX_BYTES: u64 = 256 * 1024;

@@ -1,0 +1,83 @@
+//! Every word said about the sandbox in a result, whichever tool ran the command
+//! (docs/BEHAVIOUR.md §5): its two error codes, the 2008 and 2009 sentences, how to run a
+//! refused command again, and the additions to the `[sandbox]` line.
+
+use std::path::Path;
+
+/// The sandbox line when the workspace itself is most of the system.
+pub fn broad_root(line: &str, root: &Path) -> String {
+    format!(
+        "{line}; but the workspace is {}, so writes are allowed almost everywhere (start \
+         agentty with --workspace set to the project)",
+        root.display()
+    )
+}
+
+pub fn git_dirs_writable(line: &str, dirs: &[std::path::PathBuf]) -> String {
+    let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    format!(
+        "{line}; also writable, for git commits: {} (this checkout's git dir)",
+        dirs.join(", ")
+    )
+}
+
+/// Git files a command changed that git runs (or obeys) unconfined at the user's next git.
+pub fn planted(paths: &[String]) -> String {
+    format!(
+        "[warning] changed since the last command: {}. git runs hooks (and what core.hooksPath, \
+         core.fsmonitor or aliases in config name) outside the sandbox, at the user's next git \
+         command in this repository; tell the user if this was not meant",
+        paths.join(", ")
+    )
+}
+
+pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
+    format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
+}
+
+pub fn sandbox_failed(reason: &str) -> String {
+    let code = crate::confinement::notice::SANDBOX_FAILED;
+    format!("[error {code}] {reason}. The command did not run; do not change the command")
+}
+
+/// How a command the sandbox refused a write can be run again without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// `terminal` (foreground or background) takes `sandbox_permissions` per call.
+    Terminal,
+    /// A shell is confined for its whole life: escalation is asked when it is opened.
+    Shell,
+    /// The client cannot ask the user (no elicitation): escalation would be refused.
+    Impossible,
+}
+
+pub fn denial_retry(retry: Retry) -> &'static str {
+    match retry {
+        Retry::Terminal => {
+            "If the write is needed, retry with sandbox_permissions: \"require_escalated\" and a \
+             justification."
+        }
+        Retry::Shell => {
+            "If the write is needed, run the command with terminal, or in a new shell_open, with \
+             sandbox_permissions: \"require_escalated\" and a justification."
+        }
+        Retry::Impossible => {
+            "This MCP client cannot ask the user to lift the sandbox (no elicitation support): if \
+             the write is needed, ask the user to run the command, or to add the directory with \
+             --add-dir."
+        }
+    }
+}
+
+pub fn sandbox_denied(sentence: &str) -> String {
+    format!(
+        "[error {}] {sentence}",
+        crate::confinement::notice::SANDBOX_DENIED
+    )
+}
+
+/// Error code: the command ran and a write was refused by the sandbox.
+pub const SANDBOX_DENIED: u32 = 2008;
+
+/// Error code: the sandbox failed to start; the command did not run.
+pub const SANDBOX_FAILED: u32 = 2009;

@@ -1,0 +1,31 @@
+//! What the server runs with, resolved by the binary from its flags and config file
+//! (docs/BEHAVIOUR.md §10). Read-only once the server starts; every session shares it.
+
+use std::path::PathBuf;
+
+use agentty_guard::GuardConfig;
+use agentty_sandbox::Mode;
+
+/// Settings the server runs with (resolved by the binary from flags and the config file).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The workspace root: default `workdir`, and the boundary later checks judge against.
+    pub workspace: PathBuf,
+    /// Shell for `command`.
+    pub shell: PathBuf,
+    /// Root of spill directories (`<state dir>/spill`).
+    pub spill_root: PathBuf,
+    pub default_timeout_ms: u64,
+    /// Extra writable roots (`--add-dir`), inside the workspace boundary too.
+    pub add_dirs: Vec<PathBuf>,
+    /// Permission mode: plan (read-only), default (workspace-write), auto (full access).
+    pub mode: Mode,
+    /// `sandbox.terminal`: false keeps the mode but confines nothing, and says so.
+    pub sandbox_enabled: bool,
+    /// `sandbox.network`: false turns the network off for commands (seccomp).
+    pub network: bool,
+    /// Guard rules switched off by the user.
+    pub guard: GuardConfig,
+    /// Close a shell unused for this long (`None`: 10 minutes).
+    pub shell_idle_ms: Option<u64>,
+}

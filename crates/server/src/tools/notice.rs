@@ -1,0 +1,52 @@
+//! Every word said about a call's arguments, whichever tool it is for, and the server's own
+//! instructions (docs/BEHAVIOUR.md §1): what every family shares so no family words it twice.
+//!
+//! English, short, exact. Each sentence states a fact and, where there is one, the next action.
+
+use std::path::Path;
+
+use agentty_core::limits::TIMEOUT_MAX_MS;
+
+pub const INVALID_ARGS: &str = "invalid arguments";
+
+pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
+
+/// `timeout_ms` past the bound every tool shares, with the tool's advice (`past_max`).
+pub fn timeout_too_large(requested: u64, past_max: &str) -> String {
+    format!(
+        "`timeout_ms` {requested} is over the maximum {TIMEOUT_MAX_MS} (10 minutes); {past_max}"
+    )
+}
+
+pub fn nul_byte(field: &str) -> String {
+    format!("`{field}` contains a NUL byte, which no program argument, path or variable can hold")
+}
+
+pub fn shell_owned_env(name: &str) -> String {
+    format!(
+        "`env.{name}` cannot be set for shell_open: the shell integration sets it to know when \
+         a command is done; set it inside the shell instead"
+    )
+}
+
+/// A guard block for code that arrives through `field` (stdin, an env variable).
+pub fn blocked_in(field: &str, message: &str) -> String {
+    format!("{field} would be run as shell code: {message}")
+}
+
+pub fn sourced_unreadable(name: &str, path: &Path) -> String {
+    format!(
+        "`env.{name}` names {}, which a shell would source, but it could not be read (or is over \
+         256 KB) to be checked",
+        path.display()
+    )
+}
+
+pub fn bad_env_name(name: &str) -> String {
+    format!("`env` key {name:?} is not a valid variable name (empty, or contains '=' or NUL)")
+}
+
+pub const SERVER_INSTRUCTIONS: &str = "agentty gives you a real terminal. Use `terminal` for \
+one-shot commands (each call starts fresh in its workdir and cleans up every process it started), \
+`terminal` with `background: true` plus the task_* tools for servers and long builds, and \
+shell_open/shell_send for a shell that keeps its cwd, environment, venv or REPL between calls.";
