@@ -44,15 +44,16 @@ pub fn needs_terminal(line: &str) -> Option<NeedsTerminal> {
     if !mentions(EDITORS) && !mentions(MONITORS) && !line.contains("watch") {
         return None;
     }
-    scan(&crate::parse::analyze(line))
+    Analysis::of_line(line, None).needs_terminal()
 }
 
 /// [`needs_terminal`] for an argv executed directly.
 pub fn argv_needs_terminal(argv: &[String]) -> Option<NeedsTerminal> {
-    scan(&crate::parse::analyze_argv(argv))
+    Analysis::of_argv(argv, None).needs_terminal()
 }
 
-fn scan(analysis: &Analysis) -> Option<NeedsTerminal> {
+/// The first command of `analysis` that needs a terminal (see the module comment).
+pub(crate) fn scan(analysis: &Analysis) -> Option<NeedsTerminal> {
     analysis.commands.iter().find_map(|c| {
         let fed = c.pipeline.is_some_and(|(_, stage)| stage > 0)
             || c.redirects.iter().any(|r| r.op.starts_with('<'));

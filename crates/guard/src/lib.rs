@@ -14,6 +14,7 @@ mod command;
 mod interactive;
 mod invocation;
 mod lex;
+mod line;
 mod notice;
 mod parse;
 mod powershell;

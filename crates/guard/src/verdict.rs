@@ -7,7 +7,6 @@
 
 use crate::command::{Analysis, Place};
 use crate::notice;
-use crate::parse;
 use crate::readonly;
 use crate::rules::{RULES, Rule};
 
@@ -99,60 +98,51 @@ impl Block {
     }
 }
 
+// One-question shorthands over [`Analysis`] (see `line.rs`), for callers that ask one thing
+// of a line: the CLI's report, the corpus tests, the benches. A caller with several questions
+// reads the line once with `Analysis::of_line` and asks them all.
+
 /// Judges a shell command line (run via `$SHELL -c`).
 pub fn check(command_line: &str, cfg: &GuardConfig) -> Verdict {
-    verdict(&parse::analyze(command_line), cfg)
+    Analysis::of_line(command_line, None).verdict(cfg)
 }
 
 /// Judges an argv executed directly (`argv[0]` may itself be `bash -c …`).
 pub fn check_argv(argv: &[String], cfg: &GuardConfig) -> Verdict {
-    verdict(&parse::analyze_argv(argv), cfg)
+    Analysis::of_argv(argv, None).verdict(cfg)
 }
 
 /// Like [`check`], for a line that runs in `place`: relative targets (`rm -rf ../..`,
 /// `rm -rf "$PWD/.."`, `cd .. && rm -rf *`) are judged by the directory they name there.
 pub fn check_at(command_line: &str, cfg: &GuardConfig, place: Place) -> Verdict {
-    let mut analysis = parse::analyze(command_line);
-    analysis.place = Some(place);
-    verdict(&analysis, cfg)
+    Analysis::of_line(command_line, Some(place)).verdict(cfg)
 }
 
 /// The directory a shell command line run in `place` ends in: `place.cwd` moved by the line's
 /// `cd`s. `None` when that cannot be told from the text (`cd "$DIR"`, a subshell).
 pub fn cwd_after(command_line: &str, place: Place) -> Option<String> {
-    let mut analysis = parse::analyze(command_line);
-    analysis.place = Some(place);
-    crate::rules::cwd_after(&analysis, command_line)
+    Analysis::of_line(command_line, Some(place)).cwd_after()
 }
 
 /// Like [`check_argv`], for an argv that runs in `place`.
 pub fn check_argv_at(argv: &[String], cfg: &GuardConfig, place: Place) -> Verdict {
-    let mut analysis = parse::analyze_argv(argv);
-    analysis.place = Some(place);
-    verdict(&analysis, cfg)
+    Analysis::of_argv(argv, Some(place)).verdict(cfg)
 }
 
 /// Whether a shell command line runs a shell that reads its script from stdin (`bash`,
 /// `sh -s`, `cat x | bash`, wrappers peeled): text fed to its stdin is then a command line too.
 pub fn reads_stdin_as_script(command_line: &str) -> bool {
-    stdin_script(&parse::analyze(command_line))
+    Analysis::of_line(command_line, None).reads_stdin_as_script()
 }
 
 /// [`reads_stdin_as_script`] for an argv executed directly.
 pub fn argv_reads_stdin_as_script(argv: &[String]) -> bool {
-    stdin_script(&parse::analyze_argv(argv))
-}
-
-fn stdin_script(analysis: &Analysis) -> bool {
-    analysis
-        .commands
-        .iter()
-        .any(|c| crate::invocation::shell_reads_stdin(&c.argv))
+    Analysis::of_argv(argv, None).reads_stdin_as_script()
 }
 
 /// Whether a shell command line is read-only (ignores the dangerous rules).
 pub fn is_read_only(command_line: &str) -> bool {
-    readonly::line_is_read_only(&parse::analyze(command_line))
+    Analysis::of_line(command_line, None).is_read_only()
 }
 
 /// The verdict for an analysed line.

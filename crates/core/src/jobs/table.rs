@@ -115,6 +115,9 @@ pub struct Job {
     used: Mutex<Instant>,
     /// When it stopped running.
     finished: std::sync::OnceLock<Instant>,
+    /// Where the command ends up as far as its text shows (its `cd`s), when the caller worked
+    /// it out at the start: a relative path in an error it prints is judged there.
+    ends_in: std::sync::OnceLock<PathBuf>,
 }
 
 impl Job {
@@ -125,6 +128,16 @@ impl Job {
 
     pub fn leftovers(&self) -> usize {
         self.leftovers.load(Ordering::Relaxed)
+    }
+
+    /// Records where the command ends up, as far as its text shows (set once, at the start).
+    pub fn note_ends_in(&self, dir: PathBuf) {
+        let _ = self.ends_in.set(dir);
+    }
+
+    /// Where the command ends up, when [`Job::note_ends_in`] recorded it.
+    pub fn ends_in(&self) -> Option<&std::path::Path> {
+        self.ends_in.get().map(PathBuf::as_path)
     }
 
     /// Records that the caller was shown the output up to the cursor `next`.
@@ -483,6 +496,7 @@ impl Reserved<'_> {
             delivered: std::sync::atomic::AtomicU64::new(0),
             used: Mutex::new(Instant::now()),
             finished: std::sync::OnceLock::new(),
+            ends_in: std::sync::OnceLock::new(),
         });
         let key = (self.kind.prefix(), self.n);
         if self.inner.ids == Ids::Unguessable {

@@ -121,7 +121,10 @@ pub fn analyze_argv(argv: &[String]) -> Analysis {
         &Ctx::root(Dialect::Posix),
         false,
     );
-    b.finish()
+    let mut analysis = b.finish();
+    // The argv as a shell would show it: what a question about the text (`cwd_after`) reads.
+    analysis.source = text;
+    analysis
 }
 
 struct Builder {

@@ -175,9 +175,3 @@ impl Confinement {
             .map(|d| format!("{} {}", d.notice(self.plan.mode()), denial_retry(retry)))
     }
 }
-
-/// Where a command line run in `workdir` ends up, as far as its text shows (its `cd`s);
-/// `None` when a `cd` goes somewhere the text does not tell.
-pub fn cwd_after(line: &str, workdir: &std::path::Path) -> Option<std::path::PathBuf> {
-    agentty_guard::cwd_after(line, agentty_guard::Place::at(workdir)).map(std::path::PathBuf::from)
-}

@@ -40,7 +40,7 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
     };
     let tail = job.output.read(None, READ_MAX_BYTES).text;
     confinement.denial(false, exit, &tail, retry, &job.label, || {
-        crate::confinement::cwd_after(&job.label, &job.workdir)
+        job.ends_in().map(ToOwned::to_owned)
     })
 }
 

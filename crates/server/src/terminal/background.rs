@@ -2,6 +2,7 @@
 //! `on_timeout: "background"` hands a run that reached its timeout over to one, losing no
 //! output. Both answer in `terminal`'s result shape.
 
+use agentty_core::jobs::Job;
 use agentty_core::jobs::command::{self, CommandStart, StartError};
 use agentty_core::run::{Handover, RunRequest};
 use rmcp::RoleServer;
@@ -38,6 +39,7 @@ impl Agentty {
         });
         match started {
             Ok(job) => {
+                note_ends_in(&job, prepared);
                 let notes: Vec<String> = self.handle_rule().into_iter().collect();
                 let mut text = say::started(&job.id, job.pid, &prepared.display);
                 for note in &notes {
@@ -71,6 +73,7 @@ impl Agentty {
         let (status, job_id, line) =
             match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
                 Ok(job) => {
+                    note_ends_in(&job, prepared);
                     if let Some(path) = &spill_path {
                         text.push_str(&say::spill_so_far(path));
                         text.push('\n');
@@ -136,5 +139,13 @@ pub(crate) fn background_result(
         error_code: None,
         job_id: Some(id.to_owned()),
         parsed: None,
+    }
+}
+
+/// Where the job's command ends up, from the reading of its line the call already made: what a
+/// refused write in its output is judged against once it ends (see `tasks`).
+fn note_ends_in(job: &Job, prepared: &Prepared) {
+    if let Some(dir) = prepared.line.cwd_after() {
+        job.note_ends_in(dir.into());
     }
 }

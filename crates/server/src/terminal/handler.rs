@@ -175,7 +175,7 @@ impl Agentty {
             &super::output_text(outcome),
             self.retry(false),
             &prepared.display,
-            || crate::confinement::cwd_after(&prepared.display, &prepared.workdir),
+            || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
         let sandbox = super::SandboxReport {
             line: self.confinement().line(escalated),

@@ -13,7 +13,7 @@ use agentty_core::Exit;
 use agentty_core::Shaped;
 use agentty_core::limits::COMMAND_MAX_BYTES;
 use agentty_core::run::{RunOutcome, RunStatus, Spill, Strays};
-use agentty_guard::{GuardConfig, Verdict, Workspace};
+use agentty_guard::{Analysis, GuardConfig, Verdict, Workspace};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +141,9 @@ pub struct Prepared {
     pub pty: bool,
     /// `parse: true`: the parser chosen from the command line, or why there is none.
     pub parse: Option<Result<parsed::Plan, String>>,
+    /// The command line as the guard read it, once: every question before the run and the
+    /// refusal check after it are asked of this reading.
+    pub line: Analysis,
 }
 
 /// Checks the arguments; every error is a sentence for the model.
@@ -166,9 +169,9 @@ pub fn prepare(
         .flatten()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let place = || agentty_guard::Place::at(&workdir).with_env(call_env.clone());
+    let place = agentty_guard::Place::at(&workdir).with_env(call_env);
     let argv_given = params.argv.clone();
-    let (program, args, display, bare_cd) = match (params.command, params.argv) {
+    let (program, args, display, bare_cd, line) = match (params.command, params.argv) {
         (Some(command), None) => {
             if command.trim().is_empty() {
                 return Err(notice::EMPTY_COMMAND.into());
@@ -179,12 +182,10 @@ pub fn prepare(
             if command.len() > COMMAND_MAX_BYTES {
                 return Err(notice::command_too_long("`command`", command.len()));
             }
-            if let Verdict::Block(block) = agentty_guard::check_at(&command, guard, place()) {
-                return Err(block.message());
-            }
+            let line = Analysis::of_line(&command, Some(place));
             let bare_cd = bare_cd_target(&command);
             let args = vec![OsString::from("-c"), OsString::from(&command)];
-            (shell.as_os_str().to_owned(), args, command, bare_cd)
+            (shell.as_os_str().to_owned(), args, command, bare_cd, line)
         }
         (None, Some(argv)) => {
             let Some(first) = argv.first() else {
@@ -199,9 +200,7 @@ pub fn prepare(
             if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
                 return Err(notice::command_too_long("an `argv` element", long.len()));
             }
-            if let Verdict::Block(block) = agentty_guard::check_argv_at(&argv, guard, place()) {
-                return Err(block.message());
-            }
+            let line = Analysis::of_argv(&argv, Some(place));
             let display = argv.join(" ");
             let program = OsString::from(first);
             (
@@ -209,10 +208,14 @@ pub fn prepare(
                 argv[1..].iter().map(OsString::from).collect(),
                 display,
                 None,
+                line,
             )
         }
         _ => return Err(notice::COMMAND_OR_ARGV.into()),
     };
+    if let Verdict::Block(block) = line.verdict(guard) {
+        return Err(block.message());
+    }
     // Every argument is checked before anything asks the user: a refusal after an approval
     // form would have asked for nothing.
     let pty = params.pty.unwrap_or(false);
@@ -233,26 +236,17 @@ pub fn prepare(
         _ => None,
     };
     // A program that needs a terminal, on a pipe with no input, waits until the timeout.
-    if !pty && params.stdin.is_none() {
-        let needs = match &argv_given {
-            Some(argv) => agentty_guard::argv_needs_terminal(argv),
-            None => agentty_guard::needs_terminal(&display),
-        };
-        if let Some(needs) = needs {
-            return Err(notice::needs_terminal(&needs));
-        }
+    if !pty
+        && params.stdin.is_none()
+        && let Some(needs) = line.needs_terminal()
+    {
+        return Err(notice::needs_terminal(&needs));
     }
-    let parse = parse.then(|| match &argv_given {
-        Some(argv) => parsed::recognize_argv(argv),
-        None => parsed::recognize_line(&display),
-    });
+    let parse = parse.then(|| parsed::recognize(&line, argv_given.as_deref()));
     let env = crate::tools::entry::check_env(params.env, &workdir, guard, false)?;
     crate::tools::entry::check_stdin(
         params.stdin.as_deref(),
-        || match &argv_given {
-            Some(argv) => agentty_guard::argv_reads_stdin_as_script(argv),
-            None => agentty_guard::reads_stdin_as_script(&display),
-        },
+        || line.reads_stdin_as_script(),
         &workdir,
         guard,
     )?;
@@ -270,6 +264,7 @@ pub fn prepare(
         hand_over,
         pty,
         parse,
+        line,
     })
 }
 

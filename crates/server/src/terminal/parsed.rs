@@ -54,13 +54,17 @@ impl ParsedContent {
     }
 }
 
-/// The parser for a `command` line.
-pub fn recognize_line(command: &str) -> Result<Plan, String> {
-    plan(&agentty_guard::analyze(command))
+/// The parser for a call's command line, as the guard read it; `argv`: the call's argv, when
+/// it ran one without a shell (its producer is then that argv, as given).
+pub fn recognize(line: &Analysis, argv: Option<&[String]>) -> Result<Plan, String> {
+    match argv {
+        Some(argv) => recognize_argv(argv),
+        None => plan(line),
+    }
 }
 
 /// The parser for an `argv` run without a shell.
-pub fn recognize_argv(argv: &[String]) -> Result<Plan, String> {
+fn recognize_argv(argv: &[String]) -> Result<Plan, String> {
     let stage = Stage::from_argv(argv).ok_or_else(|| notice::NOT_PARSED_EMPTY.to_owned())?;
     agentty_parse::recognize(&[stage])
         .map(|recognized| Plan {
@@ -181,7 +185,7 @@ pub fn offline(
 ) -> Result<ParsedContent, String> {
     let plan = match command {
         [] => return Err(notice::NOT_PARSED_EMPTY.into()),
-        [line] => recognize_line(line)?,
+        [line] => plan(&Analysis::of_line(line, None))?,
         argv => recognize_argv(argv)?,
     };
     let clean = |bytes: &[u8]| {

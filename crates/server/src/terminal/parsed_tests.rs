@@ -56,7 +56,7 @@ fn output_that_does_not_reach_the_result_is_refused() {
 
 #[test]
 fn an_output_over_the_parse_limit_is_left_as_text() {
-    let plan = recognize_line("ls -l").unwrap();
+    let plan = recognize(&agentty_guard::Analysis::of_line("ls -l", None), None).unwrap();
     let line = "-rw-r--r-- 1 root root 0 Dec  1 10:00 f\n";
     let limit = agentty_core::limits::PARSE_INPUT_MAX_BYTES;
     let mut whole = agentty_core::run::Whole {
