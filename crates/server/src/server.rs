@@ -82,7 +82,7 @@ impl Agentty {
             view_url: OnceLock::new(),
             sealer: Arc::new(Sealer::new(STATE_TTL)),
         };
-        let tool_router = Self::terminal_router() + Self::tasks_router() + Self::shells_router();
+        let tool_router = Self::tool_router();
         let tools = Arc::new(crate::tools::catalog::catalog(tool_router.list_all()));
         let tools_no_escalation = Arc::new(crate::tools::catalog::without_escalation(&tools));
         Ok(Self {
@@ -92,6 +92,12 @@ impl Agentty {
             tools,
             tools_no_escalation,
         })
+    }
+
+    /// Every tool, each family's router added in: the one list of the server's tools
+    /// (`tools/catalog.rs` orders it, and a test checks its order names every one).
+    pub(crate) fn tool_router() -> ToolRouter<Self> {
+        Self::terminal_router() + Self::tasks_router() + Self::shells_router()
     }
 
     /// This server bound to the session state `session` (shared settings, sandbox, router).

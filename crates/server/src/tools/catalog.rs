@@ -17,7 +17,7 @@ use rmcp::model::{JsonObject, Tool};
 use serde_json::Value;
 
 /// The order tools are listed in: the one a model needs first, then each family in the order
-/// its tools are used.
+/// its tools are used. It names every tool the router has, no more (`every_tool_is_ordered`).
 const ORDER: [&str; 10] = [
     "terminal",
     "task_list",
@@ -211,6 +211,28 @@ fn integer_format_max(format: &str) -> Option<Option<u64>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A tool added to a family's router and forgotten here would be listed last, unordered;
+    /// a name here that no router has would order nothing.
+    #[test]
+    fn every_tool_is_ordered() {
+        let routed: std::collections::BTreeSet<String> = crate::server::Agentty::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        let ordered: std::collections::BTreeSet<String> =
+            ORDER.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            routed, ordered,
+            "tools/catalog.rs ORDER and the routers differ"
+        );
+        let listed: Vec<String> = catalog(crate::server::Agentty::tool_router().list_all())
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(listed, ORDER, "the catalog is not in ORDER");
+    }
 
     #[test]
     fn integer_formats_become_ranges_and_real_formats_stay() {
