@@ -31,7 +31,6 @@ impl Agentty {
                 _ => return tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
             },
         };
-        let state = say::state_word(&job.state());
         if want_screen || want_raw || resize.is_some() {
             let Some(shell) = &shell else {
                 return tool_error(say::NO_SCREEN.into());
@@ -42,48 +41,10 @@ impl Agentty {
                 return tool_error(say::open_failed(&e.to_string()));
             }
             if want_screen {
-                let screen = shell.screen();
-                return success(
-                    screen.text.clone(),
-                    &ShellReadResult {
-                        id: job.id.clone(),
-                        state,
-                        text: screen.text,
-                        from: None,
-                        next: None,
-                        dropped: 0,
-                        remaining: 0,
-                        total: job.output.total(),
-                        spill_path: None,
-                        spill_error: None,
-                        screen: Some(ScreenInfo {
-                            cols: screen.cols,
-                            rows: screen.rows,
-                            cursor_row: screen.cursor_row,
-                            cursor_col: screen.cursor_col,
-                            alternate: screen.alternate,
-                        }),
-                    },
-                );
+                return screen(&job, shell);
             }
             if want_raw {
-                let raw = shell.raw_tail(READ_MAX_BYTES);
-                return success(
-                    raw.escape_debug().to_string(),
-                    &ShellReadResult {
-                        id: job.id.clone(),
-                        state,
-                        text: raw,
-                        from: None,
-                        next: None,
-                        dropped: 0,
-                        remaining: 0,
-                        total: job.output.total(),
-                        spill_path: None,
-                        spill_error: None,
-                        screen: None,
-                    },
-                );
+                return raw(&job, shell);
             }
         }
         if let Some(shell) = &shell {
@@ -95,48 +56,94 @@ impl Agentty {
         {
             return tool_error(say::cursor_past_end(since, total));
         }
-        let slice = job.output.read(p.since, READ_MAX_BYTES);
-        let mut text = String::new();
-        if slice.dropped > 0 {
-            // One wording with task_output: the buffer is the same kind, and so is its spill.
-            text.push_str(&crate::job_words::scrolled_out(
-                slice.dropped,
-                slice.spill_path.as_deref(),
-                slice.spill_error.as_deref(),
-            ));
-            text.push('\n');
-        }
-        text.push_str(if slice.text.is_empty() {
-            crate::job_words::NO_OUTPUT
-        } else {
-            &slice.text
-        });
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        // Always the cursor: a host that shows only the text still lets the model read on.
-        if slice.remaining > 0 {
-            text.push_str(&say::more(slice.next, slice.remaining, &job.id));
-        } else if shell.is_some() {
-            text.push_str(&say::read_on(slice.next, &job.id));
-        } else {
-            text.push_str(say::END_OF_OUTPUT);
-        }
-        success(
-            text,
-            &ShellReadResult {
-                id: job.id.clone(),
-                state,
-                text: slice.text,
-                from: Some(slice.from),
-                next: Some(slice.next),
-                dropped: slice.dropped,
-                remaining: slice.remaining,
-                total: slice.total,
-                spill_path: slice.spill_path.map(|p| p.display().to_string()),
-                spill_error: slice.spill_error,
-                screen: None,
-            },
-        )
+        stream(&job, shell.is_some(), p.since)
     }
+}
+
+/// `screen: true`: the rendered screen, as a terminal shows it.
+fn screen(job: &Job, shell: &Shell) -> CallToolResult {
+    let screen = shell.screen();
+    success(
+        screen.text.clone(),
+        &ShellReadResult {
+            screen: Some(ScreenInfo {
+                cols: screen.cols,
+                rows: screen.rows,
+                cursor_row: screen.cursor_row,
+                cursor_col: screen.cursor_col,
+                alternate: screen.alternate,
+            }),
+            ..not_a_stream(job, screen.text)
+        },
+    )
+}
+
+/// `raw: true`: the newest bytes, escape sequences shown escaped.
+fn raw(job: &Job, shell: &Shell) -> CallToolResult {
+    let raw = shell.raw_tail(READ_MAX_BYTES);
+    success(raw.escape_debug().to_string(), &not_a_stream(job, raw))
+}
+
+/// A read of `text` that is not a slice of the output stream (no cursors).
+fn not_a_stream(job: &Job, text: String) -> ShellReadResult {
+    ShellReadResult {
+        id: job.id.clone(),
+        state: say::state_word(&job.state()),
+        text,
+        from: None,
+        next: None,
+        dropped: 0,
+        remaining: 0,
+        total: job.output.total(),
+        spill_path: None,
+        spill_error: None,
+        screen: None,
+    }
+}
+
+/// The output stream from `since` (default: the newest), always with the cursor to read on:
+/// a host that shows only the text still lets the model go on reading.
+fn stream(job: &Job, open: bool, since: Option<u64>) -> CallToolResult {
+    let slice = job.output.read(since, READ_MAX_BYTES);
+    let mut text = String::new();
+    if slice.dropped > 0 {
+        // One wording with task_output: the buffer is the same kind, and so is its spill.
+        text.push_str(&crate::job_words::scrolled_out(
+            slice.dropped,
+            slice.spill_path.as_deref(),
+            slice.spill_error.as_deref(),
+        ));
+        text.push('\n');
+    }
+    text.push_str(if slice.text.is_empty() {
+        crate::job_words::NO_OUTPUT
+    } else {
+        &slice.text
+    });
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if slice.remaining > 0 {
+        text.push_str(&say::more(slice.next, slice.remaining, &job.id));
+    } else if open {
+        text.push_str(&say::read_on(slice.next, &job.id));
+    } else {
+        text.push_str(say::END_OF_OUTPUT);
+    }
+    success(
+        text,
+        &ShellReadResult {
+            id: job.id.clone(),
+            state: say::state_word(&job.state()),
+            text: slice.text,
+            from: Some(slice.from),
+            next: Some(slice.next),
+            dropped: slice.dropped,
+            remaining: slice.remaining,
+            total: slice.total,
+            spill_path: slice.spill_path.map(|p| p.display().to_string()),
+            spill_error: slice.spill_error,
+            screen: None,
+        },
+    )
 }

@@ -1,9 +1,18 @@
 //! `shell_send`: keystrokes into a shell, and the wait for the command to finish, for its
 //! prompt, a `wait_for` match, or for keyboard input the program is waiting on.
+//!
+//! In steps: the arguments are checked ([`Send::checked`]); a secret, when one is asked for,
+//! is typed by the user first; the line the input completes is judged by the guard; the keys
+//! are typed and the shell waited on; what came back is read as the model should see it
+//! (the secret's command, a full-screen program's screen, the shell's end); then it is said.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use agentty_core::pty::{PtyError, Regex, SEND_TIMEOUT_DEFAULT_MS, SendRequest, SendStatus};
+use agentty_core::jobs::Job;
+use agentty_core::pty::{
+    PtyError, Regex, SEND_TIMEOUT_DEFAULT_MS, SendOutcome, SendRequest, SendStatus, Shell,
+};
 use agentty_guard::Verdict;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject};
@@ -15,146 +24,177 @@ use crate::tools::{parse_args, tool_error};
 
 use super::*;
 
+/// A `shell_send` whose arguments were checked, with the shell it types into.
+struct Send {
+    input: String,
+    /// `secret`: what the program asks for, which the user types instead of the model.
+    secret: Option<String>,
+    timeout_ms: u64,
+    resize: Option<(u16, u16)>,
+    wait_for: Option<Regex>,
+    job: Arc<Job>,
+    shell: Arc<Shell>,
+}
+
+/// A typed secret: the note for the model and the output cursor where what follows it starts.
+struct Entered {
+    note: String,
+    from: u64,
+}
+
+/// What the send ended in, as the reply states it.
+struct Said {
+    status: SendState,
+    exit_code: Option<i32>,
+    prompt: Option<String>,
+    line: String,
+}
+
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the tool's answer itself, made once on a failed call"
+)]
+impl Send {
+    /// The arguments checked, in the order a model fixes them, and the shell found.
+    fn checked(agentty: &Agentty, args: JsonObject) -> Result<Self, CallToolResult> {
+        let mut p: ShellSendParams = parse_args(args)?;
+        let (input, secret) = match (p.input.take(), p.secret.take()) {
+            (Some(input), None) => (input, None),
+            (None, Some(what)) => (String::new(), Some(what)),
+            (Some(_), Some(_)) => return Err(tool_error(say::INPUT_OR_SECRET.into())),
+            (None, None) => return Err(tool_error(say::INPUT_NEEDED.into())),
+        };
+        let timeout_ms = crate::tools::timing::timeout_ms(
+            p.timeout_ms,
+            SEND_TIMEOUT_DEFAULT_MS,
+            say::SEND_PAST_MAX,
+        )
+        .map_err(tool_error)?;
+        let resize = size(p.cols, p.rows).map_err(tool_error)?;
+        let wait_for = p
+            .wait_for
+            .as_deref()
+            .map(Regex::new)
+            .transpose()
+            .map_err(|e| tool_error(say::bad_regex(&e.to_string())))?;
+        let (job, shell) = agentty.open_shell_of(&p.id)?;
+        Ok(Send {
+            input,
+            secret,
+            timeout_ms,
+            resize,
+            wait_for,
+            job,
+            shell,
+        })
+    }
+}
+
 impl Agentty {
     pub(super) async fn send_shell(
         &self,
         args: JsonObject,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let mut p: ShellSendParams = match parse_args(args) {
-            Ok(p) => p,
-            Err(e) => return e,
-        };
-        let (input, secret) = match (p.input.take(), p.secret.take()) {
-            (Some(input), None) => (input, None),
-            (None, Some(what)) => (String::new(), Some(what)),
-            (Some(_), Some(_)) => return tool_error(say::INPUT_OR_SECRET.into()),
-            (None, None) => return tool_error(say::INPUT_NEEDED.into()),
-        };
-        let timeout_ms = match crate::tools::timing::timeout_ms(
-            p.timeout_ms,
-            SEND_TIMEOUT_DEFAULT_MS,
-            say::SEND_PAST_MAX,
-        ) {
-            Ok(ms) => ms,
-            Err(e) => return tool_error(e),
-        };
-        let resize = match size(p.cols, p.rows) {
-            Ok(r) => r,
-            Err(e) => return tool_error(e),
-        };
-        let wait_for = match p.wait_for.as_deref().map(Regex::new).transpose() {
-            Ok(re) => re,
-            Err(e) => return tool_error(say::bad_regex(&e.to_string())),
-        };
-        let (job, shell) = match self.open_shell_of(&p.id) {
-            Ok(found) => found,
-            Err(e) => return e,
+        let send = match Send::checked(self, args) {
+            Ok(send) => send,
+            Err(refusal) => return refusal,
         };
         // A secret: the user types it (web view); then this send waits on what follows, as a
         // send with no input does.
-        let mut entered = None;
-        let mut secret_from = 0;
-        if let Some(what) = &secret {
-            match self.ask_secret(&job.id, &shell, what, &ctx).await {
-                Ok(super::secret::SecretAsk::Entered(note, from)) => {
-                    entered = Some(note);
-                    secret_from = from;
-                }
+        let entered = match &send.secret {
+            Some(what) => match self.ask_secret(&send.job.id, &send.shell, what, &ctx).await {
+                Ok(super::secret::SecretAsk::Entered(note, from)) => Some(Entered { note, from }),
                 Ok(super::secret::SecretAsk::Later(address)) => {
-                    return self.secret_later(&job.id, &shell, what, &address);
+                    return self.secret_later(&send.job.id, &send.shell, what, &address);
                 }
                 Err(refusal) => return tool_error(refusal),
-            }
+            },
+            None => None,
+        };
+        if let Err(refusal) = self.judge_typed(&send) {
+            return refusal;
         }
-        // A typed line is a command line: the guard applies as in `terminal`, judged in the
-        // directory the shell is in now, whole even when typed over several sends.
-        if let Some(line) = crate::tools::entry::completed_lines(&shell.pending_line(), &input) {
-            let verdict = match shell_cwd(shell.pid) {
-                Some(cwd) => agentty_guard::check_at(
-                    &line,
-                    &self.settings().guard,
-                    agentty_guard::Place::at(&cwd),
-                ),
-                None => agentty_guard::check(&line, &self.settings().guard),
-            };
-            if let Verdict::Block(block) = verdict {
-                return tool_error(block.message());
-            }
+        let outcome = match self.type_and_wait(&send, &ctx).await {
+            Ok(outcome) => outcome,
+            Err(refusal) => return refusal,
+        };
+        let outcome = read_back(&send, outcome, entered.as_ref());
+        let said = self.said(&send, &outcome).await;
+        self.reply_sent(&send, outcome, said, entered)
+    }
+
+    /// A typed line is a command line: the guard applies as in `terminal`, judged in the
+    /// directory the shell is in now, whole even when typed over several sends.
+    #[expect(
+        clippy::result_large_err,
+        reason = "the error is the tool's answer itself, made once on a failed call"
+    )]
+    fn judge_typed(&self, send: &Send) -> Result<(), CallToolResult> {
+        let pending = send.shell.pending_line();
+        let Some(line) = crate::tools::entry::completed_lines(&pending, &send.input) else {
+            return Ok(());
+        };
+        let guard = &self.settings().guard;
+        let verdict = match shell_cwd(send.shell.pid) {
+            Some(cwd) => agentty_guard::check_at(&line, guard, agentty_guard::Place::at(&cwd)),
+            None => agentty_guard::check(&line, guard),
+        };
+        match verdict {
+            Verdict::Block(block) => Err(tool_error(block.message())),
+            Verdict::Allow { .. } => Ok(()),
         }
-        if let Some((cols, rows)) = resize
+    }
+
+    /// Resizes, types the keys and waits for what they start. Cancellation returns at once;
+    /// the shell keeps whatever is running (as at a timeout).
+    async fn type_and_wait(
+        &self,
+        send: &Send,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<SendOutcome, CallToolResult> {
+        let (job, shell) = (&send.job, &send.shell);
+        if let Some((cols, rows)) = send.resize
             && let Err(e) = shell.resize(cols, rows)
         {
-            return tool_error(say::open_failed(&e.to_string()));
+            return Err(tool_error(say::open_failed(&e.to_string())));
         }
         let request = SendRequest {
-            input: &input,
-            timeout: Duration::from_millis(timeout_ms),
-            wait_for: wait_for.as_ref(),
+            input: &send.input,
+            timeout: Duration::from_millis(send.timeout_ms),
+            wait_for: send.wait_for.as_ref(),
         };
-        if self.cancelled_already(&ctx) {
-            return tool_error(say::CANCELLED_BEFORE_TYPING.into());
+        if self.cancelled_already(ctx) {
+            return Err(tool_error(say::CANCELLED_BEFORE_TYPING.into()));
         }
         let max = agentty_core::limits::COMMAND_MAX_BYTES;
-        if let Err(len) = shell.check_typed(&input, max) {
-            return tool_error(say::line_too_long(len, max));
+        if let Err(len) = shell.check_typed(&send.input, max) {
+            return Err(tool_error(say::line_too_long(len, max)));
         }
-        // Cancellation returns at once; the shell keeps whatever is running (like a timeout).
         let outcome = tokio::select! {
             r = shell.send(request) => r,
-            () = ctx.ct.cancelled() => return tool_error(say::SEND_CANCELLED.into()),
+            () = ctx.ct.cancelled() => return Err(tool_error(say::SEND_CANCELLED.into())),
         };
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(PtyError::Closed) => {
+        outcome.map_err(|e| match e {
+            PtyError::Closed => {
                 let why = self
                     .shells()
                     .get(&job.id)
                     .err()
                     .unwrap_or(agentty_core::pty::Gone::Closed);
-                return tool_error(say::gone(&job.id, &why, self.shells().idle_limit()));
+                tool_error(say::gone(&job.id, &why, self.shells().idle_limit()))
             }
-            Err(PtyError::Busy) => return tool_error(say::busy(&job.id, timeout_ms)),
-            Err(e) => return tool_error(say::open_failed(&e.to_string())),
-        };
+            PtyError::Busy => tool_error(say::busy(&job.id, send.timeout_ms)),
+            e => tool_error(say::open_failed(&e.to_string())),
+        })
+    }
+
+    /// The state the send ended in, in words. A shell that ended is waited on for its exit
+    /// status: the terminal closed first, the status follows within moments, and this reply
+    /// and a `shell_list` right after it must agree that the shell is gone.
+    async fn said(&self, send: &Send, outcome: &SendOutcome) -> Said {
+        let id = &send.job.id;
         let elapsed = ms(outcome.elapsed);
-        let mut outcome = outcome;
-        // The program that took the secret may have finished before this wait began: its
-        // output and exit code are then what followed the secret.
-        if entered.is_some()
-            && matches!(outcome.status, SendStatus::AtPrompt)
-            && let Some(code) = outcome.ended_before.pop()
-        {
-            let slice = job
-                .output
-                .read(Some(secret_from), agentty_core::jobs::READ_MAX_BYTES);
-            outcome.status = SendStatus::Done(code);
-            outcome.output = slice.text;
-            outcome.cursor_from = slice.from;
-        }
-        // A full-screen program (vim, less, top) draws with cursor moves: its stream, flattened,
-        // is a wall of spaces and `~`. What it shows is the rendered screen, and the line it
-        // waits at is the whole screen, not a prompt.
-        let full_screen = outcome.full_screen;
-        if full_screen {
-            outcome.output = shell.screen().text;
-            outcome.dropped = 0;
-            if let SendStatus::AwaitingInput { prompt, .. } = &mut outcome.status {
-                prompt.clear();
-            }
-        }
-        // The terminal closed first; the exit status follows within moments. Wait for it, so
-        // this reply and a shell_list right after it agree that the shell is gone.
-        let ended = if matches!(outcome.status, SendStatus::ShellEnded) {
-            let wait =
-                Duration::from_millis(agentty_core::pty::CLOSE_GRACE_MS + SHELL_EXIT_WAIT_MS);
-            tokio::time::timeout(wait, job.ended())
-                .await
-                .ok()
-                .map(|state| say::state_word(&state))
-        } else {
-            None
-        };
         let (status, exit_code, prompt, line) = match &outcome.status {
             SendStatus::Done(code) => (
                 SendState::Done,
@@ -163,12 +203,9 @@ impl Agentty {
                 say::done(*code, elapsed),
             ),
             SendStatus::AtPrompt => (SendState::AtPrompt, None, None, say::AT_PROMPT.into()),
-            SendStatus::AwaitingInput { .. } if full_screen => (
-                SendState::AwaitingInput,
-                None,
-                None,
-                say::full_screen(&job.id),
-            ),
+            SendStatus::AwaitingInput { .. } if outcome.full_screen => {
+                (SendState::AwaitingInput, None, None, say::full_screen(id))
+            }
             SendStatus::AwaitingInput { prompt, by_shell } => {
                 let prompt = say::short_prompt(prompt);
                 let line = say::awaiting_input(&prompt, *by_shell);
@@ -180,34 +217,54 @@ impl Agentty {
                 SendState::Running,
                 None,
                 None,
-                say::running(elapsed, &job.id, outcome.cursor_next),
+                say::running(elapsed, id, outcome.cursor_next),
             ),
-            SendStatus::ShellEnded => (
-                SendState::ShellEnded,
-                None,
-                None,
-                say::shell_ended(&job.id, ended.as_deref()),
-            ),
-        };
-        // A command that finished under the sandbox, and whose output shows a refused write.
-        let sandbox_denied = match exit_code {
-            // Whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0 and still was refused.
-            Some(code) if job.confined => {
-                // The shell is where the command left it: its cwd now is exact.
-                self.confinement().denial(
-                    false,
-                    Some(code),
-                    &outcome.output,
-                    self.retry(true),
-                    &input,
-                    || shell_cwd(shell.pid),
-                )
+            SendStatus::ShellEnded => {
+                let wait =
+                    Duration::from_millis(agentty_core::pty::CLOSE_GRACE_MS + SHELL_EXIT_WAIT_MS);
+                let ended = tokio::time::timeout(wait, send.job.ended())
+                    .await
+                    .ok()
+                    .map(|state| say::state_word(&state));
+                let line = say::shell_ended(id, ended.as_deref());
+                (SendState::ShellEnded, None, None, line)
             }
+        };
+        Said {
+            status,
+            exit_code,
+            prompt,
+            line,
+        }
+    }
+
+    /// The reply: the secret's note, earlier commands' ends, what was left out, the output,
+    /// the state line, untyped keys, a refused write, planted code.
+    fn reply_sent(
+        &self,
+        send: &Send,
+        outcome: SendOutcome,
+        said: Said,
+        entered: Option<Entered>,
+    ) -> CallToolResult {
+        let (job, shell) = (&send.job, &send.shell);
+        // A command that finished under the sandbox, and whose output shows a refused write,
+        // whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0 and still was refused.
+        let sandbox_denied = match said.exit_code {
+            // The shell is where the command left it: its cwd now is exact.
+            Some(code) if job.confined => self.confinement().denial(
+                false,
+                Some(code),
+                &outcome.output,
+                self.retry(true),
+                &send.input,
+                || shell_cwd(shell.pid),
+            ),
             _ => None,
         };
         let mut text = String::new();
-        if let Some(note) = entered {
-            text.push_str(&note);
+        if let Some(entered) = entered {
+            text.push_str(&entered.note);
             text.push('\n');
         }
         if !outcome.ended_before.is_empty() {
@@ -230,7 +287,7 @@ impl Agentty {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&line);
+        text.push_str(&said.line);
         if outcome.untyped > 0 {
             text.push('\n');
             text.push_str(&say::untyped(outcome.untyped, &job.id));
@@ -247,14 +304,14 @@ impl Agentty {
             text,
             &ShellSendResult {
                 id: job.id.clone(),
-                status,
-                exit_code,
-                prompt,
+                status: said.status,
+                exit_code: said.exit_code,
+                prompt: said.prompt,
                 output: outcome.output,
                 dropped_bytes: outcome.dropped,
                 cursor_from: outcome.cursor_from,
                 cursor: outcome.cursor_next,
-                elapsed_ms: elapsed,
+                elapsed_ms: ms(outcome.elapsed),
                 error_code: sandbox_denied
                     .as_ref()
                     .map(|_| crate::confinement::notice::SANDBOX_DENIED),
@@ -264,4 +321,33 @@ impl Agentty {
             },
         )
     }
+}
+
+/// What came back, as the model should read it.
+/// - The program that took the secret may have finished before this wait began: its output
+///   and exit code are then what followed the secret.
+/// - A full-screen program (vim, less, top) draws with cursor moves: its stream, flattened, is
+///   a wall of spaces and `~`. What it shows is the rendered screen, and the line it waits at
+///   is the whole screen, not a prompt.
+fn read_back(send: &Send, mut outcome: SendOutcome, entered: Option<&Entered>) -> SendOutcome {
+    if let Some(entered) = entered
+        && matches!(outcome.status, SendStatus::AtPrompt)
+        && let Some(code) = outcome.ended_before.pop()
+    {
+        let slice = send
+            .job
+            .output
+            .read(Some(entered.from), agentty_core::jobs::READ_MAX_BYTES);
+        outcome.status = SendStatus::Done(code);
+        outcome.output = slice.text;
+        outcome.cursor_from = slice.from;
+    }
+    if outcome.full_screen {
+        outcome.output = send.shell.screen().text;
+        outcome.dropped = 0;
+        if let SendStatus::AwaitingInput { prompt, .. } = &mut outcome.status {
+            prompt.clear();
+        }
+    }
+    outcome
 }
