@@ -17,6 +17,7 @@
 
 mod exec;
 mod launcher;
+mod signals;
 mod vfork;
 
 use std::borrow::Cow;
