@@ -17,6 +17,7 @@
 
 mod exec;
 mod launcher;
+pub(crate) mod marker;
 mod signals;
 mod vfork;
 
@@ -31,8 +32,8 @@ use std::sync::{Arc, OnceLock};
 use crate::reaper::{self, ExitWatch};
 use exec::{ExecPlan, Session};
 
-/// Environment variable carrying a run's marker; [`crate::tree`] finds escaped descendants by it.
-pub const RUN_MARKER_VAR: &str = "AGENTTY_RUN";
+pub use crate::reaper::AfterStart;
+pub use marker::RUN_MARKER_VAR;
 
 /// Both forms of the non-interactive defaults, from one list: the names and values, and the
 /// child's `KEY=VALUE` entries, encoded at compile time.
@@ -105,25 +106,6 @@ pub fn detach_controlling_terminal() -> bool {
         }
         use std::os::fd::AsRawFd;
         libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) == 0
-    }
-}
-
-/// An error met after the program was started (its exec had succeeded), while the server
-/// set up the reading of its output: its process group was killed at once, but it may have
-/// begun to run, so "nothing ran" would not be true. Carried inside an [`io::Error`].
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct AfterStart(pub io::Error);
-
-impl AfterStart {
-    pub fn wrap(error: io::Error) -> io::Error {
-        io::Error::new(error.kind(), AfterStart(error))
-    }
-
-    /// The error met after the start, when `error` is one.
-    pub fn of(error: &io::Error) -> Option<&io::Error> {
-        let inner = error.get_ref()?.downcast_ref::<AfterStart>()?;
-        Some(&inner.0)
     }
 }
 
