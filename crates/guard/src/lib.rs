@@ -16,6 +16,7 @@ mod invocation;
 mod lex;
 mod notice;
 mod parse;
+mod peel;
 mod powershell;
 mod readonly;
 mod report;

@@ -7,46 +7,11 @@
 //! Unknown options are read as flags, which can at worst make us judge an option's value as the
 //! command — harmless, since a wrong program name matches no rule.
 
+use crate::command::program_name;
 use crate::invocation::{is_shell, shell_args};
 use crate::lex::Dialect;
+use crate::peel::Peel;
 use crate::powershell::{peel_powershell, peel_pwsh};
-
-/// What one peeling step found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Peel {
-    /// Not a wrapper (or a wrapper with nothing to run).
-    Done,
-    /// A wrapper running the rest as an argv.
-    Command {
-        /// The wrapper, e.g. `sudo`.
-        wrapper: String,
-        /// The wrapped argv.
-        argv: Vec<String>,
-    },
-    /// A wrapper running a script text (`sh -c`, `eval`, `watch`, `pwsh -Command`).
-    Script {
-        /// The wrapper, e.g. `bash -c`.
-        wrapper: String,
-        /// The script text.
-        script: String,
-        /// The language of the script.
-        dialect: Dialect,
-    },
-}
-
-/// Resolves `argv[0]` for matching: `/usr/bin/RM` → `rm`, `C:\…\pwsh.exe` → `pwsh`.
-pub fn program_name(arg0: &str) -> String {
-    if arg0.starts_with(['$', '`']) {
-        // `$(curl …)` run as a command: keep the text whole for the rules to read.
-        return arg0.to_lowercase();
-    }
-    let base = arg0.rsplit(['/', '\\']).next().unwrap_or(arg0);
-    let lower = base.to_lowercase();
-    match lower.strip_suffix(".exe") {
-        Some(stem) if !stem.is_empty() => stem.to_string(),
-        _ => lower,
-    }
-}
 
 /// How a wrapper's options are read.
 struct Spec {

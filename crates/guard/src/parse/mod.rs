@@ -25,11 +25,12 @@
 
 use tree_sitter::Node;
 
-use crate::command::{Analysis, Redirect, SimpleCommand, quote_for_display};
+use crate::command::{Analysis, Redirect, SimpleCommand, program_name, quote_for_display};
 use crate::invocation::{find_exec, shell_reads_stdin};
 use crate::lex::{self, Dialect};
+use crate::peel::Peel;
 use crate::treesitter::{node_text, parse_tree};
-use crate::unwrap::{self, Peel};
+use crate::unwrap;
 
 mod walk;
 
@@ -317,10 +318,7 @@ impl Builder {
                 }
             }
         }
-        let program = argv
-            .first()
-            .map(|a| unwrap::program_name(a))
-            .unwrap_or_default();
+        let program = argv.first().map(|a| program_name(a)).unwrap_or_default();
         self.commands.push(SimpleCommand {
             argv,
             program,
