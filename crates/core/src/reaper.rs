@@ -19,6 +19,9 @@
 //! The reaper is a plain thread that sweeps every [`SWEEP_INTERVAL`]: it outlives any one tokio
 //! runtime (tests create many), and it is deliberately not woken by SIGCHLD, which fires on
 //! every command's exit and would put its work on the hot path of every call.
+//!
+//! [`AfterStart`], the error of a set-up step that failed once the child had started, lives here
+//! because [`ExitWatch::or_kill`] is what makes it; the spawn seam exports it under its own name.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -215,6 +218,25 @@ impl Drop for Pin {
     }
 }
 
+/// An error met after the program was started (its exec had succeeded), while the server
+/// set up the reading of its output: its process group was killed at once, but it may have
+/// begun to run, so "nothing ran" would not be true. Carried inside an [`io::Error`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AfterStart(pub io::Error);
+
+impl AfterStart {
+    pub fn wrap(error: io::Error) -> io::Error {
+        io::Error::new(error.kind(), AfterStart(error))
+    }
+
+    /// The error met after the start, when `error` is one.
+    pub fn of(error: &io::Error) -> Option<&io::Error> {
+        let inner = error.get_ref()?.downcast_ref::<AfterStart>()?;
+        Some(&inner.0)
+    }
+}
+
 /// The exit of one spawned child, owned by whoever runs it.
 pub struct ExitWatch {
     pid: i32,
@@ -232,7 +254,7 @@ impl ExitWatch {
     /// For a set-up step that failed right after the spawn: on `Err`, kills the child's whole
     /// process group at once, so nothing runs that no one supervises (the watch, once dropped,
     /// has the reaper reap it). Certain: while the watch holds the child unreaped, the group
-    /// number is still its own. The error comes back as an [`AfterStart`](crate::spawn::AfterStart):
+    /// number is still its own. The error comes back as an [`AfterStart`]:
     /// the program may have begun.
     pub fn or_kill<T>(&self, result: io::Result<T>) -> io::Result<T> {
         if result.is_err()
@@ -241,7 +263,7 @@ impl ExitWatch {
         {
             let _ = nix::sys::signal::killpg(Pid::from_raw(self.pid), nix::sys::signal::SIGKILL);
         }
-        result.map_err(crate::spawn::AfterStart::wrap)
+        result.map_err(AfterStart::wrap)
     }
 
     /// Waits for the child to exit and reaps it (unless a stop has it pinned: then it is

@@ -26,7 +26,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::time::{Instant, sleep};
 
-use crate::spawn::RUN_MARKER_VAR;
+use crate::spawn::marker::RUN_MARKER_VAR;
 
 /// SIGKILL rounds before giving up on a tree (each re-scans for late forks).
 const KILL_ROUNDS: usize = 50;

@@ -45,7 +45,7 @@ use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, signal, sig
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, getpid, getppid, isatty, setpgid};
 
-use crate::spawn::RUN_MARKER_VAR;
+use crate::spawn::marker::RUN_MARKER_VAR;
 
 /// After SIGTERM, how long stopping waits before SIGKILL. Short: the server is gone (or going)
 /// and nobody waits for these processes' output any more.

@@ -38,7 +38,8 @@ impl Redirect {
 pub struct SimpleCommand {
     /// The argv, quotes removed, `$VAR`/`$(…)` kept as text. Empty for a bare redirection.
     pub argv: Vec<String>,
-    /// `argv[0]` resolved for matching: basename, lower-case, `.exe` dropped (`/bin/RM` → `rm`).
+    /// `argv[0]` resolved for matching (`program_name`): basename, lower-case, `.exe` dropped
+    /// (`/bin/RM` → `rm`).
     pub program: String,
     /// Wrappers peeled to reach this command, outermost first (`sudo`, `sh -c`, `find -exec`).
     pub wrappers: Vec<String>,
@@ -132,5 +133,19 @@ pub(crate) fn quote_for_display(word: &str) -> String {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Resolves `argv[0]` for matching: `/usr/bin/RM` → `rm`, `C:\…\pwsh.exe` → `pwsh`.
+pub fn program_name(arg0: &str) -> String {
+    if arg0.starts_with(['$', '`']) {
+        // `$(curl …)` run as a command: keep the text whole for the rules to read.
+        return arg0.to_lowercase();
+    }
+    let base = arg0.rsplit(['/', '\\']).next().unwrap_or(arg0);
+    let lower = base.to_lowercase();
+    match lower.strip_suffix(".exe") {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => lower,
     }
 }

@@ -5,7 +5,7 @@
 //! download rule (`curl … | sh`, `sh <(curl …)`) need the same reading, so it lives here once.
 
 use crate::command::SimpleCommand;
-use crate::unwrap::program_name;
+use crate::command::program_name;
 
 /// POSIX shells whose `-c` runs a script.
 const SHELLS: &[&str] = &[

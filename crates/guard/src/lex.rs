@@ -148,6 +148,9 @@ struct Frame {
     stage: u32,
 }
 
+/// The text's characters with their byte offsets, as the segmenter reads them.
+type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
 struct Segmenter<'a> {
     text: &'a str,
     dialect: Dialect,
@@ -272,155 +275,12 @@ impl Segmenter<'_> {
     fn run(&mut self) {
         let text = self.text;
         let mut iter = text.char_indices().peekable();
-        let posix = self.dialect == Dialect::Posix;
-        let escape = if posix { '\\' } else { '`' };
         while let Some((i, c)) = iter.next() {
             let next = iter.peek().map(|&(_, n)| n);
-            let in_dq = self.top().in_dq;
-            if in_dq {
-                match c {
-                    '"' => self.top().in_dq = false,
-                    c if c == escape => {
-                        if let Some((_, n)) = iter.next() {
-                            self.push_char(n);
-                        }
-                    }
-                    '$' if next == Some('(') => {
-                        iter.next();
-                        self.open(Close::Paren, i + 2, "$(");
-                    }
-                    '`' if posix => self.open(Close::Backtick, i + 1, "`"),
-                    _ => self.push_char(c),
-                }
-                continue;
-            }
-            let close = self.top().close;
-            match c {
-                c if c == escape => {
-                    match iter.next() {
-                        // A line continuation joins words rather than ending a command.
-                        Some((_, '\n')) | None => {}
-                        Some((_, n)) => self.push_char(n),
-                    }
-                }
-                '\'' => {
-                    self.top().word_started = true;
-                    let dollar = posix && self.top().word.ends_with('$');
-                    if dollar {
-                        self.top().word.pop();
-                    }
-                    while let Some((_, n)) = iter.next() {
-                        if n == '\'' {
-                            // PowerShell doubles a quote to escape it.
-                            if !posix && iter.peek().map(|&(_, m)| m) == Some('\'') {
-                                iter.next();
-                                self.push_char('\'');
-                                continue;
-                            }
-                            break;
-                        }
-                        if dollar && n == '\\' {
-                            if let Some((_, m)) = iter.next() {
-                                self.push_char(m);
-                            }
-                            continue;
-                        }
-                        self.push_char(n);
-                    }
-                }
-                '"' => {
-                    let f = self.top();
-                    f.in_dq = true;
-                    f.word_started = true;
-                }
-                '#' if !self.top().word_started => {
-                    while let Some(&(_, n)) = iter.peek() {
-                        if n == '\n' {
-                            break;
-                        }
-                        iter.next();
-                    }
-                }
-                '<' if !posix && next == Some('#') => {
-                    // PowerShell block comment <# … #>.
-                    let mut prev = ' ';
-                    for (_, n) in iter.by_ref() {
-                        if prev == '#' && n == '>' {
-                            break;
-                        }
-                        prev = n;
-                    }
-                }
-                ' ' | '\t' | '\r' => self.end_word(),
-                '\n' | ';' => self.end_segment(false, false),
-                '|' => {
-                    if next == Some('|') {
-                        iter.next();
-                        self.end_segment(false, false);
-                    } else {
-                        if next == Some('&') {
-                            iter.next();
-                        }
-                        self.end_segment(true, false);
-                    }
-                }
-                '&' => {
-                    if next == Some('&') {
-                        iter.next();
-                        self.end_segment(false, false);
-                    } else if next == Some('>') && posix {
-                        iter.next();
-                        self.end_word();
-                        self.top().pending_redirect = Some("&>".to_string());
-                    } else if !posix && self.at_segment_start() {
-                        // PowerShell's call operator: `& 'tool' args`.
-                    } else {
-                        self.end_segment(false, true);
-                    }
-                }
-                '$' if next == Some('(') => {
-                    iter.next();
-                    self.open(Close::Paren, i + 2, "$(");
-                }
-                '@' if !posix && next == Some('(') => {
-                    iter.next();
-                    self.open(Close::Paren, i + 2, "@(");
-                }
-                '<' | '>' if posix && next == Some('(') => {
-                    iter.next();
-                    let opener = if c == '<' { "<(" } else { ">(" };
-                    self.open(Close::Paren, i + 2, opener);
-                }
-                '(' => self.open(Close::Paren, i + 1, "("),
-                ')' if close == Some(Close::Paren) => self.close(i),
-                ')' => self.end_segment(false, false),
-                '`' if posix && close == Some(Close::Backtick) => self.close(i),
-                '`' if posix => self.open(Close::Backtick, i + 1, "`"),
-                '{' if !posix => self.open(Close::Brace, i + 1, "{"),
-                '}' if !posix && close == Some(Close::Brace) => self.close(i),
-                '{' | '}' if posix && !self.top().word_started && is_word_end(next) => {
-                    self.end_segment(false, false);
-                }
-                '>' | '<' if posix => {
-                    let f = self.top();
-                    if f.word_started && f.word.chars().all(|d| d.is_ascii_digit()) {
-                        f.word.clear();
-                        f.word_started = false;
-                    } else {
-                        self.end_word();
-                    }
-                    let mut op = String::from(c);
-                    while let Some(&(_, n)) = iter.peek() {
-                        if matches!(n, '>' | '<' | '|' | '&') && op.len() < 3 {
-                            op.push(n);
-                            iter.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    self.top().pending_redirect = Some(op);
-                }
-                _ => self.push_char(c),
+            if self.top().in_dq {
+                self.in_double_quotes(c, i, next, &mut iter);
+            } else {
+                self.unquoted(c, i, next, &mut iter);
             }
         }
         while self.frames.len() > 1 {
@@ -429,9 +289,194 @@ impl Segmenter<'_> {
         self.end_segment(false, false);
     }
 
+    fn posix(&self) -> bool {
+        self.dialect == Dialect::Posix
+    }
+
+    /// The dialect's escape character: backslash in POSIX shells, backtick in PowerShell.
+    fn escape(&self) -> char {
+        if self.posix() { '\\' } else { '`' }
+    }
+
+    /// One character `c` (at byte `i`, followed by `next`) inside `"…"`: only the closing quote,
+    /// the escape and substitutions mean anything there.
+    fn in_double_quotes(&mut self, c: char, i: usize, next: Option<char>, iter: &mut Chars<'_>) {
+        match c {
+            '"' => self.top().in_dq = false,
+            c if c == self.escape() => {
+                if let Some((_, n)) = iter.next() {
+                    self.push_char(n);
+                }
+            }
+            '$' if next == Some('(') => {
+                iter.next();
+                self.open(Close::Paren, i + 2, "$(");
+            }
+            '`' if self.posix() => self.open(Close::Backtick, i + 1, "`"),
+            _ => self.push_char(c),
+        }
+    }
+
+    /// One character `c` (at byte `i`, followed by `next`) outside quotes: words, operators,
+    /// comments, and the openers and closers of nested frames.
+    fn unquoted(&mut self, c: char, i: usize, next: Option<char>, iter: &mut Chars<'_>) {
+        let posix = self.posix();
+        let close = self.top().close;
+        match c {
+            c if c == self.escape() => {
+                match iter.next() {
+                    // A line continuation joins words rather than ending a command.
+                    Some((_, '\n')) | None => {}
+                    Some((_, n)) => self.push_char(n),
+                }
+            }
+            '\'' => self.single_quoted(iter),
+            '"' => {
+                let f = self.top();
+                f.in_dq = true;
+                f.word_started = true;
+            }
+            '#' if !self.top().word_started => skip_line_comment(iter),
+            '<' if !posix && next == Some('#') => skip_block_comment(iter),
+            ' ' | '\t' | '\r' => self.end_word(),
+            '\n' | ';' => self.end_segment(false, false),
+            '|' => self.bar(next, iter),
+            '&' => self.ampersand(next, iter),
+            '$' if next == Some('(') => {
+                iter.next();
+                self.open(Close::Paren, i + 2, "$(");
+            }
+            '@' if !posix && next == Some('(') => {
+                iter.next();
+                self.open(Close::Paren, i + 2, "@(");
+            }
+            '<' | '>' if posix && next == Some('(') => {
+                iter.next();
+                let opener = if c == '<' { "<(" } else { ">(" };
+                self.open(Close::Paren, i + 2, opener);
+            }
+            '(' => self.open(Close::Paren, i + 1, "("),
+            ')' if close == Some(Close::Paren) => self.close(i),
+            ')' => self.end_segment(false, false),
+            '`' if posix && close == Some(Close::Backtick) => self.close(i),
+            '`' if posix => self.open(Close::Backtick, i + 1, "`"),
+            '{' if !posix => self.open(Close::Brace, i + 1, "{"),
+            '}' if !posix && close == Some(Close::Brace) => self.close(i),
+            '{' | '}' if posix && !self.top().word_started && is_word_end(next) => {
+                self.end_segment(false, false);
+            }
+            '>' | '<' if posix => self.redirect(c, iter),
+            _ => self.push_char(c),
+        }
+    }
+
+    /// The body of `'…'` (the opening quote read), or of `$'…'` in POSIX shells (its `$`
+    /// taken back off the word, backslash escapes kept literal); PowerShell doubles a quote
+    /// to escape it.
+    fn single_quoted(&mut self, iter: &mut Chars<'_>) {
+        let posix = self.posix();
+        self.top().word_started = true;
+        let dollar = posix && self.top().word.ends_with('$');
+        if dollar {
+            self.top().word.pop();
+        }
+        while let Some((_, n)) = iter.next() {
+            if n == '\'' {
+                // PowerShell doubles a quote to escape it.
+                if !posix && iter.peek().map(|&(_, m)| m) == Some('\'') {
+                    iter.next();
+                    self.push_char('\'');
+                    continue;
+                }
+                break;
+            }
+            if dollar && n == '\\' {
+                if let Some((_, m)) = iter.next() {
+                    self.push_char(m);
+                }
+                continue;
+            }
+            self.push_char(n);
+        }
+    }
+
+    /// `|` (followed by `next`): `||` ends the segment; `|` and `|&` continue the pipeline.
+    fn bar(&mut self, next: Option<char>, iter: &mut Chars<'_>) {
+        if next == Some('|') {
+            iter.next();
+            self.end_segment(false, false);
+        } else {
+            if next == Some('&') {
+                iter.next();
+            }
+            self.end_segment(true, false);
+        }
+    }
+
+    /// `&` (followed by `next`): `&&` ends the segment, `&>` (POSIX) redirects, a lone `&`
+    /// runs the segment in the background, or, at a segment's start in PowerShell, calls.
+    fn ampersand(&mut self, next: Option<char>, iter: &mut Chars<'_>) {
+        let posix = self.posix();
+        if next == Some('&') {
+            iter.next();
+            self.end_segment(false, false);
+        } else if next == Some('>') && posix {
+            iter.next();
+            self.end_word();
+            self.top().pending_redirect = Some("&>".to_string());
+        } else if !posix && self.at_segment_start() {
+            // PowerShell's call operator: `& 'tool' args`.
+        } else {
+            self.end_segment(false, true);
+        }
+    }
+
+    /// A POSIX redirection operator starting with `c` (`>`, `<`): a descriptor number just
+    /// before it is dropped, and the operator (up to three characters) waits for its target.
+    fn redirect(&mut self, c: char, iter: &mut Chars<'_>) {
+        let f = self.top();
+        if f.word_started && f.word.chars().all(|d| d.is_ascii_digit()) {
+            f.word.clear();
+            f.word_started = false;
+        } else {
+            self.end_word();
+        }
+        let mut op = String::from(c);
+        while let Some(&(_, n)) = iter.peek() {
+            if matches!(n, '>' | '<' | '|' | '&') && op.len() < 3 {
+                op.push(n);
+                iter.next();
+            } else {
+                break;
+            }
+        }
+        self.top().pending_redirect = Some(op);
+    }
+
     fn at_segment_start(&mut self) -> bool {
         let f = self.top();
         f.cur.words.is_empty() && !f.word_started
+    }
+}
+
+/// Skips a `#` comment up to (not including) the end of its line.
+fn skip_line_comment(iter: &mut Chars<'_>) {
+    while let Some(&(_, n)) = iter.peek() {
+        if n == '\n' {
+            break;
+        }
+        iter.next();
+    }
+}
+
+/// Skips a PowerShell block comment `<# … #>` (its `<` read), up to and including its end.
+fn skip_block_comment(iter: &mut Chars<'_>) {
+    let mut prev = ' ';
+    for (_, n) in iter.by_ref() {
+        if prev == '#' && n == '>' {
+            break;
+        }
+        prev = n;
     }
 }
 

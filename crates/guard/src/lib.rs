@@ -17,6 +17,7 @@ mod lex;
 mod line;
 mod notice;
 mod parse;
+mod peel;
 mod powershell;
 mod readonly;
 mod report;

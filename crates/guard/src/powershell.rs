@@ -5,7 +5,7 @@
 //! here); this module only decides where a PowerShell script starts and how to read its switches.
 
 use crate::lex::Dialect;
-use crate::unwrap::Peel;
+use crate::peel::Peel;
 
 /// PowerShell parameter match: `-Rec` matches `Recurse` (names may be abbreviated, any case).
 pub fn ps_param_is(arg: &str, full: &str, min_len: usize) -> bool {

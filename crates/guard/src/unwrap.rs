@@ -7,49 +7,16 @@
 //! Unknown options are read as flags, which can at worst make us judge an option's value as the
 //! command — harmless, since a wrong program name matches no rule.
 
+use crate::command::program_name;
 use crate::invocation::{is_shell, shell_args};
 use crate::lex::Dialect;
+use crate::peel::Peel;
 use crate::powershell::{peel_powershell, peel_pwsh};
-
-/// What one peeling step found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Peel {
-    /// Not a wrapper (or a wrapper with nothing to run).
-    Done,
-    /// A wrapper running the rest as an argv.
-    Command {
-        /// The wrapper, e.g. `sudo`.
-        wrapper: String,
-        /// The wrapped argv.
-        argv: Vec<String>,
-    },
-    /// A wrapper running a script text (`sh -c`, `eval`, `watch`, `pwsh -Command`).
-    Script {
-        /// The wrapper, e.g. `bash -c`.
-        wrapper: String,
-        /// The script text.
-        script: String,
-        /// The language of the script.
-        dialect: Dialect,
-    },
-}
-
-/// Resolves `argv[0]` for matching: `/usr/bin/RM` → `rm`, `C:\…\pwsh.exe` → `pwsh`.
-pub fn program_name(arg0: &str) -> String {
-    if arg0.starts_with(['$', '`']) {
-        // `$(curl …)` run as a command: keep the text whole for the rules to read.
-        return arg0.to_lowercase();
-    }
-    let base = arg0.rsplit(['/', '\\']).next().unwrap_or(arg0);
-    let lower = base.to_lowercase();
-    match lower.strip_suffix(".exe") {
-        Some(stem) if !stem.is_empty() => stem.to_string(),
-        _ => lower,
-    }
-}
 
 /// How a wrapper's options are read.
 struct Spec {
+    /// The programs read this way (`argv[0]` as [`program_name`] resolves it).
+    names: &'static [&'static str],
     /// Short options taking a value (`-u root`, `-uroot`).
     short_val: &'static str,
     /// Long options taking a value (`--user root`; `--user=root` is handled regardless).
@@ -65,6 +32,7 @@ struct Spec {
 }
 
 const NO_OPTS: Spec = Spec {
+    names: &[],
     short_val: "",
     long_val: &[],
     short_stop: "",
@@ -73,121 +41,140 @@ const NO_OPTS: Spec = Spec {
     assignments: false,
 };
 
-fn spec_for(program: &str) -> Option<Spec> {
-    Some(match program {
-        "sudo" => Spec {
-            short_val: "ugCDhprtTUR",
-            long_val: &[
-                "user",
-                "group",
-                "close-from",
-                "chdir",
-                "host",
-                "prompt",
-                "role",
-                "type",
-                "command-timeout",
-                "other-user",
-                "chroot",
-            ],
-            short_stop: "lveKV",
-            long_stop: &[
-                "list",
-                "validate",
-                "edit",
-                "version",
-                "help",
-                "remove-timestamp",
-            ],
-            assignments: true,
-            ..NO_OPTS
-        },
-        "doas" => Spec {
-            short_val: "uC",
-            short_stop: "L",
-            ..NO_OPTS
-        },
-        "env" => Spec {
-            short_val: "uCP",
-            long_val: &["unset", "chdir"],
-            long_stop: &["help", "version"],
-            assignments: true,
-            ..NO_OPTS
-        },
-        "nice" => Spec {
-            short_val: "n",
-            long_val: &["adjustment"],
-            ..NO_OPTS
-        },
-        "nohup" | "builtin" | "setsid" | "unbuffer" | "pkexec" => Spec {
-            long_val: &["user"],
-            ..NO_OPTS
-        },
-        "timeout" => Spec {
-            short_val: "sk",
-            long_val: &["signal", "kill-after"],
-            positional: 1,
-            ..NO_OPTS
-        },
-        "time" => Spec {
-            short_val: "fo",
-            long_val: &["format", "output"],
-            ..NO_OPTS
-        },
-        "xargs" => Spec {
-            short_val: "adEILnPs",
-            long_val: &[
-                "arg-file",
-                "delimiter",
-                "eof",
-                "max-lines",
-                "max-args",
-                "max-procs",
-                "max-chars",
-                "process-slot-var",
-            ],
-            long_stop: &["help", "version", "show-limits"],
-            ..NO_OPTS
-        },
-        "command" => Spec {
-            short_stop: "vV",
-            ..NO_OPTS
-        },
-        "exec" => Spec {
-            short_val: "a",
-            ..NO_OPTS
-        },
-        "stdbuf" => Spec {
-            short_val: "ioe",
-            long_val: &["input", "output", "error"],
-            ..NO_OPTS
-        },
-        "ionice" => Spec {
-            short_val: "cn",
-            long_val: &["class", "classdata"],
-            short_stop: "pPu",
-            long_stop: &["pid", "pgid", "uid"],
-            ..NO_OPTS
-        },
-        "chroot" => Spec {
-            long_val: &["userspec", "groups"],
-            positional: 1,
-            ..NO_OPTS
-        },
-        "caffeinate" => Spec {
-            short_val: "wt",
-            ..NO_OPTS
-        },
-        "proxychains" | "proxychains4" | "torsocks" | "tsocks" => Spec {
-            short_val: "f",
-            ..NO_OPTS
-        },
-        "busybox" => Spec {
-            long_stop: &["list", "list-full", "install", "help"],
-            ..NO_OPTS
-        },
-        _ => return None,
-    })
+/// The wrappers read by their options (see [`Spec`]).
+const WRAPPERS: &[Spec] = &[
+    Spec {
+        names: &["sudo"],
+        short_val: "ugCDhprtTUR",
+        long_val: &[
+            "user",
+            "group",
+            "close-from",
+            "chdir",
+            "host",
+            "prompt",
+            "role",
+            "type",
+            "command-timeout",
+            "other-user",
+            "chroot",
+        ],
+        short_stop: "lveKV",
+        long_stop: &[
+            "list",
+            "validate",
+            "edit",
+            "version",
+            "help",
+            "remove-timestamp",
+        ],
+        assignments: true,
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["doas"],
+        short_val: "uC",
+        short_stop: "L",
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["env"],
+        short_val: "uCP",
+        long_val: &["unset", "chdir"],
+        long_stop: &["help", "version"],
+        assignments: true,
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["nice"],
+        short_val: "n",
+        long_val: &["adjustment"],
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["nohup", "builtin", "setsid", "unbuffer", "pkexec"],
+        long_val: &["user"],
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["timeout"],
+        short_val: "sk",
+        long_val: &["signal", "kill-after"],
+        positional: 1,
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["time"],
+        short_val: "fo",
+        long_val: &["format", "output"],
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["xargs"],
+        short_val: "adEILnPs",
+        long_val: &[
+            "arg-file",
+            "delimiter",
+            "eof",
+            "max-lines",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
+        ],
+        long_stop: &["help", "version", "show-limits"],
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["command"],
+        short_stop: "vV",
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["exec"],
+        short_val: "a",
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["stdbuf"],
+        short_val: "ioe",
+        long_val: &["input", "output", "error"],
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["ionice"],
+        short_val: "cn",
+        long_val: &["class", "classdata"],
+        short_stop: "pPu",
+        long_stop: &["pid", "pgid", "uid"],
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["chroot"],
+        long_val: &["userspec", "groups"],
+        positional: 1,
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["caffeinate"],
+        short_val: "wt",
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["proxychains", "proxychains4", "torsocks", "tsocks"],
+        short_val: "f",
+        ..NO_OPTS
+    },
+    Spec {
+        names: &["busybox"],
+        long_stop: &["list", "list-full", "install", "help"],
+        ..NO_OPTS
+    },
+];
+
+/// How `program`'s options are read, when it is one of the [`WRAPPERS`].
+fn spec_for(program: &str) -> Option<&'static Spec> {
+    WRAPPERS.iter().find(|spec| spec.names.contains(&program))
 }
 
 /// Index of the wrapped command's first word, or `None` when nothing is run.
@@ -277,7 +264,7 @@ pub fn peel(argv: &[String], dialect: Dialect) -> Peel {
                 dialect: Dialect::Posix,
             };
         }
-        return match command_start(argv, &spec) {
+        return match command_start(argv, spec) {
             Some(i) => Peel::Command {
                 wrapper: program,
                 argv: argv.get(i..).unwrap_or_default().to_vec(),

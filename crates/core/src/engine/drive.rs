@@ -8,6 +8,7 @@
 //! [`Sink`](super::Sink), their [`Watch`] and their [`Drive`] settings.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -176,13 +177,12 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
     let owner = tree::StopOnDrop::new(pid, marker);
     let stopped_outside = || outside_stop.is_some_and(|s| s.load(Ordering::SeqCst));
     let mut by_outside_stop = false;
-    let mut stop: Option<Stop> = None;
-    let mut stopper: Option<JoinHandle<Terminated>> = None;
-    // The next deadline that is not the command's own: the drain time after the exit, then the
-    // bound on waiting for a stopped tree to let go of the output.
-    let mut aux_deadline = exit.map(|_| Instant::now() + Duration::from_millis(DRAIN_MS));
-    // An outside stop owns the tree's end: after the drain, the loop only waits (bounded).
-    let mut waiting_for_outside = false;
+    let mut stopping = Stopping {
+        reason: None,
+        stopper: None,
+        aux_deadline: exit.map(|_| Instant::now() + Duration::from_millis(DRAIN_MS)),
+        waiting_for_outside: false,
+    };
     let mut last_output = Instant::now();
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let time_up = sleep_until(deadline.unwrap_or(far));
@@ -195,15 +195,15 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
         let now = Now {
             last_output,
             exited: exit.is_some(),
-            stopping: stop.is_some(),
+            stopping: stopping.reason.is_some(),
         };
         let check_at = watch.next(&now);
         tokio::select! {
             read = source.read() => {
                 if let Read::Chunk(stream) = read {
                     last_output = Instant::now();
-                    if !sink.ingest(stream, source.bytes(stream)) && stop.is_none() {
-                        stop = Some(Stop::OverCapture);
+                    if !sink.ingest(stream, source.bytes(stream)) {
+                        stopping.ask(Stop::OverCapture);
                     }
                     if take_turns {
                         crate::drivers::fair().await;
@@ -214,9 +214,7 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
                 // waitid cannot fail for our own live child; if it did, treat it as killed.
                 exit = Some(status.unwrap_or(Exit::Signal(libc::SIGKILL)));
                 by_outside_stop = stopped_outside();
-                if stop.is_none() {
-                    aux_deadline = Some(Instant::now() + Duration::from_millis(DRAIN_MS));
-                }
+                stopping.leader_exited();
             },
             () = &mut cancel => {
                 // Confirmed before the result says so ("the process tree was stopped").
@@ -225,43 +223,102 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
                 owner.disarm();
                 return DriveEnd::Cancelled { exit, stopped };
             },
-            () = &mut time_up, if deadline.is_some() && stop.is_none() => {
+            () = &mut time_up, if deadline.is_some() && stopping.reason.is_none() => {
                 if hand_over {
                     // The command changes owner whole, its stop on drop with it.
                     owner.disarm();
                     return DriveEnd::TimedOut { exit };
                 }
-                stop = Some(Stop::Timeout);
+                stopping.reason = Some(Stop::Timeout);
             },
-            () = sleep_until(aux_deadline.unwrap_or(far)), if aux_deadline.is_some() => {
-                if stopper.is_some() || waiting_for_outside {
-                    break; // the stopped tree did not let go of the output in time
-                }
-                if stopped_outside() {
-                    waiting_for_outside = true;
-                    aux_deadline = Some(Instant::now() + Duration::from_millis(KILL_WAIT_MS));
-                } else {
-                    stop = Some(Stop::HeldOutput);
+            () = sleep_until(stopping.aux_deadline.unwrap_or(far)), if stopping.aux_deadline.is_some() => {
+                if stopping.aux_deadline_passed(stopped_outside).is_break() {
+                    break;
                 }
             },
             () = sleep_until(check_at.unwrap_or(far)), if check_at.is_some() => {
-                if let Some(reason) = watch.check(sink, &now)
-                    && stop.is_none()
-                {
-                    stop = Some(reason);
+                if let Some(reason) = watch.check(sink, &now) {
+                    stopping.ask(reason);
                 }
             },
         }
-        if let Some(reason) = stop
-            && stopper.is_none()
+        stopping.start_if_asked(pid, marker, source);
+    }
+    source.hang_up();
+    let held_output = stopping.reason == Some(Stop::HeldOutput);
+    let (strays, stopped) = if stopped_outside() && stopping.stopper.is_none() {
+        (None, None)
+    } else {
+        settle(pid, marker, stopping.stopper, held_output).await
+    };
+    owner.disarm();
+    DriveEnd::Ended(Ended {
+        exit,
+        stop: stopping.reason,
+        strays,
+        stopped,
+        by_outside_stop,
+    })
+}
+
+/// What the loop knows of stopping the tree.
+struct Stopping {
+    /// Why the loop started stopping the tree; the first reason is kept.
+    reason: Option<Stop>,
+    /// The stop under way, started once there is a reason.
+    stopper: Option<JoinHandle<Terminated>>,
+    /// The next deadline that is not the command's own: the drain time after the exit, then the
+    /// bound on waiting for a stopped tree to let go of the output.
+    aux_deadline: Option<Instant>,
+    /// An outside stop owns the tree's end: after the drain, the loop only waits (bounded).
+    waiting_for_outside: bool,
+}
+
+impl Stopping {
+    /// Stops the tree for `reason`, unless there is a reason already.
+    fn ask(&mut self, reason: Stop) {
+        if self.reason.is_none() {
+            self.reason = Some(reason);
+        }
+    }
+
+    /// The leader exited: unless the tree is being stopped, what it left holding the output
+    /// gets the drain time.
+    fn leader_exited(&mut self) {
+        if self.reason.is_none() {
+            self.aux_deadline = Some(Instant::now() + Duration::from_millis(DRAIN_MS));
+        }
+    }
+
+    /// The deadline that is not the command's own has passed. `Break`: the loop ends (the
+    /// stopped tree did not let go of the output in time). Otherwise the drain is over: an
+    /// outside stop is waited for (bounded), or what holds the output is stopped.
+    fn aux_deadline_passed(&mut self, stopped_outside: impl Fn() -> bool) -> ControlFlow<()> {
+        if self.stopper.is_some() || self.waiting_for_outside {
+            return ControlFlow::Break(());
+        }
+        if stopped_outside() {
+            self.waiting_for_outside = true;
+            self.aux_deadline = Some(Instant::now() + Duration::from_millis(KILL_WAIT_MS));
+        } else {
+            self.reason = Some(Stop::HeldOutput);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Starts stopping the tree, with the grace its reason gets, once there is a reason and
+    /// no stop under way yet.
+    fn start_if_asked(&mut self, pid: i32, marker: &str, source: &mut Source) {
+        if let Some(reason) = self.reason
+            && self.stopper.is_none()
         {
             let grace = reason.grace_ms();
-            stopper = Some(tree::terminate_detached(
+            self.stopper = Some(tree::terminate_detached(
                 pid,
                 marker,
                 Duration::from_millis(grace),
             ));
-            aux_deadline =
+            self.aux_deadline =
                 Some(Instant::now() + Duration::from_millis(grace + KILL_WAIT_MS + DRAIN_MS));
             if reason == Stop::OverCapture {
                 // Nothing more will be kept; stop reading so the tree sees EPIPE at once.
@@ -269,20 +326,6 @@ pub(crate) async fn drive<S: Sink, W: Watch<S>>(
             }
         }
     }
-    source.hang_up();
-    let (strays, stopped) = if stopped_outside() && stopper.is_none() {
-        (None, None)
-    } else {
-        settle(pid, marker, stopper, stop == Some(Stop::HeldOutput)).await
-    };
-    owner.disarm();
-    DriveEnd::Ended(Ended {
-        exit,
-        stop,
-        strays,
-        stopped,
-        by_outside_stop,
-    })
 }
 
 /// After the loop: a stop that was started is confirmed (bounded, for a process stuck in the

@@ -20,7 +20,7 @@
 //! the clone itself where the kernel can (`vfork.rs`), else by the child, which then unblocks
 //! them all, as `posix_spawn` and std do. SIGCHLD, which the server never handles, stays
 //! unblocked where the clone resets the handlers, so exits are dropped rather than queued
-//! ([`ALL_BUT_CHILD_EXITS`]).
+//! ([`ALL_BUT_CHILD_EXITS`]). The masks and dispositions themselves are in `signals.rs`.
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
@@ -29,6 +29,9 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
+use super::signals::{
+    ALL_BUT_CHILD_EXITS, block_signals, reset_signal_dispositions, set_signal_mask,
+};
 use super::{Confine, vfork};
 use crate::namespace::SessionNamespace;
 
@@ -125,6 +128,20 @@ struct Failure {
     errno: AtomicI32,
 }
 
+impl Failure {
+    /// What came of a child cloned as `pid` with `pidfd`: both, once it has exec'd; else the
+    /// error of the step it failed at.
+    fn outcome(&self, pid: i32, pidfd: OwnedFd) -> io::Result<(i32, OwnedFd)> {
+        let step = Step::from_u8(self.step.load(Ordering::Acquire));
+        if matches!(step, Step::None) {
+            return Ok((pid, pidfd));
+        }
+        // The child has exited (status 127): reap it here, since nobody else knows of it.
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        Err(step.error(self.errno.load(Ordering::Acquire)))
+    }
+}
+
 /// Null-terminated pointer arrays over `strings`, which must outlive them.
 fn pointers<S: AsRef<CStr>>(strings: &[S]) -> Vec<*const libc::c_char> {
     strings
@@ -161,6 +178,8 @@ enum Cloner<'a> {
     Launcher(Option<&'a SessionNamespace>),
 }
 
+/// Clones `plan`'s child from this thread (see [`start`]): what it borrows is prepared here,
+/// the clone made, and what came of the child read back.
 fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)> {
     let argv = pointers(&plan.argv);
     // For a file the kernel cannot execute (a script without `#!`), execvp runs it with the
@@ -185,20 +204,45 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
         failure: &failure,
         handlers_cleared: false,
     };
+    let cloned = clone_in_namespace(&mut child, cloner)?;
+    // SAFETY: with CLONE_PIDFD a successful clone returns a fresh fd that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(cloned.pidfd) };
+    failure.outcome(cloned.pid, pidfd)
+}
 
+/// Clones `child` with this thread in the session's PID namespace where the child belongs there,
+/// and with signals blocked across the clone.
+fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Result<vfork::Cloned> {
     // The clone below starts the child in the session's PID namespace; the thread leaves it
     // right after. A launcher is in it for good.
     let namespace = match cloner {
-        Cloner::Plain => plan.namespace,
+        Cloner::Plain => child.plan.namespace,
         Cloner::Launcher(namespace) => namespace,
     };
     let entered = match cloner {
-        Cloner::Plain => plan.namespace.map(SessionNamespace::enter).transpose()?,
+        Cloner::Plain => child
+            .plan
+            .namespace
+            .map(SessionNamespace::enter)
+            .transpose()?,
         Cloner::Launcher(_) => None,
     };
     // SIGCHLD stays open where the clone resets the child's handlers (see ALL_BUT_CHILD_EXITS).
     let saved = block_signals(ALL_BUT_CHILD_EXITS)?;
-    let cloned = CHILD_STACK.with_borrow_mut(|stack| {
+    let cloned = clone_on_thread_stack(child);
+    drop(entered);
+    set_signal_mask(saved);
+    cloned.map_err(|clone_error| match namespace {
+        // clone says ENOMEM when the namespace's init is gone.
+        Some(namespace) if namespace.init_gone() => crate::namespace::ended(),
+        _ => clone_error,
+    })
+}
+
+/// Clones `child` onto this thread's [`CHILD_STACK`]; this thread is suspended until the child
+/// has exec'd or exited. The caller has blocked the signals (see [`clone_in_namespace`]).
+fn clone_on_thread_stack(child: &mut ChildArgs<'_>) -> io::Result<vfork::Cloned> {
+    CHILD_STACK.with_borrow_mut(|stack| {
         if stack.len() < CHILD_STACK_BYTES {
             stack.resize(CHILD_STACK_BYTES, 0);
         }
@@ -206,44 +250,16 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
         let top = stack.as_mut_ptr_range().end;
         let aligned = top.wrapping_sub(top as usize % 16);
         let bytes = aligned as usize - bottom as usize;
+        let child: *mut ChildArgs<'_> = child;
         // SAFETY: CLONE_VM | CLONE_VFORK: the child runs on `stack` and this thread waits
         // until it has exec'd or exited, so everything `child` borrows outlives its use. All
-        // signals are blocked (above) so no handler runs in the child before it resets them.
+        // signals are blocked (by the caller) so no handler runs in the child before it resets
+        // them.
         unsafe {
-            let cleared = &raw mut child.handlers_cleared;
-            vfork::clone_vfork(
-                child_entry,
-                (&raw mut child).cast(),
-                aligned,
-                bytes,
-                cleared,
-            )
+            let cleared = &raw mut (*child).handlers_cleared;
+            vfork::clone_vfork(child_entry, child.cast(), aligned, bytes, cleared)
         }
-    });
-    drop(entered);
-    set_signal_mask(saved);
-    let cloned = match cloned {
-        Ok(cloned) => cloned,
-        Err(clone_error) => {
-            if let Some(namespace) = namespace
-                && namespace.init_gone()
-            {
-                // clone says ENOMEM when the namespace's init is gone.
-                return Err(crate::namespace::ended());
-            }
-            return Err(clone_error);
-        }
-    };
-    // SAFETY: with CLONE_PIDFD a successful clone returns a fresh fd that nothing else owns.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(cloned.pidfd) };
-    let cloned = cloned.pid;
-    let step = Step::from_u8(failure.step.load(Ordering::Acquire));
-    if matches!(step, Step::None) {
-        return Ok((cloned, pidfd));
-    }
-    // The child has exited (status 127): reap it here, since nobody else knows of it.
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(cloned), None);
-    Err(step.error(failure.errno.load(Ordering::Acquire)))
+    })
 }
 
 /// The plan's candidates for `execve`, less those that are certainly not there as this thread
@@ -311,7 +327,8 @@ extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
     unsafe { child_main(&mut *arg.cast::<ChildArgs<'_>>()) as libc::c_int }
 }
 
-/// The child, between clone and exec. Only raw system calls: see the module comment.
+/// The child, between clone and exec. Only raw system calls: see the module comment. Each
+/// step that fails ends the child through [`fail`], so nothing it holds is ever dropped here.
 ///
 /// # Safety
 /// Must run only as the body of a `CLONE_VM | CLONE_VFORK` child, with all signals blocked.
@@ -326,17 +343,6 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         failure,
         handlers_cleared,
     } = *child;
-    let fail = |step: Step, errno: i32| -> isize {
-        failure.errno.store(errno, Ordering::Release);
-        failure.step.store(step as u8, Ordering::Release);
-        // SAFETY: _exit ends the child without running any of the parent's exit handlers.
-        unsafe { libc::_exit(127) }
-    };
-    let errno = || {
-        io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
-    };
 
     // SAFETY (whole block): plain system calls on integers and on pointers into memory that
     // the suspended parent keeps alive.
@@ -348,60 +354,111 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
             Session::OwnTerminal => libc::setsid() >= 0,
         };
         if !session_ok {
-            return fail(Step::Session, errno());
+            fail(failure, Step::Session, errno());
         }
-
-        // A source below 3 could be overwritten by an earlier dup2: move it up first.
-        let mut stdio = plan.stdio;
-        for fd in &mut stdio {
-            if *fd < 3 {
-                let moved = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3);
-                if moved < 0 {
-                    return fail(Step::Stdio, errno());
-                }
-                *fd = moved;
-            }
-        }
-        for (target, &source) in (0..3).zip(stdio.iter()) {
-            if libc::dup2(source, target) < 0 {
-                return fail(Step::Stdio, errno());
-            }
-        }
-
+        install_stdio(plan.stdio, failure);
         if plan.session == Session::OwnTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-            return fail(Step::Terminal, errno());
+            fail(failure, Step::Terminal, errno());
         }
         // Before the workdir: entering a mount namespace moves the cwd to its root.
         if let Some(namespace) = plan.namespace
             && !inherits
             && libc::setns(namespace.init_fd(), libc::CLONE_NEWNS) != 0
         {
-            return fail(Step::Namespace, errno());
+            fail(failure, Step::Namespace, errno());
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
-            return fail(Step::Workdir, errno());
+            fail(failure, Step::Workdir, errno());
         }
         if let Some(confine) = &plan.confine {
-            // The own part always; the shared part came with the launcher's clone, if any.
-            let applied = confine.apply_own().and_then(|()| {
-                if inherits {
-                    Ok(())
-                } else {
-                    confine.apply_shared()
-                }
-            });
-            if let Err(e) = applied {
-                return fail(Step::Sandbox, e.raw_os_error().unwrap_or(libc::EPERM));
-            }
+            confine_self(confine.as_ref(), inherits, failure);
         }
 
         set_signal_mask(0);
 
-        // As execvp: try each candidate; remember a permission error, stop at any error that
-        // is not "not here"; run a file without `#!` with the shell.
-        let mut denied = false;
-        let mut last = libc::ENOENT;
-        for path in candidates {
+        let code = exec_as_execvp(candidates, argv, script_argv, envp);
+        fail(failure, Step::Exec, code)
+    }
+}
+
+/// Ends the child after a failed step: the step and its errno go where the parent reads them
+/// once it is resumed ([`Failure::outcome`]).
+fn fail(failure: &Failure, step: Step, errno: i32) -> ! {
+    failure.errno.store(errno, Ordering::Release);
+    failure.step.store(step as u8, Ordering::Release);
+    // SAFETY: _exit ends the child without running any of the parent's exit handlers.
+    unsafe { libc::_exit(127) }
+}
+
+/// The errno of the system call that just failed.
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// Makes `stdio` the child's fds 0, 1 and 2.
+///
+/// # Safety
+/// Child only (see [`child_main`]).
+unsafe fn install_stdio(mut stdio: [RawFd; 3], failure: &Failure) {
+    // SAFETY: fcntl and dup2 on plain integers.
+    unsafe {
+        // A source below 3 could be overwritten by an earlier dup2: move it up first.
+        for fd in &mut stdio {
+            if *fd < 3 {
+                let moved = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3);
+                if moved < 0 {
+                    fail(failure, Step::Stdio, errno());
+                }
+                *fd = moved;
+            }
+        }
+        for (target, &source) in (0..3).zip(stdio.iter()) {
+            if libc::dup2(source, target) < 0 {
+                fail(failure, Step::Stdio, errno());
+            }
+        }
+    }
+}
+
+/// Applies the command's sandbox to the child: the own part always; the shared part came with
+/// the launcher's clone (`inherits`), if any.
+fn confine_self(confine: &dyn Confine, inherits: bool, failure: &Failure) {
+    let applied = confine.apply_own().and_then(|()| {
+        if inherits {
+            Ok(())
+        } else {
+            confine.apply_shared()
+        }
+    });
+    if let Err(e) = applied {
+        fail(
+            failure,
+            Step::Sandbox,
+            e.raw_os_error().unwrap_or(libc::EPERM),
+        );
+    }
+}
+
+/// As execvp: tries `execve` on each candidate; remembers a permission error, stops at any error
+/// that is not "not here"; runs a file without `#!` with the shell (`script_argv`, whose slot 1
+/// it fills). Returns only when no candidate could be run, with the errno to report.
+///
+/// # Safety
+/// Child only (see [`child_main`]); the pointer arrays are null-terminated and point into
+/// memory the suspended parent keeps alive.
+unsafe fn exec_as_execvp(
+    candidates: &[&CStr],
+    argv: &[*const libc::c_char],
+    script_argv: &mut [*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> i32 {
+    let mut denied = false;
+    let mut last = libc::ENOENT;
+    for path in candidates {
+        // SAFETY: as this function's contract.
+        unsafe {
             libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
             last = errno();
             if last == libc::ENOEXEC
@@ -411,112 +468,16 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
                 libc::execve(SHELL.as_ptr(), script_argv.as_ptr(), envp.as_ptr());
                 last = errno();
             }
-            match last {
-                libc::EACCES => denied = true,
-                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
-                _ => break,
-            }
         }
-        let code = if denied && last == libc::ENOENT {
-            libc::EACCES
-        } else {
-            last
-        };
-        fail(Step::Exec, code)
-    }
-}
-
-/// The kernel's signal mask: one bit per signal, 64 signals on Linux.
-pub(super) type KernelSigset = u64;
-
-/// SIGCHLD's bit in a [`KernelSigset`].
-const SIGCHLD_BIT: KernelSigset = 1 << (libc::SIGCHLD - 1);
-
-/// Every signal but SIGCHLD: what a launcher blocks for good, and a clone whose child has its
-/// handlers reset by the kernel (`vfork.rs`) blocks around it.
-///
-/// A child's exit signal goes to the thread that cloned it. Blocked there, the kernel queues it
-/// for the process and wakes another thread of the server to take it: a wake-up and a context
-/// switch per command, for a signal nobody handles (under 16 sessions, half the exits came
-/// while their launcher was cloning the next child). Unblocked, at its default (ignored), the
-/// kernel drops it where it is sent. Where the clone cannot reset the child's handlers, the
-/// clone blocks it too (`vfork::clone_vfork`), so none reaches a child before its own reset.
-///
-/// This holds while nothing in the server handles SIGCHLD. Were a handler ever installed
-/// (`tokio::process`, `signal(SignalKind::child())`), it would run on launchers, in the
-/// session's namespaces under the shared filter, at every exit: block SIGCHLD here again then.
-pub(super) const ALL_BUT_CHILD_EXITS: KernelSigset = !SIGCHLD_BIT;
-
-/// Blocks every signal on this thread, the C library's internal ones included (which
-/// `pthread_sigmask` would leave out), and returns the previous mask.
-pub(super) fn block_all_signals() -> io::Result<KernelSigset> {
-    block_signals(!0)
-}
-
-/// Sets this thread's mask to `mask` (the C library's internal signals included), and returns
-/// the previous one.
-pub(super) fn block_signals(mask: KernelSigset) -> io::Result<KernelSigset> {
-    let mut old: KernelSigset = 0;
-    // SAFETY: rt_sigprocmask reads and writes one kernel sigset each, of the size given.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &raw const mask,
-            &raw mut old,
-            size_of::<KernelSigset>(),
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(old)
-}
-
-/// Sets this thread's signal mask to `mask`. A raw system call: safe in the child.
-fn set_signal_mask(mask: KernelSigset) {
-    // SAFETY: rt_sigprocmask reads one kernel sigset of the size given; no old mask wanted.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &raw const mask,
-            std::ptr::null_mut::<KernelSigset>(),
-            size_of::<KernelSigset>(),
-        );
-    }
-}
-
-/// Every signal the server handles goes back to its default, and so does SIGPIPE (Rust
-/// ignores it; a pipeline's `yes | head` relies on it). Other ignored signals stay ignored,
-/// as `posix_spawn` leaves them. `handlers_cleared`: the clone did the first part already
-/// (`vfork.rs`).
-///
-/// # Safety
-/// Child only (see [`child_main`]).
-pub(super) unsafe fn reset_signal_dispositions(handlers_cleared: bool) {
-    // SAFETY: sigaction with a null new action only reads; with a zeroed action (SIG_DFL) it
-    // resets. Signals the C library reserves refuse the change, which is fine.
-    unsafe {
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        if handlers_cleared {
-            libc::sigaction(libc::SIGPIPE, &raw const default, std::ptr::null_mut());
-            return;
+        match last {
+            libc::EACCES => denied = true,
+            libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+            _ => break,
         }
-        for sig in 1..libc::SIGRTMAX() + 1 {
-            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-                continue;
-            }
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &raw mut current) != 0 {
-                continue;
-            }
-            let handled =
-                current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN;
-            if handled || sig == libc::SIGPIPE {
-                libc::sigaction(sig, &raw const default, std::ptr::null_mut());
-            }
-        }
+    }
+    if denied && last == libc::ENOENT {
+        libc::EACCES
+    } else {
+        last
     }
 }

@@ -41,6 +41,7 @@ use tokio::runtime::Handle;
 
 use super::Confine;
 use super::exec::{self, ExecPlan};
+use super::signals;
 use crate::namespace::SessionNamespace;
 use crate::reaper::{self, ExitWatch};
 
@@ -323,11 +324,11 @@ impl Launcher {
 
 /// The launcher thread's own set-up, once: no signal is ever handled on it (so none can run on
 /// a child's stack, and its children start with every signal blocked until they reset them),
-/// but its children's exits are let through to be dropped (`exec::ALL_BUT_CHILD_EXITS`);
+/// but its children's exits are let through to be dropped (`signals::ALL_BUT_CHILD_EXITS`);
 /// its children go to the session's namespaces; then the shared part of the confinement, for
 /// good. (Each child still makes its own Landlock domain: `Confine::apply_own`.)
 fn set_up(confine: Option<&dyn Confine>, namespace: Option<&SessionNamespace>) -> io::Result<()> {
-    exec::block_signals(exec::ALL_BUT_CHILD_EXITS)?;
+    signals::block_signals(signals::ALL_BUT_CHILD_EXITS)?;
     if let Some(namespace) = namespace {
         // SAFETY: plain system calls on this thread's own attributes. unshare(CLONE_FS) gives
         // the thread a cwd and root of its own, which a mount namespace may only be entered

@@ -65,7 +65,7 @@ pub(super) unsafe fn clone_vfork(
     let _ = (&CLONE3_REFUSED, stack_bytes);
     // The child keeps the server's handlers until it resets them: it must start with every
     // signal blocked, SIGCHLD too (the caller restores its own mask after the clone).
-    super::exec::block_all_signals()?;
+    super::signals::block_all_signals()?;
     // SAFETY: as above.
     unsafe { handlers_cleared.write(false) };
     let mut pidfd: libc::c_int = -1;
@@ -185,7 +185,7 @@ mod tests {
         unsafe {
             let seen = &mut *arg.cast::<Seen>();
             if seen.reset {
-                super::super::exec::reset_signal_dispositions(seen.handlers_cleared);
+                super::super::signals::reset_signal_dispositions(seen.handlers_cleared);
             }
             seen.usr1 = disposition(libc::SIGUSR1);
             seen.usr2 = disposition(libc::SIGUSR2);

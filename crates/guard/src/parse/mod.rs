@@ -25,11 +25,12 @@
 
 use tree_sitter::Node;
 
-use crate::command::{Analysis, Redirect, SimpleCommand, quote_for_display};
+use crate::command::{Analysis, Redirect, SimpleCommand, program_name, quote_for_display};
 use crate::invocation::{find_exec, shell_reads_stdin};
 use crate::lex::{self, Dialect};
+use crate::peel::Peel;
 use crate::treesitter::{node_text, parse_tree};
-use crate::unwrap::{self, Peel};
+use crate::unwrap;
 
 mod walk;
 
@@ -244,11 +245,49 @@ impl Builder {
         ctx: &Ctx,
         approximate: bool,
     ) {
+        let (argv, wrappers) = match self.peel_wrappers(argv, text, ctx) {
+            Unwrapped::Command { argv, wrappers } => (argv, wrappers),
+            Unwrapped::Script {
+                script,
+                dialect,
+                wrappers,
+            } => {
+                let c = Ctx {
+                    depth: ctx.depth + 1,
+                    wrappers,
+                    dialect,
+                    redirects,
+                    ..ctx.clone()
+                };
+                self.script(&script, &c);
+                return;
+            }
+        };
+        self.emit_what_it_runs(&argv, &wrappers, text, &redirects, ctx, approximate);
+        let program = argv.first().map(|a| program_name(a)).unwrap_or_default();
+        self.commands.push(SimpleCommand {
+            argv,
+            program,
+            wrappers,
+            redirects,
+            text: text.to_string(),
+            dialect: ctx.dialect,
+            pipeline: ctx.pipeline,
+            background: ctx.background,
+            function: ctx.function,
+            inner,
+            approximate,
+        });
+    }
+
+    /// Peels `argv`'s wrappers (at most [`MAX_WRAPPERS`]), after those of `ctx`, down to the
+    /// command it runs or a script. A script past [`MAX_NESTING_DEPTH`] is not read: the line
+    /// is marked too deep and the wrapper that runs it is the command.
+    fn peel_wrappers(&mut self, argv: Vec<String>, text: &str, ctx: &Ctx) -> Unwrapped {
         let mut argv = argv;
         let mut wrappers = ctx.wrappers.clone();
-        let dialect = ctx.dialect;
         for _ in 0..MAX_WRAPPERS {
-            match unwrap::peel(&argv, dialect) {
+            match unwrap::peel(&argv, ctx.dialect) {
                 Peel::Done => break,
                 Peel::Command {
                     wrapper,
@@ -260,7 +299,7 @@ impl Builder {
                 Peel::Script {
                     wrapper,
                     script,
-                    dialect: script_dialect,
+                    dialect,
                 } => {
                     if ctx.depth >= MAX_NESTING_DEPTH {
                         // What the script runs is not read: refuse rather than pass it.
@@ -269,18 +308,28 @@ impl Builder {
                         break;
                     }
                     wrappers.push(wrapper);
-                    let c = Ctx {
-                        depth: ctx.depth + 1,
+                    return Unwrapped::Script {
+                        script,
+                        dialect,
                         wrappers,
-                        dialect: script_dialect,
-                        redirects,
-                        ..ctx.clone()
                     };
-                    self.script(&script, &c);
-                    return;
                 }
             }
         }
+        Unwrapped::Command { argv, wrappers }
+    }
+
+    /// Emits the commands `argv` would run itself: `find -exec`'s, and a heredoc's script fed
+    /// to a shell. Past [`MAX_NESTING_DEPTH`] they are not read: the line is marked too deep.
+    fn emit_what_it_runs(
+        &mut self,
+        argv: &[String],
+        wrappers: &[String],
+        text: &str,
+        redirects: &[Redirect],
+        ctx: &Ctx,
+        approximate: bool,
+    ) {
         let nested = |wrapper: &str| Ctx {
             depth: ctx.depth + 1,
             wrappers: wrappers
@@ -288,19 +337,19 @@ impl Builder {
                 .cloned()
                 .chain([wrapper.to_string()])
                 .collect(),
-            dialect,
+            dialect: ctx.dialect,
             redirects: Vec::new(),
             ..ctx.clone()
         };
         if ctx.depth >= MAX_NESTING_DEPTH
-            && (!find_exec(&argv).is_empty() || shell_reads_stdin(&argv))
+            && (!find_exec(argv).is_empty() || shell_reads_stdin(argv))
         {
             // A command it would run (`find -exec`, a script on stdin) is not read: refuse.
             self.exact = false;
             self.too_deep.get_or_insert_with(|| text.to_string());
         }
         if ctx.depth < MAX_NESTING_DEPTH {
-            for exec in find_exec(&argv) {
+            for exec in find_exec(argv) {
                 self.emit(
                     exec,
                     text,
@@ -310,8 +359,8 @@ impl Builder {
                     approximate,
                 );
             }
-            if shell_reads_stdin(&argv) {
-                for r in &redirects {
+            if shell_reads_stdin(argv) {
+                for r in redirects {
                     if r.op.starts_with("<<") {
                         let shell = argv.first().map(String::as_str).unwrap_or_default();
                         let c = nested(&format!("{shell} {}", r.op));
@@ -320,24 +369,22 @@ impl Builder {
                 }
             }
         }
-        let program = argv
-            .first()
-            .map(|a| unwrap::program_name(a))
-            .unwrap_or_default();
-        self.commands.push(SimpleCommand {
-            argv,
-            program,
-            wrappers,
-            redirects,
-            text: text.to_string(),
-            dialect,
-            pipeline: ctx.pipeline,
-            background: ctx.background,
-            function: ctx.function,
-            inner,
-            approximate,
-        });
     }
+}
+
+/// What peeling a command's wrappers came to.
+enum Unwrapped {
+    /// The command that finally runs, and the wrappers peeled to reach it.
+    Command {
+        argv: Vec<String>,
+        wrappers: Vec<String>,
+    },
+    /// A script a wrapper runs, to be parsed one level deeper; the wrappers end with that one.
+    Script {
+        script: String,
+        dialect: Dialect,
+        wrappers: Vec<String>,
+    },
 }
 
 /// Shell reserved words that may precede a command.

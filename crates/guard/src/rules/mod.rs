@@ -7,12 +7,12 @@
 //! matches a specific destructive shape and leaves look-alikes alone (`rm -rf ./build`,
 //! `dd if=a of=b`, `kill -9 12345`, `curl … | jq`).
 
+use crate::command::program_name;
 use crate::command::{Analysis, SimpleCommand};
 use crate::invocation::{code_arg, runs_stdin};
 use crate::lex::Dialect;
 use crate::powershell::ps_param_is;
 use crate::targets::{Critical, critical_path, home_relative, is_block_device, windows_critical};
-use crate::unwrap::program_name;
 
 mod delete;
 mod disk;

@@ -30,11 +30,13 @@ use crate::pty::{
 use crate::spawn::SpawnSpec;
 use crate::tree;
 
+mod reader;
 mod secret;
 mod send;
 mod stream;
 
-pub use secret::{Foreground, Reader, SECRET_TYPE_MS, SecretRefused};
+pub use reader::{Foreground, Reader};
+pub use secret::{SECRET_TYPE_MS, SecretRefused};
 
 /// Why a shell ended at our hands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,7 +54,6 @@ impl Shell {
             return Err(PtyError::Busy);
         };
         let master = self.master().ok_or(PtyError::Closed)?;
-        let newlines = req.input.matches('\n').count() as u32;
         let mut rx = self.changed.subscribe();
         let cursor_from = self.output.total();
         // Blank lines or Ctrl+C: nothing a shell at its prompt would run.
@@ -62,29 +61,9 @@ impl Shell {
             .input
             .chars()
             .all(|ch| ch.is_whitespace() || ch == '\x03');
-        let (idle_before, raw_from, ended_before) = {
-            let mut live = lock(&self.live);
-            let idle_before = live.at_prompt && live.owed_prompts == 0;
-            let raw_from = live.raw_total;
-            let ended_before = std::mem::take(&mut live.ended_unseen);
-            if !blank {
-                // Text goes in: until the next prompt, the line is not empty or something other
-                // than the prompt reads the keyboard (shells without a start marker give no
-                // other sign of it).
-                live.at_prompt = false;
-            }
-            let mut cap = SendCapture::new(req.input, self.flavor.marks_start());
-            // Only typed-ahead lines wait behind the earlier commands' prompts; a bare key
-            // (Ctrl+C) is for the running command, and its prompt is this send's answer.
-            if live.owed_prompts > 0 && newlines > 0 {
-                cap = cap.after_running_commands(live.owed_prompts);
-                live.owed_prompts = 0;
-            }
-            live.send = Some(cap);
-            (idle_before, raw_from, ended_before)
-        };
+        let begun = self.begin_capture(req.input, blank);
         self.touch();
-        if req.input.is_empty() && idle_before {
+        if req.input.is_empty() && begun.idle_before {
             // Nothing typed and nothing running: nothing to wait for.
             lock(&self.live).send = None;
             return Ok(SendOutcome {
@@ -94,19 +73,13 @@ impl Shell {
                 cursor_from,
                 cursor_next: cursor_from,
                 elapsed: start.elapsed(),
-                ended_before,
+                ended_before: begun.ended_before,
                 full_screen: false,
                 untyped: 0,
             });
         }
-        if idle_before && matches!(self.flavor, Flavor::Bash | Flavor::Zsh) {
-            // The prompt marker comes a moment before the line editor takes the terminal out of
-            // canonical mode; keys typed in between are echoed by the terminal and again by the
-            // editor (`pwd# pwd`). Wait, briefly and boundedly, for the editor.
-            let until = Instant::now() + Duration::from_millis(LINE_EDITOR_WAIT_MS);
-            while canonical(master.raw()) && Instant::now() < until {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
+        if begun.idle_before && matches!(self.flavor, Flavor::Bash | Flavor::Zsh) {
+            wait_for_line_editor(master.raw()).await;
         }
         // Typed as the terminal takes it, until the deadline: a program that does not read
         // its input (raw mode, queues full) cannot hold the send past its timeout.
@@ -118,98 +91,17 @@ impl Shell {
         // In bytes of the input, whole characters (a `\r\n` is one keystroke but two bytes).
         let untyped = req.input.len() - typed.len();
         drop(master);
-        let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
-        let idle = Duration::from_millis(SEND_IDLE_MS);
-        let mut next_probe = start;
-        // A verdict from process state must hold on two probes in a row: a line editor
-        // consuming typed-ahead input passes through the same wait between two keys.
-        let mut agreed: Option<SendStatus> = None;
-
-        let status = loop {
-            let now = Instant::now();
-            let (verdict, quiet_since, any_output) = {
-                let live = lock(&self.live);
-                let Some(cap) = live.send.as_ref() else {
-                    break SendStatus::ShellEnded;
-                };
-                let done =
-                    matches!(cap.last, Some(Marker::Prompt(_))) && cap.prompts >= newlines.max(1);
-                let verdict = if done {
-                    Some(SendStatus::Done(cap.exit.unwrap_or_default()))
-                } else if req.wait_for.is_some_and(|re| re.is_match(&cap.for_match())) {
-                    Some(SendStatus::Matched)
-                } else if live.eof {
-                    Some(SendStatus::ShellEnded)
-                } else {
-                    None
-                };
-                (verdict, live.last_output.max(start), cap.any_output)
-            };
-            if let Some(v) = verdict {
-                break v;
-            }
-            if self.has_ended() {
-                break SendStatus::ShellEnded;
-            }
-            let quiet_for = now.saturating_duration_since(quiet_since);
-            if quiet_for >= probe_quiet && now >= next_probe {
-                next_probe = now + Duration::from_millis(PROBE_INTERVAL_MS);
-                match self.probe(any_output) {
-                    Some(status) if agreed.as_ref() == Some(&status) => break status,
-                    seen => agreed = seen,
-                }
-            }
-            if self.flavor == Flavor::Unknown && quiet_for >= idle {
-                break SendStatus::Quiet;
-            }
-            if now >= deadline {
-                break SendStatus::Running;
-            }
-            let mut wake = deadline.min(quiet_since + probe_quiet).max(next_probe);
-            if self.flavor == Flavor::Unknown {
-                wake = wake.min(quiet_since + idle);
-            }
-            tokio::select! {
-                _ = rx.changed() => {}
-                () = sleep_until(wake.min(deadline).max(now + Duration::from_millis(1))) => {}
-            }
-        };
-        let (cap, full_screen) = {
-            let mut live = lock(&self.live);
-            let full_screen = !matches!(
-                status,
-                SendStatus::Done(_) | SendStatus::AtPrompt | SendStatus::ShellEnded
-            ) && Self::draws_full_screen(&live, raw_from);
-            let (unseen, own_missing, seen) = live.send.as_ref().map_or((0, 0, 0), |c| {
-                (
-                    c.stale_left(),
-                    newlines.saturating_sub(c.prompts),
-                    c.prompts,
-                )
-            });
-            live.owed_prompts = match status {
-                // This send's lines still run or wait: their prompts come later.
-                SendStatus::Matched | SendStatus::Running | SendStatus::Quiet => {
-                    live.owed_prompts + unseen + own_missing
-                }
-                // A wait (nothing typed) ended at the first prompt: later lines may still run.
-                SendStatus::Done(_) | SendStatus::AtPrompt if req.input.is_empty() => {
-                    live.owed_prompts.saturating_sub(seen)
-                }
-                // At a prompt again after typing (Ctrl+C flushes what was queued): nothing owed.
-                SendStatus::Done(_) | SendStatus::AtPrompt => 0,
-                // A program reads the input (not the shell), or the shell is gone.
-                SendStatus::AwaitingInput { .. } | SendStatus::ShellEnded => {
-                    live.owed_prompts + unseen
-                }
-            };
-            (live.send.take(), full_screen)
-        };
+        let status = self
+            .await_status(&req, start, deadline, newlines, &mut rx)
+            .await;
+        let (cap, full_screen) =
+            self.end_capture(&status, req.input.is_empty(), begun.raw_from, newlines);
         // The shell sat at its prompt and the new prompt ended nothing: the input was blank lines
         // or Ctrl+C (any shell), or no command started in between (a start marker says so).
         let status = match (status, &cap) {
             (SendStatus::Done(_), Some(c))
-                if idle_before && (blank || (self.flavor.marks_start() && !c.ran_command())) =>
+                if begun.idle_before
+                    && (blank || (self.flavor.marks_start() && !c.ran_command())) =>
             {
                 SendStatus::AtPrompt
             }
@@ -229,10 +121,155 @@ impl Shell {
             cursor_from,
             cursor_next: self.output.total(),
             elapsed: start.elapsed(),
-            ended_before,
+            ended_before: begun.ended_before,
             full_screen,
             untyped,
         })
+    }
+
+    /// Starts capturing what `input` brings back, and notes how the shell stood before it.
+    fn begin_capture(&self, input: &str, blank: bool) -> Begun {
+        let newlines = input.matches('\n').count() as u32;
+        let mut live = lock(&self.live);
+        let idle_before = live.at_prompt && live.owed_prompts == 0;
+        let raw_from = live.raw_total;
+        let ended_before = std::mem::take(&mut live.ended_unseen);
+        if !blank {
+            // Text goes in: until the next prompt, the line is not empty or something other
+            // than the prompt reads the keyboard (shells without a start marker give no
+            // other sign of it).
+            live.at_prompt = false;
+        }
+        let mut cap = SendCapture::new(input, self.flavor.marks_start());
+        // Only typed-ahead lines wait behind the earlier commands' prompts; a bare key
+        // (Ctrl+C) is for the running command, and its prompt is this send's answer.
+        if live.owed_prompts > 0 && newlines > 0 {
+            cap = cap.after_running_commands(live.owed_prompts);
+            live.owed_prompts = 0;
+        }
+        live.send = Some(cap);
+        Begun {
+            idle_before,
+            raw_from,
+            ended_before,
+        }
+    }
+
+    /// Waits for how the send ends: its prompt (`newlines` typed lines need as many), a
+    /// `wait_for` match, the shell's end, the foreground waiting for the keyboard (agreed on by
+    /// two probes), quiet (a shell without markers), or the deadline.
+    async fn await_status(
+        &self,
+        req: &SendRequest<'_>,
+        start: Instant,
+        deadline: Instant,
+        newlines: u32,
+        rx: &mut watch::Receiver<u64>,
+    ) -> SendStatus {
+        let probe_quiet = Duration::from_millis(PROBE_QUIET_MS);
+        let idle = Duration::from_millis(SEND_IDLE_MS);
+        let mut next_probe = start;
+        // A verdict from process state must hold on two probes in a row: a line editor
+        // consuming typed-ahead input passes through the same wait between two keys.
+        let mut agreed: Option<SendStatus> = None;
+        loop {
+            let now = Instant::now();
+            let (verdict, quiet_since, any_output) =
+                self.capture_verdict(req.wait_for, newlines, start);
+            if let Some(v) = verdict {
+                return v;
+            }
+            if self.has_ended() {
+                return SendStatus::ShellEnded;
+            }
+            let quiet_for = now.saturating_duration_since(quiet_since);
+            if quiet_for >= probe_quiet && now >= next_probe {
+                next_probe = now + Duration::from_millis(PROBE_INTERVAL_MS);
+                match self.probe(any_output) {
+                    Some(status) if agreed.as_ref() == Some(&status) => return status,
+                    seen => agreed = seen,
+                }
+            }
+            if self.flavor == Flavor::Unknown && quiet_for >= idle {
+                return SendStatus::Quiet;
+            }
+            if now >= deadline {
+                return SendStatus::Running;
+            }
+            let mut wake = deadline.min(quiet_since + probe_quiet).max(next_probe);
+            if self.flavor == Flavor::Unknown {
+                wake = wake.min(quiet_since + idle);
+            }
+            tokio::select! {
+                _ = rx.changed() => {}
+                () = sleep_until(wake.min(deadline).max(now + Duration::from_millis(1))) => {}
+            }
+        }
+    }
+
+    /// What the send's capture says now: a verdict if it has one (the shell has ended when
+    /// there is no capture any more), when output last came (not before `start`), and whether
+    /// any came for this send.
+    fn capture_verdict(
+        &self,
+        wait_for: Option<&regex::Regex>,
+        newlines: u32,
+        start: Instant,
+    ) -> (Option<SendStatus>, Instant, bool) {
+        let live = lock(&self.live);
+        let Some(cap) = live.send.as_ref() else {
+            return (Some(SendStatus::ShellEnded), start, false);
+        };
+        let done = matches!(cap.last, Some(Marker::Prompt(_))) && cap.prompts >= newlines.max(1);
+        let verdict = if done {
+            Some(SendStatus::Done(cap.exit.unwrap_or_default()))
+        } else if wait_for.is_some_and(|re| re.is_match(&cap.for_match())) {
+            Some(SendStatus::Matched)
+        } else if live.eof {
+            Some(SendStatus::ShellEnded)
+        } else {
+            None
+        };
+        (verdict, live.last_output.max(start), cap.any_output)
+    }
+
+    /// Ends the send's capture and returns it, with whether a program draws a whole screen
+    /// now; settles the prompts still owed by lines that run on after the send returns.
+    /// `waited_only`: nothing was typed.
+    fn end_capture(
+        &self,
+        status: &SendStatus,
+        waited_only: bool,
+        raw_from: u64,
+        newlines: u32,
+    ) -> (Option<SendCapture>, bool) {
+        let mut live = lock(&self.live);
+        let full_screen = !matches!(
+            status,
+            SendStatus::Done(_) | SendStatus::AtPrompt | SendStatus::ShellEnded
+        ) && Self::draws_full_screen(&live, raw_from);
+        let (unseen, own_missing, seen) = live.send.as_ref().map_or((0, 0, 0), |c| {
+            (
+                c.stale_left(),
+                newlines.saturating_sub(c.prompts),
+                c.prompts,
+            )
+        });
+        live.owed_prompts = match status {
+            // This send's lines still run or wait: their prompts come later.
+            SendStatus::Matched | SendStatus::Running | SendStatus::Quiet => {
+                live.owed_prompts + unseen + own_missing
+            }
+            // A wait (nothing typed) ended at the first prompt: later lines may still run.
+            SendStatus::Done(_) | SendStatus::AtPrompt if waited_only => {
+                live.owed_prompts.saturating_sub(seen)
+            }
+            // At a prompt again after typing (Ctrl+C flushes what was queued): nothing owed.
+            SendStatus::Done(_) | SendStatus::AtPrompt => 0,
+            // A program reads the input (not the shell), or the shell is gone.
+            SendStatus::AwaitingInput { .. } | SendStatus::ShellEnded => live.owed_prompts + unseen,
+        };
+        (live.send.take(), full_screen)
     }
 
     /// Checks whether someone in the foreground waits for the keyboard.
@@ -281,6 +318,26 @@ impl Shell {
                 by_shell: false,
             }),
         }
+    }
+}
+
+/// How the shell stood when a send began its capture.
+struct Begun {
+    /// At its prompt, running nothing and owing no prompt.
+    idle_before: bool,
+    /// Raw bytes received before the send (where its screen drawing is looked for).
+    raw_from: u64,
+    /// Exit codes of earlier commands that ended between sends, told by this one.
+    ended_before: Vec<i32>,
+}
+
+/// The prompt marker comes a moment before the line editor takes the terminal out of canonical
+/// mode; keys typed in between are echoed by the terminal and again by the editor (`pwd# pwd`).
+/// Waits, briefly and boundedly, for the editor.
+async fn wait_for_line_editor(master: std::os::fd::RawFd) {
+    let until = Instant::now() + Duration::from_millis(LINE_EDITOR_WAIT_MS);
+    while canonical(master) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 

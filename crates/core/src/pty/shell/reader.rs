@@ -1,0 +1,243 @@
+//! Who reads a shell's terminal: its foreground process group as the person is shown it before
+//! a secret is typed ([`Shell::foreground`]), and whether any other process could read a line
+//! typed now before that group does.
+//!
+//! Kept apart from the typing itself (`secret.rs`): this is all reading `/proc`, and what is
+//! shown must name the reader truly even when a command line is crafted to mislead (`exec -a
+//! sudo`, a right-to-left override), so each word is cut and quoted here.
+
+use crate::pty::sys;
+use crate::tree::{all_processes, read_stat};
+
+use super::Shell;
+
+/// At most this many processes of the foreground group are named to the person.
+const MEMBERS_SHOWN: usize = 8;
+
+/// Who reads the terminal: its foreground process group, its leader's start time (so a group
+/// numbered alike later is another), and its other processes with theirs (a process of the
+/// session may join the group later, `setpgid`, and read without being stopped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reader {
+    pub(super) group: i32,
+    started: Option<u64>,
+    members: Vec<(i32, Option<u64>)>,
+}
+
+/// When `pid` started, in clock ticks after boot.
+fn start_time(pid: i32) -> Option<u64> {
+    read_stat(pid)?.started
+}
+
+/// The foreground of a terminal as the person is shown it.
+#[derive(Debug, Clone)]
+pub struct Foreground {
+    pub reader: Reader,
+    /// The leader's command line, then the other processes of its group: each with the file
+    /// it runs where that is not what its first word names (`exec -a sudo`).
+    pub described: String,
+}
+
+/// At most this many characters of each word of a command line are shown.
+const WORD_SHOWN: usize = 60;
+
+/// One word of a command line as shown: cut at [`WORD_SHOWN`] characters, and [`quoted`].
+fn shown_word(word: &[u8]) -> String {
+    let word = String::from_utf8_lossy(word);
+    let cut: String = word.chars().take(WORD_SHOWN).collect();
+    let shown = quoted(&cut);
+    if word.chars().count() > WORD_SHOWN {
+        format!("{shown}…")
+    } else {
+        shown
+    }
+}
+
+/// `text` as it is, or quoted with its hidden characters escaped when it holds any: a space (a
+/// run of them would vanish on the page), a control character (a newline), or a character that
+/// is not printed as itself (a right-to-left override that shows `sudo` for `odus`, a zero-width
+/// space), which Rust's debug form escapes.
+fn quoted(text: &str) -> String {
+    let hides = |c: char| {
+        c.is_whitespace()
+            || c.is_control()
+            || (!matches!(c, '"' | '\\' | '\'') && c.escape_debug().nth(1).is_some())
+    };
+    if text.chars().any(hides) {
+        format!("{text:?}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// `pid` as the person is shown it: the file it runs, first (a command line is the process's
+/// own to set, `exec -a sudo`; a long one cannot push this out), then its command line.
+fn process_line(pid: i32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let words: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(shown_word)
+        .collect();
+    let line: String = words.join(" ").chars().take(4 * WORD_SHOWN).collect();
+    match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(exe) => Some(format!("{} ({line})", quoted(&exe.to_string_lossy()))),
+        Err(_) => (!line.is_empty()).then_some(line),
+    }
+}
+
+/// The other processes of process group `group` than its leader, in pid order.
+fn group_members(group: i32) -> Vec<i32> {
+    let mut members: Vec<i32> = all_processes()
+        .into_iter()
+        .filter(|p| p.pgid == group && p.pid != group)
+        .map(|p| p.pid)
+        .collect();
+    members.sort_unstable();
+    members
+}
+
+/// Whether a process started in the shell `shell` could take a line typed now before the
+/// reading group: a thread of it waits in a read of the terminal (`tty_path`) while its process
+/// is outside `group`, or a process of `group` is stopped.
+pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) -> bool {
+    use crate::pty::probe::{READ_CALLS, descendants, fd_is_tty};
+    descendants(shell).into_iter().any(|pid| {
+        let Some(stat) = read_stat(pid) else {
+            return false;
+        };
+        if stat.pgid == group {
+            return matches!(stat.state, 'T' | 't');
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return false;
+        };
+        tasks.filter_map(Result::ok).any(|task| {
+            let Ok(syscall) = std::fs::read_to_string(task.path().join("syscall")) else {
+                return false;
+            };
+            let mut fields = syscall.split_ascii_whitespace();
+            let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
+            let fd = fields
+                .next()
+                .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+            nr.is_some_and(|nr| READ_CALLS.contains(&nr))
+                && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path))
+        })
+    })
+}
+
+/// Processes outside session `session` (and other than this server) that hold the terminal
+/// (`tty`: its device and inode) open. A process of the terminal's session that is not in its
+/// foreground group is stopped (`SIGTTIN`) or refused (`EIO`) when it reads; one outside has no
+/// such bar. Compared by file, not path: a confined command's mount namespace may name another
+/// terminal `/dev/pts/N`.
+pub(super) fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
+    let own = std::process::id().cast_signed();
+    all_processes()
+        .into_iter()
+        .filter(|p| p.pid != own && p.sid != session)
+        .map(|p| p.pid)
+        .filter(|&pid| {
+            // Each thread's fd table: a thread may have one of its own (`unshare(CLONE_FILES)`).
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                return false;
+            };
+            tasks
+                .filter_map(Result::ok)
+                .any(|task| holds(&task.path().join("fd"), tty))
+        })
+        .collect()
+}
+
+/// Whether an fd in the fd directory `fds` is the terminal `tty`. Only fds whose link names a
+/// terminal are looked at (a `stat` through any other could hang on a stalled network mount).
+fn holds(fds: &std::path::Path, tty: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fds) = std::fs::read_dir(fds) else {
+        return false;
+    };
+    fds.filter_map(Result::ok).any(|fd| {
+        let names_a_terminal = std::fs::read_link(fd.path())
+            .is_ok_and(|to| to.starts_with("/dev/pts/") || to.starts_with("/dev/tty"));
+        names_a_terminal && std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == tty)
+    })
+}
+
+impl Shell {
+    /// Who reads the terminal now, and how the person is shown it.
+    pub fn foreground(&self) -> Option<Foreground> {
+        let reader = self.reader()?;
+        let mut described =
+            process_line(reader.group).unwrap_or_else(|| "a program whose leader ended".into());
+        let members = &reader.members;
+        let shown: Vec<String> = members
+            .iter()
+            .take(MEMBERS_SHOWN)
+            .filter_map(|&(pid, _)| process_line(pid))
+            .collect();
+        if !members.is_empty() {
+            // The count first: a long list cannot hide how many there are.
+            described.push_str(&format!(
+                "; in its process group too ({}): {}",
+                members.len(),
+                shown.join(", ")
+            ));
+            if members.len() > MEMBERS_SHOWN {
+                described.push_str(&format!(" and {} more", members.len() - MEMBERS_SHOWN));
+            }
+        }
+        let described = described.chars().take(600).collect();
+        Some(Foreground { reader, described })
+    }
+
+    /// The terminal's foreground process group and its leader's start time.
+    pub(super) fn reader(&self) -> Option<Reader> {
+        let master = self.master()?;
+        let group = sys::foreground_group(master.raw())?;
+        let started = start_time(group);
+        // A full `/proc` scan: off the worker's other tasks.
+        let members = crate::blocking::section(|| group_members(group))
+            .into_iter()
+            .map(|pid| (pid, start_time(pid)))
+            .collect();
+        Some(Reader {
+            group,
+            started,
+            members,
+        })
+    }
+
+    /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
+    /// such as `read`) or what runs in its group (a command substitution), not a program it
+    /// started as a job.
+    pub fn reads_itself(&self) -> bool {
+        self.master()
+            .and_then(|m| sys::foreground_group(m.raw()))
+            .is_some_and(|group| group == self.pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_word_shown_is_cut_and_quoted_when_it_could_hide_text() {
+        assert_eq!(super::shown_word(b"ssh"), "ssh");
+        assert_eq!(super::shown_word(b"a  b"), "\"a  b\"");
+        assert_eq!(super::shown_word(b"x\ny"), "\"x\\ny\"");
+        // A right-to-left override, or a zero-width space, would show other text than it is.
+        assert_eq!(
+            super::shown_word("x\u{202e}odus".as_bytes()),
+            "\"x\\u{202e}odus\""
+        );
+        assert_eq!(super::quoted("su\u{200b}do"), "\"su\\u{200b}do\"");
+        assert_eq!(super::quoted("/usr/bin/sudo"), "/usr/bin/sudo");
+        assert_eq!(super::quoted("it's \"x\""), "\"it's \\\"x\\\"\"");
+        assert_eq!(super::quoted("don't"), "don't");
+        let long = "y".repeat(100);
+        assert_eq!(
+            super::shown_word(long.as_bytes()),
+            format!("{}…", &long[..60])
+        );
+    }
+}

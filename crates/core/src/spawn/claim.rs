@@ -1,0 +1,108 @@
+//! Handing a prepared command over to be started, and claiming what was started.
+//!
+//! A plan goes to a launcher of its confinement (`launcher.rs`); where none takes it, or outside a
+//! runtime, the calling thread clones the child itself. Either way the child is registered with
+//! the reaper before anything can reap it, and a child nobody claims is stopped as soon as it has
+//! started: nothing runs that no one supervises.
+
+use std::io;
+
+use super::exec::{self, ExecPlan};
+use super::launcher;
+use crate::reaper::{self, ExitWatch};
+
+/// Clones `plan`'s child from this thread, registered with the reaper before anything can reap
+/// it: where no launcher takes the plan.
+fn launch_here(plan: &ExecPlan) -> io::Result<(i32, ExitWatch)> {
+    reaper::spawn_registered(|| exec::start(plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
+}
+
+/// What a launcher's answer is when the launcher ended without one (it can only have panicked).
+fn launcher_gone() -> io::Error {
+    io::Error::other("agentty's launcher thread ended before it started the command")
+}
+
+/// Starts `plan`'s child, registered with the reaper, and waits for it. The one place a process
+/// is started, with [`launch_async`].
+pub(super) fn launch(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
+    let (reply, answer) = launcher::wait_reply();
+    match launcher::hand(plan, marker, reply) {
+        Ok(()) => answer.recv().map_err(|_| launcher_gone())?,
+        Err(returned) => launch_here(&returned.0),
+    }
+}
+
+/// [`launch`] for a task: a launcher's clone does not hold up the calling worker thread.
+/// Outside a runtime it is [`launch`].
+pub(super) async fn launch_async(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
+    hand(plan, marker).claim().await
+}
+
+/// Hands `plan` to a launcher (or, where none takes it or outside a runtime, clones it here).
+fn hand(plan: ExecPlan, marker: &str) -> Claim {
+    let claimed = match launcher::Reply::to_task(marker) {
+        None => Claimed::Started(launch(plan, marker)),
+        Some((reply, answer)) => match launcher::hand(plan, marker, reply) {
+            Ok(()) => Claimed::Answer(answer),
+            Err(returned) => Claimed::Started(launch_here(&returned.0)),
+        },
+    };
+    Claim {
+        claimed: Some(claimed),
+        marker: marker.to_owned(),
+    }
+}
+
+/// A command handed to a launcher: its pid and exit watch, once claimed. Dropped unclaimed, the
+/// child is stopped as soon as it has started (nobody would supervise it).
+///
+/// Until [`Claim::claim`] is awaited nothing waits for the launcher's answer, so sending it wakes
+/// no one: a caller that has something else to wait for first (the command's output) spares the
+/// worker thread that wake-up.
+pub struct Claim {
+    /// Taken by [`Claim::claim`].
+    claimed: Option<Claimed>,
+    /// The run marker, to find the tree of a child nobody claimed.
+    marker: String,
+}
+
+enum Claimed {
+    /// A launcher's answer, still to come or come.
+    Answer(launcher::Answer),
+    /// Cloned here, at the hand-over.
+    Started(io::Result<(i32, ExitWatch)>),
+}
+
+impl Claim {
+    /// The child's pid and exit watch, or why it was not started (nothing ran).
+    pub async fn claim(mut self) -> io::Result<(i32, ExitWatch)> {
+        match self.claimed.take() {
+            Some(Claimed::Answer(answer)) => answer.await.map_err(|_| launcher_gone())?,
+            Some(Claimed::Started(started)) => started,
+            None => Err(io::Error::other("already claimed")),
+        }
+    }
+}
+
+impl Drop for Claim {
+    /// A child cloned here and never claimed is stopped as a launcher's would be (an
+    /// [`launcher::Answer`] dropped unclaimed stops its own).
+    fn drop(&mut self) {
+        if let Some(Claimed::Started(Ok((pid, watch)))) = self.claimed.take() {
+            launcher::stop_unclaimed(pid, watch, &self.marker);
+        }
+    }
+}
+
+/// A command ready to be handed over ([`Ready::hand`]): nothing has started yet.
+pub struct Ready {
+    pub(super) plan: ExecPlan,
+    pub(super) marker: String,
+}
+
+impl Ready {
+    /// Hands the command to a launcher: from here on it may run.
+    pub fn hand(self) -> Claim {
+        hand(self.plan, &self.marker)
+    }
+}
