@@ -975,7 +975,7 @@ async fn task_wait_continues_from_the_last_read_with_one_footer() {
 
 /// The server handles no SIGCHLD, and its launchers let their children's exits through: the
 /// kernel then drops each exit signal where it is sent instead of waking another thread
-/// (`exec::ALL_BUT_CHILD_EXITS` in agentty-core). A SIGCHLD handler added one day (say by
+/// (`spawn/signals.rs` `ALL_BUT_CHILD_EXITS` in agentty-core). A SIGCHLD handler added one day (say by
 /// `tokio::process`) would run on launchers at every exit; this test says so first.
 #[tokio::test]
 async fn the_server_handles_no_child_exit_signal_and_its_launchers_let_exits_through() {
