@@ -56,3 +56,13 @@ pub async fn ask(
         Err(e) => Err(notice::escalation_failed(&e.to_string())),
     }
 }
+
+// `sandbox_permissions` of `terminal` and `shell_open`: ask the user to run without the
+// sandbox, once (`RequireEscalated`, with a justification), or not. (A plain comment: a doc
+// comment would be a description in every tool schema that uses it.)
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxPermissions {
+    UseDefault,
+    RequireEscalated,
+}

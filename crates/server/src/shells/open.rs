@@ -13,8 +13,8 @@ use rmcp::service::RequestContext;
 
 use super::notice as say;
 use crate::escalation;
+use crate::escalation::SandboxPermissions;
 use crate::server::Agentty;
-use crate::terminal::SandboxPermissions;
 use crate::tools::{parse_args, tool_error};
 
 use super::*;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::terminal::SandboxPermissions;
+use crate::escalation::SandboxPermissions;
 
 /// Arguments of `shell_open`.
 #[derive(Debug, Deserialize, JsonSchema)]

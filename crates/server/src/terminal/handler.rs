@@ -172,17 +172,17 @@ impl Agentty {
         let denial = self.confinement().denial(
             escalated,
             outcome.exit.and_then(agentty_core::Exit::code),
-            &super::output_text(outcome),
+            &super::render::output_text(outcome),
             self.retry(false),
             &prepared.display,
             || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
-        let sandbox = super::SandboxReport {
+        let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
             denial,
         };
         notes.extend(self.planted_warning());
-        let (text, mut structured) = super::render(prepared, outcome, sandbox, notes);
+        let (text, mut structured) = super::render::render(prepared, outcome, sandbox, notes);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         // A typed result's data is moved in, not copied through `to_value` (for a 1 MB
         // listing that copy was a third tree of the same data).

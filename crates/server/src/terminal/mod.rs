@@ -9,10 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentty_core::Exit;
-use agentty_core::Shaped;
 use agentty_core::limits::COMMAND_MAX_BYTES;
-use agentty_core::run::{RunOutcome, RunStatus, Spill, Strays};
 use agentty_guard::{Analysis, GuardConfig, Verdict, Workspace};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
@@ -21,6 +18,10 @@ mod background;
 mod handler;
 pub(crate) mod notice;
 pub mod parsed;
+mod render;
+
+pub use crate::escalation::SandboxPermissions;
+pub(crate) use render::shaped_text;
 
 /// Arguments of `terminal`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -65,13 +66,6 @@ pub struct TerminalParams {
 pub enum OnTimeout {
     Kill,
     Background,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxPermissions {
-    UseDefault,
-    RequireEscalated,
 }
 
 /// `structuredContent` of `terminal`.
@@ -171,48 +165,13 @@ pub fn prepare(
         .collect();
     let place = agentty_guard::Place::at(&workdir).with_env(call_env);
     let argv_given = params.argv.clone();
-    let (program, args, display, bare_cd, line) = match (params.command, params.argv) {
-        (Some(command), None) => {
-            if command.trim().is_empty() {
-                return Err(notice::EMPTY_COMMAND.into());
-            }
-            if command.contains('\0') {
-                return Err(crate::tools::notice::nul_byte("command"));
-            }
-            if command.len() > COMMAND_MAX_BYTES {
-                return Err(notice::command_too_long("`command`", command.len()));
-            }
-            let line = Analysis::of_line(&command, Some(place));
-            let bare_cd = bare_cd_target(&command);
-            let args = vec![OsString::from("-c"), OsString::from(&command)];
-            (shell.as_os_str().to_owned(), args, command, bare_cd, line)
-        }
-        (None, Some(argv)) => {
-            let Some(first) = argv.first() else {
-                return Err(notice::EMPTY_ARGV.into());
-            };
-            if first.is_empty() {
-                return Err(notice::EMPTY_ARGV.into());
-            }
-            if argv.iter().any(|a| a.contains('\0')) {
-                return Err(crate::tools::notice::nul_byte("argv"));
-            }
-            if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
-                return Err(notice::command_too_long("an `argv` element", long.len()));
-            }
-            let line = Analysis::of_argv(&argv, Some(place));
-            let display = argv.join(" ");
-            let program = OsString::from(first);
-            (
-                program,
-                argv[1..].iter().map(OsString::from).collect(),
-                display,
-                None,
-                line,
-            )
-        }
-        _ => return Err(notice::COMMAND_OR_ARGV.into()),
-    };
+    let Runs {
+        program,
+        args,
+        display,
+        bare_cd,
+        line,
+    } = what_runs(params.command, params.argv, shell, place)?;
     if let Verdict::Block(block) = line.verdict(guard) {
         return Err(block.message());
     }
@@ -268,6 +227,68 @@ pub fn prepare(
     })
 }
 
+/// What a call runs: the program and its arguments, the line as the model gave it, and the
+/// guard's one reading of it.
+struct Runs {
+    program: OsString,
+    args: Vec<OsString>,
+    display: String,
+    bare_cd: Option<String>,
+    line: Analysis,
+}
+
+/// `command` (run by `shell -c`) or `argv` (run directly), exactly one, checked for what no
+/// program can take (empty, NUL bytes, past the kernel's argument limit) and read once.
+fn what_runs(
+    command: Option<String>,
+    argv: Option<Vec<String>>,
+    shell: &Path,
+    place: agentty_guard::Place,
+) -> Result<Runs, String> {
+    match (command, argv) {
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(notice::EMPTY_COMMAND.into());
+            }
+            if command.contains('\0') {
+                return Err(crate::tools::notice::nul_byte("command"));
+            }
+            if command.len() > COMMAND_MAX_BYTES {
+                return Err(notice::command_too_long("`command`", command.len()));
+            }
+            Ok(Runs {
+                program: shell.as_os_str().to_owned(),
+                args: vec![OsString::from("-c"), OsString::from(&command)],
+                bare_cd: bare_cd_target(&command),
+                line: Analysis::of_line(&command, Some(place)),
+                display: command,
+            })
+        }
+        (None, Some(argv)) => {
+            let Some(first) = argv.first() else {
+                return Err(notice::EMPTY_ARGV.into());
+            };
+            if first.is_empty() {
+                return Err(notice::EMPTY_ARGV.into());
+            }
+            if argv.iter().any(|a| a.contains('\0')) {
+                return Err(crate::tools::notice::nul_byte("argv"));
+            }
+            if let Some(long) = argv.iter().find(|a| a.len() > COMMAND_MAX_BYTES) {
+                return Err(notice::command_too_long("an `argv` element", long.len()));
+            }
+            Ok(Runs {
+                program: OsString::from(first),
+                args: argv[1..].iter().map(OsString::from).collect(),
+                display: argv.join(" "),
+                bare_cd: None,
+                line: Analysis::of_argv(&argv, Some(place)),
+            })
+        }
+        _ => Err(notice::COMMAND_OR_ARGV.into()),
+    }
+}
+
 /// `cd X` (or bare `cd`) and nothing else: the one case where the model may believe the
 /// directory changed for the next call.
 fn bare_cd_target(command: &str) -> Option<String> {
@@ -281,188 +302,6 @@ fn bare_cd_target(command: &str) -> Option<String> {
     }
     let target = words.next().unwrap_or("~").to_owned();
     words.next().is_none().then_some(target)
-}
-
-/// What the sandbox says about one call: its line, and a denial sentence when it refused a write.
-pub struct SandboxReport {
-    pub line: String,
-    pub denial: Option<String>,
-}
-
-/// Renders a run for the model (text) and for programs (structured). `path_notes`: what the
-/// calling path adds (the PTY path's awaiting-input note), listed with the others, before the
-/// sandbox line.
-pub fn render(
-    prepared: &Prepared,
-    outcome: &RunOutcome,
-    sandbox: SandboxReport,
-    path_notes: Vec<String>,
-) -> (String, TerminalResult) {
-    let ms = crate::tools::timing::millis(outcome.duration);
-    let mut notes = path_notes;
-    let (parsed, parse_note) = typed(prepared, outcome);
-    notes.extend(parse_note);
-    let mut text = match &parsed {
-        // The status line first, then the data: the typed line is the whole answer.
-        Some(_) => String::new(),
-        None => shaped_text(&outcome.output),
-    };
-    if text.is_empty() && parsed.is_none() {
-        text.push_str(crate::job_words::NO_OUTPUT);
-    }
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    match &outcome.spill {
-        Spill::NotNeeded => {}
-        Spill::Written(path) => {
-            text.push_str(&notice::spill_hint(
-                path,
-                outcome.output_bytes,
-                outcome.output_lines,
-            ));
-            text.push('\n');
-        }
-        Spill::Failed(reason) => notes.push(notice::spill_failed(reason)),
-    }
-    let (exit_code, signal) = match outcome.exit {
-        Some(Exit::Code(code)) => (Some(code), None),
-        Some(Exit::Signal(sig)) => (None, Some(agentty_core::signal_name(sig))),
-        None => (None, None),
-    };
-    let status_line = match outcome.status {
-        RunStatus::Timeout => notice::timed_out(prepared.timeout_ms),
-        RunStatus::Cancelled => notice::CANCELLED.to_owned(),
-        RunStatus::Killed => notice::over_capture(),
-        RunStatus::Success | RunStatus::Failed => match (&exit_code, &signal) {
-            (Some(code), _) => notice::exited(*code, ms),
-            (None, Some(sig)) => notice::signalled(sig, ms),
-            (None, None) => notice::signalled("an unknown cause", ms),
-        },
-    };
-    match outcome.strays {
-        Some(Strays::HeldOutput(n)) => notes.push(notice::stray_held_output(n)),
-        Some(Strays::Lingering(n)) => notes.push(notice::stray_lingering(n)),
-        None => {}
-    }
-    if let Some(stopped) = outcome.stopped
-        && stopped.stuck > 0
-    {
-        notes.push(notice::stuck(stopped.stuck));
-    }
-    // Only when the cd worked: after a failed one the shell's own error says what happened, and
-    // "pass the workdir parameter" would point at a directory that is not there.
-    if let Some(dir) = &prepared.bare_cd
-        && exit_code == Some(0)
-    {
-        notes.push(notice::cd_note(dir));
-    }
-    let error_code = sandbox
-        .denial
-        .as_ref()
-        .map(|_| crate::confinement::notice::SANDBOX_DENIED);
-    if let Some(denial) = &sandbox.denial {
-        notes.push(crate::confinement::notice::sandbox_denied(denial));
-    }
-    text.push_str(&status_line);
-    if let Some((_, line)) = &parsed {
-        text.push('\n');
-        text.push_str(line);
-    }
-    for note in &notes {
-        text.push('\n');
-        text.push_str(note);
-    }
-    text.push('\n');
-    text.push_str(&sandbox.line);
-    let structured = TerminalResult {
-        status: match outcome.status {
-            RunStatus::Success => Status::Success,
-            RunStatus::Failed => Status::Failed,
-            RunStatus::Timeout => Status::Timeout,
-            RunStatus::Cancelled => Status::Cancelled,
-            RunStatus::Killed => Status::Killed,
-        },
-        exit_code,
-        signal,
-        stdout: shaped_text(&outcome.stdout),
-        stderr: shaped_text(&outcome.stderr),
-        duration_ms: ms,
-        pid: outcome.pid,
-        truncated: outcome.output.is_truncated()
-            || outcome.stdout.is_truncated()
-            || outcome.stderr.is_truncated()
-            || outcome.status == RunStatus::Killed,
-        spill_path: match &outcome.spill {
-            Spill::Written(path) => Some(path.display().to_string()),
-            _ => None,
-        },
-        notes,
-        sandbox: sandbox.line,
-        error_code,
-        job_id: None,
-        parsed: parsed.map(|(content, _)| content),
-    };
-    (text, structured)
-}
-
-/// With `parse: true`: the typed result and its line for the model, or the note saying why
-/// there is none.
-fn typed(
-    prepared: &Prepared,
-    outcome: &RunOutcome,
-) -> (Option<(parsed::ParsedContent, String)>, Option<String>) {
-    let plan = match &prepared.parse {
-        None => return (None, None),
-        Some(Err(reason)) => return (None, Some(notice::not_parsed(reason))),
-        Some(Ok(plan)) => plan,
-    };
-    let finished = matches!(outcome.status, RunStatus::Success | RunStatus::Failed);
-    let Some(whole) = outcome.whole.as_ref().filter(|_| finished) else {
-        return (
-            None,
-            Some(notice::not_parsed(notice::NOT_PARSED_UNFINISHED)),
-        );
-    };
-    let exit_code = outcome.exit.and_then(Exit::code);
-    let budget = agentty_core::limits::INLINE_LIMIT_BYTES;
-    match parsed::parse(plan, whole, exit_code, budget) {
-        Ok((result, cut)) => {
-            let note = cut.map(|cut| {
-                let records = agentty_parse::TYPES
-                    .iter()
-                    .find(|t| t.name == result.type_name)
-                    .map_or("records", |t| t.records);
-                notice::parsed_cut(cut.omitted as u64, (cut.kept + cut.omitted) as u64, records)
-            });
-            let (content, json) = parsed::answer(result, cut);
-            let line = notice::parsed_line(&content.type_name, &json);
-            (Some((content, line)), note)
-        }
-        Err(reason) => (None, Some(notice::not_parsed(&reason))),
-    }
-}
-
-/// The merged output as the model reads it (head+tail when long), for denial detection.
-pub fn output_text(outcome: &RunOutcome) -> String {
-    shaped_text(&outcome.output)
-}
-
-pub(crate) fn shaped_text(shaped: &Shaped) -> String {
-    match shaped {
-        Shaped::Whole(text) => text.clone(),
-        Shaped::HeadTail {
-            head,
-            tail,
-            omitted_bytes,
-            omitted_lines,
-        } => {
-            let mut out = head.clone();
-            out.push_str(&notice::omitted(*omitted_bytes, *omitted_lines));
-            out.push_str(tail);
-            out
-        }
-    }
 }
 
 /// The timeout as a duration.
