@@ -31,8 +31,8 @@ impl Denial {
     }
 }
 
-/// Error texts for EACCES (Landlock), EPERM (Seatbelt), EROFS and EXDEV (Landlock's REFER check
-/// on links and renames), lowercase.
+/// Error texts for EACCES, EPERM, EROFS and EXDEV (Landlock's REFER check on links and
+/// renames), lowercase: what any write refusal may print.
 const DENIAL_MARKERS: &[&str] = &[
     "permission denied",
     "operation not permitted",

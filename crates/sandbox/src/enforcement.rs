@@ -16,9 +16,7 @@ pub enum Backend {
     Landlock { abi: u32 },
     /// Linux, but `landlock_create_ruleset` is missing, disabled at boot, or filtered.
     KernelLacksLandlock,
-    /// macOS: confinement goes through `sandbox-exec` with a generated profile.
-    Seatbelt,
-    /// Anything else.
+    /// Any other platform: agentty's engine is Linux-only (README, *Platforms*).
     None,
 }
 
@@ -31,11 +29,7 @@ impl Backend {
                 None => Backend::KernelLacksLandlock,
             }
         }
-        #[cfg(target_os = "macos")]
-        {
-            Backend::Seatbelt
-        }
-        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        #[cfg(not(target_os = "linux"))]
         {
             Backend::None
         }
@@ -67,8 +61,6 @@ pub enum State {
     Enforced {
         abi: u32,
     },
-    /// Seatbelt profile applied by `sandbox-exec` (macOS; untested on real macOS here).
-    EnforcedSeatbelt,
     Partial {
         abi: u32,
         why: PartialWhy,
@@ -115,7 +107,6 @@ impl Enforcement {
                 Backend::KernelLacksLandlock => State::NotEnforced {
                     why: N::KernelLacksLandlock,
                 },
-                Backend::Seatbelt => State::EnforcedSeatbelt,
                 Backend::None => State::NotEnforced { why: N::NoBackend },
             }
         };

@@ -23,7 +23,6 @@ mod prepared;
 mod probe;
 mod roots;
 mod sealed;
-mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod tables;
@@ -41,9 +40,6 @@ pub use prepared::Prepared;
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
 pub use roots::{LinkedRoot, linked_root};
 pub use sealed::{SEALED_MAX, Sealed, extracted_sources};
-#[cfg(any(target_os = "macos", test))]
-pub use seatbelt::sandbox_exec_argv;
-pub use seatbelt::{SANDBOX_EXEC, seatbelt_profile};
 pub use tables::{
     CacheDir, CacheLocation, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES, TOOLCHAIN_CACHES,
 };

@@ -35,7 +35,6 @@ pub(crate) fn enforcement_line(e: &Enforcement) -> String {
     let mode = e.mode;
     let mut line = match e.state {
         State::Enforced { abi } => format!("{PREFIX} {mode}: enforced (Landlock ABI {abi})"),
-        State::EnforcedSeatbelt => format!("{PREFIX} {mode}: enforced (Seatbelt)"),
         State::Partial { abi, why } => {
             format!(
                 "{PREFIX} {mode}: partially enforced (Landlock ABI {abi} {})",

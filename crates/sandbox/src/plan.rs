@@ -1,7 +1,7 @@
 //! `Policy -> Plan`: the exact set of paths a confined command may write.
 //!
-//! This is the one place that decides what is writable, so the Landlock rules, the Seatbelt
-//! profile and the denial heuristics all agree. Host facts (home, temp dirs, cache variables) come
+//! This is the one place that decides what is writable, so the Landlock rules, the mounts
+//! and the denial heuristics all agree. Host facts (home, temp dirs, cache variables) come
 //! in through `HostContext` so tests can build plans over private directories instead of the real
 //! `/tmp`. Only paths that exist are kept: a kernel rule needs an open file to anchor on, and a
 //! missing cache directory cannot be created anyway when its parent is not writable.

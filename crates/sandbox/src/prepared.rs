@@ -87,7 +87,6 @@ impl Prepared {
 
     /// Confines the calling process. Meant for the child between fork and exec: only raw syscalls
     /// on data prepared before the fork, no allocation, no lock. A no-op when nothing is confined.
-    /// On macOS confinement comes from `sandbox-exec` wrapping instead, so this is a no-op there.
     /// The same as [`Self::apply_own`] then [`Self::apply_shared`].
     pub fn apply_in_child(&self) -> std::io::Result<()> {
         self.apply_own()?;
