@@ -39,9 +39,10 @@ async fn initialize_names_agentty_and_the_tool_is_annotated() {
 
 /// What `tools/list` costs a host: measured at 28 140 bytes before the catalog was tidied,
 /// 19 896 after, 19 191 once definitions used once were written in place (then 20 058 with the
-/// fields added since, 19 932 once a u32's range was no longer stated); the budget leaves room
-/// for a field or two, not for a relapse.
-const TOOLS_LIST_BUDGET: usize = 20_000;
+/// fields added since, 19 932 once a u32's range was no longer stated, 20 268 with the fields
+/// of issues since, 17 938 once every fact was said once and optional arguments offered no
+/// `null`); the budget leaves room for a field or two, not for a relapse.
+const TOOLS_LIST_BUDGET: usize = 18_000;
 
 /// `tools/list` is standard JSON Schema (Ajv-based hosts warn on anything else, at every
 /// connect), `terminal` comes first, and the whole list stays within its byte budget.

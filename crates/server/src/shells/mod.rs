@@ -67,7 +67,7 @@ impl Agentty {
 impl Agentty {
     #[tool(
         name = "shell_open",
-        description = say::SHELL_OPEN_DESCRIPTION,
+        description = say::shell_open_description(),
         input_schema = input_schema::<ShellOpenParams>(),
         output_schema = schema_for_output::<ShellOpenResult>(),
         annotations(
@@ -109,7 +109,7 @@ impl Agentty {
 
     #[tool(
         name = "shell_read",
-        description = say::SHELL_READ_DESCRIPTION,
+        description = say::shell_read_description(),
         input_schema = input_schema::<ShellReadParams>(),
         output_schema = schema_for_output::<ShellReadResult>(),
         annotations(

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use agentty_core::jobs::table::MAX_SHELLS;
-use agentty_core::jobs::{Job, JobState};
+use agentty_core::jobs::{Job, JobState, READ_MAX_BYTES};
 use agentty_core::pty::{Gone, SIZE_MAX};
 use agentty_core::signal_name;
 
@@ -28,25 +28,33 @@ pub fn line_too_long(len: usize, max: usize) -> String {
 
 pub const CANCELLED_BEFORE_OPEN: &str = "cancelled before it started: no shell was opened";
 pub const CANCELLED_BEFORE_TYPING: &str = "cancelled before it started: nothing was typed";
-pub const SHELL_OPEN_DESCRIPTION: &str = "Open a persistent interactive shell on a terminal \
-(PTY) and return its id (s1, …). Unlike `terminal`, cd, exported variables, an activated \
-virtualenv and running REPLs persist between calls. Returns after the first prompt. `workdir` \
-(default: the workspace root), `cols`/`rows` (terminal size), `env`. At most 4 shells per \
-session; a shell unused for 10 minutes is closed.";
+pub fn shell_open_description() -> String {
+    format!(
+        "Open a persistent interactive shell on a terminal (PTY) and return its id (s1, …). \
+         Unlike `terminal`, cd, exported variables, an activated virtualenv and running REPLs \
+         persist between calls. Returns after the first prompt. At most {MAX_SHELLS} shells per \
+         session; one unused for a while ({} by default) is closed.",
+        crate::job_words::human_duration(Duration::from_millis(
+            agentty_core::pty::SHELL_IDLE_DEFAULT_MS
+        ))
+    )
+}
 
 pub const SHELL_SEND_DESCRIPTION: &str = "Type `input` into a shell and return what it printed. \
 No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"\\u0003\" is \
-Ctrl+C, \"\\u0004\" Ctrl+D; \"\" types nothing and waits for a command still running. Returns as soon as the command finished (with its exit code and only \
-its output), or when the program waits for keyboard input (status awaiting_input with the \
-prompt line: answer with another shell_send), or when `wait_for` (a regex) matches the output, \
-or at `timeout_ms` (default 30000, max 600000) — then the command keeps running; read more \
-with shell_read or send \"\\u0003\" to stop it. `cols`/`rows` resize the terminal first.";
+Ctrl+C, \"\\u0004\" Ctrl+D; \"\" types nothing and waits for a command still running. Returns \
+when the command finished (with its exit code and only its output), when the program waits for \
+keyboard input (status awaiting_input: answer with another shell_send), when `wait_for` \
+matches, or at `timeout_ms`; a command still running then keeps running (shell_read reads on, \
+\"\\u0003\" stops it).";
 
-pub const SHELL_READ_DESCRIPTION: &str = "Read a shell's output without typing anything. \
-Incremental like task_output: `since` is a byte cursor (the `next` of the previous read), at \
-most 8 KB per call, cleaned text. `screen: true` returns the rendered terminal screen instead \
-(for full-screen programs: top, less, vim); `raw: true` the newest raw bytes with escape \
-sequences. `cols`/`rows` resize the terminal first. Runs nothing.";
+pub fn shell_read_description() -> String {
+    format!(
+        "Read a shell's output without typing anything, as task_output does: at most {} KB per \
+         call, cleaned text, from a byte cursor. Runs nothing.",
+        READ_MAX_BYTES / 1024
+    )
+}
 
 pub const SHELL_LIST_DESCRIPTION: &str = "List this session's shells: id, state, shell, \
 workdir, size, idle time and output size. Runs nothing.";

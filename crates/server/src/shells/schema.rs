@@ -35,13 +35,13 @@ pub struct ShellOpenParams {
 pub struct ShellSendParams {
     /// The shell id (s1, …).
     pub id: String,
-    /// Keystrokes. No newline is added: end a command with \n. \u0003 is Ctrl+C.
+    /// Keystrokes; a command ends with \n.
     pub input: Option<String>,
     /// Instead of `input`, when a program waits for a password with echo off: what it asks
     /// for (e.g. "sudo password"). The user types it in agentty's web view; it is entered
     /// with echo off and never shown to you.
     pub secret: Option<String>,
-    /// Longest wait in milliseconds (default 30000, max 600000). The command keeps running.
+    /// Longest wait in milliseconds (default 30000). The command keeps running.
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// Return as soon as the output since this send matches this regex.
@@ -62,9 +62,9 @@ pub struct ShellReadParams {
     pub id: String,
     /// Byte cursor: the `next` of the previous read (or a send's `cursor`). Omit for the newest.
     pub since: Option<u64>,
-    /// Return the rendered screen (for full-screen programs) instead of the output stream.
+    /// The rendered screen (full-screen programs: top, less, vim) instead of the stream.
     pub screen: Option<bool>,
-    /// Return the newest raw bytes, escape sequences included.
+    /// The newest raw bytes, escape sequences included.
     pub raw: Option<bool>,
     /// Resize the terminal to this many columns first (with `rows`).
     #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]

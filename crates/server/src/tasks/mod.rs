@@ -175,7 +175,7 @@ impl Agentty {
 
     #[tool(
         name = "task_output",
-        description = say::TASK_OUTPUT_DESCRIPTION,
+        description = say::task_output_description(),
         input_schema = input_schema::<TaskOutputParams>(),
         output_schema = schema_for_output::<TaskOutputResult>(),
         annotations(title = "Read a job's output", read_only_hint = true,
@@ -351,7 +351,7 @@ impl Agentty {
 
     #[tool(
         name = "task_stop",
-        description = say::TASK_STOP_DESCRIPTION,
+        description = say::task_stop_description(),
         input_schema = input_schema::<TaskStopParams>(),
         output_schema = schema_for_output::<TaskStopResult>(),
         annotations(title = "Stop a job", read_only_hint = false, destructive_hint = true,

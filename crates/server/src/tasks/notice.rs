@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use agentty_core::jobs::JobKind;
+use agentty_core::jobs::{JobKind, READ_MAX_BYTES, RING_BYTES};
 
 use crate::job_words::{age, kind_words, not_shown, one_line, size};
 
@@ -15,24 +15,30 @@ use crate::job_words::{age, kind_words, not_shown, one_line, size};
 /// gets control back to do something else.
 pub const WAIT_DEFAULT_MS: u64 = 30_000;
 
-pub const TASK_LIST_DESCRIPTION: &str = "List this session's jobs: background commands (t1, \
-t2, …) and shells (s1, …), one line each with id, kind, state, age, command and output size. \
-Runs nothing.";
+pub const TASK_LIST_DESCRIPTION: &str = "List this session's jobs: background commands (t1, …) \
+and shells (s1, …), with state, age, command and output size. Runs nothing.";
 
-pub const TASK_OUTPUT_DESCRIPTION: &str = "Read a job's output incrementally, at most 8 KB per \
-call. `since` is a byte cursor: pass the `next` of the previous read to get exactly what \
-followed, with no gap and no repeat; without it you get the newest 8 KB. Output is cleaned (no \
-colours; a progress bar shows its final state). A job keeps its newest 256 KB; the reply says how \
-much scrolled out and which file holds all of it. Runs nothing.";
+pub fn task_output_description() -> String {
+    format!(
+        "Read a job's output, at most {} KB per call, cleaned (no colours; a progress bar shows \
+         its final state). A job keeps its newest {} KB; the reply says how much scrolled out \
+         and which file holds all of it. Runs nothing.",
+        READ_MAX_BYTES / 1024,
+        RING_BYTES / 1024
+    )
+}
 
-pub const TASK_WAIT_DESCRIPTION: &str = "Wait for a background command to end, at most \
-`timeout_ms` (default 30000, max 600000), then return its state and its newest output. Reaching \
-the timeout never stops the job: it keeps running and you can wait again. A shell never ends on \
-its own (use shell_send / shell_read). Runs nothing.";
+pub const TASK_WAIT_DESCRIPTION: &str = "Wait for a background command to end, then return its \
+state and its newest output. Reaching `timeout_ms` never stops the job: wait again. A shell \
+never ends on its own (use shell_send / shell_read). Runs nothing.";
 
-pub const TASK_STOP_DESCRIPTION: &str = "Stop a background command and every process it started \
-(SIGTERM, then SIGKILL after a 1 s grace). Its output stays readable with task_output. For a \
-shell use shell_close.";
+pub fn task_stop_description() -> String {
+    format!(
+        "Stop a background command and every process it started (SIGTERM, then SIGKILL after \
+         {} ms). Its output stays readable with task_output. For a shell use shell_close.",
+        agentty_core::limits::KILL_GRACE_MS
+    )
+}
 
 pub fn malformed_id(id: &str) -> String {
     format!(

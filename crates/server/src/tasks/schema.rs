@@ -15,7 +15,8 @@ pub struct TaskListParams {}
 pub struct TaskOutputParams {
     /// The job id (t1, s1, …).
     pub id: String,
-    /// Byte cursor: the `next` of the previous read. Omit it to read the newest output.
+    /// Byte cursor: the `next` of the previous read gives exactly what followed (no gap, no
+    /// repeat). Omit it for the newest output.
     pub since: Option<i64>,
 }
 
@@ -25,7 +26,7 @@ pub struct TaskOutputParams {
 pub struct TaskWaitParams {
     /// The job id (t1, …).
     pub id: String,
-    /// Longest wait in milliseconds (default 30000, max 600000). Reaching it never stops the job.
+    /// Longest wait in milliseconds (default 30000). Reaching it never stops the job.
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// Byte cursor to show output from (default: where the last task_output or task_wait of

@@ -21,7 +21,7 @@ use crate::tools::{input_schema, parse_args, tool_error};
 impl Agentty {
     #[tool(
         name = "terminal",
-        description = notice::TERMINAL_DESCRIPTION,
+        description = notice::terminal_description(),
         input_schema = input_schema::<TerminalParams>(),
         output_schema = schema_for_output::<TerminalResult>(),
         annotations(

@@ -38,7 +38,7 @@ pub struct TerminalParams {
     /// Text fed to the process's stdin, followed by end-of-file. Without it stdin is empty.
     /// With `pty`, it is typed into the terminal instead, and no end-of-file follows.
     pub stdin: Option<String>,
-    /// Kill the whole process tree after this many milliseconds (default 120000, max 600000).
+    /// Kill the whole process tree after this many milliseconds (default 120000).
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// "require_escalated" asks the user to run this one call without the write sandbox

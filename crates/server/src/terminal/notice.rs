@@ -11,15 +11,18 @@ use agentty_core::limits::{CAPTURE_LIMIT_BYTES, COMMAND_MAX_BYTES, TIMEOUT_MAX_M
 
 use crate::job_words::one_line;
 
-pub const TERMINAL_DESCRIPTION: &str = "Run one command to completion and return its output. \
-Pass `command` (a shell command line, run with $SHELL -c) or `argv` (program and arguments, no \
-shell). Non-interactive: stdin is empty unless `stdin` is given, there is no terminal (unless \
-`pty: true`), pagers and git prompts are off. Runs in `workdir` (default: the workspace root); \
-`cd` does not persist between calls (use shell_open for that). Output over 50 KB returns its head \
-and tail and names a file holding all of it. Every process the command started is stopped when it \
-ends, times out (`timeout_ms`, default 120000, max 600000) or is cancelled. For servers, watchers \
-and long builds pass `background: true` (returns a job id for task_output/task_wait/task_stop), or \
-`on_timeout: \"background\"` to keep a slow command running past its timeout.";
+/// `terminal`'s description. What a parameter's own description says is not said again here.
+pub fn terminal_description() -> String {
+    format!(
+        "Run one command to completion and return its output. Non-interactive: stdin is empty \
+         unless `stdin` is given, there is no terminal unless `pty`, pagers and git prompts are \
+         off. `cd` does not persist between calls (shell_open keeps a shell). Output over {} KB \
+         returns its head and tail and names a file holding all of it. Every process the \
+         command started is stopped when it ends, times out or is cancelled. For servers, \
+         watchers and long builds use `background` or `on_timeout`.",
+        agentty_core::limits::INLINE_LIMIT_BYTES / 1024
+    )
+}
 
 pub const COMMAND_OR_ARGV: &str =
     "pass exactly one of `command` (a shell command line) or `argv` (program and arguments)";

@@ -8,10 +8,10 @@
 //! integer's range as `minimum`/`maximum`, no `$schema`, one-line descriptions, and a
 //! definition used once written in place of its `$ref`.
 //!
-//! Output schemas keep their shape and lose their descriptions: a host validates
-//! `structuredContent` with them, and the model reads the text result, where every fact is
-//! said in words. Their descriptions were ~6 KB of a ~26 KB `tools/list` that some hosts put in
-//! the model's context at every turn.
+//! Output schemas keep their shape (types, required fields, enums) and lose their descriptions
+//! and an integer's `minimum: 0`: a host validates `structuredContent` with them, and the model
+//! reads the text result, where every fact is said in words. Their descriptions were ~6 KB of a
+//! ~26 KB `tools/list` that some hosts put in the model's context at every turn.
 
 use rmcp::model::{JsonObject, Tool};
 use serde_json::Value;
@@ -38,10 +38,13 @@ pub(crate) fn catalog(mut tools: Vec<Tool>) -> Vec<Tool> {
         (rank.unwrap_or(ORDER.len()), t.name.clone())
     });
     for tool in &mut tools {
-        tool.input_schema = tidied(&tool.input_schema);
+        let mut input = tidied(&tool.input_schema);
+        optional_without_null(std::sync::Arc::make_mut(&mut input));
+        tool.input_schema = input;
         if let Some(out) = &tool.output_schema {
             let mut out = tidied(out);
             strip_descriptions(std::sync::Arc::make_mut(&mut out));
+            strip_zero_minimum(std::sync::Arc::make_mut(&mut out));
             tool.output_schema = Some(out);
         }
     }
@@ -167,6 +170,71 @@ pub(crate) fn tidy(schema: &mut JsonObject) {
             Value::Array(items) => items.iter_mut().for_each(|item| {
                 if let Value::Object(inner) = item {
                     tidy(inner);
+                }
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// An argument a call may leave out is left out, not sent as `null`: its schema offers the
+/// value's own type only (`"type": "boolean"`, not `["boolean", "null"]`; an enum without its
+/// `anyOf` null branch). The server still reads a `null` as absent.
+fn optional_without_null(schema: &mut JsonObject) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    for (name, property) in properties.iter_mut() {
+        let Value::Object(property) = property else {
+            continue;
+        };
+        if required.contains(name) {
+            continue;
+        }
+        if let Some(Value::Array(types)) = property.get("type") {
+            let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+            if let [only] = kept.as_slice() {
+                property.insert("type".into(), only.clone());
+            }
+        }
+        if let Some(Value::Array(branches)) = property.get("anyOf") {
+            let kept: Vec<&Value> = branches
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+                .collect();
+            if let [Value::Object(only)] = kept.as_slice() {
+                let only = only.clone();
+                property.remove("anyOf");
+                for (key, value) in only {
+                    property.entry(key).or_insert(value);
+                }
+            }
+        }
+    }
+}
+
+/// Removes `"minimum": 0` under `schema`: every count, size and duration the server returns
+/// is unsigned, and saying so for each of them cost ~500 bytes of the list.
+fn strip_zero_minimum(schema: &mut JsonObject) {
+    if schema.get("minimum") == Some(&Value::from(0)) {
+        schema.remove("minimum");
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(inner) => strip_zero_minimum(inner),
+            Value::Array(items) => items.iter_mut().for_each(|item| {
+                if let Value::Object(inner) = item {
+                    strip_zero_minimum(inner);
                 }
             }),
             _ => {}
