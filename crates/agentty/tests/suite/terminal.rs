@@ -434,3 +434,87 @@ async fn a_stray_holding_the_output_is_stopped_and_the_status_is_the_same_on_bot
         );
     }
 }
+
+/// A command that floods stdout and then writes its error on stderr (a failed build): the
+/// error is the last line of the model's text on every path, run after run. With two pipes
+/// read in no particular order it was placed before stdout's last lines still in the pipe,
+/// often inside the omitted middle: the shell loop below lost it in 18 of 60 runs on a quiet
+/// machine and 30 of 60 beside two busy loops; a job (256 KB pipes) in most runs.
+#[tokio::test]
+async fn an_error_written_after_a_flood_is_the_last_line_on_every_path() {
+    let server = start().await;
+    let error = "error[E0425]: cannot find value";
+    let floods = [
+        // The shell writes both: stderr right after its last stdout line.
+        format!("for i in $(seq 1 3000); do echo warn-$i; done; echo '{error}' >&2; exit 1"),
+        // One process writes both, stderr right after a 1.3 MB write to stdout.
+        format!(
+            "python3 -c \"import sys; sys.stdout.write(''.join(f'warn-{{i}}\\n' for i in \
+             range(200000))); sys.stdout.flush(); sys.stderr.write('{error}\\n'); \
+             sys.exit(1)\""
+        ),
+    ];
+    let last_line = |text: &str| {
+        let before_status = text.rsplit_once("[exit ").map_or(text, |(t, _)| t);
+        before_status
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty() && !l.starts_with("[full output"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let end = |text: &str| text[text.len().saturating_sub(600)..].to_owned();
+    for flood in &floods {
+        for run in 0..10 {
+            let (text, structured) = server.terminal(json!({"command": flood})).await;
+            assert_eq!(structured["exit_code"], 1, "run {run}: {text}");
+            assert_eq!(last_line(&text), error, "run {run}, pipe:\n{}", end(&text));
+        }
+        for run in 0..2 {
+            let (text, _) = server
+                .terminal(json!({"command": flood, "pty": true}))
+                .await;
+            assert_eq!(last_line(&text), error, "run {run}, pty:\n{}", end(&text));
+        }
+        for run in 0..3 {
+            let (_, started) = server
+                .terminal(json!({"command": flood, "background": true}))
+                .await;
+            let id = started["job_id"].as_str().expect("a job id").to_owned();
+            let wait = server
+                .call("task_wait", json!({"id": id, "timeout_ms": 60000}))
+                .await;
+            let output = wait.structured_content.as_ref().unwrap()["output"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                output.trim_end().ends_with(error),
+                "run {run}, job {id}: the error is not last:\n{}",
+                end(&output)
+            );
+        }
+    }
+}
+
+/// Stdout filled the budget after a failed command's last stderr lines: they are shown anyway,
+/// under the output, whatever order the two streams were written in.
+#[tokio::test]
+async fn a_failed_commands_last_stderr_lines_are_shown_when_stdout_buried_them() {
+    let server = start().await;
+    let command = "echo 'fatal: the config is broken' >&2; sleep 0.2; seq 1 100000; exit 3";
+    let (text, structured) = server.terminal(json!({"command": command})).await;
+    assert_eq!(structured["exit_code"], 3, "{text}");
+    let (_, after_cut) = text.split_once("omitted").expect("a cut output");
+    assert!(
+        after_cut.contains("fatal: the config is broken"),
+        "the stderr line is not shown after the cut:\n{}",
+        &text[text.len().saturating_sub(800)..]
+    );
+    // A success keeps its text as it was.
+    let (text, _) = server
+        .terminal(json!({"command": "echo note >&2; sleep 0.2; seq 1 100000"}))
+        .await;
+    let (_, after_cut) = text.split_once("omitted").expect("a cut output");
+    assert!(!after_cut.contains("note"), "{text}");
+}

@@ -1,7 +1,15 @@
 //! Where a running command's output comes from: its stdout and stderr pipes, or the master side
 //! of its terminal. One type, so the loop that drives a command reads both the same way.
+//!
+//! Two pipes lose the order in which a command wrote to them: what it wrote to stdout may still
+//! sit in the pipe when a later line on stderr is read. A build that floods stdout and then
+//! prints its error on stderr would get that error placed before the flood's last lines, and
+//! the head+tail cut would drop it (docs/BEHAVIOUR.md §7.2). So stdout is read first whenever
+//! it has bytes, and a stderr chunk is placed only after what stdout held when that chunk was
+//! read: for a command that writes one stream after the other, that is the order it wrote in.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use tokio::io::AsyncReadExt;
@@ -25,6 +33,10 @@ pub(crate) enum Source {
         err: Option<pipe::Receiver>,
         buf_out: Vec<u8>,
         buf_err: Vec<u8>,
+        /// A stderr chunk read while stdout still held earlier bytes: placed once those are.
+        held_err: Vec<u8>,
+        /// Bytes of stdout still to place before `held_err`.
+        owed_out: usize,
     },
     Terminal {
         /// `None` once the terminal is hung up or no longer read.
@@ -53,6 +65,8 @@ impl Source {
             err: Some(err),
             buf_out: Vec::with_capacity(chunk),
             buf_err: Vec::with_capacity(chunk),
+            held_err: Vec::new(),
+            owed_out: 0,
         }
     }
 
@@ -92,7 +106,9 @@ impl Source {
     /// Some stream is still being read.
     pub(crate) fn is_open(&self) -> bool {
         match self {
-            Source::Pipes { out, err, .. } => out.is_some() || err.is_some(),
+            Source::Pipes {
+                out, err, held_err, ..
+            } => out.is_some() || err.is_some() || !held_err.is_empty(),
             Source::Terminal { master, .. } => master.is_some(),
         }
     }
@@ -135,11 +151,44 @@ impl Source {
                 err,
                 buf_out,
                 buf_err,
+                held_err,
+                owed_out,
             } => {
-                tokio::select! {
+                // First what a held stderr chunk waits on, then that chunk.
+                if *owed_out > 0 {
+                    match take_owed(out, buf_out, owed_out) {
+                        Some(read) => return read,
+                        None => *owed_out = 0,
+                    }
+                }
+                if !held_err.is_empty() {
+                    std::mem::swap(buf_err, held_err);
+                    held_err.clear();
+                    return Read::Chunk(Stream::Err);
+                }
+                let read = tokio::select! {
+                    biased;
                     r = read_pipe(out, buf_out) => pipe_read(r, out, Stream::Out),
                     r = read_pipe(err, buf_err) => pipe_read(r, err, Stream::Err),
+                };
+                if matches!(read, Read::Chunk(Stream::Err)) {
+                    let waiting = out.as_ref().map_or(0, pending_bytes);
+                    if waiting > 0 {
+                        // stdout's readiness was not seen yet: its bytes were written first.
+                        std::mem::swap(buf_err, held_err);
+                        *owed_out = waiting;
+                        return match take_owed(out, buf_out, owed_out) {
+                            Some(read) => read,
+                            None => {
+                                *owed_out = 0;
+                                std::mem::swap(buf_err, held_err);
+                                held_err.clear();
+                                Read::Chunk(Stream::Err)
+                            }
+                        };
+                    }
                 }
+                read
             }
             Source::Terminal {
                 master,
@@ -177,6 +226,53 @@ impl Source {
                 }
             }
         }
+    }
+}
+
+/// Reads what stdout already holds (at most `owed` bytes) without waiting: `None` when nothing
+/// more is there to take (or the pipe is gone), so the held stderr chunk goes next.
+fn take_owed(
+    out: &mut Option<pipe::Receiver>,
+    buf: &mut Vec<u8>,
+    owed: &mut usize,
+) -> Option<Read> {
+    let pipe = out.as_ref()?;
+    buf.clear();
+    let want = (*owed).min(buf.capacity().max(1));
+    buf.resize(want, 0);
+    let got = pipe.try_read(buf);
+    match got {
+        Ok(n) if n > 0 => {
+            buf.truncate(n);
+            *owed = owed.saturating_sub(n);
+            Some(Read::Chunk(Stream::Out))
+        }
+        Ok(_) => {
+            buf.clear();
+            *out = None;
+            Some(Read::Closed)
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            buf.clear();
+            None
+        }
+        Err(_) => {
+            buf.clear();
+            *out = None;
+            Some(Read::Closed)
+        }
+    }
+}
+
+/// Bytes waiting in a pipe (`FIONREAD`); 0 when it cannot be told.
+fn pending_bytes(pipe: &pipe::Receiver) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD on a pipe fd we own writes one int.
+    let r = unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &raw mut n) };
+    if r == 0 {
+        usize::try_from(n).unwrap_or(0)
+    } else {
+        0
     }
 }
 

@@ -78,6 +78,11 @@ pub fn spawn_failed(program: &str, workdir: &Path, error: &std::io::Error) -> St
     }
 }
 
+/// The last lines of a failed command's stderr, which the cut left in the omitted middle.
+pub fn stderr_tail(lines: &str) -> String {
+    format!("[the last lines it wrote to stderr, left out above:]\n{lines}")
+}
+
 /// The head+tail omission marker.
 pub fn omitted(bytes: u64, lines: u64) -> String {
     format!("\n[... {bytes} bytes in {lines} lines omitted ...]\n")

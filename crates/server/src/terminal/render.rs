@@ -37,6 +37,13 @@ pub(super) fn render(
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
+    if parsed.is_none()
+        && outcome.status == RunStatus::Failed
+        && let Some(lines) = stderr_left_out(outcome)
+    {
+        text.push_str(&notice::stderr_tail(&lines));
+        text.push('\n');
+    }
     match &outcome.spill {
         Spill::NotNeeded => {}
         Spill::Written(path) => {
@@ -129,6 +136,39 @@ pub(super) fn render(
     };
     (text, structured)
 }
+
+/// Lines of stderr a failed command wrote last that the merged text does not show: its cut
+/// dropped them into the omitted middle (stdout filled the budget after them). The error that
+/// ended a failed build must reach the model whatever else the build printed.
+fn stderr_left_out(outcome: &RunOutcome) -> Option<String> {
+    let Shaped::HeadTail { tail, .. } = &outcome.output else {
+        return None;
+    };
+    let stderr = match &outcome.stderr {
+        Shaped::Whole(text) => text.as_str(),
+        Shaped::HeadTail { tail, .. } => tail.as_str(),
+    };
+    let last: Vec<&str> = stderr
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(STDERR_TAIL_LINES)
+        .collect();
+    let newest = last.first()?;
+    if tail.contains(newest) {
+        return None;
+    }
+    let mut lines: Vec<&str> = last.into_iter().rev().collect();
+    let mut kept = lines.concat().len();
+    while kept > STDERR_TAIL_CHARS && lines.len() > 1 {
+        kept -= lines.remove(0).len();
+    }
+    Some(lines.join("\n"))
+}
+
+/// How much of stderr's end is shown when the cut left it out: the error and its context.
+const STDERR_TAIL_LINES: usize = 10;
+const STDERR_TAIL_CHARS: usize = 2000;
 
 /// With `parse: true`: the typed result and its line for the model, or the note saying why
 /// there is none.
