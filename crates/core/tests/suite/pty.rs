@@ -571,13 +571,17 @@ async fn the_capture_cap_does_not_count_the_terminals_carriage_returns() {
     assert!(leftovers_after(&m, PROMPT).await.is_empty());
 }
 
-/// zsh. Ignored by default so that without zsh the run shows it as skipped; `scripts/test`
-/// runs it where every optional tool is installed, and `.ci/run` installs zsh and requires it.
+/// zsh. Ignored by default so that without zsh the run shows it as skipped, and named for it:
+/// `scripts/test` runs the `needs_zsh` tests where zsh is installed, and `.ci/run` installs zsh
+/// and requires it.
 #[tokio::test]
-#[ignore = "needs zsh: scripts/test runs it where zsh, go, clang and cargo-nextest are installed"]
-async fn zsh_knows_when_a_command_is_done_too() {
+#[ignore = "needs zsh: scripts/test runs it where zsh is installed"]
+async fn zsh_knows_when_a_command_is_done_too_needs_zsh() {
     let zsh = "/usr/bin/zsh";
-    assert!(std::path::Path::new(zsh).exists(), "{zsh} is not installed");
+    assert!(
+        std::path::Path::new(zsh).exists(),
+        "needs_zsh: {zsh} is not there; install zsh (Debian: apt-get install zsh)"
+    );
     let t = open_one(zsh, "zsh").await;
     let shell = t.shell.clone();
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,7 @@
 //! gcc, clang, tsc and eslint run for real on files with bugs put at known places: the parsed
 //! file, line, column, code, severity and counts must be where the bugs are, and a clean file
-//! must give no record. tsc and eslint come from `tests/parse-tools` (`npm ci` there first).
+//! must give no record. clang may be missing, and tsc and eslint come from `tests/parse-tools`
+//! (`npm ci` there first): their tests are ignored and named for what they need (see `needs`).
 
 // The helpers below are test code too; a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,6 +11,8 @@ use std::process::Command;
 
 use agentty_parse::{Context, Output, Stage};
 use serde_json::Value;
+
+use super::needs;
 
 fn now() -> Context {
     let secs = std::time::SystemTime::now()
@@ -24,24 +27,13 @@ fn now() -> Context {
 }
 
 /// `node_modules/.bin/<name>` of the workspace's `tests/parse-tools`.
+#[track_caller]
 fn node_tool(name: &str) -> PathBuf {
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/parse-tools/node_modules/.bin")
-        .join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: run `npm ci --prefix tests/parse-tools` in the workspace root",
-        bin.display()
-    );
-    bin
+    needs::node_tools().join(".bin").join(name)
 }
 
 fn node_modules() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/parse-tools/node_modules")
-}
-
-fn installed(program: &str) -> bool {
-    Command::new(program).arg("--version").output().is_ok()
 }
 
 /// What a run printed.
@@ -270,12 +262,9 @@ fn gcc_link_errors_and_clean_files() {
 }
 
 #[test]
-#[ignore = "needs clang"]
-fn clang_reports_the_bugs_where_they_are() {
-    if !installed("clang") {
-        println!("clang is not installed: skipped");
-        return;
-    }
+#[ignore = "needs clang: scripts/test runs it where clang is installed"]
+fn clang_reports_the_bugs_where_they_are_needs_clang() {
+    needs::clang();
     let dir = c_dir();
     let words = argv(&["clang", "-Wall", "-c", "bugs.c"]);
     let data = parse(&words, &[], &run(dir.path(), &words));
@@ -323,7 +312,8 @@ fn ts_expected() -> Vec<(String, u64, u64, String)> {
 }
 
 #[test]
-fn tsc_reports_the_bugs_where_they_are() {
+#[ignore = "needs node tools: scripts/test runs it after npm ci --prefix tests/parse-tools"]
+fn tsc_reports_the_bugs_where_they_are_needs_node_tools() {
     let tsc = node_tool("tsc");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bugs.ts"), TS_BUGS).unwrap();
@@ -409,7 +399,8 @@ fn js_expected() -> Vec<(String, u64, u64, String)> {
 }
 
 #[test]
-fn eslint_reports_the_bugs_where_they_are() {
+#[ignore = "needs node tools: scripts/test runs it after npm ci --prefix tests/parse-tools"]
+fn eslint_reports_the_bugs_where_they_are_needs_node_tools() {
     let eslint = node_tool("eslint");
     let eslint = eslint.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();

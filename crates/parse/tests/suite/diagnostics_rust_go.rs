@@ -11,6 +11,8 @@ use std::process::Command;
 use agentty_parse::{Context, Output, Stage};
 use serde_json::Value;
 
+use super::needs;
+
 fn ctx() -> Context {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -200,11 +202,8 @@ fn a_clean_cargo_build_has_no_records() {
 
 #[test]
 fn clippy_lints_are_named_in_both_formats() {
+    needs::clippy();
     let tmp = tempfile::TempDir::new().unwrap();
-    if run(tmp.path(), &["cargo", "clippy", "--version"], &[]).2 != Some(0) {
-        println!("cargo clippy is not installed: skipped");
-        return;
-    }
     let lib = "pub fn one() -> u32 {\n    return 1;\n}\n";
     package(tmp.path(), lib, "fn main() {}\n");
     let env = [(
@@ -290,24 +289,20 @@ const GO_BAD: &str = "package bad\n\nfunc F() int {\n\tunused := 1\n\treturn 2\n
 const GO_MAIN: &str = "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tname := \"bob\"\n\tfmt.Printf(\"%d\\n\", name)\n}\n";
 
 /// A module with a package `bad` that does not compile (an unused variable) and a main
-/// package that compiles but has a Printf format mismatch for vet; `None` without go.
-fn go_module(dir: &Path) -> Option<Vec<(&'static str, String)>> {
-    if Command::new("go").arg("version").output().is_err() {
-        println!("go is not installed: skipped");
-        return None;
-    }
+/// package that compiles but has a Printf format mismatch for vet; the environment to run go in.
+fn go_module(dir: &Path) -> Vec<(&'static str, String)> {
     std::fs::create_dir_all(dir.join("bad")).unwrap();
     // An old `go` line: no toolchain download, no "module requires" note on an older go.
     std::fs::write(dir.join("go.mod"), "module example.com/m\n\ngo 1.16\n").unwrap();
     std::fs::write(dir.join("bad/bad.go"), GO_BAD).unwrap();
     std::fs::write(dir.join("main.go"), GO_MAIN).unwrap();
     let inside = |name: &str| dir.join(name).display().to_string();
-    Some(vec![
+    vec![
         ("GOCACHE", inside(".cache")),
         ("GOPATH", inside(".gopath")),
         ("GOTOOLCHAIN", "local".into()),
         ("GOPROXY", "off".into()),
-    ])
+    ]
 }
 
 fn go(dir: &Path, env: &[(&str, String)], argv: &[&str]) -> Value {
@@ -315,12 +310,11 @@ fn go(dir: &Path, env: &[(&str, String)], argv: &[&str]) -> Value {
 }
 
 #[test]
-#[ignore = "needs go"]
-fn go_build_and_vet_find_the_planted_bugs() {
+#[ignore = "needs go: scripts/test runs it where go is installed"]
+fn go_build_and_vet_find_the_planted_bugs_needs_go() {
+    needs::go();
     let tmp = tempfile::TempDir::new().unwrap();
-    let Some(env) = go_module(tmp.path()) else {
-        return;
-    };
+    let env = go_module(tmp.path());
     let unused = position(GO_BAD, "unused");
     let printf = position(GO_MAIN, "fmt.Printf");
     let at = |d: &Value| {

@@ -5,5 +5,6 @@ mod diagnostics_rust_go;
 mod fuzz;
 mod git;
 mod ls;
+mod needs;
 mod ps;
 mod test_report;

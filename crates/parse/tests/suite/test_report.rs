@@ -1,18 +1,21 @@
 //! `TestReport` against real test runs: a cargo project, a pytest directory and a Go module made
 //! for the test, each with known passing, failing and skipped tests, run for real (`cargo test`,
-//! `cargo nextest run`, pytest from the workspace's venv, `go test` when go is installed), and the
-//! parsed counts, names and failure locations compared with what the sources say.
+//! `cargo nextest run`, pytest from the workspace's venv, `go test`, jest and vitest from
+//! `tests/parse-tools`), and the parsed counts, names and failure locations compared with what the
+//! sources say. The tests of a tool that may be missing are ignored and named for it (see `needs`).
 
 // The helpers below run outside `#[test]` functions, where clippy's allow-unwrap-in-tests does
 // not reach; in a test a failed unwrap is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use agentty_parse::{Context, Output, Stage};
 use serde_json::Value;
 use tempfile::TempDir;
+
+use super::needs;
 
 fn now() -> Context {
     let secs = std::time::SystemTime::now()
@@ -184,10 +187,11 @@ fn cargo_test_on_a_real_project() {
 }
 
 /// cargo-nextest is a tool of its own: without it this test is skipped (`scripts/test` runs
-/// the ignored tests only where every such tool is installed).
+/// it where cargo-nextest is installed).
 #[test]
-#[ignore = "needs cargo-nextest"]
-fn nextest_on_a_real_project() {
+#[ignore = "needs cargo-nextest: scripts/test runs it where cargo-nextest is installed"]
+fn nextest_on_a_real_project_needs_nextest() {
+    needs::nextest();
     let (dir, target) = cargo_project(LIB_RS);
     let env = [("CARGO_TARGET_DIR", target.as_str())];
     let nextest = run(
@@ -196,9 +200,6 @@ fn nextest_on_a_real_project() {
         &["cargo", "nextest", "run", "--offline"],
         &env,
     );
-    if nextest.stderr.contains("no such command") {
-        panic!("cargo-nextest is not installed: {}", nextest.stderr);
-    }
     check_cargo_report(&parsed(&nextest), "nextest", "tr_demo tests::fails");
 }
 
@@ -208,8 +209,9 @@ fn a_cargo_project_that_does_not_compile() {
 }
 
 #[test]
-#[ignore = "needs cargo-nextest"]
-fn a_cargo_project_that_does_not_compile_under_nextest() {
+#[ignore = "needs cargo-nextest: scripts/test runs it where cargo-nextest is installed"]
+fn a_cargo_project_that_does_not_compile_under_nextest_needs_nextest() {
+    needs::nextest();
     build_errors_of_a_broken_project(&["cargo", "nextest", "run", "--offline"]);
 }
 
@@ -251,19 +253,10 @@ def test_skipped():
     pass
 "#;
 
-fn venv_python() -> PathBuf {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/py-venv/bin/python");
-    assert!(
-        python.exists(),
-        "the test venv is missing: {} (create target/py-venv with pytest installed)",
-        python.display()
-    );
-    python
-}
-
 #[test]
-fn pytest_default_and_quiet() {
-    let python = venv_python();
+#[ignore = "needs pytest: scripts/test runs it after making target/py-venv"]
+fn pytest_default_and_quiet_needs_pytest() {
+    let python = needs::pytest();
     let python = python.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("test_x.py"), TEST_PY).unwrap();
@@ -335,12 +328,9 @@ func TestSkipped(t *testing.T) {
 "#;
 
 #[test]
-#[ignore = "needs go"]
-fn go_test_json_and_verbose() {
-    if Command::new("go").arg("version").output().is_err() {
-        println!("go is not installed: skipped");
-        return;
-    }
+#[ignore = "needs go: scripts/test runs it where go is installed"]
+fn go_test_json_and_verbose_needs_go() {
+    needs::go();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("go.mod"),
@@ -387,16 +377,6 @@ fn go_test_json_and_verbose() {
     ));
     assert_eq!(report["outcome"], "error", "{report}");
     assert_eq!(report["build_errors"][0]["line"], 3, "{report}");
-}
-
-/// `node_modules` of the workspace's `tests/parse-tools` (jest, vitest).
-fn parse_tools() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/parse-tools/node_modules");
-    assert!(
-        dir.join(".bin/jest").exists() && dir.join(".bin/vitest").exists(),
-        "jest or vitest is missing: run `npm ci --prefix tests/parse-tools` in the workspace root"
-    );
-    dir
 }
 
 const SUM_TEST: &str = "describe('sum', () => {
@@ -499,8 +479,9 @@ fn sum_project(
 }
 
 #[test]
-fn jest_and_vitest_on_a_real_project() {
-    let modules = parse_tools();
+#[ignore = "needs node tools: scripts/test runs it after npm ci --prefix tests/parse-tools"]
+fn jest_and_vitest_on_a_real_project_needs_node_tools() {
+    let modules = needs::node_tools();
     let no_color = [("NO_COLOR", "1"), ("CI", "1")];
 
     // jest: CommonJS, globals.
