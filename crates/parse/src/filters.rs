@@ -128,11 +128,7 @@ fn first_flag(args: &[String], keeps: &str, takes_value: &str) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stage(line: &str) -> Stage {
-        let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-        Stage::from_argv(&argv).unwrap()
-    }
+    use crate::testutil::stage;
 
     #[test]
     fn filters_that_keep_lines() {

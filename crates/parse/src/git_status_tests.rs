@@ -1,11 +1,7 @@
 use super::shared::unquote;
 use super::*;
+use crate::testutil::{ctx, output, parse_with, stage};
 use serde_json::{Value, json};
-
-fn stage(argv: &str) -> Stage {
-    let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
-    Stage::from_argv(&words).unwrap()
-}
 
 fn run_as(
     argv: &str,
@@ -14,16 +10,8 @@ fn run_as(
     exit: i32,
     stderr: &str,
 ) -> Result<Value, String> {
-    let parser = recognize(&stage(argv)).ok_or("not recognised")?;
-    let ctx = Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-12-01T22:00:00Z").unwrap(),
-    };
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, Some(exit));
+    parse_with(recognize, &stage(argv), &out, &ctx(), filtered)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {

@@ -20,6 +20,8 @@ mod budget;
 mod filters;
 mod model_text;
 mod registry;
+#[cfg(test)]
+mod testutil;
 mod text;
 pub mod time;
 

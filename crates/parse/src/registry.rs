@@ -13,7 +13,7 @@
 use crate::{Parser, Stage, TypedResult};
 
 /// The `recognize` of a family module: the parser for a producer's flags, or `None`.
-type Recognize = fn(&Stage) -> Option<Box<dyn Parser>>;
+pub(crate) type Recognize = fn(&Stage) -> Option<Box<dyn Parser>>;
 
 /// One typed result.
 pub struct TypeInfo {

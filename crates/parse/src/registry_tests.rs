@@ -1,9 +1,5 @@
 use super::*;
-
-fn stage(line: &str) -> Stage {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
+use crate::testutil::{FIXTURES, stage};
 
 #[test]
 fn the_parse_description_names_every_types_commands() {
@@ -57,9 +53,8 @@ fn takers(line: &str) -> Vec<&'static str> {
 
 #[test]
 fn no_command_is_taken_by_two_types() {
-    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let mut lines: Vec<String> = BORDER_LINES.iter().map(|l| (*l).to_owned()).collect();
-    for format in std::fs::read_dir(fixtures).unwrap() {
+    for format in std::fs::read_dir(FIXTURES).unwrap() {
         for file in std::fs::read_dir(format.unwrap().path()).unwrap() {
             let path = file.unwrap().path();
             if path.extension().is_some_and(|x| x == "cmd") {

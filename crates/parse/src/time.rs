@@ -83,12 +83,7 @@ pub fn month_number(abbrev: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ctx(now: &str) -> Context {
-        Context {
-            now: DateTime::parse_from_rfc3339(now).unwrap(),
-        }
-    }
+    use crate::testutil::ctx_at as ctx;
 
     #[test]
     fn year_of_a_recent_date() {

@@ -1,20 +1,6 @@
 use super::*;
+use crate::testutil::{FIXTURES, ctx, output, parse_with, saved_run, stage};
 use serde_json::{Value, json};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
-fn stage(cmd: &str) -> Stage {
-    let argv: Vec<String> = cmd.split(' ').map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::from_timestamp(1_700_000_000, 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
 
 fn run(
     cmd: &str,
@@ -23,22 +9,20 @@ fn run(
     exit: Option<i32>,
     filtered: bool,
 ) -> Result<Value, String> {
-    let parser = recognize(&stage(cmd)).unwrap_or_else(|| panic!("`{cmd}` not recognised"));
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: exit,
-    };
-    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, exit);
+    parse_with(recognize, &stage(cmd), &out, &ctx(), filtered)
 }
 
-/// A saved real run: `tests/fixtures/<dir>/<case>.{cmd,out,err,exit}`.
+/// A saved real run (see [`saved_run`]), parsed.
 fn fixture(case: &str) -> Result<Value, String> {
-    let read =
-        |ext: &str| std::fs::read_to_string(format!("{FIXTURES}/{case}.{ext}")).unwrap_or_default();
-    let cmd = read("cmd");
-    let exit = read("exit").trim().parse().ok();
-    run(cmd.trim(), &read("out"), &read("err"), exit, false)
+    let saved = saved_run(case);
+    run(
+        &saved.line,
+        &saved.stdout,
+        &saved.stderr,
+        saved.exit_code,
+        false,
+    )
 }
 
 /// severity, code, file, line, column, message of each record.

@@ -1,27 +1,11 @@
 use super::*;
+use crate::testutil::{ctx, diagnostic_fact as fact, diagnostic_facts as facts};
+use crate::testutil::{output, parse_with, stage};
 use serde_json::{Value, json};
 
-fn stage(line: &str) -> Stage {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::from_timestamp(0, 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
-
 fn parse(cmd: &str, stderr: &str, exit: i32, filtered: bool) -> Result<Value, String> {
-    let parser = recognize(&stage(cmd)).unwrap();
-    let out = Output {
-        stdout: "",
-        stderr,
-        exit_code: Some(exit),
-    };
-    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
+    let out = output("", stderr, Some(exit));
+    parse_with(recognize, &stage(cmd), &out, &ctx(), filtered)
 }
 
 fn fixture(name: &str) -> &'static str {
@@ -38,38 +22,6 @@ fn fixture(name: &str) -> &'static str {
         "clang/include" => include_str!("../../tests/fixtures/clang/include.err"),
         _ => unreachable!(),
     }
-}
-
-/// (severity, file, line, column, code, message) of each record.
-fn facts(data: &Value) -> Vec<(String, String, u64, u64, String, String)> {
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    data["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            (
-                text(d, "severity"),
-                text(d, "file"),
-                num(d, "line"),
-                num(d, "column"),
-                text(d, "code"),
-                text(d, "message"),
-            )
-        })
-        .collect()
-}
-
-fn fact(
-    sev: &str,
-    file: &str,
-    line: u64,
-    col: u64,
-    code: &str,
-    msg: &str,
-) -> (String, String, u64, u64, String, String) {
-    (sev.into(), file.into(), line, col, code.into(), msg.into())
 }
 
 #[test]
@@ -488,12 +440,10 @@ fn failures_without_messages() {
             .unwrap_err()
             .contains("exited 1")
     );
-    let killed = recognize(&stage("gcc a.c")).unwrap().parse(
-        &Output {
-            stdout: "",
-            stderr: "",
-            exit_code: None,
-        },
+    let killed = parse_with(
+        recognize,
+        &stage("gcc a.c"),
+        &output("", "", None),
         &ctx(),
         false,
     );

@@ -1,7 +1,6 @@
 use super::*;
+use crate::testutil::{ctx, output, parse_with, saved_run};
 use serde_json::{Value, json};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 fn stage(cmd: &str) -> Stage {
     // `~` stands for a space inside one argument (`-ldflags=-s~-w`).
@@ -20,25 +19,14 @@ fn run_filtered(
     exit: Option<i32>,
     filtered: bool,
 ) -> Result<Value, String> {
-    let parser = recognize(&stage(cmd)).unwrap_or_else(|| panic!("`{cmd}` not recognised"));
-    let ctx = Context {
-        now: chrono::DateTime::from_timestamp(1_700_000_000, 0)
-            .unwrap()
-            .fixed_offset(),
-    };
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: exit,
-    };
-    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, exit);
+    parse_with(recognize, &stage(cmd), &out, &ctx(), filtered)
 }
 
+/// A saved real run (see [`saved_run`]), parsed.
 fn fixture(case: &str) -> Result<Value, String> {
-    let read =
-        |ext: &str| std::fs::read_to_string(format!("{FIXTURES}/{case}.{ext}")).unwrap_or_default();
-    let exit = read("exit").trim().parse().ok();
-    run(read("cmd").trim(), &read("out"), &read("err"), exit)
+    let saved = saved_run(case);
+    run(&saved.line, &saved.stdout, &saved.stderr, saved.exit_code)
 }
 
 /// (file, line, column, message) of each record; all must be errors.
