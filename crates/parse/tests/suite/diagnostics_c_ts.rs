@@ -8,36 +8,20 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
+use super::common::{command, node_modules, parse as parse_stages, stage, stage_of};
 
 /// `node_modules/.bin/<name>` of the workspace's `tests/parse-tools`.
 fn node_tool(name: &str) -> PathBuf {
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/parse-tools/node_modules/.bin")
-        .join(name);
+    let bin = node_modules().join(".bin").join(name);
     assert!(
         bin.exists(),
         "{} is missing: run `npm ci --prefix tests/parse-tools` in the workspace root",
         bin.display()
     );
     bin
-}
-
-fn node_modules() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/parse-tools/node_modules")
 }
 
 fn installed(program: &str) -> bool {
@@ -53,11 +37,9 @@ struct Run {
 
 /// Runs `argv` in `dir` (TZ=UTC, C locale, output to a pipe).
 fn run(dir: &Path, argv: &[String]) -> Run {
-    let out = Command::new(&argv[0])
+    let out = command(&argv[0])
         .args(&argv[1..])
         .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
         .env("NODE_PATH", node_modules())
         .env_remove("FORCE_COLOR")
         .output()
@@ -91,20 +73,15 @@ fn clean(text: &str) -> String {
 
 /// Parses a run of `argv` as the pipeline `argv | filter…` would be parsed.
 fn parse(argv: &[String], filters: &[&str], run: &Run) -> Value {
-    let mut stages = vec![Stage::from_argv(argv).unwrap()];
-    for filter in filters {
-        let words: Vec<String> = filter.split_whitespace().map(str::to_owned).collect();
-        stages.push(Stage::from_argv(&words).unwrap());
-    }
+    let mut stages = vec![stage(argv)];
+    stages.extend(filters.iter().map(|filter| stage_of(filter)));
     let (stdout, stderr) = (clean(&run.stdout), clean(&run.stderr));
     let output = Output {
         stdout: &stdout,
         stderr: &stderr,
         exit_code: run.code,
     };
-    let parsed = agentty_parse::recognize(&stages)
-        .unwrap()
-        .parse(&output, &now())
+    let parsed = parse_stages(&stages, &output)
         .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr));
     assert_eq!(parsed.type_name, "Diagnostics");
     parsed.data

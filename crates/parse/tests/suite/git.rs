@@ -7,30 +7,17 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
+use super::common::{command, parse as parse_stages, parsed_fixtures, stage, stage_of};
 
 /// Runs git in `dir`, isolated from the machine's config, dates pinned to `date`.
 fn git_at(dir: &Path, date: &str, args: &[&str]) -> std::process::Output {
-    Command::new("git")
+    command("git")
         .args(args)
         .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_AUTHOR_DATE", date)
@@ -70,13 +57,10 @@ fn parse_filtered(dir: &Path, args: &[&str], filter: Option<Filter>) -> Value {
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
     );
-    let mut argv: Vec<String> = vec!["git".into()];
-    argv.extend(args.iter().map(|a| (*a).to_owned()));
-    let mut stages = vec![Stage::from_argv(&argv).unwrap()];
+    let mut stages = vec![stage(&[&["git"], args].concat())];
     let stdout = match filter {
-        Some((filter_argv, keep)) => {
-            let words: Vec<String> = filter_argv.split(' ').map(str::to_owned).collect();
-            stages.push(Stage::from_argv(&words).unwrap());
+        Some((filter_line, keep)) => {
+            stages.push(stage_of(filter_line));
             keep(&stdout)
         }
         None => stdout,
@@ -86,10 +70,8 @@ fn parse_filtered(dir: &Path, args: &[&str], filter: Option<Filter>) -> Value {
         stderr: &stderr,
         exit_code: out.status.code(),
     };
-    let parsed = agentty_parse::recognize(&stages)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-        .parse(&output, &now())
-        .unwrap_or_else(|e| panic!("git {args:?}: {e}\n{stdout}"));
+    let parsed =
+        parse_stages(&stages, &output).unwrap_or_else(|e| panic!("git {args:?}: {e}\n{stdout}"));
     parsed.data
 }
 
@@ -619,8 +601,6 @@ fn failures_are_refused_with_gits_reason() {
     let tmp = tempfile::TempDir::new().unwrap();
     for args in [&["status"][..], &["log"]] {
         let out = git_at(tmp.path(), "2026-01-01T00:00:00+0000", args);
-        let mut argv = vec!["git".to_owned()];
-        argv.extend(args.iter().map(|a| (*a).to_owned()));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
@@ -630,36 +610,16 @@ fn failures_are_refused_with_gits_reason() {
             stderr: &stderr,
             exit_code: out.status.code(),
         };
-        let err = agentty_parse::recognize(&[Stage::from_argv(&argv).unwrap()])
-            .unwrap()
-            .parse(&output, &now())
-            .unwrap_err();
+        let err = parse_stages(&[stage(&[&["git"], args].concat())], &output).unwrap_err();
         assert!(err.contains("not a git repository"), "{err}");
     }
 }
 
 #[test]
 fn every_fixture_parses() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut seen = 0;
     for (format, records) in [("git-status", "files"), ("git-log", "commits")] {
-        for entry in std::fs::read_dir(root.join(format)).unwrap() {
-            let cmd = entry.unwrap().path();
-            if cmd.extension().is_none_or(|x| x != "cmd") {
-                continue;
-            }
-            let line = std::fs::read_to_string(&cmd).unwrap();
-            let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-            let stdout = std::fs::read_to_string(cmd.with_extension("out")).unwrap();
-            let output = Output {
-                stdout: &stdout,
-                stderr: "",
-                exit_code: Some(0),
-            };
-            let parsed = agentty_parse::recognize(&[Stage::from_argv(&argv).unwrap()])
-                .unwrap()
-                .parse(&output, &now())
-                .unwrap_or_else(|e| panic!("{}: {e}", cmd.display()));
+        for (cmd, parsed) in parsed_fixtures(format) {
             assert!(
                 !parsed.data[records].as_array().unwrap().is_empty(),
                 "{}",

@@ -1,3 +1,4 @@
+mod common;
 mod curl;
 mod df_free;
 mod diagnostics_c_ts;

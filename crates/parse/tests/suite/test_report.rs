@@ -10,21 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 use tempfile::TempDir;
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
+use super::common::{command, node_modules, parse as parse_stages, stage};
 
 /// A finished run, as the parser will read it.
 struct Run {
@@ -36,12 +26,10 @@ struct Run {
 
 /// Runs `argv` in `dir` with TZ=UTC, the C locale and `env`; output to pipes.
 fn run(dir: &Path, program: &str, argv: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut command = Command::new(program);
+    let mut command = command(program);
     command
         .args(argv.get(1..).unwrap_or(&[]))
         .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUSTFLAGS");
     for (key, value) in env {
@@ -60,14 +48,12 @@ fn run(dir: &Path, program: &str, argv: &[&str], env: &[(&str, &str)]) -> Run {
 
 /// The run's output parsed as its argv says; `Err` is the parser's refusal.
 fn parse(run: &Run) -> Result<Value, String> {
-    let stages = [Stage::from_argv(&run.argv).unwrap()];
     let output = Output {
         stdout: &run.stdout,
         stderr: &run.stderr,
         exit_code: run.code,
     };
-    let recognized = agentty_parse::recognize(&stages).map_err(|e| e.0)?;
-    let parsed = recognized.parse(&output, &now())?;
+    let parsed = parse_stages(&[stage(&run.argv)], &output)?;
     assert_eq!(parsed.type_name, "TestReport");
     Ok(parsed.data)
 }
@@ -391,7 +377,7 @@ fn go_test_json_and_verbose() {
 
 /// `node_modules` of the workspace's `tests/parse-tools` (jest, vitest).
 fn parse_tools() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/parse-tools/node_modules");
+    let dir = node_modules();
     assert!(
         dir.join(".bin/jest").exists() && dir.join(".bin/vitest").exists(),
         "jest or vitest is missing: run `npm ci --prefix tests/parse-tools` in the workspace root"
