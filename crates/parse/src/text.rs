@@ -36,30 +36,6 @@ pub fn clip(text: &str, max_chars: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human_size("0"), Some(0));
-        assert_eq!(human_size("4.0K"), Some(4096));
-        assert_eq!(human_size("1.5M"), Some(1_572_864));
-        assert_eq!(human_size("2Gi"), Some(2 * 1024 * 1024 * 1024));
-        assert_eq!(human_size("1,5K"), Some(1536));
-        assert_eq!(human_size("x"), None);
-        assert_eq!(human_size("1Q"), None);
-        assert_eq!(human_size(&"9".repeat(400)), None);
-    }
-
-    #[test]
-    fn clip_cuts_at_a_character() {
-        assert_eq!(clip("héllo", 2), "hé…");
-        assert_eq!(clip("hé", 2), "hé");
-        assert_eq!(clip("", 0), "");
-    }
-}
-
 /// Strings that repeat from line to line (owners, groups, users), shared rather than copied:
 /// a listing of 10 000 files owned by two users holds two strings, not 10 000.
 #[derive(Default)]
@@ -83,3 +59,7 @@ impl Recent {
         new
     }
 }
+
+#[cfg(test)]
+#[path = "text_tests.rs"]
+mod tests;
