@@ -17,6 +17,7 @@
 //! Leaf crate: it depends on nothing of ours.
 
 mod budget;
+mod columns;
 mod filters;
 mod model_text;
 mod registry;

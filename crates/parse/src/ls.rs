@@ -17,6 +17,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::text::number;
 use crate::time::Timestamp;
 use crate::{Context, Keeper, Output, Parser, Stage, Typed};
 
@@ -24,7 +25,6 @@ mod entry;
 mod options;
 mod time_field;
 
-pub(crate) use entry::Cursor;
 use entry::{finish_name, read_entry, size_value};
 use options::{Human, Layout};
 
@@ -332,14 +332,6 @@ fn read_total(dir: &mut Directory, total: &str, layout: Layout) -> Option<()> {
         dir.total_raw = Some(total.to_owned());
     }
     Some(())
-}
-
-/// Digits only (`u64::from_str` would also take a `+`).
-pub(crate) fn number(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 #[cfg(test)]

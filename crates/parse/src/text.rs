@@ -1,4 +1,5 @@
-//! Small readings several parsers share.
+//! Small readings several parsers share (sizes in either power, digits, a clipped line, repeated
+//! names). A leaf: parsers take these from here, never from one another.
 
 /// A size as `ls -h`, `df -h` and `free -h` print it (`0`, `512`, `4.0K`, `1.5M`, `2G`, `3Ti`,
 /// `12Ki`), in bytes. Powers of 1024, as those tools use with `-h`. `None` when it is not one.
@@ -25,6 +26,39 @@ pub fn human_size(text: &str) -> Option<u64> {
     };
     let bytes = number * 1024f64.powi(power);
     (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+}
+
+/// A size printed with powers of 1000 (`--si`, `-H`): `0`, `999`, `4.1k`, `13G`, `1.5MB`.
+pub fn si_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    if digits.is_empty() || digits.len() > 24 {
+        return None;
+    }
+    let value: f64 = digits.replace(',', ".").parse().ok()?;
+    let power = match unit.strip_suffix('B').unwrap_or(unit) {
+        "" => 0,
+        "k" | "K" => 1,
+        "M" => 2,
+        "G" => 3,
+        "T" => 4,
+        "P" => 5,
+        "E" => 6,
+        _ => return None,
+    };
+    let bytes = value * 1000f64.powi(power);
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+}
+
+/// Digits only (`u64::from_str` would also take a `+`).
+pub fn number(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
 }
 
 /// `text` cut to at most `max_chars` characters, with `…` where it was cut: a note or a reason

@@ -5,71 +5,17 @@
 //! later lines (a newline in it) is whole.
 
 use super::options::{self, Human, Indicators, Layout};
-use super::{Device, Entry, EntryType, number, time_field};
+use super::{Device, Entry, EntryType, time_field};
 use crate::Context;
+use crate::columns::Cursor;
+use crate::text::number;
 
 /// A size printed by `-h` (powers of 1024) or `--si` (powers of 1000).
 pub(super) fn size_value(text: &str, human: Human) -> Option<u64> {
     match human {
         Human::No => number(text),
         Human::Binary => crate::text::human_size(text),
-        Human::Si => crate::df::si_size(text),
-    }
-}
-
-/// Walks a line by space-separated tokens, remembering where it is (the name is the rest).
-pub(crate) struct Cursor<'a> {
-    line: &'a str,
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    pub(crate) fn new(line: &'a str) -> Self {
-        Cursor { line, pos: 0 }
-    }
-
-    /// The next token and the byte offset it starts at.
-    pub(crate) fn token_at(&mut self) -> Option<(usize, &'a str)> {
-        // By bytes: a space is ASCII, so both ends fall on character boundaries. Tokens are
-        // short, where a plain loop beats a vectorised search's set-up.
-        let bytes = self.line.as_bytes();
-        let start = self.pos
-            + bytes
-                .get(self.pos..)?
-                .iter()
-                .take_while(|b| **b == b' ')
-                .count();
-        let len = bytes
-            .get(start..)?
-            .iter()
-            .take_while(|b| **b != b' ')
-            .count();
-        let token = self
-            .line
-            .get(start..start + len)
-            .filter(|t| !t.is_empty())?;
-        self.pos = start + len;
-        Some((start, token))
-    }
-
-    pub(crate) fn token(&mut self) -> Option<&'a str> {
-        self.token_at().map(|(_, t)| t)
-    }
-
-    pub(crate) fn rest(&self) -> &'a str {
-        self.line.get(self.pos..).unwrap_or("")
-    }
-
-    /// The text from `start` to where the cursor is.
-    pub(crate) fn since(&self, start: usize) -> &'a str {
-        self.line.get(start..self.pos).unwrap_or("")
-    }
-
-    /// Steps over one space, if there is one.
-    pub(crate) fn skip_space(&mut self) -> bool {
-        let yes = self.rest().starts_with(' ');
-        self.pos += usize::from(yes);
-        yes
+        Human::Si => crate::text::si_size(text),
     }
 }
 
