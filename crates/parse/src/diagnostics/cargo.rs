@@ -21,6 +21,8 @@
 
 use serde_json::Value;
 
+use super::flags::{has_value, listed};
+use super::location::{file_line_column, located};
 use super::{Diagnostic, Diagnostics, Severity};
 use crate::{Context, Output, Parser, Stage, Typed};
 
@@ -82,24 +84,6 @@ fn cargo_json(args: &[String]) -> Option<bool> {
     }
     // `-vv` adds build scripts' own output, in no format of ours.
     (verbose < 2).then_some(json)
-}
-
-/// Whether `word` is one of the space-separated `flags`.
-pub(super) fn listed(flags: &str, word: &str) -> bool {
-    flags.split(' ').any(|flag| flag == word)
-}
-
-/// `--name=value`, or a short flag with its value attached (`-pfoo`, `-j4`), of `flags`.
-fn has_value(word: &str, flags: &str) -> bool {
-    flags.split(' ').any(|flag| {
-        word.strip_prefix(flag).is_some_and(|rest| {
-            if flag.starts_with("--") {
-                rest.starts_with('=')
-            } else {
-                !rest.is_empty()
-            }
-        })
-    })
 }
 
 /// Whether the `--message-format` values are all known; `Some(true)` if one is JSON.
@@ -307,10 +291,9 @@ impl Reader {
                 return;
             }
             self.located = true;
-            if let (Some(last), Some((file, line, Some(column)))) = (
-                self.records.last_mut(),
-                super::go::file_line_column(location),
-            ) {
+            if let (Some(last), Some((file, line, Some(column)))) =
+                (self.records.last_mut(), file_line_column(location))
+            {
                 (last.file, last.line, last.column) =
                     (Some(file.to_owned()), Some(line), Some(column));
             }
@@ -466,7 +449,7 @@ fn header(line: &str) -> Option<Diagnostic> {
     if let Some(diagnostic) = bare_header(line) {
         return Some(diagnostic);
     }
-    let (file, line, column, rest) = super::go::located(line)?;
+    let (file, line, column, rest) = located(line)?;
     let mut diagnostic = bare_header(rest)?;
     (diagnostic.file, diagnostic.line, diagnostic.column) =
         (Some(file.to_owned()), Some(line), column);

@@ -9,8 +9,10 @@ use crate::{Parser, Stage};
 
 pub(crate) mod cargo;
 pub(crate) mod eslint;
+mod flags;
 pub(crate) mod gcc;
 pub(crate) mod go;
+mod location;
 pub(crate) mod tsc;
 
 /// Compiler or linter messages.
