@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::flags::{has_value, listed};
 use super::location::{file_line_column, located};
+use super::shared::clip;
 use super::{Diagnostic, Diagnostics, Severity};
 use crate::{Context, Output, Parser, Stage, Typed};
 
@@ -312,7 +313,7 @@ impl Reader {
             .last_mut()
             .filter(|d| d.notes.len() < MAX_NOTES)
         {
-            last.notes.push(super::clip(note));
+            last.notes.push(clip(note));
         }
     }
 
@@ -366,7 +367,7 @@ impl Reader {
         let notes = children.iter().filter_map(|child| {
             let note = text(child, "message").filter(|m| !m.is_empty())?;
             let note = format!("{}: {note}", text(child, "level").unwrap_or("note"));
-            lint_name(&note).is_none().then(|| super::clip(&note))
+            lint_name(&note).is_none().then(|| clip(&note))
         });
         self.records.push(Diagnostic {
             severity,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::diagnostics::shared::{MAX_NOTE_CHARS, MAX_NOTES};
 use crate::testutil::{ctx, diagnostic_fact as fact, diagnostic_facts as facts};
 use crate::testutil::{output, parse_with, stage};
 use serde_json::{Value, json};

@@ -19,7 +19,8 @@
 
 use super::flags::listed;
 use super::location::located;
-use super::{Diagnostic, Diagnostics, Severity, clip};
+use super::shared::clip;
+use super::{Diagnostic, Diagnostics, Severity};
 use crate::{Context, Output, Parser, Stage, Typed};
 
 /// Notes kept per message, and the longest note kept whole (a linker's command line is
