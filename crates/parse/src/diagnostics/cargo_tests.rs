@@ -463,21 +463,6 @@ fn human_diagnostics_for_the_test_runner() {
 }
 
 #[test]
-fn lint_names() {
-    assert_eq!(
-        lint_name("note: `#[warn(dead_code)]` on by default").as_deref(),
-        Some("dead_code")
-    );
-    assert_eq!(
-        lint_name("note: `-W clippy::too-many-lines` implied by `-W clippy::pedantic`").as_deref(),
-        Some("clippy::too_many_lines")
-    );
-    assert_eq!(lint_name("help: for further information visit https://rust-lang.github.io/rust-clippy/master/index.html#bool_comparison").as_deref(), Some("clippy::bool_comparison"));
-    assert_eq!(lint_name("note: expected type `u8`"), None);
-    assert_eq!(lint_name("note: `#[warn(a b)]`"), None);
-}
-
-#[test]
 fn hostile_lines_do_not_panic() {
     let started = std::time::Instant::now();
     let colons = format!("error: {}\n", "a:1:2: ".repeat(200_000));
