@@ -385,3 +385,7 @@ fn add(
     }
     status.files.push(file);
 }
+
+#[cfg(test)]
+#[path = "long_tests.rs"]
+mod tests;

@@ -212,3 +212,7 @@ fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     let text = value.get(key).and_then(Value::as_str)?;
     Some(text.lines().next().unwrap_or_default())
 }
+
+#[cfg(test)]
+#[path = "reader_tests.rs"]
+mod tests;

@@ -284,3 +284,7 @@ fn first_caret(locations: &[JsonLocation]) -> Option<(&str, u64, Option<u64>)> {
     let caret = locations.first()?.caret.as_ref()?;
     Some((caret.file.as_str(), caret.line, caret.column))
 }
+
+#[cfg(test)]
+#[path = "reader_tests.rs"]
+mod tests;
