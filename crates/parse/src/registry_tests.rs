@@ -15,6 +15,22 @@ fn the_parse_description_names_every_types_commands() {
     assert!(text.contains("agentty://schema/<Type>"), "{text}");
 }
 
+/// The server's `parse` parameter takes it as its schema description.
+#[test]
+fn the_parse_description_fits_a_schemars_attribute() {
+    #[allow(dead_code)] // only its schema is read
+    #[derive(schemars::JsonSchema)]
+    struct Params {
+        #[schemars(description = crate::parse_param_description())]
+        parse: Option<bool>,
+    }
+    let schema = schemars::schema_for!(Params);
+    assert_eq!(
+        schema.as_value()["properties"]["parse"]["description"],
+        parse_param_description()
+    );
+}
+
 /// Lines next to the fixtures' that sit where two families meet: the same program with another
 /// subcommand, options before it, a runner behind `npx`/`pnpm`.
 const BORDER_LINES: &[&str] = &[
