@@ -4,32 +4,18 @@
 /// A size as `ls -h`, `df -h` and `free -h` print it (`0`, `512`, `4.0K`, `1.5M`, `2G`, `3Ti`,
 /// `12Ki`), in bytes. Powers of 1024, as those tools use with `-h`. `None` when it is not one.
 pub fn human_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    if number.is_empty() || number.len() > 24 {
-        return None;
-    }
-    let number: f64 = number.replace(',', ".").parse().ok()?;
-    let unit = unit.trim_end_matches(['i', 'B']);
-    let power = match unit {
-        "" => 0,
-        "K" | "k" => 1,
-        "M" => 2,
-        "G" => 3,
-        "T" => 4,
-        "P" => 5,
-        "E" => 6,
-        _ => return None,
-    };
-    let bytes = number * 1024f64.powi(power);
-    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+    scaled(text, 1024.0, |unit| unit.trim_end_matches(['i', 'B']))
 }
 
 /// A size printed with powers of 1000 (`--si`, `-H`): `0`, `999`, `4.1k`, `13G`, `1.5MB`.
 pub fn si_size(text: &str) -> Option<u64> {
+    scaled(text, 1000.0, |unit| unit.strip_suffix('B').unwrap_or(unit))
+}
+
+/// A number (`,` or `.` before its decimals) and a unit from `K` to `E`, in powers of `base`;
+/// `letter` reduces the printed unit to its letter, as each spelling has its own suffixes
+/// (`Ki` and `KB` with `-h`, `kB` with `--si`).
+fn scaled(text: &str, base: f64, letter: impl Fn(&str) -> &str) -> Option<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
@@ -39,9 +25,9 @@ pub fn si_size(text: &str) -> Option<u64> {
         return None;
     }
     let value: f64 = digits.replace(',', ".").parse().ok()?;
-    let power = match unit.strip_suffix('B').unwrap_or(unit) {
+    let power = match letter(unit) {
         "" => 0,
-        "k" | "K" => 1,
+        "K" | "k" => 1,
         "M" => 2,
         "G" => 3,
         "T" => 4,
@@ -49,7 +35,7 @@ pub fn si_size(text: &str) -> Option<u64> {
         "E" => 6,
         _ => return None,
     };
-    let bytes = value * 1000f64.powi(power);
+    let bytes = value * base.powi(power);
     (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
 }
 
