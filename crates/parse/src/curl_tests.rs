@@ -1,16 +1,6 @@
 use super::*;
+use crate::testutil::{ctx, output, parse_with, stage};
 use serde_json::{Value as Json, json};
-
-fn stage(line: &str) -> Stage {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-12-01T21:10:00+00:00").unwrap(),
-    }
-}
 
 fn parse_as(
     line: &str,
@@ -19,13 +9,8 @@ fn parse_as(
     exit: i32,
     stderr: &str,
 ) -> Result<Json, String> {
-    let parser = recognize(&stage(line)).ok_or_else(|| format!("`{line}` not recognised"))?;
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, Some(exit));
+    parse_with(recognize, &stage(line), &out, &ctx(), filtered)
 }
 
 const REDIRECT: &str = "HTTP/1.1 301 Moved Permanently\r\nLocation: /new\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\nSet-Cookie: a=1\r\nX-Fold: one\r\n two\r\nX-Empty:\r\nContent-Length: 5\r\n\r\n";

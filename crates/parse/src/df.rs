@@ -13,7 +13,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::ls::{Cursor, number};
+use crate::columns::Cursor;
+use crate::text::{number, si_size};
 use crate::{Context, Output, Parser, Stage, Typed};
 
 /// The output of `df`: one record per file system.
@@ -198,31 +199,6 @@ fn block_size(spec: &str) -> Option<u64> {
         }
     };
     count.checked_mul(scale).filter(|size| *size > 0)
-}
-
-/// A size printed with powers of 1000 (`--si`, `-H`): `0`, `999`, `4.1k`, `13G`, `1.5MB`.
-pub(crate) fn si_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    if digits.is_empty() || digits.len() > 24 {
-        return None;
-    }
-    let value: f64 = digits.replace(',', ".").parse().ok()?;
-    let power = match unit.strip_suffix('B').unwrap_or(unit) {
-        "" => 0,
-        "k" | "K" => 1,
-        "M" => 2,
-        "G" => 3,
-        "T" => 4,
-        "P" => 5,
-        "E" => 6,
-        _ => return None,
-    };
-    let bytes = value * 1000f64.powi(power);
-    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
 }
 
 impl Parser for DfParser {

@@ -1,18 +1,10 @@
 use super::*;
+use crate::testutil::{ctx, output, parse_with, stage};
 use serde_json::{Value, json};
 
 fn run(argv: &str, stdout: &str, stderr: &str, filtered: bool) -> Result<Value, String> {
-    let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
-    let parser = recognize(&Stage::from_argv(&words).unwrap()).ok_or("not recognised")?;
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(0),
-    };
-    let ctx = Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-12-01T22:00:00Z").unwrap(),
-    };
-    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, Some(0));
+    parse_with(recognize, &stage(argv), &out, &ctx(), filtered)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {
@@ -191,13 +183,7 @@ fn refusals() {
         "df -Bx",
         "df -m",
     ] {
-        assert!(
-            recognize(
-                &Stage::from_argv(&argv.split(' ').map(str::to_owned).collect::<Vec<_>>()).unwrap()
-            )
-            .is_none(),
-            "{argv}"
-        );
+        assert!(recognize(&stage(argv)).is_none(), "{argv}");
     }
     for argv in [
         "df",
@@ -215,13 +201,7 @@ fn refusals() {
         "df --total",
         "df -aPl",
     ] {
-        assert!(
-            recognize(
-                &Stage::from_argv(&argv.split(' ').map(str::to_owned).collect::<Vec<_>>()).unwrap()
-            )
-            .is_some(),
-            "{argv}"
-        );
+        assert!(recognize(&stage(argv)).is_some(), "{argv}");
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::ls::number;
+use crate::text::{number, si_size};
 use crate::{Context, Output, Parser, Stage, Typed};
 
 /// The output of `free`: one record per row.
@@ -251,7 +251,7 @@ impl Unit {
             }
             Unit::Human { base } => {
                 let bytes = if base == 1000 {
-                    crate::df::si_size(text)?
+                    si_size(text)?
                 } else {
                     crate::text::human_size(text)?
                 };

@@ -1,18 +1,10 @@
 use super::*;
+use crate::testutil::{ctx, output, parse_with, stage};
 use serde_json::{Value, json};
 
 fn run(argv: &str, stdout: &str, filtered: bool) -> Result<Value, String> {
-    let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
-    let parser = recognize(&Stage::from_argv(&words).unwrap()).ok_or("not recognised")?;
-    let out = Output {
-        stdout,
-        stderr: "",
-        exit_code: Some(0),
-    };
-    let ctx = Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-12-01T22:00:00Z").unwrap(),
-    };
-    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
+    let out = output(stdout, "", Some(0));
+    parse_with(recognize, &stage(argv), &out, &ctx(), filtered)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {
@@ -152,11 +144,7 @@ fn refusals() {
         "free -mg",
         "free -x",
     ] {
-        let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
-        assert!(
-            recognize(&Stage::from_argv(&words).unwrap()).is_none(),
-            "{argv}"
-        );
+        assert!(recognize(&stage(argv)).is_none(), "{argv}");
     }
 }
 

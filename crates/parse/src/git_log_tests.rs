@@ -1,23 +1,13 @@
 use super::*;
-use crate::Stage;
+use crate::testutil::{ctx_at, output, parse_with, stage};
 use serde_json::{Value, json};
 
-fn stage(argv: &str) -> Stage {
-    let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
-    Stage::from_argv(&words).unwrap()
-}
+/// A clock an hour east of UTC: dates printed without an offset are read in its zone.
+const NOW: &str = "2026-12-01T22:00:00+01:00";
 
 fn run_as(argv: &str, stdout: &str, filtered: bool, exit: i32) -> Result<Value, String> {
-    let parser = recognize(&stage(argv)).ok_or("not recognised")?;
-    let ctx = Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-12-01T22:00:00+01:00").unwrap(),
-    };
-    let out = Output {
-        stdout,
-        stderr: "fatal: bad revision 'nope'\n",
-        exit_code: Some(exit),
-    };
-    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
+    let out = output(stdout, "fatal: bad revision 'nope'\n", Some(exit));
+    parse_with(recognize, &stage(argv), &out, &ctx_at(NOW), filtered)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {

@@ -17,9 +17,12 @@
 //! Leaf crate: it depends on nothing of ours.
 
 mod budget;
+mod columns;
 mod filters;
 mod model_text;
 mod registry;
+#[cfg(test)]
+mod testutil;
 mod text;
 pub mod time;
 
@@ -35,7 +38,7 @@ pub mod test_report;
 
 pub use budget::Cut;
 pub(crate) use budget::Keeper;
-pub use registry::{TYPES, TypeInfo, schema, schema_uri};
+pub use registry::{TYPES, TypeInfo, parse_param_description, schema, schema_uri};
 
 /// One command of a pipeline, as the shell will run it: the program's basename and its
 /// arguments (quotes removed, wrappers such as `sudo` already peeled by the guard).

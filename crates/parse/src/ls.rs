@@ -17,6 +17,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::text::number;
 use crate::time::Timestamp;
 use crate::{Context, Keeper, Output, Parser, Stage, Typed};
 
@@ -24,7 +25,6 @@ mod entry;
 mod options;
 mod time_field;
 
-pub(crate) use entry::Cursor;
 use entry::{finish_name, read_entry, size_value};
 use options::{Human, Layout};
 
@@ -223,93 +223,138 @@ fn read_listing(
     filtered: bool,
     entries: &mut Keeper<Entry>,
 ) -> Result<DirectoryListing, String> {
-    let mut listing = DirectoryListing::default();
-    let mut directory: Option<Arc<str>> = None;
-    let mut memo = entry::Memo::default();
-    // Whether an entry was read yet, and whether the last one was kept (a later line may
-    // continue its name).
-    let (mut any_entry, mut last_kept) = (false, false);
-    let mut after_blank = false;
-    // `total` follows a header, or opens the output when a single directory is listed.
-    let mut total_allowed = true;
-    // A line that is no entry right after an entry is the rest of a name holding a newline
-    // (a pipe gets names unescaped); anywhere else it is not `ls -l` output.
-    let mut last_was_entry = false;
+    let mut reader = Reader {
+        layout,
+        ctx,
+        entries,
+        listing: DirectoryListing::default(),
+        directory: None,
+        memo: entry::Memo::default(),
+        any_entry: false,
+        last_kept: false,
+        after_blank: false,
+        total_allowed: true,
+        last_was_entry: false,
+    };
     for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
         if line.is_empty() {
-            after_blank = any_entry || !listing.directories.is_empty();
-            last_was_entry = false;
+            reader.after_blank = reader.any_entry || !reader.listing.directories.is_empty();
+            reader.last_was_entry = false;
             continue;
         }
-        memo.counting = entries.is_full();
+        reader.memo.counting = reader.entries.is_full();
         if filtered {
-            match read_entry(line, layout, ctx, &mut memo) {
-                Ok(entry) => {
-                    any_entry = true;
-                    entries.push(entry);
-                }
-                Err(_) if line.starts_with("total ") || line.ends_with(':') => {}
-                Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
-            }
-            continue;
+            reader.filtered_line(index + 1, line)?;
+        } else {
+            reader.line(index, line)?;
         }
-        let first = index == 0;
-        if std::mem::take(&mut after_blank) {
+    }
+    Ok(reader.listing)
+}
+
+/// What the lines read so far say, and where the next line may fit.
+struct Reader<'a> {
+    layout: Layout,
+    ctx: &'a Context,
+    entries: &'a mut Keeper<Entry>,
+    listing: DirectoryListing,
+    /// The path of the last `dir:` header: the entries under it are its.
+    directory: Option<Arc<str>>,
+    memo: entry::Memo,
+    /// Whether an entry was read yet, and whether the last one was kept (a later line may
+    /// continue its name).
+    any_entry: bool,
+    last_kept: bool,
+    after_blank: bool,
+    /// `total` follows a header, or opens the output when a single directory is listed.
+    total_allowed: bool,
+    /// A line that is no entry right after an entry is the rest of a name holding a newline
+    /// (a pipe gets names unescaped); anywhere else it is not `ls -l` output.
+    last_was_entry: bool,
+}
+
+impl Reader<'_> {
+    /// A line of output a filter may have thinned: entries only; headers and totals are
+    /// passed over, since what they belong to may be gone.
+    fn filtered_line(&mut self, number: usize, line: &str) -> Result<(), String> {
+        match read_entry(line, self.layout, self.ctx, &mut self.memo) {
+            Ok(entry) => {
+                self.any_entry = true;
+                self.entries.push(entry);
+            }
+            Err(_) if line.starts_with("total ") || line.ends_with(':') => {}
+            Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
+        }
+        Ok(())
+    }
+
+    /// Line `index` (0-based) of the whole output, not blank: a header, a total, an entry, or
+    /// the rest of an entry's name.
+    fn line(&mut self, index: usize, line: &str) -> Result<(), String> {
+        let number = index + 1;
+        if std::mem::take(&mut self.after_blank) {
             // After a blank line `ls` prints nothing but the next directory's header.
             let Some(path) = line.strip_suffix(':').filter(|p| p.len() <= MAX_HEADER) else {
                 return Err(format!(
                     "line {number} should be a `dir:` header after a blank line"
                 ));
             };
-            directory = Some(path.into());
-            listing.directories.push(header(path));
-            total_allowed = true;
-            continue;
+            self.header(path);
+            return Ok(());
         }
-        if let Some(total) = line.strip_prefix("total ").filter(|_| total_allowed) {
-            if listing.directories.is_empty() {
-                listing.directories.push(Directory {
+        if let Some(total) = line.strip_prefix("total ").filter(|_| self.total_allowed) {
+            if self.listing.directories.is_empty() {
+                self.listing.directories.push(Directory {
                     path: None,
                     total_blocks: None,
                     total_raw: None,
                 });
             }
-            if let Some(dir) = listing.directories.last_mut() {
-                read_total(dir, total, layout)
+            if let Some(dir) = self.listing.directories.last_mut() {
+                read_total(dir, total, self.layout)
                     .ok_or_else(|| format!("line {number} is not a valid `total` line"))?;
             }
-            total_allowed = false;
-            continue;
+            self.total_allowed = false;
+            return Ok(());
         }
-        total_allowed = false;
-        match read_entry(line, layout, ctx, &mut memo) {
+        self.total_allowed = false;
+        self.entry(index == 0, number, line)
+    }
+
+    /// An entry; or, when it is none, the first line's `dir:` header, or the rest of the last
+    /// entry's name.
+    fn entry(&mut self, first: bool, number: usize, line: &str) -> Result<(), String> {
+        match read_entry(line, self.layout, self.ctx, &mut self.memo) {
             Ok(mut entry) => {
-                if !memo.counting {
-                    entry.directory.clone_from(&directory);
+                if !self.memo.counting {
+                    entry.directory.clone_from(&self.directory);
                 }
-                any_entry = true;
-                last_kept = entries.push(entry);
-                last_was_entry = true;
+                self.any_entry = true;
+                self.last_kept = self.entries.push(entry);
+                self.last_was_entry = true;
             }
             Err(_) if first && line.ends_with(':') && line.len() <= MAX_HEADER => {
-                let path = line.strip_suffix(':').unwrap_or(line);
-                directory = Some(path.into());
-                listing.directories.push(header(path));
-                total_allowed = true;
+                self.header(line.strip_suffix(':').unwrap_or(line));
             }
-            Err(_) if last_was_entry => {
+            Err(_) if self.last_was_entry => {
                 // The rest of a name holding a newline; an entry past the budget is only
                 // counted, and so is its rest.
-                if let Some(entry) = entries.last_mut().filter(|_| last_kept) {
+                if let Some(entry) = self.entries.last_mut().filter(|_| self.last_kept) {
                     entry.name.push('\n');
                     entry.name.push_str(line);
                 }
             }
             Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
         }
+        Ok(())
     }
-    Ok(listing)
+
+    /// A `dir:` header: the entries after it are under `path`, and a `total` may follow.
+    fn header(&mut self, path: &str) {
+        self.directory = Some(path.into());
+        self.listing.directories.push(header(path));
+        self.total_allowed = true;
+    }
 }
 
 /// The longest `dir:` header read (PATH_MAX): each entry under it repeats the path, so a
@@ -332,14 +377,6 @@ fn read_total(dir: &mut Directory, total: &str, layout: Layout) -> Option<()> {
         dir.total_raw = Some(total.to_owned());
     }
     Some(())
-}
-
-/// Digits only (`u64::from_str` would also take a `+`).
-pub(crate) fn number(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 #[cfg(test)]

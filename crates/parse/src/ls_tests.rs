@@ -1,27 +1,13 @@
 use super::*;
+use crate::testutil::{ctx_at, output, parse_with, stage};
 use serde_json::{Value, json};
 
-fn ctx(now: &str) -> Context {
-    Context {
-        now: chrono::DateTime::parse_from_rfc3339(now).unwrap(),
-    }
-}
-
-fn stage(argv: &str) -> Stage {
-    let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
-    Stage::from_argv(&words).unwrap()
-}
+/// The day year-less dates (`Dec  1 21:04`) are read on.
+const NOW: &str = "2026-12-01T22:00:00+00:00";
 
 fn run(argv: &str, stdout: &str, stderr: &str, filtered: bool) -> Result<Value, String> {
-    let parser = recognize(&stage(argv)).ok_or("not recognised")?;
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(0),
-    };
-    parser
-        .parse(&out, &ctx("2026-12-01T22:00:00+00:00"), filtered)
-        .map(crate::Typed::data)
+    let out = output(stdout, stderr, Some(0));
+    parse_with(recognize, &stage(argv), &out, &ctx_at(NOW), filtered)
 }
 
 fn parse(argv: &str, stdout: &str) -> Value {
@@ -146,16 +132,15 @@ fn other_time_styles() {
 
 #[test]
 fn year_less_dates_take_the_latest_year_not_in_the_future() {
-    let parser = recognize(&stage("ls -l")).unwrap();
-    let out = Output {
-        stdout: "-rw-r--r-- 1 u g 1 Dec 31 23:59 f\n",
-        stderr: "",
-        exit_code: Some(0),
-    };
-    let data = parser
-        .parse(&out, &ctx("2027-01-01T08:00:00+01:00"), false)
-        .unwrap()
-        .data();
+    let out = output("-rw-r--r-- 1 u g 1 Dec 31 23:59 f\n", "", Some(0));
+    let data = parse_with(
+        recognize,
+        &stage("ls -l"),
+        &out,
+        &ctx_at("2027-01-01T08:00:00+01:00"),
+        false,
+    )
+    .unwrap();
     assert_eq!(
         data["entries"][0]["modified"]["rfc3339"],
         "2026-12-31T23:59:00+01:00"
@@ -433,12 +418,8 @@ fn past_the_budget_entries_are_counted_and_still_checked() {
         .map(|i| format!("-rw-r--r-- 1 u g {i} Dec  1 10:00 file-{i}\n"))
         .collect();
     let recognized = crate::recognize(&[stage("ls -l")]).unwrap();
-    let now = ctx("2026-12-01T22:00:00+00:00");
-    let out = |stdout| Output {
-        stdout,
-        stderr: "",
-        exit_code: Some(0),
-    };
+    let now = ctx_at(NOW);
+    let out = |stdout| output(stdout, "", Some(0));
     let (parsed, cut) = recognized.parse_within(&out(&text), &now, 5000).unwrap();
     let cut = cut.expect("cut");
     // Entries past the budget were counted, not built and kept to be dropped later.

@@ -23,8 +23,8 @@ use serde::Serialize;
 use crate::time::{Timestamp, month_number};
 use crate::{Context, Output, Parser, Stage, Typed};
 
-#[path = "ps_format.rs"]
 mod format;
+mod options;
 
 use format::{Field, Kind, Plan};
 

@@ -1,16 +1,9 @@
 use super::*;
+use crate::testutil::{ctx_at, output, parse_with, stage};
 use serde_json::{Value as Json, json};
 
-fn stage(line: &str) -> Stage {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-12-01T21:10:00+00:00").unwrap(),
-    }
-}
+/// The day the rows' start times (`06:58`, `Nov09`) are read on.
+const NOW: &str = "2026-12-01T21:10:00+00:00";
 
 fn parse_as(
     line: &str,
@@ -19,13 +12,8 @@ fn parse_as(
     exit: i32,
     stderr: &str,
 ) -> Result<Json, String> {
-    let parser = recognize(&stage(line)).ok_or_else(|| format!("`{line}` not recognised"))?;
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, Some(exit));
+    parse_with(recognize, &stage(line), &out, &ctx_at(NOW), filtered)
 }
 
 fn parse(line: &str, stdout: &str) -> Json {

@@ -1,7 +1,19 @@
-//! The one table of typed results: each type's name, its records array, its schema, and the
-//! family module that recognises the commands producing it.
+//! The one list of typed results. Each entry of [`parse_types!`] below declares a type whole:
+//! its Rust type, name and records array (the [`TypedResult`] impl), what it holds (for
+//! `resources/list`), the commands it is made from (for the `parse` parameter's description),
+//! the fields the model's text skips, and the family `recognize` that picks its parser. A new
+//! type is one new entry; there is no second table to forget.
+//!
+//! One order serves both `resources/list` and recognition. Recognition could depend on it only
+//! if two families took the same command line, and none does (cargo's `test`/`nextest` and its
+//! `build`/`check`/`clippy` are told apart by the subcommand, `go test` and `go build`/`vet`
+//! likewise, jest and tsc/eslint by the program `npx` runs); the unit test
+//! `no_command_is_taken_by_two_types` keeps that true over every fixture's command line.
 
 use crate::{Parser, Stage, TypedResult};
+
+/// The `recognize` of a family module: the parser for a producer's flags, or `None`.
+pub(crate) type Recognize = fn(&Stage) -> Option<Box<dyn Parser>>;
 
 /// One typed result.
 pub struct TypeInfo {
@@ -11,78 +23,129 @@ pub struct TypeInfo {
     pub records: &'static str,
     /// What it holds, for `resources/list`.
     pub description: &'static str,
+    /// The commands it is made from, as the model would type them (`git status`): one item of
+    /// the list in [`parse_param_description`](crate::parse_param_description).
+    pub commands: &'static str,
     /// Fields the model's text leaves out because another field says the same (see
     /// `model_text`): `"field"` at the top, `"records.field"` in each record.
     pub model_skips: &'static [&'static str],
     schema: fn() -> schemars::Schema,
+    recognize: Recognize,
 }
 
-/// Every type a parser may return, in the order `resources/list` shows them.
-pub const TYPES: &[TypeInfo] = &[
-    TypeInfo {
-        name: <crate::ls::DirectoryListing as TypedResult>::NAME,
-        records: <crate::ls::DirectoryListing as TypedResult>::RECORDS,
+/// Declares every typed result once: its [`TypedResult`] impl and its [`TYPES`] entry.
+macro_rules! parse_types {
+    ($(
+        $type:ty {
+            name: $name:literal,
+            records: $records:ident of $record:ty,
+            commands: $commands:literal,
+            recognize: $recognize:path,
+            model_skips: [$($skip:literal),* $(,)?],
+            description: $description:literal $(,)?
+        }
+    )*) => {
+        $(
+            impl TypedResult for $type {
+                const NAME: &'static str = $name;
+                const RECORDS: &'static str = stringify!($records);
+                type Record = $record;
+                fn records(&mut self) -> &mut Vec<$record> {
+                    &mut self.$records
+                }
+            }
+        )*
+
+        /// Every type a parser may return, in the order `resources/list` shows them (and the
+        /// order families are asked in, which no command line depends on: see the module).
+        pub const TYPES: &[TypeInfo] = &[$(
+            TypeInfo {
+                name: <$type as TypedResult>::NAME,
+                records: <$type as TypedResult>::RECORDS,
+                description: $description,
+                commands: $commands,
+                model_skips: &[$($skip),*],
+                schema: || schemars::schema_for!($type),
+                recognize: $recognize,
+            },
+        )*];
+    };
+}
+
+parse_types! {
+    crate::ls::DirectoryListing {
+        name: "DirectoryListing",
+        records: entries of crate::ls::Entry,
+        commands: "ls -l",
+        recognize: crate::ls::recognize,
+        model_skips: ["entries.mode"],
         description: "`ls -l` and its variants: one entry per file, sizes in bytes, times RFC 3339 and epoch",
-        model_skips: &["entries.mode"],
-        schema: || schemars::schema_for!(crate::ls::DirectoryListing),
-    },
-    TypeInfo {
-        name: <crate::ps::ProcessList as TypedResult>::NAME,
-        records: <crate::ps::ProcessList as TypedResult>::RECORDS,
+    }
+    crate::ps::ProcessList {
+        name: "ProcessList",
+        records: processes of crate::ps::Process,
+        commands: "ps",
+        recognize: crate::ps::recognize,
+        model_skips: ["columns", "processes.started"],
         description: "`ps aux`, `ps -ef`, `ps -eo …`: one record per process, columns named by the header or the flags",
-        model_skips: &["columns", "processes.started"],
-        schema: || schemars::schema_for!(crate::ps::ProcessList),
-    },
-    TypeInfo {
-        name: <crate::curl::HttpResponseHeader as TypedResult>::NAME,
-        records: <crate::curl::HttpResponseHeader as TypedResult>::RECORDS,
+    }
+    crate::curl::HttpResponseHeader {
+        name: "HttpResponseHeader",
+        records: responses of crate::curl::Response,
+        commands: "curl -I",
+        recognize: crate::curl::recognize,
+        model_skips: [],
         description: "`curl -I`: status and headers of each response, redirects included",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::curl::HttpResponseHeader),
-    },
-    TypeInfo {
-        name: <crate::git_status::GitStatus as TypedResult>::NAME,
-        records: <crate::git_status::GitStatus as TypedResult>::RECORDS,
+    }
+    crate::git_status::GitStatus {
+        name: "GitStatus",
+        records: files of crate::git_status::FileStatus,
+        commands: "git status",
+        recognize: crate::git_status::recognize,
+        model_skips: [],
         description: "`git status` (porcelain v1/v2 or plain): branch, upstream, and each changed file",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::git_status::GitStatus),
-    },
-    TypeInfo {
-        name: <crate::git_log::GitLog as TypedResult>::NAME,
-        records: <crate::git_log::GitLog as TypedResult>::RECORDS,
+    }
+    crate::git_log::GitLog {
+        name: "GitLog",
+        records: commits of crate::git_log::Commit,
+        commands: "git log",
+        recognize: crate::git_log::recognize,
+        model_skips: [],
         description: "`git log` (default or --oneline): one record per commit",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::git_log::GitLog),
-    },
-    TypeInfo {
-        name: <crate::df::DiskUsage as TypedResult>::NAME,
-        records: <crate::df::DiskUsage as TypedResult>::RECORDS,
+    }
+    crate::df::DiskUsage {
+        name: "DiskUsage",
+        records: filesystems of crate::df::FileSystem,
+        commands: "df",
+        recognize: crate::df::recognize,
+        model_skips: [],
         description: "`df`, `df -h`: one record per file system, sizes in bytes",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::df::DiskUsage),
-    },
-    TypeInfo {
-        name: <crate::free::MemoryUsage as TypedResult>::NAME,
-        records: <crate::free::MemoryUsage as TypedResult>::RECORDS,
+    }
+    crate::free::MemoryUsage {
+        name: "MemoryUsage",
+        records: rows of crate::free::MemoryRow,
+        commands: "free",
+        recognize: crate::free::recognize,
+        model_skips: [],
         description: "`free`, `free -m`, `free -h`: memory and swap rows, sizes in bytes",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::free::MemoryUsage),
-    },
-    TypeInfo {
-        name: <crate::diagnostics::Diagnostics as TypedResult>::NAME,
-        records: <crate::diagnostics::Diagnostics as TypedResult>::RECORDS,
+    }
+    crate::diagnostics::Diagnostics {
+        name: "Diagnostics",
+        records: diagnostics of crate::diagnostics::Diagnostic,
+        commands: "cargo/gcc/tsc/eslint/go",
+        recognize: crate::diagnostics::recognize,
+        model_skips: [],
         description: "compiler and linter messages (cargo, rustc, gcc, clang, tsc, eslint, go): file, line, column, severity, code, message, and the summary",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::diagnostics::Diagnostics),
-    },
-    TypeInfo {
-        name: <crate::test_report::TestReport as TypedResult>::NAME,
-        records: <crate::test_report::TestReport as TypedResult>::RECORDS,
+    }
+    crate::test_report::TestReport {
+        name: "TestReport",
+        records: failures of crate::test_report::Failure,
+        commands: "cargo test/pytest/go test/jest",
+        recognize: crate::test_report::recognize,
+        model_skips: [],
         description: "test runs (cargo test, nextest, pytest, go test, jest, vitest): counts, each failure with its first lines, duration",
-        model_skips: &[],
-        schema: || schemars::schema_for!(crate::test_report::TestReport),
-    },
-];
+    }
+}
 
 /// `agentty://schema/<name>`.
 pub fn schema_uri(name: &str) -> String {
@@ -107,45 +170,24 @@ pub(crate) fn model_skips(name: &str) -> &'static [&'static str] {
         .map_or(&[], |t| t.model_skips)
 }
 
-/// Each type's name and records array, known to the budget (see [`TypedResult`]).
-macro_rules! typed_result {
-    ($($type:ty => $name:literal, $records:ident: $record:ty;)*) => {$(
-        impl TypedResult for $type {
-            const NAME: &'static str = $name;
-            const RECORDS: &'static str = stringify!($records);
-            type Record = $record;
-            fn records(&mut self) -> &mut Vec<$record> {
-                &mut self.$records
-            }
-        }
-    )*};
-}
-
-typed_result! {
-    crate::ls::DirectoryListing => "DirectoryListing", entries: crate::ls::Entry;
-    crate::ps::ProcessList => "ProcessList", processes: crate::ps::Process;
-    crate::curl::HttpResponseHeader => "HttpResponseHeader", responses: crate::curl::Response;
-    crate::git_status::GitStatus => "GitStatus", files: crate::git_status::FileStatus;
-    crate::git_log::GitLog => "GitLog", commits: crate::git_log::Commit;
-    crate::df::DiskUsage => "DiskUsage", filesystems: crate::df::FileSystem;
-    crate::free::MemoryUsage => "MemoryUsage", rows: crate::free::MemoryRow;
-    crate::diagnostics::Diagnostics => "Diagnostics", diagnostics: crate::diagnostics::Diagnostic;
-    crate::test_report::TestReport => "TestReport", failures: crate::test_report::Failure;
-}
-
-/// Asks each family in turn; the first that knows the producer's flags wins.
+/// Asks each type's family in turn; the first that knows the producer's flags wins.
 pub(crate) fn parser_for(producer: &Stage) -> Option<Box<dyn Parser>> {
-    type Family = fn(&Stage) -> Option<Box<dyn Parser>>;
-    const FAMILIES: &[Family] = &[
-        crate::ls::recognize,
-        crate::ps::recognize,
-        crate::curl::recognize,
-        crate::git_status::recognize,
-        crate::git_log::recognize,
-        crate::df::recognize,
-        crate::free::recognize,
-        crate::test_report::recognize,
-        crate::diagnostics::recognize,
-    ];
-    FAMILIES.iter().find_map(|family| family(producer))
+    TYPES.iter().find_map(|t| (t.recognize)(producer))
 }
+
+/// The description of the server's `parse` parameter: what it does, for which commands (each
+/// type's [`TypeInfo::commands`], in [`TYPES`] order), where the schemas are, and what other
+/// commands get. Made from the list so a new type is named to the model without a second edit.
+pub fn parse_param_description() -> String {
+    let commands: Vec<&str> = TYPES.iter().map(|t| t.commands).collect();
+    format!(
+        "Typed JSON instead of text for {}: record tables, shared values in \"same\". \
+         Schemas: {} resources. Others: text and a note.",
+        commands.join(", "),
+        schema_uri("<Type>"),
+    )
+}
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

@@ -1,48 +1,32 @@
 use super::*;
+use crate::testutil::{FIXTURES, ctx, output, parse_with, saved_run, stage};
 use serde_json::{Value, json};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
-fn stage(cmd: &str) -> Stage {
-    let argv: Vec<String> = cmd.split(' ').map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::from_timestamp(1_700_000_000, 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
-
-fn run(
+pub(super) fn run(
     cmd: &str,
     stdout: &str,
     stderr: &str,
     exit: Option<i32>,
     filtered: bool,
 ) -> Result<Value, String> {
-    let parser = recognize(&stage(cmd)).unwrap_or_else(|| panic!("`{cmd}` not recognised"));
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: exit,
-    };
-    parser.parse(&out, &ctx(), filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, exit);
+    parse_with(recognize, &stage(cmd), &out, &ctx(), filtered)
 }
 
-/// A saved real run: `tests/fixtures/<dir>/<case>.{cmd,out,err,exit}`.
-fn fixture(case: &str) -> Result<Value, String> {
-    let read =
-        |ext: &str| std::fs::read_to_string(format!("{FIXTURES}/{case}.{ext}")).unwrap_or_default();
-    let cmd = read("cmd");
-    let exit = read("exit").trim().parse().ok();
-    run(cmd.trim(), &read("out"), &read("err"), exit, false)
+/// A saved real run (see [`saved_run`]), parsed.
+pub(super) fn fixture(case: &str) -> Result<Value, String> {
+    let saved = saved_run(case);
+    run(
+        &saved.line,
+        &saved.stdout,
+        &saved.stderr,
+        saved.exit_code,
+        false,
+    )
 }
 
 /// severity, code, file, line, column, message of each record.
-fn facts(data: &Value) -> Vec<(String, Value, Value, Value, Value, String)> {
+pub(super) fn facts(data: &Value) -> Vec<(String, Value, Value, Value, Value, String)> {
     let records = data["diagnostics"].as_array().unwrap();
     records
         .iter()
@@ -60,7 +44,7 @@ fn facts(data: &Value) -> Vec<(String, Value, Value, Value, Value, String)> {
         .collect()
 }
 
-fn fact(
+pub(super) fn fact(
     severity: &str,
     code: Value,
     file: &str,
@@ -157,96 +141,6 @@ fn human_build_with_a_warning_in_the_lib_and_an_error_in_the_bin() {
 }
 
 #[test]
-fn json_gives_the_same_facts_as_human() {
-    let human = fixture("cargo-human/lib-warning-bin-error").unwrap();
-    let json = fixture("cargo-json/lib-warning-bin-error").unwrap();
-    assert_eq!(facts(&json), facts(&human));
-    assert_eq!(json["summary"]["errors"], 1);
-    assert_eq!(json["summary"]["warnings"], 1);
-    // Cargo prints only the `could not compile` line on stderr in JSON mode.
-    assert_eq!(
-        json["summary"]["line"],
-        "error: could not compile `demo` (bin \"demo\") due to 1 previous error"
-    );
-    let notes = &json["diagnostics"][0]["notes"];
-    // The lint-level note is dropped: `code` names the lint.
-    assert_eq!(
-        notes,
-        &json!(["help: if this is intentional, prefix it with an underscore"])
-    );
-    assert_eq!(human["diagnostics"][0].get("notes"), None);
-}
-
-#[test]
-fn short_format_keeps_the_label_in_the_message() {
-    let data = fixture("cargo-human/short-check").unwrap();
-    assert_eq!(
-        facts(&data),
-        [
-            fact(
-                "warning",
-                Value::Null,
-                "src/lib.rs",
-                2,
-                9,
-                "unused variable: `unused`: help: if this is intentional, prefix it with an underscore: `_unused`"
-            ),
-            fact(
-                "error",
-                json!("E0308"),
-                "src/main.rs",
-                2,
-                25,
-                "mismatched types: expected `String`, found `u32`"
-            ),
-        ]
-    );
-}
-
-#[test]
-fn clippy_lints_are_named_from_their_notes() {
-    let human = fixture("cargo-human/clippy-deny").unwrap();
-    let codes: Vec<&Value> = human["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| &d["code"])
-        .collect();
-    // Only the first message of a lint carries the note that names it.
-    assert_eq!(
-        codes,
-        [
-            &json!("unused_variables"),
-            &Value::Null,
-            &json!("clippy::needless_return")
-        ]
-    );
-    let json = fixture("cargo-json/clippy-deny").unwrap();
-    let codes: Vec<&Value> = json["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| &d["code"])
-        .collect();
-    assert_eq!(
-        codes,
-        [
-            &json!("unused_variables"),
-            &json!("unused_variables"),
-            &json!("clippy::needless_return")
-        ]
-    );
-    let strip = |mut f: Vec<(String, Value, Value, Value, Value, String)>| {
-        f.iter_mut().for_each(|x| x.1 = Value::Null);
-        f
-    };
-    assert_eq!(strip(facts(&human)), strip(facts(&json)));
-    let warned = fixture("cargo-human/clippy").unwrap();
-    assert_eq!(warned["summary"]["warnings"], 3);
-    assert_eq!(warned["diagnostics"][2]["code"], "clippy::needless_return");
-}
-
-#[test]
 fn a_clean_build_has_no_records() {
     for case in ["cargo-human/clean-release", "cargo-json/clean"] {
         let data = fixture(case).unwrap();
@@ -259,26 +153,6 @@ fn a_clean_build_has_no_records() {
     }
     let empty = run("cargo build -q", "", "", Some(0), false).unwrap();
     assert_eq!(empty["diagnostics"], json!([]));
-}
-
-#[test]
-fn cargo_errors_keep_their_causes() {
-    let data = fixture("cargo-human/missing-dependency").unwrap();
-    let record = &data["diagnostics"][0];
-    assert_eq!(
-        record["message"],
-        "failed to load manifest for dependency `nope`"
-    );
-    assert_eq!(record["severity"], "error");
-    assert_eq!(record.get("file"), None);
-    assert_eq!(
-        record["notes"][0],
-        "caused by: failed to read `/tmp/dx/nope/Cargo.toml`"
-    );
-    assert_eq!(
-        record["notes"][1],
-        "caused by: No such file or directory (os error 2)"
-    );
 }
 
 #[test]
@@ -423,47 +297,6 @@ fn filtered_output() {
 }
 
 #[test]
-fn json_and_cargo_lines_on_one_stream() {
-    // `cargo build --message-format=json 2>&1`.
-    let json = std::fs::read_to_string(format!("{FIXTURES}/cargo-json/lib-warning-bin-error.out"))
-        .unwrap();
-    let merged = format!(
-        "   Compiling demo v0.1.0 (/tmp/dx/demo)\n{json}error: could not compile `demo` (bin \"demo\") due to 1 previous error\n"
-    );
-    let data = run(
-        "cargo build --message-format=json",
-        &merged,
-        "",
-        Some(101),
-        false,
-    )
-    .unwrap();
-    assert_eq!(data["summary"]["errors"], 1);
-    assert_eq!(data["summary"]["warnings"], 1);
-    assert!(data["summary"]["line"].is_string());
-}
-
-#[test]
-fn spans_in_std_macros_point_at_the_call_site() {
-    let line = json!({"reason": "compiler-message", "message": {
-        "level": "error", "message": "x", "code": null, "children": [],
-        "spans": [{"is_primary": true, "file_name": "/rustc/abc/library/core/src/macros/mod.rs", "line_start": 1, "column_start": 1,
-            "expansion": {"span": {"file_name": "src/main.rs", "line_start": 7, "column_start": 5, "expansion": null}}}]}});
-    let data = run(
-        "cargo check --message-format=json",
-        &format!("{line}\n"),
-        "",
-        Some(101),
-        false,
-    )
-    .unwrap();
-    assert_eq!(
-        facts(&data),
-        [fact("error", Value::Null, "src/main.rs", 7, 5, "x")]
-    );
-}
-
-#[test]
 fn human_diagnostics_for_the_test_runner() {
     let stderr =
         std::fs::read_to_string(format!("{FIXTURES}/cargo-human/lib-warning-bin-error.err"))
@@ -476,21 +309,6 @@ fn human_diagnostics_for_the_test_runner() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].line, Some(3));
     assert!(human_diagnostics("").is_empty());
-}
-
-#[test]
-fn lint_names() {
-    assert_eq!(
-        lint_name("note: `#[warn(dead_code)]` on by default").as_deref(),
-        Some("dead_code")
-    );
-    assert_eq!(
-        lint_name("note: `-W clippy::too-many-lines` implied by `-W clippy::pedantic`").as_deref(),
-        Some("clippy::too_many_lines")
-    );
-    assert_eq!(lint_name("help: for further information visit https://rust-lang.github.io/rust-clippy/master/index.html#bool_comparison").as_deref(), Some("clippy::bool_comparison"));
-    assert_eq!(lint_name("note: expected type `u8`"), None);
-    assert_eq!(lint_name("note: `#[warn(a b)]`"), None);
 }
 
 #[test]

@@ -14,7 +14,7 @@
 
 use serde::Deserialize;
 
-use super::gcc::{no_message, number, quote};
+use super::shared::{no_message, number, quote};
 use super::{Diagnostic, Diagnostics, Severity};
 use crate::{Context, Output, Parser, Stage, Typed};
 

@@ -1,29 +1,11 @@
 use super::*;
+use crate::testutil::{ctx, diagnostic_fact as fact, diagnostic_facts as facts};
+use crate::testutil::{output, parse_with, stage};
 use serde_json::{Value, json};
 
-fn stage(line: &str) -> Stage {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::from_timestamp(0, 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
-
 fn run(cmd: &str, stdout: &str, stderr: &str, exit: i32, filtered: bool) -> Result<Value, String> {
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    recognize(&stage(cmd))
-        .unwrap()
-        .parse(&out, &ctx(), filtered)
-        .map(crate::Typed::data)
+    let out = output(stdout, stderr, Some(exit));
+    parse_with(recognize, &stage(cmd), &out, &ctx(), filtered)
 }
 
 fn stylish_of(stdout: &str) -> Result<Value, String> {
@@ -34,27 +16,6 @@ const STYLISH: &str = include_str!("../../tests/fixtures/eslint-stylish/project.
 const DIRECTIVES: &str = include_str!("../../tests/fixtures/eslint-stylish/directives.out");
 const JSON: &str = include_str!("../../tests/fixtures/eslint-json/project.out");
 const METADATA: &str = include_str!("../../tests/fixtures/eslint-json/metadata.out");
-
-/// (severity, file, line, column, rule, message) of each record.
-fn facts(data: &Value) -> Vec<(String, String, u64, u64, String, String)> {
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    data["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            (
-                text(d, "severity"),
-                text(d, "file"),
-                num(d, "line"),
-                num(d, "column"),
-                text(d, "code"),
-                text(d, "message"),
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn recognition() {
@@ -86,17 +47,6 @@ fn recognition() {
     ] {
         assert!(recognize(&stage(cmd)).is_none(), "{cmd}");
     }
-}
-
-fn fact(
-    sev: &str,
-    file: &str,
-    line: u64,
-    col: u64,
-    rule: &str,
-    msg: &str,
-) -> (String, String, u64, u64, String, String) {
-    (sev.into(), file.into(), line, col, rule.into(), msg.into())
 }
 
 #[test]

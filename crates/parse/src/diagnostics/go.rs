@@ -16,12 +16,11 @@
 //! own explanation of a failure (`package x is not in std`): an error when the run failed,
 //! and a reason to refuse when it did not (or when a filter hides whether it did), because
 //! then the output is not go's.
-//!
-//! The location helpers here are shared with the rustc parser (its short format and its
-//! ` --> ` lines use the same `file:line:column`).
 
-use super::cargo::listed;
-use super::{Diagnostic, Diagnostics, Severity, clip};
+use super::flags::listed;
+use super::location::located;
+use super::shared::clip;
+use super::{Diagnostic, Diagnostics, Severity};
 use crate::{Context, Output, Parser, Stage, Typed};
 
 /// Notes kept per message, and the longest note kept whole (a linker's command line is
@@ -193,44 +192,6 @@ impl Parser for GoParser {
         }
         Ok(Typed::new(Diagnostics::counted("go", records, summary)))
     }
-}
-
-/// `file:line:column: rest` or `file:line: rest` at the start of `line`, as go, gcc and
-/// rustc's short format print it. The first `: ` after a `:number` ends the location, so a
-/// file name may hold colons and spaces.
-pub(super) fn located(line: &str) -> Option<(&str, u64, Option<u64>, &str)> {
-    if line.starts_with([' ', '\t']) {
-        return None;
-    }
-    line.match_indices(": ").find_map(|(at, _)| {
-        let (file, number, column) = file_line_column(line.get(..at)?)?;
-        Some((file, number, column, line.get(at + 2..)?))
-    })
-}
-
-/// `src/main.rs:4:9` or `main.go:4` (a file name may hold colons: numbers are read from the
-/// right).
-pub(super) fn file_line_column(text: &str) -> Option<(&str, u64, Option<u64>)> {
-    let (rest, last) = text.rsplit_once(':')?;
-    let last = number(last)?;
-    match rest.rsplit_once(':') {
-        Some((file, line)) => match number(line) {
-            Some(line) if !file.is_empty() => Some((file, line, Some(last))),
-            Some(_) => None,
-            // All digits but too large: not a file name either.
-            None if is_digits(line) => None,
-            None => Some((rest, last, None)),
-        },
-        None => (!rest.is_empty()).then_some((rest, last, None)),
-    }
-}
-
-fn number(text: &str) -> Option<u64> {
-    is_digits(text).then(|| text.parse().ok()).flatten()
-}
-
-fn is_digits(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]

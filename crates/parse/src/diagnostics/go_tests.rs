@@ -1,7 +1,6 @@
 use super::*;
+use crate::testutil::{ctx, output, parse_with, saved_run};
 use serde_json::{Value, json};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 fn stage(cmd: &str) -> Stage {
     // `~` stands for a space inside one argument (`-ldflags=-s~-w`).
@@ -20,25 +19,14 @@ fn run_filtered(
     exit: Option<i32>,
     filtered: bool,
 ) -> Result<Value, String> {
-    let parser = recognize(&stage(cmd)).unwrap_or_else(|| panic!("`{cmd}` not recognised"));
-    let ctx = Context {
-        now: chrono::DateTime::from_timestamp(1_700_000_000, 0)
-            .unwrap()
-            .fixed_offset(),
-    };
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: exit,
-    };
-    parser.parse(&out, &ctx, filtered).map(crate::Typed::data)
+    let out = output(stdout, stderr, exit);
+    parse_with(recognize, &stage(cmd), &out, &ctx(), filtered)
 }
 
+/// A saved real run (see [`saved_run`]), parsed.
 fn fixture(case: &str) -> Result<Value, String> {
-    let read =
-        |ext: &str| std::fs::read_to_string(format!("{FIXTURES}/{case}.{ext}")).unwrap_or_default();
-    let exit = read("exit").trim().parse().ok();
-    run(read("cmd").trim(), &read("out"), &read("err"), exit)
+    let saved = saved_run(case);
+    run(&saved.line, &saved.stdout, &saved.stderr, saved.exit_code)
 }
 
 /// (file, line, column, message) of each record; all must be errors.
@@ -228,37 +216,6 @@ fn unknown_lines() {
     // An indented line after a package header belongs to no record.
     let stray = run("go build", "", "./a.go:1:2: x\n# m\n\tstray\n", Some(1)).unwrap();
     assert_eq!(stray["diagnostics"][0].get("notes"), None);
-}
-
-#[test]
-fn locations() {
-    assert_eq!(
-        located("./main.go:5:2: declared and not used: x"),
-        Some(("./main.go", 5, Some(2), "declared and not used: x"))
-    );
-    assert_eq!(
-        located("a b/naïve:1.go:12: msg: more"),
-        Some(("a b/naïve:1.go", 12, None, "msg: more"))
-    );
-    assert_eq!(located("note: module requires Go 1.21"), None);
-    assert_eq!(located("x.go:+3: no"), None);
-    assert_eq!(located(":3:1: no file"), None);
-    assert_eq!(located("\t./a.go:1:1: indented"), None);
-    assert_eq!(located("x.go:99999999999999999999999:1: overflow"), None);
-    assert_eq!(
-        file_line_column("src/main.rs:4:9"),
-        Some(("src/main.rs", 4, Some(9)))
-    );
-    assert_eq!(file_line_column("4:9"), Some(("4", 9, None)));
-}
-
-#[test]
-fn clip_counts_characters() {
-    assert_eq!(clip("short"), "short");
-    let long = "ü".repeat(600);
-    let clipped = clip(&long);
-    assert_eq!(clipped.chars().count(), super::super::MAX_NOTE_CHARS + 1);
-    assert!(clipped.ends_with('…'));
 }
 
 #[test]

@@ -9,8 +9,11 @@ use crate::{Parser, Stage};
 
 pub(crate) mod cargo;
 pub(crate) mod eslint;
+mod flags;
 pub(crate) mod gcc;
 pub(crate) mod go;
+mod location;
+mod shared;
 pub(crate) mod tsc;
 
 /// Compiler or linter messages.
@@ -85,14 +88,6 @@ impl Diagnostics {
             diagnostics,
         }
     }
-}
-
-/// The longest note kept, in characters: a linker's command line can run to kilobytes.
-pub(crate) const MAX_NOTE_CHARS: usize = 500;
-
-/// A note no longer than [`MAX_NOTE_CHARS`], marked with `…` when cut.
-pub(crate) fn clip(note: &str) -> String {
-    crate::text::clip(note, MAX_NOTE_CHARS)
 }
 
 pub(crate) fn recognize(stage: &Stage) -> Option<Box<dyn Parser>> {

@@ -13,8 +13,8 @@
 //! place between blank lines. Watch mode, `--listFiles`, `--showConfig` and the like print
 //! something else and are not recognised.
 
-use super::gcc::{MAX_NOTES, no_message, number, quote};
-use super::{Diagnostic, Diagnostics, Severity, clip};
+use super::shared::{MAX_NOTES, clip, no_message, number, quote};
+use super::{Diagnostic, Diagnostics, Severity};
 use crate::{Context, Output, Parser, Stage, Typed};
 
 pub(crate) fn recognize(stage: &Stage) -> Option<Box<dyn Parser>> {

@@ -1,29 +1,10 @@
 use super::*;
+use crate::testutil::{ctx, output, parse_with, stage};
 use serde_json::{Value, json};
 
-fn stage(line: &str) -> Stage {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    Stage::from_argv(&argv).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::from_timestamp(0, 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
-
 fn parse(stdout: &str, exit: i32, filtered: bool) -> Result<Value, String> {
-    let out = Output {
-        stdout,
-        stderr: "",
-        exit_code: Some(exit),
-    };
-    recognize(&stage("tsc --noEmit"))
-        .unwrap()
-        .parse(&out, &ctx(), filtered)
-        .map(crate::Typed::data)
+    let out = output(stdout, "", Some(exit));
+    parse_with(recognize, &stage("tsc --noEmit"), &out, &ctx(), filtered)
 }
 
 const PLAIN: &str = include_str!("../../tests/fixtures/tsc/plain.out");
@@ -171,15 +152,12 @@ fn empty_and_failed_runs() {
         parse("", 0, false).unwrap(),
         json!({"tool": "tsc", "summary": {"errors": 0, "warnings": 0}, "diagnostics": []})
     );
-    let out = Output {
-        stdout: "",
-        stderr: "npm ERR! could not determine executable to run\n",
-        exit_code: Some(1),
-    };
-    let why = recognize(&stage("npx tsc"))
-        .unwrap()
-        .parse(&out, &ctx(), false)
-        .unwrap_err();
+    let out = output(
+        "",
+        "npm ERR! could not determine executable to run\n",
+        Some(1),
+    );
+    let why = parse_with(recognize, &stage("npx tsc"), &out, &ctx(), false).unwrap_err();
     assert!(why.contains("could not determine executable"), "{why}");
 }
 

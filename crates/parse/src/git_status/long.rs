@@ -11,8 +11,9 @@ use std::collections::HashMap;
 use super::shared::{path_token, rename_pair};
 use super::{Change, Conflict, FileStatus, GitStatus, Submodule, bad_line};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Section {
+    #[default]
     None,
     Staged,
     Unmerged,
@@ -82,72 +83,95 @@ const NOTHING_NEW: &[&str] = &[
 ];
 
 pub(super) fn parse(text: &str) -> Result<GitStatus, String> {
-    let mut status = GitStatus::default();
-    let mut section = Section::None;
-    // Where each staged path's record is, to merge its unstaged change into it.
-    let mut record_of: HashMap<String, usize> = HashMap::new();
-    let mut diverged_from: Option<String> = None;
-    let mut known_lines = 0;
+    let mut reader = Reader::default();
     for (n, line) in text.lines().enumerate() {
+        reader.line(n, line)?;
+    }
+    if reader.diverged_from.is_some() {
+        return Err("the output ends inside git's \"have diverged\" sentence".into());
+    }
+    if reader.known_lines == 0 {
+        return Err("`git status` printed nothing".into());
+    }
+    Ok(reader.status)
+}
+
+/// What the lines read so far say.
+#[derive(Default)]
+struct Reader {
+    status: GitStatus,
+    section: Section,
+    /// Where each staged path's record is, to merge its unstaged change into it.
+    record_of: HashMap<String, usize>,
+    /// The upstream of a "have diverged," sentence, whose counts are on the next line.
+    diverged_from: Option<String>,
+    /// Lines that were not blank.
+    known_lines: usize,
+}
+
+impl Reader {
+    /// Line `n` (0-based): a file under a section header, a header, a hint, or one of git's
+    /// sentences; anything else is refused.
+    fn line(&mut self, n: usize, line: &str) -> Result<(), String> {
         let bad = || bad_line(n, line, "a `git status` line");
-        if let Some(upstream) = diverged_from.take() {
+        if let Some(upstream) = self.diverged_from.take() {
             let (ahead, behind) = diverged_counts(line).ok_or_else(bad)?;
-            set_upstream(&mut status, upstream, Some(ahead), Some(behind))?;
-            continue;
+            return set_upstream(&mut self.status, upstream, Some(ahead), Some(behind));
         }
         if line.is_empty() {
-            section = Section::None;
-            continue;
+            self.section = Section::None;
+            return Ok(());
         }
-        known_lines += 1;
+        self.known_lines += 1;
         if let Some(entry) = line.strip_prefix('\t') {
-            let file = match section {
-                Section::Staged | Section::Unstaged => change_entry(entry, section),
-                Section::Unmerged => conflict_entry(entry),
-                Section::Untracked => path_token(entry)
-                    .map(|p| FileStatus::new(p, Change::Untracked, Change::Untracked)),
-                Section::Ignored => {
-                    path_token(entry).map(|p| FileStatus::new(p, Change::Ignored, Change::Ignored))
-                }
-                Section::None | Section::Todo => None,
-            };
-            let file = file.ok_or_else(bad)?;
-            add(&mut status, &mut record_of, file, section);
-            continue;
+            let file = file_entry(entry, self.section).ok_or_else(bad)?;
+            add(&mut self.status, &mut self.record_of, file, self.section);
+            return Ok(());
         }
         // Hints: "  (use "git add <file>..." to include in what will be committed)".
         if line.starts_with("  (") && line.ends_with(')') {
-            continue;
+            return Ok(());
         }
-        if section == Section::Todo && line.starts_with("   ") {
-            continue;
+        if self.section == Section::Todo && line.starts_with("   ") {
+            return Ok(());
         }
         if let Some(next) = header(line) {
-            section = next;
-            continue;
+            self.section = next;
+            return Ok(());
         }
+        if self.sentence(line)? {
+            Ok(())
+        } else {
+            Err(bad())
+        }
+    }
+
+    /// One of git's sentences about the branch, its upstream, the stash or an operation in
+    /// progress: whether `line` is one.
+    fn sentence(&mut self, line: &str) -> Result<bool, String> {
+        let status = &mut self.status;
         if let Some(upstream) = line
             .strip_prefix("Your branch and '")
             .and_then(|r| r.strip_suffix("' have diverged,"))
         {
-            diverged_from = Some(upstream.to_owned());
-            continue;
+            self.diverged_from = Some(upstream.to_owned());
+            return Ok(true);
         }
         if let Some((upstream, ahead, behind, gone)) = tracking(line) {
             status.upstream_gone = gone;
-            set_upstream(&mut status, upstream.to_owned(), ahead, behind)?;
-            continue;
+            set_upstream(status, upstream.to_owned(), ahead, behind)?;
+            return Ok(true);
         }
-        if branch_line(line, &mut status) {
-            continue;
+        if branch_line(line, status) {
+            return Ok(true);
         }
         if let Some(count) = stash_line(line) {
             status.stash = Some(count);
-            continue;
+            return Ok(true);
         }
         if let Some((_, operation)) = STATES.iter().find(|(s, _)| line.starts_with(s)) {
-            in_progress(&mut status, operation);
-            continue;
+            in_progress(status, operation);
+            return Ok(true);
         }
         if [
             "Last command done (",
@@ -158,26 +182,31 @@ pub(super) fn parse(text: &str) -> Result<GitStatus, String> {
         .iter()
         .any(|p| line.starts_with(p))
         {
-            in_progress(&mut status, "rebase");
-            section = Section::Todo;
-            continue;
+            in_progress(status, "rebase");
+            self.section = Section::Todo;
+            return Ok(true);
         }
         if line == "No commits yet" || line == "Initial commit" {
             status.initial = true;
-            continue;
+            return Ok(true);
         }
-        if NOTHING_NEW.iter().any(|p| line.starts_with(p)) {
-            continue;
+        Ok(NOTHING_NEW.iter().any(|p| line.starts_with(p)))
+    }
+}
+
+/// A file line (after its tab) of `section`.
+fn file_entry(entry: &str, section: Section) -> Option<FileStatus> {
+    match section {
+        Section::Staged | Section::Unstaged => change_entry(entry, section),
+        Section::Unmerged => conflict_entry(entry),
+        Section::Untracked => {
+            path_token(entry).map(|p| FileStatus::new(p, Change::Untracked, Change::Untracked))
         }
-        return Err(bad());
+        Section::Ignored => {
+            path_token(entry).map(|p| FileStatus::new(p, Change::Ignored, Change::Ignored))
+        }
+        Section::None | Section::Todo => None,
     }
-    if diverged_from.is_some() {
-        return Err("the output ends inside git's \"have diverged\" sentence".into());
-    }
-    if known_lines == 0 {
-        return Err("`git status` printed nothing".into());
-    }
-    Ok(status)
 }
 
 fn header(line: &str) -> Option<Section> {
@@ -385,3 +414,7 @@ fn add(
     }
     status.files.push(file);
 }
+
+#[cfg(test)]
+#[path = "long_tests.rs"]
+mod tests;

@@ -5,71 +5,17 @@
 //! later lines (a newline in it) is whole.
 
 use super::options::{self, Human, Indicators, Layout};
-use super::{Device, Entry, EntryType, number, time_field};
+use super::{Device, Entry, EntryType, time_field};
 use crate::Context;
+use crate::columns::Cursor;
+use crate::text::number;
 
 /// A size printed by `-h` (powers of 1024) or `--si` (powers of 1000).
 pub(super) fn size_value(text: &str, human: Human) -> Option<u64> {
     match human {
         Human::No => number(text),
         Human::Binary => crate::text::human_size(text),
-        Human::Si => crate::df::si_size(text),
-    }
-}
-
-/// Walks a line by space-separated tokens, remembering where it is (the name is the rest).
-pub(crate) struct Cursor<'a> {
-    line: &'a str,
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    pub(crate) fn new(line: &'a str) -> Self {
-        Cursor { line, pos: 0 }
-    }
-
-    /// The next token and the byte offset it starts at.
-    pub(crate) fn token_at(&mut self) -> Option<(usize, &'a str)> {
-        // By bytes: a space is ASCII, so both ends fall on character boundaries. Tokens are
-        // short, where a plain loop beats a vectorised search's set-up.
-        let bytes = self.line.as_bytes();
-        let start = self.pos
-            + bytes
-                .get(self.pos..)?
-                .iter()
-                .take_while(|b| **b == b' ')
-                .count();
-        let len = bytes
-            .get(start..)?
-            .iter()
-            .take_while(|b| **b != b' ')
-            .count();
-        let token = self
-            .line
-            .get(start..start + len)
-            .filter(|t| !t.is_empty())?;
-        self.pos = start + len;
-        Some((start, token))
-    }
-
-    pub(crate) fn token(&mut self) -> Option<&'a str> {
-        self.token_at().map(|(_, t)| t)
-    }
-
-    pub(crate) fn rest(&self) -> &'a str {
-        self.line.get(self.pos..).unwrap_or("")
-    }
-
-    /// The text from `start` to where the cursor is.
-    pub(crate) fn since(&self, start: usize) -> &'a str {
-        self.line.get(start..self.pos).unwrap_or("")
-    }
-
-    /// Steps over one space, if there is one.
-    pub(crate) fn skip_space(&mut self) -> bool {
-        let yes = self.rest().starts_with(' ');
-        self.pos += usize::from(yes);
-        yes
+        Human::Si => crate::text::si_size(text),
     }
 }
 
@@ -99,21 +45,11 @@ pub(super) fn read_entry(
     memo: &mut Memo,
 ) -> Result<Entry, &'static str> {
     let mut cur = Cursor::new(line);
-    let mut inode = None;
-    if layout.inode {
-        let token = cur.token().ok_or("no inode")?;
-        inode = unless_unknown(token, number).map_err(|()| "bad inode number")?;
-    }
-    let (mut blocks, mut blocks_raw) = (None, None);
-    if layout.blocks {
-        let token = cur.token().ok_or("no block count")?;
-        if layout.human == Human::No {
-            blocks = unless_unknown(token, number).map_err(|()| "bad block count")?;
-        } else if token != "?" {
-            size_value(token, layout.human).ok_or("bad block size")?;
-            blocks_raw = Some(token.to_owned());
-        }
-    }
+    let Prefix {
+        inode,
+        blocks,
+        blocks_raw,
+    } = read_prefix(&mut cur, layout)?;
     let mode_token = cur.token().ok_or("empty line")?;
     let options::ModeString {
         kind,
@@ -132,26 +68,11 @@ pub(super) fn read_entry(
     };
     let owner = who(layout.owner)?;
     let group = who(layout.group)?;
-    let size_token = cur.token().ok_or("no size")?;
-    let (mut size_bytes, mut size_raw, mut device) = (None, None, None);
-    if let Some(major) = size_token
-        .strip_suffix(',')
-        .filter(|_| matches!(kind, EntryType::CharDevice | EntryType::BlockDevice))
-    {
-        let minor = cur
-            .token()
-            .and_then(number)
-            .ok_or("bad minor device number")?;
-        device = Some(Device {
-            major: number(major).ok_or("bad major device number")?,
-            minor,
-        });
-    } else if size_token != "?" {
-        size_bytes = Some(size_value(size_token, layout.human).ok_or("bad size")?);
-        if !size_token.bytes().all(|b| b.is_ascii_digit()) {
-            size_raw = Some(size_token.to_owned());
-        }
-    }
+    let Size {
+        bytes: size_bytes,
+        raw: size_raw,
+        device,
+    } = read_size(&mut cur, kind, layout.human)?;
     let modified = time_field::read(&mut cur, ctx, &mut memo.last_date, !memo.counting)
         .ok_or("no date in a known style")?;
     if !cur.skip_space() {
@@ -184,6 +105,73 @@ pub(super) fn read_entry(
         blocks,
         blocks_raw,
         directory: None,
+    })
+}
+
+/// The columns `-i` and `-s` put in front of the mode.
+struct Prefix {
+    inode: Option<u64>,
+    /// `-s`'s count, or, with `-h`/`--si`, what it printed.
+    blocks: Option<u64>,
+    blocks_raw: Option<String>,
+}
+
+fn read_prefix(cur: &mut Cursor<'_>, layout: Layout) -> Result<Prefix, &'static str> {
+    let mut inode = None;
+    if layout.inode {
+        let token = cur.token().ok_or("no inode")?;
+        inode = unless_unknown(token, number).map_err(|()| "bad inode number")?;
+    }
+    let (mut blocks, mut blocks_raw) = (None, None);
+    if layout.blocks {
+        let token = cur.token().ok_or("no block count")?;
+        if layout.human == Human::No {
+            blocks = unless_unknown(token, number).map_err(|()| "bad block count")?;
+        } else if token != "?" {
+            size_value(token, layout.human).ok_or("bad block size")?;
+            blocks_raw = Some(token.to_owned());
+        }
+    }
+    Ok(Prefix {
+        inode,
+        blocks,
+        blocks_raw,
+    })
+}
+
+/// The size column: bytes (and the text, when `-h` or `--si` rounded it), or a device's
+/// major and minor numbers.
+struct Size {
+    bytes: Option<u64>,
+    raw: Option<String>,
+    device: Option<Device>,
+}
+
+fn read_size(cur: &mut Cursor<'_>, kind: EntryType, human: Human) -> Result<Size, &'static str> {
+    let size_token = cur.token().ok_or("no size")?;
+    let (mut size_bytes, mut size_raw, mut device) = (None, None, None);
+    if let Some(major) = size_token
+        .strip_suffix(',')
+        .filter(|_| matches!(kind, EntryType::CharDevice | EntryType::BlockDevice))
+    {
+        let minor = cur
+            .token()
+            .and_then(number)
+            .ok_or("bad minor device number")?;
+        device = Some(Device {
+            major: number(major).ok_or("bad major device number")?,
+            minor,
+        });
+    } else if size_token != "?" {
+        size_bytes = Some(size_value(size_token, human).ok_or("bad size")?);
+        if !size_token.bytes().all(|b| b.is_ascii_digit()) {
+            size_raw = Some(size_token.to_owned());
+        }
+    }
+    Ok(Size {
+        bytes: size_bytes,
+        raw: size_raw,
+        device,
     })
 }
 

@@ -12,8 +12,9 @@
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
 
-use super::Cursor;
 use crate::Context;
+use crate::columns::Cursor;
+use crate::text::number;
 use crate::time::{Timestamp, infer_year, month_number};
 
 /// The last locale-default date read: files of one checkout, build or download share their
@@ -93,7 +94,7 @@ fn locale_default(
         let year = infer_year(month, day, ctx)?;
         NaiveDate::from_ymd_opt(year, month, day)?.and_time(clock(last)?)
     } else {
-        let year = super::number(last).filter(|_| last.len() <= 6)?;
+        let year = number(last).filter(|_| last.len() <= 6)?;
         let year = i32::try_from(year).ok()?;
         NaiveDate::from_ymd_opt(year, month, day)?.and_time(NaiveTime::MIN)
     };
@@ -107,10 +108,7 @@ fn locale_default(
 /// `2020-01-02`.
 fn full_date(text: &str) -> Option<NaiveDate> {
     let mut parts = text.splitn(3, '-');
-    let year = parts
-        .next()
-        .filter(|y| y.len() == 4)
-        .and_then(super::number)?;
+    let year = parts.next().filter(|y| y.len() == 4).and_then(number)?;
     let month = two_digits(parts.next()?)?;
     let day = two_digits(parts.next()?)?;
     NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)
@@ -123,6 +121,6 @@ fn clock(text: &str) -> Option<NaiveTime> {
 }
 
 fn two_digits(text: &str) -> Option<u32> {
-    let value = super::number(text).filter(|_| text.len() == 2)?;
+    let value = number(text).filter(|_| text.len() == 2)?;
     u32::try_from(value).ok()
 }

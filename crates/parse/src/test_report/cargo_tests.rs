@@ -1,32 +1,10 @@
 use serde_json::{Value, json};
 
-use crate::{Context, Output, Stage};
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z").unwrap(),
-    }
-}
-
-fn stages(command: &str) -> Vec<Stage> {
-    command
-        .split(" | ")
-        .map(|part| {
-            let argv: Vec<String> = part.split_whitespace().map(str::to_owned).collect();
-            Stage::from_argv(&argv).unwrap()
-        })
-        .collect()
-}
+use crate::testutil::{ctx, output, parse_pipeline, type_of};
 
 fn parse(command: &str, stdout: &str, stderr: &str, exit: i32) -> Result<Value, String> {
-    let recognized = crate::recognize(&stages(command)).map_err(|e| e.0)?;
-    assert_eq!(recognized.type_name(), "TestReport");
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    recognized.parse(&out, &ctx()).map(|p| p.data)
+    let out = output(stdout, stderr, Some(exit));
+    parse_pipeline(command, "TestReport", &out, &ctx())
 }
 
 const FAILING_OUT: &str = include_str!("../../tests/fixtures/cargo-test/failing.out");
@@ -198,7 +176,7 @@ fn recognition() {
         "cargo nextest run --no-fail-fast -E test(foo)",
         "cargo-nextest nextest run --workspace",
     ] {
-        assert!(crate::recognize(&stages(command)).is_ok(), "{command}");
+        assert!(type_of(command).is_some(), "{command}");
     }
     for command in [
         "cargo test --no-run",
@@ -214,13 +192,7 @@ fn recognition() {
         "cargo build",
         "cargo --weird test",
     ] {
-        let recognized = crate::recognize(&stages(command));
-        assert!(
-            recognized
-                .as_ref()
-                .map_or(true, |r| r.type_name() != "TestReport"),
-            "{command}"
-        );
+        assert_ne!(type_of(command), Some("TestReport"), "{command}");
     }
 }
 

@@ -114,68 +114,26 @@ struct Open<'a> {
 }
 
 fn report(runner: Runner, out: &Output<'_>) -> Result<TestReport, String> {
-    let mut tests: Option<Counts> = None;
-    let mut seconds = None;
-    let mut failures: Vec<Failure> = Vec::new();
-    let mut build_errors: Vec<Diagnostic> = Vec::new();
-    let mut suite = "";
-    let mut open: Option<Open> = None;
+    let mut reading = Reading {
+        runner,
+        tests: None,
+        seconds: None,
+        failures: Vec::new(),
+        build_errors: Vec::new(),
+        suite: "",
+        open: None,
+    };
     for line in out.stderr.lines().chain(out.stdout.lines()) {
-        let trimmed = line.trim();
-        let jest_file = trimmed
-            .strip_prefix("FAIL  ")
-            .or_else(|| trimmed.strip_prefix("PASS  "));
-        let ends = jest_file.is_some()
-            || trimmed.starts_with('⎯')
-            || trimmed.starts_with("Test Suites:")
-            || trimmed.starts_with("Test Files ")
-            || trimmed.starts_with("Summary of all failing tests")
-            || (runner == Runner::Jest && line.starts_with("  ● "));
-        if ends && let Some(open) = open.take() {
-            record(open, &mut failures, &mut build_errors);
-        }
-        if let Some(rest) = trimmed.strip_prefix("Tests:") {
-            tests = Some(
-                jest_counts(rest).ok_or_else(|| format!("`{trimmed}` is not jest's summary"))?,
-            );
-        } else if let Some(rest) = trimmed
-            .strip_prefix("Tests ")
-            .filter(|_| runner == Runner::Vitest)
-        {
-            tests = Some(
-                vitest_counts(rest)
-                    .ok_or_else(|| format!("`{trimmed}` is not vitest's summary"))?,
-            );
-        } else if let Some(rest) = trimmed.strip_prefix("Time:") {
-            seconds = duration(rest.split(',').next().unwrap_or(rest));
-        } else if let Some(rest) = trimmed
-            .strip_prefix("Duration ")
-            .filter(|_| runner == Runner::Vitest)
-        {
-            seconds = duration(rest.split(" (").next().unwrap_or(rest));
-        } else if let Some(name) = line.strip_prefix("  ● ").filter(|_| runner == Runner::Jest) {
-            open = Some(Open {
-                name: name.trim(),
-                suite,
-                lines: Vec::new(),
-            });
-        } else if let Some(file) = jest_file {
-            if runner == Runner::Jest {
-                suite = file.split(" (").next().unwrap_or(file).trim();
-            } else if let Some(name) = trimmed.strip_prefix("FAIL  ") {
-                open = Some(Open {
-                    name,
-                    suite: "",
-                    lines: Vec::new(),
-                });
-            }
-        } else if let Some(open) = open.as_mut() {
-            open.lines.push(line);
-        }
+        reading.line(line)?;
     }
-    if let Some(open) = open.take() {
-        record(open, &mut failures, &mut build_errors);
-    }
+    reading.close();
+    let Reading {
+        tests,
+        seconds,
+        mut failures,
+        build_errors,
+        ..
+    } = reading;
     dedup(&mut failures);
     let tool = match runner {
         Runner::Jest => "jest",
@@ -203,6 +161,85 @@ fn report(runner: Runner, out: &Output<'_>) -> Result<TestReport, String> {
         failures,
         build_errors,
     })
+}
+
+/// What the lines read so far say.
+struct Reading<'a> {
+    runner: Runner,
+    /// The summary's counts.
+    tests: Option<Counts>,
+    seconds: Option<f64>,
+    failures: Vec<Failure>,
+    build_errors: Vec<Diagnostic>,
+    /// jest: the test file of the failures that follow (` FAIL  file`).
+    suite: &'a str,
+    /// The failure (or suite that did not load) whose lines are being read.
+    open: Option<Open<'a>>,
+}
+
+impl<'a> Reading<'a> {
+    fn line(&mut self, line: &'a str) -> Result<(), String> {
+        let runner = self.runner;
+        let trimmed = line.trim();
+        let jest_file = trimmed
+            .strip_prefix("FAIL  ")
+            .or_else(|| trimmed.strip_prefix("PASS  "));
+        let ends = jest_file.is_some()
+            || trimmed.starts_with('⎯')
+            || trimmed.starts_with("Test Suites:")
+            || trimmed.starts_with("Test Files ")
+            || trimmed.starts_with("Summary of all failing tests")
+            || (runner == Runner::Jest && line.starts_with("  ● "));
+        if ends {
+            self.close();
+        }
+        if let Some(rest) = trimmed.strip_prefix("Tests:") {
+            self.tests = Some(
+                jest_counts(rest).ok_or_else(|| format!("`{trimmed}` is not jest's summary"))?,
+            );
+        } else if let Some(rest) = trimmed
+            .strip_prefix("Tests ")
+            .filter(|_| runner == Runner::Vitest)
+        {
+            self.tests = Some(
+                vitest_counts(rest)
+                    .ok_or_else(|| format!("`{trimmed}` is not vitest's summary"))?,
+            );
+        } else if let Some(rest) = trimmed.strip_prefix("Time:") {
+            self.seconds = duration(rest.split(',').next().unwrap_or(rest));
+        } else if let Some(rest) = trimmed
+            .strip_prefix("Duration ")
+            .filter(|_| runner == Runner::Vitest)
+        {
+            self.seconds = duration(rest.split(" (").next().unwrap_or(rest));
+        } else if let Some(name) = line.strip_prefix("  ● ").filter(|_| runner == Runner::Jest) {
+            self.open = Some(Open {
+                name: name.trim(),
+                suite: self.suite,
+                lines: Vec::new(),
+            });
+        } else if let Some(file) = jest_file {
+            if runner == Runner::Jest {
+                self.suite = file.split(" (").next().unwrap_or(file).trim();
+            } else if let Some(name) = trimmed.strip_prefix("FAIL  ") {
+                self.open = Some(Open {
+                    name,
+                    suite: "",
+                    lines: Vec::new(),
+                });
+            }
+        } else if let Some(open) = self.open.as_mut() {
+            open.lines.push(line);
+        }
+        Ok(())
+    }
+
+    /// Records the open failure, if any.
+    fn close(&mut self) {
+        if let Some(open) = self.open.take() {
+            record(open, &mut self.failures, &mut self.build_errors);
+        }
+    }
 }
 
 /// A closed header: a failed test, or a test file that could not load.

@@ -1,37 +1,10 @@
 use serde_json::{Value, json};
 
-use crate::{Context, Output, Stage};
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z").unwrap(),
-    }
-}
-
-fn stages(command: &str) -> Vec<Stage> {
-    command
-        .split(" | ")
-        .map(|part| {
-            let argv: Vec<String> = part.split_whitespace().map(str::to_owned).collect();
-            Stage::from_argv(&argv).unwrap()
-        })
-        .collect()
-}
+use crate::testutil::{ctx, fixture, output, parse_pipeline, type_of};
 
 fn parse(command: &str, stdout: &str, stderr: &str, exit: i32) -> Result<Value, String> {
-    let recognized = crate::recognize(&stages(command)).map_err(|e| e.0)?;
-    assert_eq!(recognized.type_name(), "TestReport");
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    recognized.parse(&out, &ctx()).map(|p| p.data)
-}
-
-fn fixture(path: &str) -> String {
-    let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(path).unwrap_or_default()
+    let out = output(stdout, stderr, Some(exit));
+    parse_pipeline(command, "TestReport", &out, &ctx())
 }
 
 #[test]
@@ -178,7 +151,7 @@ fn recognition() {
         "vitest run --reporter verbose",
         "pnpm vitest run --reporter=dot",
     ] {
-        assert!(crate::recognize(&stages(command)).is_ok(), "{command}");
+        assert!(type_of(command).is_some(), "{command}");
     }
     for command in [
         "vitest",
@@ -192,12 +165,6 @@ fn recognition() {
         "jest --listTests",
         "npx eslint .",
     ] {
-        let recognized = crate::recognize(&stages(command));
-        assert!(
-            recognized
-                .as_ref()
-                .map_or(true, |r| r.type_name() != "TestReport"),
-            "{command}"
-        );
+        assert_ne!(type_of(command), Some("TestReport"), "{command}");
     }
 }

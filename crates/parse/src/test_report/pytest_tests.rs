@@ -1,49 +1,14 @@
 use serde_json::{Value, json};
 
-use crate::{Context, Output, Stage};
-
-fn ctx() -> Context {
-    Context {
-        now: chrono::DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z").unwrap(),
-    }
-}
-
-fn stages(command: &str) -> Vec<Stage> {
-    command
-        .split(" | ")
-        .map(|part| {
-            let argv: Vec<String> = part.split_whitespace().map(str::to_owned).collect();
-            Stage::from_argv(&argv).unwrap()
-        })
-        .collect()
-}
+use crate::testutil::{ctx, failure_names as names, output, parse_pipeline, type_of};
 
 fn parse(command: &str, stdout: &str, stderr: &str, exit: i32) -> Result<Value, String> {
-    let recognized = crate::recognize(&stages(command)).map_err(|e| e.0)?;
-    assert_eq!(recognized.type_name(), "TestReport");
-    let out = Output {
-        stdout,
-        stderr,
-        exit_code: Some(exit),
-    };
-    recognized.parse(&out, &ctx()).map(|p| p.data)
+    let out = output(stdout, stderr, Some(exit));
+    parse_pipeline(command, "TestReport", &out, &ctx())
 }
 
 fn fixture(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/pytest/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(path).unwrap_or_default()
-}
-
-fn names(report: &Value) -> Vec<&str> {
-    report["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect()
+    crate::testutil::fixture(&format!("pytest/{name}"))
 }
 
 #[test]
@@ -241,7 +206,7 @@ fn recognition() {
         "py.test -v -s",
         "pytest -q -v",
     ] {
-        assert!(crate::recognize(&stages(command)).is_ok(), "{command}");
+        assert!(type_of(command).is_some(), "{command}");
     }
     for command in [
         "pytest --collect-only",
@@ -255,12 +220,6 @@ fn recognition() {
         "python -m http.server",
         "python -c pytest",
     ] {
-        let recognized = crate::recognize(&stages(command));
-        assert!(
-            recognized
-                .as_ref()
-                .map_or(true, |r| r.type_name() != "TestReport"),
-            "{command}"
-        );
+        assert_ne!(type_of(command), Some("TestReport"), "{command}");
     }
 }

@@ -4,23 +4,12 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::{Value, json};
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
+use super::common::{command, parse, stage};
 
 /// What the server answers, by path: the status line and the headers, in order.
 fn answer(path: &str) -> (&'static str, Vec<(&'static str, &'static str)>) {
@@ -87,27 +76,18 @@ fn server() -> (u16, Arc<Mutex<Vec<String>>>) {
 }
 
 fn curl(args: &[&str]) -> Result<Value, String> {
-    let out = Command::new("curl")
-        .args(args)
-        .env("LC_ALL", "C")
-        .env("TZ", "UTC")
-        .output()
-        .unwrap();
+    let out = command("curl").args(args).output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
     );
-    let mut words = vec!["curl".to_owned()];
-    words.extend(args.iter().map(|a| (*a).to_owned()));
-    let stages = [Stage::from_argv(&words).unwrap()];
+    let argv = [&["curl"], args].concat();
     let output = Output {
         stdout: &stdout,
         stderr: &stderr,
         exit_code: out.status.code(),
     };
-    let parsed = agentty_parse::recognize(&stages)
-        .unwrap()
-        .parse(&output, &now())?;
+    let parsed = parse(&[stage(&argv)], &output)?;
     assert_eq!(parsed.type_name, "HttpResponseHeader");
     Ok(parsed.data)
 }

@@ -4,30 +4,13 @@
 // Helpers outside `#[test]` functions unwrap too: a failed setup is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
-
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
+use super::common::{command, parse, parsed_fixtures, stage};
 
 fn stdout(argv: &[&str]) -> String {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap();
+    let out = command(argv[0]).args(&argv[1..]).output().unwrap();
     assert!(
         out.status.success(),
         "{argv:?}: {}",
@@ -38,16 +21,12 @@ fn stdout(argv: &[&str]) -> String {
 
 fn parsed(argv: &[&str]) -> Value {
     let text = stdout(argv);
-    let words: Vec<String> = argv.iter().map(|w| (*w).to_owned()).collect();
-    let stages = [Stage::from_argv(&words).unwrap()];
     let output = Output {
         stdout: &text,
         stderr: "",
         exit_code: Some(0),
     };
-    agentty_parse::recognize(&stages)
-        .unwrap()
-        .parse(&output, &now())
+    parse(&[stage(argv)], &output)
         .unwrap_or_else(|e| panic!("{e}\n{text}"))
         .data
 }
@@ -219,6 +198,6 @@ fn free_totals_match_meminfo() {
 
 #[test]
 fn fixtures_parse() {
-    assert!(super::ls::fixtures_of("df") >= 2);
-    assert!(super::ls::fixtures_of("free") >= 2);
+    assert!(parsed_fixtures("df").len() >= 2);
+    assert!(parsed_fixtures("free").len() >= 2);
 }

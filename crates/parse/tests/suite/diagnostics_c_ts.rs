@@ -7,33 +7,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 
+use super::common::{command, node_modules, parse as parse_stages, stage, stage_of};
 use super::needs;
-
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
 
 /// `node_modules/.bin/<name>` of the workspace's `tests/parse-tools`.
 #[track_caller]
 fn node_tool(name: &str) -> PathBuf {
     needs::node_tools().join(".bin").join(name)
-}
-
-fn node_modules() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/parse-tools/node_modules")
 }
 
 /// What a run printed.
@@ -45,11 +29,9 @@ struct Run {
 
 /// Runs `argv` in `dir` (TZ=UTC, C locale, output to a pipe).
 fn run(dir: &Path, argv: &[String]) -> Run {
-    let out = Command::new(&argv[0])
+    let out = command(&argv[0])
         .args(&argv[1..])
         .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
         .env("NODE_PATH", node_modules())
         .env_remove("FORCE_COLOR")
         .output()
@@ -83,20 +65,15 @@ fn clean(text: &str) -> String {
 
 /// Parses a run of `argv` as the pipeline `argv | filter…` would be parsed.
 fn parse(argv: &[String], filters: &[&str], run: &Run) -> Value {
-    let mut stages = vec![Stage::from_argv(argv).unwrap()];
-    for filter in filters {
-        let words: Vec<String> = filter.split_whitespace().map(str::to_owned).collect();
-        stages.push(Stage::from_argv(&words).unwrap());
-    }
+    let mut stages = vec![stage(argv)];
+    stages.extend(filters.iter().map(|filter| stage_of(filter)));
     let (stdout, stderr) = (clean(&run.stdout), clean(&run.stderr));
     let output = Output {
         stdout: &stdout,
         stderr: &stderr,
         exit_code: run.code,
     };
-    let parsed = agentty_parse::recognize(&stages)
-        .unwrap()
-        .parse(&output, &now())
+    let parsed = parse_stages(&stages, &output)
         .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr));
     assert_eq!(parsed.type_name, "Diagnostics");
     parsed.data

@@ -6,33 +6,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 
+use super::common::{command, parse, stage};
 use super::needs;
-
-fn ctx() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(secs as i64, 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
 
 /// Runs `argv` in `dir` with a fixed locale and zone; stdout, stderr, exit code.
 fn run(dir: &Path, argv: &[&str], env: &[(&str, String)]) -> (String, String, Option<i32>) {
-    let mut command = Command::new(argv[0]);
-    command
-        .args(&argv[1..])
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C");
+    let mut command = command(argv[0]);
+    command.args(&argv[1..]).current_dir(dir);
     // CI may ask for `-D warnings`: the warnings here must stay warnings.
     for var in [
         "RUSTFLAGS",
@@ -53,19 +37,15 @@ fn run(dir: &Path, argv: &[&str], env: &[(&str, String)]) -> (String, String, Op
 
 /// What the parser makes of the run of `argv`.
 fn parsed(argv: &[&str], (stdout, stderr, exit): &(String, String, Option<i32>)) -> Value {
-    let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
-    let stage = Stage::from_argv(&argv).unwrap();
-    let recognized = agentty_parse::recognize(&[stage]).unwrap();
-    assert_eq!(recognized.type_name(), "Diagnostics");
     let out = Output {
         stdout,
         stderr,
         exit_code: *exit,
     };
-    recognized
-        .parse(&out, &ctx())
-        .unwrap_or_else(|why| panic!("{argv:?} refused: {why}\n{stderr}{stdout}"))
-        .data
+    let parsed = parse(&[stage(argv)], &out)
+        .unwrap_or_else(|why| panic!("{argv:?} refused: {why}\n{stderr}{stdout}"));
+    assert_eq!(parsed.type_name, "Diagnostics");
+    parsed.data
 }
 
 type Fact = (String, Option<String>, String, u64, u64);

@@ -8,45 +8,28 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::Output;
 use serde_json::Value;
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
+use super::common::{command, parse, parsed_fixtures, stage};
 
 /// Runs `argv` in `dir` (TZ=UTC, C locale, output to a pipe) and parses its output.
 fn ls(dir: &Path, argv: &[&str]) -> Value {
-    let out = Command::new(argv[0])
+    let out = command(argv[0])
         .args(&argv[1..])
         .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
         .output()
         .unwrap();
     let (stdout, stderr) = (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
     );
-    let words: Vec<String> = argv.iter().map(|w| (*w).to_owned()).collect();
-    let stages = [Stage::from_argv(&words).unwrap()];
     let output = Output {
         stdout: &stdout,
         stderr: &stderr,
         exit_code: out.status.code(),
     };
-    let parsed = agentty_parse::recognize(&stages)
-        .unwrap()
-        .parse(&output, &now())
-        .unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    let parsed = parse(&[stage(argv)], &output).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
     assert_eq!(parsed.type_name, "DirectoryListing");
     parsed.data
 }
@@ -254,35 +237,5 @@ fn devices_print_their_numbers() {
 /// Every saved real output (the fuzzer's seeds) parses, stderr and exit code included.
 #[test]
 fn fixtures_parse() {
-    assert!(fixtures_of("ls") >= 2);
-}
-
-/// Parses every fixture under `tests/fixtures/<format>`; returns how many there were.
-pub(super) fn fixtures_of(format: &str) -> usize {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(format);
-    let mut count = 0;
-    for file in std::fs::read_dir(&dir).unwrap() {
-        let cmd = file.unwrap().path();
-        if cmd.extension().is_none_or(|e| e != "cmd") {
-            continue;
-        }
-        let read = |ext: &str| std::fs::read_to_string(cmd.with_extension(ext)).unwrap_or_default();
-        let words: Vec<String> = read("cmd").trim().split(' ').map(str::to_owned).collect();
-        let (stdout, stderr) = (read("out"), read("err"));
-        let exit_code = read("exit").trim().parse().ok().or(Some(0));
-        let output = Output {
-            stdout: &stdout,
-            stderr: &stderr,
-            exit_code,
-        };
-        let stages = [Stage::from_argv(&words).unwrap()];
-        let parsed = agentty_parse::recognize(&stages)
-            .unwrap()
-            .parse(&output, &now());
-        assert!(parsed.is_ok(), "{}: {parsed:?}", cmd.display());
-        count += 1;
-    }
-    count
+    assert!(parsed_fixtures("ls").len() >= 2);
 }

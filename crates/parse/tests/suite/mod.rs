@@ -1,10 +1,14 @@
+mod common;
 mod curl;
 mod df_free;
 mod diagnostics_c_ts;
 mod diagnostics_rust_go;
 mod fuzz;
 mod git;
+mod git_log;
+mod git_status;
 mod ls;
 mod needs;
 mod ps;
 mod test_report;
+mod test_report_js;

@@ -3,34 +3,14 @@
 
 use std::process::{Child, Command, Stdio};
 
-use agentty_parse::{Context, Output, Stage};
+use agentty_parse::{Output, Stage};
 use serde_json::Value;
 
-fn now() -> Context {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Context {
-        now: chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap(), 0)
-            .unwrap()
-            .fixed_offset(),
-    }
-}
-
-fn stage(argv: &[&str]) -> Stage {
-    let words: Vec<String> = argv.iter().map(|w| (*w).to_owned()).collect();
-    Stage::from_argv(&words).unwrap()
-}
+use super::common::{command, now, parse, stage};
 
 /// Runs `argv` (TZ=UTC, C locale) and parses its output as the output of `stages`.
 fn run_as(argv: &[&str], stages: &[Stage]) -> Value {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap();
+    let out = command(argv[0]).args(&argv[1..]).output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -40,10 +20,7 @@ fn run_as(argv: &[&str], stages: &[Stage]) -> Value {
         stderr: &stderr,
         exit_code: out.status.code(),
     };
-    let parsed = agentty_parse::recognize(stages)
-        .unwrap()
-        .parse(&output, &now())
-        .unwrap_or_else(|e| panic!("{argv:?}: {e}\n{stdout}"));
+    let parsed = parse(stages, &output).unwrap_or_else(|e| panic!("{argv:?}: {e}\n{stdout}"));
     assert_eq!(parsed.type_name, "ProcessList");
     parsed.data
 }
