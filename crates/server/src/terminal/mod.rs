@@ -55,9 +55,8 @@ pub struct TerminalParams {
     /// Run under a pseudo-terminal, for programs that behave only on a terminal. Stops early
     /// (and says so) when the command waits for keyboard input.
     pub pty: Option<bool>,
-    /// Typed JSON instead of text for known commands (ls -l, ps, df, free, git status/log,
-    /// curl -I, cargo/gcc/tsc/eslint/go, cargo test/pytest/go test/jest): record tables, shared
-    /// values in "same". Schemas: agentty://schema/<Type> resources. Others: text and a note.
+    // Described from the parse crate's one list of types (which commands each recognizes).
+    #[schemars(description = agentty_parse::parse_param_description())]
     pub parse: Option<bool>,
 }
 
