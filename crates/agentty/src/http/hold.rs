@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Response;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
-use super::Body;
+use super::body::Body;
 
 /// How long a reply's head may wait for the rest of it.
 pub const HOLD: Duration = Duration::from_millis(20);

@@ -20,7 +20,6 @@
 
 mod stream;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -30,9 +29,8 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use agentty_server::Agentty;
 
+use super::body::Body;
 use super::token::Callers;
-
-type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 const PAGE: &str = include_str!("page.html");
 const SCRIPT: &str = include_str!("view.js");

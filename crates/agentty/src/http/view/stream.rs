@@ -19,7 +19,7 @@ use agentty_core::pty::{Shell, StyledScreen};
 use agentty_server::Agentty;
 use agentty_server::view::Target;
 
-use super::Body;
+use crate::http::body::Body;
 
 /// Events a stream holds for its viewer.
 const QUEUED: usize = 4;

@@ -1,0 +1,194 @@
+//! Settings from three layers, later wins: built-in defaults, the TOML config file, flags.
+//!
+//! Every key of the file has a flag of the same meaning; `README.md` lists both. Unknown keys
+//! are an error, so a typo is caught instead of silently ignored.
+//!
+//! Here: [`resolve`], the settings of `serve` and `doctor`, as its steps, and the defaults it
+//! falls back on. The flags are clap's ([`flags`]), the file's shape and place is [`file`], the
+//! HTTP listener's options are [`http`]'s, and the checks that keep the state dir and the token
+//! file out of confined commands' reach are [`safety`]'s.
+
+mod file;
+mod flags;
+mod http;
+mod safety;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use agentty_core::limits::{TIMEOUT_DEFAULT_MS, TIMEOUT_MAX_MS};
+use agentty_guard::GuardConfig;
+use agentty_sandbox::Mode;
+use agentty_server::Settings;
+
+use file::{FileConfig, GuardSection};
+use safety::{plan_for, refuse_linked_roots, refuse_writable_state_dir};
+
+pub use file::config_path;
+pub use flags::{Flags, GuardFlags, HttpFlags};
+
+/// The settings of `serve` and `doctor`: each value from the flags, else the config file, else
+/// its default, checked as it is read; then the places the server trusts are checked against
+/// what confined commands may write.
+pub fn resolve(flags: &Flags) -> Result<Settings> {
+    let file = FileConfig::in_effect(flags)?;
+    let workspace_given = match flags.workspace.clone().or(file.workspace) {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let workspace = existing_workspace(&workspace_given)?;
+    let shell = executable_shell(flags.shell.clone().or(file.shell))?;
+    let state_dir = flags
+        .state_dir
+        .clone()
+        .or(file.state_dir)
+        .unwrap_or_else(default_state_dir);
+    let default_timeout_ms =
+        default_timeout_ms(flags.default_timeout_ms.or(file.default_timeout_ms))?;
+    let mode = mode(flags.mode.clone().or(file.mode))?;
+    let add_dirs = extra_roots(flags.add_dirs.iter().chain(file.add_dirs.iter().flatten()))?;
+    let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
+    let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
+    let guard = merge_guard(file.guard, flags)?;
+    // What commands may write, while the sandbox is on.
+    let plan = sandbox_enabled.then(|| plan_for(mode, &workspace, &add_dirs));
+    if let Some(plan) = &plan {
+        let given = std::iter::once(&workspace_given)
+            .chain(flags.add_dirs.iter())
+            .chain(file.add_dirs.iter().flatten());
+        refuse_linked_roots(given, plan)?;
+    }
+    // The state dir's real path is what the server uses: the records in it are hidden from
+    // confined commands by a mount, which cannot be put on a path through a symlink.
+    let state_real = agentty_core::canonical_prefix(&state_dir);
+    refuse_writable_state_dir(&state_real, &workspace, &add_dirs, plan.as_ref(), mode)?;
+    Ok(Settings {
+        workspace,
+        shell,
+        spill_root: state_real.join("spill"),
+        default_timeout_ms,
+        add_dirs,
+        mode,
+        sandbox_enabled,
+        network,
+        guard,
+        shell_idle_ms: flags
+            .shell_idle_ms
+            .or(file.shell_idle_ms)
+            .filter(|&ms| ms > 0),
+    })
+}
+
+/// The workspace's real path: a directory that exists.
+fn existing_workspace(given: &Path) -> Result<PathBuf> {
+    let workspace = given
+        .canonicalize()
+        .with_context(|| format!("workspace {} does not exist", given.display()))?;
+    if !workspace.is_dir() {
+        bail!("workspace {} is not a directory", workspace.display());
+    }
+    Ok(workspace)
+}
+
+/// The shell given, else [`default_shell`]: an executable file.
+fn executable_shell(given: Option<PathBuf>) -> Result<PathBuf> {
+    let shell = given.unwrap_or_else(default_shell);
+    if !is_executable(&shell) {
+        bail!("shell {} is not an executable file", shell.display());
+    }
+    Ok(shell)
+}
+
+/// The default `terminal` timeout given, else the built-in one: 1 ms to [`TIMEOUT_MAX_MS`].
+fn default_timeout_ms(given: Option<u64>) -> Result<u64> {
+    let ms = given.unwrap_or(TIMEOUT_DEFAULT_MS);
+    if ms == 0 || ms > TIMEOUT_MAX_MS {
+        bail!("default_timeout_ms must be between 1 and {TIMEOUT_MAX_MS}");
+    }
+    Ok(ms)
+}
+
+/// The permission mode given, else `default`.
+fn mode(given: Option<String>) -> Result<Mode> {
+    given
+        .unwrap_or_else(|| "default".into())
+        .parse()
+        .map_err(|e| anyhow::anyhow!("mode: {e}"))
+}
+
+/// The extra roots' real paths, the flags' first; each must exist.
+fn extra_roots<'a>(given: impl Iterator<Item = &'a PathBuf>) -> Result<Vec<PathBuf>> {
+    given
+        .map(|dir| {
+            dir.canonicalize()
+                .with_context(|| format!("extra root {} (add-dir) does not exist", dir.display()))
+        })
+        .collect()
+}
+
+fn merge_guard(section: GuardSection, flags: &Flags) -> Result<GuardConfig> {
+    let mut allow = section.allow.unwrap_or_default();
+    allow.extend(flags.allow_rules.iter().cloned());
+    let guard = GuardConfig { allow };
+    guard
+        .validate()
+        .map_err(|e| anyhow::anyhow!("guard.allow: {e}"))?;
+    Ok(guard)
+}
+
+/// Only the guard part of the settings, for `agentty guard` (which needs no workspace).
+pub fn guard_config(flags: &Flags) -> Result<GuardConfig> {
+    merge_guard(FileConfig::in_effect(flags)?.guard, flags)
+}
+
+/// The one place that chooses the shell, as a terminal emulator does: `$SHELL` when it names an
+/// executable, else the user's login shell from the password database, else `/bin/sh`. MCP hosts
+/// often start servers with a bare environment, and falling straight to `/bin/sh` (dash on Debian)
+/// would take `read -s`, `[[ ]]` and the rest of bash away from a user who never chose that.
+fn default_shell() -> PathBuf {
+    let from_env = std::env::var_os("SHELL").map(PathBuf::from);
+    let login = || {
+        nix::unistd::User::from_uid(nix::unistd::Uid::current())
+            .ok()
+            .flatten()
+            .map(|user| user.shell)
+    };
+    from_env
+        .filter(|p| usable_shell(p))
+        .or_else(|| login().filter(|p| usable_shell(p)))
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+fn usable_shell(path: &Path) -> bool {
+    path.is_absolute() && is_executable(path)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `$XDG_STATE_HOME/agentty`, else `~/.local/state/agentty`, home being `$HOME` or, where a host
+/// starts servers without it, the user's home in the password database. A temp dir is the last
+/// resort, which a confining server then refuses (commands may write there) with the fix named.
+fn default_state_dir() -> PathBuf {
+    let home = || {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .or_else(|| {
+                nix::unistd::User::from_uid(nix::unistd::Uid::current())
+                    .ok()
+                    .flatten()
+                    .map(|user| user.dir)
+                    .filter(|h| h.is_absolute() && h.is_dir())
+            })
+    };
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home().map(|h| h.join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("agentty")
+}

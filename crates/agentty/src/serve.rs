@@ -1,0 +1,271 @@
+//! `agentty serve`: the start-up in its order, then serving (MCP over HTTP, or over stdio with
+//! the web view beside it), then the end.
+//!
+//! The order is what this module keeps. The watchdog's fork and the entry into the mount and
+//! PID namespaces need a process of one thread, so they come before anything starts a thread:
+//! the dead-session sweep and the async runtime come after them. The token file is read before
+//! the namespace, which hides it from confined commands; the capabilities go last, from this
+//! thread and from every thread of the runtime. [`serve`] takes the steps in turn, and the
+//! comments there say why each stands where it does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use agentty_core::watchdog::{Watchdog, WatchdogError};
+use agentty_core::{SPILL_RETENTION, prune};
+use agentty_sandbox::Mode;
+use agentty_server::{Agentty, Settings};
+
+use crate::config::{self, Flags, HttpFlags};
+use crate::http::{self, HttpOptions, Tokens};
+use crate::{shutdown, stdio};
+
+/// Said on stderr when `serve` is started by hand in a terminal, where it would look hung.
+const TERMINAL_BANNER: &str = "agentty: an MCP server, waiting for an MCP client on stdin \
+(JSON-RPC lines); connect it from an MCP host, or try `agentty doctor` to check this machine. \
+Ctrl+C ends it.";
+
+/// Serves until the client, or a signal, ends it; by then every session's jobs are stopped,
+/// and what they left goes before this returns.
+pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
+    let settings = config::resolve(flags)?;
+    let http_options = http_flags.options(flags, &settings)?;
+    // Read (or made) now, so the file can be hidden from confined commands below.
+    let tokens = http_options.as_ref().map(Tokens::load).transpose()?;
+    let serving = Serving::new(http_options, tokens);
+    if serving.is_stdio() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!("{TERMINAL_BANNER}");
+    }
+    // Forked while this process still has one thread (before the runtime): this process stays
+    // behind as the watchdog, and only the server (the child) returns here. However the server
+    // ends, the watchdog stops every process its commands left.
+    let session = agentty_core::watchdog::session_name();
+    let runs = Runs::open(&settings, &session);
+    let _watchdog = start_watchdog(&session, &runs);
+    let confining = settings.sandbox_enabled && settings.mode != Mode::Auto;
+    // Also while one thread: a mount namespace is entered by the thread, and inherited only by
+    // what it starts afterwards.
+    if confining {
+        hide_other_terminals();
+    }
+    // Also while one thread, and after the terminals (its mount namespace copies the server's):
+    // confined commands run in a PID namespace whose init dies with this server, and, where
+    // caches are writable, see the package sources already extracted as read-only.
+    if confining {
+        enter_namespace(settings.mode, runs.recorded(), serving.tokens());
+    }
+    // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
+    // stopped now, off the start-up path.
+    sweep_dead_sessions(runs.dir);
+    // In a confining mode, every thread that may start a command gives up, once, the
+    // capabilities a confined command must not have (see agentty_sandbox's caps.rs): what it
+    // starts cannot gain them back, and each confined spawn is spared dropping them itself.
+    drop_capabilities(confining);
+    let runtime = runtime(confining)?;
+    runtime.block_on(serve_until_ended(settings, session, serving))?;
+    // What the jobs' stops could not attribute (an escapee that wiped its environment) is
+    // still a child of this subreaper: stop it before leaving, in case the watchdog is gone.
+    // Every process of the session's PID namespace goes with its init (the jobs' stops above
+    // already gave their trees a grace).
+    stop_what_is_left();
+    Ok(())
+}
+
+/// What `serve` serves, from its flags.
+enum Serving {
+    /// MCP over HTTP, the web view at its `/` (`--http`).
+    Http(HttpOptions, Tokens),
+    /// MCP over stdio, with the web view beside it when `--view` asks for it.
+    Stdio(Option<(HttpOptions, Tokens)>),
+}
+
+impl Serving {
+    fn new(options: Option<HttpOptions>, tokens: Option<Tokens>) -> Self {
+        match (options, tokens) {
+            (Some(options), Some(tokens)) if options.mcp => Serving::Http(options, tokens),
+            (Some(options), Some(tokens)) => Serving::Stdio(Some((options, tokens))),
+            _ => Serving::Stdio(None),
+        }
+    }
+
+    fn is_stdio(&self) -> bool {
+        matches!(self, Serving::Stdio(_))
+    }
+
+    /// The listener's tokens, when there is a listener.
+    fn tokens(&self) -> Option<&Tokens> {
+        match self {
+            Serving::Http(_, tokens) | Serving::Stdio(Some((_, tokens))) => Some(tokens),
+            Serving::Stdio(None) => None,
+        }
+    }
+}
+
+/// Where this session writes down the runs the next start may stop.
+struct Runs {
+    dir: PathBuf,
+    /// Whether the session's record could be opened there.
+    recorded: bool,
+}
+
+impl Runs {
+    fn open(settings: &Settings, session: &str) -> Self {
+        // The runs the next start may stop are written down beside the spill directory.
+        let dir = agentty_core::runs::dir_in(
+            settings
+                .spill_root
+                .parent()
+                .unwrap_or(settings.spill_root.as_path()),
+        );
+        let recorded = agentty_core::runs::open(&dir, session)
+            .inspect_err(|e| tracing::warn!("cannot record runs in {}: {e}", dir.display()))
+            .is_ok();
+        Runs { dir, recorded }
+    }
+
+    /// The directory, when the session's runs are recorded in it.
+    fn recorded(&self) -> Option<&Path> {
+        self.recorded.then_some(&*self.dir)
+    }
+}
+
+/// Forks the watchdog (see `agentty_core::watchdog`); only the server returns. A watchdog
+/// that cannot start is said, and the server runs without it.
+fn start_watchdog(session: &str, runs: &Runs) -> Result<Watchdog, WatchdogError> {
+    agentty_core::watchdog::start(&format!("{session}-"), runs.recorded())
+        .inspect_err(|e| tracing::warn!("{e}; jobs may outlive a killed server"))
+}
+
+/// Covers the user's other terminals from confined commands, where the kernel lets it.
+fn hide_other_terminals() {
+    if let Err(why) = agentty_sandbox::hide_other_terminals() {
+        tracing::info!("commands share the user's terminals: {why}");
+    }
+}
+
+/// Enters the PID namespace of confined commands, the package sources extracted already
+/// mounted read-only (in `default` mode), and the run records and the token file covered.
+fn enter_namespace(mode: Mode, recorded_runs: Option<&Path>, tokens: Option<&Tokens>) {
+    let sources = if mode == Mode::Default {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name))
+    } else {
+        agentty_sandbox::Sealed::default()
+    };
+    let mounts = agentty_core::namespace::Mounts {
+        read_only: sources.paths,
+        pinned: sources.pinned,
+        // The records of runs, and the HTTP token: a confined command that read it could
+        // call this server as its caller does.
+        hidden: recorded_runs
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain(tokens.and_then(Tokens::file_to_hide))
+            .collect(),
+    };
+    match agentty_core::namespace::start(&mounts) {
+        Ok(sealed) => tracing::info!(
+            sealed,
+            truncated = sources.truncated,
+            "extracted package sources read-only to confined commands"
+        ),
+        Err(why) => {
+            tracing::info!("confined commands run in the server's PID namespace: {why}");
+        }
+    }
+}
+
+/// Stops, on a thread of its own, what sessions killed with their watchdogs left running.
+fn sweep_dead_sessions(runs_dir: PathBuf) {
+    let _ = std::thread::Builder::new()
+        .name("agentty-sweep".into())
+        .spawn(move || {
+            let (found, killed) = agentty_core::watchdog::sweep_dead_sessions(&runs_dir);
+            if found > 0 {
+                tracing::warn!(
+                    found,
+                    killed,
+                    "stopped processes left by an agentty session that was killed with its watchdog"
+                );
+            }
+        });
+}
+
+/// Gives up, on the calling thread, the capabilities a confined command must not have, when
+/// commands are confined.
+fn drop_capabilities(confining: bool) {
+    #[cfg(target_os = "linux")]
+    if confining {
+        let _ = agentty_sandbox::drop_bounding_set();
+    }
+}
+
+/// The async runtime, each of its threads without the capabilities (see [`serve`]).
+fn runtime(confining: bool) -> Result<tokio::runtime::Runtime> {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        runtime.worker_threads(request_workers());
+    }
+    runtime
+        .on_thread_start(move || drop_capabilities(confining))
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Worker threads of the runtime that answers requests: a quarter of the CPUs, at least one.
+///
+/// A request crosses several tasks (connection, rmcp's session and service, the call) and
+/// each hop to a task on another worker wakes that worker: on 2 CPUs one worker answered a
+/// trivial HTTP call in 0.93x the time of two, and a ping in 0.55x, with the same throughput
+/// at 16 sessions. The server's own part of a call is about a quarter of its CPU (the rest is
+/// the command's), so a quarter of the CPUs keeps up when every CPU runs commands. Background
+/// jobs and shells have a thread of their own (agentty_core's drivers); `TOKIO_WORKER_THREADS`
+/// overrides this.
+fn request_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 4).max(1))
+}
+
+/// On the runtime: the server is made, then serves until it ends; every session's jobs are
+/// stopped by then.
+async fn serve_until_ended(settings: Settings, session: String, serving: Serving) -> Result<()> {
+    agentty_core::init().map_err(anyhow::Error::msg)?;
+    let pruned = prune(&settings.spill_root, SPILL_RETENTION);
+    if pruned > 0 {
+        tracing::info!(pruned, "removed old spill directories");
+    }
+    let agentty = Agentty::new(settings.clone(), session.clone())?;
+    match serving {
+        Serving::Http(options, tokens) => {
+            tracing::info!(workspace = %settings.workspace.display(), %session, "serving over HTTP");
+            serve_http(agentty, options, tokens).await
+        }
+        Serving::Stdio(view) => {
+            tracing::info!(workspace = %settings.workspace.display(), %session, "serving on stdio");
+            stdio::serve(agentty, view).await
+        }
+    }
+}
+
+/// MCP over HTTP until a signal; then every session ends.
+async fn serve_http(agentty: Agentty, options: HttpOptions, tokens: Tokens) -> Result<()> {
+    let ended = http::serve(agentty.clone(), options, tokens, async {
+        shutdown::shutting_down(shutdown::signal().await);
+    })
+    .await;
+    // Every client session's jobs, and the sessionless callers', are stopped now.
+    agentty.end_all_sessions().await;
+    ended
+}
+
+/// Ends the PID namespace (its init, and every process in it), then stops this subreaper's
+/// children that are left, each given the watchdog's grace.
+fn stop_what_is_left() {
+    agentty_core::namespace::end();
+    let grace = std::time::Duration::from_millis(agentty_core::watchdog::WATCHDOG_GRACE_MS);
+    let left = agentty_core::watchdog::stop_children(false, grace);
+    if left > 0 {
+        tracing::warn!(left, "stopped processes that outlived their commands");
+    }
+}
