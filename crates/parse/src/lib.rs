@@ -124,15 +124,12 @@ impl Recognized {
         let mut typed = self
             .parser
             .parse_within(out, ctx, self.filtered, max_bytes)?;
-        let cut = match (typed.value.fit(max_bytes), typed.omitted) {
-            (None, 0) => None,
-            (None, omitted) => Some(Cut {
-                kept: typed.value.records_len(),
-                omitted,
-            }),
+        let cut = match (typed.value.fit(max_bytes, typed.gap), typed.omitted) {
+            (None, _) => None,
             (Some(cut), omitted) => Some(Cut {
                 kept: cut.kept,
                 omitted: cut.omitted + omitted,
+                head: cut.head,
             }),
         };
         Ok((typed.encode()?, cut))
@@ -159,8 +156,10 @@ pub(crate) trait TypedResult: serde::Serialize + Send + 'static {
 /// known, so a 1 MB listing is not made into a JSON tree only to be cut to 50 KB.
 pub(crate) struct Typed {
     value: Box<dyn budget::Encode>,
-    /// Records the parser already left out, past the budget it was given (see [`Keeper`]).
+    /// Records the parser already left out, past the budget it was given (see [`Keeper`]),
+    /// and where: the index in the records array of the first record after them.
     omitted: usize,
+    gap: Option<usize>,
 }
 
 impl std::fmt::Debug for Typed {
@@ -176,14 +175,17 @@ impl Typed {
         Typed {
             value: Box::new(value),
             omitted: 0,
+            gap: None,
         }
     }
 
-    /// A value whose records array holds what a [`Keeper`] kept; `omitted` more were read.
-    pub(crate) fn kept<T: TypedResult>(value: T, omitted: usize) -> Typed {
+    /// A value whose records array holds what a [`Keeper`] kept; `omitted` more were read,
+    /// between the records before `gap` and those from it on.
+    pub(crate) fn kept<T: TypedResult>(value: T, omitted: usize, gap: Option<usize>) -> Typed {
         Typed {
             value: Box::new(value),
             omitted,
+            gap,
         }
     }
 

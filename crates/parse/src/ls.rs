@@ -204,13 +204,13 @@ impl Parser for LsParser {
         }
         let mut entries = Keeper::new(max_bytes);
         let mut listing = read_listing(out.stdout, self.layout, ctx, filtered, &mut entries)?;
-        let (mut kept, omitted) = entries.finish();
+        let (mut kept, omitted, gap) = entries.finish();
         for entry in &mut kept {
             finish_name(entry, self.layout.indicators);
         }
         listing.entries = kept;
         listing.errors = errors;
-        Ok(Typed::kept(listing, omitted))
+        Ok(Typed::kept(listing, omitted, gap))
     }
 }
 
@@ -231,7 +231,6 @@ fn read_listing(
         directory: None,
         memo: entry::Memo::default(),
         any_entry: false,
-        last_kept: false,
         after_blank: false,
         total_allowed: true,
         last_was_entry: false,
@@ -242,7 +241,6 @@ fn read_listing(
             reader.last_was_entry = false;
             continue;
         }
-        reader.memo.counting = reader.entries.is_full();
         if filtered {
             reader.filtered_line(index + 1, line)?;
         } else {
@@ -261,10 +259,8 @@ struct Reader<'a> {
     /// The path of the last `dir:` header: the entries under it are its.
     directory: Option<Arc<str>>,
     memo: entry::Memo,
-    /// Whether an entry was read yet, and whether the last one was kept (a later line may
-    /// continue its name).
+    /// Whether an entry was read yet (a later line may continue the last one's name).
     any_entry: bool,
-    last_kept: bool,
     after_blank: bool,
     /// `total` follows a header, or opens the output when a single directory is listed.
     total_allowed: bool,
@@ -326,20 +322,17 @@ impl Reader<'_> {
     fn entry(&mut self, first: bool, number: usize, line: &str) -> Result<(), String> {
         match read_entry(line, self.layout, self.ctx, &mut self.memo) {
             Ok(mut entry) => {
-                if !self.memo.counting {
-                    entry.directory.clone_from(&self.directory);
-                }
+                entry.directory.clone_from(&self.directory);
                 self.any_entry = true;
-                self.last_kept = self.entries.push(entry);
+                self.entries.push(entry);
                 self.last_was_entry = true;
             }
             Err(_) if first && line.ends_with(':') && line.len() <= MAX_HEADER => {
                 self.header(line.strip_suffix(':').unwrap_or(line));
             }
             Err(_) if self.last_was_entry => {
-                // The rest of a name holding a newline; an entry past the budget is only
-                // counted, and so is its rest.
-                if let Some(entry) = self.entries.last_mut().filter(|_| self.last_kept) {
+                // The rest of a name holding a newline.
+                if let Some(entry) = self.entries.last_mut() {
                     entry.name.push('\n');
                     entry.name.push_str(line);
                 }

@@ -20,6 +20,29 @@ impl crate::Parsed {
     }
 }
 
+/// The length of [`crate::Parsed::model_text`] for `data` of type `type_name`.
+pub(crate) fn text_len(data: &Value, type_name: &str) -> usize {
+    model_text(data, crate::registry::model_skips(type_name)).len()
+}
+
+/// What one record adds to its table's rows at most: its cells (every field but `skip`, in the
+/// model's form), commas and brackets. A cell shared by every record goes to `same` instead,
+/// so the table of several records costs at most the sum of their rows plus its header.
+pub(crate) fn row_len(record: &Value, skip: &[&str]) -> usize {
+    let Value::Object(map) = record else {
+        return 0;
+    };
+    let mut out = Vec::new();
+    delimited(
+        &mut out,
+        b'[',
+        b']',
+        map.iter().filter(|(k, _)| !skip.contains(&k.as_str())),
+        |(_, cell), out| write(cell, &[], out),
+    );
+    out.len()
+}
+
 /// `skip`: `"field"` (a top-level field) or `"records.field"` (a column of a records table).
 fn model_text(data: &Value, skip: &[&str]) -> String {
     let mut out = Vec::with_capacity(4096);

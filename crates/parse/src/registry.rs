@@ -170,6 +170,15 @@ pub(crate) fn model_skips(name: &str) -> &'static [&'static str] {
         .map_or(&[], |t| t.model_skips)
 }
 
+/// The columns of a records table the model's text leaves out for type `name` (its
+/// `records.field` skips, by field name).
+pub(crate) fn record_skips(name: &str) -> Vec<&'static str> {
+    model_skips(name)
+        .iter()
+        .filter_map(|s| s.split_once('.').map(|(_, field)| field))
+        .collect()
+}
+
 /// Asks each type's family in turn; the first that knows the producer's flags wins.
 pub(crate) fn parser_for(producer: &Stage) -> Option<Box<dyn Parser>> {
     TYPES.iter().find_map(|t| (t.recognize)(producer))

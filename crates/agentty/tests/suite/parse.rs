@@ -112,3 +112,64 @@ async fn the_schemas_are_resources_and_the_data_has_their_shape() {
         .await;
     assert!(unknown.is_err(), "{unknown:?}");
 }
+
+/// A listing past the budget keeps its first and its last entries, whatever `data` would weigh:
+/// the budget is the text the model reads. `ls -la` of 803 entries gave ~10 KB of text but kept
+/// only the first 228 entries, measured on `data`; the last file was gone.
+#[tokio::test]
+async fn a_long_listing_keeps_its_first_and_last_entries() {
+    let server = start().await;
+    let dir = server.workspace().join("many");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..800 {
+        std::fs::write(dir.join(format!("file-{i:04}.txt")), "x").unwrap();
+    }
+    std::fs::write(dir.join("special.txt"), "x").unwrap();
+    let (text, s) = server
+        .terminal(json!({"command": "ls -la many", "parse": true}))
+        .await;
+    let parsed = &s["parsed"];
+    assert_eq!(parsed["type"], "DirectoryListing", "{text}");
+    let names: Vec<&str> = parsed["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    // 801 files, `.` and `..`: all of them fit in the model's 50 KB.
+    assert_eq!(
+        names.len(),
+        803,
+        "{}",
+        &text[text.len().saturating_sub(400)..]
+    );
+    assert!(
+        names.contains(&"special.txt"),
+        "{:?}",
+        &names[names.len() - 3..]
+    );
+    assert!(parsed.get("omitted").is_none(), "{}", parsed["omitted"]);
+    assert!(text.len() <= 52 * 1024, "{}", text.len());
+    // Past the budget, the first and the last are kept and the note says where the gap is.
+    for i in 800..4000 {
+        std::fs::write(dir.join(format!("file-{i:04}.txt")), "x").unwrap();
+    }
+    std::fs::write(dir.join("zz-last.txt"), "x").unwrap();
+    let (text, s) = server
+        .terminal(json!({"command": "ls -la many", "parse": true}))
+        .await;
+    let parsed = &s["parsed"];
+    let entries = parsed["data"]["entries"].as_array().unwrap();
+    let at = parsed["omitted_at"].as_u64().expect("omitted_at") as usize;
+    let omitted = parsed["omitted"].as_u64().expect("omitted") as usize;
+    // 4000 files, special.txt, zz-last.txt, `.` and `..`.
+    assert_eq!(entries.len() + omitted, 4004, "{omitted}");
+    assert_eq!(entries[0]["name"], ".");
+    assert_eq!(entries.last().unwrap()["name"], "zz-last.txt");
+    assert!(at > 0 && at < entries.len(), "{at}");
+    assert!(
+        text.contains(&format!("the first {at} and the last")),
+        "{text}"
+    );
+    assert!(text.len() <= 52 * 1024, "{}", text.len());
+}

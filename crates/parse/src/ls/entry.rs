@@ -33,9 +33,6 @@ fn unless_unknown<T>(token: &str, read: impl FnOnce(&str) -> Option<T>) -> Resul
 pub(super) struct Memo {
     names: crate::text::Recent,
     last_date: time_field::LastDate,
-    /// Past the budget: lines are read and checked, but their text is not copied (the entry
-    /// is only counted).
-    pub(super) counting: bool,
 }
 
 pub(super) fn read_entry(
@@ -64,7 +61,7 @@ pub(super) fn read_entry(
         }
         let token = cur.token().ok_or("missing owner or group")?;
         let known = token != "?" || perms.is_some();
-        Ok((known && !memo.counting).then(|| memo.names.get(token)))
+        Ok(known.then(|| memo.names.get(token)))
     };
     let owner = who(layout.owner)?;
     let group = who(layout.group)?;
@@ -73,8 +70,8 @@ pub(super) fn read_entry(
         raw: size_raw,
         device,
     } = read_size(&mut cur, kind, layout.human)?;
-    let modified = time_field::read(&mut cur, ctx, &mut memo.last_date, !memo.counting)
-        .ok_or("no date in a known style")?;
+    let modified =
+        time_field::read(&mut cur, ctx, &mut memo.last_date).ok_or("no date in a known style")?;
     if !cur.skip_space() {
         return Err("no name");
     }
@@ -83,11 +80,7 @@ pub(super) fn read_entry(
         return Err("no name");
     }
     Ok(Entry {
-        name: if memo.counting {
-            String::new()
-        } else {
-            name.to_owned()
-        },
+        name: name.to_owned(),
         kind,
         target: None,
         ambiguous_target: false,

@@ -154,10 +154,13 @@ pub fn parsed_line(type_name: &str, json: &str) -> String {
 }
 
 /// A typed result cut to fit: how many records were left out, and how to see them.
-pub fn parsed_cut(omitted: u64, total: u64, records: &str) -> String {
+pub fn parsed_cut(cut: &agentty_parse::Cut, records: &str) -> String {
+    let total = cut.kept + cut.omitted;
+    let (first, last) = (cut.head, cut.kept - cut.head);
     format!(
-        "[note] {omitted} of {total} {records} left out to fit {} KB: narrow the command \
-         (grep, head) or run it without parse",
+        "[note] {} of {total} {records} left out to fit {} KB: the first {first} and the last \
+         {last} are shown. Narrow the command (grep, head) or run it without parse",
+        cut.omitted,
         agentty_core::limits::INLINE_LIMIT_BYTES / 1024
     )
 }

@@ -35,9 +35,13 @@ pub struct ParsedContent {
     pub schema: String,
     /// The typed data; validates against `schema`.
     pub data: serde_json::Value,
-    /// Records left out to fit the 50 KB budget, from the end of the type's records array.
+    /// Records left out to fit the 50 KB budget, from the middle of the type's records array:
+    /// the first `omitted_at` records are the first ones, those after them the last ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<u64>,
+    /// Where in the records array the left-out ones were (with `omitted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_at: Option<u64>,
 }
 
 impl ParsedContent {
@@ -49,6 +53,9 @@ impl ParsedContent {
         map.insert("data".into(), self.data);
         if let Some(omitted) = self.omitted {
             map.insert("omitted".into(), omitted.into());
+        }
+        if let Some(at) = self.omitted_at {
+            map.insert("omitted_at".into(), at.into());
         }
         serde_json::Value::Object(map)
     }
@@ -204,6 +211,7 @@ pub fn offline(
         schema: agentty_parse::schema_uri(parsed.type_name),
         data: parsed.data,
         omitted: None,
+        omitted_at: None,
     })
 }
 
@@ -215,7 +223,7 @@ fn context() -> Context {
 }
 
 /// The typed result in the answer: `structuredContent.parsed`, and the compact JSON the model
-/// reads (records as tables: smaller than `data`, so it fits the budget `data` was cut to).
+/// reads (records as tables, the form the budget was measured on).
 pub fn answer(parsed: Parsed, cut: Option<Cut>) -> (ParsedContent, String) {
     let json = parsed.model_text();
     let content = ParsedContent {
@@ -223,6 +231,7 @@ pub fn answer(parsed: Parsed, cut: Option<Cut>) -> (ParsedContent, String) {
         schema: agentty_parse::schema_uri(parsed.type_name),
         data: parsed.data,
         omitted: cut.map(|c| c.omitted as u64),
+        omitted_at: cut.map(|c| c.head as u64),
     };
     (content, json)
 }

@@ -197,7 +197,7 @@ fn typed(
                     .iter()
                     .find(|t| t.name == result.type_name)
                     .map_or("records", |t| t.records);
-                notice::parsed_cut(cut.omitted as u64, (cut.kept + cut.omitted) as u64, records)
+                notice::parsed_cut(&cut, records)
             });
             let (content, json) = parsed::answer(result, cut);
             let line = notice::parsed_line(&content.type_name, &json);
