@@ -11,6 +11,12 @@
 //! root-owned directory, a read-only mount): there the fix is not an escalation. A relative path
 //! (`touch: cannot touch 'x'`) is judged only when it is known where the command ran and the
 //! command itself names that path: then it is resolved against that directory.
+//!
+//! A refused *read* is told apart (docs/BEHAVIOUR.md §5): the sandbox refuses writes, so a
+//! `cat` or `grep` refused a file (another process's `/proc/<pid>/environ`, a file its mode
+//! keeps from the command) is never a 2008 and never answered with "add the directory": it is
+//! said as a read, and only when this server could read the path itself (the command's own
+//! limits refused it).
 
 use std::path::{Path, PathBuf};
 
@@ -18,17 +24,125 @@ use crate::enforcement::Backend;
 use crate::mode::Mode;
 use crate::plan::Plan;
 
-/// A write refused by the sandbox; `path` when the message named one.
+/// A write refused by the sandbox (2008), or a read the command was refused; `path` when the
+/// message named one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
     pub path: Option<PathBuf>,
+    pub op: Op,
+}
+
+/// What the refused operation was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Write,
+    Read,
 }
 
 impl Denial {
-    /// The sentence for error 2008 (from `notice.rs`).
+    /// The sentence for error 2008, or for a refused read (from `notice.rs`).
     pub fn notice(&self, mode: Mode) -> String {
-        crate::notice::denial_notice(self, mode)
+        match self.op {
+            Op::Write => crate::notice::denial_notice(self, mode),
+            Op::Read => crate::notice::read_refused_notice(self),
+        }
     }
+}
+
+/// Words of an error about reading (lowercase): what failed was a read, whatever the path.
+const READ_WORDS: &[&str] = &[
+    "for reading",
+    "cannot read",
+    "can't read",
+    "could not read",
+    "couldn't read",
+    "unable to read",
+    "error reading",
+    "failed to read",
+    "read error",
+    "cannot open directory",
+    "cannot access",
+    "cannot stat",
+];
+
+/// Words of an error about writing (lowercase): they win over a reader's name.
+const WRITE_WORDS: &[&str] = &[
+    "for writing",
+    "cannot create",
+    "cannot touch",
+    "cannot remove",
+    "cannot write",
+    "cannot overwrite",
+    "cannot make",
+    "cannot move",
+    "failed to write",
+    "unable to write",
+    "couldn't create",
+    "could not create",
+    "read-only file system",
+];
+
+/// Programs that only read the files they name: their error about a file is a read's.
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "wc",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "od",
+    "xxd",
+    "hexdump",
+    "strings",
+    "file",
+    "diff",
+    "cmp",
+    "jq",
+    "stat",
+    "ls",
+    "du",
+    "find",
+    "readlink",
+    "realpath",
+    "nl",
+];
+
+/// Whether `line` reports a refused read: its words say so, or its program (`cat: x: …`) only
+/// reads; or the command fed the path to a shell redirection `<`.
+fn is_read(line: &str, ran: Option<RanIn<'_>>, path: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    if WRITE_WORDS.iter().any(|w| lower.contains(w)) {
+        return false;
+    }
+    if READ_WORDS.iter().any(|w| lower.contains(w)) {
+        return true;
+    }
+    let program = line
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    if READERS.contains(&program) {
+        return true;
+    }
+    ran.is_some_and(|r| {
+        r.command
+            .match_indices('<')
+            .any(|(at, _)| r.command[at + 1..].trim_start().starts_with(path))
+    })
 }
 
 /// Error texts for EACCES, EPERM, EROFS and EXDEV (Landlock's REFER check on links and
@@ -172,6 +286,7 @@ fn judge(path: &str, plan: &Plan) -> Option<Denial> {
     let path = Path::new(path);
     blameable(path, plan).then(|| Denial {
         path: Some(path.to_path_buf()),
+        op: Op::Write,
     })
 }
 
@@ -185,24 +300,36 @@ fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Den
     let read_only = plan.mode() == Mode::Plan;
     for candidate in path_candidates(line) {
         let path = Path::new(&candidate);
-        if path.is_absolute() {
-            if blameable(path, plan) {
-                return Some(Denial {
-                    path: Some(path.to_path_buf()),
-                });
-            }
+        let full = if path.is_absolute() {
+            path.to_path_buf()
         } else if !looks_like_relative_path(&candidate) {
             continue;
         } else if let Some(ran) = ran.filter(|r| r.judges(&candidate, plan)) {
-            let full = ran.cwd.join(path);
-            if blameable(&full, plan) {
-                return Some(Denial { path: Some(full) });
-            }
-        } else if read_only {
+            ran.cwd.join(path)
+        } else if read_only && !is_read(line, ran, &candidate) {
             // Without the cwd a relative path cannot be judged, except in read-only mode where
             // nothing but devices is writable.
             return Some(Denial {
                 path: Some(path.to_path_buf()),
+                op: Op::Write,
+            });
+        } else {
+            continue;
+        };
+        if is_read(line, ran, &candidate) {
+            // Not the write sandbox's; said only when this server could read it itself.
+            if std::fs::symlink_metadata(&full).is_ok() && access(&full, libc::R_OK) {
+                return Some(Denial {
+                    path: Some(full),
+                    op: Op::Read,
+                });
+            }
+            continue;
+        }
+        if blameable(&full, plan) {
+            return Some(Denial {
+                path: Some(full),
+                op: Op::Write,
             });
         }
     }

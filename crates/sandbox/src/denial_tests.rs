@@ -59,7 +59,8 @@ fn names_outside_paths() {
         assert_eq!(
             d,
             Some(Denial {
-                path: Some(out.path().join(path))
+                path: Some(out.path().join(path)),
+                op: Op::Write,
             }),
             "{msg}"
         );
@@ -103,7 +104,10 @@ fn a_path_on_a_later_line_is_found() {
     );
     assert_eq!(
         detect_denial(Some(243), &output, &p, None),
-        Some(Denial { path: Some(npm) })
+        Some(Denial {
+            path: Some(npm),
+            op: Op::Write
+        })
     );
 }
 
@@ -123,7 +127,8 @@ fn a_path_in_the_error_a_permission_error_caused_is_found() {
     assert_eq!(
         detect_denial(Some(101), &output, &p, None),
         Some(Denial {
-            path: Some(lock.clone())
+            path: Some(lock.clone()),
+            op: Op::Write,
         })
     );
     let unrelated = format!(
@@ -207,13 +212,17 @@ fn read_only_mode_blames_workspace_and_relative_paths() {
     );
     assert_eq!(
         detect_denial(Some(1), &msg, &p, None),
-        Some(Denial { path: Some(inside) })
+        Some(Denial {
+            path: Some(inside),
+            op: Op::Write
+        })
     );
     let rel = detect_denial(Some(1), "bash: out.txt: Permission denied", &p, None);
     assert_eq!(
         rel,
         Some(Denial {
-            path: Some(PathBuf::from("out.txt"))
+            path: Some(PathBuf::from("out.txt")),
+            op: Op::Write,
         })
     );
     let dash = detect_denial(
@@ -225,7 +234,8 @@ fn read_only_mode_blames_workspace_and_relative_paths() {
     assert_eq!(
         dash,
         Some(Denial {
-            path: Some(PathBuf::from("out.txt"))
+            path: Some(PathBuf::from("out.txt")),
+            op: Op::Write,
         })
     );
     assert_eq!(
@@ -247,13 +257,15 @@ fn relative_paths_are_judged_where_the_command_ran_when_it_names_them() {
     assert_eq!(
         at(outside.path(), "cd /elsewhere && touch x", touch),
         Some(Denial {
-            path: Some(outside.path().join("x"))
+            path: Some(outside.path().join("x")),
+            op: Op::Write,
         })
     );
     assert_eq!(
         at(outside.path(), "echo hi >out.txt", redirect),
         Some(Denial {
-            path: Some(outside.path().join("out.txt"))
+            path: Some(outside.path().join("out.txt")),
+            op: Op::Write,
         })
     );
     // Inside the workspace a relative path is writable: the sandbox is not the cause.
@@ -264,7 +276,8 @@ fn relative_paths_are_judged_where_the_command_ran_when_it_names_them() {
     assert_eq!(
         at(outside.path(), "tar xf a.tar", touch),
         Some(Denial {
-            path: Some(outside.path().join("x"))
+            path: Some(outside.path().join("x")),
+            op: Op::Write,
         })
     );
     assert_eq!(
@@ -287,6 +300,9 @@ fn symlink_out_of_the_workspace_is_blamed() {
     let msg = format!("bash: {}: Permission denied", via.display());
     assert_eq!(
         detect_denial(Some(1), &msg, &p, None),
-        Some(Denial { path: Some(via) })
+        Some(Denial {
+            path: Some(via),
+            op: Op::Write
+        })
     );
 }

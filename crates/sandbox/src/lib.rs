@@ -31,7 +31,7 @@ mod terminals;
 
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
-pub use denial::{Denial, RanIn, detect_denial, shows_denial_symptom};
+pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;
 pub use mode::{Mode, ParseModeError, Policy};

@@ -95,6 +95,19 @@ pub fn denial_notice(denial: &Denial, mode: Mode) -> String {
     format!("{PREFIX} {mode}: {what} ({}).", writable_summary(mode))
 }
 
+/// A read the command was refused: not the write sandbox's, and no writable root changes it.
+pub fn read_refused_notice(denial: &Denial) -> String {
+    let what = denial
+        .path
+        .as_ref()
+        .map_or_else(|| "a file".to_owned(), |p| p.display().to_string());
+    format!(
+        "[note] reading {what} was refused: confined commands may not read it (another \
+         process's memory or environment, or the file's permissions). The write sandbox did \
+         not refuse it, and no writable directory changes it"
+    )
+}
+
 impl std::fmt::Display for ProbeReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut out = String::new();

@@ -1128,3 +1128,38 @@ async fn a_refused_write_is_reported_even_when_the_command_exits_0() {
     assert!(s["error_code"].is_null(), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A refused *read* is not the write sandbox's: a `cat` of another process's environment, or a
+/// redirection from it, is said as a read, with no 2008 and no advice to add a writable root.
+/// It was reported as `[error 2008] … a write to /proc/1/environ was refused`, with `--add-dir`.
+#[tokio::test]
+async fn a_refused_read_is_worded_as_a_read_not_as_2008() {
+    let server = start().await;
+    // The session's init (pid 1 of its PID namespace, or the system's init without one):
+    // confined commands may not read its environment.
+    for command in [
+        "cat /proc/1/environ | head -c 20",
+        "wc -c < /proc/1/environ",
+        "grep -c PATH /proc/1/environ",
+    ] {
+        let (text, structured) = server.terminal(json!({"command": command})).await;
+        assert!(!text.contains("2008"), "{command}: {text}");
+        assert!(!text.contains("add-dir"), "{command}: {text}");
+        assert!(
+            structured["error_code"].is_null(),
+            "{command}: {structured}"
+        );
+        // Where this server can read it itself (as root), the note says what was refused.
+        if std::fs::read("/proc/1/environ").is_ok() {
+            assert!(
+                text.contains("[note] reading /proc/1/environ was refused"),
+                "{command}: {text}"
+            );
+        }
+    }
+    // A refused write outside is still 2008.
+    let (text, structured) = server
+        .terminal(json!({"command": "touch /etc/agentty-read-test 2>&1 | tail -1"}))
+        .await;
+    assert_eq!(structured["error_code"], 2008, "{text}");
+}

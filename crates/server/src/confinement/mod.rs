@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
-use agentty_sandbox::{Enforcement, Mode, Plan, Policy, Prepared, RanIn, detect_denial};
+use agentty_sandbox::{Enforcement, Mode, Op, Plan, Policy, Prepared, RanIn, detect_denial};
 
 use notice::{Retry, denial_retry};
 
@@ -165,13 +165,49 @@ impl Confinement {
         retry: Retry,
         command: &str,
         cwd: impl FnOnce() -> Option<std::path::PathBuf>,
-    ) -> Option<String> {
+    ) -> Option<Refused> {
         if escalated || !agentty_sandbox::shows_denial_symptom(output, &self.plan) {
             return None;
         }
         let cwd = cwd();
         let ran = cwd.as_deref().map(|cwd| RanIn { cwd, command });
-        detect_denial(exit, output, &self.plan, ran)
-            .map(|d| format!("{} {}", d.notice(self.plan.mode()), denial_retry(retry)))
+        let denial = detect_denial(exit, output, &self.plan, ran)?;
+        let sentence = denial.notice(self.plan.mode());
+        Some(match denial.op {
+            Op::Write => Refused::Write(format!("{sentence} {}", denial_retry(retry))),
+            Op::Read => Refused::Read(sentence),
+        })
+    }
+}
+
+/// What a command's output shows it was refused, in words for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// A write the sandbox refused (2008), with how to run the command again.
+    Write(String),
+    /// A read the command was refused: not the sandbox's, said as a note.
+    Read(String),
+}
+
+impl Refused {
+    /// The error code a result carries for it (2008 for a write; a read has none).
+    pub fn code(&self) -> Option<u32> {
+        matches!(self, Refused::Write(_)).then_some(notice::SANDBOX_DENIED)
+    }
+
+    /// The sentence of a refused write (`sandbox_denied` of a result).
+    pub fn write_sentence(&self) -> Option<&str> {
+        match self {
+            Refused::Write(sentence) => Some(sentence),
+            Refused::Read(_) => None,
+        }
+    }
+
+    /// Its line in the model's text: `[error 2008] …`, or the read's note.
+    pub fn line(&self) -> String {
+        match self {
+            Refused::Write(sentence) => notice::sandbox_denied(sentence),
+            Refused::Read(note) => note.clone(),
+        }
     }
 }

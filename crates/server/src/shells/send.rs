@@ -292,9 +292,9 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::untyped(outcome.untyped, &job.id));
         }
-        if let Some(sentence) = &sandbox_denied {
+        if let Some(refused) = &sandbox_denied {
             text.push('\n');
-            text.push_str(&crate::confinement::notice::sandbox_denied(sentence));
+            text.push_str(&refused.line());
         }
         if let Some(warning) = self.planted_warning() {
             text.push('\n');
@@ -314,8 +314,11 @@ impl Agentty {
                 elapsed_ms: ms(outcome.elapsed),
                 error_code: sandbox_denied
                     .as_ref()
-                    .map(|_| crate::confinement::notice::SANDBOX_DENIED),
-                sandbox_denied,
+                    .and_then(crate::confinement::Refused::code),
+                sandbox_denied: sandbox_denied
+                    .as_ref()
+                    .and_then(crate::confinement::Refused::write_sentence)
+                    .map(ToOwned::to_owned),
                 earlier_exit_codes: outcome.ended_before,
                 untyped_bytes: outcome.untyped as u64,
             },

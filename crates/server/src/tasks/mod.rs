@@ -17,7 +17,8 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 
 use crate::confinement::Confinement;
-use crate::confinement::notice::{Retry, SANDBOX_DENIED, sandbox_denied};
+use crate::confinement::Refused;
+use crate::confinement::notice::Retry;
 use crate::server::Agentty;
 use crate::tools::reply;
 use crate::tools::{input_schema, parse_args, tool_error};
@@ -28,8 +29,9 @@ pub(crate) mod notice;
 mod schema;
 pub use schema::*;
 
-/// The 2008 sentence for an ended command job whose output shows a write the sandbox refused.
-fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> {
+/// What an ended command job's output shows it was refused: a write the sandbox refused
+/// (2008), or a read.
+fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<Refused> {
     if !job.confined || job.kind != JobKind::Command {
         return None;
     }
@@ -44,8 +46,9 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<String> 
     })
 }
 
-fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
-    let sandbox_denied = denial(job, confinement, retry);
+/// A job as the tools report it, and what its output shows it was refused.
+fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskInfo, Option<Refused>) {
+    let refused = denial(job, confinement, retry);
     let state = job.state();
     let (task_state, exit_code, signal) = match &state {
         JobState::Running => (TaskState::Running, None, None),
@@ -58,7 +61,7 @@ fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
         JobState::Stopped => (TaskState::Stopped, None, None),
         JobState::Reaped => (TaskState::Reaped, None, None),
     };
-    TaskInfo {
+    let info = TaskInfo {
         id: job.id.clone(),
         kind: match job.kind {
             JobKind::Command => TaskKind::Command,
@@ -74,18 +77,22 @@ fn info(job: &Job, confinement: &Confinement, retry: Retry) -> TaskInfo {
         pid: job.pid,
         output_bytes: job.output.total(),
         leftovers_stopped: job.leftovers(),
-        error_code: sandbox_denied.as_ref().map(|_| SANDBOX_DENIED),
-        sandbox_denied,
-    }
+        error_code: refused.as_ref().and_then(Refused::code),
+        sandbox_denied: refused
+            .as_ref()
+            .and_then(Refused::write_sentence)
+            .map(ToOwned::to_owned),
+    };
+    (info, refused)
 }
 
-/// Appends the 2008 line, when there is one, to a reply's text.
-fn push_denial(text: &mut String, job: &TaskInfo) {
-    if let Some(sentence) = &job.sandbox_denied {
+/// Appends the 2008 line (or the refused read's note), when there is one, to a reply's text.
+fn push_denial(text: &mut String, refused: Option<&Refused>) {
+    if let Some(refused) = refused {
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&sandbox_denied(sentence));
+        text.push_str(&refused.line());
     }
 }
 
@@ -167,7 +174,7 @@ impl Agentty {
             forgotten,
             jobs: jobs
                 .iter()
-                .map(|j| info(j, self.confinement(), self.retry(false)))
+                .map(|j| info(j, self.confinement(), self.retry(false)).0)
                 .collect(),
         };
         reply(text.trim_end().to_owned(), &structured)
@@ -203,7 +210,7 @@ impl Agentty {
         }
         let s = job.output.read(since, READ_MAX_BYTES);
         job.note_delivered(s.next);
-        let job_info = info(&job, self.confinement(), self.retry(false));
+        let (job_info, refused) = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.dropped > 0 {
             text.push_str(&crate::job_words::scrolled_out(
@@ -234,7 +241,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::spill_stopped(path, bytes));
         }
-        push_denial(&mut text, &job_info);
+        push_denial(&mut text, refused.as_ref());
         let structured = TaskOutputResult {
             job: job_info,
             from: s.from,
@@ -295,7 +302,7 @@ impl Agentty {
         let start = since.max(end.saturating_sub(READ_MAX_BYTES as u64));
         let s = job.output.read(Some(start), READ_MAX_BYTES);
         job.note_delivered(s.next);
-        let job_info = info(&job, self.confinement(), self.retry(false));
+        let (job_info, refused) = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.from > since {
             text.push_str(&say::earlier_output(
@@ -335,7 +342,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::leftovers(job.leftovers()));
         }
-        push_denial(&mut text, &job_info);
+        push_denial(&mut text, refused.as_ref());
         let structured = TaskWaitResult {
             job: job_info,
             ended,
@@ -373,7 +380,7 @@ impl Agentty {
         if was_running {
             job.stop().await;
         }
-        let job_info = info(&job, self.confinement(), self.retry(false));
+        let (job_info, _) = info(&job, self.confinement(), self.retry(false));
         let text = if was_running {
             say::stopped(&job.id, &job_info.state_text)
         } else {

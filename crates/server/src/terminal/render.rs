@@ -7,10 +7,10 @@ use agentty_core::{Exit, Shaped};
 
 use super::{Prepared, Status, TerminalResult, notice, parsed};
 
-/// What the sandbox says about one call: its line, and a denial sentence when it refused a write.
+/// What the sandbox says about one call: its line, and what the output shows was refused.
 pub(super) struct SandboxReport {
     pub line: String,
-    pub denial: Option<String>,
+    pub denial: Option<crate::confinement::Refused>,
 }
 
 /// Renders a run for the model (text) and for programs (structured). `path_notes`: what the
@@ -91,9 +91,9 @@ pub(super) fn render(
     let error_code = sandbox
         .denial
         .as_ref()
-        .map(|_| crate::confinement::notice::SANDBOX_DENIED);
+        .and_then(crate::confinement::Refused::code);
     if let Some(denial) = &sandbox.denial {
-        notes.push(crate::confinement::notice::sandbox_denied(denial));
+        notes.push(denial.line());
     }
     text.push_str(&status_line);
     if let Some((_, line)) = &parsed {
