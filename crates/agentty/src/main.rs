@@ -77,12 +77,17 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// What is logged without `RUST_LOG`: agentty's own lines from INFO up (where it serves, each
+/// job a session's end or the user stopped, one line each), its dependencies' from WARN up.
+const LOG_DEFAULT: &str = "warn,agentty=info,agentty_server=info,agentty_core=info,\
+agentty_sandbox=info";
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // stdout belongs to the protocol: logs go to stderr only.
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(LOG_DEFAULT)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(false)

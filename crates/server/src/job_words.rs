@@ -87,6 +87,34 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
+/// A command line as a log line may show it: its program and no argument. Arguments and the
+/// assignments before a program carry secrets (`--token=sk-…`, `GITHUB_TOKEN=… git push`), and
+/// a log file is often readable by the very commands that ran them.
+pub fn for_log(label: &str) -> String {
+    const PROGRAM_MAX_CHARS: usize = 40;
+    let mut shown = Vec::new();
+    let mut words = label.split_whitespace();
+    for word in words.by_ref() {
+        match word.split_once('=') {
+            Some((name, _))
+                if !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                shown.push(format!("{name}=…"));
+            }
+            _ => {
+                let program: String = word.chars().take(PROGRAM_MAX_CHARS).collect();
+                shown.push(program);
+                break;
+            }
+        }
+    }
+    if words.next().is_some() {
+        shown.push("…".to_owned());
+    }
+    shown.join(" ")
+}
+
 /// A command on one line, shortened: a list is for scanning.
 pub(crate) fn one_line(label: &str) -> String {
     const LABEL_MAX_CHARS: usize = 120;
@@ -173,3 +201,22 @@ pub fn not_shown(tool: &str, id: &str, since: u64, skipped: u64, spill: Option<&
 }
 
 pub const NO_OUTPUT: &str = "(no output)";
+
+#[cfg(test)]
+mod tests {
+    /// A log line shows a command's program, never an argument or an assignment's value.
+    #[test]
+    fn a_command_in_a_log_line_keeps_no_argument_or_value() {
+        for (label, shown) in [
+            ("python3 -c 'x' --token=alice-secret", "python3 …"),
+            ("GITHUB_TOKEN=ghp_secret git push", "GITHUB_TOKEN=… git …"),
+            ("A=1 B=2 make", "A=… B=… make"),
+            ("ls", "ls"),
+            ("/usr/bin/env X=sk-1 prog", "/usr/bin/env …"),
+        ] {
+            let logged = super::for_log(label);
+            assert_eq!(logged, shown, "{label}");
+            assert!(!logged.contains("secret") && !logged.contains("sk-1"));
+        }
+    }
+}

@@ -54,8 +54,8 @@ pub(super) fn stop_unused(jobs: Weak<JobTable>, grace: Duration) {
     });
 }
 
-/// Stops every job of `jobs` (one log line each), then removes the spill directory; returns
-/// how many were stopped.
+/// Stops every job of `jobs` (one log line each, at INFO: a session's end stops its jobs by
+/// design), then removes the spill directory; returns how many were stopped.
 pub(crate) async fn stop_and_log(jobs: &JobTable, spill: &SpillStore) -> usize {
     let stopped = jobs.stop_all().await;
     for job in &stopped {
@@ -67,15 +67,17 @@ pub(crate) async fn stop_and_log(jobs: &JobTable, spill: &SpillStore) -> usize {
     stopped.len()
 }
 
-/// The log line of a job the server stopped on its own, and why.
+/// The log line of a job the server stopped on its own, and why. INFO: every such stop is one
+/// the server means to make (its session ended, nobody named it for the grace, the user
+/// stopped it); the command line is shown without its arguments (`job_words::for_log`).
 pub(crate) fn log_stopped(job: &Job, why: &str) {
-    tracing::warn!(
+    tracing::info!(
         "stopped job {} {} (pid {}, ran {}, {} of output): {}: {why}",
         job.id,
         job_words::kind_words(job.kind),
         job.pid,
         job_words::age(job.started.elapsed()),
         job_words::size(job.output.total()),
-        job.label
+        job_words::for_log(&job.label)
     );
 }

@@ -72,7 +72,12 @@ impl Agentty {
             return tool_error(notice::CANCELLED_BEFORE_START.into());
         }
         let (call, marker) = self.next_call();
-        tracing::debug!(%call, command = %prepared.display, escalated, "terminal");
+        tracing::debug!(
+            %call,
+            command = %crate::job_words::for_log(&prepared.display),
+            escalated,
+            "terminal"
+        );
         let request = RunRequest {
             spec: SpawnSpec {
                 program: prepared.program.clone(),
