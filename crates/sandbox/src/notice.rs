@@ -224,17 +224,29 @@ pub fn hardening_report(
         "dropped by confined commands of a root server: {}",
         crate::DROPPED_CAPABILITIES
     );
+    /// Listed by name at most; the rest counted (a root server can reach every socket).
+    const SOCKETS_LISTED: usize = 12;
     let _ = if daemon_sockets.is_empty() {
-        write!(out, "unix sockets of unconfined daemons: none found")
-    } else {
-        let list: Vec<String> = daemon_sockets
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
         write!(
             out,
-            "unix sockets of unconfined daemons (reachable in default mode; they run commands \
-             outside the sandbox): {}",
+            "listening unix sockets a confined command could connect to: none found"
+        )
+    } else {
+        let mut list: Vec<String> = daemon_sockets
+            .iter()
+            .take(SOCKETS_LISTED)
+            .map(|p| p.display().to_string())
+            .collect();
+        if daemon_sockets.len() > SOCKETS_LISTED {
+            list.push(format!(
+                "and {} more",
+                daemon_sockets.len() - SOCKETS_LISTED
+            ));
+        }
+        write!(
+            out,
+            "listening unix sockets a confined command could connect to in default mode (a \
+             daemon behind one may run commands outside the sandbox): {}",
             list.join(", ")
         )
     };

@@ -28,47 +28,52 @@ pub enum ProbeOutcome {
     Failed(String),
 }
 
-/// Unix sockets of daemons that may run commands or act for a caller (tmux, docker, systemd,
-/// D-Bus, ssh-agent, podman, containerd) found on this machine: a command in `default` mode can
-/// connect to them, and Landlock below ABI 9 cannot refuse that (`plan` mode refuses new unix
-/// sockets). Listed by `doctor`.
+/// Listening unix sockets with a path this user may connect to (from `/proc/net/unix`): a
+/// daemon behind one (tmux, docker, systemd, D-Bus, ssh-agent, a `tmux -S <any path>`) may run
+/// commands or act for its caller, and a command in `default` mode can connect to it, since
+/// Landlock below ABI 9 cannot refuse that (`plan` mode refuses new unix sockets). Listed by
+/// `doctor`, whatever their path: a known list missed `tmux -S /any/path`.
 pub fn daemon_sockets() -> Vec<std::path::PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    use std::path::PathBuf;
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let mut found: Vec<std::path::PathBuf> = listening_paths(&table)
+        .into_iter()
+        .filter(|path| connectable(path))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
 
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
-        .map_or_else(|| PathBuf::from(format!("/run/user/{uid}")), PathBuf::from);
-    let mut candidates: Vec<PathBuf> = [
-        "/run/docker.sock",
-        "/var/run/docker.sock",
-        "/run/containerd/containerd.sock",
-        "/run/podman/podman.sock",
-        "/run/dbus/system_bus_socket",
-        "/run/systemd/private",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
-    candidates.extend(
-        [
-            "bus",
-            "systemd/private",
-            "podman/podman.sock",
-            "docker.sock",
-        ]
-        .map(|r| runtime.join(r)),
-    );
-    candidates.extend(std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from));
-    for dir in [format!("/tmp/tmux-{uid}"), format!("/run/screen/S-{uid}")] {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            candidates.extend(entries.flatten().map(|e| e.path()));
-        }
+/// The paths of the listening sockets in `/proc/net/unix`'s text (abstract ones, `@name`, are
+/// scoped by Landlock and not listed).
+fn listening_paths(table: &str) -> Vec<std::path::PathBuf> {
+    /// `__SO_ACCEPTCON`: the socket listens.
+    const ACCEPTS: u32 = 0x0001_0000;
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            // Num RefCount Protocol Flags Type St Inode Path
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = u32::from_str_radix(fields.get(3)?, 16).ok()?;
+            let path = fields.get(7)?;
+            (flags & ACCEPTS != 0 && path.starts_with('/')).then(|| std::path::PathBuf::from(path))
+        })
+        .collect()
+}
+
+/// Whether this user may connect to the socket at `path` (write permission on it).
+fn connectable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    if !std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        return false;
     }
-    candidates.retain(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_socket()));
-    candidates.dedup();
-    candidates
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access reads a NUL-terminated path and checks it against the caller's ids.
+    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// Runs the probe: one short-lived `/bin/sh` process.
@@ -134,5 +139,32 @@ fn denied_write_probe() -> ProbeOutcome {
                 message,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod socket_tests {
+    use super::*;
+
+    #[test]
+    fn listening_path_sockets_are_read_from_proc_net_unix() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+            0000000000000000: 00000002 00000000 00010000 0001 01 1001 /tmp/any/path/tmux.sock\n\
+            0000000000000000: 00000002 00000000 00000000 0001 03 1002 /run/connected.sock\n\
+            0000000000000000: 00000002 00000000 00010000 0001 01 1003 @abstract\n\
+            0000000000000000: 00000002 00000000 00010000 0005 01 1004\n";
+        assert_eq!(
+            listening_paths(table),
+            vec![std::path::PathBuf::from("/tmp/any/path/tmux.sock")]
+        );
+    }
+
+    /// A daemon listening at a path nobody guessed (`tmux -S <any path>`) is found.
+    #[test]
+    fn a_socket_at_any_path_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("my-tmux-socket");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(daemon_sockets().contains(&path), "{:?}", daemon_sockets());
     }
 }

@@ -272,7 +272,7 @@ fn doctor_says_which_protections_beyond_writes_are_in_force() {
         "{text}"
     );
     assert!(
-        text.contains("unix sockets of unconfined daemons"),
+        text.contains("listening unix sockets a confined command could connect to"),
         "{text}"
     );
 }

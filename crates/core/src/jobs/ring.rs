@@ -151,6 +151,18 @@ impl OutputRing {
         self.lock().spill = Spill::Failed(reason);
     }
 
+    /// Removes the spill file of an ended job (the job table forgot it: nothing names it any
+    /// more, and a long session's forgotten jobs must not keep up to 256 MiB each on disk).
+    pub fn discard_spill(&self) {
+        let mut inner = self.lock();
+        if let Spill::Done { path, .. } = &inner.spill {
+            // The spill directory is the session's own, which no command may write: the path
+            // cannot have been swapped for a link.
+            let _ = std::fs::remove_file(path);
+            inner.spill = Spill::Failed("the job was forgotten and its spill file removed".into());
+        }
+    }
+
     /// Marks the end of output (the job ended); flushes the spill file.
     pub fn close(&self) {
         let mut inner = self.lock();

@@ -296,7 +296,9 @@ impl Inner {
             .map(|(key, _)| *key)
             .collect();
         for key in ended.iter().take(ended.len().saturating_sub(ENDED_KEPT)) {
-            self.remove(*key);
+            if let Some(job) = self.remove(*key) {
+                job.output.discard_spill();
+            }
             self.forgotten += 1;
         }
     }

@@ -379,6 +379,18 @@ async fn ended_jobs_keep_no_file_open_and_the_table_stays_bounded() {
     // Forgetting happens as a job is registered: the last one was still running then.
     assert_eq!(table.list().len(), agentty_core::jobs::ENDED_KEPT + 1);
     assert_eq!(table.forgotten(), 7);
+    // A forgotten job's spill file went with it: the disk holds one per job still listed
+    // (50 files for 32 listed jobs, up to 256 MiB each, before).
+    let spill_files = std::fs::read_dir(store.dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .count();
+    assert_eq!(
+        spill_files,
+        table.list().len(),
+        "files of forgotten jobs stay"
+    );
 }
 
 /// A table of callers without a session names jobs by unguessable handles: 96 random bits,
