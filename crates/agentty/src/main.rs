@@ -35,6 +35,22 @@ enum Command {
         #[command(flatten)]
         flags: config::Flags,
     },
+    /// Open the web view in the browser, logged in as a caller of the token file: a one-time
+    /// login code goes in the address, never the token
+    View {
+        /// The view's address: `serve --view`'s (the default), or a `serve --http` server's
+        #[arg(long, default_value = "http://127.0.0.1:7338")]
+        url: String,
+        /// The token file (default: `token` in the state dir)
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<std::path::PathBuf>,
+        /// The caller to log in as, by its NAME in the token file (default: the first)
+        #[arg(long, value_name = "NAME")]
+        caller: Option<String>,
+        /// Print the address instead of opening a browser
+        #[arg(long)]
+        print: bool,
+    },
     /// Show how the guard reads a command and whether it would block it (runs nothing).
     /// One argument is a shell command line; several are an argv.
     /// Exits 1 when blocked.
@@ -99,6 +115,13 @@ fn main() -> std::process::ExitCode {
         Command::Doctor { flags } => doctor::run(&flags)
             .and_then(|report| write_stdout(&report))
             .map(|()| std::process::ExitCode::SUCCESS),
+        Command::View {
+            url,
+            token_file,
+            caller,
+            print,
+        } => view(&url, token_file, caller.as_deref(), print)
+            .map(|()| std::process::ExitCode::SUCCESS),
         Command::Guard {
             flags,
             rules,
@@ -118,6 +141,34 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// `agentty view`: the page's address with a one-time login code, opened in the user's browser
+/// (`$BROWSER`, else `xdg-open`), or printed.
+fn view(
+    url: &str,
+    token_file: Option<std::path::PathBuf>,
+    caller: Option<&str>,
+    print: bool,
+) -> Result<()> {
+    let token_file = token_file.unwrap_or_else(|| config::default_state_dir().join("token"));
+    let address = http::login::address(url, &token_file, caller)?;
+    let opener = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".into());
+    let opened = !print
+        && std::process::Command::new(&opener)
+            .arg(&address)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .is_ok();
+    if opened {
+        eprintln!(
+            "agentty: opened the view (the login code in its address works once, for a minute)"
+        );
+    } else {
+        write_stdout(&format!("{address}\n"))?;
+    }
+    Ok(())
 }
 
 fn guard(

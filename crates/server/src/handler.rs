@@ -46,6 +46,13 @@ impl ServerHandler for Agentty {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         self.session.initialized.store(true, Ordering::Relaxed);
+        if let Some(caller) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::session::Caller>())
+        {
+            let _ = self.session.caller.set(caller.clone());
+        }
         let transport = if context.extensions.get::<http::request::Parts>().is_some() {
             "http"
         } else {

@@ -37,6 +37,8 @@ struct Request {
     reader: Option<Reader>,
     /// Reached only with the view's key (a logged-in page): the model knows this request's id.
     needs_login: bool,
+    /// The caller whose session asks.
+    caller: Option<crate::session::Caller>,
     until: Instant,
     /// The shell's output cursor when it was asked: what follows the secret starts there.
     from: u64,
@@ -75,6 +77,9 @@ pub struct Asked {
     pub what: String,
     pub asker: String,
     pub needs_login: bool,
+    /// The caller whose session asks: only that caller's view lists it and may answer it
+    /// (`None`: the stdio session, the local user's).
+    pub caller: Option<crate::session::Caller>,
 }
 
 /// Why a secret from the page was not typed.
@@ -148,6 +153,7 @@ impl Pending {
         shell_id: &str,
         what: &str,
         needs_login: bool,
+        caller: Option<crate::session::Caller>,
     ) -> Option<(String, Arc<Entered>)> {
         let id = agentty_core::random::hex(16);
         let entered = Arc::new(Entered::default());
@@ -170,6 +176,7 @@ impl Pending {
                     asker,
                     reader,
                     needs_login,
+                    caller,
                     until: now + SECRET_WAIT,
                     from: shell.output_total(),
                     entered: entered.clone(),
@@ -206,6 +213,7 @@ impl Pending {
                 what: r.what.clone(),
                 asker: r.asker.clone(),
                 needs_login: r.needs_login,
+                caller: r.caller.clone(),
             })
             .collect()
     }

@@ -1,7 +1,10 @@
-//! What the web view (`agentty/src/view/`) reads of the sessions: every session of this process
-//! with its jobs and shells, one job or shell to stream, and the stop a person may ask for with
-//! `--view-control`. Looking never counts as use: a watched shell still closes when idle, and a
-//! handle of a caller without a session is still stopped when no request names it.
+//! What the web view (`agentty/src/http/view/`) reads of the sessions: the sessions of the
+//! caller who logged in (an operator sees every caller's) with their jobs and shells, one job or
+//! shell to stream, the stop a person may ask for with `--view-control`, and the secret
+//! requests. Every answer is scoped to the [`Viewer`]: a caller's key opens nothing of another
+//! caller's, whatever it names (docs/BEHAVIOUR.md §9). Looking never counts as use: a watched
+//! shell still closes when idle, and a handle of a caller without a session is still stopped
+//! when no request names it.
 
 use std::sync::Arc;
 
@@ -9,8 +12,28 @@ use agentty_core::jobs::{Job, JobKind, JobState};
 use agentty_core::pty::Shell;
 use serde_json::{Value, json};
 
+use crate::secrets::Asked;
 use crate::server::Agentty;
-use crate::session::LazySession;
+use crate::session::{Caller, LazySession};
+
+/// Who looks: a caller (a token of the token file) or an operator (a token marked so, off by
+/// default), who sees every caller's sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Viewer {
+    Caller(Caller),
+    Operator,
+}
+
+impl Viewer {
+    /// Whether this viewer may see what belongs to `owner` (`None`: the stdio session, the local
+    /// user's, whom every token of the server's file is).
+    pub fn sees(&self, owner: Option<&Caller>) -> bool {
+        match (self, owner) {
+            (Viewer::Operator, _) | (Viewer::Caller(_), None) => true,
+            (Viewer::Caller(me), Some(owner)) => me == owner,
+        }
+    }
+}
 
 /// What the view streams.
 pub enum Target {
@@ -30,29 +53,40 @@ pub enum StopRefused {
 }
 
 impl Agentty {
-    /// Every session whose state exists, oldest first.
-    fn view_sessions(&self) -> Vec<Arc<LazySession>> {
+    /// Every session of `viewer`'s whose state exists, oldest first.
+    fn view_sessions(&self, viewer: &Viewer) -> Vec<Arc<LazySession>> {
         let mut sessions: Vec<Arc<LazySession>> = self
             .live_sessions()
             .into_iter()
-            .filter(|s| s.state.get().is_some())
+            .filter(|s| s.state.get().is_some() && viewer.sees(s.caller.get()))
             .collect();
         sessions.sort_by_key(|s| s.started);
         sessions
     }
 
-    fn view_session(&self, key: &str) -> Option<Arc<LazySession>> {
-        self.view_sessions().into_iter().find(|s| s.name == key)
+    fn view_session(&self, viewer: &Viewer, key: &str) -> Option<Arc<LazySession>> {
+        self.view_sessions(viewer)
+            .into_iter()
+            .find(|s| s.name == key)
+    }
+
+    /// The secret requests `viewer` may see and answer.
+    pub fn view_secrets(&self, viewer: &Viewer) -> Vec<Asked> {
+        self.secrets()
+            .waiting()
+            .into_iter()
+            .filter(|asked| viewer.sees(asked.caller.as_ref()))
+            .collect()
     }
 
     /// The page's picture of every session: `{sessions: [{key, client, transport, started,
     /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}]}`.
-    pub fn view_state(&self) -> Value {
+    pub fn view_state(&self, viewer: &Viewer) -> Value {
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
         let confining = matches!(self.confinement().confine(false), Ok(Some(_)));
         let sessions: Vec<Value> = self
-            .view_sessions()
+            .view_sessions(viewer)
             .iter()
             .filter_map(|lazy| {
                 let state = lazy.state.get()?;
@@ -96,6 +130,7 @@ impl Agentty {
                     .map_or(0, |d| d.as_secs());
                 Some(json!({
                     "key": lazy.name,
+                    "caller": lazy.caller.get().map(|c| c.0.to_string()),
                     "client": about.map_or("unknown client", |a| a.client.as_str()),
                     "transport": about.map_or("", |a| a.transport),
                     "started": started,
@@ -104,8 +139,7 @@ impl Agentty {
             })
             .collect();
         let secrets: Vec<Value> = self
-            .secrets()
-            .waiting()
+            .view_secrets(viewer)
             .into_iter()
             .map(|a| json!({"id": a.id, "shell": a.shell_id, "what": a.what, "asker": a.asker}))
             .collect();
@@ -113,8 +147,8 @@ impl Agentty {
     }
 
     /// The job or shell `id` of session `key`, to stream.
-    pub fn view_target(&self, key: &str, id: &str) -> Option<Target> {
-        let session = self.view_session(key)?;
+    pub fn view_target(&self, viewer: &Viewer, key: &str, id: &str) -> Option<Target> {
+        let session = self.view_session(viewer, key)?;
         let state = session.state.get()?;
         let job = state.jobs.peek(id)?;
         if job.kind == JobKind::Shell
@@ -127,8 +161,8 @@ impl Agentty {
 
     /// The person watching stops a job or closes a shell (`--view-control`); the model hears of
     /// it in its next result in that session.
-    pub async fn view_stop(&self, key: &str, id: &str) -> Result<(), StopRefused> {
-        let session = self.view_session(key).ok_or(StopRefused::Unknown)?;
+    pub async fn view_stop(&self, viewer: &Viewer, key: &str, id: &str) -> Result<(), StopRefused> {
+        let session = self.view_session(viewer, key).ok_or(StopRefused::Unknown)?;
         let state = session.state.get().ok_or(StopRefused::Unknown)?;
         let job = state.jobs.peek(id).ok_or(StopRefused::Unknown)?;
         if !job.state().is_running() {

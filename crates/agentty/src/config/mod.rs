@@ -172,7 +172,7 @@ fn is_executable(path: &Path) -> bool {
 /// `$XDG_STATE_HOME/agentty`, else `~/.local/state/agentty`, home being `$HOME` or, where a host
 /// starts servers without it, the user's home in the password database. A temp dir is the last
 /// resort, which a confining server then refuses (commands may write there) with the fix named.
-fn default_state_dir() -> PathBuf {
+pub fn default_state_dir() -> PathBuf {
     let home = || {
         std::env::var_os("HOME")
             .map(PathBuf::from)

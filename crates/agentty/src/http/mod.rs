@@ -22,6 +22,7 @@ mod body;
 mod gate;
 mod hold;
 mod listen;
+pub mod login;
 mod options;
 mod token;
 mod view;

@@ -1,9 +1,11 @@
 //! The HTTP listener's tokens, and the callers they name.
 //!
-//! A token file holds one token per line, or `NAME TOKEN` to name its caller; blank lines and
-//! lines starting with `#` are skipped. Each token is a caller: callers without a session
-//! (protocol 2026-07-28) are kept apart by the token they send, and a client session belongs to
-//! the caller that opened it. The file made at first start holds one token.
+//! A token file holds one token per line, or `NAME TOKEN` to name its caller, or `NAME TOKEN
+//! operator` for an operator, whose web view shows every caller's sessions (off by default: a
+//! caller's view shows its own); blank lines and lines starting with `#` are skipped. Each token
+//! is a caller: callers without a session (protocol 2026-07-28) are kept apart by the token they
+//! send, and a client session belongs to the caller that opened it. The file made at first
+//! start holds one token.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,30 +13,56 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 
 use agentty_server::Caller;
+use agentty_server::view::Viewer;
 
 /// The shortest token accepted: 32 characters (the one made is 64 hex digits, 256 bits).
 const MIN_TOKEN_CHARS: usize = 32;
 
-/// Every token the listener accepts, each with its caller.
+/// Every token the listener accepts, each with its caller and whether it is an operator's.
 #[derive(Debug)]
-pub struct Callers(Vec<(String, Caller)>);
+pub struct Callers(Vec<(String, Caller, bool)>);
 
 impl Callers {
     /// The caller whose token `given` is. Every token is compared, each in constant time, so the
     /// answer's timing says nothing of which one came closest.
     pub fn find(&self, given: &[u8]) -> Option<&Caller> {
-        self.0.iter().fold(None, |found, (token, caller)| {
-            if same_secret(given, token.as_bytes()) {
-                Some(caller)
+        self.entry(given).map(|(caller, _)| caller)
+    }
+
+    /// Who a view logged in with `given` shows sessions to.
+    pub fn viewer(&self, given: &[u8]) -> Option<Viewer> {
+        self.entry(given).map(|(caller, operator)| {
+            if operator {
+                Viewer::Operator
             } else {
-                found
+                Viewer::Caller(caller.clone())
             }
         })
     }
 
+    fn entry(&self, given: &[u8]) -> Option<(&Caller, bool)> {
+        self.0
+            .iter()
+            .fold(None, |found, (token, caller, operator)| {
+                if same_secret(given, token.as_bytes()) {
+                    Some((caller, *operator))
+                } else {
+                    found
+                }
+            })
+    }
+
+    /// The token of the caller `name`, or the first one's.
+    pub fn token_of(&self, name: Option<&str>) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(_, caller, _)| name.is_none_or(|n| *caller.0 == *n))
+            .map(|(token, _, _)| token.as_str())
+    }
+
     /// The first token (for the host snippet printed at start).
     pub fn first_token(&self) -> &str {
-        self.0.first().map_or("", |(token, _)| token.as_str())
+        self.0.first().map_or("", |(token, _, _)| token.as_str())
     }
 
     pub fn len(&self) -> usize {
@@ -56,7 +84,7 @@ pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
 
 /// The tokens of a token file's text.
 pub fn parse(text: &str) -> Result<Callers> {
-    let mut callers: Vec<(String, Caller)> = Vec::new();
+    let mut callers: Vec<(String, Caller, bool)> = Vec::new();
     let lines = text
         .lines()
         .map(str::trim)
@@ -65,10 +93,11 @@ pub fn parse(text: &str) -> Result<Callers> {
     for (index, line) in lines {
         let n = index + 1;
         let words: Vec<&str> = line.split_whitespace().collect();
-        let (name, token) = match words[..] {
-            [token] => (format!("caller{}", callers.len() + 1), token),
-            [name, token] => (name.to_owned(), token),
-            _ => bail!("line {n}: a line is TOKEN or NAME TOKEN"),
+        let (name, token, operator) = match words[..] {
+            [token] => (format!("caller{}", callers.len() + 1), token, false),
+            [name, token] => (name.to_owned(), token, false),
+            [name, token, "operator"] => (name.to_owned(), token, true),
+            _ => bail!("line {n}: a line is TOKEN, NAME TOKEN or NAME TOKEN operator"),
         };
         let name_ok = name.len() <= 64
             && name
@@ -80,10 +109,10 @@ pub fn parse(text: &str) -> Result<Callers> {
         if token.chars().count() < MIN_TOKEN_CHARS {
             bail!("line {n}: the token is shorter than {MIN_TOKEN_CHARS} characters");
         }
-        if callers.iter().any(|(t, c)| t == token || *c.0 == *name) {
+        if callers.iter().any(|(t, c, _)| t == token || *c.0 == *name) {
             bail!("line {n}: a token and a name may appear only once");
         }
-        callers.push((token.to_owned(), Caller(Arc::from(name))));
+        callers.push((token.to_owned(), Caller(Arc::from(name)), operator));
     }
     if callers.is_empty() {
         bail!("it holds no token");
@@ -132,6 +161,12 @@ pub fn load_or_make(given: Option<&Path>, default: &Path) -> Result<(Callers, Pa
     }
 }
 
+/// The tokens in `file` (`agentty view` reads them), refused unless it is private as
+/// [`load_or_make`] wants it.
+pub fn read(file: &Path) -> Result<Callers> {
+    read_private(file, 0).with_context(|| format!("cannot use the token file {}", file.display()))
+}
+
 /// The tokens in `file`: a regular file of this user's that nobody else may read or write
 /// (0600 or 0400).
 fn read_private(file: &Path, flags: libc::c_int) -> Result<Callers> {
@@ -171,6 +206,16 @@ mod tests {
         assert!(callers.find(&A.as_bytes()[1..]).is_none());
         assert!(callers.find(b"").is_none());
         assert_eq!(callers.first_token(), A);
+        assert_eq!(
+            callers.viewer(B.as_bytes()),
+            Some(Viewer::Caller(Caller(Arc::from("reviewer"))))
+        );
+        let with_operator = parse(&format!("lead {A} operator\n{B}\n")).unwrap();
+        assert_eq!(with_operator.viewer(A.as_bytes()), Some(Viewer::Operator));
+        assert!(matches!(
+            with_operator.viewer(B.as_bytes()),
+            Some(Viewer::Caller(_))
+        ));
     }
 
     #[test]
@@ -181,7 +226,7 @@ mod tests {
             ("short\n", "line 1: the token is shorter"),
             (
                 &format!("a b {A}\n"),
-                "line 1: a line is TOKEN or NAME TOKEN",
+                "line 1: a line is TOKEN, NAME TOKEN or NAME TOKEN operator",
             ),
             (&format!("{A}\n{A}\n"), "line 2: a token and a name"),
             (&format!("x {A}\nx {B}\n"), "line 2: a token and a name"),

@@ -34,6 +34,9 @@ pub(crate) struct LazySession {
     pub(crate) name: String,
     ids: Ids,
     pub(crate) state: std::sync::OnceLock<Session>,
+    /// The caller (HTTP token) whose session this is, once known: the web view shows a
+    /// session only to its caller. The stdio session has none: it is the local user's.
+    pub(crate) caller: std::sync::OnceLock<Caller>,
     /// For the web view: when it began, and its client and transport (set at first sight).
     pub(crate) started: std::time::SystemTime,
     pub(crate) about: std::sync::OnceLock<About>,
@@ -74,6 +77,7 @@ impl LazySession {
             name,
             ids,
             state: std::sync::OnceLock::new(),
+            caller: std::sync::OnceLock::new(),
             started: std::time::SystemTime::now(),
             about: std::sync::OnceLock::new(),
             user_notes: std::sync::Mutex::default(),

@@ -72,8 +72,12 @@ impl Registry {
         let mut callers = lock(&self.sessionless);
         let n = callers.len() + 1;
         callers
-            .entry(caller)
-            .or_insert_with(|| LazySession::sessionless(format!("{process}-caller{n}")))
+            .entry(caller.clone())
+            .or_insert_with(|| {
+                let session = LazySession::sessionless(format!("{process}-caller{n}"));
+                let _ = session.caller.set(caller);
+                session
+            })
             .clone()
     }
 

@@ -71,7 +71,13 @@ impl Agentty {
                     .contains(&ElicitationMode::Url));
         // Where the model is told of the request, the page takes the view's key too: the
         // model (or a command it runs) knows the id.
-        let Some((request, entered)) = self.secrets().ask(shell, id, what, !url_mode) else {
+        let Some((request, entered)) = self.secrets().ask(
+            shell,
+            id,
+            what,
+            !url_mode,
+            self.session.caller.get().cloned(),
+        ) else {
             return Err(say::SECRETS_FULL.into());
         };
         let address = format!("{view}/secret/{request}");

@@ -1,13 +1,17 @@
 //! The web view (docs/BEHAVIOUR.md §9): a page at `/` of the HTTP listener where a person
 //! watches every session's jobs and shells live.
 //!
-//! - **Login:** the page asks for a token of the token file and posts it (`POST /view/login`);
-//!   the answer is the view's key, a random value of this process (not the token), which the
-//!   page keeps in its origin's storage and sends in an `X-Agentty-View` header with every
-//!   state, stream and control request. Never a URL: a browser keeps those in its history, a
-//!   file any command can read, and the token lets its holder approve its own escalations.
-//!   Never a cookie: a browser sends one to every port of the host, so a page a command serves
-//!   on another port of 127.0.0.1 (a dev server the user opens) would receive it. The page, its
+//! - **Login:** the page posts a token of the token file (`POST /view/login`), or a one-time
+//!   code that `agentty view` got for a token (`POST /view/code` with the token as a bearer,
+//!   then the page opened at `/#code=…`). The answer is a key of its own for that login, bound
+//!   to the token's caller: every state, stream, stop and secret call answers only for that
+//!   caller's sessions (an operator's token sees every caller's). The page keeps the key in
+//!   its memory only and sends it in an `X-Agentty-View` header; a reload logs in again. Not in
+//!   the browser's storage: a profile's files are readable by any command (reads are not
+//!   confined), and a key found there opened the view. Never a URL: a browser keeps those in
+//!   its history (a code there is dead once used, or a minute after it was made). Never a
+//!   cookie: a browser sends one to every port of the host, so a page a command serves on
+//!   another port of 127.0.0.1 (a dev server the user opens) would receive it. The page, its
 //!   script and its style hold nothing and are served to anyone who passes the checks below.
 //! - **Origin and Host:** a request whose `Origin` is not the page's own (nor `--allow-origin`)
 //!   gets 403, key or not; `Host` must be an accepted name (DNS rebinding).
@@ -20,7 +24,9 @@
 
 mod stream;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -28,6 +34,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use agentty_server::Agentty;
+use agentty_server::view::Viewer;
 
 use super::body::Body;
 use super::token::Callers;
@@ -45,12 +52,85 @@ const KEY_HEADER: &str = "x-agentty-view";
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                    img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// Keys handed out at login and live at once; the oldest goes first. A page makes one per load.
+const KEYS_MAX: usize = 64;
+/// A key no request used for this long is forgotten (the page then logs in again).
+const KEY_IDLE: Duration = Duration::from_secs(12 * 3600);
+/// A login code lives this long, for one login.
+const CODE_TTL: Duration = Duration::from_secs(60);
+/// Codes waiting at once, at most.
+const CODES_MAX: usize = 16;
+
+/// Secrets a login hands out, each bound to its viewer: 256-bit keys (page memory only) and
+/// 128-bit one-time codes (`agentty view`).
+#[derive(Default)]
+struct Logins {
+    keys: Mutex<HashMap<String, (Viewer, Instant)>>,
+    codes: Mutex<HashMap<String, (Viewer, Instant)>>,
+}
+
+impl Logins {
+    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new key for `viewer`.
+    fn key_for(&self, viewer: Viewer) -> String {
+        let key = agentty_core::random::hex(32);
+        let mut keys = Self::lock(&self.keys);
+        let now = Instant::now();
+        keys.retain(|_, (_, used)| now.duration_since(*used) < KEY_IDLE);
+        while keys.len() >= KEYS_MAX {
+            let oldest = keys
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => keys.remove(&k),
+                None => break,
+            };
+        }
+        keys.insert(key.clone(), (viewer, now));
+        key
+    }
+
+    /// Who `key` was handed to, noting its use.
+    fn viewer(&self, key: &str) -> Option<Viewer> {
+        let mut keys = Self::lock(&self.keys);
+        let (viewer, used) = keys.get_mut(key)?;
+        if used.elapsed() >= KEY_IDLE {
+            keys.remove(key);
+            return None;
+        }
+        *used = Instant::now();
+        Some(viewer.clone())
+    }
+
+    /// A new one-time code for `viewer`, or `None` when too many wait.
+    fn code_for(&self, viewer: Viewer) -> Option<String> {
+        let mut codes = Self::lock(&self.codes);
+        let now = Instant::now();
+        codes.retain(|_, (_, made)| now.duration_since(*made) < CODE_TTL);
+        if codes.len() >= CODES_MAX {
+            return None;
+        }
+        let code = agentty_core::random::hex(16);
+        codes.insert(code.clone(), (viewer, now));
+        Some(code)
+    }
+
+    /// The viewer of `code`, which is used up.
+    fn take_code(&self, code: &str) -> Option<Viewer> {
+        let (viewer, made) = Self::lock(&self.codes).remove(code)?;
+        (made.elapsed() < CODE_TTL).then_some(viewer)
+    }
+}
+
 /// The view's half of the listener.
 pub struct View {
     agentty: Agentty,
     callers: Arc<Callers>,
-    /// The view's key: 256 random bits of this process.
-    key: String,
+    logins: Logins,
     control: bool,
     hosts: Vec<String>,
     origins: Vec<String>,
@@ -76,7 +156,7 @@ impl View {
         View {
             agentty,
             callers,
-            key: agentty_core::random::hex(32),
+            logins: Logins::default(),
             control,
             hosts,
             origins,
@@ -150,13 +230,16 @@ impl View {
             (&Method::GET, "/view.js") => return asset(SCRIPT, "text/javascript; charset=utf-8"),
             (&Method::GET, "/view.css") => return asset(STYLE, "text/css; charset=utf-8"),
             (&Method::POST, "/view/login") => return self.log_in(request).await,
+            (&Method::POST, "/view/code") => return self.code(&request),
             _ => {}
         }
-        if !self.has_key(&request) {
+        let Some(viewer) = self.viewer(&request) else {
             return unauthorized();
-        }
+        };
         match (request.method(), path.as_str()) {
-            (&Method::GET, "/view/events") => stream::state(self.agentty.clone(), self.control),
+            (&Method::GET, "/view/events") => {
+                stream::state(self.agentty.clone(), self.control, viewer)
+            }
             (&Method::GET, "/view/stream") => {
                 let (Some(session), Some(id)) = (query(&request, "session"), query(&request, "id"))
                 else {
@@ -165,12 +248,12 @@ impl View {
                         "agentty: session and id are needed\n",
                     );
                 };
-                match self.agentty.view_target(&session, &id) {
+                match self.agentty.view_target(&viewer, &session, &id) {
                     Some(target) => stream::target(target),
                     None => text(StatusCode::NOT_FOUND, "agentty: no such job\n"),
                 }
             }
-            (&Method::POST, "/view/stop") => self.stop(request).await,
+            (&Method::POST, "/view/stop") => self.stop(request, &viewer).await,
             _ => text(StatusCode::NOT_FOUND, "agentty: not here\n"),
         }
     }
@@ -189,7 +272,7 @@ impl View {
             (&Method::GET, "/view/secret") => {
                 let asked = query(request, "id").and_then(|id| self.agentty.secret_asked(&id));
                 Some(match asked {
-                    Some(asked) if asked.needs_login && !self.has_key(request) => unauthorized(),
+                    Some(asked) if !self.may_answer(request, &asked) => unauthorized(),
                     Some(asked) => {
                         let body = serde_json::json!({"shell": asked.shell_id, "what": asked.what, "asker": asked.asker});
                         let mut response = text(StatusCode::OK, &body.to_string());
@@ -226,7 +309,7 @@ impl View {
             id: String,
             secret: String,
         }
-        let logged_in = self.has_key(&request);
+        let viewer = self.viewer(&request);
         let Ok(body) = Limited::new(request.into_body(), 8192).collect().await else {
             return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
         };
@@ -239,11 +322,13 @@ impl View {
                 "agentty: id and secret are needed\n",
             );
         };
-        if self
-            .agentty
-            .secret_asked(&id)
-            .is_some_and(|asked| asked.needs_login && !logged_in)
-        {
+        let refused = self.agentty.secret_asked(&id).is_some_and(|asked| {
+            asked.needs_login
+                && !viewer
+                    .as_ref()
+                    .is_some_and(|v| v.sees(asked.caller.as_ref()))
+        });
+        if refused {
             agentty_server::secrets::wipe(&mut secret);
             return unauthorized();
         }
@@ -270,12 +355,14 @@ impl View {
             .then(|| host.to_owned())
     }
 
-    /// `POST /view/login {"token": …}` (JSON only: a form of another site cannot send it
-    /// without the browser asking first): the view's key for a token of the token file.
+    /// `POST /view/login {"token": …}` or `{"code": …}` (JSON only: a form of another site
+    /// cannot send it without the browser asking first): a new key, bound to the token's caller.
     async fn log_in(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
         #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
         struct Login {
-            token: String,
+            token: Option<String>,
+            code: Option<String>,
         }
         let json = request
             .headers()
@@ -290,15 +377,32 @@ impl View {
         let Ok(body) = Limited::new(request.into_body(), 4096).collect().await else {
             return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
         };
-        let Ok(Login { token }) = serde_json::from_slice::<Login>(&body.to_bytes()) else {
-            return text(StatusCode::BAD_REQUEST, "agentty: a token is needed\n");
+        let viewer = match serde_json::from_slice::<Login>(&body.to_bytes()) {
+            Ok(Login {
+                token: Some(token),
+                code: None,
+            }) => self.callers.viewer(token.as_bytes()),
+            Ok(Login {
+                token: None,
+                code: Some(code),
+            }) => self.logins.take_code(&code),
+            _ => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    "agentty: a token or a code is needed\n",
+                );
+            }
         };
-        if self.callers.find(token.as_bytes()).is_none() {
-            return text(StatusCode::UNAUTHORIZED, "agentty: wrong token\n");
-        }
+        let Some(viewer) = viewer else {
+            return text(
+                StatusCode::UNAUTHORIZED,
+                "agentty: not a token of this server, or a code used or expired\n",
+            );
+        };
+        let key = self.logins.key_for(viewer);
         let mut response = text(
             StatusCode::OK,
-            &serde_json::json!({ "key": self.key }).to_string(),
+            &serde_json::json!({ "key": key }).to_string(),
         );
         response.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -307,16 +411,63 @@ impl View {
         response
     }
 
-    /// Whether the request carries the view's key.
-    fn has_key(&self, request: &Request<hyper::body::Incoming>) -> bool {
-        request
+    /// `POST /view/code` with `Authorization: Bearer <token>`: a one-time login code (128
+    /// bits, a minute) for the token's caller, which `agentty view` puts in the page's address.
+    fn code(&self, request: &Request<hyper::body::Incoming>) -> Response<Body> {
+        let viewer = request
             .headers()
-            .get(KEY_HEADER)
-            .is_some_and(|given| super::token::same_secret(given.as_bytes(), self.key.as_bytes()))
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .and_then(|token| self.callers.viewer(token));
+        let Some(viewer) = viewer else {
+            return text(
+                StatusCode::UNAUTHORIZED,
+                "agentty: not a token of this server\n",
+            );
+        };
+        let Some(code) = self.logins.code_for(viewer) else {
+            return text(
+                StatusCode::TOO_MANY_REQUESTS,
+                "agentty: too many login codes wait; use one, or wait a minute\n",
+            );
+        };
+        let mut response = text(
+            StatusCode::OK,
+            &serde_json::json!({ "code": code, "expires_ms": CODE_TTL.as_millis() }).to_string(),
+        );
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+
+    /// Who the request's key was handed to, if it carries a live one.
+    fn viewer(&self, request: &Request<hyper::body::Incoming>) -> Option<Viewer> {
+        let given = request.headers().get(KEY_HEADER)?.to_str().ok()?;
+        self.logins.viewer(given)
+    }
+
+    /// Whether the request may see and answer the secret request `asked`: one whose id the
+    /// user got from the host needs nothing more; one the model knows of needs the key of a
+    /// viewer of its session's caller.
+    fn may_answer(
+        &self,
+        request: &Request<hyper::body::Incoming>,
+        asked: &agentty_server::secrets::Asked,
+    ) -> bool {
+        !asked.needs_login
+            || self
+                .viewer(request)
+                .is_some_and(|v| v.sees(asked.caller.as_ref()))
     }
 
     /// `POST /view/stop {"session": …, "id": …}`, with `--view-control` only.
-    async fn stop(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+    async fn stop(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        viewer: &Viewer,
+    ) -> Response<Body> {
         if !self.control {
             return text(
                 StatusCode::FORBIDDEN,
@@ -333,19 +484,19 @@ impl View {
                 "agentty: session and id are needed\n",
             );
         };
-        match self.agentty.view_stop(session, id).await {
+        match self.agentty.view_stop(viewer, session, id).await {
             Ok(()) => text(StatusCode::OK, "stopped\n"),
             Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
         }
     }
 }
 
-/// The answer without the view's key.
+/// The answer without a live key.
 fn unauthorized() -> Response<Body> {
     text(
         StatusCode::UNAUTHORIZED,
         "agentty: open the view's address and enter a token of the token file named when the \
-         server started; the page then remembers it until the server stops\n",
+         server started (or run `agentty view`); the page keeps its key in memory only\n",
     )
 }
 

@@ -4,13 +4,35 @@
 
 const id = location.pathname.split("/").pop();
 const $ = (name) => document.getElementById(name);
-// The view's key, where this browser logged in to the view: a request the model knows of needs it.
-const key = {"X-Agentty-View": localStorage.getItem("agentty-view-key") || ""};
+// A request the model knows of needs a view key of its session's caller: the page logs in here,
+// and keeps the key in its memory only.
+const key = {"X-Agentty-View": ""};
+
+$("login").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const field = $("token");
+  const answer = await fetch("/view/login", {
+    method: "POST",
+    headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({token: field.value.trim()}),
+    cache: "no-store",
+  });
+  field.value = "";
+  if (!answer.ok) {
+    $("asked").textContent = "Not a token of this server.";
+    return;
+  }
+  key["X-Agentty-View"] = (await answer.json()).key;
+  $("login").hidden = true;
+  look();
+});
 
 async function look() {
   const answer = await fetch("/view/secret?id=" + encodeURIComponent(id), {headers: key, cache: "no-store"});
   if (answer.status === 401) {
-    $("asked").textContent = "Open the view in this browser and enter the token first, then this page again.";
+    $("asked").textContent = "Enter a token of the agent's caller (from the token file) to answer this request.";
+    $("login").hidden = false;
+    $("token").focus();
     return;
   }
   if (!answer.ok) {

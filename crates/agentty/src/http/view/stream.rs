@@ -18,6 +18,7 @@ use agentty_core::jobs::{Job, JobState};
 use agentty_core::pty::{Shell, StyledScreen};
 use agentty_server::Agentty;
 use agentty_server::view::Target;
+use agentty_server::view::Viewer;
 
 use crate::http::body::Body;
 
@@ -110,13 +111,13 @@ async fn send(tx: &mut Sender<Bytes>, event: &str, data: &Value) -> bool {
 }
 
 /// `/view/events`: the sessions, their jobs and shells, sent whenever they change.
-pub fn state(agentty: Agentty, control: bool) -> Response<Body> {
+pub fn state(agentty: Agentty, control: bool, viewer: Viewer) -> Response<Body> {
     sse(|mut tx| {
         tokio::spawn(async move {
             let mut last = Value::Null;
             let mut quiet = 0u32;
             loop {
-                let mut now = agentty.view_state();
+                let mut now = agentty.view_state(&viewer);
                 now["control"] = Value::Bool(control);
                 // A job's command line, a client's name, what a secret request asks for: a
                 // command or a client chose them, marks included.

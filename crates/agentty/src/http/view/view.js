@@ -1,13 +1,15 @@
 // agentty's web view. Everything a job prints is put on the page as text (textContent), never
 // as HTML. Read-only unless the server runs with --view-control.
 //
-// The view's key (from a login with a token) is kept in this origin's storage and sent in a
-// header: never in an address (browsers keep those in their history) nor in a cookie (browsers
-// send those to every port of the host). So the event streams are read with fetch, which can
-// send a header, not with EventSource, which cannot.
+// The view's key (from a login with a token, or a one-time code `agentty view` put in the
+// address) is kept in this page's memory only and sent in a header: not in the browser's storage
+// (a profile's files are readable by any command), never in an address (browsers keep those in
+// their history) nor in a cookie (browsers send those to every port of the host). So a reload
+// logs in again, and the event streams are read with fetch, which can send a header, not with
+// EventSource, which cannot.
 "use strict";
 
-const KEY = "agentty-view-key";
+let key = null;
 
 const MAX_TEXT = 256 * 1024;
 let selected = null; // {session, id, kind}
@@ -60,6 +62,8 @@ function renderList(state) {
     box.append(el("div", "session-head", "asks for a secret"));
     const link = el("a", "secret", secret.shell + " asks for: " + secret.what + " (read by " + secret.asker + ")");
     link.href = "/secret/" + encodeURIComponent(secret.id);
+    // Answered here, where the page's key is: the secret's own page would need a login of its own.
+    link.addEventListener("click", (event) => { event.preventDefault(); openSecret(secret); });
     box.append(link);
     nav.append(box);
   }
@@ -105,7 +109,7 @@ function renderFacts(state) {
 
 /** fetch with the view's key; a refusal of the key brings the login back. */
 async function call(url, options = {}) {
-  const headers = {...(options.headers || {}), "X-Agentty-View": localStorage.getItem(KEY) || ""};
+  const headers = {...(options.headers || {}), "X-Agentty-View": key || ""};
   const answer = await fetch(url, {...options, headers, cache: "no-store"});
   if (answer.status === 401) logIn("Enter the token again (the server restarted, or it changed).");
   return answer;
@@ -172,6 +176,49 @@ function drawScreen(pre, screen) {
   pre.replaceChildren(frag);
 }
 
+/** The form for a secret request, in the detail pane: typed once, sent once, kept nowhere. */
+function openSecret(secret) {
+  selected = null;
+  if (stream) stream.abort();
+  $("title").textContent = "A secret for " + secret.shell;
+  $("facts").textContent = "";
+  $("actions").replaceChildren();
+  const pre = $("output");
+  pre.className = "";
+  const asked = el("p", "", "Shell " + secret.shell + " asks for: " + secret.what);
+  asked.id = "asked";
+  const asker = el("p", "hint", "The program that reads it: " + secret.asker);
+  asker.id = "asker";
+  const form = el("form");
+  const field = el("input");
+  field.id = "secret";
+  field.type = "password";
+  field.autocomplete = "off";
+  field.setAttribute("aria-label", "secret");
+  const enter = el("button", "", "Enter");
+  enter.id = "enter";
+  enter.type = "submit";
+  form.append(field, enter);
+  const hint = el("p", "hint", "agentty types it into the agent's terminal with echo off, shows it to "
+    + "the agent nowhere and keeps it nowhere. Enter it only if the program named above is the one "
+    + "you expect (sudo, ssh, git…), not a shell of the agent's.");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const value = field.value;
+    field.value = "";
+    enter.disabled = true;
+    const answer = await call("/view/secret", {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({id: secret.id, secret: value}),
+    });
+    form.hidden = true;
+    asked.textContent = answer.ok ? "Entered." : "Not entered: " + (await answer.text());
+  });
+  pre.replaceChildren(asked, form, asker, hint);
+  field.focus();
+}
+
 function select(session, id, kind) {
   selected = {session, id, kind};
   if (stream) stream.abort();
@@ -203,7 +250,7 @@ function select(session, id, kind) {
 
 /** The state stream, read again after a pause whenever it breaks, while logged in. */
 async function connect() {
-  while (localStorage.getItem(KEY)) {
+  while (key) {
     try {
       await readEvents("/view/events", {
         open: () => { $("status").textContent = "live"; },
@@ -218,14 +265,14 @@ async function connect() {
     } catch {
       // broken, or refused: the loop's condition says which
     }
-    if (!localStorage.getItem(KEY)) return;
+    if (!key) return;
     $("status").textContent = "reconnecting…";
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 
 function logIn(said) {
-  localStorage.removeItem(KEY);
+  key = null;
   if (stream) stream.abort();
   $("view").hidden = true;
   $("login").hidden = false;
@@ -234,29 +281,37 @@ function logIn(said) {
   $("token").focus();
 }
 
-$("login").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const field = $("token");
+/** Logs in with `what` ({token} or {code}); true when the view opened. */
+async function logInWith(what) {
   const answer = await fetch("/view/login", {
     method: "POST",
     headers: {"Content-Type": "application/json"},
-    body: JSON.stringify({token: field.value.trim()}),
+    body: JSON.stringify(what),
     cache: "no-store",
   });
-  field.value = "";
   if (!answer.ok) {
-    $("login-said").textContent = answer.status === 401 ? "Not a token of this server." : await answer.text();
-    return;
+    $("login-said").textContent = answer.status === 401
+      ? (what.code ? "This login code was used or expired: run agentty view again, or enter a token." : "Not a token of this server.")
+      : await answer.text();
+    return false;
   }
-  localStorage.setItem(KEY, (await answer.json()).key);
+  key = (await answer.json()).key;
   $("login").hidden = true;
   $("view").hidden = false;
   connect();
+  return true;
+}
+
+$("login").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const field = $("token");
+  const token = field.value.trim();
+  field.value = "";
+  await logInWith({token});
 });
 
-if (localStorage.getItem(KEY)) {
-  $("view").hidden = false;
-  connect();
-} else {
-  logIn();
-}
+// `agentty view` opens the page at /#code=…: a one-time code, taken out of the address at once.
+const code = new URLSearchParams(location.hash.slice(1)).get("code");
+if (code) history.replaceState(null, "", location.pathname);
+logIn();
+if (code) logInWith({code});

@@ -1,0 +1,218 @@
+"""The web view belongs to the caller who logged in (docs/BEHAVIOUR.md §9, §12): a key bound
+to alice's token opens nothing of bob's, whatever it names (state, streams, stop, secret
+requests); an operator's token sees every caller; the key lives in the page's memory only, so a
+command that reads the browser's profile finds nothing that opens the view; `agentty view` logs
+in with a one-time code, never a token, in the address."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+import uuid
+
+from private_dirs import private_file
+from test_http import BIN, http_server, wait_until
+from test_http_callers import session, session_call
+from test_view import CHROMIUM, base_of, get, get_stream, log_in, needs_chromium, open_view, pids
+
+ALICE = "alice " + "a" * 8 + uuid.uuid4().hex
+BOB = "bob " + "b" * 8 + uuid.uuid4().hex
+OPS = "ops " + "c" * 8 + uuid.uuid4().hex + " operator"
+
+
+def token(line):
+    return line.split()[1]
+
+
+def jobs_of(state):
+    """(session key, job id, label) of every job the state shows."""
+    return [(s["key"], j["id"], j["label"]) for s in state["sessions"] for j in s["jobs"]]
+
+
+def test_a_view_key_opens_only_its_callers_sessions_streams_stops_and_secrets():
+    tag = f"view-alice-{uuid.uuid4().hex[:8]}"
+    tokens = private_file(f"{ALICE}\n{BOB}\n{OPS}\n")
+    try:
+        with http_server("--token-file", tokens, "--view-control") as (url, _, _):
+            base = base_of(url)
+            alice = session(url, token(ALICE))
+            started = session_call(
+                url, alice, "terminal",
+                {"command": f"sleep 300 # {tag}", "background": True, "env": {"VIEWTAG": tag}},
+            )
+            job = started["structuredContent"]["job_id"]
+            assert wait_until(lambda: pids(tag))
+            # alice's shell waits for a password: a secret request of alice's session.
+            shell = session_call(url, alice, "shell_open", {})["structuredContent"]["id"]
+            getpass = "python3 -c 'import getpass; getpass.getpass(\"Password: \")'\n"
+            session_call(url, alice, "shell_send", {"id": shell, "input": getpass, "timeout_ms": 5000})
+            asked = session_call(url, alice, "shell_send", {"id": shell, "secret": "a test password"})
+            said = "".join(c.get("text", "") for c in asked["content"])
+            request = said.split("/secret/")[1].split()[0].rstrip(".,)\"'") if "/secret/" in said else None
+
+            as_alice = log_in(base, token(ALICE))
+            _, _, mine = get_stream(base + "/view/events", as_alice)
+            key = next(k for k, i, _ in jobs_of(mine) if i == job)
+            assert any(tag in label for _, _, label in jobs_of(mine)), mine
+            secrets = mine["secrets"]
+            assert secrets and secrets[0]["shell"] == shell, (mine, said)
+            request = request or secrets[0]["id"]
+
+            as_bob = log_in(base, token(BOB))
+            _, _, theirs = get_stream(base + "/view/events", as_bob)
+            assert not any(tag in label for _, _, label in jobs_of(theirs)), theirs
+            assert theirs["secrets"] == [], theirs
+            # Naming alice's session and job does not open them for bob.
+            status, _, _ = get(f"{base}/view/stream?session={key}&id={job}", as_bob)
+            assert status == 404, status
+            stop = json.dumps({"session": key, "id": job}).encode()
+            status, _, said = get(base + "/view/stop", {**as_bob, "Content-Type": "application/json"}, "POST", stop)
+            assert status != 200, said
+            time.sleep(0.3)
+            assert pids(tag), "bob's view stopped alice's job"
+            # Nor her secret request: bob can neither see nor answer it.
+            assert get(f"{base}/view/secret?id={request}", as_bob)[0] == 401
+            answer = json.dumps({"id": request, "secret": "bobs value"}).encode()
+            status, _, _ = get(base + "/view/secret", {**as_bob, "Content-Type": "application/json"}, "POST", answer)
+            assert status == 401, status
+            assert get(f"{base}/view/secret?id={request}", as_alice)[0] == 200
+
+            # An operator's token sees every caller's sessions.
+            as_ops = log_in(base, token(OPS))
+            _, _, everything = get_stream(base + "/view/events", as_ops)
+            assert any(tag in label for _, _, label in jobs_of(everything)), everything
+            assert get_stream(f"{base}/view/stream?session={key}&id={job}", as_ops)[0] == 200
+            # alice's own key stops it.
+            status, _, said = get(base + "/view/stop", {**as_alice, "Content-Type": "application/json"}, "POST", stop)
+            assert status == 200, said
+            assert wait_until(lambda: not pids(tag))
+            session_call(url, alice, "shell_close", {"id": shell})
+    finally:
+        os.unlink(tokens)
+
+
+def test_a_login_code_works_once_and_a_token_never_makes_one_without_being_a_token():
+    tokens = private_file(f"{ALICE}\n{BOB}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            base = base_of(url)
+            made = subprocess.run(
+                [BIN, "view", "--print", "--url", base, "--token-file", tokens, "--caller", "bob"],
+                capture_output=True, text=True, timeout=20,
+            )
+            assert made.returncode == 0, made.stderr
+            address = made.stdout.strip()
+            assert address.startswith(base + "/#code="), address
+            assert token(BOB) not in address and token(ALICE) not in address
+            code = address.split("#code=")[1]
+            login = lambda what: get(  # noqa: E731
+                base + "/view/login", {"Content-Type": "application/json"}, "POST",
+                json.dumps(what).encode(),
+            )
+            status, _, said = login({"code": code})
+            assert status == 200, said
+            assert login({"code": code})[0] == 401, "a code works once"
+            # Only a token of the file makes a code.
+            assert get(base + "/view/code", {"Authorization": "Bearer " + "0" * 64}, "POST", b"")[0] == 401
+            assert get(base + "/view/code", {}, "POST", b"")[0] == 401
+            unknown = subprocess.run(
+                [BIN, "view", "--print", "--url", base, "--token-file", tokens, "--caller", "carol"],
+                capture_output=True, text=True, timeout=20,
+            )
+            assert unknown.returncode != 0 and "carol" in unknown.stderr
+    finally:
+        os.unlink(tokens)
+
+
+def grep_tree(root, needle):
+    """The files under `root` whose bytes hold `needle`."""
+    found = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            try:
+                with open(path, "rb") as f:
+                    if needle in f.read():
+                        found.append(path)
+            except OSError:
+                pass
+    return found
+
+
+@needs_chromium
+def test_the_view_key_is_in_the_pages_memory_only_and_no_profile_file_opens_the_view():
+    """A confined command grepped the key out of Chromium's `Local Storage/leveldb` and read the
+    view's events with it. Now nothing a command can read from the profile opens the view."""
+    from playwright.sync_api import sync_playwright
+
+    tokens = private_file(f"{ALICE}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _), tempfile.TemporaryDirectory() as profile:
+            base = base_of(url)
+            keys = []
+            with sync_playwright() as p:
+                context = p.chromium.launch_persistent_context(
+                    profile, executable_path=CHROMIUM, args=["--no-sandbox"], headless=True,
+                )
+                page = context.new_page()
+                page.on("request", lambda r: keys.append(r.headers.get("x-agentty-view")))
+                open_view(page, base, token(ALICE))
+                assert page.evaluate("localStorage.length + sessionStorage.length") == 0
+                # A reload logs in again: nothing was kept.
+                page.reload()
+                page.wait_for_selector("#login:not([hidden])")
+                # `agentty view`'s address logs in at once, and the code leaves the address.
+                made = subprocess.run(
+                    [BIN, "view", "--print", "--url", base, "--token-file", tokens],
+                    capture_output=True, text=True, timeout=20,
+                )
+                fresh = context.new_page()
+                fresh.on("request", lambda r: keys.append(r.headers.get("x-agentty-view")))
+                fresh.goto(made.stdout.strip())
+                fresh.wait_for_selector("text=live")
+                assert "code=" not in fresh.url, fresh.url
+                context.close()
+            key = next(k for k in keys if k)
+            assert grep_tree(profile, key.encode()) == [], "the key is in the browser's profile"
+            assert grep_tree(profile, token(ALICE).encode()) == [], "the token is in the profile"
+    finally:
+        os.unlink(tokens)
+
+
+@needs_chromium
+def test_a_secrets_own_page_asks_for_its_callers_token():
+    """The page a model passes on (`/secret/<id>`) logs in by itself, in memory, and only the
+    token of the asking session's caller opens the request."""
+    from playwright.sync_api import expect, sync_playwright
+
+    tokens = private_file(f"{ALICE}\n{BOB}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            base = base_of(url)
+            alice = session(url, token(ALICE))
+            shell = session_call(url, alice, "shell_open", {})["structuredContent"]["id"]
+            getpass = "python3 -c 'import getpass; getpass.getpass(\"Password: \")'\n"
+            session_call(url, alice, "shell_send", {"id": shell, "input": getpass, "timeout_ms": 5000})
+            session_call(url, alice, "shell_send", {"id": shell, "secret": "a test password"})
+            _, _, mine = get_stream(base + "/view/events", log_in(base, token(ALICE)))
+            request = mine["secrets"][0]["id"]
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                page = browser.new_page()
+                page.goto(f"{base}/secret/{request}")
+                page.wait_for_selector("#login:not([hidden])")
+                # bob's token logs in, and still does not open alice's request.
+                page.fill("#token", token(BOB))
+                page.click("#login button")
+                page.wait_for_selector("#login:not([hidden])")
+                expect(page.locator("#form")).to_be_hidden()
+                page.fill("#token", token(ALICE))
+                page.click("#login button")
+                expect(page.locator("#asked")).to_contain_text("asks for: a test password")
+                expect(page.locator("#form")).to_be_visible()
+                assert page.evaluate("localStorage.length + sessionStorage.length") == 0
+                browser.close()
+            session_call(url, alice, "shell_close", {"id": shell})
+    finally:
+        os.unlink(tokens)
