@@ -63,13 +63,14 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // starts cannot gain them back, and each confined spawn is spared dropping them itself.
     drop_capabilities(confining);
     let runtime = runtime(confining)?;
-    runtime.block_on(serve_until_ended(settings, session, serving))?;
+    let served = runtime.block_on(serve_until_ended(settings, session, serving));
     // What the jobs' stops could not attribute (an escapee that wiped its environment) is
     // still a child of this subreaper: stop it before leaving, in case the watchdog is gone.
     // Every process of the session's PID namespace goes with its init (the jobs' stops above
-    // already gave their trees a grace).
+    // already gave their trees a grace). Also when serving failed (an MCP initialization that
+    // failed): nothing may outlive the server on any path.
     stop_what_is_left();
-    Ok(())
+    served
 }
 
 /// What `serve` serves, from its flags.
