@@ -1,4 +1,4 @@
-"""`terminal` with `parse: true` through the official MCP Python SDK (SPEC §8).
+"""`terminal` with `parse: true` through the official MCP Python SDK (docs/BEHAVIOUR.md §8).
 
 Real commands run in the server's sandbox; the typed facts are compared with ground truth taken
 here (os.stat, the job the test started), and the data is validated against the schema the

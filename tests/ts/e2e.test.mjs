@@ -454,7 +454,7 @@ test('(d) close() ends the server, and nothing it started is left running', TEST
 });
 
 // ---------------------------------------------------------------------------------------------
-// Typed results (SPEC §8): the SDK validates the parsed result with the tool's outputSchema, and
+// Typed results (docs/BEHAVIOUR.md §8): the SDK validates the parsed result with the tool's outputSchema, and
 // the type's own schema, read as a resource, validates its data (JSON Schema 2020-12, as MCP
 // uses: Ajv's 2020 class).
 

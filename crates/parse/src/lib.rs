@@ -1,4 +1,4 @@
-//! agentty-parse: typed results for the command outputs agents read most (SPEC §8).
+//! agentty-parse: typed results for the command outputs agents read most (docs/BEHAVIOUR.md §8).
 //!
 //! `ls -l` becomes a `DirectoryListing`, `ps aux | grep nginx` a `ProcessList`, a failing
 //! `cargo build` a `Diagnostics`: the model reads facts instead of writing regexes to guess.

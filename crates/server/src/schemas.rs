@@ -1,4 +1,4 @@
-//! The typed results' JSON Schemas as MCP resources (`agentty://schema/<Type>`, SPEC §8): a
+//! The typed results' JSON Schemas as MCP resources (`agentty://schema/<Type>`, docs/BEHAVIOUR.md §8): a
 //! host can list them and validate `structuredContent.parsed.data` against the one named in
 //! `parsed.schema`. Generated from the Rust types, so they cannot drift from what is returned.
 

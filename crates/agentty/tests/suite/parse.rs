@@ -1,4 +1,4 @@
-//! `terminal` with `parse: true` through rmcp's client (SPEC §8): a real `git log` and `df`,
+//! `terminal` with `parse: true` through rmcp's client (docs/BEHAVIOUR.md §8): a real `git log` and `df`,
 //! typed, checked against git's own machine format and `df --output`; the schemas as resources.
 
 use rmcp::model::ReadResourceRequestParams;

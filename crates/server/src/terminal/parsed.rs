@@ -1,4 +1,4 @@
-//! `parse: true` (SPEC §8): which parser a call gets, decided from its command line before it
+//! `parse: true` (docs/BEHAVIOUR.md §8): which parser a call gets, decided from its command line before it
 //! runs, and the typed result in its answer.
 //!
 //! Recognition reads the line the way the shell will run it (the guard's parse): the command
