@@ -454,9 +454,9 @@ test('(d) close() ends the server, and nothing it started is left running', TEST
 });
 
 // ---------------------------------------------------------------------------------------------
-// Typed results (docs/BEHAVIOUR.md §8): the SDK validates the parsed result with the tool's outputSchema, and
-// the type's own schema, read as a resource, validates its data (JSON Schema 2020-12, as MCP
-// uses: Ajv's 2020 class).
+// Typed results (docs/BEHAVIOUR.md §8): the SDK validates the parsed result with the tool's
+// outputSchema, and the type's own schema, read as a resource, validates its data (JSON Schema
+// 2020-12, as MCP uses: Ajv's 2020 class).
 
 test('(p1) parse: true gives a DirectoryListing that its schema resource validates', TEST, async (t) => {
   const { default: Ajv2020 } = await import('ajv/dist/2020.js');

@@ -1,6 +1,7 @@
-//! The typed results' JSON Schemas as MCP resources (`agentty://schema/<Type>`, docs/BEHAVIOUR.md §8): a
-//! host can list them and validate `structuredContent.parsed.data` against the one named in
-//! `parsed.schema`. Generated from the Rust types, so they cannot drift from what is returned.
+//! The typed results' JSON Schemas as MCP resources (`agentty://schema/<Type>`,
+//! docs/BEHAVIOUR.md §8): a host can list them and validate `structuredContent.parsed.data`
+//! against the one named in `parsed.schema`. Generated from the Rust types, so they cannot drift
+//! from what is returned.
 
 use rmcp::ErrorData;
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};

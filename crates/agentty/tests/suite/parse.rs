@@ -1,5 +1,6 @@
-//! `terminal` with `parse: true` through rmcp's client (docs/BEHAVIOUR.md §8): a real `git log` and `df`,
-//! typed, checked against git's own machine format and `df --output`; the schemas as resources.
+//! `terminal` with `parse: true` through rmcp's client (docs/BEHAVIOUR.md §8): a real `git log`
+//! and `df`, typed, checked against git's own machine format and `df --output`; the schemas as
+//! resources.
 
 use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
-//! `parse: true` (docs/BEHAVIOUR.md §8): which parser a call gets, decided from its command line before it
-//! runs, and the typed result in its answer.
+//! `parse: true` (docs/BEHAVIOUR.md §8): which parser a call gets, decided from its command line
+//! before it runs, and the typed result in its answer.
 //!
 //! Recognition reads the line the way the shell will run it (the guard's parse): the command
 //! whose output reaches the result, the filters after it, and where its stdout and stderr go.
