@@ -75,6 +75,10 @@ pub struct HttpFlags {
     /// Refuse a new session while this many are live [default: 64]
     #[arg(long, value_name = "N", requires = "http")]
     pub max_sessions: Option<usize>,
+    /// Refuse a caller (a token of the token file) a new session while it holds this many
+    /// [default: --max-sessions divided equally among the callers, at least 1]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions_per_caller: Option<usize>,
 }
 
 /// The flags `agentty guard` takes: only what changes a verdict.

@@ -80,6 +80,9 @@ impl HttpFlags {
                 .or(file.max_sessions)
                 .unwrap_or(MAX_SESSIONS_DEFAULT)
                 .max(1),
+            max_sessions_per_caller: self
+                .max_sessions_per_caller
+                .or(file.max_sessions_per_caller),
         }))
     }
 
@@ -91,11 +94,13 @@ impl HttpFlags {
             || !self.allow_origins.is_empty()
             || self.view_control
             || self.session_grace.is_some()
-            || self.max_sessions.is_some();
+            || self.max_sessions.is_some()
+            || self.max_sessions_per_caller.is_some();
         if given {
             bail!(
                 "--token-file, --allow-host, --allow-origin, --view-control, \
-                 --session-grace and --max-sessions need --http or --view"
+                 --session-grace, --max-sessions and --max-sessions-per-caller need --http or \
+                 --view"
             );
         }
         Ok(())

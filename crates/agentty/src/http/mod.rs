@@ -7,7 +7,8 @@
 //!   else happens. Each token of the token file is a caller ([`token`]): a client session
 //!   belongs to the caller that opened it, and callers without a session are kept apart by it;
 //! - only `/mcp` (404 elsewhere), bodies of at most 4 MiB (413);
-//! - a cap on live sessions (503 with a JSON-RPC error that says why).
+//! - a cap on live sessions, and a share of it for each caller (503 with a JSON-RPC error that
+//!   says which).
 //!
 //! Each client session gets its own [`Agentty`] session (jobs, shells, spill files, caps), made by
 //! rmcp through [`Agentty::new_session`]; it ends when the client sends `DELETE /mcp`, when it
@@ -15,14 +16,16 @@
 //! then.
 //!
 //! Where each part lives: [`listen`] binds and accepts, [`gate`] is what every request goes
-//! through (the checks above, in order, then rmcp), [`view`] is the web view, [`token`] reads
-//! the token file, [`hold`] sends a reply that is ready soon in one write.
+//! through (the checks above, in order, then rmcp), [`sessions`] knows whose each session is and
+//! keeps the caps, [`view`] is the web view, [`token`] reads the token file, [`hold`] sends a
+//! reply that is ready soon in one write.
 
 mod body;
 mod gate;
 mod hold;
 mod listen;
 mod options;
+mod sessions;
 mod token;
 mod view;
 
@@ -79,13 +82,13 @@ pub async fn serve(
     } = tokens;
     let (listener, bound) = listen::bind(options.listen).await?;
     let origin = format!("http://{bound}");
-    announce(&options, bound, &callers, &token_file, made);
     if options.mcp {
         agentty.set_handle_grace(options.grace);
     }
     agentty.set_view_url(origin);
     let stop = CancellationToken::new();
     let gate = Gate::new(agentty, &options, bound, callers, &stop);
+    announce(&options, bound, &gate, &token_file, made);
     listen::accept(listener, Arc::new(gate), shutdown, &stop).await;
     // Every session ends: rmcp closes them, each one's jobs are stopped as it goes.
     stop.cancel();
@@ -94,7 +97,8 @@ pub async fn serve(
 
 /// Says on stderr where MCP (with `--http`) and the view are served, and where their tokens
 /// are.
-fn announce(options: &HttpOptions, bound: SocketAddr, callers: &Callers, file: &Path, made: bool) {
+fn announce(options: &HttpOptions, bound: SocketAddr, gate: &Gate, file: &Path, made: bool) {
+    let callers = gate.callers();
     let url = format!("http://{bound}/mcp");
     let tokens = match callers.len() {
         1 => "token".to_owned(),
@@ -110,6 +114,13 @@ fn announce(options: &HttpOptions, bound: SocketAddr, callers: &Callers, file: &
             file.display(),
             callers.first_token(),
         );
+        if callers.len() > 1 {
+            eprintln!(
+                "agentty: each caller may hold {} of the {} sessions (--max-sessions-per-caller)",
+                gate.session_share(),
+                options.max_sessions
+            );
+        }
     }
     eprintln!(
         "agentty: web view at http://{bound}/ (open it and enter a token once; {tokens} in {})",
