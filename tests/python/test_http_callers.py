@@ -221,7 +221,8 @@ def test_a_confined_command_cannot_read_the_token():
 
 
 def test_a_client_that_never_finishes_its_headers_is_dropped():
-    """Slowloris: a connection that sends part of its headers and stops is closed (30 s)."""
+    """Slowloris: a connection that sends part of its headers and stops is closed within a few
+    seconds, since it has shown no token."""
     import socket
 
     with http_server() as (url, _, _):
@@ -233,7 +234,7 @@ def test_a_client_that_never_finishes_its_headers_is_dropped():
             while got and b"\r\n\r\n" not in got:
                 got += conn.recv(4096)
             waited = time.monotonic() - started
-            assert waited < 55, "the half-sent request was held open"
+            assert waited < 10, f"the half-sent request was held open {waited:.1f} s"
             assert got == b"" or got.startswith(b"HTTP/1.1 408"), got[:80]
 
 

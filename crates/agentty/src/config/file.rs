@@ -41,6 +41,7 @@ pub struct HttpSection {
     pub session_grace: Option<f64>,
     pub max_sessions: Option<usize>,
     pub max_sessions_per_caller: Option<usize>,
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

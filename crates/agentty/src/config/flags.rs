@@ -79,6 +79,10 @@ pub struct HttpFlags {
     /// [default: --max-sessions divided equally among the callers, at least 1]
     #[arg(long, value_name = "N", requires = "http")]
     pub max_sessions_per_caller: Option<usize>,
+    /// Keep at most this many connections open; past it, the oldest one that has shown no token
+    /// is closed [default: half the file descriptors agentty may hold, at most 1024]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// The flags `agentty guard` takes: only what changes a verdict.

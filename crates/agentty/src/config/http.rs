@@ -83,6 +83,7 @@ impl HttpFlags {
             max_sessions_per_caller: self
                 .max_sessions_per_caller
                 .or(file.max_sessions_per_caller),
+            max_connections: self.max_connections.or(file.max_connections),
         }))
     }
 
@@ -95,12 +96,13 @@ impl HttpFlags {
             || self.view_control
             || self.session_grace.is_some()
             || self.max_sessions.is_some()
-            || self.max_sessions_per_caller.is_some();
+            || self.max_sessions_per_caller.is_some()
+            || self.max_connections.is_some();
         if given {
             bail!(
                 "--token-file, --allow-host, --allow-origin, --view-control, \
-                 --session-grace, --max-sessions and --max-sessions-per-caller need --http or \
-                 --view"
+                 --session-grace, --max-sessions, --max-sessions-per-caller and \
+                 --max-connections need --http or --view"
             );
         }
         Ok(())

@@ -2,6 +2,10 @@
 //!
 //! 1. The view's routes go to the view, which checks Host, Origin and its key its own way.
 //! 2. The bearer token names the caller ([`token`](super::token)); without one: 401.
+//!
+//! A request with a token of the token file (or the view's key) proves its connection
+//! ([`conns`](super::conns)): it is not closed to make room for others.
+//!
 //! 3. MCP is served at `/mcp` only, and only with `--http`: 404 elsewhere.
 //! 4. A session that belongs to another caller answers as one that does not exist: 404.
 //! 5. The body is read whole, at most [`MAX_BODY_BYTES`]: 413 past that.
@@ -28,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use agentty_server::{Agentty, Caller};
 
 use super::body::Body;
+use super::conns::Conn;
 use super::hold;
 use super::options::HttpOptions;
 use super::sessions::{NoRoom, Opening, Sessions};
@@ -122,19 +127,28 @@ impl Gate {
         self.owners.share()
     }
 
-    pub async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    /// The answer to `request`, which came on the connection `conn`.
+    pub async fn handle(&self, request: Request<Incoming>, conn: &Conn) -> Response<Body> {
         if view::serves(request.uri().path()) {
+            if self.view.has_key(&request) {
+                conn.prove();
+            }
             return self.view.handle(request).await;
         }
-        match self.admit(request).await {
+        match self.admit(request, conn).await {
             Ok(admitted) => self.forward(admitted).await,
             Err(refusal) => refusal.reply(),
         }
     }
 
     /// The checks of an MCP request, in their order (see the module doc).
-    async fn admit(&self, request: Request<Incoming>) -> Result<Admitted<'_>, Refusal> {
+    async fn admit(
+        &self,
+        request: Request<Incoming>,
+        conn: &Conn,
+    ) -> Result<Admitted<'_>, Refusal> {
         let caller = self.caller(&request).ok_or(Refusal::NoToken)?;
+        conn.prove();
         if request.uri().path() != "/mcp" || !self.mcp_on {
             return Err(Refusal::NotMcp);
         }

@@ -7,6 +7,8 @@
 //!   else happens. Each token of the token file is a caller ([`token`]): a client session
 //!   belongs to the caller that opened it, and callers without a session are kept apart by it;
 //! - only `/mcp` (404 elsewhere), bodies of at most 4 MiB (413);
+//! - a cap on open connections; one that has shown no token is closed after a few seconds, or
+//!   sooner when room is needed; accept errors are waited out and said once per burst;
 //! - a cap on live sessions, and a share of it for each caller (503 with a JSON-RPC error that
 //!   says which).
 //!
@@ -15,12 +17,14 @@
 //! has sent nothing for the grace period, or when the server stops, and its jobs are stopped
 //! then.
 //!
-//! Where each part lives: [`listen`] binds and accepts, [`gate`] is what every request goes
+//! Where each part lives: [`listen`] binds and accepts, [`conns`] caps the connections and
+//! chooses which one makes room, [`gate`] is what every request goes
 //! through (the checks above, in order, then rmcp), [`sessions`] knows whose each session is and
 //! keeps the caps, [`view`] is the web view, [`token`] reads the token file, [`hold`] sends a
 //! reply that is ready soon in one write.
 
 mod body;
+mod conns;
 mod gate;
 mod hold;
 mod listen;
@@ -89,7 +93,8 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let gate = Gate::new(agentty, &options, bound, callers, &stop);
     announce(&options, bound, &gate, &token_file, made);
-    listen::accept(listener, Arc::new(gate), shutdown, &stop).await;
+    let conns = conns::Conns::new(options.max_connections.unwrap_or_else(conns::default_cap));
+    listen::accept(listener, Arc::new(gate), conns, shutdown, &stop).await;
     // Every session ends: rmcp closes them, each one's jobs are stopped as it goes.
     stop.cancel();
     Ok(())

@@ -23,4 +23,6 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// `--max-sessions-per-caller`: else an equal share of `max_sessions` for each caller.
     pub max_sessions_per_caller: Option<usize>,
+    /// `--max-connections`: else half the file descriptors the process may hold, at most 1024.
+    pub max_connections: Option<usize>,
 }

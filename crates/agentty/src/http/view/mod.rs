@@ -308,7 +308,7 @@ impl View {
     }
 
     /// Whether the request carries the view's key.
-    fn has_key(&self, request: &Request<hyper::body::Incoming>) -> bool {
+    pub fn has_key(&self, request: &Request<hyper::body::Incoming>) -> bool {
         request
             .headers()
             .get(KEY_HEADER)
