@@ -519,6 +519,60 @@ def test_the_config_files_http_section_sets_the_defaults_of_a_bare_http_flag():
             assert status == 503 and "--max-sessions" in said, said
 
 
+def test_the_banner_names_the_token_file_and_no_log_line_holds_a_token_or_the_view_key():
+    """stderr lands in files (a host's MCP log, nohup.out, the journal) that a confined command
+    can read: the banner says where the token is and how to paste it, never what it is; nor does
+    any log line at any level, through a session, a tool call, a refusal and the view."""
+
+    def pasted(line):
+        """What the banner's `--header "Authorization: Bearer …"` gives when a shell reads it."""
+        m = re.search(r'--header "Authorization: Bearer (.*)"$', line)
+        assert m, line
+        return subprocess.run(
+            ["sh", "-c", f'printf %s "{m.group(1)}"'], capture_output=True, text=True, check=True
+        ).stdout
+
+    def exercise(url, token):
+        auth = {"Authorization": f"Bearer {token}"}
+        sid = raw_session(url, auth)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "terminal", "arguments": {"argv": ["true"]}}}
+        assert raw(url, call, sid)[0] == 200
+        assert raw(url, INIT, {"Authorization": f"Bearer {token[:-1]}x"})[0] == 401
+        root = url.removesuffix("/mcp")
+        status, _, body = raw(f"{root}/view/login", {"token": token})
+        assert status == 200, body
+        key = json.loads(body)["key"]
+        assert raw(f"{root}/view/stream?session=x&id=y", None, {"X-Agentty-View": key},
+                   method="GET")[0] in (400, 404)
+        assert raw(url, None, sid, method="DELETE")[0] == 204
+        return key
+
+    trace = {"RUST_LOG": "trace"}
+    with http_server(env=trace) as (url, token, state):
+        key = exercise(url, token)
+        time.sleep(0.3)
+        log = SERVERS[-1].log.text()
+        assert token not in log and key not in log
+        file = os.path.join(state, "token")
+        assert file in log, log
+        paste = next(line for line in log.splitlines() if "claude mcp add" in line)
+        assert pasted(paste) == token, paste
+
+    # A file of callers: the paste line picks the first caller's token, comments skipped.
+    first, second = "f" * 8 + uuid.uuid4().hex, "s" * 8 + uuid.uuid4().hex
+    tokens = private_file(f"# agents\n\n  alice {first}\n{second}\n")
+    with http_server("--token-file", tokens, env=trace) as (url, _, _):
+        key = exercise(url, first)
+        exercise(url, second)
+        time.sleep(0.3)
+        log = SERVERS[-1].log.text()
+        assert first not in log and second not in log and key not in log
+        assert tokens in log, log
+        paste = next(line for line in log.splitlines() if "claude mcp add" in line)
+        assert pasted(paste) == first, paste
+
+
 def process_tree_cpu_seconds(root):
     """User and system CPU time of `root` and every process under it, in seconds."""
     tick = os.sysconf("SC_CLK_TCK")

@@ -101,7 +101,7 @@ pub async fn serve(
 }
 
 /// Says on stderr where MCP (with `--http`) and the view are served, and where their tokens
-/// are.
+/// are: never a token itself (see [`token`]).
 fn announce(options: &HttpOptions, bound: SocketAddr, gate: &Gate, file: &Path, made: bool) {
     let callers = gate.callers();
     let url = format!("http://{bound}/mcp");
@@ -110,14 +110,19 @@ fn announce(options: &HttpOptions, bound: SocketAddr, gate: &Gate, file: &Path, 
         n => format!("{n} tokens (one per caller)"),
     };
     if options.mcp {
+        let first = if callers.len() > 1 {
+            ", with the first caller's token:"
+        } else {
+            ""
+        };
         eprintln!(
             "agentty: serving MCP over HTTP at {url}\n\
              agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`)\n\
-             agentty: e.g. claude mcp add --transport http agentty {url} --header \
+             agentty: e.g.{first} claude mcp add --transport http agentty {url} --header \
              \"Authorization: Bearer {}\"",
             if made { "written to" } else { "read from" },
             file.display(),
-            callers.first_token(),
+            callers.paste(file),
         );
         if callers.len() > 1 {
             eprintln!(
