@@ -2,16 +2,15 @@
 //!
 //! 1. The view's routes go to the view, which checks Host, Origin and its key its own way.
 //! 2. The bearer token names the caller ([`token`](super::token)); without one: 401.
-//!
-//! A request with a token of the token file (or the view's key) proves its connection
-//! ([`conns`](super::conns)): it is not closed to make room for others.
-//!
 //! 3. MCP is served at `/mcp` only, and only with `--http`: 404 elsewhere.
 //! 4. A session that belongs to another caller answers as one that does not exist: 404.
 //! 5. The body is read whole, at most [`MAX_BODY_BYTES`]: 413 past that.
 //! 6. An `initialize` that would open a session past the cap, or past its caller's share of
 //!    it ([`sessions`](super::sessions)): 503, with a JSON-RPC error that says which.
 //! 7. A `DELETE` must name a live session (404), and stops all it runs before rmcp closes it.
+//!
+//! A token of the token file (step 2), or the view's key, proves the connection it came on
+//! ([`conns`](super::conns)): it is not closed to make room for others.
 //!
 //! What passes goes to rmcp with its caller; a new session is recorded as its caller's, a
 //! finished `DELETE` is answered 204, and a `POST`'s reply is held for one write ([`hold`]).
