@@ -15,11 +15,12 @@ import urllib.error
 import urllib.request
 import uuid
 
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from private_dirs import private_dir
+from private_dirs import private_dir, private_file
 
 BIN = os.environ.get("AGENTTY_BIN", "target/debug/agentty")
 # The processes `http_server` started, last one last: the process a host starts (the watchdog).
@@ -67,9 +68,41 @@ def wait_until(predicate, within=20.0):
     return predicate()
 
 
+class Log:
+    """What a server writes on stderr, drained as it comes (so it never blocks on a full pipe):
+    every line counted, the first `KEEP_BYTES` kept."""
+
+    KEEP_BYTES = 1 << 20
+
+    def __init__(self, stream, first):
+        self.kept = bytearray(first)
+        self.lines = first.count(b"\n")
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream):
+        while chunk := stream.read1(1 << 20):
+            self.lines += chunk.count(b"\n")
+            room = self.KEEP_BYTES - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+
+    def text(self):
+        return self.kept.decode(errors="replace")
+
+
+def limit_fds(n):
+    """For `preexec_fn`: the child may hold at most `n` file descriptors."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
 @contextlib.contextmanager
-def http_server(*flags, listen="127.0.0.1:0"):
-    """A `serve --http` on `listen` (None: a bare `--http`); yields (url, token, state dir)."""
+def http_server(*flags, listen="127.0.0.1:0", env=None, nofile=None):
+    """A `serve --http` on `listen` (None: a bare `--http`); yields (url, token, state dir). Its
+    stderr is `SERVERS[-1].log` (a `Log`); `env` is added to its environment, `nofile` caps its
+    file descriptors."""
     address = [listen] if listen else []
     with tempfile.TemporaryDirectory() as ws, private_dir() as state:
         proc = subprocess.Popen(
@@ -77,16 +110,19 @@ def http_server(*flags, listen="127.0.0.1:0"):
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            text=True,
+            env={**os.environ, **(env or {})},
+            preexec_fn=limit_fds(nofile) if nofile else None,
         )
         SERVERS.append(proc)
         try:
-            url = None
-            for line in proc.stderr:
-                m = re.search(r"at (http://\S+/mcp)", line)
+            url, first = None, b""
+            for line in iter(proc.stderr.readline, b""):
+                first += line
+                m = re.search(rb"at (http://\S+/mcp)", line)
                 if m:
-                    url = m.group(1)
+                    url = m.group(1).decode()
                     break
+            proc.log = Log(proc.stderr, first)
             assert url, "the server printed no address"
             given = list(flags)[list(flags).index("--token-file") + 1] if "--token-file" in flags else None
             with open(given or os.path.join(state, "token")) as f:
@@ -481,3 +517,196 @@ def test_the_config_files_http_section_sets_the_defaults_of_a_bare_http_flag():
             assert raw(url, INIT, auth)[0] == 200
             status, _, said = raw(url, INIT, auth)
             assert status == 503 and "--max-sessions" in said, said
+
+
+def test_the_banner_names_the_token_file_and_no_log_line_holds_a_token_or_the_view_key():
+    """stderr lands in files (a host's MCP log, nohup.out, the journal) that a confined command
+    can read: the banner says where the token is and how to paste it, never what it is; nor does
+    any log line at any level, through a session, a tool call, a refusal and the view."""
+
+    def pasted(line):
+        """What the banner's `--header "Authorization: Bearer …"` gives when a shell reads it."""
+        m = re.search(r'--header "Authorization: Bearer (.*)"$', line)
+        assert m, line
+        return subprocess.run(
+            ["sh", "-c", f'printf %s "{m.group(1)}"'], capture_output=True, text=True, check=True
+        ).stdout
+
+    def exercise(url, token):
+        auth = {"Authorization": f"Bearer {token}"}
+        sid = raw_session(url, auth)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "terminal", "arguments": {"argv": ["true"]}}}
+        assert raw(url, call, sid)[0] == 200
+        assert raw(url, INIT, {"Authorization": f"Bearer {token[:-1]}x"})[0] == 401
+        root = url.removesuffix("/mcp")
+        status, _, body = raw(f"{root}/view/login", {"token": token})
+        assert status == 200, body
+        key = json.loads(body)["key"]
+        assert raw(f"{root}/view/stream?session=x&id=y", None, {"X-Agentty-View": key},
+                   method="GET")[0] in (400, 404)
+        assert raw(url, None, sid, method="DELETE")[0] == 204
+        return key
+
+    trace = {"RUST_LOG": "trace"}
+    with http_server(env=trace) as (url, token, state):
+        key = exercise(url, token)
+        time.sleep(0.3)
+        log = SERVERS[-1].log.text()
+        assert token not in log and key not in log
+        file = os.path.join(state, "token")
+        assert file in log, log
+        paste = next(line for line in log.splitlines() if "claude mcp add" in line)
+        assert pasted(paste) == token, paste
+
+    # A file of callers: the paste line picks the first caller's token, comments skipped.
+    first, second = "f" * 8 + uuid.uuid4().hex, "s" * 8 + uuid.uuid4().hex
+    tokens = private_file(f"# agents\n\n  alice {first}\n{second}\n")
+    with http_server("--token-file", tokens, env=trace) as (url, _, _):
+        key = exercise(url, first)
+        exercise(url, second)
+        time.sleep(0.3)
+        log = SERVERS[-1].log.text()
+        assert first not in log and second not in log and key not in log
+        assert tokens in log, log
+        paste = next(line for line in log.splitlines() if "claude mcp add" in line)
+        assert pasted(paste) == first, paste
+
+
+def process_tree_cpu_seconds(root):
+    """User and system CPU time of `root` and every process under it, in seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return total / tick
+
+
+def half_requests(url, n):
+    """`n` connections (opened at once) that each sent part of a request's headers and then
+    nothing; those the kernel did not complete within 2 s are left out."""
+    import select
+    import socket
+
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    pending = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((host, int(port)))
+        pending.append(s)
+    opened, deadline = [], time.monotonic() + 2
+    while pending and time.monotonic() < deadline:
+        _, writable, _ = select.select([], pending, [], 0.1)
+        for s in writable:
+            pending.remove(s)
+            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                s.setblocking(True)
+                s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                opened.append(s)
+            else:
+                s.close()
+    for s in pending:
+        s.close()
+    return opened
+
+
+def still_open(sock):
+    """Whether the server has not closed `sock` (what it sent meanwhile is read and dropped)."""
+    sock.setblocking(False)
+    try:
+        while True:
+            if sock.recv(65536) == b"":
+                return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.setblocking(True)
+
+
+def event_stream(url, sid):
+    """A session's standalone event stream (`GET /mcp`), opened on a socket of its own."""
+    import socket
+
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=5)
+    head = "".join(f"{k}: {v}\r\n" for k, v in sid.items())
+    s.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n{head}\r\n"
+              .encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(4096)
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+    return s
+
+
+def real_call(url, token):
+    """initialize, then `terminal` `true` in that session: the seconds it took."""
+    started = time.monotonic()
+    sid = raw_session(url, {"Authorization": f"Bearer {token}"})
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "terminal", "arguments": {"argv": ["true"]}}}
+    status, _, body = raw(url, call, sid)
+    assert status == 200 and '"exit_code":0' in body, (status, body)
+    return time.monotonic() - started
+
+
+FDS = 256
+
+
+@pytest.mark.parametrize("cap", [[], ["--max-connections", "1000"]], ids=["default-cap", "cap-past-fds"])
+def test_a_flood_of_half_requests_past_the_fd_limit_neither_spins_nor_floods_the_log(cap):
+    """More connections than the server has file descriptors, each holding half a request: the
+    accept loop must not spin (CPU), must not write a line per failed accept (the log), and a
+    real caller still gets in quickly; an authenticated event stream is not cut. With the
+    default cap (half the descriptors) the descriptors never run out; with a cap past them,
+    they do, and the server copes all the same."""
+    with http_server(*cap, nofile=FDS) as (url, token, _):
+        server = SERVERS[-1]
+        auth = {"Authorization": f"Bearer {token}"}
+        stream = event_stream(url, raw_session(url, auth))
+        real_call(url, token)
+        lines = server.log.lines
+        flood = half_requests(url, FDS + 150)
+        print(f"\nflood: {len(flood)} connections open")
+        assert len(flood) > FDS
+        try:
+            cpu = process_tree_cpu_seconds(server.pid)
+            window = time.monotonic()
+            result = {}
+            caller = threading.Thread(
+                target=lambda: result.update(took=real_call(url, token)), daemon=True
+            )
+            caller.start()
+            caller.join(timeout=15)
+            time.sleep(max(0.0, 3.0 - (time.monotonic() - window)))
+            cpu = process_tree_cpu_seconds(server.pid) - cpu
+            window = time.monotonic() - window
+            flood_lines = server.log.lines - lines
+            print(f"\nflood: {flood_lines} log lines, {cpu:.2f} s CPU over {window:.1f} s, "
+                  f"a real call took {result.get('took', float('inf')):.2f} s")
+            assert "took" in result, "no real call got through during the flood"
+            assert result["took"] < 5, result
+            assert flood_lines <= 5, server.log.text()[-2000:]
+            assert cpu < 0.25 * window, f"{cpu:.2f} s of CPU in {window:.1f} s"
+            # Past the short wait for a token, the authenticated stream is still there.
+            time.sleep(max(0.0, 6.0 - window))
+            assert still_open(stream), "the authenticated event stream was cut"
+        finally:
+            for s in flood:
+                s.close()
+        assert real_call(url, token) < 5
+        assert server.log.lines - lines <= 6, server.log.text()[-2000:]
+        print(server.log.text().splitlines()[-1])
+        stream.close()

@@ -221,7 +221,8 @@ def test_a_confined_command_cannot_read_the_token():
 
 
 def test_a_client_that_never_finishes_its_headers_is_dropped():
-    """Slowloris: a connection that sends part of its headers and stops is closed (30 s)."""
+    """Slowloris: a connection that sends part of its headers and stops is closed within a few
+    seconds, since it has shown no token."""
     import socket
 
     with http_server() as (url, _, _):
@@ -233,5 +234,37 @@ def test_a_client_that_never_finishes_its_headers_is_dropped():
             while got and b"\r\n\r\n" not in got:
                 got += conn.recv(4096)
             waited = time.monotonic() - started
-            assert waited < 55, "the half-sent request was held open"
+            assert waited < 10, f"the half-sent request was held open {waited:.1f} s"
             assert got == b"" or got.startswith(b"HTTP/1.1 408"), got[:80]
+
+
+def test_each_caller_has_its_share_of_the_session_cap():
+    """One caller cannot take every session: with two callers and --max-sessions 4, each may
+    hold 2; the refusal names the caller's own cap, and never another caller."""
+    tokens = token_file(f"alice {A}\nbob {B}\n")
+    alice, bob = ({"Authorization": f"Bearer {t}"} for t in (A, B))
+    try:
+        with http_server("--token-file", tokens, "--max-sessions", "4") as (url, _, _):
+            opened = [raw(url, INIT, bob) for _ in range(3)]
+            assert [status for status, _, _ in opened] == [200, 200, 503], opened
+            said = opened[2][2]
+            error = json.loads(said)["error"]
+            assert "bob" in error["message"] and "2" in error["message"], said
+            assert "--max-sessions-per-caller" in error["message"], said
+            assert "alice" not in said, said
+            # Alice still gets in, twice; then her own cap, worded with her name.
+            assert raw(url, INIT, alice)[0] == 200
+            assert raw(url, INIT, alice)[0] == 200
+            status, _, said = raw(url, INIT, alice)
+            assert status == 503 and "alice" in said and "bob" not in said, said
+            # A session bob ends gives him room again.
+            sid = {**bob, "Mcp-Session-Id": opened[0][1]["Mcp-Session-Id"]}
+            assert raw(url, None, sid, method="DELETE")[0] == 204
+            assert raw(url, INIT, bob)[0] == 200
+        # Given outright, the share is what the flag says.
+        flags = ("--token-file", tokens, "--max-sessions", "4", "--max-sessions-per-caller", "1")
+        with http_server(*flags) as (url, _, _):
+            assert [raw(url, INIT, bob)[0] for _ in range(2)] == [200, 503]
+            assert raw(url, INIT, alice)[0] == 200
+    finally:
+        os.unlink(tokens)

@@ -27,8 +27,9 @@ enum Command {
     Serve {
         #[command(flatten)]
         flags: config::Flags,
+        /// Boxed: the HTTP flags would make every other command as large.
         #[command(flatten)]
-        http: config::HttpFlags,
+        http: Box<config::HttpFlags>,
     },
     /// Print the measured state: Landlock ABI, a denied-write probe, PTYs, shell, config in use
     Doctor {

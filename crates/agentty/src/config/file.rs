@@ -40,6 +40,8 @@ pub struct HttpSection {
     /// Seconds.
     pub session_grace: Option<f64>,
     pub max_sessions: Option<usize>,
+    pub max_sessions_per_caller: Option<usize>,
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -75,6 +75,14 @@ pub struct HttpFlags {
     /// Refuse a new session while this many are live [default: 64]
     #[arg(long, value_name = "N", requires = "http")]
     pub max_sessions: Option<usize>,
+    /// Refuse a caller (a token of the token file) a new session while it holds this many
+    /// [default: --max-sessions divided equally among the callers, at least 1]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions_per_caller: Option<usize>,
+    /// Keep at most this many connections open; past it, the oldest one that has shown no token
+    /// is closed [default: half the file descriptors agentty may hold, at most 1024]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// The flags `agentty guard` takes: only what changes a verdict.

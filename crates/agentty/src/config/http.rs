@@ -80,6 +80,10 @@ impl HttpFlags {
                 .or(file.max_sessions)
                 .unwrap_or(MAX_SESSIONS_DEFAULT)
                 .max(1),
+            max_sessions_per_caller: self
+                .max_sessions_per_caller
+                .or(file.max_sessions_per_caller),
+            max_connections: self.max_connections.or(file.max_connections),
         }))
     }
 
@@ -91,11 +95,14 @@ impl HttpFlags {
             || !self.allow_origins.is_empty()
             || self.view_control
             || self.session_grace.is_some()
-            || self.max_sessions.is_some();
+            || self.max_sessions.is_some()
+            || self.max_sessions_per_caller.is_some()
+            || self.max_connections.is_some();
         if given {
             bail!(
                 "--token-file, --allow-host, --allow-origin, --view-control, \
-                 --session-grace and --max-sessions need --http or --view"
+                 --session-grace, --max-sessions, --max-sessions-per-caller and \
+                 --max-connections need --http or --view"
             );
         }
         Ok(())

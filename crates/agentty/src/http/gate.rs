@@ -5,15 +5,18 @@
 //! 3. MCP is served at `/mcp` only, and only with `--http`: 404 elsewhere.
 //! 4. A session that belongs to another caller answers as one that does not exist: 404.
 //! 5. The body is read whole, at most [`MAX_BODY_BYTES`]: 413 past that.
-//! 6. An `initialize` that would open a session past the cap: 503, with a JSON-RPC error.
+//! 6. An `initialize` that would open a session past the cap, or past its caller's share of
+//!    it ([`sessions`](super::sessions)): 503, with a JSON-RPC error that says which.
 //! 7. A `DELETE` must name a live session (404), and stops all it runs before rmcp closes it.
+//!
+//! A token of the token file (step 2), or the view's key, proves the connection it came on
+//! ([`conns`](super::conns)): it is not closed to make room for others.
 //!
 //! What passes goes to rmcp with its caller; a new session is recorded as its caller's, a
 //! finished `DELETE` is answered 204, and a `POST`'s reply is held for one write ([`hold`]).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -28,8 +31,10 @@ use tokio_util::sync::CancellationToken;
 use agentty_server::{Agentty, Caller};
 
 use super::body::Body;
+use super::conns::Conn;
 use super::hold;
 use super::options::HttpOptions;
+use super::sessions::{NoRoom, Opening, Sessions};
 use super::token::Callers;
 use super::view::{self, View};
 
@@ -45,22 +50,23 @@ pub struct Gate {
     view: View,
     /// MCP is served at `/mcp` (else only the view).
     mcp_on: bool,
-    /// Which caller opened each client session (by `Mcp-Session-Id`).
-    owners: Mutex<HashMap<String, Caller>>,
+    /// Which caller opened each client session, and the caps on opening more.
+    owners: Sessions,
     mcp: StreamableHttpService<Agentty, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
-    max_sessions: usize,
     /// Ends a client session's calls, jobs and shells before rmcp closes it.
     agentty: Agentty,
 }
 
 /// An MCP request that passed the checks, its body read.
-struct Admitted {
+struct Admitted<'a> {
     parts: Parts,
     body: Bytes,
     caller: Caller,
     /// The client session it names, if any.
     session: Option<String>,
+    /// The place an `initialize` takes under the session caps.
+    opening: Option<Opening<'a>>,
 }
 
 impl Gate {
@@ -86,6 +92,11 @@ impl Gate {
         let base = agentty.clone();
         let mcp =
             StreamableHttpService::new(move || Ok(base.new_session()), sessions.clone(), config);
+        let owners = Sessions::new(
+            options.max_sessions,
+            options.max_sessions_per_caller,
+            callers.len(),
+        );
         let callers = Arc::new(callers);
         let view = View::new(
             agentty.clone(),
@@ -98,27 +109,45 @@ impl Gate {
             callers,
             view,
             mcp_on: options.mcp,
-            owners: Mutex::default(),
+            owners,
             mcp,
             sessions,
-            max_sessions: options.max_sessions,
             agentty,
         }
     }
 
-    pub async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    /// The tokens, each a caller.
+    pub fn callers(&self) -> &Callers {
+        &self.callers
+    }
+
+    /// The sessions one caller may hold.
+    pub fn session_share(&self) -> usize {
+        self.owners.share()
+    }
+
+    /// The answer to `request`, which came on the connection `conn`.
+    pub async fn handle(&self, request: Request<Incoming>, conn: &Conn) -> Response<Body> {
         if view::serves(request.uri().path()) {
+            if self.view.has_key(&request) {
+                conn.prove();
+            }
             return self.view.handle(request).await;
         }
-        match self.admit(request).await {
+        match self.admit(request, conn).await {
             Ok(admitted) => self.forward(admitted).await,
             Err(refusal) => refusal.reply(),
         }
     }
 
     /// The checks of an MCP request, in their order (see the module doc).
-    async fn admit(&self, request: Request<Incoming>) -> Result<Admitted, Refusal> {
+    async fn admit(
+        &self,
+        request: Request<Incoming>,
+        conn: &Conn,
+    ) -> Result<Admitted<'_>, Refusal> {
         let caller = self.caller(&request).ok_or(Refusal::NoToken)?;
+        conn.prove();
         if request.uri().path() != "/mcp" || !self.mcp_on {
             return Err(Refusal::NotMcp);
         }
@@ -126,9 +155,11 @@ impl Gate {
         let session = session_id(&parts.headers);
         self.check_owner(session.as_deref(), &caller)?;
         let body = read_body(body).await?;
-        if opens_session(&parts, &body) {
-            self.check_session_cap().await?;
-        }
+        let opening = if opens_session(&parts, &body) {
+            Some(self.check_session_caps(&caller).await?)
+        } else {
+            None
+        };
         if parts.method == Method::DELETE {
             self.check_live(session.as_deref()).await?;
         }
@@ -137,16 +168,18 @@ impl Gate {
             body,
             caller,
             session,
+            opening,
         })
     }
 
     /// rmcp answers the request as its caller's; the reply goes back as clients expect it.
-    async fn forward(&self, admitted: Admitted) -> Response<Body> {
+    async fn forward(&self, admitted: Admitted<'_>) -> Response<Body> {
         let Admitted {
             mut parts,
             body,
             caller,
             session,
+            opening,
         } = admitted;
         let delete = parts.method == Method::DELETE;
         let post = parts.method == Method::POST;
@@ -164,7 +197,10 @@ impl Gate {
         if session.is_none()
             && let Some(made) = session_id(response.headers())
         {
-            self.record_owner(made, caller).await;
+            match opening {
+                Some(opening) => opening.opened(made),
+                None => self.owners.record(made, caller),
+            }
         }
         // The session is ended: say so as clients expect it (rmcp answers 202 Accepted, which the
         // Python SDK logs as a failed termination).
@@ -198,14 +234,30 @@ impl Gate {
         }
     }
 
-    /// A new session is refused while `max_sessions` are live.
-    async fn check_session_cap(&self) -> Result<(), Refusal> {
-        let live = self.sessions.sessions.read().await.len();
-        if live >= self.max_sessions {
-            tracing::warn!(live, "refused a new session: the cap is reached");
-            return Err(Refusal::Full { live });
-        }
-        Ok(())
+    /// A new session is refused while `--max-sessions` are live, or while its caller holds its
+    /// share of them.
+    async fn check_session_caps(&self, caller: &Caller) -> Result<Opening<'_>, Refusal> {
+        let live: Vec<String> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(ToString::to_string)
+            .collect();
+        self.owners.open(caller, &live).map_err(|full| {
+            match &full {
+                NoRoom::Share { caller, held } => tracing::warn!(
+                    caller = &*caller.0,
+                    held,
+                    "refused a new session: the caller holds its share"
+                ),
+                NoRoom::All { live } => {
+                    tracing::warn!(live, "refused a new session: the cap is reached");
+                }
+            }
+            Refusal::Full(full)
+        })
     }
 
     /// A `DELETE` names a session that is live.
@@ -217,26 +269,9 @@ impl Gate {
         Ok(())
     }
 
-    /// Records `caller` as the one that opened the session `made`, and forgets the owners of
-    /// sessions that have ended.
-    async fn record_owner(&self, made: String, caller: Caller) {
-        let live: Vec<String> = self
-            .sessions
-            .sessions
-            .read()
-            .await
-            .keys()
-            .map(ToString::to_string)
-            .collect();
-        if let Ok(mut owners) = self.owners.lock() {
-            owners.retain(|id, _| live.contains(id));
-            owners.insert(made, caller);
-        }
-    }
-
     /// The caller that opened the client session `id`, if it is known.
     fn owner(&self, id: &str) -> Option<Caller> {
-        self.owners.lock().ok()?.get(id).cloned()
+        self.owners.owner(id)
     }
 }
 
@@ -250,8 +285,8 @@ enum Refusal {
     NoSuchSession,
     /// A body over [`MAX_BODY_BYTES`]: 413.
     TooLarge,
-    /// `live` sessions, the cap: 503.
-    Full { live: usize },
+    /// The caller's share of the sessions, or all of them, are live: 503.
+    Full(NoRoom),
 }
 
 impl Refusal {
@@ -274,14 +309,30 @@ impl Refusal {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "agentty: the request body is over 4 MiB\n",
             ),
-            Refusal::Full { live } => reply(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32000,\"message\":\
-                     \"agentty: {live} sessions are live, the most this server takes \
-                     (--max-sessions); end one (DELETE /mcp) or wait until one ends\"}}}}\n"
-                ),
-            ),
+            Refusal::Full(full) => {
+                let why = match full {
+                    NoRoom::All { live } => format!(
+                        "agentty: {live} sessions are live, the most this server takes \
+                         (--max-sessions); end one (DELETE /mcp) or wait until one ends"
+                    ),
+                    // The caller's own name and count only: nothing of another caller's.
+                    NoRoom::Share { caller, held } => format!(
+                        "agentty: caller {} holds {held} live sessions, the most one caller may \
+                         hold (--max-sessions-per-caller; by default an equal share of \
+                         --max-sessions among the token file's callers); end one (DELETE /mcp) \
+                         or wait until one ends",
+                        caller.0
+                    ),
+                };
+                let why = serde_json::Value::from(why);
+                reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32000,\
+                         \"message\":{why}}}}}\n"
+                    ),
+                )
+            }
         }
     }
 }

@@ -7,23 +7,30 @@
 //!   else happens. Each token of the token file is a caller ([`token`]): a client session
 //!   belongs to the caller that opened it, and callers without a session are kept apart by it;
 //! - only `/mcp` (404 elsewhere), bodies of at most 4 MiB (413);
-//! - a cap on live sessions (503 with a JSON-RPC error that says why).
+//! - a cap on open connections; one that has shown no token is closed after a few seconds, or
+//!   sooner when room is needed; accept errors are waited out and said once per burst;
+//! - a cap on live sessions, and a share of it for each caller (503 with a JSON-RPC error that
+//!   says which).
 //!
 //! Each client session gets its own [`Agentty`] session (jobs, shells, spill files, caps), made by
 //! rmcp through [`Agentty::new_session`]; it ends when the client sends `DELETE /mcp`, when it
 //! has sent nothing for the grace period, or when the server stops, and its jobs are stopped
 //! then.
 //!
-//! Where each part lives: [`listen`] binds and accepts, [`gate`] is what every request goes
-//! through (the checks above, in order, then rmcp), [`view`] is the web view, [`token`] reads
-//! the token file, [`hold`] sends a reply that is ready soon in one write.
+//! Where each part lives: [`listen`] binds and accepts, [`conns`] caps the connections and
+//! chooses which one makes room, [`gate`] is what every request goes
+//! through (the checks above, in order, then rmcp), [`sessions`] knows whose each session is and
+//! keeps the caps, [`view`] is the web view, [`token`] reads the token file, [`hold`] sends a
+//! reply that is ready soon in one write.
 
 mod body;
+mod conns;
 mod gate;
 mod hold;
 mod listen;
 pub mod login;
 mod options;
+mod sessions;
 mod token;
 mod view;
 
@@ -80,37 +87,51 @@ pub async fn serve(
     } = tokens;
     let (listener, bound) = listen::bind(options.listen).await?;
     let origin = format!("http://{bound}");
-    announce(&options, bound, &callers, &token_file, made);
     if options.mcp {
         agentty.set_handle_grace(options.grace);
     }
     agentty.set_view_url(origin);
     let stop = CancellationToken::new();
     let gate = Gate::new(agentty, &options, bound, callers, &stop);
-    listen::accept(listener, Arc::new(gate), shutdown, &stop).await;
+    announce(&options, bound, &gate, &token_file, made);
+    let conns = conns::Conns::new(options.max_connections.unwrap_or_else(conns::default_cap));
+    listen::accept(listener, Arc::new(gate), conns, shutdown, &stop).await;
     // Every session ends: rmcp closes them, each one's jobs are stopped as it goes.
     stop.cancel();
     Ok(())
 }
 
 /// Says on stderr where MCP (with `--http`) and the view are served, and where their tokens
-/// are.
-fn announce(options: &HttpOptions, bound: SocketAddr, callers: &Callers, file: &Path, made: bool) {
+/// are: never a token itself (see [`token`]).
+fn announce(options: &HttpOptions, bound: SocketAddr, gate: &Gate, file: &Path, made: bool) {
+    let callers = gate.callers();
     let url = format!("http://{bound}/mcp");
     let tokens = match callers.len() {
         1 => "token".to_owned(),
         n => format!("{n} tokens (one per caller)"),
     };
     if options.mcp {
+        let first = if callers.len() > 1 {
+            ", with the first caller's token:"
+        } else {
+            ""
+        };
         eprintln!(
             "agentty: serving MCP over HTTP at {url}\n\
              agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`)\n\
-             agentty: e.g. claude mcp add --transport http agentty {url} --header \
+             agentty: e.g.{first} claude mcp add --transport http agentty {url} --header \
              \"Authorization: Bearer {}\"",
             if made { "written to" } else { "read from" },
             file.display(),
-            callers.first_token(),
+            callers.paste(file),
         );
+        if callers.len() > 1 {
+            eprintln!(
+                "agentty: each caller may hold {} of the {} sessions (--max-sessions-per-caller)",
+                gate.session_share(),
+                options.max_sessions
+            );
+        }
     }
     eprintln!(
         "agentty: web view at http://{bound}/ (open it and enter a token once; {tokens} in {})",

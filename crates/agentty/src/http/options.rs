@@ -21,4 +21,8 @@ pub struct HttpOptions {
     pub allow_origins: Vec<String>,
     pub grace: Duration,
     pub max_sessions: usize,
+    /// `--max-sessions-per-caller`: else an equal share of `max_sessions` for each caller.
+    pub max_sessions_per_caller: Option<usize>,
+    /// `--max-connections`: else half the file descriptors the process may hold, at most 1024.
+    pub max_connections: Option<usize>,
 }

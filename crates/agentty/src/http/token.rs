@@ -6,6 +6,10 @@
 //! is a caller: callers without a session (protocol 2026-07-28) are kept apart by the token they
 //! send, and a client session belongs to the caller that opened it. The file made at first
 //! start holds one token.
+//!
+//! A token is never printed nor logged (stderr lands in files a confined command can read: a
+//! host's MCP log, `nohup.out`, the journal): [`Callers`] shows only names when debug-printed,
+//! and the start-up banner names the file and a shell line that reads it ([`Callers::paste`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,8 +23,19 @@ use agentty_server::view::Viewer;
 const MIN_TOKEN_CHARS: usize = 32;
 
 /// Every token the listener accepts, each with its caller and whether it is an operator's.
-#[derive(Debug)]
-pub struct Callers(Vec<(String, Caller, bool)>);
+pub struct Callers {
+    tokens: Vec<(String, Caller, bool)>,
+    /// The file is one token and nothing else, so `cat` reads it.
+    bare: bool,
+}
+
+impl std::fmt::Debug for Callers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tokens.iter().map(|(_, caller, _)| &caller.0))
+            .finish()
+    }
+}
 
 impl Callers {
     /// The caller whose token `given` is. Every token is compared, each in constant time, so the
@@ -41,7 +56,7 @@ impl Callers {
     }
 
     fn entry(&self, given: &[u8]) -> Option<(&Caller, bool)> {
-        self.0
+        self.tokens
             .iter()
             .fold(None, |found, (token, caller, operator)| {
                 if same_secret(given, token.as_bytes()) {
@@ -54,19 +69,41 @@ impl Callers {
 
     /// The token of the caller `name`, or the first one's.
     pub fn token_of(&self, name: Option<&str>) -> Option<&str> {
-        self.0
+        self.tokens
             .iter()
             .find(|(_, caller, _)| name.is_none_or(|n| *caller.0 == *n))
             .map(|(token, _, _)| token.as_str())
     }
 
-    /// The first token (for the host snippet printed at start).
-    pub fn first_token(&self) -> &str {
-        self.0.first().map_or("", |(token, _, _)| token.as_str())
+    /// A shell expression that gives the first caller's token, read from `file` when the shell
+    /// runs it: for the host's command line the banner prints, which must not hold the token.
+    pub fn paste(&self, file: &Path) -> String {
+        let file = shell_word(&file.to_string_lossy());
+        if self.bare {
+            format!("$(cat {file})")
+        } else {
+            // The token of the first line that is neither blank nor a comment, as `parse` reads
+            // it: the line's only word, or its second (`NAME TOKEN`, `NAME TOKEN operator`).
+            // No `!`, which an interactive bash would expand even in double quotes.
+            format!("$(awk '$1 ~ /^#/ {{ next }} NF {{ print (NF == 1 ? $1 : $2); exit }}' {file})")
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.tokens.len()
+    }
+}
+
+/// `text` as one word of a POSIX shell: as it is when that is safe, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 
@@ -117,7 +154,11 @@ pub fn parse(text: &str) -> Result<Callers> {
     if callers.is_empty() {
         bail!("it holds no token");
     }
-    Ok(Callers(callers))
+    let bare = matches!(&callers[..], [(token, _, _)] if text.trim() == token);
+    Ok(Callers {
+        tokens: callers,
+        bare,
+    })
 }
 
 /// The tokens. `given` (`--token-file`) must exist and be private; it may be a symlink (a
@@ -205,7 +246,6 @@ mod tests {
         assert_eq!(&*callers.find(B.as_bytes()).unwrap().0, "reviewer");
         assert!(callers.find(&A.as_bytes()[1..]).is_none());
         assert!(callers.find(b"").is_none());
-        assert_eq!(callers.first_token(), A);
         assert_eq!(
             callers.viewer(B.as_bytes()),
             Some(Viewer::Caller(Caller(Arc::from("reviewer"))))
@@ -216,6 +256,21 @@ mod tests {
             with_operator.viewer(B.as_bytes()),
             Some(Viewer::Caller(_))
         ));
+    }
+
+    #[test]
+    fn no_token_is_shown_only_where_to_read_it() {
+        let file = Path::new("/state/agentty/token");
+        let bare = parse(&format!("{A}\n")).unwrap();
+        assert_eq!(bare.paste(file), "$(cat /state/agentty/token)");
+        let named = parse(&format!("# agents\nalice {A}\n{B}\n")).unwrap();
+        assert_eq!(
+            named.paste(Path::new("/my secrets/it's")),
+            r"$(awk '$1 ~ /^#/ { next } NF { print (NF == 1 ? $1 : $2); exit }' '/my secrets/it'\''s')"
+        );
+        let shown = format!("{bare:?} {named:?}");
+        assert!(!shown.contains(A) && !shown.contains(B), "{shown}");
+        assert!(shown.contains("alice"), "{shown}");
     }
 
     #[test]

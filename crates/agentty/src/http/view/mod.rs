@@ -442,6 +442,11 @@ impl View {
         response
     }
 
+    /// Whether the request carries a live key (the gate counts such a connection as proven).
+    pub fn has_key(&self, request: &Request<hyper::body::Incoming>) -> bool {
+        self.viewer(request).is_some()
+    }
+
     /// Who the request's key was handed to, if it carries a live one.
     fn viewer(&self, request: &Request<hyper::body::Incoming>) -> Option<Viewer> {
         let given = request.headers().get(KEY_HEADER)?.to_str().ok()?;

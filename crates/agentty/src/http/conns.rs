@@ -1,0 +1,210 @@
+//! The open connections: how many there may be, and which one goes when room is needed
+//! (docs/BEHAVIOUR.md §9).
+//!
+//! Each connection holds a file descriptor, and the server needs descriptors for its work too
+//! (each command's pipes or terminal, spill files). So at most [`Conns::cap`] connections are
+//! open (`--max-connections`, by default [`default_cap`]: half of what the process may hold).
+//!
+//! A connection is *unproven* until one of its requests has shown a token of the token file or
+//! the view's key. An unproven connection is closed when it has not proven itself within
+//! [`PROVE_WITHIN`] (hyper's header timeout of 30 s stays for those that have), and, oldest
+//! first, whenever room is needed: when a connection arrives at the cap, or when the process
+//! runs out of descriptors (then, until the trouble has passed, the cap is held a little below
+//! the connections open when they ran out, so the work keeps the descriptors freed). Why close the oldest unproven one rather than the newcomer, or
+//! leave the newcomer in the kernel's backlog: a flood of half-sent requests would then hold
+//! every place, and a real client, which shows its token in its first packet, would be refused,
+//! or would wait behind the whole flood. A proven connection is never closed to make room; when
+//! every open connection is proven, new ones wait in the backlog until one closes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// A connection that has not shown a token (or the view's key) by then is closed. A client
+/// sends its headers at once; a few seconds leave room for a slow link.
+pub const PROVE_WITHIN: Duration = Duration::from_secs(5);
+
+/// The cap without `--max-connections`: half the descriptors the process may hold (the other
+/// half is for the work), and never more than [`MAX_CONNECTIONS_DEFAULT`] nor fewer than 8.
+pub fn default_cap() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only to the struct it is given.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    };
+    (soft / 2).clamp(8, MAX_CONNECTIONS_DEFAULT)
+}
+
+/// The most connections by default, however many descriptors there are: a server of one
+/// workspace has a few clients, each with a connection or two.
+const MAX_CONNECTIONS_DEFAULT: usize = 1024;
+
+/// Connections closed to make room still hold their descriptors until their tasks have run.
+/// Past the cap by this many, the accept loop waits for them rather than run ahead of them
+/// (it did, measured, and ran the process out of descriptors at half the limit).
+const CLOSING_AT_MOST: usize = 16;
+
+/// Every open connection, counted, the unproven ones by age.
+pub struct Conns {
+    cap: usize,
+    inner: Mutex<Inner>,
+    /// A connection closed: the accept loop may be waiting for room.
+    closed: Notify,
+}
+
+#[derive(Default)]
+struct Inner {
+    open: usize,
+    /// The cap while descriptors are short, below `Conns::cap`.
+    lowered: Option<usize>,
+    next: u64,
+    /// The unproven connections, oldest first, each with what closes it.
+    unproven: BTreeMap<u64, CancellationToken>,
+}
+
+/// One open connection's place; dropping it gives the place back.
+pub struct Conn {
+    id: u64,
+    conns: Arc<Conns>,
+    proven: AtomicBool,
+    /// Cancelled when the connection is closed to make room.
+    evicted: CancellationToken,
+}
+
+impl Conns {
+    pub fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Conns {
+            cap: cap.max(1),
+            inner: Mutex::default(),
+            closed: Notify::new(),
+        })
+    }
+
+    /// The cap in effect (lowered while descriptors are short).
+    pub fn cap(&self) -> usize {
+        self.cap_of(&self.inner())
+    }
+
+    fn cap_of(&self, inner: &Inner) -> usize {
+        inner.lowered.unwrap_or(self.cap)
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        // The counts stay right through a panic elsewhere: nothing is left half-done under it.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Returns once a connection may be accepted: below the cap, or with an unproven one that
+    /// can make room (and not too many still closing).
+    pub async fn room(&self) {
+        loop {
+            {
+                let inner = self.inner();
+                let cap = self.cap_of(&inner);
+                if inner.open < cap
+                    || (!inner.unproven.is_empty() && inner.open < cap + CLOSING_AT_MOST)
+                {
+                    return;
+                }
+            }
+            // A close between the check and here is not lost: `notify_one` keeps a permit.
+            self.closed.notified().await;
+        }
+    }
+
+    /// The place of a connection just accepted; at the cap, the oldest unproven connection is
+    /// closed for it. Also says whether one was.
+    pub fn admit(self: &Arc<Self>) -> (Arc<Conn>, bool) {
+        let evicted = CancellationToken::new();
+        let mut inner = self.inner();
+        let made_room = inner.open >= self.cap_of(&inner) && evict_oldest(&mut inner, 1) == 1;
+        inner.open += 1;
+        inner.next += 1;
+        let id = inner.next;
+        inner.unproven.insert(id, evicted.clone());
+        drop(inner);
+        let conn = Arc::new(Conn {
+            id,
+            conns: self.clone(),
+            proven: AtomicBool::new(false),
+            evicted,
+        });
+        (conn, made_room)
+    }
+
+    /// The process ran out of descriptors: closes up to `n` of the oldest unproven connections,
+    /// and holds the cap `n` below the connections open until [`Conns::restore_cap`], so that
+    /// newcomers take the places of unproven ones rather than the descriptors freed. How many
+    /// it closed.
+    pub fn short_of_fds(&self, n: usize) -> usize {
+        let mut inner = self.inner();
+        let lowered = inner.open.saturating_sub(n).max(1);
+        inner.lowered = Some(inner.lowered.map_or(lowered, |was| was.min(lowered)));
+        evict_oldest(&mut inner, n)
+    }
+
+    /// The trouble has passed: the cap is the whole one again. Whether it was held lower.
+    pub fn restore_cap(&self) -> bool {
+        let restored = self.inner().lowered.take().is_some();
+        self.closed.notify_one();
+        restored
+    }
+
+    #[cfg(test)]
+    fn open(&self) -> usize {
+        self.inner().open
+    }
+}
+
+fn evict_oldest(inner: &mut Inner, n: usize) -> usize {
+    let mut closed = 0;
+    while closed < n
+        && let Some((_, evicted)) = inner.unproven.pop_first()
+    {
+        evicted.cancel();
+        closed += 1;
+    }
+    closed
+}
+
+impl Conn {
+    /// One of its requests showed a token or the view's key: it is never closed to make room,
+    /// nor for taking long.
+    pub fn prove(&self) {
+        if !self.proven.swap(true, Ordering::Relaxed) {
+            self.conns.inner().unproven.remove(&self.id);
+        }
+    }
+
+    pub fn is_proven(&self) -> bool {
+        self.proven.load(Ordering::Relaxed)
+    }
+
+    /// Resolves when the connection is closed to make room.
+    pub async fn evicted(&self) {
+        self.evicted.cancelled().await;
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let mut inner = self.conns.inner();
+        inner.open -= 1;
+        inner.unproven.remove(&self.id);
+        drop(inner);
+        self.conns.closed.notify_one();
+    }
+}
+
+#[cfg(test)]
+#[path = "conns_tests.rs"]
+mod tests;
