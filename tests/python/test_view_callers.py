@@ -216,3 +216,113 @@ def test_a_secrets_own_page_asks_for_its_callers_token():
             session_call(url, alice, "shell_close", {"id": shell})
     finally:
         os.unlink(tokens)
+
+
+class StdioAgent:
+    """`agentty serve --view ADDR` beside stdio, as a host starts it for one agent."""
+
+    def __init__(self, view, state, ws):
+        import re
+        import threading
+
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--view", view, "--workspace", ws, "--state-dir", state],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.said = ""
+        for line in self.proc.stderr:
+            self.said += line
+            if re.search(r"web view at (http://\S+)/", line):
+                break
+        threading.Thread(target=lambda: self.proc.stderr.read(), daemon=True).start()
+        from test_http import INIT
+
+        self.rpc(INIT)
+        self.rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def rpc(self, message):
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        if "id" in message:
+            return json.loads(self.proc.stdout.readline())
+
+    def call(self, name, arguments):
+        answer = self.rpc({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                           "params": {"name": name, "arguments": arguments}})
+        return answer["result"]
+
+    def end(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_every_agent_of_the_user_shows_on_one_view_and_another_takes_the_port_when_it_ends():
+    """Two hosts each start `serve --view` on the same address: the second said the view was
+    "not running" to its model and could not be watched. Now both agents' jobs show on the one
+    page (each labelled), the second's job streams through it, its secret page is served there,
+    and when the first ends the second serves the page."""
+    from private_dirs import private_dir
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    tags = [f"view-agent-{i}-{uuid.uuid4().hex[:6]}" for i in (1, 2)]
+    with private_dir() as state, tempfile.TemporaryDirectory() as ws1, tempfile.TemporaryDirectory() as ws2:
+        first = StdioAgent(f"127.0.0.1:{port}", state, ws1)
+        second = StdioAgent(f"127.0.0.1:{port}", state, ws2)
+        try:
+            assert "served by another agentty" in second.said, second.said
+            jobs = []
+            for agent, tag in zip((first, second), tags):
+                started = agent.call("terminal", {"command": f"echo {tag}; sleep 300", "background": True,
+                                                  "env": {"VIEWTAG": tag}})
+                jobs.append(started["structuredContent"]["job_id"])
+            with open(os.path.join(state, "token")) as f:
+                token_value = f.read().strip()
+            view = log_in(base, token_value)
+            _, _, events = get_stream(base + "/view/events", view)
+            shown = {j["label"]: s for s in events["sessions"] for j in s["jobs"]}
+            for tag, ws in zip(tags, (ws1, ws2)):
+                [session] = [s for label, s in shown.items() if tag in label]
+                assert ws in session["agent"], session
+            # The second agent's job streams through the page's server.
+            [second_key] = [s["key"] for label, s in shown.items() if tags[1] in label]
+            _, _, snapshot = get_stream(f"{base}/view/stream?session={second_key}&id={jobs[1]}", view)
+            assert tags[1] in snapshot["text"], snapshot
+            # Its model is told the page's address for a secret, and the page has the request.
+            shell = second.call("shell_open", {})["structuredContent"]["id"]
+            getpass = "python3 -c 'import getpass; getpass.getpass(\"Password: \")'\n"
+            second.call("shell_send", {"id": shell, "input": getpass, "timeout_ms": 5000})
+            asked = second.call("shell_send", {"id": shell, "secret": "a test password"})
+            said = "".join(c.get("text", "") for c in asked["content"])
+            assert base in said and "not running" not in said, said
+            _, _, events = get_stream(base + "/view/events", view)
+            [request] = events["secrets"]
+            assert get(f"{base}/view/secret?id={request['id']}", view)[0] == 200
+            second.call("shell_close", {"id": shell})
+            # The first ends: the second takes the address over.
+            first.end()
+            def serves():
+                try:
+                    return get(base + "/")[0] == 200
+                except OSError:
+                    return False
+
+            time.sleep(0.5)
+            assert wait_until(serves, within=15)
+            view = log_in(base, token_value)
+            _, _, events = get_stream(base + "/view/events", view)
+            labels = [j["label"] for s in events["sessions"] for j in s["jobs"]]
+            assert any(tags[1] in label for label in labels), labels
+            assert not any(tags[0] in label for label in labels), labels
+        finally:
+            for agent in (first, second):
+                if agent.proc.poll() is None:
+                    agent.end()

@@ -85,6 +85,12 @@ impl Agentty {
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
         let confining = matches!(self.confinement().confine(false), Ok(Some(_)));
+        // Which agentty it is: several agents' sessions share one page (the view's hub).
+        let agent = format!(
+            "agentty pid {} in {}",
+            std::process::id(),
+            self.settings().workspace.display()
+        );
         let sessions: Vec<Value> = self
             .view_sessions(viewer)
             .iter()
@@ -131,6 +137,7 @@ impl Agentty {
                 Some(json!({
                     "key": lazy.name,
                     "caller": lazy.caller.get().map(|c| c.0.to_string()),
+                    "agent": agent,
                     "client": about.map_or("unknown client", |a| a.client.as_str()),
                     "transport": about.map_or("", |a| a.transport),
                     "started": started,

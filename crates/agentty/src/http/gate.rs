@@ -116,6 +116,11 @@ impl Gate {
         }
     }
 
+    /// The web view's half.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
     /// The tokens, each a caller.
     pub fn callers(&self) -> &Callers {
         &self.callers

@@ -30,6 +30,7 @@ mod hold;
 mod listen;
 pub mod login;
 mod options;
+mod peers;
 mod sessions;
 mod token;
 mod view;
@@ -85,20 +86,84 @@ pub async fn serve(
         file: token_file,
         made,
     } = tokens;
-    let (listener, bound) = listen::bind(options.listen).await?;
+    let stop = CancellationToken::new();
+    let conns = conns::Conns::new(options.max_connections.unwrap_or_else(conns::default_cap));
+    tokio::pin!(shutdown);
+    let bound = match listen::bind(options.listen).await {
+        Ok(bound) => bound,
+        // `--view` beside stdio, on a port another agent of this user already serves the page
+        // on: this agent's sessions show on that page (see `peers`).
+        Err(e) if !options.mcp && options.listen.port() != 0 && address_in_use(&e) => {
+            let gate = Arc::new(Gate::new(
+                agentty.clone(),
+                &options,
+                options.listen,
+                callers,
+                &stop,
+            ));
+            let peers = agents_of(&options, &gate)?;
+            peers.serve_own(gate.clone(), stop.clone())?;
+            let origin = format!("http://{}", options.listen);
+            agentty.set_view_url(origin.clone());
+            eprintln!(
+                "agentty: web view at {origin}/, served by another agentty of this user; this \
+                 agent's sessions show there (and it takes the address over if that one ends)"
+            );
+            let bound = loop {
+                tokio::select! {
+                    () = tokio::time::sleep(peers::RETRY_PORT_EVERY) => {}
+                    () = &mut shutdown => {
+                        stop.cancel();
+                        return Ok(());
+                    }
+                }
+                if let Ok(bound) = listen::bind(options.listen).await {
+                    break bound;
+                }
+            };
+            tracing::info!("took over the web view at {origin}/");
+            gate.view().serve_peers(peers);
+            listen::accept(bound.0, gate, conns, shutdown, &stop).await;
+            stop.cancel();
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let (listener, bound) = bound;
     let origin = format!("http://{bound}");
     if options.mcp {
         agentty.set_handle_grace(options.grace);
     }
     agentty.set_view_url(origin);
-    let stop = CancellationToken::new();
-    let gate = Gate::new(agentty, &options, bound, callers, &stop);
+    let gate = Arc::new(Gate::new(agentty, &options, bound, callers, &stop));
+    if !options.mcp && options.listen.port() != 0 {
+        let peers = agents_of(&options, &gate)?;
+        peers.serve_own(gate.clone(), stop.clone())?;
+        gate.view().serve_peers(peers);
+    }
     announce(&options, bound, &gate, &token_file, made);
-    let conns = conns::Conns::new(options.max_connections.unwrap_or_else(conns::default_cap));
-    listen::accept(listener, Arc::new(gate), conns, shutdown, &stop).await;
+    listen::accept(listener, gate, conns, shutdown, &stop).await;
     // Every session ends: rmcp closes them, each one's jobs are stopped as it goes.
     stop.cancel();
     Ok(())
+}
+
+/// Whether binding failed because the address is taken.
+fn address_in_use(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::AddrInUse)
+}
+
+/// The agents of this server's state dir (the token file's directory), as this one sees them.
+fn agents_of(options: &HttpOptions, gate: &Gate) -> Result<Arc<peers::Peers>> {
+    let state_dir = options
+        .default_token_file
+        .parent()
+        .unwrap_or_else(|| Path::new("."));
+    let token = gate.callers().token_of(None).unwrap_or_default().to_owned();
+    Ok(Arc::new(peers::Peers::new(state_dir, token)?))
 }
 
 /// Says on stderr where MCP (with `--http`) and the view are served, and where their tokens

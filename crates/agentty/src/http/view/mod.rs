@@ -37,6 +37,7 @@ use agentty_server::Agentty;
 use agentty_server::view::Viewer;
 
 use super::body::Body;
+use super::peers::Peers;
 use super::token::Callers;
 
 const PAGE: &str = include_str!("page.html");
@@ -131,6 +132,8 @@ pub struct View {
     agentty: Agentty,
     callers: Arc<Callers>,
     logins: Logins,
+    /// The other agents of this state dir, once this one serves the page for them all.
+    peers: std::sync::OnceLock<Arc<Peers>>,
     control: bool,
     hosts: Vec<String>,
     origins: Vec<String>,
@@ -157,10 +160,16 @@ impl View {
             agentty,
             callers,
             logins: Logins::default(),
+            peers: std::sync::OnceLock::new(),
             control,
             hosts,
             origins,
         }
+    }
+
+    /// This agent serves the page: it shows `peers`' sessions too, and passes calls about them on.
+    pub fn serve_peers(&self, peers: Arc<Peers>) {
+        let _ = self.peers.set(peers);
     }
 
     pub async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
@@ -211,6 +220,12 @@ impl View {
         // A secret's page: the request's id (128 random bits, one use, five minutes) is what
         // lets it in, since the user may come from the host's prompt without the view's key. It
         // can only type into a terminal that waits for a password with echo off.
+        if let Some(socket) = self.peer_of_secret(&request, &path).await
+            && let Some(peers) = self.peers.get()
+        {
+            let vouch = self.viewer(&request).is_some();
+            return peers.forward(&socket, request, vouch).await;
+        }
         if let Some(response) = self.secret_route(&request, &path) {
             return response;
         }
@@ -237,8 +252,23 @@ impl View {
             return unauthorized();
         };
         match (request.method(), path.as_str()) {
-            (&Method::GET, "/view/events") => {
-                stream::state(self.agentty.clone(), self.control, viewer)
+            (&Method::GET, "/view/events") => stream::state(
+                self.agentty.clone(),
+                self.control,
+                viewer,
+                self.peers.get().cloned(),
+            ),
+            // One agent's state, once: what the hub shows of it (see `peers`).
+            (&Method::GET, "/view/state") => {
+                let mut response = text(
+                    StatusCode::OK,
+                    &self.agentty.view_state(&viewer).to_string(),
+                );
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                response
             }
             (&Method::GET, "/view/stream") => {
                 let (Some(session), Some(id)) = (query(&request, "session"), query(&request, "id"))
@@ -250,7 +280,10 @@ impl View {
                 };
                 match self.agentty.view_target(&viewer, &session, &id) {
                     Some(target) => stream::target(target),
-                    None => text(StatusCode::NOT_FOUND, "agentty: no such job\n"),
+                    None => match self.peer_of_session(&session).await {
+                        Some((peers, socket)) => peers.forward(&socket, request, true).await,
+                        None => text(StatusCode::NOT_FOUND, "agentty: no such job\n"),
+                    },
                 }
             }
             (&Method::POST, "/view/stop") => self.stop(request, &viewer).await,
@@ -322,6 +355,27 @@ impl View {
                 "agentty: id and secret are needed\n",
             );
         };
+        // Another agent's request (this one serves the page for them all): passed on to it,
+        // and wiped here.
+        if self.agentty.secret_asked(&id).is_none()
+            && let Some(peers) = self.peers.get()
+            && let Some(socket) = peers.owner(None, Some(&id)).await
+        {
+            let mut again = serde_json::json!({ "id": id, "secret": secret }).to_string();
+            agentty_server::secrets::wipe(&mut secret);
+            let body = bytes::Bytes::from(std::mem::take(&mut again));
+            let json = HeaderValue::from_static("application/json");
+            return peers
+                .pass(
+                    &socket,
+                    &Method::POST,
+                    "/view/secret",
+                    Some(&json),
+                    body,
+                    viewer.is_some(),
+                )
+                .await;
+        }
         let refused = self.agentty.secret_asked(&id).is_some_and(|asked| {
             asked.needs_login
                 && !viewer
@@ -447,10 +501,44 @@ impl View {
         self.viewer(request).is_some()
     }
 
-    /// Who the request's key was handed to, if it carries a live one.
+    /// Who the request's key was handed to, if it carries a live one; or, for another agent of
+    /// this state dir (the hub passing a call on, see `peers`), the viewer of the token it sends.
     fn viewer(&self, request: &Request<hyper::body::Incoming>) -> Option<Viewer> {
-        let given = request.headers().get(KEY_HEADER)?.to_str().ok()?;
-        self.logins.viewer(given)
+        if let Some(given) = request.headers().get(KEY_HEADER) {
+            return self.logins.viewer(given.to_str().ok()?);
+        }
+        let bearer = request
+            .headers()
+            .get(header::AUTHORIZATION)?
+            .as_bytes()
+            .strip_prefix(b"Bearer ")?;
+        self.callers.viewer(bearer)
+    }
+
+    /// The other agent that holds session `key`, when this one serves the page for others.
+    async fn peer_of_session(&self, key: &str) -> Option<(Arc<Peers>, std::path::PathBuf)> {
+        let peers = self.peers.get()?;
+        let socket = peers.owner(Some(key), None).await?;
+        Some((peers.clone(), socket))
+    }
+
+    /// The other agent whose secret request the request is about (its id not one of this
+    /// agent's), when this one serves the page for others.
+    async fn peer_of_secret(
+        &self,
+        request: &Request<hyper::body::Incoming>,
+        path: &str,
+    ) -> Option<std::path::PathBuf> {
+        let peers = self.peers.get()?;
+        let id = match (request.method(), path) {
+            (&Method::GET, "/view/secret") => query(request, "id")?,
+            (&Method::GET, p) if p.starts_with("/secret/") => p["/secret/".len()..].to_owned(),
+            _ => return None,
+        };
+        if self.agentty.secret_asked(&id).is_some() {
+            return None;
+        }
+        peers.owner(None, Some(&id)).await
     }
 
     /// Whether the request may see and answer the secret request `asked`: one whose id the
@@ -482,7 +570,8 @@ impl View {
         let Ok(body) = Limited::new(request.into_body(), 4096).collect().await else {
             return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
         };
-        let asked: serde_json::Value = serde_json::from_slice(&body.to_bytes()).unwrap_or_default();
+        let body = body.to_bytes();
+        let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
         let (Some(session), Some(id)) = (asked["session"].as_str(), asked["id"].as_str()) else {
             return text(
                 StatusCode::BAD_REQUEST,
@@ -491,6 +580,24 @@ impl View {
         };
         match self.agentty.view_stop(viewer, session, id).await {
             Ok(()) => text(StatusCode::OK, "stopped\n"),
+            Err(agentty_server::view::StopRefused::Unknown) => {
+                match self.peer_of_session(session).await {
+                    Some((peers, socket)) => {
+                        let json = HeaderValue::from_static("application/json");
+                        peers
+                            .pass(
+                                &socket,
+                                &Method::POST,
+                                "/view/stop",
+                                Some(&json),
+                                body,
+                                true,
+                            )
+                            .await
+                    }
+                    None => text(StatusCode::CONFLICT, "agentty: no such job\n"),
+                }
+            }
             Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
         }
     }

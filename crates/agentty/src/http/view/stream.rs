@@ -111,13 +111,22 @@ async fn send(tx: &mut Sender<Bytes>, event: &str, data: &Value) -> bool {
 }
 
 /// `/view/events`: the sessions, their jobs and shells, sent whenever they change.
-pub fn state(agentty: Agentty, control: bool, viewer: Viewer) -> Response<Body> {
+pub fn state(
+    agentty: Agentty,
+    control: bool,
+    viewer: Viewer,
+    peers: Option<Arc<crate::http::peers::Peers>>,
+) -> Response<Body> {
     sse(|mut tx| {
         tokio::spawn(async move {
             let mut last = Value::Null;
             let mut quiet = 0u32;
             loop {
                 let mut now = agentty.view_state(&viewer);
+                // The other agents of this state dir, when this one serves the page for them.
+                if let Some(peers) = &peers {
+                    peers.merge_into(&mut now).await;
+                }
                 now["control"] = Value::Bool(control);
                 // A job's command line, a client's name, what a secret request asks for: a
                 // command or a client chose them, marks included.

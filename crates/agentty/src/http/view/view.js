@@ -71,7 +71,9 @@ function renderList(state) {
   for (const s of state.sessions) {
     const box = el("div", "session");
     const started = new Date(s.started * 1000).toLocaleTimeString();
-    box.append(el("div", "session-head", s.client + " · " + s.transport + " · since " + started));
+    const who = [s.caller, s.client, s.transport, "since " + started].filter(Boolean).join(" · ");
+    box.append(el("div", "session-head", who));
+    if (s.agent) box.append(el("div", "session-agent", s.agent));
     if (s.jobs.length === 0) box.append(el("div", "empty", "no jobs or shells"));
     for (const j of s.jobs) {
       const button = el("button", "job");
