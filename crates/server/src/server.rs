@@ -68,6 +68,7 @@ impl Agentty {
             settings.sandbox_enabled,
             settings.network,
             &workspace,
+            &settings.protected,
         );
         let planted = crate::confinement::planted::Planted::new(&settings.workspace);
         let inner = Shared {

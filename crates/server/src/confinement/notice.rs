@@ -31,6 +31,51 @@ pub fn planted(paths: &[String]) -> String {
     )
 }
 
+/// Names of protected paths, `max` at most.
+fn some_names(names: &[String], max: usize) -> String {
+    let mut said = names
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > max {
+        said.push_str(&format!(" and {} more", names.len() - max));
+    }
+    said
+}
+
+/// The `[sandbox]` line's addition where the protected paths are read-only.
+pub fn protected_read_only(names: &[String], max: usize) -> String {
+    format!(
+        "; read-only (they run code later): {}",
+        some_names(names, max)
+    )
+}
+
+/// The `[sandbox]` line's addition where no namespace could make them read-only.
+pub fn protected_watched(names: &[String], max: usize, why: &str) -> String {
+    format!(
+        "; watched only (they run code later; no mount namespace: {why}): {}",
+        some_names(names, max)
+    )
+}
+
+/// The `[sandbox]` line's addition for what `writable_protected` opened.
+pub fn protected_opened(names: &[String]) -> String {
+    format!("; writable by configuration: {}", names.join(", "))
+}
+
+/// The 2008 sentence of a write refused because the path runs code later.
+pub fn protected_refused(mode: agentty_sandbox::Mode, name: &str) -> String {
+    format!(
+        "[sandbox] {mode}: {name} is read-only to confined commands: it runs code outside the \
+         sandbox later (git hooks and config, rc files, .envrc, editor and agent settings). \
+         The user can leave it writable with `writable_protected = [\"{name}\"]` in the \
+         [sandbox] section of agentty's config (or --writable-protected {name})."
+    )
+}
+
 pub fn escalated_line(mode: agentty_sandbox::Mode) -> String {
     format!("[sandbox] {mode}: not confined for this call (escalation approved by the user)")
 }
