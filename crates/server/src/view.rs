@@ -46,7 +46,12 @@ impl Agentty {
     }
 
     /// The page's picture of every session: `{sessions: [{key, client, transport, started,
-    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}]}`.
+    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}],
+    /// secrets: [{id, shell, what, asker}], warnings: [{session, time, path, what}]}`.
+    /// `warnings`: what the watch of planted code found, oldest first (`time` in seconds since
+    /// the epoch; `session` the session whose call or job it followed, or the live sessions
+    /// joined with ", " when a look between calls found it; at most 16 per session, 128 in
+    /// all), kept after its session ended.
     pub fn view_state(&self) -> Value {
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
@@ -109,7 +114,8 @@ impl Agentty {
             .into_iter()
             .map(|a| json!({"id": a.id, "shell": a.shell_id, "what": a.what, "asker": a.asker}))
             .collect();
-        json!({ "sessions": sessions, "secrets": secrets })
+        let warnings = self.inner.told.as_json();
+        json!({ "sessions": sessions, "secrets": secrets, "warnings": warnings })
     }
 
     /// The job or shell `id` of session `key`, to stream.
