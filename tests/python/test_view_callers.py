@@ -92,6 +92,35 @@ def test_a_view_key_opens_only_its_callers_sessions_streams_stops_and_secrets():
         os.unlink(tokens)
 
 
+def test_planted_code_warnings_show_to_the_caller_whose_session_was_at_work():
+    tokens = private_file(f"{ALICE}\n{BOB}\n{OPS}\n")
+    plant = "git init -q && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            base = base_of(url)
+            alice, bob = session(url, token(ALICE)), session(url, token(BOB))
+            session_call(url, bob, "terminal", {"command": "true"})
+            said = session_call(url, alice, "terminal", {"command": plant})
+            text = "".join(c.get("text", "") for c in said["content"])
+            assert "pre-commit" in text, text
+
+            def warnings(who):
+                _, _, state = get_stream(base + "/view/events", log_in(base, token(who)))
+                keys = {s["key"] for s in state["sessions"]}
+                return keys, [w for w in state["warnings"] if w["path"].endswith("pre-commit")]
+
+            keys, mine = warnings(ALICE)
+            assert mine and all(w["session"] in keys for w in mine), (keys, mine)
+            bobs_keys, theirs = warnings(BOB)
+            assert theirs == [], theirs
+            # An operator sees it, named by alice's session.
+            _, everyone = warnings(OPS)
+            assert [w["session"] for w in everyone] == [w["session"] for w in mine], everyone
+            assert not any(k in w["session"] for w in everyone for k in bobs_keys), everyone
+    finally:
+        os.unlink(tokens)
+
+
 def test_a_login_code_works_once_and_a_token_never_makes_one_without_being_a_token():
     tokens = private_file(f"{ALICE}\n{BOB}\n")
     try:

@@ -42,6 +42,7 @@ pub fn run(flags: &Flags) -> Result<String> {
     } else {
         agentty_sandbox::Mode::Auto
     };
+    let protected = settings.protected.clone();
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "pty: {}", pty_probe())?;
@@ -55,6 +56,11 @@ pub fn run(flags: &Flags) -> Result<String> {
         out,
         "{}",
         agentty_sandbox::notice::sealed_sources_line(mode, &sources, &namespace)
+    )?;
+    writeln!(
+        out,
+        "{}",
+        agentty_sandbox::notice::protected_report(mode, &protected, &namespace)
     )?;
     Ok(out)
 }

@@ -53,7 +53,7 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // confined commands run in a PID namespace whose init dies with this server, and, where
     // caches are writable, see the package sources already extracted as read-only.
     if confining {
-        enter_namespace(settings.mode, runs.recorded(), serving.tokens());
+        enter_namespace(&settings, runs.recorded(), serving.tokens());
     }
     // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
     // stopped now, off the start-up path.
@@ -145,18 +145,27 @@ fn hide_other_terminals() {
     }
 }
 
-/// Enters the PID namespace of confined commands, the package sources extracted already
-/// mounted read-only (in `default` mode), and the run records and the token file covered.
-fn enter_namespace(mode: Mode, recorded_runs: Option<&Path>, tokens: Option<&Tokens>) {
-    let sources = if mode == Mode::Default {
+/// Enters the PID namespace of confined commands, the package sources extracted already and
+/// the paths that run code later mounted read-only (in `default` mode), and the run records and
+/// the token file covered.
+fn enter_namespace(settings: &Settings, recorded_runs: Option<&Path>, tokens: Option<&Tokens>) {
+    let sources = if settings.mode == Mode::Default {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name))
     } else {
         agentty_sandbox::Sealed::default()
     };
+    let protected = &settings.protected;
+    // The caches' folders and the protected paths' parents, parents first, each once.
+    let pinned: std::collections::BTreeSet<PathBuf> = sources
+        .pinned
+        .into_iter()
+        .chain(protected.pinned.iter().cloned())
+        .collect();
     let mounts = agentty_core::namespace::Mounts {
         read_only: sources.paths,
-        pinned: sources.pinned,
+        pinned: pinned.into_iter().collect(),
+        protected: protected.read_only.clone(),
         // The records of runs, and the HTTP token: a confined command that read it could
         // call this server as its caller does.
         hidden: recorded_runs
@@ -166,10 +175,13 @@ fn enter_namespace(mode: Mode, recorded_runs: Option<&Path>, tokens: Option<&Tok
             .collect(),
     };
     match agentty_core::namespace::start(&mounts) {
-        Ok(sealed) => tracing::info!(
-            sealed,
+        Ok(started) => tracing::info!(
+            sealed = started.sealed,
             truncated = sources.truncated,
-            "extracted package sources read-only to confined commands"
+            protected = started.protected,
+            of = mounts.protected.len(),
+            "extracted package sources, and paths that run code later, read-only to confined \
+             commands"
         ),
         Err(why) => {
             tracing::info!("confined commands run in the server's PID namespace: {why}");

@@ -14,6 +14,7 @@ mod caps;
 mod denial;
 mod enforcement;
 mod error;
+pub mod git_files;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod mode;
@@ -21,6 +22,7 @@ pub mod notice;
 mod plan;
 mod prepared;
 mod probe;
+mod protected;
 mod roots;
 mod sealed;
 #[cfg(target_os = "linux")]
@@ -38,6 +40,10 @@ pub use mode::{Mode, ParseModeError, Policy};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 pub use prepared::Prepared;
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
+pub use protected::{
+    Entry as ProtectedEntry, GIT_DIRS_MAX, IN_GIT_DIR, IN_HOME, IN_ROOT, Protected, Stand,
+    check_names as check_protected_names, names as protected_names,
+};
 pub use roots::{LinkedRoot, linked_root};
 pub use sealed::{SEALED_MAX, Sealed, extracted_sources};
 pub use tables::{

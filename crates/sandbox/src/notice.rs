@@ -176,6 +176,68 @@ pub fn sealed_sources_line(
     }
 }
 
+/// The names of the protected paths in `stand`, each once, in the order of the tables
+/// (`.git/config, .git/hooks, .envrc`): what the `[sandbox]` line lists.
+pub fn protected_list(protected: &crate::Protected, stand: crate::Stand) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for entry in protected.in_stand(stand) {
+        if !names.contains(&entry.name) {
+            names.push(entry.name.clone());
+        }
+    }
+    names
+}
+
+/// `doctor`'s lines on the paths that run code later (see `protected.rs`): read-only where the
+/// session has a namespace of its own (`namespace`), watched everywhere.
+pub fn protected_report(
+    mode: Mode,
+    protected: &crate::Protected,
+    namespace: &Result<(), String>,
+) -> String {
+    use crate::Stand;
+    let list = |stand: Stand| -> String {
+        let paths: Vec<String> = protected
+            .in_stand(stand)
+            .map(|e| e.path.display().to_string())
+            .collect();
+        if paths.is_empty() {
+            "none".to_owned()
+        } else {
+            paths.join(", ")
+        }
+    };
+    if mode != Mode::Default {
+        return format!(
+            "paths that run code later (git hooks and config, rc files, .envrc, editor and agent \
+             settings): {}",
+            if mode == Mode::Plan {
+                "read-only (plan mode writes nowhere)"
+            } else {
+                "writable (auto mode does not confine); git's are watched"
+            }
+        );
+    }
+    let existing = match namespace {
+        Ok(()) => format!(
+            "paths that run code later, read-only to confined commands: {}",
+            list(Stand::ReadOnly)
+        ),
+        Err(why) => format!(
+            "paths that run code later, watched only (no mount namespace of the session's own \
+             to make them read-only: {why}): {}",
+            list(Stand::ReadOnly)
+        ),
+    };
+    format!(
+        "{existing}\npaths that run code later, watched only (absent at start, or reached through \
+         a symlink): {}\npaths that run code later, writable by configuration \
+         (writable_protected; watched): {}",
+        list(Stand::Watched),
+        list(Stand::Opened)
+    )
+}
+
 /// `doctor`'s lines on what confined commands are kept from besides writes, as in force here.
 pub fn hardening_report(
     landlock_abi: Option<u32>,

@@ -156,6 +156,10 @@ impl ServerHandler for Agentty {
         if let Some(slot) = &slot {
             context.extensions.insert(slot.clone());
         }
+        // `terminal` and `shell_send` look for planted code themselves, and say it among their
+        // notes; every other tool's result gets what a look finds now, or found since (a job
+        // that ended, the look between calls).
+        let looks_itself = matches!(request.name.as_ref(), "terminal" | "shell_send");
         let call = rmcp::handler::server::tool::ToolCallContext::new(&*this, request, context);
         let mut response = this.tool_router.call(call).await;
         if let Some(question) = slot
@@ -176,6 +180,9 @@ impl ServerHandler for Agentty {
             let notes = this.session.take_user_notes();
             if !notes.is_empty() {
                 result.content.push(ContentBlock::text(notes.join("\n")));
+            }
+            if !looks_itself && let Some(warning) = this.planted_warning() {
+                result.content.push(ContentBlock::text(warning));
             }
         }
         response

@@ -48,8 +48,11 @@ pub(crate) struct Shared {
     pub(crate) registry: Registry,
     /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
     early_cancels: Arc<EarlyCancels>,
-    /// Git hooks and config a command could plant for the user's next unconfined git.
+    /// Git hooks and config, and the other paths that run code later, a command could plant
+    /// for the user's next unconfined git, shell or editor.
     planted: crate::confinement::planted::Planted,
+    /// What the watch found, kept for the web view (and logged as it was found).
+    pub(crate) told: crate::confinement::planted::told::Record,
     /// Requests for a secret the user types in the web view.
     secrets: crate::secrets::Pending,
     /// The web view's address, once it listens (`http://host:port`).
@@ -68,8 +71,15 @@ impl Agentty {
             settings.sandbox_enabled,
             settings.network,
             &workspace,
+            &settings.protected,
         );
-        let planted = crate::confinement::planted::Planted::new(&settings.workspace);
+        let roots: Vec<std::path::PathBuf> =
+            workspace.writable_roots().map(ToOwned::to_owned).collect();
+        let planted = crate::confinement::planted::Planted::new(
+            confinement.plan(),
+            &roots,
+            &settings.protected,
+        );
         let inner = Shared {
             settings,
             workspace,
@@ -78,6 +88,7 @@ impl Agentty {
             registry: Registry::default(),
             early_cancels: Arc::default(),
             planted,
+            told: crate::confinement::planted::told::Record::default(),
             secrets: crate::secrets::Pending::default(),
             view_url: OnceLock::new(),
             sealer: Arc::new(Sealer::new(STATE_TTL)),
@@ -85,8 +96,10 @@ impl Agentty {
         let tool_router = Self::tool_router();
         let tools = Arc::new(crate::tools::catalog::catalog(tool_router.list_all()));
         let tools_no_escalation = Arc::new(crate::tools::catalog::without_escalation(&tools));
+        let inner = Arc::new(inner);
+        look_between_calls(Arc::downgrade(&inner));
         Ok(Self {
-            inner: Arc::new(inner),
+            inner,
             session: state,
             tool_router: Arc::new(tool_router),
             tools,
@@ -236,9 +249,35 @@ impl Agentty {
         early || ctx.ct.is_cancelled()
     }
 
-    /// A warning when git hooks or config changed since the last command (see `planted`).
+    /// Looks for planted code (see `confinement::planted`): what changed since the last look is
+    /// told to the user now (log, web view), and returned as the model's warning together with
+    /// what looks between this session's calls found.
     pub(crate) fn planted_warning(&self) -> Option<String> {
-        self.inner.planted.changes()
+        let found = self.inner.planted.changes();
+        self.inner.told.tell(&[self.session.named()], &found);
+        let mut all = self.session.take_planted();
+        all.extend(found);
+        (!all.is_empty()).then(|| crate::confinement::notice::planted(&all))
+    }
+
+    /// Looks for planted code when `job` (a background command or a shell) ends: a job that
+    /// planted after the model's last call is told of then, to the user at once and to the
+    /// model in its next result. Holds neither the session nor the server alive.
+    pub(crate) fn look_when_ended(&self, job: &Arc<agentty_core::jobs::Job>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (shared, session, job) = (
+            Arc::downgrade(&self.inner),
+            Arc::downgrade(&self.session),
+            job.clone(),
+        );
+        runtime.spawn(async move {
+            job.ended().await;
+            if let Some(shared) = shared.upgrade() {
+                shared.look(session.upgrade().as_deref());
+            }
+        });
     }
 
     /// A new per-call id and the run marker derived from it.
@@ -256,4 +295,64 @@ impl Agentty {
         );
         (call, marker)
     }
+}
+
+impl Shared {
+    /// A look for planted code outside a tool call: what changed is told to the user, and kept
+    /// for the model's next result in `session`, or, when no session is known (the look between
+    /// calls), in every live session (they share the workspace).
+    fn look(&self, session: Option<&LazySession>) {
+        let found = self.planted.changes();
+        if found.is_empty() {
+            return;
+        }
+        match session {
+            Some(session) => {
+                self.told.tell(&[session.named()], &found);
+                session.note_planted(&found);
+            }
+            None => {
+                let live = self.registry.live();
+                // Told to the user as following the sessions at work when it was found (a
+                // caller's view shows it only if one is theirs), else every live session.
+                let busy: Vec<_> = live
+                    .iter()
+                    .filter(|s| s.busy())
+                    .map(|s| s.named())
+                    .collect();
+                let mut names = if busy.is_empty() {
+                    live.iter().map(|s| s.named()).collect()
+                } else {
+                    busy
+                };
+                if names.is_empty() {
+                    // Nobody's session is live: the server's own (the local user's).
+                    names.push((self.session.clone(), None));
+                }
+                self.told.tell(&names, &found);
+                for session in &live {
+                    session.note_planted(&found);
+                }
+            }
+        }
+    }
+}
+
+/// Looks for planted code every `LOOK_EVERY_MS` while the server lives: a command's escapee
+/// (`setsid`) or a job that plants and keeps running is told of within that time, with no call
+/// to look after. A look is a few dozen `lstat`s.
+fn look_between_calls(shared: std::sync::Weak<Shared>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let every = std::time::Duration::from_millis(crate::confinement::planted::LOOK_EVERY_MS);
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            shared.look(None);
+        }
+    });
 }

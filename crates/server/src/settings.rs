@@ -28,4 +28,7 @@ pub struct Settings {
     pub guard: GuardConfig,
     /// Close a shell unused for this long (`None`: 10 minutes).
     pub shell_idle_ms: Option<u64>,
+    /// The paths that run code later, found at start: read-only to confined commands where the
+    /// session's mount namespace exists, watched everywhere (docs/BEHAVIOUR.md §5).
+    pub protected: agentty_sandbox::Protected,
 }

@@ -80,7 +80,12 @@ impl Agentty {
     }
 
     /// The page's picture of every session: `{sessions: [{key, client, transport, started,
-    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}]}`.
+    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}],
+    /// secrets: [{id, shell, what, asker}], warnings: [{session, time, path, what}]}`.
+    /// `warnings`: what the watch of planted code found after a call or job of a session the
+    /// viewer sees, oldest first (`time` in seconds since the epoch; `session` those of the
+    /// sessions it followed that the viewer sees, joined with ", "; at most 16 per session, 128
+    /// in all), kept after its session ended.
     pub fn view_state(&self, viewer: &Viewer) -> Value {
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
@@ -150,7 +155,8 @@ impl Agentty {
             .into_iter()
             .map(|a| json!({"id": a.id, "shell": a.shell_id, "what": a.what, "asker": a.asker}))
             .collect();
-        json!({ "sessions": sessions, "secrets": secrets })
+        let warnings = self.inner.told.as_json(viewer);
+        json!({ "sessions": sessions, "secrets": secrets, "warnings": warnings })
     }
 
     /// The job or shell `id` of session `key`, to stream.

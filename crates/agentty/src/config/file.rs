@@ -51,6 +51,9 @@ pub struct SandboxSection {
     pub terminal: Option<bool>,
     /// false: commands get no network (IPv4/IPv6 sockets refused).
     pub network: Option<bool>,
+    /// Paths that run code later left writable to confined commands, by name (`.git/config`,
+    /// `.envrc`, `~/.bashrc`, …: `agentty_sandbox::protected_names`); they stay watched.
+    pub writable_protected: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

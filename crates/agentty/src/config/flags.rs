@@ -38,6 +38,10 @@ pub struct Flags {
     /// Turn the network off for commands (sandbox.network = false)
     #[arg(long)]
     pub no_network: bool,
+    /// Leave a path that runs code later writable to confined commands, by name, e.g.
+    /// .git/config (repeatable; sandbox.writable_protected)
+    #[arg(long = "writable-protected", value_name = "NAME")]
+    pub writable_protected: Vec<String>,
     /// Switch off a guard rule by name (repeatable; guard.allow)
     #[arg(long = "allow-rule", value_name = "RULE")]
     pub allow_rules: Vec<String>,

@@ -63,6 +63,19 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     // confined commands by a mount, which cannot be put on a path through a symlink.
     let state_real = agentty_core::canonical_prefix(&state_dir);
     refuse_writable_state_dir(&state_real, &workspace, &add_dirs, plan.as_ref(), mode)?;
+    let opened: Vec<String> = file
+        .sandbox
+        .writable_protected
+        .into_iter()
+        .flatten()
+        .chain(flags.writable_protected.iter().cloned())
+        .collect();
+    agentty_sandbox::check_protected_names(&opened)
+        .map_err(|e| anyhow::anyhow!("sandbox.writable_protected: {e}"))?;
+    let protected = plan
+        .as_ref()
+        .map(|plan| protected_paths(plan, flags, &workspace, &add_dirs, &opened))
+        .unwrap_or_default();
     Ok(Settings {
         workspace,
         shell,
@@ -77,7 +90,28 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
             .shell_idle_ms
             .or(file.shell_idle_ms)
             .filter(|&ms| ms > 0),
+        protected,
     })
+}
+
+/// The paths that run code later that commands under `plan` may write (see
+/// `agentty_sandbox::Protected`): under the roots, the plan's git dirs, home, and agentty's own
+/// config file.
+fn protected_paths(
+    plan: &agentty_sandbox::Plan,
+    flags: &Flags,
+    workspace: &Path,
+    add_dirs: &[PathBuf],
+    opened: &[String],
+) -> agentty_sandbox::Protected {
+    let roots: Vec<PathBuf> = std::iter::once(workspace.to_path_buf())
+        .chain(add_dirs.iter().cloned())
+        .collect();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| h.canonicalize().ok());
+    let config = config_path(flags).and_then(|p| p.canonicalize().ok());
+    agentty_sandbox::Protected::find(plan, &roots, home.as_deref(), config.as_deref(), opened)
 }
 
 /// The workspace's real path: a directory that exists.

@@ -146,10 +146,11 @@ impl Peers {
         out
     }
 
-    /// `state` (this agent's) with every other agent's sessions and secret requests added.
+    /// `state` (this agent's) with every other agent's sessions, secret requests and planted-code
+    /// warnings added.
     pub async fn merge_into(&self, state: &mut Value) {
         for (_, other) in self.states().await {
-            for key in ["sessions", "secrets"] {
+            for key in ["sessions", "secrets", "warnings"] {
                 if let (Some(Value::Array(mine)), Some(Value::Array(theirs))) =
                     (state.get_mut(key), other.get(key))
                 {

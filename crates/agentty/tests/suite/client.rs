@@ -82,6 +82,51 @@ pub async fn start_wrapped(
     flags: &[&str],
     env: &[(&str, &std::path::Path)],
 ) -> Server {
+    start_spawned(wrapper, workspace, state, flags, env, None).await
+}
+
+/// What a server wrote on stderr (its log: warnings and above, and where the view listens),
+/// gathered as it comes.
+pub type Log = Arc<Mutex<String>>;
+
+/// [`start_wrapped`], with the server's stderr gathered in the [`Log`] returned.
+pub async fn start_logged(
+    wrapper: &[&str],
+    workspace: tempfile::TempDir,
+    state: tempfile::TempDir,
+    flags: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (Server, Log) {
+    let log = Log::default();
+    let server = start_spawned(wrapper, workspace, state, flags, env, Some(log.clone())).await;
+    (server, log)
+}
+
+/// Waits (at most `within`) until `log` has a line with every one of `words`; returns it.
+pub async fn logged(log: &Log, words: &[&str], within: Duration) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let found = log
+            .lock()
+            .unwrap()
+            .lines()
+            .find(|line| words.iter().all(|w| line.contains(w)))
+            .map(str::to_owned);
+        if found.is_some() || tokio::time::Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start_spawned(
+    wrapper: &[&str],
+    workspace: tempfile::TempDir,
+    state: tempfile::TempDir,
+    flags: &[&str],
+    env: &[(&str, &std::path::Path)],
+    log: Option<Log>,
+) -> Server {
     let binary = env!("CARGO_BIN_EXE_agentty");
     let mut cmd = match wrapper {
         [] => tokio::process::Command::new(binary),
@@ -98,7 +143,25 @@ pub async fn start_wrapped(
         .arg("--state-dir")
         .arg(state.path())
         .args(flags);
-    let transport = TokioChildProcess::new(cmd).unwrap();
+    let transport = match log {
+        None => TokioChildProcess::new(cmd).unwrap(),
+        Some(log) => {
+            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = stderr.unwrap();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = tokio::io::AsyncReadExt::read(&mut stderr, &mut buf).await {
+                    log.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+            transport
+        }
+    };
     let pid = transport.id().unwrap() as i32;
     let recorder = Recorder::default();
     let client = recorder.clone().serve(transport).await.unwrap();

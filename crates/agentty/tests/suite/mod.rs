@@ -4,6 +4,7 @@ mod client;
 mod entry;
 mod http;
 mod parse;
+mod planted;
 mod raw;
 mod sandbox;
 mod shells;

@@ -582,8 +582,9 @@ fn xattr_names(path: &std::path::Path) -> String {
 }
 
 /// `.git` is writable so commits work, so a command can plant a hook or a `core.fsmonitor`
-/// that git runs unconfined at the user's next commit. That cannot be refused; it is said in
-/// the result of the command that did it, on the pipe path and in a shell.
+/// that git runs unconfined at the user's next commit. In a repository made during the session
+/// nothing is read-only (nothing existed at start to mount over), so it is said in the result of
+/// the command that did it, on the pipe path and in a shell (`planted.rs` has the rest).
 #[tokio::test]
 async fn a_planted_git_hook_or_config_is_reported() {
     let server = start().await;
@@ -615,13 +616,17 @@ async fn a_planted_git_hook_or_config_is_reported() {
                        && touch -m -d \"$old\" .git/config";
     let (text, _) = server.terminal(json!({ "command": same_length })).await;
     assert!(text.contains(".git/config"), "{text}");
-    // The other files git takes code from: a submodule's git dir (its config, once there, then
-    // changed), config.worktree, a file the config includes, the directory core.hooksPath names.
+    // A submodule's git dir that appears holding nothing that runs code (what `git submodule
+    // update --init` makes) is watched from then on, and not worth a warning yet.
+    let (text, _) = server
+        .terminal(json!({
+            "command": "mkdir -p .git/modules/lib/hooks && printf '[core]\\n' > .git/modules/lib/config"
+        }))
+        .await;
+    assert!(!text.contains("[warning]"), "{text}");
+    // The other files git takes code from: a submodule's git dir (its config, changed),
+    // config.worktree, a file the config includes, the directory core.hooksPath names.
     let reported = [
-        (
-            "mkdir -p .git/modules/lib/hooks && printf '[core]\\n' > .git/modules/lib/config",
-            ".git/modules/lib/config",
-        ),
         (
             "printf '\\tfsmonitor = ./run-me\\n' >> .git/modules/lib/config",
             ".git/modules/lib/config",

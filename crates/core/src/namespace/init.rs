@@ -39,6 +39,7 @@ pub(super) struct CMounts {
     read_only: Vec<CString>,
     pinned: Vec<CString>,
     hidden: Vec<CString>,
+    protected: Vec<CString>,
 }
 
 impl CMounts {
@@ -53,6 +54,7 @@ impl CMounts {
             read_only: c(&mounts.read_only),
             pinned: c(&mounts.pinned),
             hidden: c(&mounts.hidden),
+            protected: c(&mounts.protected),
         }
     }
 }
@@ -67,25 +69,37 @@ pub(super) fn run(alive: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
         let Some([alive, ready]) = keep_only([alive, ready]) else {
             libc::_exit(1);
         };
+        // A pinned directory that moved or became a symlink since it was listed is skipped
+        // (nothing below it is then made read-only by path: see `attach_copy`).
         let mounted = own_proc()
             .and_then(|()| mounts.hidden.iter().try_for_each(|p| hide(p)))
-            .and_then(|()| mounts.pinned.iter().try_for_each(|p| attach_copy(p, false)));
+            .map(|()| {
+                for path in &mounts.pinned {
+                    let _ = attach_copy(path, Copy::Pin);
+                }
+            });
         let status = mounted.as_ref().map_or_else(
             |e| u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX),
             |()| 0,
         );
         // A path that moved or became a symlink since it was listed is skipped.
-        let sealed = if mounted.is_ok() {
-            mounts
-                .read_only
-                .iter()
-                .filter(|p| attach_copy(p, true).is_ok())
-                .count()
-        } else {
-            0
+        let count = |paths: &[CString]| -> u32 {
+            let made = if mounted.is_ok() {
+                paths
+                    .iter()
+                    .filter(|p| attach_copy(p, Copy::ReadOnly).is_ok())
+                    .count()
+            } else {
+                0
+            };
+            u32::try_from(made).unwrap_or(u32::MAX)
         };
-        let mut report = [status, 0, 0, 0, 0];
-        report[1..].copy_from_slice(&u32::try_from(sealed).unwrap_or(u32::MAX).to_ne_bytes());
+        let protected = count(&mounts.protected);
+        let sealed = count(&mounts.read_only);
+        let mut report = [0u8; super::REPORT_BYTES];
+        report[0] = status;
+        report[1..5].copy_from_slice(&sealed.to_ne_bytes());
+        report[5..9].copy_from_slice(&protected.to_ne_bytes());
         libc::write(ready.as_raw_fd(), report.as_ptr().cast(), report.len());
         drop(ready);
         if mounted.is_err() {
@@ -314,18 +328,35 @@ fn open_exact_with(path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<Owne
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Mounts a copy of the directory at `path` onto itself, read-only when asked: a copy that is
-/// made read-only before it is attached, so it is never writable where commands can see it. A
-/// mount point cannot be renamed or removed, so even a writable copy pins the directory.
-fn attach_copy(path: &std::ffi::CStr, read_only: bool) -> io::Result<()> {
-    let place = open_exact(path)?;
+/// What [`attach_copy`] makes of a path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Copy {
+    /// A writable copy of a directory: a mount point, which cannot be renamed or removed.
+    Pin,
+    /// A read-only copy of a directory or a file.
+    ReadOnly,
+}
+
+/// Mounts a copy of what is at `path` onto itself: a copy that is made read-only (when asked)
+/// before it is attached, so it is never writable where commands can see it. A mount point
+/// cannot be renamed or removed, so even a writable copy pins the directory. The copy takes the
+/// mounts below `path` along (`AT_RECURSIVE`), so pinning a folder never uncovers what an
+/// earlier mount hid or made read-only inside it.
+fn attach_copy(path: &std::ffi::CStr, copy: Copy) -> io::Result<()> {
+    let place = match copy {
+        Copy::Pin => open_exact(path)?,
+        Copy::ReadOnly => open_exact_with(path, 0)?,
+    };
     // SAFETY: open_tree on an fd we hold, with an empty path; the fd returned is fresh.
     let tree = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
             place.as_raw_fd(),
             c"".as_ptr(),
-            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint,
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::AT_RECURSIVE as libc::c_uint,
         )
     };
     if tree < 0 {
@@ -333,7 +364,7 @@ fn attach_copy(path: &std::ffi::CStr, read_only: bool) -> io::Result<()> {
     }
     // SAFETY: a fresh fd, owned by nobody else.
     let tree = unsafe { OwnedFd::from_raw_fd(tree as RawFd) };
-    if read_only {
+    if copy == Copy::ReadOnly {
         let attr = MountAttr {
             attr_set: MOUNT_ATTR_RDONLY,
             attr_clr: 0,
@@ -346,7 +377,7 @@ fn attach_copy(path: &std::ffi::CStr, read_only: bool) -> io::Result<()> {
                 libc::SYS_mount_setattr,
                 tree.as_raw_fd(),
                 c"".as_ptr(),
-                libc::AT_EMPTY_PATH as libc::c_uint,
+                (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
                 &raw const attr,
                 size_of::<MountAttr>(),
             )

@@ -48,6 +48,8 @@ const END_WAIT: Duration = Duration::from_secs(10);
 /// How long start-up waits for the session init to report (a mount on a hung network file
 /// system must not hang the server).
 const READY_WAIT: Duration = Duration::from_secs(10);
+/// The session init's report: a status byte, then two counts (`u32`, native order).
+const REPORT_BYTES: usize = 9;
 
 /// What the session's mount namespace changes for confined commands.
 #[derive(Debug, Default, Clone)]
@@ -61,6 +63,19 @@ pub struct Mounts {
     /// Each is covered: a directory by an empty read-only one (the server's records of runs),
     /// a file by `/dev/null` (the HTTP token file).
     pub hidden: Vec<PathBuf>,
+    /// Each, a file or a directory, becomes a read-only copy of itself, like `read_only`, and
+    /// is counted apart: the paths that run code later (`.git/hooks`, `.git/config`, rc files;
+    /// the sandbox's `protected.rs`). Their renameable parents are in `pinned`.
+    pub protected: Vec<PathBuf>,
+}
+
+/// What the session init made read-only.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Started {
+    /// How many of [`Mounts::read_only`] are read-only.
+    pub sealed: usize,
+    /// How many of [`Mounts::protected`] are read-only.
+    pub protected: usize,
 }
 
 /// The session's PID namespace, as the server holds it.
@@ -75,7 +90,7 @@ pub(crate) struct SessionNamespace {
     /// The pipe's write end: the session init leaves when it reads EOF.
     _alive: OwnedFd,
     /// How many of the paths asked to be read-only are.
-    sealed: usize,
+    started: Started,
 }
 
 static NAMESPACE: OnceLock<Result<SessionNamespace, String>> = OnceLock::new();
@@ -114,14 +129,22 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
 
 /// Starts the session init (see the module comment) with `mounts` made in the session's mount
 /// namespace. Call once, in the server, while the process has one thread. Returns how many of
-/// `mounts.read_only` are read-only; `Err` says why there is no namespace: confined commands
+/// the paths asked to be read-only are; `Err` says why there is no namespace: confined commands
 /// then run in the server's namespaces, tracked by run marker and subreaper only.
-pub fn start(mounts: &Mounts) -> Result<usize, String> {
+pub fn start(mounts: &Mounts) -> Result<Started, String> {
     NAMESPACE
         .get_or_init(|| create(mounts).map_err(|e| why(&e)))
         .as_ref()
-        .map(|ns| ns.sealed)
+        .map(|ns| ns.started)
         .map_err(Clone::clone)
+}
+
+/// What [`start`] made, when it was called: `None` before (or in a process that never calls
+/// it, such as `doctor`).
+pub fn started() -> Option<Result<Started, String>> {
+    NAMESPACE
+        .get()
+        .map(|made| made.as_ref().map(|ns| ns.started).map_err(Clone::clone))
 }
 
 fn why(e: &io::Error) -> String {
@@ -165,25 +188,30 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
         return Err(forked);
     }
     drop((alive_read, ready_write));
-    // A status byte (0, or the errno that stopped it), then how many paths it made read-only.
-    let mut ready = [0u8; 5];
+    // A status byte (0, or the errno that stopped it), then how many paths it made read-only:
+    // of the package sources, then of the protected paths.
+    let mut ready = [0u8; REPORT_BYTES];
     let mut waiting = libc::pollfd {
         fd: ready_read.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
     };
     // SAFETY: poll on one pollfd, then read into a buffer of the size given from a pipe this
-    // process owns; the init writes all five bytes in one write, under the pipe's atomic size.
+    // process owns; the init writes the whole report in one write, under the pipe's atomic size.
     let got = unsafe {
         if libc::poll(&raw mut waiting, 1, READY_WAIT.as_millis() as libc::c_int) == 1 {
-            libc::read(ready_read.as_raw_fd(), ready.as_mut_ptr().cast(), 5)
+            libc::read(
+                ready_read.as_raw_fd(),
+                ready.as_mut_ptr().cast(),
+                REPORT_BYTES,
+            )
         } else {
             -1
         }
     };
     // SAFETY: pidfd_open on the child this process just forked and has not reaped.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
-    if got != 5 || ready[0] != 0 || pidfd < 0 {
+    if got != REPORT_BYTES as isize || ready[0] != 0 || pidfd < 0 {
         let error = if got >= 1 && ready[0] != 0 {
             io::Error::from_raw_os_error(i32::from(ready[0]))
         } else {
@@ -198,13 +226,18 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
     }
     // SAFETY: a fresh pidfd, owned by nobody else.
     let init = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    let sealed = u32::from_ne_bytes([ready[1], ready[2], ready[3], ready[4]]) as usize;
+    let count = |at: usize| {
+        u32::from_ne_bytes([ready[at], ready[at + 1], ready[at + 2], ready[at + 3]]) as usize
+    };
     Ok(SessionNamespace {
         init_pid: pid,
         init,
         host,
         _alive: alive,
-        sealed,
+        started: Started {
+            sealed: count(1),
+            protected: count(5),
+        },
     })
 }
 

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
-use agentty_sandbox::{Enforcement, Mode, Op, Plan, Policy, Prepared, RanIn, detect_denial};
+use agentty_sandbox::{
+    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Stand, detect_denial,
+};
 
 use notice::{Retry, denial_retry};
 
@@ -55,6 +57,100 @@ pub struct Confinement {
     /// What each confined child applies to itself. `Ok(None)`: nothing to confine (auto
     /// mode, switched off, no backend).
     confine: Result<Option<Arc<dyn Confine>>, String>,
+    /// The paths that run code later (docs/BEHAVIOUR.md §5), and whether they are read-only.
+    protection: Protection,
+}
+
+/// The paths that run code later as the session's commands meet them.
+struct Protection {
+    /// What the `[sandbox]` line adds about them, made once.
+    line: String,
+    /// Those made read-only to confined commands (none where no namespace made them), with
+    /// their names: a refused write to one is said as such.
+    read_only: Vec<(std::path::PathBuf, String)>,
+    workspace: std::path::PathBuf,
+}
+
+/// Names of protected paths the `[sandbox]` line lists at most (it is on every result).
+const PROTECTED_NAMED: usize = 8;
+
+impl Protection {
+    fn new(protected: &Protected, confines: bool, workspace: &std::path::Path) -> Self {
+        let names = |stand| agentty_sandbox::notice::protected_list(protected, stand);
+        let (existing, opened) = (names(Stand::ReadOnly), names(Stand::Opened));
+        let in_force = if !confines || existing.is_empty() {
+            Err(String::new())
+        } else {
+            in_force(protected)
+        };
+        let mut line = String::new();
+        if confines && !existing.is_empty() {
+            line = match &in_force {
+                Ok(()) => notice::protected_read_only(&existing, PROTECTED_NAMED),
+                Err(why) => notice::protected_watched(&existing, PROTECTED_NAMED, why),
+            };
+        }
+        if confines && !opened.is_empty() {
+            line.push_str(&notice::protected_opened(&opened));
+        }
+        let read_only = match in_force {
+            Ok(()) => protected
+                .in_stand(Stand::ReadOnly)
+                .map(|e| (e.path.clone(), e.name.clone()))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        Protection {
+            line,
+            read_only,
+            workspace: workspace.to_path_buf(),
+        }
+    }
+
+    /// The protected path a refused write in `output` was aimed at, by its name, when the
+    /// output shows one: a read-only file system, a busy mount point, or git failing to write
+    /// its config, on a line naming a path made read-only.
+    fn refused(&self, output: &str) -> Option<&str> {
+        if self.read_only.is_empty() {
+            return None;
+        }
+        const SYMPTOMS: &[&str] = &[
+            "Read-only file system",
+            "Device or resource busy",
+            "could not write config file",
+            "could not lock config file",
+        ];
+        let lines: Vec<&str> = output.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(DENIAL_LINES_READ)..];
+        tail.iter()
+            .filter(|line| SYMPTOMS.iter().any(|s| line.contains(s)))
+            .find_map(|line| {
+                self.read_only.iter().find_map(|(path, name)| {
+                    let relative = path.strip_prefix(&self.workspace).ok();
+                    let named = line.contains(&*path.to_string_lossy())
+                        || relative.is_some_and(|r| {
+                            !r.as_os_str().is_empty() && line.contains(&*r.to_string_lossy())
+                        });
+                    named.then_some(name.as_str())
+                })
+            })
+    }
+}
+
+/// Lines at the end of an output searched for a refused write to a protected path (as for a
+/// 2008: what ends a long output is what failed).
+const DENIAL_LINES_READ: usize = 400;
+
+/// Whether the protected paths are read-only to confined commands: the session's namespace made
+/// them (a serving process), or could (`doctor`, which makes none); `Err` says why not.
+fn in_force(protected: &Protected) -> Result<(), String> {
+    match agentty_core::namespace::started() {
+        Some(Ok(started)) if started.protected == 0 && !protected.read_only.is_empty() => {
+            Err("the read-only mounts could not be made".to_owned())
+        }
+        Some(made) => made.map(drop),
+        None => agentty_core::namespace::available(),
+    }
 }
 
 /// Top-level directories whose contents are the system itself.
@@ -70,7 +166,13 @@ fn is_broad(root: &std::path::Path, home: Option<&std::path::Path>) -> bool {
 }
 
 impl Confinement {
-    pub fn new(mode: Mode, enabled: bool, network: bool, workspace: &Workspace) -> Self {
+    pub fn new(
+        mode: Mode,
+        enabled: bool,
+        network: bool,
+        workspace: &Workspace,
+        protected: &Protected,
+    ) -> Self {
         let policy = Policy {
             mode,
             writable_roots: workspace.writable_roots().map(ToOwned::to_owned).collect(),
@@ -116,17 +218,24 @@ impl Confinement {
             .filter(|w| w.why == agentty_sandbox::Why::GitDir)
             .map(|w| w.path.clone())
             .collect();
+        let protection = Protection::new(protected, enforcement.confines(), workspace.root());
         Self {
             plan,
             enforcement,
             broad_root,
             git_dirs,
             confine,
+            protection,
         }
     }
 
     pub fn mode(&self) -> Mode {
         self.plan.mode()
+    }
+
+    /// What confined commands may write.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// The confinement for a call: the session's, or none for an approved escalation.
@@ -147,6 +256,7 @@ impl Confinement {
         if self.enforcement.confines() && !self.git_dirs.is_empty() {
             line = notice::git_dirs_writable(&line, &self.git_dirs);
         }
+        line.push_str(&self.protection.line);
         match &self.broad_root {
             Some(root) if self.enforcement.confines() => notice::broad_root(&line, root),
             _ => line,
@@ -166,7 +276,17 @@ impl Confinement {
         command: &str,
         cwd: impl FnOnce() -> Option<std::path::PathBuf>,
     ) -> Option<Refused> {
-        if escalated || !agentty_sandbox::shows_denial_symptom(output, &self.plan) {
+        if escalated {
+            return None;
+        }
+        if let Some(name) = self.protection.refused(output) {
+            let sentence = notice::protected_refused(self.plan.mode(), name);
+            return Some(Refused::Write(format!(
+                "{sentence} {}",
+                denial_retry(retry)
+            )));
+        }
+        if !agentty_sandbox::shows_denial_symptom(output, &self.plan) {
             return None;
         }
         let cwd = cwd();

@@ -21,13 +21,72 @@ pub fn git_dirs_writable(line: &str, dirs: &[std::path::PathBuf]) -> String {
     )
 }
 
-/// Git files a command changed that git runs (or obeys) unconfined at the user's next git.
-pub fn planted(paths: &[String]) -> String {
+/// Changes to what runs code later listed in one warning at most (the user has them all in
+/// the server's log).
+const CHANGES_SAID: usize = 16;
+
+/// What a command changed that runs outside the sandbox later (see `planted`), for the model.
+pub(crate) fn planted(changes: &[super::planted::Change]) -> String {
+    let mut listed: Vec<String> = changes
+        .iter()
+        .take(CHANGES_SAID)
+        .map(|c| format!("{} ({})", c.path, c.what))
+        .collect();
+    if changes.len() > CHANGES_SAID {
+        listed.push(format!("and {} more", changes.len() - CHANGES_SAID));
+    }
     format!(
-        "[warning] changed since the last command: {}. git runs hooks (and what core.hooksPath, \
-         core.fsmonitor or aliases in config name) outside the sandbox, at the user's next git \
-         command in this repository; tell the user if this was not meant",
-        paths.join(", ")
+        "[warning] changed since the last command: {}. These run outside the sandbox later: git \
+         runs hooks and what its config names (core.fsmonitor, core.hooksPath, `!` aliases) at \
+         the user's next git command in this repository; direnv, editors, agents and shells \
+         run .envrc, project settings and rc files. The user has been told (server log, web \
+         view); say what this was for, or undo it if it was not meant",
+        listed.join("; ")
+    )
+}
+
+/// Names of protected paths, `max` at most.
+fn some_names(names: &[String], max: usize) -> String {
+    let mut said = names
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > max {
+        said.push_str(&format!(" and {} more", names.len() - max));
+    }
+    said
+}
+
+/// The `[sandbox]` line's addition where the protected paths are read-only.
+pub fn protected_read_only(names: &[String], max: usize) -> String {
+    format!(
+        "; read-only (they run code later): {}",
+        some_names(names, max)
+    )
+}
+
+/// The `[sandbox]` line's addition where no namespace could make them read-only.
+pub fn protected_watched(names: &[String], max: usize, why: &str) -> String {
+    format!(
+        "; watched only (they run code later; no mount namespace: {why}): {}",
+        some_names(names, max)
+    )
+}
+
+/// The `[sandbox]` line's addition for what `writable_protected` opened.
+pub fn protected_opened(names: &[String]) -> String {
+    format!("; writable by configuration: {}", names.join(", "))
+}
+
+/// The 2008 sentence of a write refused because the path runs code later.
+pub fn protected_refused(mode: agentty_sandbox::Mode, name: &str) -> String {
+    format!(
+        "[sandbox] {mode}: {name} is read-only to confined commands: it runs code outside the \
+         sandbox later (git hooks and config, rc files, .envrc, editor and agent settings). \
+         The user can leave it writable with `writable_protected = [\"{name}\"]` in the \
+         [sandbox] section of agentty's config (or --writable-protected {name})."
     )
 }
 

@@ -53,6 +53,11 @@ impl InFlight {
         }
     }
 
+    /// Whether a call is being answered.
+    pub(crate) fn any(&self) -> bool {
+        !self.lock().open.is_empty()
+    }
+
     /// Cancels every call in flight, and every later one, then waits (at most `within`) until
     /// all have returned: each has stopped its process tree by then. True when all returned.
     pub(crate) async fn end(&self, within: Duration) -> bool {

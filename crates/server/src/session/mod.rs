@@ -22,6 +22,9 @@ pub(crate) use in_flight::InFlight;
 pub(crate) use registry::Registry;
 pub(crate) use task_index::{Entry as TaskEntry, TaskIndex};
 
+/// Planted-code changes kept for a session's next result at most.
+const PLANTED_KEPT: usize = 64;
+
 /// Who sent an HTTP request: the name of the token it carried. The HTTP listener puts it in the
 /// request's extensions; callers without a session are told apart by it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,6 +46,9 @@ pub(crate) struct LazySession {
     /// What the person watching did to this session's jobs (`--view-control`), told to the
     /// model in its next result.
     pub(crate) user_notes: std::sync::Mutex<Vec<String>>,
+    /// Planted code found by a look outside this session's calls (a job's end, the look between
+    /// calls), for the model's next result.
+    planted: std::sync::Mutex<Vec<crate::confinement::planted::Change>>,
     /// Its tool calls being answered (HTTP client sessions): ending the session cancels them.
     pub(crate) in_flight: InFlight,
     /// Its HTTP session id (`Mcp-Session-Id`), once a request has named it.
@@ -62,6 +68,20 @@ pub(crate) struct About {
 }
 
 impl LazySession {
+    /// Whether it is at work: a call being answered (over HTTP) or a job or shell running.
+    pub(crate) fn busy(&self) -> bool {
+        self.in_flight.any()
+            || self
+                .state
+                .get()
+                .is_some_and(|state| state.jobs.list().iter().any(|j| j.state().is_running()))
+    }
+
+    /// Its name and its caller, once known (`None`: the stdio session's local user).
+    pub(crate) fn named(&self) -> (String, Option<Caller>) {
+        (self.name.clone(), self.caller.get().cloned())
+    }
+
     /// A client session's state: sequential ids (`t1`).
     pub(crate) fn new(name: String) -> Arc<Self> {
         Self::with_ids(name, Ids::Sequential)
@@ -81,6 +101,7 @@ impl LazySession {
             started: std::time::SystemTime::now(),
             about: std::sync::OnceLock::new(),
             user_notes: std::sync::Mutex::default(),
+            planted: std::sync::Mutex::default(),
             in_flight: InFlight::default(),
             http_id: std::sync::OnceLock::new(),
             initialized: AtomicBool::new(false),
@@ -103,6 +124,23 @@ impl LazySession {
         self.user_notes
             .lock()
             .map(|mut notes| std::mem::take(&mut *notes))
+            .unwrap_or_default()
+    }
+
+    /// Keeps `changes` for the model's next result (at most [`PLANTED_KEPT`]: the user has
+    /// them all in the log).
+    pub(crate) fn note_planted(&self, changes: &[crate::confinement::planted::Change]) {
+        if let Ok(mut kept) = self.planted.lock() {
+            let room = PLANTED_KEPT.saturating_sub(kept.len());
+            kept.extend(changes.iter().take(room).cloned());
+        }
+    }
+
+    /// The planted code kept for the model, emptied.
+    pub(crate) fn take_planted(&self) -> Vec<crate::confinement::planted::Change> {
+        self.planted
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
             .unwrap_or_default()
     }
 

@@ -110,6 +110,7 @@ impl Agentty {
             }
             Err(OpenError::Pty(e)) => return tool_error(say::open_failed(&e.to_string())),
         };
+        self.look_when_ended(&job);
         let marked = shell.flavor != Flavor::Unknown;
         let sandbox = self.confinement().line(escalated);
         let workdir = workdir.display().to_string();

@@ -40,7 +40,12 @@ impl Agentty {
         match started {
             Ok(job) => {
                 note_ends_in(&job, prepared);
-                let notes: Vec<String> = self.handle_rule().into_iter().collect();
+                self.look_when_ended(&job);
+                let notes: Vec<String> = self
+                    .handle_rule()
+                    .into_iter()
+                    .chain(self.planted_warning())
+                    .collect();
                 let mut text = say::started(&job.id, job.pid, &prepared.display);
                 for note in &notes {
                     text.push_str(&format!("\n{note}"));
@@ -74,6 +79,7 @@ impl Agentty {
             match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
                 Ok(job) => {
                     note_ends_in(&job, prepared);
+                    self.look_when_ended(&job);
                     if let Some(path) = &spill_path {
                         text.push_str(&say::spill_so_far(path));
                         text.push('\n');
@@ -95,6 +101,10 @@ impl Agentty {
         {
             text.push_str(&format!("{rule}\n"));
             notes.push(rule);
+        }
+        if let Some(warning) = self.planted_warning() {
+            text.push_str(&format!("{warning}\n"));
+            notes.push(warning);
         }
         text.push_str(&sandbox);
         let structured = TerminalResult {
