@@ -243,6 +243,44 @@ def test_with_control_the_view_stops_a_job_and_the_model_is_told():
         asyncio.run(body())
 
 
+@needs_chromium
+def test_planted_code_shows_as_a_banner_at_phone_and_desktop_width_until_dismissed():
+    from playwright.sync_api import expect, sync_playwright
+
+    plant = "git init -q && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"
+    with http_server() as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                page = browser.new_page(viewport={"width": 390, "height": 844})
+                open_view(page, base_of(url), token)
+                banner = page.locator("#warnings")
+                expect(banner).to_be_hidden()
+                said = agent.call("terminal", {"command": plant})
+                assert "pre-commit" in said.text, said.text
+                expect(banner).to_be_visible(timeout=20000)
+                expect(banner).to_contain_text(".git/hooks/pre-commit")
+                expect(banner).to_contain_text("outside the sandbox")
+                # At phone width it fits: no sideways scroll of the page.
+                width = page.evaluate("document.documentElement.scrollWidth")
+                assert width <= 390, width
+                page.set_viewport_size({"width": 1280, "height": 800})
+                expect(banner).to_be_visible()
+                banner.get_by_role("button", name="Dismiss").click()
+                expect(banner).to_be_hidden()
+                # A later state does not bring the dismissed warning back; a new one shows.
+                agent.call("terminal", {"command": "true", "background": True})
+                page.wait_for_timeout(1500)
+                expect(banner).to_be_hidden()
+                agent.call("terminal", {"command": "printf '#!/bin/sh\\n' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push"})
+                expect(banner).to_contain_text("pre-push", timeout=20000)
+                expect(banner).not_to_contain_text("pre-commit")
+                browser.close()
+        finally:
+            agent.close()
+
+
 def test_a_flood_of_combining_marks_reaches_the_page_capped():
     """A character with 30 000 combining marks held a viewer's page for seconds per update: the
     page gets at most 8 on one character."""

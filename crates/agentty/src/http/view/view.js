@@ -16,6 +16,8 @@ let selected = null; // {session, id, kind}
 let stream = null; // the AbortController of the selected job's stream
 let control = false;
 let lastState = null;
+const dismissed = new Set(); // the warnings the person dismissed, by time, session, path, what
+const WARNINGS_SHOWN = 5;
 
 const $ = (id) => document.getElementById(id);
 
@@ -90,6 +92,34 @@ function renderList(state) {
     }
     nav.append(box);
   }
+}
+
+/** The banner of possibly planted code: what a command left that runs outside the sandbox
+ * later (a git hook, an rc file…), newest first, until the person dismisses it. */
+function renderWarnings(state) {
+  const banner = $("warnings");
+  const warningId = (w) => [w.time, w.session, w.path, w.what].join("\n");
+  const fresh = (state.warnings || []).filter((w) => !dismissed.has(warningId(w))).reverse();
+  banner.hidden = fresh.length === 0;
+  banner.replaceChildren();
+  if (fresh.length === 0) return;
+  banner.append(el("div", "warnings-head",
+    "Possibly planted code: it runs outside the sandbox later. Check it before you run git or open a shell here."));
+  const list = el("ul");
+  for (const w of fresh.slice(0, WARNINGS_SHOWN)) {
+    const item = el("li");
+    item.append(el("code", "", w.path), document.createTextNode(": " + w.what + " (" +
+      new Date(w.time * 1000).toLocaleTimeString() + ", session " + w.session + ")"));
+    list.append(item);
+  }
+  if (fresh.length > WARNINGS_SHOWN) list.append(el("li", "", (fresh.length - WARNINGS_SHOWN) + " more in the server's log"));
+  banner.append(list);
+  const dismiss = el("button", "", "Dismiss");
+  dismiss.addEventListener("click", () => {
+    for (const w of fresh) dismissed.add(warningId(w));
+    renderWarnings(state);
+  });
+  banner.append(dismiss);
 }
 
 function renderFacts(state) {
@@ -228,7 +258,7 @@ function select(session, id, kind) {
   pre.replaceChildren();
   delete pre.dataset.snapshots;
   pre.className = kind === "shell" ? "screen" : "";
-  if (lastState) { renderList(lastState); renderFacts(lastState); }
+  if (lastState) { renderWarnings(lastState); renderList(lastState); renderFacts(lastState); }
   const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
   const controller = new AbortController();
   stream = controller;
@@ -260,6 +290,7 @@ async function connect() {
           const state = JSON.parse(data);
           lastState = state;
           control = state.control;
+          renderWarnings(state);
           renderList(state);
           renderFacts(state);
         },
