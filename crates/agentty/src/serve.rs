@@ -42,7 +42,7 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // ends, the watchdog stops every process its commands left.
     let session = agentty_core::watchdog::session_name();
     let runs = Runs::open(&settings, &session);
-    let _watchdog = start_watchdog(&session, &runs);
+    let watchdog = start_watchdog(&session, &runs);
     let confining = settings.sandbox_enabled && settings.mode != Mode::Auto;
     // Also while one thread: a mount namespace is entered by the thread, and inherited only by
     // what it starts afterwards.
@@ -54,6 +54,11 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // caches are writable, see the package sources already extracted as read-only.
     if confining {
         enter_namespace(settings.mode, runs.recorded(), serving.tokens());
+    }
+    // The session's name names this server when the watchdog could not start: its heartbeat
+    // is then this server's, on a thread (the watchdog beats otherwise).
+    if watchdog.is_err() {
+        agentty_core::runs::heartbeat_on_thread();
     }
     // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
     // stopped now, off the start-up path.
@@ -181,7 +186,7 @@ fn sweep_dead_sessions(runs_dir: PathBuf) {
     let _ = std::thread::Builder::new()
         .name("agentty-sweep".into())
         .spawn(move || {
-            let (found, killed) = agentty_core::watchdog::sweep_dead_sessions(&runs_dir);
+            let (found, killed) = agentty_core::sweep::dead_sessions(&runs_dir);
             if found > 0 {
                 tracing::warn!(
                     found,

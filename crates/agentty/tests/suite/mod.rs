@@ -7,5 +7,6 @@ mod parse;
 mod raw;
 mod sandbox;
 mod shells;
+mod sweep;
 mod tasks;
 mod terminal;
