@@ -53,7 +53,12 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // confined commands run in a PID namespace whose init dies with this server, and, where
     // caches are writable, see the package sources already extracted as read-only.
     if confining {
-        enter_namespace(settings.mode, runs.recorded(), serving.tokens());
+        enter_namespace(
+            settings.mode,
+            runs.recorded(),
+            serving.tokens(),
+            serving.mcp_callers(),
+        );
     }
     // The session's name names this server when the watchdog could not start: its heartbeat
     // is then this server's, on a thread (the watchdog beats otherwise).
@@ -96,6 +101,14 @@ impl Serving {
 
     fn is_stdio(&self) -> bool {
         matches!(self, Serving::Stdio(_))
+    }
+
+    /// How many callers MCP is served to: each token's over HTTP, the one client over stdio.
+    fn mcp_callers(&self) -> usize {
+        match self {
+            Serving::Http(_, tokens) => tokens.callers(),
+            Serving::Stdio(_) => 1,
+        }
     }
 
     /// The listener's tokens, when there is a listener.
@@ -150,8 +163,14 @@ fn hide_other_terminals() {
 }
 
 /// Enters the PID namespace of confined commands, the package sources extracted already
-/// mounted read-only (in `default` mode), and the run records and the token file covered.
-fn enter_namespace(mode: Mode, recorded_runs: Option<&Path>, tokens: Option<&Tokens>) {
+/// mounted read-only (in `default` mode), and the run records and the token file covered; says
+/// so when several MCP callers' processes cannot be kept apart.
+fn enter_namespace(
+    mode: Mode,
+    recorded_runs: Option<&Path>,
+    tokens: Option<&Tokens>,
+    mcp_callers: usize,
+) {
     let sources = if mode == Mode::Default {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name))
@@ -177,6 +196,12 @@ fn enter_namespace(mode: Mode, recorded_runs: Option<&Path>, tokens: Option<&Tok
         ),
         Err(why) => {
             tracing::info!("confined commands run in the server's PID namespace: {why}");
+            if mcp_callers > 1 {
+                tracing::warn!(
+                    "callers are not apart in processes: each caller's ps and /proc/<pid>/cmdline \
+                     show the others' commands (a PID namespace per caller {why})"
+                );
+            }
         }
     }
 }
