@@ -33,6 +33,7 @@ async fn main() {
                 stdin: StdinMode::Null,
                 marker: format!("bench-{i}"),
                 confine: None,
+                caller: None,
             },
             stdin: None,
             timeout: Duration::from_secs(10),

@@ -67,6 +67,11 @@ impl Tokens {
         })
     }
 
+    /// How many callers (tokens) the file names.
+    pub fn callers(&self) -> usize {
+        self.callers.len()
+    }
+
     /// The file as confined commands would reach it (symlinks resolved), to cover it there.
     pub fn file_to_hide(&self) -> Option<PathBuf> {
         std::fs::canonicalize(&self.file).ok()

@@ -8,5 +8,6 @@ mod planted;
 mod raw;
 mod sandbox;
 mod shells;
+mod sweep;
 mod tasks;
 mod terminal;

@@ -33,7 +33,7 @@ use super::signals::{
     ALL_BUT_CHILD_EXITS, block_signals, reset_signal_dispositions, set_signal_mask,
 };
 use super::{Confine, vfork};
-use crate::namespace::SessionNamespace;
+use crate::namespace::Namespace;
 
 /// What runs a file without `#!`, as execvp does.
 const SHELL: &CStr = c"/bin/sh";
@@ -75,8 +75,9 @@ pub(crate) struct ExecPlan {
     pub keep_open: Vec<OwnedFd>,
     pub session: Session,
     pub confine: Option<Arc<dyn Confine>>,
-    /// The session's namespaces, for a confined child (see `crate::namespace`).
-    pub namespace: Option<&'static SessionNamespace>,
+    /// The namespaces of a confined child: the session's, or its caller's (see
+    /// `crate::namespace`).
+    pub namespace: Option<&'static Namespace>,
 }
 
 /// The step at which the child failed, reported through memory shared with the parent.
@@ -164,7 +165,7 @@ pub(crate) fn start(plan: &ExecPlan) -> io::Result<(i32, OwnedFd)> {
 /// namespaces (`namespace`, if any) already, so the child inherits both.
 pub(super) fn start_confined(
     plan: &ExecPlan,
-    namespace: Option<&SessionNamespace>,
+    namespace: Option<&Namespace>,
 ) -> io::Result<(i32, OwnedFd)> {
     clone_child(plan, Cloner::Launcher(namespace))
 }
@@ -175,7 +176,7 @@ enum Cloner<'a> {
     /// An ordinary thread: the child enters the namespaces and applies the sandbox itself.
     Plain,
     /// A launcher: confined, and in these namespaces (if any), already.
-    Launcher(Option<&'a SessionNamespace>),
+    Launcher(Option<&'a Namespace>),
 }
 
 /// Clones `plan`'s child from this thread (see [`start`]): what it borrows is prepared here,
@@ -210,21 +211,17 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
     failure.outcome(cloned.pid, pidfd)
 }
 
-/// Clones `child` with this thread in the session's PID namespace where the child belongs there,
-/// and with signals blocked across the clone.
+/// Clones `child` with this thread in the PID namespace the child belongs in, if any (the
+/// session's or its caller's), and with signals blocked across the clone.
 fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Result<vfork::Cloned> {
-    // The clone below starts the child in the session's PID namespace; the thread leaves it
-    // right after. A launcher is in it for good.
+    // The clone below starts the child in its PID namespace; the thread leaves it right after.
+    // A launcher is in it for good.
     let namespace = match cloner {
         Cloner::Plain => child.plan.namespace,
         Cloner::Launcher(namespace) => namespace,
     };
     let entered = match cloner {
-        Cloner::Plain => child
-            .plan
-            .namespace
-            .map(SessionNamespace::enter)
-            .transpose()?,
+        Cloner::Plain => child.plan.namespace.map(Namespace::enter).transpose()?,
         Cloner::Launcher(_) => None,
     };
     // SIGCHLD stays open where the clone resets the child's handlers (see ALL_BUT_CHILD_EXITS).
@@ -234,7 +231,7 @@ fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Resu
     set_signal_mask(saved);
     cloned.map_err(|clone_error| match namespace {
         // clone says ENOMEM when the namespace's init is gone.
-        Some(namespace) if namespace.init_gone() => crate::namespace::ended(),
+        Some(namespace) if namespace.init_gone() => namespace.ended(),
         _ => clone_error,
     })
 }

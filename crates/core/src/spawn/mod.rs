@@ -102,6 +102,10 @@ pub struct SpawnSpec {
     pub marker: String,
     /// The sandbox the child applies to itself; `None` runs it unconfined.
     pub confine: Option<Arc<dyn Confine>>,
+    /// Whom it runs for, over HTTP: the caller's name (a token of the token file). A confined
+    /// command of a caller runs in that caller's own PID namespace, where the session has
+    /// namespaces (`crate::namespace`); `None` (stdio, one caller) runs it in the session's.
+    pub caller: Option<Arc<str>>,
 }
 
 /// A started process with piped output.

@@ -210,7 +210,10 @@ pub(super) fn plan(
     for arg in &spec.args {
         argv.push(c_string_of(arg.as_bytes(), "an argument")?);
     }
-    let namespace = spec.confine.as_ref().and(crate::namespace::get());
+    let namespace = match spec.confine {
+        Some(_) => crate::namespace::of(spec.caller.as_deref())?,
+        None => None,
+    };
     if namespace.is_none() {
         // Outside the session's namespace only tracking stops this run's escapees; the next
         // start trusts its marker only if it is written down (see `crate::runs`).
@@ -225,7 +228,8 @@ pub(super) fn plan(
         keep_open,
         session,
         confine: spec.confine.clone(),
-        // Confined commands only: unconfined ones keep the host's `ps` and `kill`.
+        // Confined commands only: unconfined ones keep the host's `ps` and `kill`. Over HTTP,
+        // each caller's are in a namespace of the caller's own.
         namespace,
     })
 }

@@ -90,6 +90,7 @@ impl Agentty {
                 stdin: StdinMode::Null,
                 marker,
                 confine,
+                caller: Agentty::caller_of(&ctx),
             },
             cols,
             rows,

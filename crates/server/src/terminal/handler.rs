@@ -87,6 +87,7 @@ impl Agentty {
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker,
                 confine,
+                caller: Agentty::caller_of(&ctx),
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
