@@ -64,6 +64,39 @@ pub fn input_wait(shell: i32, fg: Option<i32>, tty_path: &str) -> InputWait {
     }
 }
 
+/// Shells whose line editor edits what is typed at their prompt (a shell started in the shell
+/// edits its lines as the shell does).
+const LINE_EDITING_SHELLS: &[&str] = &[
+    "bash", "zsh", "sh", "dash", "ksh", "ksh93", "mksh", "oksh", "ash", "yash", "fish", "tcsh",
+    "csh", "rbash", "posh", "busybox",
+];
+
+/// Whether keys typed now may reach a shell's line editor: the shell `shell` owns the
+/// foreground, or a shell started in it reads the terminal, or the foreground job is busy (what
+/// it does not read waits for whoever reads next, which may be the shell). Not when another
+/// program is blocked reading the terminal (an editor, a pager, a REPL): the keys are its own.
+pub fn keys_reach_line_editor(shell: i32, fg: Option<i32>, tty_path: &str) -> bool {
+    let Some(fg) = fg else {
+        return true;
+    };
+    if fg == shell {
+        return true;
+    }
+    let readers: Vec<i32> = descendants(shell)
+        .into_iter()
+        .filter(|&pid| pgid_of(pid) == Some(fg) && blocked_on_tty(pid, tty_path))
+        .collect();
+    readers.is_empty() || readers.iter().any(|&pid| runs_a_shell(pid))
+}
+
+/// Whether process `pid` is one of the [`LINE_EDITING_SHELLS`] (a login shell's `-bash` too).
+fn runs_a_shell(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| {
+        let name = comm.trim_end().trim_start_matches('-');
+        LINE_EDITING_SHELLS.contains(&name)
+    })
+}
+
 /// Every descendant of `root`, through the kernel's per-thread children lists.
 pub(crate) fn descendants(root: i32) -> Vec<i32> {
     let mut out = Vec::new();

@@ -205,6 +205,7 @@ pub fn prepare(
     crate::tools::entry::check_stdin(
         params.stdin.as_deref(),
         || line.reads_stdin_as_script(),
+        pty,
         &workdir,
         guard,
     )?;

@@ -104,24 +104,41 @@ pub(crate) fn judge(code: &str, workdir: &Path, guard: &GuardConfig) -> Result<(
     }
 }
 
-/// Text fed on stdin is a script when the command makes a shell read one from stdin.
+/// Text fed on stdin is a script when the command makes a shell read one from stdin. `typed`:
+/// it is typed on a terminal (`pty`), where the shell's line editor reads it: a key it edits
+/// the line with is refused, Backspace and Ctrl+U are applied, as for `shell_send`.
 pub(crate) fn check_stdin(
     stdin: Option<&str>,
     reads_script: impl FnOnce() -> bool,
+    typed: bool,
     workdir: &Path,
     guard: &GuardConfig,
 ) -> Result<(), String> {
+    use agentty_core::pty::line_editor::{edit, editing_key};
     match stdin {
         Some(text) if reads_script() => {
-            judge(text, workdir, guard).map_err(|m| notice::blocked_in("stdin", &m))
+            let script = if typed {
+                if let Some(key) = editing_key(text) {
+                    return Err(notice::editing_key_in_stdin(&key));
+                }
+                // What is left without an Enter is read at the end of input too.
+                let edited = edit("", text);
+                let mut lines = edited.completed;
+                lines.push(edited.pending);
+                lines.join("\n")
+            } else {
+                text.to_owned()
+            };
+            judge(&script, workdir, guard).map_err(|m| notice::blocked_in("stdin", &m))
         }
         _ => Ok(()),
     }
 }
 
-/// The line a `shell_send` completes: what was typed since the last Enter plus `input`, cut
-/// after its last Enter (`\n` or `\r`); `None` when `input` types no Enter.
+/// The lines a `shell_send` completes, as the shell's line editor leaves them: what was typed
+/// since the last Enter, then `input`, with Backspace, Ctrl+U and Ctrl+C applied, up to its
+/// last Enter (see `agentty_core::pty::line_editor::edit`); `None` when `input` types no Enter.
 pub(crate) fn completed_lines(pending: &str, input: &str) -> Option<String> {
-    let end = input.rfind(['\n', '\r'])?;
-    Some(format!("{pending}{}", &input[..=end]))
+    let edited = agentty_core::pty::line_editor::edit(pending, input);
+    (!edited.completed.is_empty()).then(|| edited.completed.join("\n"))
 }

@@ -208,6 +208,16 @@ impl Shell {
         })
     }
 
+    /// Whether keys typed now may reach a shell's line editor rather than a program that reads
+    /// them itself (see [`crate::pty::probe::keys_reach_line_editor`]).
+    pub fn keys_reach_line_editor(&self) -> bool {
+        let Some(master) = self.master() else {
+            return true;
+        };
+        let fg = sys::foreground_group(master.raw());
+        crate::pty::probe::keys_reach_line_editor(self.pid, fg, &self.tty_path)
+    }
+
     /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
     /// such as `read`) or what runs in its group (a command substitution), not a program it
     /// started as a job.
