@@ -76,6 +76,43 @@ impl Builder {
             ran.extend(literal);
         }
         self.effects(&ran, ctx);
+        if let Some(raw) = &w.raw {
+            self.default_assignments(raw);
+        }
+    }
+
+    /// `${X:=word}` (and `${X=word}`) in a word assigns `X` when it is unset (or empty) as the
+    /// word is expanded: `: "${D:=$HOME}"; rm -rf "$D"`.
+    fn default_assignments(&mut self, raw: &[String]) {
+        let mut assigned: Vec<(String, Vec<Val>)> = Vec::new();
+        for word in raw {
+            let mut rest = word.as_str();
+            while let Some(at) = rest.find("${") {
+                let body_start = at + 2;
+                let Some(close) = super::expand::closing(rest, body_start, b'{', b'}') else {
+                    break;
+                };
+                let body = &rest[body_start..close];
+                let name_len = body
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(body.len());
+                let (name, op) = body.split_at(name_len);
+                let default = op.strip_prefix(":=").map(|w| (":-", w));
+                let default = default.or_else(|| op.strip_prefix('=').map(|w| ("-", w)));
+                if let Some((test, w)) = default
+                    && !name.is_empty()
+                    && !name.starts_with(|c: char| c.is_ascii_digit())
+                {
+                    // What the expansion gives is what the variable is left with.
+                    let values = self.expander().value(&format!("${{{name}{test}{w}}}"));
+                    assigned.push((name.to_owned(), values));
+                }
+                rest = &rest[close + 1..];
+            }
+        }
+        for (name, values) in assigned {
+            self.state.assign(&name, values, None);
+        }
     }
 
     /// What `w`'s words and redirection targets expand to where that differs from how they

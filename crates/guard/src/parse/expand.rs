@@ -310,7 +310,7 @@ fn product(alts: &[Fields], pieces: &[Piece]) -> Option<Vec<Fields>> {
 
 /// The byte index just past the bracket closing the one opened before `from` in `text`
 /// (quotes and nesting followed), minus one: the index of the closer.
-fn closing(text: &str, from: usize, open: u8, close: u8) -> Option<usize> {
+pub(super) fn closing(text: &str, from: usize, open: u8, close: u8) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut depth = 1;
     let mut i = from;
