@@ -129,6 +129,10 @@ impl Expander<'_> {
     }
 
     fn expand(&self, raw: &str, mode: Mode, depth: usize) -> Option<Vec<Fields>> {
+        // Checked here, before any scan: `${X:-${X:-…}}` nests as deep as the text is long.
+        if depth > MAX_EXPANSION_DEPTH || raw.len() > MAX_WORD_BYTES {
+            return None;
+        }
         let bytes = raw.as_bytes();
         let mut alts = vec![Fields::default()];
         let mut lit = String::new();

@@ -138,7 +138,10 @@ impl Expander<'_> {
                     }
                 }
                 // `${D%/}`, `${D%/*}` (its directory), `${D#*/}`: a pattern cut off an end.
-                _ if op.starts_with(['#', '%']) && text.len() <= MAX_TRIMMED_BYTES => {
+                _ if op.starts_with(['#', '%'])
+                    && text.len() <= MAX_TRIMMED_BYTES
+                    && op.len() <= MAX_TRIMMED_BYTES =>
+                {
                     let from_start = op.starts_with('#');
                     let longest = op.starts_with("##") || op.starts_with("%%");
                     let pattern = &op[if longest { 2 } else { 1 }..];
