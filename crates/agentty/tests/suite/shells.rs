@@ -580,6 +580,19 @@ async fn a_line_is_judged_as_the_line_editor_would_run_it() {
     let result = send("/dev/sdz\u{1}mkfs.ext4 \n").await;
     assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
     server.shell_send(&id, "exit\n").await;
+    // Ctrl+Z is a signal for a busy job, and an editing key at the prompt.
+    let result = send("\u{1a}").await;
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": id, "input": "sleep 30\n", "timeout_ms": 300}),
+    )
+    .await;
+    assert_eq!(s["status"], "running", "{text}");
+    let (text, _) = ok(&server, "shell_send", json!({"id": id, "input": "\u{1a}"})).await;
+    assert!(text.contains("Stopped"), "{text}");
+    server.shell_send(&id, "kill -9 %1\n").await;
     let (text, _) = server.shell_send(&id, "echo typed-after; ls\n").await;
     assert!(text.contains("typed-after"), "{text}");
     assert!(

@@ -22,14 +22,20 @@ pub struct EditingKey {
     pub does: &'static str,
 }
 
-/// The first key of `input` a line editor would edit the line with, if any.
-pub fn editing_key(input: &str) -> Option<EditingKey> {
+/// Ctrl+Z and Ctrl+\: a signal for a running job (stop, quit), which never reaches a line. At
+/// a prompt shells differ (bash drops the line, zsh keeps it): there they are editing keys.
+const JOB_SIGNALS: &[char] = &['\u{1a}', '\u{1c}'];
+
+/// The first key of `input` a line editor would edit the line with, if any; with
+/// `job_signals_pass`, not Ctrl+Z or Ctrl+\ (a busy job in the foreground takes them).
+pub fn editing_key(input: &str, job_signals_pass: bool) -> Option<EditingKey> {
     let code = input.chars().find(|c| {
         c.is_ascii_control()
             && !matches!(
                 c,
                 '\n' | '\r' | '\u{3}' | '\u{4}' | '\u{8}' | '\u{15}' | '\u{7f}'
             )
+            && !(job_signals_pass && JOB_SIGNALS.contains(c))
     })?;
     let name = match code {
         '\t' => "Tab".to_owned(),
@@ -47,6 +53,7 @@ pub fn editing_key(input: &str) -> Option<EditingKey> {
         '\u{b}' | '\u{17}' | '\u{19}' | '\u{14}' => "kills, yanks or moves text",
         '\u{16}' => "inserts the next key as it is",
         '\u{18}' => "starts a command (Ctrl+X Ctrl+E edits the line in an editor)",
+        '\u{1a}' | '\u{1c}' => "drops the line in some shells and not in others",
         _ => "may run an editing command",
     };
     Some(EditingKey { name, code, does })
@@ -64,8 +71,9 @@ pub struct Edited {
 /// The lines `input`, typed after `pending` (typed since the last Enter), completes, and what
 /// stays pending: Enter (`\n`, `\r`, `\r\n`) ends a line; Backspace (DEL, Ctrl+H) deletes the
 /// character before the cursor; Ctrl+U and Ctrl+C drop the line; Ctrl+D adds nothing (at the
-/// end of a line it deletes nothing; on an empty one it ends the shell). Any other key is kept
-/// as typed: it reaches here only when a program, not the line editor, reads it.
+/// end of a line it deletes nothing; on an empty one it ends the shell), nor do Ctrl+Z and
+/// Ctrl+\ (signals for a busy job). Any other key is kept as typed: it reaches here only when
+/// a program, not the line editor, reads it.
 pub fn edit(pending: &str, input: &str) -> Edited {
     let mut line = pending.to_owned();
     let mut completed = Vec::new();
@@ -81,7 +89,8 @@ pub fn edit(pending: &str, input: &str) -> Edited {
             '\u{7f}' | '\u{8}' => {
                 line.pop();
             }
-            '\u{4}' => {}
+            // Ctrl+D, and the job signals (refused at a prompt): nothing lands in the line.
+            '\u{4}' | '\u{1a}' | '\u{1c}' => {}
             key => line.push(key),
         }
     }
@@ -110,24 +119,40 @@ mod tests {
 
     #[test]
     fn editing_keys_are_named() {
-        assert_eq!(editing_key("ls -la\n\u{3}\u{4}\u{7f}\u{8}\u{15}\r"), None);
         assert_eq!(
-            editing_key("x\u{1}y").map(|k| k.name),
+            editing_key("ls -la\n\u{3}\u{4}\u{7f}\u{8}\u{15}\r", false),
+            None
+        );
+        assert_eq!(
+            editing_key("x\u{1}y", false).map(|k| k.name),
             Some("Ctrl+A".into())
         );
         assert_eq!(
-            editing_key("\u{1b}[D").map(|k| k.name),
+            editing_key("\u{1b}[D", false).map(|k| k.name),
             Some("Escape".into())
         );
         assert_eq!(
-            editing_key("git chec\t").map(|k| k.name),
+            editing_key("git chec\t", false).map(|k| k.name),
             Some("Tab".into())
         );
         assert_eq!(
-            editing_key("\u{12}rm").map(|k| k.name),
+            editing_key("\u{12}rm", false).map(|k| k.name),
             Some("Ctrl+R".into())
         );
-        assert_eq!(editing_key("\u{1f}").map(|k| k.name), Some("Ctrl+_".into()));
-        assert_eq!(editing_key("\0").map(|k| k.name), Some("Ctrl+@".into()));
+        assert_eq!(
+            editing_key("\u{1f}", false).map(|k| k.name),
+            Some("Ctrl+_".into())
+        );
+        assert_eq!(
+            editing_key("\0", false).map(|k| k.name),
+            Some("Ctrl+@".into())
+        );
+        let stop = editing_key("\u{1a}", false).map(|k| k.name);
+        assert_eq!(stop.as_deref(), Some("Ctrl+Z"));
+        assert_eq!(editing_key("\u{1a}\u{1c}", true), None);
+        assert_eq!(
+            editing_key("\u{1a}\u{1}", true).map(|k| k.name),
+            Some("Ctrl+A".into())
+        );
     }
 }

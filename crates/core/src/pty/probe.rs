@@ -71,22 +71,39 @@ const LINE_EDITING_SHELLS: &[&str] = &[
     "csh", "rbash", "posh", "busybox",
 ];
 
-/// Whether keys typed now may reach a shell's line editor: the shell `shell` owns the
-/// foreground, or a shell started in it reads the terminal, or the foreground job is busy (what
-/// it does not read waits for whoever reads next, which may be the shell). Not when another
-/// program is blocked reading the terminal (an editor, a pager, a REPL): the keys are its own.
-pub fn keys_reach_line_editor(shell: i32, fg: Option<i32>, tty_path: &str) -> bool {
+/// Who takes keys typed into a shell's terminal now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyReader {
+    /// A shell's line editor: the shell owns the foreground, or a shell started in it reads.
+    LineEditor,
+    /// A foreground job that is busy, not reading: what it does not read waits for whoever
+    /// reads next, which may be the shell. Signal keys (Ctrl+Z) are for the job.
+    Busy,
+    /// A program other than a shell blocked reading the terminal (an editor, a pager, a
+    /// REPL): the keys are its own.
+    Program,
+}
+
+/// Who takes keys typed now into the terminal `tty_path` of the shell `shell`, whose
+/// foreground group is `fg` (see [`KeyReader`]).
+pub fn key_reader(shell: i32, fg: Option<i32>, tty_path: &str) -> KeyReader {
     let Some(fg) = fg else {
-        return true;
+        return KeyReader::LineEditor;
     };
     if fg == shell {
-        return true;
+        return KeyReader::LineEditor;
     }
     let readers: Vec<i32> = descendants(shell)
         .into_iter()
         .filter(|&pid| pgid_of(pid) == Some(fg) && blocked_on_tty(pid, tty_path))
         .collect();
-    readers.is_empty() || readers.iter().any(|&pid| runs_a_shell(pid))
+    if readers.is_empty() {
+        KeyReader::Busy
+    } else if readers.iter().any(|&pid| runs_a_shell(pid)) {
+        KeyReader::LineEditor
+    } else {
+        KeyReader::Program
+    }
 }
 
 /// Whether process `pid` is one of the [`LINE_EDITING_SHELLS`] (a login shell's `-bash` too).

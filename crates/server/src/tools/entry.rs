@@ -123,7 +123,7 @@ pub(crate) fn check_stdin(
     match stdin {
         Some(text) if reads_script() => {
             let script = if typed {
-                if let Some(key) = editing_key(text) {
+                if let Some(key) = editing_key(text, false) {
                     return Err(notice::editing_key_in_stdin(&key));
                 }
                 // What is left without an Enter is read at the end of input too.

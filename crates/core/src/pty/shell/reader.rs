@@ -208,14 +208,13 @@ impl Shell {
         })
     }
 
-    /// Whether keys typed now may reach a shell's line editor rather than a program that reads
-    /// them itself (see [`crate::pty::probe::keys_reach_line_editor`]).
-    pub fn keys_reach_line_editor(&self) -> bool {
+    /// Who takes keys typed now (see [`crate::pty::probe::KeyReader`]).
+    pub fn key_reader(&self) -> crate::pty::probe::KeyReader {
         let Some(master) = self.master() else {
-            return true;
+            return crate::pty::probe::KeyReader::LineEditor;
         };
         let fg = sys::foreground_group(master.raw());
-        crate::pty::probe::keys_reach_line_editor(self.pid, fg, &self.tty_path)
+        crate::pty::probe::key_reader(self.pid, fg, &self.tty_path)
     }
 
     /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
