@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod host;
 pub mod integration;
+pub mod line_editor;
 pub mod once;
 pub mod probe;
 pub mod shell;

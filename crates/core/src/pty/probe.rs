@@ -64,6 +64,56 @@ pub fn input_wait(shell: i32, fg: Option<i32>, tty_path: &str) -> InputWait {
     }
 }
 
+/// Shells whose line editor edits what is typed at their prompt (a shell started in the shell
+/// edits its lines as the shell does).
+const LINE_EDITING_SHELLS: &[&str] = &[
+    "bash", "zsh", "sh", "dash", "ksh", "ksh93", "mksh", "oksh", "ash", "yash", "fish", "tcsh",
+    "csh", "rbash", "posh", "busybox",
+];
+
+/// Who takes keys typed into a shell's terminal now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyReader {
+    /// A shell's line editor: the shell owns the foreground, or a shell started in it reads.
+    LineEditor,
+    /// A foreground job that is busy, not reading: what it does not read waits for whoever
+    /// reads next, which may be the shell. Signal keys (Ctrl+Z) are for the job.
+    Busy,
+    /// A program other than a shell blocked reading the terminal (an editor, a pager, a
+    /// REPL): the keys are its own.
+    Program,
+}
+
+/// Who takes keys typed now into the terminal `tty_path` of the shell `shell`, whose
+/// foreground group is `fg` (see [`KeyReader`]).
+pub fn key_reader(shell: i32, fg: Option<i32>, tty_path: &str) -> KeyReader {
+    let Some(fg) = fg else {
+        return KeyReader::LineEditor;
+    };
+    if fg == shell {
+        return KeyReader::LineEditor;
+    }
+    let readers: Vec<i32> = descendants(shell)
+        .into_iter()
+        .filter(|&pid| pgid_of(pid) == Some(fg) && blocked_on_tty(pid, tty_path))
+        .collect();
+    if readers.is_empty() {
+        KeyReader::Busy
+    } else if readers.iter().any(|&pid| runs_a_shell(pid)) {
+        KeyReader::LineEditor
+    } else {
+        KeyReader::Program
+    }
+}
+
+/// Whether process `pid` is one of the [`LINE_EDITING_SHELLS`] (a login shell's `-bash` too).
+fn runs_a_shell(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| {
+        let name = comm.trim_end().trim_start_matches('-');
+        LINE_EDITING_SHELLS.contains(&name)
+    })
+}
+
 /// Every descendant of `root`, through the kernel's per-thread children lists.
 pub(crate) fn descendants(root: i32) -> Vec<i32> {
     let mut out = Vec::new();

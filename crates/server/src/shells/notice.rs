@@ -19,6 +19,21 @@ pub fn busy(id: &str, timeout_ms: u64) -> String {
     )
 }
 
+/// A `shell_send` holding a key the shell's line editor edits the line with.
+pub fn editing_key(key: &agentty_core::pty::line_editor::EditingKey) -> String {
+    format!(
+        "refused: the input holds {} (\\u{:04x}), which the shell's line editor uses to edit \
+         the line ({}); the guard judges the line as typed, so an edited line could run \
+         something other than what it judged. Nothing was typed. Send the line plainly: its \
+         text, Backspace (\\u007f) or Ctrl+U (\\u0015) to correct it, and \\n to run it. A \
+         program that reads the keyboard itself (vim, less, a REPL) gets such keys while it \
+         waits for them (an empty send waits until it does).",
+        key.name,
+        u32::from(key.code),
+        key.does
+    )
+}
+
 pub fn line_too_long(len: usize, max: usize) -> String {
     format!(
         "the line typed so far would be {len} bytes without an Enter, over the {max} bytes a \
@@ -45,8 +60,8 @@ No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"
 Ctrl+C, \"\\u0004\" Ctrl+D; \"\" types nothing and waits for a command still running. Returns \
 when the command finished (with its exit code and only its output), when the program waits for \
 keyboard input (status awaiting_input: answer with another shell_send), when `wait_for` \
-matches, or at `timeout_ms`; a command still running then keeps running (shell_read reads on, \
-\"\\u0003\" stops it).";
+matches, or at `timeout_ms`; a command still running keeps running (shell_read reads on, \
+\"\\u0003\" stops it). At a prompt, line-editing keys (Ctrl+A, arrows, Tab) are refused.";
 
 pub fn shell_read_description() -> String {
     format!(

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentty_core::jobs::Job;
+use agentty_core::pty::line_editor::editing_key;
+use agentty_core::pty::probe::KeyReader;
 use agentty_core::pty::{
     PtyError, Regex, SEND_TIMEOUT_DEFAULT_MS, SendOutcome, SendRequest, SendStatus, Shell,
 };
@@ -125,12 +127,25 @@ impl Agentty {
     }
 
     /// A typed line is a command line: the guard applies as in `terminal`, judged in the
-    /// directory the shell is in now, whole even when typed over several sends.
+    /// directory the shell is in now, whole even when typed over several sends, and as the
+    /// shell's line editor leaves it.
     #[expect(
         clippy::result_large_err,
         reason = "the error is the tool's answer itself, made once on a failed call"
     )]
     fn judge_typed(&self, send: &Send) -> Result<(), CallToolResult> {
+        // A key the shell's line editor edits with (Ctrl+A, an arrow, Tab) would make it run
+        // another line than the one judged here: refused while the editor may read it. A
+        // program that reads the keyboard itself (vim, less, a REPL) gets every key; a busy
+        // job gets its signal keys (Ctrl+Z).
+        let editing = match send.shell.key_reader() {
+            KeyReader::LineEditor => editing_key(&send.input, false),
+            KeyReader::Busy => editing_key(&send.input, true),
+            KeyReader::Program => None,
+        };
+        if let Some(key) = editing {
+            return Err(tool_error(say::editing_key(&key)));
+        }
         let pending = send.shell.pending_line();
         let Some(line) = crate::tools::entry::completed_lines(&pending, &send.input) else {
             return Ok(());

@@ -208,6 +208,15 @@ impl Shell {
         })
     }
 
+    /// Who takes keys typed now (see [`crate::pty::probe::KeyReader`]).
+    pub fn key_reader(&self) -> crate::pty::probe::KeyReader {
+        let Some(master) = self.master() else {
+            return crate::pty::probe::KeyReader::LineEditor;
+        };
+        let fg = sys::foreground_group(master.raw());
+        crate::pty::probe::key_reader(self.pid, fg, &self.tty_path)
+    }
+
     /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
     /// such as `read`) or what runs in its group (a command substitution), not a program it
     /// started as a job.

@@ -15,21 +15,14 @@ use crate::pty::{LINE_EDITOR_WAIT_MS, PROBE_INTERVAL_MS, PROBE_QUIET_MS, PtyErro
 use super::*;
 
 impl Shell {
-    /// What was typed since the last Enter, Ctrl+C or Ctrl+U.
+    /// What was typed since the last Enter, Ctrl+C or Ctrl+U, Backspace applied.
     pub fn pending_line(&self) -> String {
         lock(&self.typed).clone()
     }
 
-    /// The pending line after typing `input`: Enter (`\n`, `\r`), Ctrl+C and Ctrl+U end it.
+    /// The pending line after typing `input` (see [`crate::pty::line_editor::edit`]).
     fn typed_after(pending: &str, input: &str) -> String {
-        let mut next = pending.to_owned();
-        for c in input.chars() {
-            match c {
-                '\n' | '\r' | '\u{3}' | '\u{15}' => next.clear(),
-                _ => next.push(c),
-            }
-        }
-        next
+        crate::pty::line_editor::edit(pending, input).pending
     }
 
     /// Fails with the length the pending line would have if `input` made it pass `max` bytes.
