@@ -32,10 +32,11 @@ use std::time::{Duration, Instant, SystemTime};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use crate::limits::WATCHDOG_GRACE_MS;
 use crate::runs::{HEARTBEAT_MS, HEARTBEAT_SLACK_MS, Record};
 use crate::spawn::marker::RUN_MARKER_VAR;
+use crate::tree::start_ticks;
 use crate::tree::{ProcStat, all_processes};
-use crate::watchdog::{WATCHDOG_GRACE_MS, start_ticks};
 
 /// SIGKILL rounds (each re-scans `/proc` for late forks) before a sweep gives up.
 const KILL_ROUNDS: usize = 50;

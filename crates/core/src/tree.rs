@@ -514,3 +514,14 @@ fn signal_all(leader: i32, group_is_ours: bool, pids: &[i32], signal: Signal) {
         let _ = kill(Pid::from_raw(pid), signal);
     }
 }
+
+/// When `pid` started, in clock ticks after boot (`/proc/<pid>/stat`): with the pid, it names a
+/// process exactly, and no change of the wall clock moves it.
+pub(crate) fn start_ticks(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.get(stat.rfind(')')? + 2..)?
+        .split_ascii_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}

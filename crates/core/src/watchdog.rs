@@ -46,9 +46,7 @@ use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, signal, sig
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, getpid, getppid, isatty, setpgid};
 
-/// After SIGTERM, how long stopping waits before SIGKILL. Short: the server is gone (or going)
-/// and nobody waits for these processes' output any more.
-pub const WATCHDOG_GRACE_MS: u64 = 500;
+pub use crate::limits::WATCHDOG_GRACE_MS;
 
 /// Pause between two scans.
 const POLL_MS: u64 = 20;
@@ -297,17 +295,6 @@ pub fn stop_children(reap: bool, grace: Duration) -> usize {
     }
 }
 
-/// When `pid` started, in clock ticks after boot (`/proc/<pid>/stat`): with the pid, it names a
-/// process exactly, and no change of the wall clock moves it.
-pub(crate) fn start_ticks(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.get(stat.rfind(')')? + 2..)?
-        .split_ascii_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
-}
-
 /// A name for the session this process starts: `<epoch seconds>-<pid>-<start ticks>`. The
 /// seconds keep names in date order (they name the spill directory); pid and start ticks name
 /// the watchdog exactly, so a later server can tell a dead session's leftovers from a live one's
@@ -317,7 +304,7 @@ pub fn session_name() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let pid = std::process::id();
-    let ticks = start_ticks(pid as i32).unwrap_or(0);
+    let ticks = crate::tree::start_ticks(pid as i32).unwrap_or(0);
     format!("{secs}-{pid}-{ticks}")
 }
 

@@ -155,7 +155,7 @@ impl Agentty {
             .into_iter()
             .map(|a| json!({"id": a.id, "shell": a.shell_id, "what": a.what, "asker": a.asker}))
             .collect();
-        let warnings = self.inner.told.as_json(viewer);
+        let warnings = self.inner.told.as_json(|caller| viewer.sees(caller));
         json!({ "sessions": sessions, "secrets": secrets, "warnings": warnings })
     }
 
