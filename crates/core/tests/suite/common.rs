@@ -27,6 +27,7 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
         confine: None,
+        pass_fd: None,
     }
 }
 
@@ -142,6 +143,7 @@ pub fn spec(program: &str, marker: &str) -> SpawnSpec {
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
         confine: None,
+        pass_fd: None,
     }
 }
 

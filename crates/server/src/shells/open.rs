@@ -90,6 +90,7 @@ impl Agentty {
                 stdin: StdinMode::Null,
                 marker,
                 confine,
+                pass_fd: None,
             },
             cols,
             rows,

@@ -82,6 +82,7 @@ impl Agentty {
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker,
                 confine,
+                pass_fd: None,
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
