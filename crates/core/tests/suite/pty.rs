@@ -28,7 +28,7 @@ async fn open(shells: &Arc<Shells>, program: &str, marker: &str) -> Arc<Shell> {
     shell
 }
 
-async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
+pub(super) async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
     let started = Instant::now();
     let outcome = shell
         .send(SendRequest {
@@ -59,15 +59,15 @@ async fn wait_until_idle(shell: i32) {
 
 /// One shell opened for a test, with its run marker and a scratch directory for the files that
 /// sequence its steps (removed on drop, a failed assertion's unwinding included).
-struct Opened {
+pub(super) struct Opened {
     shells: Arc<Shells>,
-    shell: Arc<Shell>,
+    pub(super) shell: Arc<Shell>,
     marker: String,
     scratch: tempfile::TempDir,
 }
 
 /// Opens `program` as the test's only shell (`s1`).
-async fn open_one(program: &str, name: &str) -> Opened {
+pub(super) async fn open_one(program: &str, name: &str) -> Opened {
     let marker = marker(name);
     let shells = shells(None).await;
     let shell = open(&shells, program, &marker).await;
@@ -86,7 +86,7 @@ impl Opened {
     }
 
     /// Closes the shell and checks that nothing it started is left.
-    async fn close_clean(self) {
+    pub(super) async fn close_clean(self) {
         self.shells.close("s1").await.expect("close");
         assert!(leftovers_after(&self.marker, PROMPT).await.is_empty());
     }
