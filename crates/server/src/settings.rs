@@ -29,3 +29,14 @@ pub struct Settings {
     /// Close a shell unused for this long (`None`: 10 minutes).
     pub shell_idle_ms: Option<u64>,
 }
+
+impl Settings {
+    /// Where a shell's start-up file is written (docs/BEHAVIOUR.md §4): the state dir, which a
+    /// confining server keeps out of its commands' reach.
+    pub fn shell_startup_dir(&self) -> PathBuf {
+        self.spill_root
+            .parent()
+            .unwrap_or(self.spill_root.as_path())
+            .join("shells")
+    }
+}

@@ -7,5 +7,6 @@ mod parse;
 mod raw;
 mod sandbox;
 mod shells;
+mod shells_trust;
 mod tasks;
 mod terminal;

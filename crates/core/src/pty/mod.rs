@@ -11,11 +11,13 @@
 //! guard's dependencies) matches `wait_for`. No PTY crate: see [`sys`].
 
 pub mod capture;
+pub(crate) mod channel;
 pub mod host;
 pub mod integration;
 pub mod once;
 pub mod probe;
 pub mod shell;
+mod startup;
 pub mod styled;
 pub mod sys;
 
@@ -27,8 +29,8 @@ pub use host::{Gone, OpenError, Shells};
 /// `wait_for` patterns: re-exported so callers match with the engine's own regex version.
 pub use regex::Regex;
 pub use shell::{
-    Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen, SecretRefused, SendOutcome,
-    SendRequest, SendStatus, Shell,
+    Activity, Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen, SecretRefused,
+    SendOutcome, SendRequest, SendStatus, Shell,
 };
 pub use styled::{Run, Style, StyledScreen};
 

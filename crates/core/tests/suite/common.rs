@@ -154,6 +154,7 @@ pub fn open_spec(program: &str, marker: &str) -> OpenSpec {
         cols: 80,
         rows: 24,
         output: Arc::new(OutputRing::new(None)),
+        startup_dir: std::env::temp_dir().join("agentty-tests-startup"),
     }
 }
 

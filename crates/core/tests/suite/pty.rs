@@ -13,7 +13,7 @@ use agentty_core::run::RunStatus;
 use super::common::{leftovers_after, marker, open_spec, send_for, spec, text};
 
 /// Generous bound for "returns promptly": never a measure of speed, only of not hanging.
-const PROMPT: Duration = Duration::from_secs(10);
+pub(super) const PROMPT: Duration = Duration::from_secs(10);
 
 async fn shells(idle: Option<Duration>) -> Arc<Shells> {
     agentty_core::init().expect("reaper");
@@ -81,7 +81,7 @@ pub(super) async fn open_one(program: &str, name: &str) -> Opened {
 
 impl Opened {
     /// A path in the scratch directory.
-    fn file(&self, name: &str) -> std::path::PathBuf {
+    pub(super) fn file(&self, name: &str) -> std::path::PathBuf {
         self.scratch.path().join(name)
     }
 
@@ -880,6 +880,13 @@ async fn a_secret_is_refused_while_a_process_outside_the_session_holds_the_termi
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // It could read a command typed at the prompt too: the first is not typed, and the reply
+    // says why; the next, made knowing it, is.
+    let out = send(&t.shell, "true\n").await;
+    assert!(
+        matches!(&out.status, SendStatus::Held { by } if by.contains("outside the shell's session")),
+        "{out:?}"
+    );
     ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));

@@ -142,6 +142,9 @@ pub struct ShellSendResult {
     pub earlier_exit_codes: Vec<i32>,
     /// Bytes of the input the terminal had not taken by the timeout: they were not typed.
     pub untyped_bytes: u64,
+    /// Status running: what runs in the shell (its program, command line and pid); or, when
+    /// nothing was typed, what else could read the terminal.
+    pub running: Option<String>,
 }
 
 /// The screen part of `shell_read`.
@@ -189,7 +192,10 @@ pub struct ShellEntry {
     pub cols: Option<u16>,
     #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub rows: Option<u16>,
+    /// Time since the model last used it (it is closed after a while unused).
     pub idle_ms: Option<u64>,
+    /// What it is doing (open shells): at its prompt, or running a program (named).
+    pub activity: Option<String>,
     pub age_ms: u64,
     pub output_bytes: u64,
 }

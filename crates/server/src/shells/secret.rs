@@ -122,6 +122,7 @@ impl Agentty {
                 sandbox_denied: None,
                 earlier_exit_codes: Vec::new(),
                 untyped_bytes: 0,
+                running: None,
             },
         )
     }

@@ -217,8 +217,9 @@ impl Agentty {
                 SendState::Running,
                 None,
                 None,
-                say::running(elapsed, id, outcome.cursor_next),
+                say::running(elapsed, id, outcome.cursor_next, outcome.running.as_deref()),
             ),
+            SendStatus::Held { by } => (SendState::Running, None, None, say::held(by, id)),
             SendStatus::ShellEnded => {
                 let wait =
                     Duration::from_millis(agentty_core::pty::CLOSE_GRACE_MS + SHELL_EXIT_WAIT_MS);
@@ -288,7 +289,7 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(&said.line);
-        if outcome.untyped > 0 {
+        if outcome.untyped > 0 && !matches!(outcome.status, SendStatus::Held { .. }) {
             text.push('\n');
             text.push_str(&say::untyped(outcome.untyped, &job.id));
         }
@@ -318,6 +319,10 @@ impl Agentty {
                 sandbox_denied,
                 earlier_exit_codes: outcome.ended_before,
                 untyped_bytes: outcome.untyped as u64,
+                running: match &outcome.status {
+                    SendStatus::Held { by } => Some(by.clone()),
+                    _ => outcome.running,
+                },
             },
         )
     }
