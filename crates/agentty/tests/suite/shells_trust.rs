@@ -1,6 +1,6 @@
 //! Results the model can trust (issue 40), through the real binary with its sandbox: a program
 //! in a confined shell cannot end its command in agentty's eyes nor read what the agent types
-//! at an idle prompt.
+//! at an idle prompt, and a password prompt points the model to `secret`.
 
 use serde_json::{Value, json};
 
@@ -87,4 +87,48 @@ async fn a_program_in_a_confined_shell_cannot_pass_for_the_shell() {
     );
     let log = std::fs::read_to_string(dir.join("daemon.log")).unwrap_or_default();
     assert!(!log.contains("ghp_"), "{log}");
+}
+
+/// At a password prompt (echo off) the model is pointed to `secret`, in a shell and from a
+/// one-shot `pty: true` command; a prompt that is no password is answered with `input`.
+#[tokio::test]
+async fn a_password_prompt_points_to_secret() {
+    let server = start().await;
+    let result = server.call("shell_open", json!({})).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let secret = r#"shell_send({"id": "s1", "secret": "#;
+    let (text, s) = send(
+        &server,
+        "python3 -c 'import getpass; getpass.getpass(\"Key: \")'\n",
+        10_000,
+    )
+    .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    assert!(text.contains(secret), "{text}");
+    send(&server, "\u{3}", 10_000).await;
+    // Echo on, but the prompt asks for one: the model is warned off typing it.
+    let (text, s) = send(&server, "python3 -c 'input(\"Enter PIN: \")'\n", 10_000).await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    assert!(text.contains(secret), "{text}");
+    send(&server, "\u{3}", 10_000).await;
+    let (text, s) = send(
+        &server,
+        "python3 -c 'input(\"Continue? [y/N] \")'\n",
+        10_000,
+    )
+    .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    assert!(!text.contains("secret"), "{text}");
+    send(&server, "\u{3}", 10_000).await;
+
+    let (text, _) = server
+        .terminal(json!({
+            "command": "python3 -c 'import getpass; getpass.getpass()'",
+            "pty": true,
+        }))
+        .await;
+    assert!(
+        text.contains("shell_open") && text.contains("\"secret\""),
+        "{text}"
+    );
 }

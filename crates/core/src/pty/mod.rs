@@ -53,6 +53,17 @@ pub fn draws_screen(bytes: &[u8]) -> bool {
         .any(|seq| bytes.windows(seq.len()).any(|w| w == *seq))
 }
 
+/// Whether a prompt reads like a password's: `password` or `passphrase` anywhere, `PIN` as a
+/// word, in any case (`[sudo] password for ann:`, `Enter passphrase for key`, `PIN:`).
+pub fn reads_like_password(prompt: &str) -> bool {
+    let lower = prompt.to_lowercase();
+    lower.contains("password")
+        || lower.contains("passphrase")
+        || lower
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|word| word == "pin")
+}
+
 /// Default terminal width: wide enough that ordinary output does not wrap.
 pub const COLS_DEFAULT: u16 = 120;
 /// Default terminal height.

@@ -212,7 +212,37 @@ pub fn full_screen(id: &str) -> String {
     )
 }
 
-pub fn awaiting_input(prompt: &str, by_shell: bool) -> String {
+/// Whether a program waits for a password, as the awaiting-input line says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asks {
+    /// An ordinary answer.
+    Input,
+    /// A password: a line read with echo off (as `getpass` reads), not by the shell itself.
+    Password,
+    /// A prompt that reads like a password's, but the terminal echoes what is typed.
+    PasswordEchoed,
+}
+
+pub fn awaiting_input(prompt: &str, by_shell: bool, asks: Asks, id: &str) -> String {
+    let secret = format!("shell_send({{\"id\": \"{id}\", \"secret\": \"<what it is>\"}})");
+    match asks {
+        Asks::Password if !by_shell => {
+            return format!(
+                "[awaiting input: the program asks for a password at {prompt:?}. Have the user \
+                 type it: {secret}; never send a password as input. Or send \"\\u0003\" to \
+                 interrupt it]"
+            );
+        }
+        Asks::PasswordEchoed if !by_shell => {
+            return format!(
+                "[awaiting input: the program waits at {prompt:?}, which reads like a password \
+                 prompt, with echo on: what is typed shows in the output. A password is for the \
+                 user to type with {secret}, once a program reads it with echo off; answer with \
+                 shell_send only what may be seen, or send \"\\u0003\" to interrupt it]"
+            );
+        }
+        _ => {}
+    }
     if prompt.is_empty() && !by_shell {
         return "[awaiting input: the program waits for keyboard input (it shows no prompt). \
                 Answer with shell_send (end the line with \\n), send \"\\u0004\" for end of input, \

@@ -208,7 +208,8 @@ impl Agentty {
             }
             SendStatus::AwaitingInput { prompt, by_shell } => {
                 let prompt = say::short_prompt(prompt);
-                let line = say::awaiting_input(&prompt, *by_shell);
+                let asks = asks(&send.shell, &prompt, *by_shell);
+                let line = say::awaiting_input(&prompt, *by_shell, asks, id);
                 (SendState::AwaitingInput, None, Some(prompt), line)
             }
             SendStatus::Matched => (SendState::Matched, None, None, say::matched(elapsed)),
@@ -325,6 +326,21 @@ impl Agentty {
                 },
             },
         )
+    }
+}
+
+/// What the program at a prompt asks for, as the reply words it: a password when it reads a
+/// line with echo off, or when its prompt reads like one; never for the shell's own read (a
+/// `secret` would be refused there: the value would land in a variable the agent reads).
+fn asks(shell: &Shell, prompt: &str, by_shell: bool) -> say::Asks {
+    if by_shell || shell.reads_itself() {
+        say::Asks::Input
+    } else if shell.asks_password() {
+        say::Asks::Password
+    } else if agentty_core::pty::reads_like_password(prompt) {
+        say::Asks::PasswordEchoed
+    } else {
+        say::Asks::Input
     }
 }
 
