@@ -684,10 +684,18 @@ async fn ask_with(shell: &Shell, command: &str) {
     until_it_asks_a_password(shell).await;
 }
 
-/// Waits (bounded) until a program of `shell` asks for a password.
+/// Waits (bounded) until a program of `shell` asks for a password: the terminal reads a line
+/// with echo off, and its foreground is not the shell (after `stty -echo`, the shell holds the
+/// terminal for a moment before the reader starts).
 async fn until_it_asks_a_password(shell: &Shell) {
+    until_asked(shell, true).await;
+}
+
+/// Waits (bounded) until the terminal reads a line with echo off, asked by a program when
+/// `by_program`, else by anyone (the shell's own `read -s`).
+async fn until_asked(shell: &Shell, by_program: bool) {
     let started = Instant::now();
-    while !shell.asks_password() {
+    while !shell.asks_password() || (by_program && shell.reads_itself()) {
         assert!(started.elapsed() < PROMPT, "no password asked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -988,7 +996,8 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
 #[tokio::test]
 async fn a_secret_for_the_shells_own_read_is_refused() {
     let t = open_one("/bin/bash", "secret-own-read").await;
-    ask_with(&t.shell, "read -r -s pw; echo \"${#pw}\"\n").await;
+    send_for(&t.shell, "read -r -s pw; echo \"${#pw}\"\n", 50).await;
+    until_asked(&t.shell, false).await;
     assert!(t.shell.reads_itself());
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::ShellItself));
