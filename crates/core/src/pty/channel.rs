@@ -12,16 +12,15 @@
 //! dropped.
 //!
 //! The server's end is non-blocking and close-on-exec. It is drained when an end marker arrives
-//! (the shell sent the datagram before printing the marker, so it is queued by then) and
-//! whenever it is readable: a program flooding the queue must not hold the shell's own report up
-//! until the next marker. Anything else a datagram can carry is refused: passed fds are closed at
-//! once, truncated datagrams dropped.
+//! (the shell sent the datagram before printing the marker, so it is queued by then) and at each
+//! probe of a waiting send (every 50 ms while output is quiet): a program that fills the queue
+//! makes the shell's own report wait for room (the shell's end blocks), so it holds the prompt
+//! up that long at most while a send waits for it. No task watches it: on every command that
+//! would be one more wake-up. Anything else a datagram can carry is refused: passed fds are
+//! closed at once, truncated datagrams dropped.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
 
 /// The shell's end of its channel, as the shell sees it. High enough to stay out of the way of
 /// what a user redirects (3–9) and of what bash and zsh open for themselves (zsh from 10 up,
@@ -31,9 +30,9 @@ pub const SHELL_CHANNEL_FD: RawFd = 100;
 /// Longest datagram read: `D <seq> <code>` is far shorter; a longer one is no report.
 const DATAGRAM_MAX_BYTES: usize = 64;
 
-/// The server's end, registered with tokio's reactor.
+/// The server's end.
 pub(crate) struct Channel {
-    fd: AsyncFd<OwnedFd>,
+    fd: OwnedFd,
 }
 
 /// A pair: the server's end and the shell's (blocking, close-on-exec until it is installed in
@@ -74,11 +73,7 @@ pub(crate) fn pair() -> io::Result<(Channel, OwnedFd)> {
             return Err(io::Error::last_os_error());
         }
     }
-    // SAFETY: the OwnedFd is open and owned by the AsyncFd until it is dropped, and it always
-    // reports the same raw fd.
-    let fd = unsafe { AsyncFd::register_with_interest(ours, Interest::READABLE) }
-        .map_err(io::Error::from)?;
-    Ok((Channel { fd }, theirs))
+    Ok((Channel { fd: ours }, theirs))
 }
 
 /// One datagram: what it says, and the pid of the process that sent it as the kernel saw it
@@ -89,13 +84,9 @@ pub(crate) struct Datagram<'a> {
 }
 
 impl Channel {
-    /// Waits until a datagram may be there.
-    pub async fn readable(&self) -> io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, OwnedFd>> {
-        self.fd.readable().await
-    }
-
-    /// Calls `each` with every datagram queued now, oldest first.
-    pub fn drain(&self, mut each: impl FnMut(Datagram<'_>)) {
+    /// Calls `each` with the datagrams queued now, oldest first, until none is left or `each`
+    /// returns `false`.
+    pub fn drain(&self, mut each: impl FnMut(Datagram<'_>) -> bool) {
         let mut buf = [0u8; DATAGRAM_MAX_BYTES];
         // Room for the credentials and a few passed fds (which are closed); `u64` for alignment.
         let mut control = [0u64; 16];
@@ -113,7 +104,7 @@ impl Channel {
             // SAFETY: recvmsg writes at most the lengths given into `buf` and `control`.
             let n = unsafe {
                 libc::recvmsg(
-                    self.fd.get_ref().as_raw_fd(),
+                    self.fd.as_raw_fd(),
                     &raw mut msg,
                     libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
                 )
@@ -128,10 +119,13 @@ impl Channel {
                 continue;
             }
             let len = usize::try_from(n).unwrap_or(0).min(buf.len());
-            each(Datagram {
+            let more = each(Datagram {
                 bytes: &buf[..len],
                 sender,
             });
+            if !more {
+                return;
+            }
         }
     }
 }
@@ -198,8 +192,8 @@ mod tests {
     }
 
     /// The kernel stamps each datagram with its sender's pid; fds passed along are not kept.
-    #[tokio::test]
-    async fn each_datagram_carries_its_senders_pid_and_passed_fds_are_closed() {
+    #[test]
+    fn each_datagram_carries_its_senders_pid_and_passed_fds_are_closed() {
         let (channel, theirs) = pair().unwrap();
         let fds_before = std::fs::read_dir("/proc/self/fd").unwrap().count();
         // SAFETY: send on a socket we own, of a buffer we own.
@@ -229,7 +223,10 @@ mod tests {
             assert_eq!(libc::sendmsg(theirs.as_raw_fd(), &msg, 0), 5);
         }
         let mut got = Vec::new();
-        channel.drain(|d| got.push((d.bytes.to_vec(), d.sender)));
+        channel.drain(|d| {
+            got.push((d.bytes.to_vec(), d.sender));
+            true
+        });
         let me = std::process::id().cast_signed();
         assert_eq!(
             got,

@@ -122,14 +122,15 @@ impl Flavor {
 
 /// bash's start-up file, sourced by the bootstrap `PROMPT_COMMAND` at the first prompt (which
 /// it then draws itself). The report goes to the channel before the marker is printed: once
-/// the server reads the marker, the report is queued already. `2>/dev/null` comes first so a
-/// closed channel cannot print an error.
+/// the server reads the marker, the report is queued already. Errors are not silenced: a
+/// channel someone closed (`exec 100>&-`) says so at each prompt, and silencing costs an `open`
+/// per prompt.
 const BASH_STARTUP: &str = r#"export -n PROMPT_COMMAND PS0 PS1 PS2
 __agentty_seq=0
 __agentty_end() {
 	local code=$?
 	__agentty_seq=$((__agentty_seq + 1))
-	printf 'D %s %s' "$__agentty_seq" "$code" 2>/dev/null >&{fd}
+	printf 'D %s %s' "$__agentty_seq" "$code" >&{fd}
 	printf '\033]6973;{nonce};E;%s\007' "$__agentty_seq"
 	return $code
 }
@@ -153,7 +154,7 @@ typeset -gi __agentty_seq=0
 __agentty_end() {
 	local code=$?
 	(( ++__agentty_seq ))
-	print -rn -u {fd} -- "D $__agentty_seq $code" 2>/dev/null
+	print -rn -u {fd} -- "D $__agentty_seq $code"
 	print -rn -- $'\e]6973;{nonce};E;'$__agentty_seq$'\a'
 	printf '%*s\r' $COLUMNS ''
 	return $code

@@ -87,8 +87,7 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
             continue;
         };
         for task in tasks.flatten() {
-            let path = task.path().join("children");
-            let Ok(text) = fs::read_to_string(path) else {
+            let Some(text) = read_small(&task.path().join("children")) else {
                 continue;
             };
             for child in text.split_ascii_whitespace().filter_map(|s| s.parse().ok()) {
@@ -98,6 +97,43 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
         }
     }
     out
+}
+
+/// [`descendants`] of a process with one thread (a shell, agentty's namespace init): its
+/// children are read from its one list, with no look at its thread directory first.
+pub(crate) fn descendants_of_single_threaded(root: i32) -> Vec<i32> {
+    let Some(text) = read_small(std::path::Path::new(&format!(
+        "/proc/{root}/task/{root}/children"
+    ))) else {
+        return Vec::new();
+    };
+    let children: Vec<i32> = text
+        .split_ascii_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let mut out = children.clone();
+    for child in children {
+        out.extend(descendants(child));
+    }
+    out
+}
+
+/// A small `/proc` file in one `read` (the kernel fills a buffer this size at once: a shorter
+/// read is the whole file), without the `stat` `fs::read_to_string` makes to size its buffer:
+/// the probes run on every send. A file of 4 KiB or more is read on to its end.
+pub(crate) fn read_small(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let n = file.read(&mut buf).ok()?;
+    if n == buf.len() {
+        let mut rest = Vec::new();
+        file.read_to_end(&mut rest).ok()?;
+        buf.extend_from_slice(&rest);
+    } else {
+        buf.truncate(n);
+    }
+    String::from_utf8(buf).ok()
 }
 
 /// State letter and process group from a `stat` file's text.
@@ -111,7 +147,10 @@ fn stat(text: &str) -> Option<(char, i32)> {
 }
 
 fn pgid_of(pid: i32) -> Option<i32> {
-    stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|(_, pgid)| pgid)
+    stat(&read_small(std::path::Path::new(&format!(
+        "/proc/{pid}/stat"
+    )))?)
+    .map(|(_, pgid)| pgid)
 }
 
 pub(crate) fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
@@ -134,14 +173,13 @@ pub(crate) fn blocked_on_tty(pid: i32, tty_path: &str) -> bool {
 /// Whether thread `tid` of `pid` sleeps in a call that waits for input on the terminal.
 fn thread_waits_on_tty(pid: i32, tid: &str, tty_path: &str) -> bool {
     let dir = format!("/proc/{pid}/task/{tid}");
-    let sleeping = fs::read_to_string(format!("{dir}/stat"))
-        .ok()
+    let sleeping = read_small(std::path::Path::new(&format!("{dir}/stat")))
         .and_then(|text| stat(&text))
         .is_some_and(|(state, _)| state == 'S');
     if !sleeping {
         return false;
     }
-    let Ok(syscall) = fs::read_to_string(format!("{dir}/syscall")) else {
+    let Some(syscall) = read_small(std::path::Path::new(&format!("{dir}/syscall"))) else {
         // No access to the syscall (a setuid program such as sudo): fall back to the wait
         // channel of the terminal's line discipline, which only a read of a terminal sleeps in.
         return fs::read_to_string(format!("{dir}/wchan"))

@@ -188,7 +188,7 @@ pub struct Shell {
     /// The terminal's file (device and inode), to know it among other processes' fds.
     tty_id: Option<(u64, u64)>,
     /// The server's end of the shell's channel (bash, zsh; see `channel.rs`).
-    channel: Option<Arc<Channel>>,
+    channel: Option<Channel>,
     master: Mutex<Option<Arc<Master>>>,
     live: Mutex<Live>,
     output: Arc<OutputRing>,
@@ -238,7 +238,7 @@ impl Shell {
                     at: SHELL_CHANNEL_FD,
                 });
                 let file = StartupFile::write(&startup_dir, name, &text)?;
-                (Some(Arc::new(channel)), Some(file))
+                (Some(channel), Some(file))
             }
             None => (None, None),
         };
@@ -272,7 +272,7 @@ impl Shell {
             flavor,
             tty_path,
             tty_id,
-            channel: channel.clone(),
+            channel,
             master: Mutex::new(Some(master.clone())),
             live: Mutex::new(Live {
                 scanner: Scanner::new(&nonce),
@@ -302,10 +302,6 @@ impl Shell {
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
-        if let Some(channel) = channel {
-            let weak = Arc::downgrade(&shell);
-            crate::drivers::spawn(stream::channel_loop(weak, channel, stop_rx.clone()));
-        }
         crate::drivers::spawn(stream::read_loop(Arc::downgrade(&shell), master, stop_rx));
         crate::drivers::spawn(stream::watch_exit(Arc::downgrade(&shell), started.exit));
         shell.wait_first_prompt().await?;

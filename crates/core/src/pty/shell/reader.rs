@@ -153,26 +153,36 @@ pub(super) fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
 
 /// Every process agentty started, and their descendants: the children its spawns registered,
 /// the orphans it adopted as subreaper (children of its main thread, where the kernel puts
-/// them), the session namespace's init (which adopts the orphans of confined commands). Found
-/// from these roots rather than through every thread of the server, whose children lists cost
-/// a read each on every send.
-fn agentty_processes() -> Vec<i32> {
+/// them), and what the session namespace's init adopted (the orphans of confined commands; the
+/// init itself is agentty's own and runs nothing else). Found from these roots rather than
+/// through every thread of the server, whose children lists cost a read each on every send;
+/// `shell`, single-threaded, has its one list read directly.
+fn agentty_processes(shell: i32) -> Vec<i32> {
+    use crate::pty::probe::{descendants, descendants_of_single_threaded, read_small};
     let main = std::process::id();
     let mut roots = crate::reaper::spawned();
-    if let Ok(orphans) = std::fs::read_to_string(format!("/proc/{main}/task/{main}/children")) {
-        roots.extend(
-            orphans
-                .split_ascii_whitespace()
-                .filter_map(|s| s.parse::<i32>().ok()),
-        );
-    }
-    roots.extend(crate::namespace::init_pid());
+    let orphans = read_small(std::path::Path::new(&format!(
+        "/proc/{main}/task/{main}/children"
+    )));
+    roots.extend(
+        orphans
+            .iter()
+            .flat_map(|text| text.split_ascii_whitespace())
+            .filter_map(|s| s.parse::<i32>().ok()),
+    );
+    let init = crate::namespace::init_pid();
+    roots.retain(|&pid| Some(pid) != init);
     roots.sort_unstable();
     roots.dedup();
     let mut all = roots.clone();
     for root in roots {
-        all.extend(crate::pty::probe::descendants(root));
+        all.extend(if root == shell {
+            descendants_of_single_threaded(root)
+        } else {
+            descendants(root)
+        });
     }
+    all.extend(init.map(descendants_of_single_threaded).unwrap_or_default());
     all.sort_unstable();
     all.dedup();
     all
@@ -298,7 +308,7 @@ impl Shell {
             let who = fg.map_or_else(|| "no process group".to_owned(), named);
             return Some(format!("the terminal's foreground is {who}, not the shell"));
         }
-        agentty_processes()
+        agentty_processes(self.pid)
             .into_iter()
             .filter(|&pid| pid != self.pid)
             .find_map(|pid| {

@@ -335,6 +335,11 @@ impl Shell {
 
     /// Checks whether someone in the foreground waits for the keyboard.
     fn probe(&self, any_output: bool) -> Option<SendStatus> {
+        if let Some(channel) = &self.channel {
+            // A program filling the channel holds the shell's report (and prompt) up: make room.
+            let mut live = lock(&self.live);
+            super::stream::take_reports(channel, self.pid, &mut live.reports);
+        }
         let master = self.master()?;
         if sys::unread_output(master.raw()) > 0 {
             return None; // output is still in flight: not quiet after all

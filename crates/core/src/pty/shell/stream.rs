@@ -34,7 +34,7 @@ impl Shell {
             &mut live.held_told,
         );
         let output = &self.output;
-        let (channel, pid, hooks) = (self.channel.as_deref(), self.pid, self.flavor.has_hooks());
+        let (channel, pid, hooks) = (self.channel.as_ref(), self.pid, self.flavor.has_hooks());
         live.scanner.scan(chunk, |piece| match piece {
             Piece::Bytes(bytes) => {
                 screen.process(bytes);
@@ -151,34 +151,20 @@ pub(super) async fn watch_exit(shell: Weak<Shell>, mut exit: crate::reaper::Exit
     shell.record_end(status);
 }
 
-/// Takes the shell's reports off its channel whenever one is queued, so a program that floods
-/// the channel cannot hold the shell's own report (and with it the shell) up until the next
-/// end marker arrives. Ends with the reader.
-pub(super) async fn channel_loop(
-    shell: Weak<Shell>,
-    channel: Arc<Channel>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        let ready = tokio::select! {
-            ready = channel.readable() => ready,
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        let Ok(mut ready) = ready else {
-            return;
-        };
-        let Some(shell) = shell.upgrade() else {
-            return;
-        };
-        take_reports(&channel, shell.pid, &mut lock(&shell.live).reports);
-        drop(shell);
-        ready.clear_ready();
-    }
-}
-
 /// Moves the reports queued on `channel` into `reports`: only those the kernel says the shell
 /// itself (`shell`) sent; any other process's is dropped.
-fn take_reports(channel: &Channel, shell: i32, reports: &mut VecDeque<(u64, i32)>) {
+pub(super) fn take_reports(channel: &Channel, shell: i32, reports: &mut VecDeque<(u64, i32)>) {
+    take_reports_until(channel, shell, reports, None);
+}
+
+/// [`take_reports`], stopping once the report numbered `until` is taken (the one an end marker
+/// waits for: the rest stays queued, a `recvmsg` fewer per command).
+fn take_reports_until(
+    channel: &Channel,
+    shell: i32,
+    reports: &mut VecDeque<(u64, i32)>,
+    until: Option<u64>,
+) {
     channel.drain(
         |datagram| match (datagram.sender, channel::parse_end(datagram.bytes)) {
             (Some(sender), Some(report)) if sender == shell => {
@@ -186,6 +172,7 @@ fn take_reports(channel: &Channel, shell: i32, reports: &mut VecDeque<(u64, i32)
                 if reports.len() > REPORTS_MAX {
                     reports.pop_front();
                 }
+                until != Some(report.0)
             }
             (sender, _) => {
                 tracing::debug!(
@@ -193,6 +180,7 @@ fn take_reports(channel: &Channel, shell: i32, reports: &mut VecDeque<(u64, i32)
                     ?sender,
                     "ignored a report on a shell's channel that the shell did not send"
                 );
+                true
             }
         },
     );
@@ -207,8 +195,10 @@ fn confirmed_end(
     reports: &mut VecDeque<(u64, i32)>,
     seq: u64,
 ) -> Option<i32> {
-    if let Some(channel) = channel {
-        take_reports(channel, shell, reports);
+    if let Some(channel) = channel
+        && !reports.iter().any(|&(n, _)| n == seq)
+    {
+        take_reports_until(channel, shell, reports, Some(seq));
     }
     let at = reports.iter().position(|&(n, _)| n == seq);
     let Some(at) = at else {
