@@ -274,6 +274,22 @@ pub fn shows_denial_symptom(output: &str, plan: &Plan) -> bool {
     })
 }
 
+/// Whether `output` shows a tracer or profiler refused by the sandbox's filter (`seccomp.rs`:
+/// `ptrace`, `perf_event_open` on another process): `strace: attach: ptrace(PTRACE_SEIZE, 12):
+/// Operation not permitted`, gdb's `ptrace: Operation not permitted.`, perf's `Access to
+/// performance monitoring and observability operations is limited`. The program says EPERM and
+/// nothing of why; the model is told once (`server/src/confinement/notice.rs`).
+pub fn shows_trace_refusal(output: &str, plan: &Plan) -> bool {
+    if !plan.confines() {
+        return false;
+    }
+    output.lines().rev().take(SCAN_TAIL_LINES).any(|line| {
+        let lower = line.to_ascii_lowercase();
+        (lower.contains("ptrace") && lower.contains("operation not permitted"))
+            || lower.contains("access to performance monitoring and observability operations")
+    })
+}
+
 /// `npm error path /home/u/.npm`, `npm ERR! path /x`: a path given on a line of its own.
 fn path_field(line: &str) -> Option<&str> {
     let mut words = line.split_whitespace();

@@ -306,3 +306,30 @@ fn symlink_out_of_the_workspace_is_blamed() {
         })
     );
 }
+
+#[test]
+fn a_refused_tracer_or_profiler_is_recognised() {
+    let ws = tempfile::tempdir().unwrap();
+    let p = plan(Mode::Default, ws.path());
+    for refused in [
+        "strace: attach: ptrace(PTRACE_SEIZE, 42): Operation not permitted",
+        "strace: test_ptrace_get_syscall_info: PTRACE_TRACEME: Operation not permitted",
+        "Attaching to process 42\nptrace: Operation not permitted.",
+        "Error:\nAccess to performance monitoring and observability operations is limited.",
+    ] {
+        assert!(shows_trace_refusal(refused, &p), "{refused}");
+    }
+    for ordinary in [
+        "rm: cannot remove 'x': Operation not permitted",
+        "ptrace-tools 1.2 installed",
+        "",
+    ] {
+        assert!(!shows_trace_refusal(ordinary, &p), "{ordinary}");
+    }
+    // Unconfined (auto mode), nothing refuses it: nothing to tell.
+    let auto = plan(Mode::Auto, ws.path());
+    assert!(!shows_trace_refusal(
+        "ptrace: Operation not permitted.",
+        &auto
+    ));
+}

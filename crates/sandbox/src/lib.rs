@@ -33,7 +33,7 @@ mod terminals;
 
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
-pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom};
+pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom, shows_trace_refusal};
 pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;
 pub use mode::{Mode, ParseModeError, Policy};
