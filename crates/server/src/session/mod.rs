@@ -173,6 +173,9 @@ pub(crate) struct Session {
     pub(crate) ended: AtomicBool,
     /// Tasks (the tasks extension) made of this session's jobs.
     pub(crate) tasks: TaskIndex,
+    /// The secrets the user entered in this session's shells, masked in all its commands'
+    /// output from then on (docs/BEHAVIOUR.md §4 *Secrets*).
+    pub(crate) masks: Arc<agentty_core::mask::Masks>,
 }
 
 impl Session {
@@ -190,6 +193,7 @@ impl Session {
             client_can_ask: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             tasks: TaskIndex::default(),
+            masks: Arc::default(),
         }
     }
 }

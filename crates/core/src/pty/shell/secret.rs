@@ -154,6 +154,10 @@ impl Shell {
             .discard_input()
             .map_err(|_| SecretRefused::Closed)?;
         lock(&self.typed).clear();
+        // Masked before it can come back out (a program that echoes it).
+        if let Some(masks) = &self.masks {
+            masks.add(secret);
+        }
         typing.owed_here = self.owe_prompt_for_secret();
         let bound = Instant::now() + bound;
         let read = self
