@@ -206,6 +206,9 @@ pub struct Shell {
     rows: AtomicU16,
     /// The secrets masked in its output (the session's): a secret typed here joins them.
     masks: Option<Arc<crate::mask::Masks>>,
+    /// The process group that last read a secret here: while it lives, it is not stopped by a
+    /// key the model types (`secret.rs`).
+    sealed: Mutex<Option<i32>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -303,6 +306,7 @@ impl Shell {
             cols: AtomicU16::new(cols),
             rows: AtomicU16::new(rows),
             masks,
+            sealed: Mutex::new(None),
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
