@@ -1,4 +1,5 @@
-//! Linux backend: a Landlock ruleset that handles write rights only.
+//! Linux backend: a Landlock ruleset that handles write rights, and `ReadFile` where some path is
+//! kept from reads (`unreadable.rs` says which rules that takes).
 //!
 //! Split in two on purpose. `build_ruleset` runs in the parent, before any fork, and may allocate,
 //! open paths and fail with a `SandboxError`. `restrict_self` runs in the forked child of a
@@ -19,6 +20,7 @@ use landlock::{
 
 use crate::error::SandboxError;
 use crate::plan::Writable;
+use crate::unreadable::ReadRules;
 
 /// The newest ABI whose *write* rights we handle. ABI 2 adds REFER (links and renames across
 /// directories), ABI 3 TRUNCATE. Later write-ish rights are left alone on purpose: IOCTL_DEV
@@ -44,10 +46,22 @@ pub fn kernel_abi() -> Option<u32> {
     u32::try_from(v).ok().filter(|&abi| abi > 0)
 }
 
-/// Builds the ruleset for `writable` and returns its fd, or `None` if the kernel turned out not to
-/// support Landlock after all (the crate's best-effort mode then yields no fd).
-pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxError> {
-    let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI);
+/// Builds the ruleset for `writable`, and `reads` when some path is kept from reads, and returns
+/// its fd, or `None` if the kernel turned out not to support Landlock after all (the crate's
+/// best-effort mode then yields no fd).
+pub fn build_ruleset(
+    writable: &[Writable],
+    reads: Option<&ReadRules>,
+) -> Result<Option<OwnedFd>, SandboxError> {
+    // Reading a file is handled only when something is hidden: then it is granted beneath each
+    // read rule and in the writable set, which stays readable. Listing a directory is never
+    // handled (see `unreadable.rs`).
+    let read: BitFlags<AccessFs> = if reads.is_some() {
+        AccessFs::ReadFile.into()
+    } else {
+        BitFlags::EMPTY
+    };
+    let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI) | read;
     // Device nodes are never granted, anywhere: as root, `mknod` in the workspace would make a
     // node for any device (/dev/kmsg, a disk) and write through it, past every path rule.
     let granted = handled & !(AccessFs::MakeChar | AccessFs::MakeBlock);
@@ -88,6 +102,10 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
         let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
         let rights = if is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
+    }
+    // `ReadFile` is valid on a file's rule as on a directory's.
+    for fd in reads.map_or(&[][..], |r| r.grants.as_slice()) {
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, AccessFs::ReadFile))?;
     }
     Ok(ruleset.into())
 }

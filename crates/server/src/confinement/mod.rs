@@ -295,7 +295,7 @@ impl Confinement {
         let sentence = denial.notice(self.plan.mode());
         Some(match denial.op {
             Op::Write => Refused::Write(format!("{sentence} {}", denial_retry(retry))),
-            Op::Read => Refused::Read(sentence),
+            Op::Read | Op::Hidden(_) => Refused::Read(sentence),
         })
     }
 }
