@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     confinement: Confinement,
     /// This process's session name (`watchdog::session_name`): run markers start with it.
     pub(crate) session: String,
+    /// This server's spill directory, `<spill root>/<session>`: each session's is in it.
+    spill_dir: std::path::PathBuf,
     /// Every session state of this process, found again by HTTP id, caller or liveness.
     pub(crate) registry: Registry,
     /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
@@ -61,17 +63,48 @@ pub(crate) struct Shared {
     pub(crate) sealer: Arc<Sealer>,
 }
 
+/// What this server's confined commands may not read: what the settings hide, save this
+/// server's own spill directory (made now, so a rule can be bound to it: results tell the model
+/// to read its spill files), opened as the commands see it (in the session's mount namespace,
+/// whose `/proc` is its own).
+fn unreadable(settings: &Settings, spill_dir: &std::path::Path) -> agentty_sandbox::Unreadable {
+    let mut unreadable = settings.unreadable.clone();
+    if !unreadable.is_empty() {
+        match agentty_core::ensure_private_dir(spill_dir) {
+            Ok(()) => unreadable.readable.push(spill_dir.to_path_buf()),
+            Err(e) => tracing::warn!(
+                "cannot make the spill directory {}: {e}; spill files will not be readable by \
+                 commands",
+                spill_dir.display()
+            ),
+        }
+        unreadable.seen_from = agentty_core::namespace::init_pid()
+            .map(|pid| std::path::PathBuf::from(format!("/proc/{pid}/root")));
+    }
+    unreadable
+}
+
+impl Drop for Shared {
+    /// This server's spill directory goes once its sessions' have (best effort: a session
+    /// directory still there keeps it).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.spill_dir);
+    }
+}
+
 impl Agentty {
     /// One session's server. Fails only when the workspace roots are unusable.
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
         let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
+        let spill_dir = settings.spill_root.join(&session);
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
             settings.network,
             &workspace,
             &settings.protected,
+            unreadable(&settings, &spill_dir),
         );
         let roots: Vec<std::path::PathBuf> =
             workspace.writable_roots().map(ToOwned::to_owned).collect();
@@ -85,6 +118,7 @@ impl Agentty {
             workspace,
             confinement,
             session,
+            spill_dir,
             registry: Registry::default(),
             early_cancels: Arc::default(),
             planted,
@@ -137,6 +171,11 @@ impl Agentty {
         self.inner.confinement.line(false)
     }
 
+    /// `doctor`'s lines on what confined commands may not read.
+    pub fn unreadable_report(&self) -> String {
+        agentty_sandbox::notice::unreadable_report(self.inner.confinement.plan())
+    }
+
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
     }
@@ -147,8 +186,11 @@ impl Agentty {
             // Listed for `end_all_sessions` once it has something to end.
             self.inner.registry.note_live(&self.session);
         }
-        self.session
-            .state(&self.inner.settings, self.inner.registry.handle_grace())
+        self.session.state(
+            &self.inner.settings,
+            &self.inner.spill_dir,
+            self.inner.registry.handle_grace(),
+        )
     }
 
     /// What the model is told of a new job's life where handles are unguessable (callers

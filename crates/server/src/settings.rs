@@ -13,7 +13,8 @@ pub struct Settings {
     pub workspace: PathBuf,
     /// Shell for `command`.
     pub shell: PathBuf,
-    /// Root of spill directories (`<state dir>/spill`).
+    /// Root of spill directories (`<state dir>/spill`); this server's are in
+    /// `<spill root>/<its session name>/`.
     pub spill_root: PathBuf,
     pub default_timeout_ms: u64,
     /// Extra writable roots (`--add-dir`), inside the workspace boundary too.
@@ -31,4 +32,7 @@ pub struct Settings {
     /// The paths that run code later, found at start: read-only to confined commands where the
     /// session's mount namespace exists, watched everywhere (docs/BEHAVIOUR.md §5).
     pub protected: agentty_sandbox::Protected,
+    /// What confined commands may not read: the state dir, the token file, `deny_read`
+    /// (docs/BEHAVIOUR.md §5). The server adds its own spill directory as readable.
+    pub unreadable: agentty_sandbox::Unreadable,
 }

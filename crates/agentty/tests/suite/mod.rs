@@ -10,3 +10,4 @@ mod sandbox;
 mod shells;
 mod tasks;
 mod terminal;
+mod unreadable;

@@ -1,16 +1,20 @@
 //! The sandbox of one session (docs/BEHAVIOUR.md §5), decided once: the plan and the prepared kernel objects,
 //! plus the per-call choice between that and a one-time escalated (unconfined) run.
 //!
-//! The Landlock ruleset (and the seccomp filter) are built once per session; each confined
+//! The Landlock ruleset (and the seccomp filter) are built once per server; each confined
 //! child applies them to itself between clone and exec, so confinement costs two or three
-//! system calls per command, and a command keeps its own pid and process group.
+//! system calls per command, and a command keeps its own pid and process group. Where paths are
+//! kept from reads, each call asks for the ruleset as of now (`Prepared::ruleset_now`: an
+//! `lstat` of each directory above a hidden path, and the rules made again when one changed),
+//! and its command applies that one.
 
 use std::sync::Arc;
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
 use agentty_sandbox::{
-    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Stand, detect_denial,
+    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Ruleset, Stand, Unreadable,
+    detect_denial,
 };
 
 use notice::{Retry, denial_retry};
@@ -27,6 +31,28 @@ impl Confine for PreparedConfine {
 
     fn apply_shared(&self) -> std::io::Result<()> {
         self.0.apply_shared()
+    }
+}
+
+/// One command's confinement: the server's, with the Landlock ruleset current when the call
+/// came. Its children go to the server's launchers (same shared part, same key).
+struct CallConfine {
+    shared: Arc<PreparedConfine>,
+    ruleset: Option<Ruleset>,
+}
+
+impl Confine for CallConfine {
+    fn apply_own(&self) -> std::io::Result<()> {
+        self.ruleset.as_ref().map_or(Ok(()), Ruleset::apply)
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        self.shared.0.apply_shared()
+    }
+
+    /// The server's confinement, which `shared` keeps alive.
+    fn shared_key(&self) -> usize {
+        Arc::as_ptr(&self.shared).cast::<()>() as usize
     }
 }
 
@@ -56,7 +82,9 @@ pub struct Confinement {
     git_dirs: Vec<std::path::PathBuf>,
     /// What each confined child applies to itself. `Ok(None)`: nothing to confine (auto
     /// mode, switched off, no backend).
-    confine: Result<Option<Arc<dyn Confine>>, String>,
+    confine: Result<Option<Arc<PreparedConfine>>, String>,
+    /// What the `[sandbox]` line says of the paths kept from reads, made once.
+    unreadable_line: String,
     /// The paths that run code later (docs/BEHAVIOUR.md §5), and whether they are read-only.
     protection: Protection,
 }
@@ -172,6 +200,7 @@ impl Confinement {
         network: bool,
         workspace: &Workspace,
         protected: &Protected,
+        unreadable: Unreadable,
     ) -> Self {
         let policy = Policy {
             mode,
@@ -179,14 +208,14 @@ impl Confinement {
             enabled,
             network,
         };
-        let plan = Plan::new(&policy);
+        let plan = Plan::new(&policy).hide(unreadable);
         let mut enforcement = plan.enforcement();
         let confine = match plan.prepare() {
             Ok(prepared) => {
                 enforcement = prepared.enforcement();
                 if enforcement.confines() || enforcement.network_off == Some(true) {
                     let confine = Arc::new(PreparedConfine(prepared));
-                    try_confine(&confine).map(|()| Some(confine as Arc<dyn Confine>))
+                    try_confine(&confine).map(|()| Some(confine))
                 } else {
                     Ok(None)
                 }
@@ -197,6 +226,11 @@ impl Confinement {
             tracing::error!("{e}");
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let unreadable_line = if enforcement.confines() {
+            agentty_sandbox::notice::unreadable_line(&plan, home.as_deref())
+        } else {
+            String::new()
+        };
         let broad_root = (mode == Mode::Default)
             .then(|| {
                 workspace
@@ -225,6 +259,7 @@ impl Confinement {
             broad_root,
             git_dirs,
             confine,
+            unreadable_line,
             protection,
         }
     }
@@ -244,7 +279,15 @@ impl Confinement {
         if escalated {
             return Ok(None);
         }
-        self.confine.clone()
+        let Some(shared) = self.confine.clone()? else {
+            return Ok(None);
+        };
+        let now = shared.0.ruleset_now();
+        if let Some(e) = &now.failed {
+            tracing::warn!("{e}; confined commands keep the read rules made before");
+        }
+        let ruleset = now.ruleset().cloned();
+        Ok(Some(Arc::new(CallConfine { shared, ruleset })))
     }
 
     /// The one line every result carries.
@@ -256,6 +299,7 @@ impl Confinement {
         if self.enforcement.confines() && !self.git_dirs.is_empty() {
             line = notice::git_dirs_writable(&line, &self.git_dirs);
         }
+        line.push_str(&self.unreadable_line);
         line.push_str(&self.protection.line);
         match &self.broad_root {
             Some(root) if self.enforcement.confines() => notice::broad_root(&line, root),
