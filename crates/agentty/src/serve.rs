@@ -30,6 +30,7 @@ Ctrl+C ends it.";
 /// Serves until the client, or a signal, ends it; by then every session's jobs are stopped,
 /// and what they left goes before this returns.
 pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
+    keep_inherited_fds_from_commands();
     let mut settings = config::resolve(flags)?;
     let http_options = http_flags.options(flags, &settings)?;
     // Read (or made) now, so the file can be hidden from confined commands below.
@@ -130,6 +131,23 @@ impl Runs {
     /// The directory, when the session's runs are recorded in it.
     fn recorded(&self) -> Option<&Path> {
         self.recorded.then_some(&*self.dir)
+    }
+}
+
+/// Marks every file descriptor this process was started with, beyond stdio, close-on-exec: a
+/// host (or a shell, a test harness) that leaks one to its MCP server would otherwise hand it to
+/// every command, confined or not, past every path rule (a read end of the host's own pipe, a
+/// file it had open). What the server opens itself is close-on-exec already.
+fn keep_inherited_fds_from_commands() {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC closes nothing; it sets a flag on this
+    // process's own fds.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
     }
 }
 

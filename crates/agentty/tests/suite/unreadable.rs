@@ -183,6 +183,10 @@ async fn keys_and_secrets_are_unreadable(who: Who) {
         ))
         .await;
     assert!(!text.contains(&token), "{who:?}: {text}");
+    // Only the command's own stdio, and the directory `ls` reads: nothing inherited, not even
+    // what the server's own parent leaked to it (a harness or host may start it with more).
+    let (text, structured) = s.run("ls /proc/self/fd").await;
+    assert_eq!(structured["stdout"], "0\n1\n2\n3\n", "{who:?}: {text}");
     ordinary_work_still_reads(&s).await;
 }
 
