@@ -401,11 +401,14 @@ pub fn prune(root: &Path, retention: Duration) -> usize {
             continue;
         }
         // A server's directory changes only when a session's is made or removed in it; its
-        // sessions' own directories say whether it is still at work.
+        // sessions' own directories (changed by each file made in them) say whether it is still
+        // at work. Files (an older agentty's session directory holds its spill files) do not.
         let inner_old = fs::read_dir(entry.path()).is_ok_and(|inner| {
-            inner
-                .flatten()
-                .all(|e| e.path().symlink_metadata().is_ok_and(|m| old(&m)))
+            inner.flatten().all(|e| {
+                e.path()
+                    .symlink_metadata()
+                    .is_ok_and(|m| !m.is_dir() || old(&m))
+            })
         });
         if inner_old && fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
