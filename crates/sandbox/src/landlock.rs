@@ -1,5 +1,5 @@
-//! Linux backend: a Landlock ruleset that handles write rights, and `ReadFile` where some path is
-//! kept from reads (`unreadable.rs` says which rules that takes).
+//! Linux backend: a Landlock ruleset that handles write rights, and, where some path is kept
+//! from reads, a second one that handles `ReadFile` (`unreadable.rs` says which rules it takes).
 //!
 //! Split in two on purpose. `build_ruleset` runs in the parent, before any fork, and may allocate,
 //! open paths and fail with a `SandboxError`. `restrict_self` runs in the forked child of a
@@ -46,22 +46,10 @@ pub fn kernel_abi() -> Option<u32> {
     u32::try_from(v).ok().filter(|&abi| abi > 0)
 }
 
-/// Builds the ruleset for `writable`, and `reads` when some path is kept from reads, and returns
-/// its fd, or `None` if the kernel turned out not to support Landlock after all (the crate's
-/// best-effort mode then yields no fd).
-pub fn build_ruleset(
-    writable: &[Writable],
-    reads: Option<&ReadRules>,
-) -> Result<Option<OwnedFd>, SandboxError> {
-    // Reading a file is handled only when something is hidden: then it is granted beneath each
-    // read rule and in the writable set, which stays readable. Listing a directory is never
-    // handled (see `unreadable.rs`).
-    let read: BitFlags<AccessFs> = if reads.is_some() {
-        AccessFs::ReadFile.into()
-    } else {
-        BitFlags::EMPTY
-    };
-    let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI) | read;
+/// Builds the ruleset for `writable` and returns its fd, or `None` if the kernel turned out not to
+/// support Landlock after all (the crate's best-effort mode then yields no fd).
+pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxError> {
+    let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI);
     // Device nodes are never granted, anywhere: as root, `mknod` in the workspace would make a
     // node for any device (/dev/kmsg, a disk) and write through it, past every path rule.
     let granted = handled & !(AccessFs::MakeChar | AccessFs::MakeBlock);
@@ -76,38 +64,60 @@ pub fn build_ruleset(
         .scope(Scope::Signal | Scope::AbstractUnixSocket)?
         .create()?;
     for w in writable {
-        let fd = match PathFd::new(&w.path) {
-            Ok(fd) => fd,
-            // Vanished since the plan was made: nothing there to write, and its parent is not
-            // writable unless covered by another rule.
-            Err(PathFdError::OpenCall { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                continue;
-            }
-            Err(PathFdError::OpenCall { source, .. }) => {
-                return Err(SandboxError::OpenPath {
-                    path: w.path.clone(),
-                    source,
-                });
-            }
-            Err(other) => {
-                let source = std::io::Error::other(other.to_string());
-                return Err(SandboxError::OpenPath {
-                    path: w.path.clone(),
-                    source,
-                });
-            }
+        let Some(fd) = open_writable(w)? else {
+            continue;
         };
         let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
         let rights = if is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
     }
+    Ok(ruleset.into())
+}
+
+/// Builds the ruleset of reads where some path is kept from them: it handles `ReadFile` only
+/// (listing a directory is never handled, see `unreadable.rs`), granted beneath each of `reads`'
+/// rules and in the writable set, which stays readable. No scope: it is a layer of its own,
+/// shared by the commands of one spawning thread, under each command's own (writes, scopes).
+pub fn build_reads(
+    writable: &[Writable],
+    reads: &ReadRules,
+) -> Result<Option<OwnedFd>, SandboxError> {
+    let read = AccessFs::ReadFile;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(read)?
+        .create()?;
+    for w in writable {
+        if let Some(fd) = open_writable(w)? {
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
+        }
+    }
     // `ReadFile` is valid on a file's rule as on a directory's.
-    for fd in reads.map_or(&[][..], |r| r.grants.as_slice()) {
-        ruleset = ruleset.add_rule(PathBeneath::new(fd, AccessFs::ReadFile))?;
+    for fd in &reads.grants {
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
     }
     Ok(ruleset.into())
+}
+
+/// A writable path opened to anchor a rule; `None` when it vanished since the plan was made
+/// (nothing there to write, and its parent is not writable unless covered by another rule).
+fn open_writable(w: &Writable) -> Result<Option<PathFd>, SandboxError> {
+    match PathFd::new(&w.path) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(PathFdError::OpenCall { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(PathFdError::OpenCall { source, .. }) => Err(SandboxError::OpenPath {
+            path: w.path.clone(),
+            source,
+        }),
+        Err(other) => Err(SandboxError::OpenPath {
+            path: w.path.clone(),
+            source: std::io::Error::other(other.to_string()),
+        }),
+    }
 }
 
 /// Restricts the calling (single-threaded, forked) process with the ruleset `fd`.

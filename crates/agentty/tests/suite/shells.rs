@@ -396,7 +396,12 @@ async fn a_shell_exiting_during_a_send_is_reported_ended_at_once() {
 async fn shell_read_says_when_the_full_output_could_not_be_saved() {
     let server = start().await;
     let spill = server.state.path().join("spill");
-    let own = std::fs::read_dir(&spill).unwrap().next().unwrap().unwrap().path();
+    let own = std::fs::read_dir(&spill)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     std::fs::remove_dir(&own).unwrap();
     std::fs::write(&own, "not a directory").unwrap();
     let id = server.open_shell().await;

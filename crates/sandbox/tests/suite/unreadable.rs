@@ -89,18 +89,24 @@ fn a_hidden_path_cannot_be_read_by_any_route_and_the_rest_can() {
     ));
 }
 
-/// Runs `script` under the ruleset `prepared` gives for a command starting now.
+/// Runs `script` under the reads' ruleset `prepared` gives for a command starting now.
 fn sh_now(prepared: &Arc<Prepared>, cwd: &Path, script: &str) -> Output {
-    let now = prepared.ruleset_now();
+    let now = prepared.reads_now();
     assert!(now.failed.is_none(), "{:?}", now.failed);
-    let ruleset = now.ruleset().cloned().unwrap();
-    let shared = Arc::clone(prepared);
+    let reads = now.ruleset().cloned().unwrap();
+    let p = Arc::clone(prepared);
     let mut cmd = Command::new("/bin/sh");
     cmd.args(["-c", script])
         .current_dir(cwd)
         .stdin(Stdio::null());
-    // SAFETY: apply and apply_shared make only raw syscalls on data prepared before the fork.
-    unsafe { cmd.pre_exec(move || ruleset.apply().and_then(|()| shared.apply_shared())) };
+    // SAFETY: apply_own and apply_shared_with make only raw syscalls on data prepared before
+    // the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            p.apply_own()
+                .and_then(|()| p.apply_shared_with(Some(&reads)))
+        })
+    };
     cmd.output().unwrap()
 }
 

@@ -4,9 +4,9 @@
 //! The Landlock ruleset (and the seccomp filter) are built once per server; each confined
 //! child applies them to itself between clone and exec, so confinement costs two or three
 //! system calls per command, and a command keeps its own pid and process group. Where paths are
-//! kept from reads, each call asks for the ruleset as of now (`Prepared::ruleset_now`: an
-//! `lstat` of each directory above a hidden path, and the rules made again when one changed),
-//! and its command applies that one.
+//! kept from reads, each call asks for the reads' ruleset as of now (`Prepared::reads_now`: an
+//! `lstat` of each directory above a hidden path, and the rules made again when one changed);
+//! the launchers that clone its command have applied that one to themselves.
 
 use std::sync::Arc;
 
@@ -34,25 +34,29 @@ impl Confine for PreparedConfine {
     }
 }
 
-/// One command's confinement: the server's, with the Landlock ruleset current when the call
-/// came. Its children go to the server's launchers (same shared part, same key).
+/// One command's confinement: the server's, with the reads' ruleset current when the call came
+/// (where paths are kept from reads). The reads' ruleset is part of what a launcher applies to
+/// itself once, so its key is the launchers': a ruleset made again gets launchers of its own.
 struct CallConfine {
     shared: Arc<PreparedConfine>,
-    ruleset: Option<Ruleset>,
+    reads: Option<Ruleset>,
 }
 
 impl Confine for CallConfine {
     fn apply_own(&self) -> std::io::Result<()> {
-        self.ruleset.as_ref().map_or(Ok(()), Ruleset::apply)
+        self.shared.0.apply_own()
     }
 
     fn apply_shared(&self) -> std::io::Result<()> {
-        self.shared.0.apply_shared()
+        self.shared.0.apply_shared_with(self.reads.as_ref())
     }
 
-    /// The server's confinement, which `shared` keeps alive.
+    /// The reads' ruleset (kept alive by this), else the server's confinement (by `shared`).
     fn shared_key(&self) -> usize {
-        Arc::as_ptr(&self.shared).cast::<()>() as usize
+        self.reads.as_ref().map_or_else(
+            || Arc::as_ptr(&self.shared).cast::<()>() as usize,
+            Ruleset::key,
+        )
     }
 }
 
@@ -282,12 +286,12 @@ impl Confinement {
         let Some(shared) = self.confine.clone()? else {
             return Ok(None);
         };
-        let now = shared.0.ruleset_now();
+        let now = shared.0.reads_now();
         if let Some(e) = &now.failed {
             tracing::warn!("{e}; confined commands keep the read rules made before");
         }
-        let ruleset = now.ruleset().cloned();
-        Ok(Some(Arc::new(CallConfine { shared, ruleset })))
+        let reads = now.ruleset().cloned();
+        Ok(Some(Arc::new(CallConfine { shared, reads })))
     }
 
     /// The one line every result carries.
