@@ -172,23 +172,29 @@ fn read_rules_cost(plain: &std::sync::Arc<agentty_sandbox::Prepared>, inside_pla
         "applying in the child: {inside:?} all of it with read rules, {inside_plain:?} without; \
          {own:?} its own part (a launcher's child: the launcher applied the reads once)"
     );
-    let script = "cat /usr/lib/python3*/*.py /usr/include/*.h >/dev/null 2>&1; true";
+    // Every file opened for reading walks up its path to the nearest rule: thousands of them,
+    // deep in `/usr`, alternating which goes first.
+    let list = "find /usr/include /usr/lib/python3* -type f \\( -name '*.h' -o -name '*.py' \\) \
+                2>/dev/null";
+    let script = format!("{list} | xargs cat >/dev/null 2>&1; true");
     let files = std::process::Command::new("/bin/sh")
-        .args([
-            "-c",
-            "ls /usr/lib/python3*/*.py /usr/include/*.h 2>/dev/null | wc -l",
-        ])
+        .args(["-c", &format!("{list} | wc -l")])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        without.push(confined_run(plain, script, 3));
-        with.push(confined_run(&prepared, script, 3));
+    for round in 0..10 {
+        if round % 2 == 0 {
+            without.push(confined_run(plain, &script, 1));
+            with.push(confined_run(&prepared, &script, 1));
+        } else {
+            with.push(confined_run(&prepared, &script, 1));
+            without.push(confined_run(plain, &script, 1));
+        }
     }
     let (with, without) = (median(with), median(without));
     println!(
-        "cat of {files} files: {with:?} with read rules, {without:?} without ({:.2}x)",
+        "find and cat of {files} files: {with:?} with read rules, {without:?} without ({:.2}x)",
         with.as_secs_f64() / without.as_secs_f64()
     );
 }
