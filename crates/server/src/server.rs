@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) session: String,
     /// This server's spill directory, `<spill root>/<session>`: each session's is in it.
     spill_dir: std::path::PathBuf,
+    /// Where this server's shells write their start-up files, `<state dir>/shells/<session>`.
+    pub(crate) startup_dir: std::path::PathBuf,
     /// Every session state of this process, found again by HTTP id, caller or liveness.
     pub(crate) registry: Registry,
     /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
@@ -64,19 +66,22 @@ pub(crate) struct Shared {
 }
 
 /// What this server's confined commands may not read: what the settings hide, save this
-/// server's own spill directory (made now, so a rule can be bound to it: results tell the model
-/// to read its spill files), opened as the commands see it (in the session's mount namespace,
-/// whose `/proc` is its own).
-fn unreadable(settings: &Settings, spill_dir: &std::path::Path) -> agentty_sandbox::Unreadable {
+/// server's own spill directory and shells' start-up directory (made now, so a rule can be bound
+/// to each: results tell the model to read its spill files, and a shell reads its start-up
+/// file), opened as the commands see it (in the session's mount namespace, whose `/proc` is its
+/// own).
+fn unreadable(settings: &Settings, own: &[&std::path::Path]) -> agentty_sandbox::Unreadable {
     let mut unreadable = settings.unreadable.clone();
     if !unreadable.is_empty() {
-        match agentty_core::ensure_private_dir(spill_dir) {
-            Ok(()) => unreadable.readable.push(spill_dir.to_path_buf()),
-            Err(e) => tracing::warn!(
-                "cannot make the spill directory {}: {e}; spill files will not be readable by \
-                 commands",
-                spill_dir.display()
-            ),
+        for dir in own {
+            match agentty_core::ensure_private_dir(dir) {
+                Ok(()) => unreadable.readable.push(dir.to_path_buf()),
+                Err(e) => tracing::warn!(
+                    "cannot make {}: {e}; confined commands will not read what this server \
+                     writes there",
+                    dir.display()
+                ),
+            }
         }
         unreadable.seen_from = agentty_core::namespace::init_pid()
             .map(|pid| std::path::PathBuf::from(format!("/proc/{pid}/root")));
@@ -86,9 +91,10 @@ fn unreadable(settings: &Settings, spill_dir: &std::path::Path) -> agentty_sandb
 
 impl Drop for Shared {
     /// This server's spill directory goes once its sessions' have (best effort: a session
-    /// directory still there keeps it).
+    /// directory still there keeps it), and its shells' start-up directory once it is empty.
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.spill_dir);
+        let _ = std::fs::remove_dir(&self.startup_dir);
     }
 }
 
@@ -98,13 +104,14 @@ impl Agentty {
         let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
         let spill_dir = settings.spill_root.join(&session);
+        let startup_dir = settings.shell_startup_dir(&session);
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
             settings.network,
             &workspace,
             &settings.protected,
-            unreadable(&settings, &spill_dir),
+            unreadable(&settings, &[&spill_dir, &startup_dir]),
         );
         let roots: Vec<std::path::PathBuf> =
             workspace.writable_roots().map(ToOwned::to_owned).collect();
@@ -119,6 +126,7 @@ impl Agentty {
             confinement,
             session,
             spill_dir,
+            startup_dir,
             registry: Registry::default(),
             early_cancels: Arc::default(),
             planted,

@@ -36,3 +36,17 @@ pub struct Settings {
     /// (docs/BEHAVIOUR.md §5). The server adds its own spill directory as readable.
     pub unreadable: agentty_sandbox::Unreadable,
 }
+
+impl Settings {
+    /// Where the shells of the server named `session` write their start-up files
+    /// (docs/BEHAVIOUR.md §4): a directory of its own in the state dir, which a confining server
+    /// keeps out of its commands' reach save this one (its shells must read their file), as it
+    /// does its spill directory.
+    pub fn shell_startup_dir(&self, session: &str) -> PathBuf {
+        self.spill_root
+            .parent()
+            .unwrap_or(self.spill_root.as_path())
+            .join("shells")
+            .join(session)
+    }
+}

@@ -8,6 +8,8 @@ mod planted;
 mod raw;
 mod sandbox;
 mod shells;
+mod shells_trust;
+mod sweep;
 mod tasks;
 mod terminal;
 mod unreadable;
