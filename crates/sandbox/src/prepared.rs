@@ -71,8 +71,11 @@ impl Plan {
                             refresh = Some(Mutex::new(Refresh {
                                 writable: self.writable.clone(),
                                 unreadable: self.unreadable.clone(),
-                                current: layer.clone(),
-                                stamp: rules.stamp,
+                                own: View {
+                                    current: layer.clone(),
+                                    stamp: rules.stamp,
+                                },
+                                others: Vec::new(),
                             }));
                             reads = Some(layer);
                         }
@@ -180,19 +183,28 @@ impl Prepared {
     /// now. Making it again may fail (a directory that can no longer be listed): the latest one
     /// is kept, still hiding what it hid, and the error is given beside it.
     pub fn reads_now(&self) -> RulesetNow {
+        self.reads_now_in(None)
+    }
+
+    /// [`Self::reads_now`] for a command that runs in another mount namespace than the plan's
+    /// (`Unreadable::seen_from`), whose root this process sees at `seen_from`
+    /// (`/proc/<pid>/root` of a process in it); `None` for the plan's own. Rules bind to inodes,
+    /// and a namespace with a `/proc` of its own (an HTTP caller's PID namespace) has other ones
+    /// there: each such namespace gets a ruleset made from its own view, kept for the next
+    /// command. Where that one cannot be made, the plan's is given (it hides the same paths, and
+    /// may refuse more) with the error.
+    pub fn reads_now_in(&self, seen_from: Option<&std::path::Path>) -> RulesetNow {
         #[cfg(target_os = "linux")]
         if let Some(refresh) = &self.refresh {
             let mut refresh = refresh.lock().unwrap_or_else(PoisonError::into_inner);
-            let failed = if refresh.stamp.is_current() {
-                None
-            } else {
-                refresh.remake().err()
-            };
+            let (ruleset, failed) = refresh.now(seen_from);
             return RulesetNow {
-                ruleset: Some(refresh.current.clone()),
+                ruleset: Some(ruleset),
                 failed,
             };
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = seen_from;
         RulesetNow {
             #[cfg(target_os = "linux")]
             ruleset: None,
@@ -251,37 +263,107 @@ impl RulesetNow {
     }
 }
 
-/// How the reads' ruleset is made again (`reads_now`), and the latest one.
+/// Views of another namespace kept (`reads_now_in`), past which the one used least recently
+/// goes: one per HTTP caller, and one more each time a caller's namespace was made again.
+#[cfg(target_os = "linux")]
+const KEPT_VIEWS: usize = 32;
+
+/// How the reads' ruleset is made again (`reads_now`), and the latest one of each view.
 #[cfg(target_os = "linux")]
 #[derive(Debug)]
 struct Refresh {
     writable: Vec<crate::plan::Writable>,
+    /// What is hidden, seen from the plan's namespace.
     unreadable: crate::unreadable::Unreadable,
+    /// The plan's view.
+    own: View,
+    /// Other namespaces' views, by where their root is seen; the one used last is last.
+    others: Vec<(std::path::PathBuf, View)>,
+}
+
+/// The latest reads' ruleset made from one view of the files, and the stamp it was made with.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+struct View {
     current: Ruleset,
     stamp: crate::unreadable::Stamp,
 }
 
 #[cfg(target_os = "linux")]
-impl Refresh {
-    /// Makes the ruleset again; on failure the latest is kept, and not tried again until the
-    /// directories change once more.
-    fn remake(&mut self) -> Result<(), SandboxError> {
-        let made = self.unreadable.rules().and_then(|rules| {
-            let fd = crate::landlock::build_reads(&self.writable, &rules)?;
-            Ok((fd, rules.stamp))
-        });
-        match made {
-            Ok((fd, stamp)) => {
-                if let Some(fd) = fd {
-                    self.current = Ruleset(Arc::new(fd));
+impl View {
+    /// The ruleset made from `unreadable`'s view now, with its stamp (no ruleset where the
+    /// kernel made none).
+    fn make(
+        writable: &[crate::plan::Writable],
+        unreadable: &crate::unreadable::Unreadable,
+    ) -> Result<(Option<Ruleset>, crate::unreadable::Stamp), SandboxError> {
+        let rules = unreadable.rules()?;
+        let fd = crate::landlock::build_reads(writable, &rules)?;
+        Ok((fd.map(|fd| Ruleset(Arc::new(fd))), rules.stamp))
+    }
+
+    /// Makes the ruleset again if a directory changed since; on failure the latest is kept,
+    /// and not tried again until the directories change once more.
+    fn refresh(
+        &mut self,
+        writable: &[crate::plan::Writable],
+        unreadable: &crate::unreadable::Unreadable,
+    ) -> Option<SandboxError> {
+        if self.stamp.is_current() {
+            return None;
+        }
+        match View::make(writable, unreadable) {
+            Ok((ruleset, stamp)) => {
+                if let Some(ruleset) = ruleset {
+                    self.current = ruleset;
                 }
                 self.stamp = stamp;
-                Ok(())
+                None
             }
             Err(e) => {
                 self.stamp = self.stamp.retaken();
-                Err(e)
+                Some(e)
             }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Refresh {
+    /// The ruleset for a command seen from `seen_from` (`None`: the plan's view), made again
+    /// where its directories changed, made now for a view not seen before.
+    fn now(&mut self, seen_from: Option<&std::path::Path>) -> (Ruleset, Option<SandboxError>) {
+        let Some(root) = seen_from.filter(|r| Some(*r) != self.unreadable.seen_from.as_deref())
+        else {
+            let failed = self.own.refresh(&self.writable, &self.unreadable);
+            return (self.own.current.clone(), failed);
+        };
+        let unreadable = crate::unreadable::Unreadable {
+            seen_from: Some(root.to_path_buf()),
+            ..self.unreadable.clone()
+        };
+        if let Some(at) = self.others.iter().position(|(r, _)| r == root) {
+            let mut entry = self.others.remove(at);
+            let failed = entry.1.refresh(&self.writable, &unreadable);
+            let ruleset = entry.1.current.clone();
+            self.others.push(entry);
+            return (ruleset, failed);
+        }
+        match View::make(&self.writable, &unreadable) {
+            Ok((Some(current), stamp)) => {
+                if self.others.len() >= KEPT_VIEWS {
+                    self.others.remove(0);
+                }
+                let view = View {
+                    current: current.clone(),
+                    stamp,
+                };
+                self.others.push((root.to_path_buf(), view));
+                (current, None)
+            }
+            // Never no rules: the plan's still hides every path.
+            Ok((None, _)) => (self.own.current.clone(), None),
+            Err(e) => (self.own.current.clone(), Some(e)),
         }
     }
 }

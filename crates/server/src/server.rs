@@ -258,7 +258,7 @@ impl Agentty {
 
     /// Whether this server confines commands at all (so an unconfined job was escalated).
     pub(crate) fn confines(&self) -> bool {
-        matches!(self.confinement().confine(false), Ok(Some(_)))
+        matches!(self.confinement().confine(false, None), Ok(Some(_)))
     }
 
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {

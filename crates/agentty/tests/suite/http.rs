@@ -16,16 +16,16 @@ use serde_json::{Value, json};
 use super::client::{processes_with_env, text_of};
 
 /// A `serve --http` on a free loopback port, stopped (SIGTERM) when dropped.
-struct HttpServer {
+pub(super) struct HttpServer {
     child: Child,
     url: String,
     token: String,
     _workspace: tempfile::TempDir,
-    _state: tempfile::TempDir,
+    pub(super) state: tempfile::TempDir,
 }
 
 impl HttpServer {
-    fn start() -> Self {
+    pub(super) fn start() -> Self {
         let (workspace, state) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
             .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
@@ -54,13 +54,13 @@ impl HttpServer {
             url,
             token: token.trim().to_owned(),
             _workspace: workspace,
-            _state: state,
+            state,
         }
     }
 
     /// An rmcp client: `initialize` (a session of 2025-11-25) or `server/discover` (2026-07-28,
     /// no session).
-    async fn connect(&self, modern: bool) -> RunningService<RoleClient, ClientConfig> {
+    pub(super) async fn connect(&self, modern: bool) -> RunningService<RoleClient, ClientConfig> {
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
             .auth_header(self.token.clone());
         let transport = StreamableHttpClientTransport::from_config(config);
@@ -88,7 +88,7 @@ impl Drop for HttpServer {
     }
 }
 
-async fn call(
+pub(super) async fn call(
     client: &RunningService<RoleClient, ClientConfig>,
     tool: &str,
     args: Value,

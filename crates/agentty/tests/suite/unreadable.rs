@@ -264,3 +264,47 @@ async fn unconfined_commands_read_the_same_files_as_root() {
 async fn unconfined_commands_read_the_same_files_as_nobody() {
     unconfined_the_same_reads_succeed(Who::Nobody).await;
 }
+
+/// Over HTTP a root server runs each caller's confined commands in a PID namespace of the
+/// caller's own, whose `/proc` is a mount of its own: the read rules are made for it too, so
+/// `/proc` reads there as it does for the session's commands (`ps`, `/proc/self`), through a
+/// session and without one, and the token file stays out of reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_callers_commands_read_their_own_proc_and_not_the_token() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "this test needs root");
+    let server = super::http::HttpServer::start();
+    let token_file = server.state.path().join("token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let script = format!(
+        "head -1 /proc/self/status; ps -o pid= -p $$ >/dev/null && echo ps-ok; \
+         cat {} && echo READ-token; echo done",
+        token_file.display()
+    );
+    for modern in [false, true] {
+        let client = server.connect(modern).await;
+        let result = super::http::call(&client, "terminal", json!({ "command": &script })).await;
+        let text = text_of(&result);
+        let out = result.structured_content.as_ref().unwrap()["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(out.starts_with("Name:\t"), "modern {modern}: {text}");
+        assert!(
+            out.contains("ps-ok") && out.contains("done"),
+            "modern {modern}: {text}"
+        );
+        assert!(
+            !out.contains("READ-token") && !text.contains(token.trim()),
+            "modern {modern}: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "[note] reading {} was refused",
+                token_file.display()
+            )),
+            "modern {modern}: {text}"
+        );
+        client.cancel().await.unwrap();
+    }
+}

@@ -277,16 +277,29 @@ impl Confinement {
         &self.plan
     }
 
-    /// The confinement for a call: the session's, or none for an approved escalation.
-    /// An error is the 2009 message: the command must not run.
-    pub fn confine(&self, escalated: bool) -> Result<Option<Arc<dyn Confine>>, String> {
+    /// The confinement for a call of `caller` (an HTTP caller, `None` over stdio): the
+    /// session's, or none for an approved escalation. An error is the 2009 message: the command
+    /// must not run. Where paths are kept from reads, a caller whose commands run in a PID
+    /// namespace of its own (with a `/proc` of its own) gets read rules made from that
+    /// namespace's view.
+    pub fn confine(
+        &self,
+        escalated: bool,
+        caller: Option<&str>,
+    ) -> Result<Option<Arc<dyn Confine>>, String> {
         if escalated {
             return Ok(None);
         }
         let Some(shared) = self.confine.clone()? else {
             return Ok(None);
         };
-        let now = shared.0.reads_now();
+        // Made now, as the spawn would; one that cannot be made refuses the spawn, saying why.
+        let root = caller.and_then(|caller| {
+            agentty_core::namespace::root_of(Some(caller))
+                .ok()
+                .flatten()
+        });
+        let now = shared.0.reads_now_in(root.as_deref());
         if let Some(e) = &now.failed {
             tracing::warn!("{e}; confined commands keep the read rules made before");
         }

@@ -72,7 +72,10 @@ impl Agentty {
             }
             _ => false,
         };
-        let confine = match self.confinement().confine(escalated) {
+        let confine = match self
+            .confinement()
+            .confine(escalated, Agentty::caller_of(&ctx).as_deref())
+        {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
