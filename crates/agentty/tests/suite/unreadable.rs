@@ -1,10 +1,12 @@
 //! What confined commands may not read (docs/BEHAVIOUR.md §5), through the real binary, by a
 //! root server (the session's mount namespace exists) and by the same server as nobody (none):
 //! agentty's token file (the web view's and every MCP capability), another session's spill
-//! file, and a `deny_read` path are refused on every path, each said as a refused read; the same
-//! server unconfined reads them all (so the attack is real); and ordinary work still reads what
-//! it read before: the workspace, `~/.gitconfig`, `/usr`, git, Python, its own spill files, and
-//! a file made in home after the server started.
+//! file, another server's shell start-up file, and a `deny_read` path are refused on every
+//! path, each said as a refused read; the same server unconfined reads them all (so the attack
+//! is real); and ordinary work still reads what it read before: the workspace, `~/.gitconfig`,
+//! `/usr`, git, Python, its own spill files, and a file made in home after the server started.
+//! Over HTTP, a caller's commands (in a PID namespace of the caller's own, as root) read their
+//! own `/proc` and not the token.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +34,7 @@ struct Setup {
 
 const SECRET: &str = "SECRET-aws-key";
 const OTHER_SPILL: &str = "OTHER-session-output";
+const OTHER_STARTUP: &str = "OTHER-shell-nonce";
 
 impl Setup {
     fn state(&self) -> PathBuf {
@@ -52,6 +55,12 @@ impl Setup {
 
     fn other_spill(&self) -> PathBuf {
         self.state().join("spill/1-2-3/c1.log")
+    }
+
+    /// Another server's shell start-up file (its prompt hooks' nonce), beside this server's
+    /// own start-up directory, which its commands may read.
+    fn other_startup(&self) -> PathBuf {
+        self.state().join("shells/4-5-6/shell-0a/bashrc")
     }
 
     fn secret(&self) -> PathBuf {
@@ -99,6 +108,9 @@ async fn serve(who: Who, flags: &[&str]) -> Setup {
     let other = state.path().join("spill/1-2-3");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("c1.log"), OTHER_SPILL).unwrap();
+    let startup = state.path().join("shells/4-5-6/shell-0a");
+    std::fs::create_dir_all(&startup).unwrap();
+    std::fs::write(startup.join("bashrc"), OTHER_STARTUP).unwrap();
     std::fs::create_dir_all(h.join(".aws")).unwrap();
     std::fs::write(h.join(".aws/credentials"), SECRET).unwrap();
     std::fs::write(h.join(".gitconfig"), "[user]\n\tname = keys-test\n").unwrap();
@@ -129,9 +141,10 @@ async fn serve(who: Who, flags: &[&str]) -> Setup {
 fn attacks(s: &Setup) -> String {
     format!(
         "cat {token} && echo READ-token; cat {spill} && echo READ-spill; \
-         cat {secret} && echo READ-secret; echo attacks-done",
+         cat {startup} && echo READ-startup; cat {secret} && echo READ-secret; echo attacks-done",
         token = s.token_file().display(),
         spill = s.other_spill().display(),
+        startup = s.other_startup().display(),
         secret = s.secret().display(),
     )
 }
@@ -142,7 +155,7 @@ async fn keys_and_secrets_are_unreadable(who: Who) {
     for path in ["pipe", "pty", "background", "shell"] {
         let said = super::sandbox::run_on_path(&s.server, path, &attacks(&s)).await;
         assert!(said.contains("attacks-done"), "{who:?} {path}: {said}");
-        for leaked in [token.as_str(), OTHER_SPILL, SECRET, "READ-"] {
+        for leaked in [token.as_str(), OTHER_SPILL, OTHER_STARTUP, SECRET, "READ-"] {
             assert!(
                 !said.contains(leaked),
                 "{who:?} {path}: read {leaked}: {said}"
@@ -155,6 +168,7 @@ async fn keys_and_secrets_are_unreadable(who: Who) {
     for (file, why) in [
         (s.token_file(), keys),
         (s.other_spill(), keys),
+        (s.other_startup(), keys),
         (s.secret(), user),
     ] {
         let (text, structured) = s
@@ -236,9 +250,11 @@ async fn unconfined_the_same_reads_succeed(who: Who) {
     for read in [
         "READ-token",
         "READ-spill",
+        "READ-startup",
         "READ-secret",
         SECRET,
         OTHER_SPILL,
+        OTHER_STARTUP,
     ] {
         assert!(text.contains(read), "{who:?}: {read}: {text}");
     }
