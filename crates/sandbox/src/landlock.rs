@@ -20,7 +20,7 @@ use landlock::{
 
 use crate::error::SandboxError;
 use crate::plan::Writable;
-use crate::unreadable::ReadRules;
+use crate::unreadable::{Stamp, Unreadable};
 
 /// The newest ABI whose *write* rights we handle. ABI 2 adds REFER (links and renames across
 /// directories), ABI 3 TRUNCATE. Later write-ish rights are left alone on purpose: IOCTL_DEV
@@ -75,13 +75,14 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
 }
 
 /// Builds the ruleset of reads where some path is kept from them: it handles `ReadFile` only
-/// (listing a directory is never handled, see `unreadable.rs`), granted beneath each of `reads`'
-/// rules and in the writable set, which stays readable. No scope: it is a layer of its own,
-/// shared by the commands of one spawning thread, under each command's own (writes, scopes).
+/// (listing a directory is never handled, see `unreadable.rs`), granted beneath each of
+/// `unreadable`'s rules as of now and in the writable set, which stays readable; with the stamp
+/// of the directories the rules were made from. No scope: it is a layer of its own, shared by
+/// the commands of one spawning thread, under each command's own (writes, scopes).
 pub fn build_reads(
     writable: &[Writable],
-    reads: &ReadRules,
-) -> Result<Option<OwnedFd>, SandboxError> {
+    unreadable: &Unreadable,
+) -> Result<(Option<OwnedFd>, Stamp), SandboxError> {
     let read = AccessFs::ReadFile;
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
@@ -92,11 +93,12 @@ pub fn build_reads(
             ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
         }
     }
-    // `ReadFile` is valid on a file's rule as on a directory's.
-    for fd in &reads.grants {
-        ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
-    }
-    Ok(ruleset.into())
+    // `ReadFile` is valid on a file's rule as on a directory's. Each fd is closed once added.
+    let stamp = unreadable.rules(&mut |fd| {
+        (&mut ruleset).add_rule(PathBeneath::new(fd, read))?;
+        Ok(())
+    })?;
+    Ok((ruleset.into(), stamp))
 }
 
 /// A writable path opened to anchor a rule; `None` when it vanished since the plan was made

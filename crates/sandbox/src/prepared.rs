@@ -65,15 +65,16 @@ impl Plan {
                     let mut reads = None;
                     let mut refresh = None;
                     if ruleset.is_some() && !self.unreadable.is_empty() {
-                        let rules = self.unreadable.rules()?;
-                        if let Some(fd) = crate::landlock::build_reads(&self.writable, &rules)? {
+                        let (fd, stamp) =
+                            crate::landlock::build_reads(&self.writable, &self.unreadable)?;
+                        if let Some(fd) = fd {
                             let layer = Ruleset(Arc::new(fd));
                             refresh = Some(Mutex::new(Refresh {
                                 writable: self.writable.clone(),
                                 unreadable: self.unreadable.clone(),
                                 own: View {
                                     current: layer.clone(),
-                                    stamp: rules.stamp,
+                                    stamp,
                                 },
                                 others: Vec::new(),
                             }));
@@ -297,9 +298,8 @@ impl View {
         writable: &[crate::plan::Writable],
         unreadable: &crate::unreadable::Unreadable,
     ) -> Result<(Option<Ruleset>, crate::unreadable::Stamp), SandboxError> {
-        let rules = unreadable.rules()?;
-        let fd = crate::landlock::build_reads(writable, &rules)?;
-        Ok((fd.map(|fd| Ruleset(Arc::new(fd))), rules.stamp))
+        let (fd, stamp) = crate::landlock::build_reads(writable, unreadable)?;
+        Ok((fd.map(|fd| Ruleset(Arc::new(fd))), stamp))
     }
 
     /// Makes the ruleset again if a directory changed since; on failure the latest is kept,

@@ -141,17 +141,21 @@ impl Unreadable {
         }
     }
 
-    /// The read rules as of now: every sibling of each directory above a hidden path, and the
-    /// readable exceptions; with the stamp of those directories, taken first, so a change made
-    /// while they are listed shows as a change.
-    pub(crate) fn rules(&self) -> Result<ReadRules, SandboxError> {
+    /// The read rules as of now, each handed to `grant` as soon as it is opened, so one
+    /// descriptor is open at a time (a home of thousands of entries, or a server started with a
+    /// low file limit, must not need as many): every sibling of each directory above a hidden
+    /// path, and the readable exceptions. Returns the stamp of those directories, taken first,
+    /// so a change made while they are listed shows as a change.
+    pub(crate) fn rules(
+        &self,
+        grant: &mut dyn FnMut(OwnedFd) -> Result<(), SandboxError>,
+    ) -> Result<Stamp, SandboxError> {
         let hidden = self.resolved();
         let above: std::collections::BTreeSet<PathBuf> = hidden
             .iter()
             .flat_map(|p| p.ancestors().skip(1).map(Path::to_path_buf))
             .collect();
         let stamp = Stamp::take(above.iter().map(|dir| self.seen(dir)).collect());
-        let mut grants = Vec::new();
         for dir in &above {
             let seen = self.seen(dir);
             let entries = match std::fs::read_dir(&seen) {
@@ -179,13 +183,17 @@ impl Unreadable {
                 if kind.is_symlink() {
                     continue;
                 }
-                grants.extend(open_location(&seen.join(entry.file_name())));
+                if let Some(fd) = open_location(&seen.join(entry.file_name())) {
+                    grant(fd)?;
+                }
             }
         }
         for dir in &self.readable {
-            grants.extend(open_location(&self.seen(&resolve(dir))));
+            if let Some(fd) = open_location(&self.seen(&resolve(dir))) {
+                grant(fd)?;
+            }
         }
-        Ok(ReadRules { grants, stamp })
+        Ok(stamp)
     }
 }
 
@@ -198,14 +206,6 @@ fn open_location(path: &Path) -> Option<OwnedFd> {
         .open(path)
         .ok()
         .map(OwnedFd::from)
-}
-
-/// The read rules made at one moment, with the stamp of the directories they were made from.
-#[derive(Debug)]
-pub(crate) struct ReadRules {
-    /// Reading is allowed beneath each (a directory) or of it (a file).
-    pub grants: Vec<OwnedFd>,
-    pub stamp: Stamp,
 }
 
 /// How long after a directory changed its stamp is trusted: timestamps may come from a coarse

@@ -35,13 +35,15 @@ impl Tree {
     }
 }
 
-/// The paths the grants of `rules` name.
-fn granted(rules: &ReadRules) -> Vec<PathBuf> {
-    rules
-        .grants
-        .iter()
-        .map(|fd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap())
-        .collect()
+/// The paths `u`'s rules grant, named as each is handed over.
+fn granted(u: &Unreadable) -> Vec<PathBuf> {
+    let mut got = Vec::new();
+    u.rules(&mut |fd| {
+        got.push(std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap());
+        Ok(())
+    })
+    .unwrap();
+    got
 }
 
 #[test]
@@ -49,7 +51,7 @@ fn siblings_of_every_directory_above_are_granted_never_the_path_or_its_ancestors
     let t = Tree::new();
     let mut u = Unreadable::default();
     u.hide(t.at("home/.ssh"), HiddenWhy::Configured);
-    let got = granted(&u.rules().unwrap());
+    let got = granted(&u);
     for wanted in ["home/.gitconfig", "home/proj", "state"] {
         assert!(got.contains(&t.at(wanted)), "{wanted} not granted: {got:?}");
     }
@@ -77,7 +79,7 @@ fn a_readable_exception_inside_a_hidden_dir_is_granted() {
         readable: vec![t.at("state/spill/me")],
         seen_from: None,
     };
-    let got = granted(&u.rules().unwrap());
+    let got = granted(&u);
     assert!(got.contains(&t.at("state/spill/me")), "{got:?}");
     assert!(!got.iter().any(|g| t.at("state/spill/other").starts_with(g)));
     assert!(!got.iter().any(|g| t.at("state/token").starts_with(g)));
@@ -100,7 +102,7 @@ fn a_path_reached_through_a_symlink_is_judged_where_it_leads() {
     let mut by_link = Unreadable::default();
     by_link.hide(t.at("home/link"), HiddenWhy::Configured);
     assert!(by_link.hides(&t.at("home/.ssh/id")).is_some());
-    let got = granted(&by_link.rules().unwrap());
+    let got = granted(&by_link);
     assert!(
         !got.iter().any(|g| t.at("home/.ssh").starts_with(g)),
         "{got:?}"
@@ -113,11 +115,11 @@ fn a_hidden_path_that_does_not_exist_yet_is_hidden_when_made() {
     let mut u = Unreadable::default();
     u.hide(t.at("home/.aws/credentials"), HiddenWhy::Configured);
     // Nothing above it that is missing is granted, nor listed.
-    let got = granted(&u.rules().unwrap());
+    let got = granted(&u);
     assert!(!got.iter().any(|g| t.at("home/.aws").starts_with(g)));
     std::fs::create_dir(t.at("home/.aws")).unwrap();
     std::fs::create_dir(t.at("home/.aws/other")).unwrap();
-    let got = granted(&u.rules().unwrap());
+    let got = granted(&u);
     assert!(got.contains(&t.at("home/.aws/other")), "{got:?}");
     assert!(
         !got.iter()
@@ -131,8 +133,8 @@ fn the_stamp_changes_when_an_entry_appears_beside_a_hidden_path() {
     let mut u = Unreadable::default();
     u.hide(t.at("home/.ssh"), HiddenWhy::Configured);
     // The stamp covers every directory above, and nothing else.
-    let rules = u.rules().unwrap();
-    let dirs: Vec<&PathBuf> = rules.stamp.dirs.iter().map(|(d, _)| d).collect();
+    let stamp = u.rules(&mut |_| Ok(())).unwrap();
+    let dirs: Vec<&PathBuf> = stamp.dirs.iter().map(|(d, _)| d).collect();
     assert!(dirs.contains(&&t.at("home")) && dirs.contains(&&PathBuf::from("/")));
     assert!(!dirs.contains(&&t.at("home/.ssh")), "{dirs:?}");
     // Of those, only `home` is this test's alone (others write in `/tmp` meanwhile); a stamp
@@ -155,7 +157,7 @@ fn a_stamp_taken_in_another_view_names_the_same_directories_there() {
         readable: Vec::new(),
         seen_from: Some(PathBuf::from("/proc/self/root")),
     };
-    let got = granted(&u.rules().unwrap());
+    let got = granted(&u);
     assert!(got.contains(&t.at("home/proj")), "{got:?}");
 }
 

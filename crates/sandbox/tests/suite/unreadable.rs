@@ -128,3 +128,46 @@ fn an_entry_made_beside_a_hidden_path_later_is_readable_by_the_next_command() {
     // Still hidden in the ruleset made again.
     refused(&sh_now(&p, &f.ws, &format!("cat {home}/.ssh/id")));
 }
+
+/// The read rules are made one descriptor at a time: a home of many more entries than the
+/// descriptors the process may still open is hidden all the same (a server started with a low
+/// file limit, or a home of thousands of dotfiles, used to fail to start its sandbox with
+/// "Too many open files"). Run alone (nextest: a process per test), so the limit is this test's.
+#[test]
+fn a_home_of_more_entries_than_free_descriptors_is_hidden_all_the_same() {
+    const ENTRIES: usize = 300;
+    let f = Fixture::new();
+    for i in 0..ENTRIES {
+        std::fs::write(f.home.join(format!(".dotfile-{i}")), "x").unwrap();
+    }
+    setup(&f.home, "mkdir -p .ssh && printf key > .ssh/id");
+    let mut unreadable = Unreadable::default();
+    unreadable.hide(f.home.join(".ssh"), HiddenWhy::Configured);
+    let plan = f.plan(Mode::Default, vec![f.ws.clone()]).hide(unreadable);
+    let open_now = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write and read only `limit`.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit), 0);
+        let low = libc::rlimit {
+            rlim_cur: open_now + 32,
+            rlim_max: limit.rlim_max,
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &raw const low), 0);
+    }
+    let prepared = plan.prepare();
+    // SAFETY: as above; the limit goes back before anything else runs.
+    unsafe { assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit), 0) };
+    let p = Arc::new(prepared.unwrap());
+    let home = f.home.display();
+    refused(&sh(&p, &f.ws, &f.home, &format!("cat {home}/.ssh/id")));
+    ok(&sh(
+        &p,
+        &f.ws,
+        &f.home,
+        &format!("cat {home}/.dotfile-0 {home}/.dotfile-{}", ENTRIES - 1),
+    ));
+}
