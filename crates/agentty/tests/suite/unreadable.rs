@@ -1,8 +1,9 @@
 //! What confined commands may not read (docs/BEHAVIOUR.md §5), through the real binary, by a
 //! root server (the session's mount namespace exists) and by the same server as nobody (none):
 //! agentty's token file (the web view's and every MCP capability), another session's spill
-//! file, another server's shell start-up file, and a `deny_read` path are refused on every
-//! path, each said as a refused read; the same server unconfined reads them all (so the attack
+//! file, another server's shell start-up file, a `deny_read` path, and the server's memory and
+//! environment (the view's keys and login codes) are refused on every path, each file said as a
+//! refused read; the same server unconfined reads them all (so the attack
 //! is real); and ordinary work still reads what it read before: the workspace, `~/.gitconfig`,
 //! `/usr`, git, Python, its own spill files, and a file made in home after the server started.
 //! Over HTTP, a caller's commands (in a PID namespace of the caller's own, as root) read their
@@ -137,11 +138,15 @@ async fn serve(who: Who, flags: &[&str]) -> Setup {
     Setup { server, home, who }
 }
 
-/// Every attack, in one script: each prints its marker only if it read something.
+/// Every attack, in one script: each prints its marker only if it read something. The server's
+/// memory holds the view's keys and login codes (and its environment what it was started with).
 fn attacks(s: &Setup) -> String {
     format!(
         "cat {token} && echo READ-token; cat {spill} && echo READ-spill; \
-         cat {startup} && echo READ-startup; cat {secret} && echo READ-secret; echo attacks-done",
+         cat {startup} && echo READ-startup; cat {secret} && echo READ-secret; \
+         (exec 3</proc/{serving}/mem) && echo READ-mem; \
+         head -c 16 /proc/{serving}/environ >/dev/null && echo READ-environ; echo attacks-done",
+        serving = serving_pid(s.server.pid),
         token = s.token_file().display(),
         spill = s.other_spill().display(),
         startup = s.other_startup().display(),
@@ -252,6 +257,8 @@ async fn unconfined_the_same_reads_succeed(who: Who) {
         "READ-spill",
         "READ-startup",
         "READ-secret",
+        "READ-mem",
+        "READ-environ",
         SECRET,
         OTHER_SPILL,
         OTHER_STARTUP,
