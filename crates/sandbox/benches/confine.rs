@@ -1,6 +1,8 @@
 //! `cargo bench -p agentty-sandbox --bench confine`: the cost of confinement per spawn, measured
 //! inside the child around `apply_in_child`, and the whole spawn+wait of `/bin/true` with and
-//! without it, in the same run. Prints figures and a ratio; asserts nothing (timings belong to the
+//! without it, in the same run; then the cost of the read rules (paths kept from reads) on a
+//! trivial and a read-heavy command run as the server runs them, from launcher threads with and
+//! without them, alternating. Prints figures and ratios; asserts nothing (timings belong to the
 //! machine, not the code).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benches may panic
@@ -100,30 +102,10 @@ fn apply_cost(p: &std::sync::Arc<agentty_sandbox::Prepared>, apply: Apply, name:
     inside
 }
 
-/// Spawn+wait of `script` under `p`, median of `runs`.
-fn confined_run(
-    p: &std::sync::Arc<agentty_sandbox::Prepared>,
-    script: &str,
-    runs: usize,
-) -> Duration {
-    let mut all = Vec::new();
-    for _ in 0..runs {
-        let p2 = std::sync::Arc::clone(p);
-        let mut cmd = Command::new("/bin/sh");
-        cmd.args(["-c", script]);
-        // SAFETY: only the sandbox syscalls.
-        unsafe { cmd.pre_exec(move || p2.apply_in_child()) };
-        let t = Instant::now();
-        assert!(cmd.status().unwrap().success(), "{script}");
-        all.push(t.elapsed());
-    }
-    median(all)
-}
-
 /// Paths kept from reads (agentty's state dir and `~/.ssh` in the real home): the ruleset's
 /// making, its rules' count, what a command pays to apply it, the look before each call, and a
-/// read-heavy command (every file opened walks up to its nearest rule), against the same plan
-/// without them, in the same run.
+/// trivial and a read-heavy command run as the server runs them (from a launcher), against the
+/// same plan without them, in the same run.
 fn read_rules_cost(plain: &std::sync::Arc<agentty_sandbox::Prepared>, inside_plain: Duration) {
     let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) else {
         return;
@@ -172,8 +154,28 @@ fn read_rules_cost(plain: &std::sync::Arc<agentty_sandbox::Prepared>, inside_pla
         "applying in the child: {inside:?} all of it with read rules, {inside_plain:?} without; \
          {own:?} its own part (a launcher's child: the launcher applied the reads once)"
     );
-    // Every file opened for reading walks up its path to the nearest rule: thousands of them,
-    // deep in `/usr`, alternating which goes first.
+    // As the server runs them: a launcher thread applied the shared part (the reads' layer
+    // with it) once, and each child applies its own part. A trivial command, and a read-heavy
+    // one (every file opened for reading walks up its path to the nearest rule: thousands of
+    // them, deep in `/usr`), alternating which launcher goes first, in the same run.
+    let (plain_launcher, rules_launcher) = (launcher(plain), launcher(&prepared));
+    let trivial = ["/bin/true".to_owned()];
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..TRIVIAL_RUNS {
+        if round % 2 == 0 {
+            without.push(run_on(&plain_launcher, &trivial));
+            with.push(run_on(&rules_launcher, &trivial));
+        } else {
+            with.push(run_on(&rules_launcher, &trivial));
+            without.push(run_on(&plain_launcher, &trivial));
+        }
+    }
+    let (with, without) = (median(with), median(without));
+    println!(
+        "trivial command (/bin/true from a launcher, medians of {TRIVIAL_RUNS}): {with:?} with \
+         read rules, {without:?} without ({:.3}x)",
+        with.as_secs_f64() / without.as_secs_f64()
+    );
     let list = "find /usr/include /usr/lib/python3* -type f \\( -name '*.h' -o -name '*.py' \\) \
                 2>/dev/null";
     let script = format!("{list} | xargs cat >/dev/null 2>&1; true");
@@ -182,21 +184,58 @@ fn read_rules_cost(plain: &std::sync::Arc<agentty_sandbox::Prepared>, inside_pla
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
+    let heavy = ["/bin/sh".to_owned(), "-c".to_owned(), script];
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for round in 0..10 {
+    for round in 0..HEAVY_RUNS {
         if round % 2 == 0 {
-            without.push(confined_run(plain, &script, 1));
-            with.push(confined_run(&prepared, &script, 1));
+            without.push(run_on(&plain_launcher, &heavy));
+            with.push(run_on(&rules_launcher, &heavy));
         } else {
-            with.push(confined_run(&prepared, &script, 1));
-            without.push(confined_run(plain, &script, 1));
+            with.push(run_on(&rules_launcher, &heavy));
+            without.push(run_on(&plain_launcher, &heavy));
         }
     }
     let (with, without) = (median(with), median(without));
     println!(
-        "find and cat of {files} files: {with:?} with read rules, {without:?} without ({:.2}x)",
+        "find and cat of {files} files (from a launcher, medians of {HEAVY_RUNS}): {with:?} with \
+         read rules, {without:?} without ({:.3}x)",
         with.as_secs_f64() / without.as_secs_f64()
     );
+}
+
+/// Rounds of the trivial command, and of the read-heavy one, per launcher.
+const TRIVIAL_RUNS: usize = 200;
+const HEAVY_RUNS: usize = 10;
+
+/// What a launcher is asked: an argv, and where to send the spawn+wait time.
+type Ask = (Vec<String>, std::sync::mpsc::Sender<Duration>);
+
+/// A thread confined as the server's launchers are (`apply_shared` once: the reads' layer,
+/// seccomp, capabilities) that runs each argv it is sent, the child applying its own part only
+/// (`apply_own`), and answers with the time from spawn to exit.
+fn launcher(p: &std::sync::Arc<agentty_sandbox::Prepared>) -> std::sync::mpsc::Sender<Ask> {
+    let (tx, rx) = std::sync::mpsc::channel::<Ask>();
+    let p = std::sync::Arc::clone(p);
+    std::thread::spawn(move || {
+        p.apply_shared().unwrap();
+        for (argv, answer) in rx {
+            let p2 = std::sync::Arc::clone(&p);
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..]);
+            // SAFETY: only the sandbox's syscalls on prepared data.
+            unsafe { cmd.pre_exec(move || p2.apply_own()) };
+            let t = Instant::now();
+            assert!(cmd.status().unwrap().success(), "{argv:?}");
+            let _ = answer.send(t.elapsed());
+        }
+    });
+    tx
+}
+
+fn run_on(launcher: &std::sync::mpsc::Sender<Ask>, argv: &[String]) -> Duration {
+    let (tx, rx) = std::sync::mpsc::channel();
+    launcher.send((argv.to_vec(), tx)).unwrap();
+    rx.recv().unwrap()
 }
 
 fn prepare_once_cost(plan: &agentty_sandbox::Plan, ws: std::path::PathBuf) {
