@@ -4,9 +4,10 @@
 //! The Landlock ruleset (and the seccomp filter) are built once per server; each confined
 //! child applies them to itself between clone and exec, so confinement costs two or three
 //! system calls per command, and a command keeps its own pid and process group. Where paths are
-//! kept from reads, each call asks for the reads' ruleset as of now (`Prepared::reads_now`: an
-//! `lstat` of each directory above a hidden path, and the rules made again when one changed);
-//! the launchers that clone its command have applied that one to themselves.
+//! kept from reads, each call asks for the reads' ruleset as of now (`Prepared::reads_now_in`:
+//! an `lstat` of each directory above a hidden path, and the rules made again when one changed;
+//! for an HTTP caller with a PID namespace of its own, made from that namespace's view); the
+//! launchers that clone its command have applied that one to themselves.
 
 use std::sync::Arc;
 
