@@ -331,3 +331,51 @@ async fn an_http_callers_commands_read_their_own_proc_and_not_the_token() {
         client.cancel().await.unwrap();
     }
 }
+
+/// A token file given with `--token-file` outside the state dir (here `~/.config/agentty-tokens`)
+/// is kept from confined commands' reads as the state dir is, root or not; the same server
+/// unconfined reads it.
+async fn a_token_file_elsewhere_is_unreadable(who: Who) {
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef-elsewhere";
+    let home = tempfile::Builder::new()
+        .prefix("keys-token-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let file = home.path().join(".config/agentty-tokens");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    if who == Who::Nobody {
+        chown_to_nobody(home.path());
+    }
+    let given = file.display().to_string();
+    for (flags, confined) in [
+        (vec!["--token-file", &given], true),
+        (vec!["--token-file", &given, "--no-sandbox"], false),
+    ] {
+        let s = serve(who, &flags).await;
+        let (text, _) = s
+            .run(&format!("cat {given} && echo READ-token; echo done"))
+            .await;
+        assert!(text.contains("done"), "{who:?}: {text}");
+        assert_eq!(text.contains(TOKEN), !confined, "{who:?} {flags:?}: {text}");
+        if confined {
+            assert!(
+                text.contains(&format!(
+                    "[note] reading {given} was refused: the sandbox keeps agentty's own keys"
+                )),
+                "{who:?}: {text}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_token_file_elsewhere_is_unreadable_to_confined_commands_as_root() {
+    a_token_file_elsewhere_is_unreadable(Who::Root).await;
+}
+
+#[tokio::test]
+async fn a_token_file_elsewhere_is_unreadable_to_confined_commands_as_nobody() {
+    a_token_file_elsewhere_is_unreadable(Who::Nobody).await;
+}
