@@ -184,28 +184,33 @@ impl Prepared {
     /// now. Making it again may fail (a directory that can no longer be listed): the latest one
     /// is kept, still hiding what it hid, and the error is given beside it.
     pub fn reads_now(&self) -> RulesetNow {
-        self.reads_now_in(None)
+        self.reads_now_in(None, None)
     }
 
     /// [`Self::reads_now`] for a command that runs in another mount namespace than the plan's
     /// (`Unreadable::seen_from`), whose root this process sees at `seen_from`
-    /// (`/proc/<pid>/root` of a process in it); `None` for the plan's own. Rules bind to inodes,
-    /// and a namespace with a `/proc` of its own (an HTTP caller's PID namespace) has other ones
-    /// there: each such namespace gets a ruleset made from its own view, kept for the next
-    /// command. Where that one cannot be made, the plan's is given (it hides the same paths, and
-    /// may refuse more) with the error.
-    pub fn reads_now_in(&self, seen_from: Option<&std::path::Path>) -> RulesetNow {
+    /// (`/proc/<pid>/root` of a process in it), and that may read `readable` inside the hidden
+    /// paths instead of the plan's exceptions (an HTTP caller's own directories); `None` for
+    /// the plan's. Rules bind to inodes, and a namespace with a `/proc` of its own (an HTTP
+    /// caller's PID namespace) has other ones there: each such view gets a ruleset of its own,
+    /// kept for the next command. Where that one cannot be made, the plan's is given (it hides
+    /// the same paths, and may refuse more) with the error.
+    pub fn reads_now_in(
+        &self,
+        seen_from: Option<&std::path::Path>,
+        readable: Option<&[std::path::PathBuf]>,
+    ) -> RulesetNow {
         #[cfg(target_os = "linux")]
         if let Some(refresh) = &self.refresh {
             let mut refresh = refresh.lock().unwrap_or_else(PoisonError::into_inner);
-            let (ruleset, failed) = refresh.now(seen_from);
+            let (ruleset, failed) = refresh.now(seen_from, readable);
             return RulesetNow {
                 ruleset: Some(ruleset),
                 failed,
             };
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = seen_from;
+        let _ = (seen_from, readable);
         RulesetNow {
             #[cfg(target_os = "linux")]
             ruleset: None,
@@ -264,8 +269,8 @@ impl RulesetNow {
     }
 }
 
-/// Views of another namespace kept (`reads_now_in`), past which the one used least recently
-/// goes: one per HTTP caller, and one more each time a caller's namespace was made again.
+/// Other views kept (`reads_now_in`), past which the one used least recently goes: one per HTTP
+/// caller, and one more each time a caller's namespace was made again.
 #[cfg(target_os = "linux")]
 const KEPT_VIEWS: usize = 32;
 
@@ -278,9 +283,15 @@ struct Refresh {
     unreadable: crate::unreadable::Unreadable,
     /// The plan's view.
     own: View,
-    /// Other namespaces' views, by where their root is seen; the one used last is last.
-    others: Vec<(std::path::PathBuf, View)>,
+    /// Other views (another namespace's root, other exceptions), by what makes them other; the
+    /// one used last is last.
+    others: Vec<(ViewKey, View)>,
 }
+
+/// What sets a view apart from the plan's: where the commands' root is seen, and what they may
+/// read inside the hidden paths.
+#[cfg(target_os = "linux")]
+type ViewKey = (Option<std::path::PathBuf>, Option<Vec<std::path::PathBuf>>);
 
 /// The latest reads' ruleset made from one view of the files, and the stamp it was made with.
 #[cfg(target_os = "linux")]
@@ -330,19 +341,30 @@ impl View {
 
 #[cfg(target_os = "linux")]
 impl Refresh {
-    /// The ruleset for a command seen from `seen_from` (`None`: the plan's view), made again
-    /// where its directories changed, made now for a view not seen before.
-    fn now(&mut self, seen_from: Option<&std::path::Path>) -> (Ruleset, Option<SandboxError>) {
-        let Some(root) = seen_from.filter(|r| Some(*r) != self.unreadable.seen_from.as_deref())
-        else {
+    /// The ruleset for a command seen from `seen_from` that may read `readable` in the hidden
+    /// paths (`None`s: the plan's view), made again where its directories changed, made now for
+    /// a view not seen before.
+    fn now(
+        &mut self,
+        seen_from: Option<&std::path::Path>,
+        readable: Option<&[std::path::PathBuf]>,
+    ) -> (Ruleset, Option<SandboxError>) {
+        let seen_from = seen_from.filter(|r| Some(*r) != self.unreadable.seen_from.as_deref());
+        let readable = readable.filter(|r| *r != self.unreadable.readable.as_slice());
+        if seen_from.is_none() && readable.is_none() {
             let failed = self.own.refresh(&self.writable, &self.unreadable);
             return (self.own.current.clone(), failed);
-        };
+        }
+        let key: ViewKey = (seen_from.map(Into::into), readable.map(<[_]>::to_vec));
         let unreadable = crate::unreadable::Unreadable {
-            seen_from: Some(root.to_path_buf()),
-            ..self.unreadable.clone()
+            seen_from: key.0.clone().or_else(|| self.unreadable.seen_from.clone()),
+            readable: key
+                .1
+                .clone()
+                .unwrap_or_else(|| self.unreadable.readable.clone()),
+            hidden: self.unreadable.hidden.clone(),
         };
-        if let Some(at) = self.others.iter().position(|(r, _)| r == root) {
+        if let Some(at) = self.others.iter().position(|(k, _)| *k == key) {
             let mut entry = self.others.remove(at);
             let failed = entry.1.refresh(&self.writable, &unreadable);
             let ruleset = entry.1.current.clone();
@@ -358,7 +380,7 @@ impl Refresh {
                     current: current.clone(),
                     stamp,
                 };
-                self.others.push((root.to_path_buf(), view));
+                self.others.push((key, view));
                 (current, None)
             }
             // Never no rules: the plan's still hides every path.

@@ -44,10 +44,9 @@ pub(crate) struct Shared {
     confinement: Confinement,
     /// This process's session name (`watchdog::session_name`): run markers start with it.
     pub(crate) session: String,
-    /// This server's spill directory, `<spill root>/<session>`: each session's is in it.
-    spill_dir: std::path::PathBuf,
-    /// Where this server's shells write their start-up files, `<state dir>/shells/<session>`.
-    pub(crate) startup_dir: std::path::PathBuf,
+    /// The directories its sessions spill in and its shells write their start-up files in:
+    /// the server's own, and over HTTP each caller's (`own_dirs.rs`).
+    pub(crate) own_dirs: crate::own_dirs::OwnDirs,
     /// Every session state of this process, found again by HTTP id, caller or liveness.
     pub(crate) registry: Registry,
     /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
@@ -90,11 +89,12 @@ fn unreadable(settings: &Settings, own: &[&std::path::Path]) -> agentty_sandbox:
 }
 
 impl Drop for Shared {
-    /// This server's spill directory goes once its sessions' have (best effort: a session
-    /// directory still there keeps it), and its shells' start-up directory once it is empty.
+    /// This server's spill directories go once their sessions' have (best effort: a session
+    /// directory still there keeps one), and its shells' start-up directories once empty.
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.spill_dir);
-        let _ = std::fs::remove_dir(&self.startup_dir);
+        for dir in self.own_dirs.all() {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 
@@ -103,15 +103,16 @@ impl Agentty {
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
         let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
-        let spill_dir = settings.spill_root.join(&session);
-        let startup_dir = settings.shell_startup_dir(&session);
+        let own_dirs =
+            crate::own_dirs::OwnDirs::new(&settings.spill_root, &settings.shells_root(), &session);
+        let own = own_dirs.of(None);
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
             settings.network,
             &workspace,
             &settings.protected,
-            unreadable(&settings, &[&spill_dir, &startup_dir]),
+            unreadable(&settings, &[&own.spill, &own.startup]),
         );
         let roots: Vec<std::path::PathBuf> =
             workspace.writable_roots().map(ToOwned::to_owned).collect();
@@ -125,8 +126,7 @@ impl Agentty {
             workspace,
             confinement,
             session,
-            spill_dir,
-            startup_dir,
+            own_dirs,
             registry: Registry::default(),
             early_cancels: Arc::default(),
             planted,
@@ -174,6 +174,20 @@ impl Agentty {
         self.with_session(LazySession::new(name))
     }
 
+    /// The confinement for a call of `caller` (an HTTP caller; `None` over stdio): its commands
+    /// read its own spill and start-up directories, no other's.
+    pub(crate) fn confine_for(
+        &self,
+        escalated: bool,
+        caller: Option<&str>,
+    ) -> Result<Option<Arc<dyn agentty_core::spawn::Confine>>, String> {
+        let own = caller.map(|name| (name, self.inner.own_dirs.of(Some(name)).both()));
+        self.inner.confinement.confine(
+            escalated,
+            own.as_ref().map(|(name, dirs)| (*name, &dirs[..])),
+        )
+    }
+
     /// The sandbox line this session's commands carry.
     pub fn sandbox_line(&self) -> String {
         self.inner.confinement.line(false)
@@ -194,9 +208,10 @@ impl Agentty {
             // Listed for `end_all_sessions` once it has something to end.
             self.inner.registry.note_live(&self.session);
         }
+        let caller = self.session.caller.get().map(|c| c.0.clone());
         self.session.state(
             &self.inner.settings,
-            &self.inner.spill_dir,
+            &self.inner.own_dirs.of(caller.as_deref()).spill,
             self.inner.registry.handle_grace(),
         )
     }

@@ -38,15 +38,13 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Where the shells of the server named `session` write their start-up files
-    /// (docs/BEHAVIOUR.md §4): a directory of its own in the state dir, which a confining server
-    /// keeps out of its commands' reach save this one (its shells must read their file), as it
-    /// does its spill directory.
-    pub fn shell_startup_dir(&self, session: &str) -> PathBuf {
+    /// Where shells write their start-up files (docs/BEHAVIOUR.md §4), a directory per server
+    /// (and over HTTP per caller, `own_dirs.rs`) in it: the state dir, which a confining server
+    /// keeps out of its commands' reach save their own directory (a shell must read its file).
+    pub fn shells_root(&self) -> PathBuf {
         self.spill_root
             .parent()
             .unwrap_or(self.spill_root.as_path())
             .join("shells")
-            .join(session)
     }
 }

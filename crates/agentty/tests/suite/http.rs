@@ -27,11 +27,33 @@ pub(super) struct HttpServer {
 impl HttpServer {
     pub(super) fn start() -> Self {
         let (workspace, state) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        Self::start_with(&[], workspace, state, &[], &[])
+    }
+
+    /// A server run through `wrapper` (e.g. `setpriv` to another user), with `flags` and `env`,
+    /// on `workspace` and `state`.
+    pub(super) fn start_with(
+        wrapper: &[&str],
+        workspace: tempfile::TempDir,
+        state: tempfile::TempDir,
+        flags: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Self {
+        let mut command = match wrapper {
+            [] => Command::new(env!("CARGO_BIN_EXE_agentty")),
+            [program, rest @ ..] => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(env!("CARGO_BIN_EXE_agentty"));
+                command
+            }
+        };
+        let mut child = command
             .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
             .arg(workspace.path())
             .arg("--state-dir")
             .arg(state.path())
+            .args(flags)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -48,7 +70,7 @@ impl HttpServer {
             .expect("the server printed no address");
         // Keep reading what it logs, so it never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        let token = std::fs::read_to_string(state.path().join("token")).unwrap();
+        let token = std::fs::read_to_string(state.path().join("token")).unwrap_or_default();
         HttpServer {
             child,
             url,
@@ -61,8 +83,17 @@ impl HttpServer {
     /// An rmcp client: `initialize` (a session of 2025-11-25) or `server/discover` (2026-07-28,
     /// no session).
     pub(super) async fn connect(&self, modern: bool) -> RunningService<RoleClient, ClientConfig> {
+        self.connect_as(&self.token, modern).await
+    }
+
+    /// An rmcp client with `token` (a caller of a `--token-file`).
+    pub(super) async fn connect_as(
+        &self,
+        token: &str,
+        modern: bool,
+    ) -> RunningService<RoleClient, ClientConfig> {
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
-            .auth_header(self.token.clone());
+            .auth_header(token.to_owned());
         let transport = StreamableHttpClientTransport::from_config(config);
         let mut info = ClientConfig::default();
         if modern {

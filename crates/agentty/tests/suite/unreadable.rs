@@ -379,3 +379,100 @@ async fn a_token_file_elsewhere_is_unreadable_to_confined_commands_as_root() {
 async fn a_token_file_elsewhere_is_unreadable_to_confined_commands_as_nobody() {
     a_token_file_elsewhere_is_unreadable(Who::Nobody).await;
 }
+
+/// Over HTTP, each caller's sessions spill in a directory of the caller's own, which only that
+/// caller's confined commands may read: bob cannot read alice's spill file (through a session
+/// and without one), alice can, as root (each caller in a PID namespace of its own) and as
+/// nobody (no namespace, one mount view).
+async fn a_callers_spill_files_are_its_own(who: Who) {
+    const ALICE: &str = "alice-0123456789abcdef0123456789abcdef";
+    const BOB: &str = "bob-0123456789abcdef0123456789abcdef0123";
+    let home = tempfile::Builder::new()
+        .prefix("keys-callers-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("agentty-")
+        .tempdir_in(home.path())
+        .unwrap();
+    let tokens = home.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let wrapper: &[&str] = match who {
+        Who::Root => &[],
+        Who::Nobody => {
+            chown_to_nobody(home.path());
+            chown_to_nobody(workspace.path());
+            &[
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+            ]
+        }
+    };
+    let server = super::http::HttpServer::start_with(
+        wrapper,
+        workspace,
+        state,
+        &["--token-file", tokens.to_str().unwrap()],
+        &[("HOME", home.path())],
+    );
+    let stdout = |result: &rmcp::model::CallToolResult| -> String {
+        result.structured_content.as_ref().unwrap()["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for modern in [false, true] {
+        let (alice, bob) = (
+            server.connect_as(ALICE, modern).await,
+            server.connect_as(BOB, modern).await,
+        );
+        let spilled = super::http::call(
+            &alice,
+            "terminal",
+            json!({ "command": "seq 1 40000 | sed 's/^/ALICE-LINE-/'" }),
+        )
+        .await;
+        let spill = spilled.structured_content.as_ref().unwrap()["spill_path"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{who:?}: no spill: {}", text_of(&spilled)))
+            .to_owned();
+        let read = format!("sed -n '39999p' {spill} && echo READ-spill; echo done");
+        let by_bob = super::http::call(&bob, "terminal", json!({ "command": &read })).await;
+        let text = text_of(&by_bob);
+        assert!(
+            stdout(&by_bob).contains("done"),
+            "{who:?} modern {modern}: {text}"
+        );
+        assert!(
+            !text.contains("ALICE-LINE-") && !text.contains("READ-spill"),
+            "{who:?} modern {modern}: bob read alice's spill file: {text}"
+        );
+        assert!(
+            text.contains(&format!("[note] reading {spill} was refused")),
+            "{who:?} modern {modern}: {text}"
+        );
+        let by_alice = super::http::call(&alice, "terminal", json!({ "command": &read })).await;
+        assert!(
+            stdout(&by_alice).contains("ALICE-LINE-39999"),
+            "{who:?} modern {modern}: {}",
+            text_of(&by_alice)
+        );
+        alice.cancel().await.unwrap();
+        bob.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_spill_files_are_its_own_as_root() {
+    a_callers_spill_files_are_its_own(Who::Root).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_spill_files_are_its_own_as_nobody() {
+    a_callers_spill_files_are_its_own(Who::Nobody).await;
+}

@@ -278,15 +278,16 @@ impl Confinement {
         &self.plan
     }
 
-    /// The confinement for a call of `caller` (an HTTP caller, `None` over stdio): the
-    /// session's, or none for an approved escalation. An error is the 2009 message: the command
-    /// must not run. Where paths are kept from reads, a caller whose commands run in a PID
-    /// namespace of its own (with a `/proc` of its own) gets read rules made from that
-    /// namespace's view.
+    /// The confinement for a call: the session's, or none for an approved escalation. An error
+    /// is the 2009 message: the command must not run. `caller`: an HTTP caller's name and the
+    /// directories of the state dir its commands may read (its own spill and start-up
+    /// directories), `None` over stdio. Where paths are kept from reads, a caller's commands get
+    /// read rules of their own: with those exceptions, and, where it runs in a PID namespace of
+    /// its own (with a `/proc` of its own), made from that namespace's view.
     pub fn confine(
         &self,
         escalated: bool,
-        caller: Option<&str>,
+        caller: Option<(&str, &[std::path::PathBuf])>,
     ) -> Result<Option<Arc<dyn Confine>>, String> {
         if escalated {
             return Ok(None);
@@ -295,12 +296,11 @@ impl Confinement {
             return Ok(None);
         };
         // Made now, as the spawn would; one that cannot be made refuses the spawn, saying why.
-        let root = caller.and_then(|caller| {
-            agentty_core::namespace::root_of(Some(caller))
-                .ok()
-                .flatten()
-        });
-        let now = shared.0.reads_now_in(root.as_deref());
+        let root = caller
+            .and_then(|(name, _)| agentty_core::namespace::root_of(Some(name)).ok().flatten());
+        let now = shared
+            .0
+            .reads_now_in(root.as_deref(), caller.map(|(_, readable)| readable));
         if let Some(e) = &now.failed {
             tracing::warn!("{e}; confined commands keep the read rules made before");
         }
