@@ -14,7 +14,7 @@
 //! - reaching into another process ([`reach_into_processes`]): `ptrace`, `process_vm_readv`,
 //!   `process_vm_writev`, `pidfd_getfd`, `perf_event_open` on another process, and `prlimit64`
 //!   setting another process's limits. A secret the user types goes to a program in the
-//!   agent's shell (docs/BEHAVIOUR.md §4 *Secrets*): `strace -p` or `gdb -p` of that program,
+//!   agent's shell (docs/BEHAVIOUR.md §4 *Sealed entry*): `strace -p` or `gdb -p` of that program,
 //!   or a read of its memory, would hand it to the agent. So `strace`, `gdb` and `perf stat`
 //!   do not work confined, on any process, their own children included.
 //!

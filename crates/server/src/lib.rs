@@ -9,6 +9,7 @@ pub mod escalation;
 mod handler;
 mod http_sessions;
 mod job_words;
+mod own_dirs;
 mod schemas;
 pub mod secrets;
 pub mod server;
