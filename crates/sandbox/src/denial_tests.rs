@@ -316,15 +316,25 @@ fn a_refused_tracer_or_profiler_is_recognised() {
         "strace: test_ptrace_get_syscall_info: PTRACE_TRACEME: Operation not permitted",
         "Attaching to process 42\nptrace: Operation not permitted.",
         "Error:\nAccess to performance monitoring and observability operations is limited.",
+        "PermissionError: [Errno 13] Permission denied: '/proc/4/maps'",
+        "cat: /proc/1234/mem: Permission denied",
     ] {
         assert!(shows_trace_refusal(refused, &p), "{refused}");
     }
     for ordinary in [
         "rm: cannot remove 'x': Operation not permitted",
         "ptrace-tools 1.2 installed",
+        "cat: /proc/sys/kernel/x: Permission denied",
         "",
     ] {
         assert!(!shows_trace_refusal(ordinary, &p), "{ordinary}");
+    }
+    // Another process's files are the process access check's, not the writable set's: no 2008.
+    for read in [
+        "PermissionError: [Errno 13] Permission denied: '/proc/4/maps'",
+        "cat: /proc/1234/mem: Permission denied",
+    ] {
+        assert_eq!(detect_denial(Some(1), read, &p, None), None, "{read}");
     }
     // Unconfined (auto mode), nothing refuses it: nothing to tell.
     let auto = plan(Mode::Auto, ws.path());
