@@ -247,6 +247,26 @@ impl Confinement {
         self.confine.clone()
     }
 
+    /// Why the sandbox is not in force as configured, if it is not (`/readyz` says it): it
+    /// failed to start, the kernel has no backend for the mode asked, or the network switch
+    /// asked for cannot be installed. `auto` and `--no-sandbox` ask for nothing.
+    pub fn not_in_force(&self) -> Option<&'static str> {
+        use agentty_sandbox::{NotEnforcedWhy, State};
+        if self.confine.is_err() {
+            return Some("degraded: the sandbox failed to start");
+        }
+        if let State::NotEnforced {
+            why: NotEnforcedWhy::NoBackend | NotEnforcedWhy::KernelLacksLandlock,
+        } = self.enforcement.state
+        {
+            return Some("degraded: no sandbox backend on this kernel");
+        }
+        if self.enforcement.network_off == Some(false) {
+            return Some("degraded: the network switch cannot be installed");
+        }
+        None
+    }
+
     /// The one line every result carries.
     pub fn line(&self, escalated: bool) -> String {
         if escalated {
@@ -321,6 +341,15 @@ impl Refused {
             Refused::Write(sentence) => Some(sentence),
             Refused::Read(_) => None,
         }
+    }
+
+    /// Counts it for `/metrics`: a result reports it.
+    pub(crate) fn count(&self) {
+        use crate::metrics::{METRICS, Refusal};
+        METRICS.sandbox_refused(match self {
+            Refused::Write(_) => Refusal::Write,
+            Refused::Read(_) => Refusal::Read,
+        });
     }
 
     /// Its line in the model's text: `[error 2008] …`, or the read's note.
