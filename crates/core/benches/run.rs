@@ -34,6 +34,7 @@ async fn main() {
                 marker: format!("bench-{i}"),
                 confine: None,
                 caller: None,
+                pass_fd: None,
             },
             stdin: None,
             timeout: Duration::from_secs(10),

@@ -25,7 +25,7 @@
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
@@ -73,6 +73,8 @@ pub(crate) struct ExecPlan {
     /// open until the plan is dropped after the clone, whoever holds it then.
     #[expect(dead_code, reason = "held open, never read")]
     pub keep_open: Vec<OwnedFd>,
+    /// One more fd for the child at a fixed number (see [`super::PassedFd`]).
+    pub passed: Option<super::PassedFd>,
     pub session: Session,
     pub confine: Option<Arc<dyn Confine>>,
     /// The namespaces of a confined child: the session's, or its caller's (see
@@ -353,7 +355,15 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         if !session_ok {
             fail(failure, Step::Session, errno());
         }
+        // Read before stdio is installed: a passed fd below 3 is moved out of its way first.
+        let passed = plan
+            .passed
+            .as_ref()
+            .map(|p| (above_stdio(p.fd.as_raw_fd(), failure), p.at));
         install_stdio(plan.stdio, failure);
+        if let Some((from, at)) = passed {
+            install_passed(from, at, failure);
+        }
         if plan.session == Session::OwnTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
             fail(failure, Step::Terminal, errno());
         }
@@ -416,6 +426,42 @@ unsafe fn install_stdio(mut stdio: [RawFd; 3], failure: &Failure) {
                 fail(failure, Step::Stdio, errno());
             }
         }
+    }
+}
+
+/// `fd`, or a copy of it at 3 or above when it is one of the stdio numbers (which
+/// [`install_stdio`] overwrites).
+///
+/// # Safety
+/// Child only (see [`child_main`]).
+unsafe fn above_stdio(fd: RawFd, failure: &Failure) -> RawFd {
+    if fd >= 3 {
+        return fd;
+    }
+    // SAFETY: fcntl on a plain integer.
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if moved < 0 {
+        fail(failure, Step::Stdio, errno());
+    }
+    moved
+}
+
+/// Makes `from` the child's fd `at`, open across `exec`: `dup2` clears close-on-exec on the
+/// copy; when the fd already has that number, the flag is cleared on it.
+///
+/// # Safety
+/// Child only (see [`child_main`]).
+unsafe fn install_passed(from: RawFd, at: RawFd, failure: &Failure) {
+    // SAFETY: fcntl and dup2 on plain integers.
+    let done = unsafe {
+        if from == at {
+            libc::fcntl(at, libc::F_SETFD, 0) == 0
+        } else {
+            libc::dup2(from, at) == at
+        }
+    };
+    if !done {
+        fail(failure, Step::Stdio, errno());
     }
 }
 

@@ -28,6 +28,7 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         marker: marker.to_owned(),
         confine: None,
         caller: None,
+        pass_fd: None,
     }
 }
 
@@ -144,6 +145,7 @@ pub fn spec(program: &str, marker: &str) -> SpawnSpec {
         marker: marker.to_owned(),
         confine: None,
         caller: None,
+        pass_fd: None,
     }
 }
 
@@ -154,6 +156,7 @@ pub fn open_spec(program: &str, marker: &str) -> OpenSpec {
         cols: 80,
         rows: 24,
         output: Arc::new(OutputRing::new(None)),
+        startup_dir: std::env::temp_dir().join("agentty-tests-startup"),
     }
 }
 

@@ -226,7 +226,8 @@ impl Agentty {
             }
             SendStatus::AwaitingInput { prompt, by_shell } => {
                 let prompt = say::short_prompt(prompt);
-                let line = say::awaiting_input(&prompt, *by_shell);
+                let asks = asks(&send.shell, &prompt, *by_shell);
+                let line = say::awaiting_input(&prompt, *by_shell, asks, id);
                 (SendState::AwaitingInput, None, Some(prompt), line)
             }
             SendStatus::Matched => (SendState::Matched, None, None, say::matched(elapsed)),
@@ -235,8 +236,9 @@ impl Agentty {
                 SendState::Running,
                 None,
                 None,
-                say::running(elapsed, id, outcome.cursor_next),
+                say::running(elapsed, id, outcome.cursor_next, outcome.running.as_deref()),
             ),
+            SendStatus::Held { by } => (SendState::Running, None, None, say::held(by, id)),
             SendStatus::ShellEnded => {
                 let wait =
                     Duration::from_millis(agentty_core::pty::CLOSE_GRACE_MS + SHELL_EXIT_WAIT_MS);
@@ -309,7 +311,7 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(&said.line);
-        if outcome.untyped > 0 {
+        if outcome.untyped > 0 && !matches!(outcome.status, SendStatus::Held { .. }) {
             text.push('\n');
             text.push_str(&say::untyped(outcome.untyped, &job.id));
         }
@@ -342,8 +344,27 @@ impl Agentty {
                     .map(ToOwned::to_owned),
                 earlier_exit_codes: outcome.ended_before,
                 untyped_bytes: outcome.untyped as u64,
+                running: match &outcome.status {
+                    SendStatus::Held { by } => Some(by.clone()),
+                    _ => outcome.running,
+                },
             },
         )
+    }
+}
+
+/// What the program at a prompt asks for, as the reply words it: a password when it reads a
+/// line with echo off, or when its prompt reads like one; never for the shell's own read (a
+/// `secret` would be refused there: the value would land in a variable the agent reads).
+fn asks(shell: &Shell, prompt: &str, by_shell: bool) -> say::Asks {
+    if by_shell || shell.reads_itself() {
+        say::Asks::Input
+    } else if shell.asks_password() {
+        say::Asks::Password
+    } else if agentty_core::pty::reads_like_password(prompt) {
+        say::Asks::PasswordEchoed
+    } else {
+        say::Asks::Input
     }
 }
 

@@ -88,6 +88,7 @@ impl Agentty {
                 marker,
                 confine,
                 caller: Agentty::caller_of(&ctx),
+                pass_fd: None,
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
@@ -157,7 +158,9 @@ impl Agentty {
                 if full_screen {
                     notice::PTY_FULL_SCREEN.to_owned()
                 } else {
-                    notice::pty_awaiting_input(prompt)
+                    let password =
+                        outcome.awaiting_password || agentty_core::pty::reads_like_password(prompt);
+                    notice::pty_awaiting_input(prompt, password)
                 }
             })
             .into_iter()

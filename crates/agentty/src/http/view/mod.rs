@@ -1,4 +1,4 @@
-//! The web view (docs/BEHAVIOUR.md §9): a page at `/` of the HTTP listener where a person
+//! The web view (docs/BEHAVIOUR.md §12): a page at `/` of the HTTP listener where a person
 //! watches every session's jobs and shells live.
 //!
 //! - **Login:** the page posts a token of the token file (`POST /view/login`), or a one-time
