@@ -36,6 +36,10 @@ fn normal(name: &str) -> String {
 /// `entry` as a pattern; `None` when it is not a host, `host:port` or `*.host[:port]`.
 fn pattern(entry: &str) -> Option<Pattern> {
     let entry = entry.trim();
+    // `Authority` takes a user (`user@host`) and names only its host: no host has one.
+    if entry.contains(['@', '/']) {
+        return None;
+    }
     let (wildcard, rest) = match entry.strip_prefix("*.") {
         Some(rest) => (true, rest),
         None => (false, entry),
@@ -43,9 +47,12 @@ fn pattern(entry: &str) -> Option<Pattern> {
     let authority = hyper::http::uri::Authority::try_from(rest).ok()?;
     let name = normal(authority.host());
     let port = authority.port_u16();
-    // A port given as `:` alone, or a name with characters no host has, is a mistake.
+    // A port given as `:` alone or past 65535 (which `Authority` reads as no port), or a name
+    // with characters no host has, is a mistake.
+    let port_written = rest.contains(':') && !rest.ends_with(']');
     if name.is_empty()
         || rest.ends_with(':')
+        || (port_written && port.is_none())
         || name.contains(['*', '/', '@'])
         || (wildcard && name.parse::<std::net::IpAddr>().is_ok())
     {
@@ -72,10 +79,15 @@ impl Hosts {
     /// The loopback names, the address bound, and `allowed` (entries that do not parse, which
     /// the flags already refused, are left out).
     pub fn new(bound: SocketAddr, allowed: &[String]) -> Self {
-        let own = ["localhost", "127.0.0.1", "::1"]
+        // An IPv6 address is named in brackets, as a `Host` names it.
+        let bound = match bound.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        let own = ["localhost", "127.0.0.1", "[::1]"]
             .into_iter()
             .map(str::to_owned)
-            .chain([bound.ip().to_string()]);
+            .chain([bound]);
         Hosts(
             own.chain(allowed.iter().cloned())
                 .filter_map(|entry| pattern(&entry))
@@ -85,6 +97,9 @@ impl Hosts {
 
     /// Whether the `Host` header value `host` is accepted.
     pub fn accepts(&self, host: &str) -> bool {
+        if host.contains('@') {
+            return false;
+        }
         let Ok(authority) = hyper::http::uri::Authority::try_from(host.trim()) else {
             return false;
         };
@@ -130,6 +145,7 @@ mod tests {
             "",
             "127.0.0.2",
             "localhost.evil",
+            "evil@localhost",
         ] {
             assert!(!h.accepts(no), "{no}");
         }
