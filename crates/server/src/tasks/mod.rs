@@ -119,18 +119,6 @@ impl Agentty {
             text.push_str(&say::forgotten(forgotten));
         }
         let structured = TaskListResult {
-            before_restart: earlier
-                .iter()
-                .map(|job| EarlierJob {
-                    id: job.id.clone(),
-                    kind: match job.kind {
-                        crate::session::kept::RecordKind::Command => TaskKind::Command,
-                        crate::session::kept::RecordKind::Shell => TaskKind::Shell,
-                    },
-                    state_text: crate::job_words::earlier_state(&job.earlier()),
-                    command: job.label.clone(),
-                })
-                .collect(),
             forgotten,
             jobs: jobs
                 .iter()

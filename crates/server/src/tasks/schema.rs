@@ -92,20 +92,6 @@ pub struct TaskListResult {
     pub jobs: Vec<TaskInfo>,
     /// Older ended jobs no longer listed (the table keeps the newest ended ones of each kind).
     pub forgotten: u64,
-    /// Jobs of this session from before the server restarted: none of them runs now.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub before_restart: Vec<EarlierJob>,
-}
-
-/// A job of this session from before the server restarted, as the server kept it.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct EarlierJob {
-    pub id: String,
-    pub kind: TaskKind,
-    /// What became of it, e.g. "lost at the restart of 2026-12-05T10:00:00Z".
-    pub state_text: String,
-    /// The command as the server kept it: its program, without arguments.
-    pub command: String,
 }
 
 /// `structuredContent` of `task_output`.
