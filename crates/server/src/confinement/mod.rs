@@ -360,3 +360,46 @@ impl Refused {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentty_sandbox::Backend;
+
+    /// `/readyz` is 503 `degraded: …` when the sandbox asked for is not in force, and only then.
+    #[test]
+    fn not_in_force_names_why_the_sandbox_asked_for_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path().to_path_buf(), Vec::new()).unwrap();
+        let mut c = Confinement::new(Mode::Default, true, true, &workspace, &Protected::default());
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::KernelLacksLandlock);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: no sandbox backend on this kernel")
+        );
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::None);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: no sandbox backend on this kernel")
+        );
+        // Asked for nothing: auto mode, or the sandbox switched off.
+        c.enforcement = Enforcement::decide(Mode::Auto, true, &Backend::KernelLacksLandlock);
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, false, &Backend::None);
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        c.enforcement.network_off = Some(false);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the network switch cannot be installed")
+        );
+        c.enforcement.network_off = Some(true);
+        c.confine = Err("the sandbox failed to start: test".into());
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the sandbox failed to start")
+        );
+    }
+}
