@@ -1,7 +1,8 @@
 //! agentty-sandbox: permission mode -> write confinement (docs/BEHAVIOUR.md §5).
 //!
-//! Only writes are confined; reads and the network are left alone (optional network-off aside),
-//! because a read allow-list breaks `git push` reading `~/.ssh`. The flow is
+//! Writes are confined; reads are left alone, because a read allow-list breaks `git push`
+//! reading `~/.ssh`; the network by its mode (`on`, `off`, `allowlist`, `ask`: the kernel side,
+//! the seccomp filter and the supervisor of connections in `net/`). The flow is
 //! `Policy -> Plan` (what is writable, `plan.rs`) `-> Prepared` (kernel objects built once, before
 //! any fork, `prepared.rs`) `-> apply_own` + `apply_shared` (raw syscalls between fork and exec,
 //! so the command keeps its pid and process group; the shared part may be applied once to the
@@ -18,6 +19,8 @@ pub mod git_files;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod mode;
+#[cfg(target_os = "linux")]
+mod net;
 pub mod notice;
 mod plan;
 mod prepared;
@@ -34,9 +37,13 @@ mod terminals;
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
 pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom};
-pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
+pub use enforcement::{
+    Backend, Enforcement, NetEnforcement, NetHold, NotEnforcedWhy, PartialWhy, State,
+};
 pub use error::SandboxError;
-pub use mode::{Mode, ParseModeError, Policy};
+pub use mode::{Mode, Network, ParseModeError, ParseNetworkError, Policy};
+#[cfg(target_os = "linux")]
+pub use net::{Judge, Supervisor, Verdict};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 pub use prepared::Prepared;
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};

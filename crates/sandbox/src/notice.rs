@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::denial::Denial;
-use crate::enforcement::{Enforcement, NotEnforcedWhy, PartialWhy, State};
+use crate::enforcement::{Enforcement, NetEnforcement, NetHold, NotEnforcedWhy, PartialWhy, State};
 use crate::mode::Mode;
 use crate::probe::{ProbeOutcome, ProbeReport};
 
@@ -55,12 +55,52 @@ pub(crate) fn enforcement_line(e: &Enforcement) -> String {
             format!("{PREFIX} {mode}: {text}")
         }
     };
-    match e.network_off {
-        Some(true) => line.push_str("; network off"),
-        Some(false) => line.push_str("; network-off requested but not available here"),
-        None => {}
-    }
+    line.push_str(&network_part(e.network));
     line
+}
+
+/// The `[sandbox]` line's words on the network (docs/BEHAVIOUR.md §13).
+fn network_part(network: NetEnforcement) -> String {
+    match network {
+        NetEnforcement::Open => String::new(),
+        NetEnforcement::Off { installed: true } => "; network off".to_owned(),
+        NetEnforcement::Off { installed: false } => {
+            "; network-off requested but not available here".to_owned()
+        }
+        NetEnforcement::Filtered {
+            mode,
+            held: NetHold::Nothing,
+            ..
+        } => format!(
+            "; network {mode} requested but not enforced here (no seccomp filter for this \
+             architecture)"
+        ),
+        NetEnforcement::Filtered {
+            mode,
+            held,
+            loopback,
+        } => {
+            let loopback = if loopback {
+                ", and loopback"
+            } else {
+                "; loopback closed"
+            };
+            let others = if mode == crate::Network::Ask {
+                "; other hosts are asked of the user"
+            } else {
+                ""
+            };
+            let partly = if held == NetHold::SupervisorOnly {
+                "; partly held: Landlock below ABI 4 has no TCP rule, so a command racing the \
+                 supervisor can connect directly"
+            } else {
+                ""
+            };
+            format!(
+                "; network {mode}: listed hosts through agentty's proxy{loopback}{others}{partly}"
+            )
+        }
+    }
 }
 
 pub(crate) fn ruleset_failed(e: &dyn std::fmt::Display) -> String {

@@ -70,6 +70,7 @@ impl Agentty {
             settings.mode,
             settings.sandbox_enabled,
             settings.network,
+            settings.loopback,
             &workspace,
             &settings.protected,
         );

@@ -49,7 +49,17 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     let mode = mode(flags.mode.clone().or(file.mode))?;
     let add_dirs = extra_roots(flags.add_dirs.iter().chain(file.add_dirs.iter().flatten()))?;
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
-    let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
+    let network = if flags.no_network {
+        agentty_sandbox::Network::Off
+    } else {
+        match file.sandbox.network {
+            None | Some(file::NetworkSetting::Switch(true)) => agentty_sandbox::Network::On,
+            Some(file::NetworkSetting::Switch(false)) => agentty_sandbox::Network::Off,
+            Some(file::NetworkSetting::Mode(text)) => text
+                .parse()
+                .map_err(|e| anyhow::anyhow!("sandbox.network: {e}"))?,
+        }
+    };
     let guard = merge_guard(file.guard, flags)?;
     // What commands may write, while the sandbox is on.
     let plan = sandbox_enabled.then(|| plan_for(mode, &workspace, &add_dirs));
@@ -85,6 +95,7 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         mode,
         sandbox_enabled,
         network,
+        loopback: true,
         guard,
         shell_idle_ms: flags
             .shell_idle_ms

@@ -57,6 +57,13 @@ pub trait Confine: Send + Sync {
     /// commands may share (the seccomp filter, the capabilities dropped). A child that is not
     /// cloned by a thread that has it applies it to itself, after [`Confine::apply_own`].
     fn apply_shared(&self) -> io::Result<()>;
+
+    /// [`Confine::apply_shared`] as a launcher thread takes it, once, before it clones any
+    /// child: not in a child, so it may allocate and lock (the seccomp filter's listener is
+    /// handed to the server's supervisor of connections here).
+    fn apply_to_launcher(&self) -> io::Result<()> {
+        self.apply_shared()
+    }
 }
 
 /// Drops this process's controlling terminal, once, at start-up, so no child inherits one.

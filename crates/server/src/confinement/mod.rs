@@ -28,6 +28,10 @@ impl Confine for PreparedConfine {
     fn apply_shared(&self) -> std::io::Result<()> {
         self.0.apply_shared()
     }
+
+    fn apply_to_launcher(&self) -> std::io::Result<()> {
+        self.0.apply_to_launcher()
+    }
 }
 
 /// Applies `confine` once, to a short-lived thread, so a kernel that refuses the ruleset is
@@ -169,7 +173,8 @@ impl Confinement {
     pub fn new(
         mode: Mode,
         enabled: bool,
-        network: bool,
+        network: agentty_sandbox::Network,
+        loopback: bool,
         workspace: &Workspace,
         protected: &Protected,
     ) -> Self {
@@ -178,13 +183,19 @@ impl Confinement {
             writable_roots: workspace.writable_roots().map(ToOwned::to_owned).collect(),
             enabled,
             network,
+            loopback,
         };
         let plan = Plan::new(&policy);
         let mut enforcement = plan.enforcement();
         let confine = match plan.prepare() {
             Ok(prepared) => {
                 enforcement = prepared.enforcement();
-                if enforcement.confines() || enforcement.network_off == Some(true) {
+                let network_held = matches!(
+                    enforcement.network,
+                    agentty_sandbox::NetEnforcement::Off { installed: true }
+                        | agentty_sandbox::NetEnforcement::Filtered { .. }
+                );
+                if enforcement.confines() || network_held {
                     let confine = Arc::new(PreparedConfine(prepared));
                     try_confine(&confine).map(|()| Some(confine as Arc<dyn Confine>))
                 } else {
