@@ -9,6 +9,7 @@ pub mod escalation;
 mod handler;
 mod http_sessions;
 mod job_words;
+pub mod network;
 mod schemas;
 pub mod secrets;
 pub mod server;

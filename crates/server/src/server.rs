@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     view_url: OnceLock<String>,
     /// The sealing key and open questions of escalations asked with `input_required`.
     pub(crate) sealer: Arc<Sealer>,
+    /// What confined commands may reach, and what they met (docs/BEHAVIOUR.md §13).
+    pub(crate) egress: Arc<crate::network::Egress>,
 }
 
 impl Agentty {
@@ -66,6 +68,17 @@ impl Agentty {
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
         let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
+        let egress = crate::network::Egress::new(
+            settings.network,
+            settings.allowlist.clone(),
+            settings.loopback,
+        );
+        let confining = settings.sandbox_enabled && settings.mode != agentty_sandbox::Mode::Auto;
+        let supervisor = if confining && egress.filtered() {
+            crate::network::start(&egress).map(Some)
+        } else {
+            Ok(None)
+        };
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
@@ -73,6 +86,7 @@ impl Agentty {
             settings.loopback,
             &workspace,
             &settings.protected,
+            supervisor,
         );
         let roots: Vec<std::path::PathBuf> =
             workspace.writable_roots().map(ToOwned::to_owned).collect();
@@ -93,6 +107,7 @@ impl Agentty {
             secrets: crate::secrets::Pending::default(),
             view_url: OnceLock::new(),
             sealer: Arc::new(Sealer::new(STATE_TTL)),
+            egress,
         };
         let tool_router = Self::tool_router();
         let tools = Arc::new(crate::tools::catalog::catalog(tool_router.list_all()));
@@ -224,6 +239,10 @@ impl Agentty {
         &self.inner.confinement
     }
 
+    pub(crate) fn egress(&self) -> &Arc<crate::network::Egress> {
+        &self.inner.egress
+    }
+
     /// How a command the sandbox refused a write can be run again in this session
     /// (`in_shell`: it ran in a persistent shell).
     pub(crate) fn retry(&self, in_shell: bool) -> Retry {
@@ -279,6 +298,39 @@ impl Agentty {
                 shared.look(session.upgrade().as_deref());
             }
         });
+    }
+
+    /// Registers a call's commands with the network policy (`confined`: they are; an
+    /// escalated call is not filtered): over stdio, a client that can be asked is asked while
+    /// the command waits; a 2026-07-28 client that can is asked with the result; over HTTP,
+    /// nobody (docs/BEHAVIOUR.md §13). `granted`: hosts the user approved for this call.
+    pub(crate) fn network_call(
+        &self,
+        marker: &str,
+        call: &str,
+        what: &str,
+        ctx: &RequestContext<RoleServer>,
+        confined: bool,
+        granted: Vec<crate::network::Target>,
+    ) -> Option<crate::network::NetCall> {
+        if !confined {
+            return None;
+        }
+        let over_http = crate::escalation::over_http(ctx);
+        let slot = ctx.extensions.get::<crate::escalation::mrtr::Slot>();
+        let asker =
+            (!over_http && slot.is_none() && self.state().client_can_ask.load(Ordering::Relaxed))
+                .then(|| ctx.peer.clone());
+        let later = !over_http && slot.is_some_and(crate::escalation::mrtr::Slot::can_ask);
+        self.egress().begin(crate::network::Begin {
+            marker,
+            session: &self.session.name,
+            call,
+            what,
+            asker,
+            ask_later: later,
+            granted,
+        })
     }
 
     /// A new per-call id and the run marker derived from it.

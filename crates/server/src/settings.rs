@@ -26,6 +26,9 @@ pub struct Settings {
     pub network: Network,
     /// `sandbox.loopback`: in `allowlist` and `ask`, whether loopback stays reachable.
     pub loopback: bool,
+    /// The hosts `allowlist` and `ask` let through (`sandbox.allow_net` and the built-in list,
+    /// unless `sandbox.builtin_net = false`).
+    pub allowlist: crate::network::Allowlist,
     /// Guard rules switched off by the user.
     pub guard: GuardConfig,
     /// Close a shell unused for this long (`None`: 10 minutes).

@@ -52,6 +52,12 @@ pub struct SandboxSection {
     /// `on`, `off`, `allowlist` or `ask` (docs/BEHAVIOUR.md §13); `true`/`false` are the
     /// older spellings of `on`/`off`.
     pub network: Option<NetworkSetting>,
+    /// Hosts confined commands may reach in `allowlist` and `ask`, beside the built-in list.
+    pub allow_net: Option<Vec<String>>,
+    /// false: the built-in list of registries and code hosts is left out.
+    pub builtin_net: Option<bool>,
+    /// false: loopback is closed to confined commands in `allowlist` and `ask`.
+    pub loopback: Option<bool>,
     /// Paths that run code later left writable to confined commands, by name (`.git/config`,
     /// `.envrc`, `~/.bashrc`, …: `agentty_sandbox::protected_names`); they stay watched.
     pub writable_protected: Option<Vec<String>>,

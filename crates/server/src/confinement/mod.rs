@@ -177,6 +177,7 @@ impl Confinement {
         loopback: bool,
         workspace: &Workspace,
         protected: &Protected,
+        supervisor: Result<Option<Arc<agentty_sandbox::Supervisor>>, String>,
     ) -> Self {
         let policy = Policy {
             mode,
@@ -187,7 +188,18 @@ impl Confinement {
         };
         let plan = Plan::new(&policy);
         let mut enforcement = plan.enforcement();
-        let confine = match plan.prepare() {
+        let prepared = match supervisor {
+            Ok(supervisor) => {
+                plan.prepare()
+                    .map_err(|e| e.to_string())
+                    .map(|prepared| match supervisor {
+                        Some(supervisor) => prepared.supervised_by(supervisor),
+                        None => prepared,
+                    })
+            }
+            Err(why) => Err(notice::supervisor_failed(&why)),
+        };
+        let confine = match prepared {
             Ok(prepared) => {
                 enforcement = prepared.enforcement();
                 let network_held = matches!(
@@ -202,7 +214,7 @@ impl Confinement {
                     Ok(None)
                 }
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         if let Err(e) = &confine {
             tracing::error!("{e}");
