@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientInfo, ElicitRequestParams, ElicitResult,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability,
 };
 use rmcp::service::RequestContext;
@@ -480,8 +480,8 @@ impl ClientHandler for Answering {
         )
     }
 
-    fn get_info(&self) -> ClientInfo {
-        let mut info = ClientInfo::default();
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation =
             Some(serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).unwrap());
