@@ -6,6 +6,7 @@ client session belongs to the caller that opened it; an unnamed handle is stoppe
 import json
 import os
 import re
+import signal
 import time
 import uuid
 
@@ -217,6 +218,116 @@ def test_a_confined_command_cannot_read_the_token():
             assert session(url, A)
     finally:
         os.unlink(link)
+        os.unlink(tokens)
+
+
+def signalled(out, word):
+    """Whether `look` below printed `word PID` for a process (its own command line, printed too,
+    holds the words)."""
+    return any(re.fullmatch(rf"{word} \d+", line) for line in out.splitlines())
+
+
+def test_a_callers_commands_cannot_see_or_signal_another_callers_processes():
+    """Measured: bob's `ps -eo pid,args` listed alice's `python3 -c … --token=alice-secret`. Each
+    caller's confined commands now run in a PID namespace of its own (CAP_SYS_ADMIN): another
+    caller's `ps`, `/proc/*/cmdline`, `/proc/*/environ` and `kill` do not reach them, through a
+    client session or without one, while alice still sees her own."""
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("a PID namespace per caller needs CAP_SYS_ADMIN")
+    argv_secret = f"alice-secret-{uuid.uuid4().hex}"
+    env_secret = f"alice-env-{uuid.uuid4().hex}"
+    tokens = token_file(f"alice {A}\nbob {B}\n")
+    look = (
+        "ps -eo pid,args; cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; "
+        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' ' '; echo; "
+        # The pattern is put together by the shell: the command's own argv must not hold it.
+        "s=alice-sec; for p in /proc/[0-9]*; do grep -qa ${s}ret- $p/cmdline 2>/dev/null && "
+        "{ kill -0 ${p#/proc/} && echo SIGNALLED ${p#/proc/} || echo REFUSED ${p#/proc/}; }; "
+        "done; echo END"
+    )
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            alice = session(url, A)
+            started = session_call(
+                url, alice, "terminal",
+                {
+                    "command": f"python3 -c 'import time; time.sleep(300)' --token={argv_secret}",
+                    "background": True,
+                    "env": {"ALICE_SECRET": env_secret},
+                },
+            )
+            assert not started.get("isError"), said(started)
+            assert wait_until(lambda: with_env("ALICE_SECRET", env_secret))
+            # Alice's own commands see it (another command's environment is not readable even
+            # to them: each confined command is a Landlock domain of its own, which scopes ptrace
+            # access, and signals).
+            own = session_call(url, alice, "terminal", {"command": look})
+            out = own["structuredContent"]["stdout"]
+            assert argv_secret in out and not signalled(out, "SIGNALLED"), out
+            bob_session = session(url, B)
+            as_bob = [
+                session_call(url, bob_session, "terminal", {"command": look}),
+                stateless(url, B, "terminal", {"command": look}),
+            ]
+            for seen in as_bob:
+                out = seen["structuredContent"]["stdout"]
+                assert out.endswith("END\n"), out
+                assert argv_secret not in out, f"bob's command saw alice's argv:\n{out}"
+                assert env_secret not in out, f"bob's command saw alice's environment:\n{out}"
+                assert not signalled(out, "SIGNALLED") and not signalled(out, "REFUSED"), out
+            assert with_env("ALICE_SECRET", env_secret), "alice's command was stopped"
+    finally:
+        os.unlink(tokens)
+
+
+def test_a_callers_namespace_whose_init_was_killed_is_made_again():
+    """Killing a caller's init (root, from outside) ends that caller's commands with it, and
+    only those; its next command gets a new namespace, still apart from the other caller's."""
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("a PID namespace per caller needs CAP_SYS_ADMIN")
+    tags = {who: f"callers-ns-{who}-{uuid.uuid4().hex[:8]}" for who in ("alice", "bob")}
+    tokens = token_file(f"alice {A}\nbob {B}\n")
+
+    def namespace_of(pid):
+        return os.readlink(f"/proc/{pid}/ns/pid")
+
+    def init_of(pid):
+        """The host pid of the init of `pid`'s PID namespace (pid 1 there)."""
+        for other in os.listdir("/proc"):
+            try:
+                if other.isdigit() and namespace_of(other) == namespace_of(pid):
+                    with open(f"/proc/{other}/status") as f:
+                        nspid = [l for l in f if l.startswith("NSpid:")][0].split()
+                    if nspid[-1] == "1":
+                        return int(other)
+            except OSError:
+                pass
+        return None
+
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            for who, token in (("alice", A), ("bob", B)):
+                started = stateless(
+                    url, token, "terminal",
+                    {"command": "sleep 300", "background": True, "env": {"HTTPTAG": tags[who]}},
+                )
+                assert not started.get("isError"), said(started)
+            assert wait_until(lambda: all(with_env("HTTPTAG", t) for t in tags.values()))
+            alice_job, bob_job = (with_env("HTTPTAG", tags[w])[0] for w in ("alice", "bob"))
+            assert namespace_of(alice_job) != namespace_of(bob_job)
+            init = init_of(alice_job)
+            assert init, "alice's job is not pid 1's of a namespace of its own"
+            os.kill(init, signal.SIGKILL)
+            assert wait_until(lambda: not with_env("HTTPTAG", tags["alice"]))
+            assert with_env("HTTPTAG", tags["bob"]) == [bob_job], "bob's job died with alice's init"
+            seen = stateless(url, A, "terminal", {"command": "ps -eo args; echo END"})
+            out = seen["structuredContent"]["stdout"]
+            assert out.endswith("END\n") and "sleep 300" not in out, out
+    finally:
         os.unlink(tokens)
 
 

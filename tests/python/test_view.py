@@ -1,4 +1,4 @@
-"""The web view (docs/BEHAVIOUR.md §9) in a real headless Chromium (Debian's, driven by
+"""The web view (docs/BEHAVIOUR.md §12) in a real headless Chromium (Debian's, driven by
 Playwright; nothing downloads a browser), and its refusals with plain HTTP requests."""
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The web view belongs to the caller who logged in (docs/BEHAVIOUR.md §9, §12): a key bound
+"""The web view belongs to the caller who logged in (docs/BEHAVIOUR.md §12): a key bound
 to alice's token opens nothing of bob's, whatever it names (state, streams, stop, secret
 requests); an operator's token sees every caller; the key lives in the page's memory only, so a
 command that reads the browser's profile finds nothing that opens the view; `agentty view` logs

@@ -373,7 +373,7 @@ test('(b2) the output validators reject a wrong structuredContent', TEST, async 
     for (const [what, wrong] of [
       ['status 42', { ...sc, status: 42 }],
       ['no exit_code', Object.fromEntries(Object.entries(sc).filter(([k]) => k !== 'exit_code'))],
-      ['negative duration_ms', { ...sc, duration_ms: -1 }],
+      ['duration_ms as a string', { ...sc, duration_ms: '12' }],
     ]) {
       assert.equal(validators.get('terminal')(wrong).valid, false, `explicit validator accepts ${what}`);
       assert.equal(

@@ -46,6 +46,8 @@ impl RawPty {
             stdin: StdinMode::Null,
             marker: format!("bench-raw-{}", std::process::id()),
             confine: None,
+            caller: None,
+            pass_fd: None,
         };
         let (master, _, _) = spawn_on_pty(spec, 120, 40).await.expect("raw pty");
         let mut raw = Self {

@@ -59,6 +59,10 @@ enum Command {
     ProxyConnect { host: String, port: u16 },
     /// Show how the guard reads a command and whether it would block it (runs nothing).
     /// One argument is a shell command line; several are an argv.
+    /// It is judged as a `terminal` call whose `workdir` is this directory would be, with this
+    /// process's environment where a call has the server's plus its `env`: a variable unset
+    /// here is empty (`rm -rf "$X/"*` is `rm -rf /*`), so run it with the server's environment
+    /// to see the verdict a call gets.
     /// Exits 1 when blocked.
     Guard {
         #[command(flatten)]
@@ -197,10 +201,11 @@ fn guard(
         write_stdout(&list)?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    // Judged where it would run: here.
+    // Judged as a call running here would be: this process's environment stands for the
+    // server's, so a variable unset here is empty, as it is for a call.
     let place = std::env::current_dir()
         .ok()
-        .map(|cwd| agentty_guard::Place::at(&cwd));
+        .map(|cwd| agentty_guard::Place::at(&cwd).with_env(Vec::new()));
     let (report, verdict) = match command {
         [] => anyhow::bail!("usage: agentty guard -- COMMAND"),
         [line] => agentty_guard::report(line, &cfg, place),

@@ -42,7 +42,7 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // ends, the watchdog stops every process its commands left.
     let session = agentty_core::watchdog::session_name();
     let runs = Runs::open(&settings, &session);
-    let _watchdog = start_watchdog(&session, &runs);
+    let watchdog = start_watchdog(&session, &runs);
     let confining = settings.sandbox_enabled && settings.mode != Mode::Auto;
     // Also while one thread: a mount namespace is entered by the thread, and inherited only by
     // what it starts afterwards.
@@ -53,7 +53,17 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // confined commands run in a PID namespace whose init dies with this server, and, where
     // caches are writable, see the package sources already extracted as read-only.
     if confining {
-        enter_namespace(&settings, runs.recorded(), serving.tokens());
+        enter_namespace(
+            &settings,
+            runs.recorded(),
+            serving.tokens(),
+            serving.mcp_callers(),
+        );
+    }
+    // The session's name names this server when the watchdog could not start: its heartbeat
+    // is then this server's, on a thread (the watchdog beats otherwise).
+    if watchdog.is_err() {
+        agentty_core::runs::heartbeat_on_thread();
     }
     // What a session killed together with its watchdog left running (`pkill -9 agentty`) is
     // stopped now, off the start-up path.
@@ -92,6 +102,14 @@ impl Serving {
 
     fn is_stdio(&self) -> bool {
         matches!(self, Serving::Stdio(_))
+    }
+
+    /// How many callers MCP is served to: each token's over HTTP, the one client over stdio.
+    fn mcp_callers(&self) -> usize {
+        match self {
+            Serving::Http(_, tokens) => tokens.callers(),
+            Serving::Stdio(_) => 1,
+        }
     }
 
     /// The listener's tokens, when there is a listener.
@@ -147,8 +165,13 @@ fn hide_other_terminals() {
 
 /// Enters the PID namespace of confined commands, the package sources extracted already and
 /// the paths that run code later mounted read-only (in `default` mode), and the run records and
-/// the token file covered.
-fn enter_namespace(settings: &Settings, recorded_runs: Option<&Path>, tokens: Option<&Tokens>) {
+/// the token file covered; says so when several MCP callers' processes cannot be kept apart.
+fn enter_namespace(
+    settings: &Settings,
+    recorded_runs: Option<&Path>,
+    tokens: Option<&Tokens>,
+    mcp_callers: usize,
+) {
     let sources = if settings.mode == Mode::Default {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name))
@@ -185,6 +208,12 @@ fn enter_namespace(settings: &Settings, recorded_runs: Option<&Path>, tokens: Op
         ),
         Err(why) => {
             tracing::info!("confined commands run in the server's PID namespace: {why}");
+            if mcp_callers > 1 {
+                tracing::warn!(
+                    "callers are not apart in processes: each caller's ps and /proc/<pid>/cmdline \
+                     show the others' commands (a PID namespace per caller {why})"
+                );
+            }
         }
     }
 }
@@ -194,7 +223,7 @@ fn sweep_dead_sessions(runs_dir: PathBuf) {
     let _ = std::thread::Builder::new()
         .name("agentty-sweep".into())
         .spawn(move || {
-            let (found, killed) = agentty_core::watchdog::sweep_dead_sessions(&runs_dir);
+            let (found, killed) = agentty_core::sweep::dead_sessions(&runs_dir);
             if found > 0 {
                 tracing::warn!(
                     found,

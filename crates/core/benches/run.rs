@@ -33,6 +33,8 @@ async fn main() {
                 stdin: StdinMode::Null,
                 marker: format!("bench-{i}"),
                 confine: None,
+                caller: None,
+                pass_fd: None,
             },
             stdin: None,
             timeout: Duration::from_secs(10),

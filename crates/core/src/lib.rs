@@ -18,6 +18,7 @@ pub mod random;
 pub mod run;
 pub mod runs;
 pub mod spawn;
+pub mod sweep;
 pub mod watchdog;
 
 // The machinery under them, private: what callers need of it is exported by name below.

@@ -62,3 +62,7 @@ pub const COMMAND_MAX_BYTES: usize = 128 * 1024;
 
 /// Read size for one pipe read.
 pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// After SIGTERM, how long stopping waits before SIGKILL. Short: the server is gone (or going)
+/// and nobody waits for these processes' output any more.
+pub const WATCHDOG_GRACE_MS: u64 = 500;

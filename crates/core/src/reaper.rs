@@ -183,6 +183,16 @@ pub(crate) fn spawn_registered<T>(
     ))
 }
 
+/// The children spawns started and that were not reaped yet (runs' leaders; orphans aside).
+pub(crate) fn spawned() -> Vec<i32> {
+    let reg = registry();
+    reg.owned
+        .iter()
+        .copied()
+        .chain(reg.abandoned.iter().map(|(pid, _)| *pid))
+        .collect()
+}
+
 /// Whether `pid` is a child that a spawn watches (a run's leader, not an orphan).
 pub(crate) fn is_owned(pid: i32) -> bool {
     let reg = registry();

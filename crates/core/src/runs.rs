@@ -13,6 +13,14 @@
 //! confined command in the namespace is never written, since the kernel stops its whole tree;
 //! copies of its marker are never stopped.
 //!
+//! A marker that was written down is still only a variable: without the namespace every run is
+//! written, and a confined command can plant its own. So the record also holds what a command
+//! cannot copy, for the sweep to judge that a process really descends from the session
+//! (`crate::sweep`): the session's ancestors (pid and start tick), where the kernel hands its
+//! orphans when the server and the watchdog die together, and a heartbeat, the file's mtime,
+//! touched every [`HEARTBEAT_MS`] while the record lists a run: a process whose line of marked
+//! ancestors starts after the session was last seen alive was not started by it.
+//!
 //! What is written must not be readable by a confined command (reads are not confined): where
 //! the session has its namespace the runs directory is covered there by an empty read-only
 //! mount ([`crate::namespace`]), and the markers carry 64 random bits, so one cannot be guessed
@@ -27,8 +35,22 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+/// How often the watchdog touches its session's record while it lists a run: the heartbeat the
+/// sweep judges a process's start by. Every 2 s: a process the user starts later than this
+/// (plus [`HEARTBEAT_SLACK_MS`]) after agentty was killed is never taken for the session's,
+/// and an idle agentty wakes once per beat; a record with no run is never touched, so a session
+/// whose commands all ran in its namespace writes nothing.
+pub const HEARTBEAT_MS: u64 = 2000;
+/// Added to [`HEARTBEAT_MS`] for a late beat (a loaded machine, a coarse file time).
+pub const HEARTBEAT_SLACK_MS: u64 = 1000;
+
 /// This session's record, once [`open`] made it.
 static RECORD: OnceLock<Mutex<File>> = OnceLock::new();
+/// The length of the record's header (what [`open`] wrote): longer, it lists a run.
+static HEADER_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The word that starts the record's line of the session's ancestors.
+const ANCESTORS: &str = "ancestors";
 
 fn cstr(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
@@ -129,10 +151,61 @@ pub fn open(dir: &Path, session: &str) -> io::Result<()> {
     let mut file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
     // First line: the PID namespace the markers' pids are in. Another namespace's agentty
     // sharing this state dir (a container with the same home) cannot judge them, nor remove
-    // them.
-    file.write_all(format!("{}\n", own_namespace()).as_bytes())?;
+    // them. Second: this process's ancestors, where the kernel hands the session's orphans
+    // when it and the server die together.
+    let header = format!("{}\n{}\n", own_namespace(), ancestors_line());
+    file.write_all(header.as_bytes())?;
+    HEADER_BYTES.store(header.len() as u64, std::sync::atomic::Ordering::Relaxed);
     let _ = RECORD.set(Mutex::new(file));
     Ok(())
+}
+
+/// `ancestors <pid>:<start tick> …`: this process's parent, its parent, … up to (not
+/// including) the PID namespace's init, which is always where orphans may go.
+fn ancestors_line() -> String {
+    let mut line = ANCESTORS.to_owned();
+    // SAFETY: getppid has no preconditions.
+    let mut pid = unsafe { libc::getppid() };
+    for _ in 0..64 {
+        if pid <= 1 {
+            break;
+        }
+        let Some(stat) = crate::tree::read_stat(pid) else {
+            break;
+        };
+        line.push_str(&format!(" {pid}:{}", stat.started.unwrap_or(0)));
+        pid = stat.ppid;
+    }
+    line
+}
+
+/// The heartbeat: marks this session's record as seen alive now, when it lists a run (see
+/// [`HEARTBEAT_MS`]). Called by the watchdog, which is what the session's name names.
+pub fn heartbeat() {
+    let Some(record) = RECORD.get() else {
+        return;
+    };
+    let Ok(file) = record.lock() else {
+        return;
+    };
+    let header = HEADER_BYTES.load(std::sync::atomic::Ordering::Relaxed);
+    if file.metadata().is_ok_and(|m| m.len() > header) {
+        // SAFETY: futimens on an fd we hold; a null `times` sets both to now.
+        unsafe { libc::futimens(file.as_raw_fd(), std::ptr::null()) };
+    }
+}
+
+/// The heartbeat on a thread of its own, for a server that has no watchdog (it could not
+/// start): the session's name names the server then.
+pub fn heartbeat_on_thread() {
+    let _ = std::thread::Builder::new()
+        .name("agentty-heartbeat".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(HEARTBEAT_MS));
+                heartbeat();
+            }
+        });
 }
 
 /// This process's PID namespace, as `/proc/self/ns/pid` names it (`pid:[4026531836]`).
@@ -152,10 +225,21 @@ pub(crate) fn note(marker: &str) {
     }
 }
 
-/// The markers `session` wrote in `dir`; `None` when there is no record this process can judge
+/// What a session wrote down of itself and its runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// The markers of the runs it wrote down.
+    pub markers: Vec<String>,
+    /// Its watchdog's ancestors when it started: pid and start tick.
+    pub ancestors: Vec<(i32, u64)>,
+    /// When it was last seen alive (the record's mtime).
+    pub seen_alive: Option<std::time::SystemTime>,
+}
+
+/// What `session` wrote in `dir`; `None` when there is no record this process can judge
 /// (absent, not a private regular file of this user's, or made in another PID namespace).
-pub(crate) fn recorded(dir: &Path, session: &str) -> Option<Vec<String>> {
-    let read = || -> io::Result<String> {
+pub(crate) fn recorded(dir: &Path, session: &str) -> Option<Record> {
+    let read = || -> io::Result<(String, Option<std::time::SystemTime>)> {
         let name = record_name(session)?;
         let dir = open_dir(dir)?;
         // SAFETY: openat relative to a directory fd we hold, on a NUL-terminated name.
@@ -180,11 +264,32 @@ pub(crate) fn recorded(dir: &Path, session: &str) -> Option<Vec<String>> {
         }
         let mut text = String::new();
         file.read_to_string(&mut text)?;
-        Ok(text)
+        Ok((text, meta.modified().ok()))
     };
-    let text = read().ok()?;
+    let (text, seen_alive) = read().ok()?;
     let mut lines = text.lines();
-    (lines.next()? == own_namespace()).then(|| lines.map(str::to_owned).collect())
+    if lines.next()? != own_namespace() {
+        return None;
+    }
+    let mut record = Record {
+        seen_alive,
+        ..Record::default()
+    };
+    for line in lines {
+        match line.strip_prefix(ANCESTORS) {
+            Some(ancestors) => {
+                record.ancestors = ancestors
+                    .split_ascii_whitespace()
+                    .filter_map(|pair| {
+                        let (pid, ticks) = pair.split_once(':')?;
+                        Some((pid.parse().ok()?, ticks.parse().ok()?))
+                    })
+                    .collect();
+            }
+            None => record.markers.push(line.to_owned()),
+        }
+    }
+    Some(record)
 }
 
 /// The sessions that have a record in `dir`.
@@ -256,7 +361,7 @@ mod tests {
             .mode(0o600)
             .open(path)
             .unwrap();
-        write!(file, "{}\n{marker}\n", own_namespace()).unwrap();
+        write!(file, "{}\n{ANCESTORS} 7:70\n{marker}\n", own_namespace()).unwrap();
     }
 
     #[test]
@@ -267,7 +372,10 @@ mod tests {
         let session = planted.to_str().unwrap();
         assert_eq!(recorded(&runs, session), None, "an absolute name was read");
         plant(&runs.join("7-8-9"), "7-8-9-1");
-        assert_eq!(recorded(&runs, "7-8-9"), Some(vec!["7-8-9-1".to_owned()]));
+        let record = recorded(&runs, "7-8-9").unwrap();
+        assert_eq!(record.markers, vec!["7-8-9-1".to_owned()]);
+        assert_eq!(record.ancestors, vec![(7, 70)]);
+        assert!(record.seen_alive.is_some());
         assert_eq!(
             recorded(&runs, "../runs/7-8-9"),
             None,
@@ -282,6 +390,37 @@ mod tests {
             assert!(!is_session_name(name), "{name}");
         }
         assert!(is_session_name("1733299200-4242-123456"));
+    }
+
+    /// The only test that opens this process's record (it is made once per process).
+    #[test]
+    fn the_heartbeat_touches_a_record_that_lists_a_run_and_only_then() {
+        let (_tmp, runs) = runs_dir();
+        open(&runs, "11-22-33").unwrap();
+        let record = runs.join("11-22-33");
+        let long_ago = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
+        let age = || recorded(&runs, "11-22-33").unwrap().seen_alive.unwrap();
+        let set_old = || {
+            File::options()
+                .write(true)
+                .open(&record)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        };
+        set_old();
+        heartbeat();
+        assert_eq!(age(), long_ago, "a record with no run was touched");
+        note("11-22-33-c1-00aa");
+        set_old();
+        heartbeat();
+        let beat = age();
+        assert!(beat > long_ago, "the heartbeat did not touch the record");
+        let read = recorded(&runs, "11-22-33").unwrap();
+        assert_eq!(read.markers, vec!["11-22-33-c1-00aa".to_owned()]);
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() };
+        assert_eq!(read.ancestors.first().map(|a| a.0), Some(parent));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use std::collections::HashSet;
 use std::fs;
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -175,7 +175,7 @@ fn age(pid: i32) -> Option<Duration> {
 /// reaped); once the leader is reaped its pid can be reused, so the group then only counts if a
 /// member carries the marker.
 fn members(leader: i32, marker: &str, pinned: bool) -> (Vec<i32>, bool) {
-    let reapers = reapers();
+    let reapers = with_reapers(|r| r.pids.clone());
     let procs = all_processes();
     let in_group = |p: &ProcStat| p.pid == leader || p.pgid == leader || p.sid == leader;
     let group_is_ours = pinned
@@ -209,14 +209,46 @@ fn members(leader: i32, marker: &str, pinned: bool) -> (Vec<i32>, bool) {
 }
 
 /// Where the kernel re-parents the orphans of this server's commands: this process (a child
-/// subreaper) and, for confined commands, the init of the session's PID namespace.
-fn reapers() -> &'static [i32] {
-    static REAPERS: OnceLock<Vec<i32>> = OnceLock::new();
-    REAPERS.get_or_init(|| {
-        let mut pids = vec![std::process::id() as i32];
-        pids.extend(crate::namespace::init_pid());
-        pids
-    })
+/// subreaper) and, for confined commands, the init of their PID namespace (the session's, and
+/// over HTTP each caller's); with each one's `children` file, kept open. The list grows when a
+/// caller's namespace is made, and is read again then.
+struct Reapers {
+    /// How many callers' namespaces were made when it was read.
+    made: usize,
+    pids: Vec<i32>,
+    children: Vec<(i32, fs::File)>,
+}
+
+static REAPERS: RwLock<Option<Reapers>> = RwLock::new(None);
+
+/// Calls `f` with the current [`Reapers`].
+fn with_reapers<T>(f: impl FnOnce(&Reapers) -> T) -> T {
+    let made = crate::namespace::inits_made();
+    {
+        let read = REAPERS.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(reapers) = read.as_ref().filter(|r| r.made == made) {
+            return f(reapers);
+        }
+    }
+    let mut write = REAPERS.write().unwrap_or_else(PoisonError::into_inner);
+    let (inits, made) = crate::namespace::init_pids();
+    let mut pids = vec![std::process::id() as i32];
+    pids.extend(inits);
+    let path = |pid: i32| format!("/proc/{pid}/task/{pid}/children");
+    let children = pids
+        .iter()
+        .filter_map(|&pid| Some((pid, fs::File::open(path(pid)).ok()?)))
+        .collect();
+    f(write.insert(Reapers {
+        made,
+        pids,
+        children,
+    }))
+}
+
+/// Whether `pid` is one of the [`Reapers`].
+fn is_reaper(pid: i32) -> bool {
+    with_reapers(|r| r.pids.contains(&pid))
 }
 
 /// Children of the reapers' main threads. The kernel re-parents an orphan to the first live
@@ -226,35 +258,33 @@ fn reapers() -> &'static [i32] {
 /// at offset 0).
 fn own_children() -> Option<Vec<i32>> {
     use std::os::unix::fs::FileExt;
-    static CHILDREN: OnceLock<Vec<(i32, fs::File)>> = OnceLock::new();
-    let path = |pid: i32| format!("/proc/{pid}/task/{pid}/children");
-    let files = CHILDREN.get_or_init(|| {
-        reapers()
-            .iter()
-            .filter_map(|&pid| Some((pid, fs::File::open(path(pid)).ok()?)))
-            .collect()
-    });
-    if files.is_empty() {
-        return None;
-    }
-    let parse = |text: &[u8], into: &mut Vec<i32>| {
-        into.extend(
-            text.split(u8::is_ascii_whitespace)
-                .filter_map(|s| std::str::from_utf8(s).ok()?.parse::<i32>().ok()),
-        );
-    };
-    let mut children = Vec::new();
-    for (pid, file) in files {
-        let mut buf = [0u8; 1024];
-        let n = file.read_at(&mut buf, 0).ok()?;
-        if n < buf.len() {
-            parse(&buf[..n], &mut children);
-        } else {
-            // Longer than the buffer: read it whole.
-            parse(&fs::read(path(*pid)).ok()?, &mut children);
+    with_reapers(|reapers| {
+        let files = &reapers.children;
+        if files.is_empty() {
+            return None;
         }
-    }
-    Some(children)
+        let parse = |text: &[u8], into: &mut Vec<i32>| {
+            into.extend(
+                text.split(u8::is_ascii_whitespace)
+                    .filter_map(|s| std::str::from_utf8(s).ok()?.parse::<i32>().ok()),
+            );
+        };
+        let mut children = Vec::new();
+        for (pid, file) in files {
+            let mut buf = [0u8; 1024];
+            let n = file.read_at(&mut buf, 0).ok()?;
+            if n < buf.len() {
+                parse(&buf[..n], &mut children);
+            } else {
+                // Longer than the buffer: read it whole.
+                parse(
+                    &fs::read(format!("/proc/{pid}/task/{pid}/children")).ok()?,
+                    &mut children,
+                );
+            }
+        }
+        Some(children)
+    })
 }
 
 /// After the leader was reaped: does anything of its tree still run? Cheap on the common path
@@ -271,7 +301,7 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
             // escapees, so their environments are not read (that read was most of this
             // check's cost after every command).
             children.into_iter().any(|pid| {
-                !reapers().contains(&pid)
+                !is_reaper(pid)
                     && !crate::reaper::is_owned(pid)
                     && match marked(pid, marker) {
                         Marked::Yes => true,
@@ -483,4 +513,15 @@ fn signal_all(leader: i32, group_is_ours: bool, pids: &[i32], signal: Signal) {
     for &pid in pids {
         let _ = kill(Pid::from_raw(pid), signal);
     }
+}
+
+/// When `pid` started, in clock ticks after boot (`/proc/<pid>/stat`): with the pid, it names a
+/// process exactly, and no change of the wall clock moves it.
+pub(crate) fn start_ticks(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.get(stat.rfind(')')? + 2..)?
+        .split_ascii_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }

@@ -14,7 +14,8 @@
 //! When the server dies, by any signal, SIGKILL and the OOM killer included, the kernel
 //! re-parents all of them, at once, to the watchdog. The watchdog then stops every child it has
 //! until the kernel says it has none (`ECHILD`): ground truth, with no need to read a marker
-//! that a command can erase. A sweep by run marker ([`sweep`]) follows as a second net.
+//! that a command can erase. A sweep by run marker ([`crate::sweep::leftovers`]) follows as a
+//! second net. Meanwhile it is the session's heartbeat ([`crate::runs::heartbeat`]).
 //!
 //! The other way round: if the watchdog is killed (the host's SIGKILL lands on the pid it
 //! started, which is the watchdog), the server gets [`WATCHDOG_DIED`] (`PR_SET_PDEATHSIG`),
@@ -24,8 +25,8 @@
 //! server killed with SIGKILL in the same instant (e.g. `pkill -9 agentty`), or the server killed
 //! within milliseconds of the watchdog. Confined commands are then covered by the kernel where
 //! the session has a PID namespace of its own ([`crate::namespace`]); other escapees go to init,
-//! and the next agentty to start stops those that keep their run marker
-//! ([`sweep_dead_sessions`]).
+//! and the next agentty to start stops those that keep their run marker and descend from the
+//! session ([`crate::sweep::dead_sessions`]).
 //!
 //! The host sees one process: the watchdog holds neither stdin nor stdout (the client must see
 //! EOF when the server ends), forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the server, and exits with the server's status once its children are gone.
@@ -34,7 +35,7 @@
 //! second entry point; forked before any thread exists, both sides are ordinary single-threaded
 //! copies that may allocate and read `/proc` freely. [`start`] refuses when threads already run.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -45,14 +46,8 @@ use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, signal, sig
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, getpid, getppid, isatty, setpgid};
 
-use crate::spawn::marker::RUN_MARKER_VAR;
+pub use crate::limits::WATCHDOG_GRACE_MS;
 
-/// After SIGTERM, how long stopping waits before SIGKILL. Short: the server is gone (or going)
-/// and nobody waits for these processes' output any more.
-pub const WATCHDOG_GRACE_MS: u64 = 500;
-
-/// SIGKILL rounds (each re-scans `/proc` for late forks) before the marker sweep gives up.
-const KILL_ROUNDS: usize = 50;
 /// Pause between two scans.
 const POLL_MS: u64 = 20;
 /// How long stopping children may take before giving up on what is left (a process in
@@ -166,7 +161,7 @@ fn watch(server: Pid, handled: &SigSet, prefix: &str, runs: Option<&Path>) -> ! 
         }
     }
     let ended = loop {
-        match handled.wait() {
+        match wait_or_beat(handled) {
             Ok(Signal::SIGCHLD) => match waitpid(server, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(_, code)) => break Ok(code),
                 Ok(WaitStatus::Signaled(_, sig, _)) => break Err(sig),
@@ -181,17 +176,14 @@ fn watch(server: Pid, handled: &SigSet, prefix: &str, runs: Option<&Path>) -> ! 
     };
     let grace = Duration::from_millis(WATCHDOG_GRACE_MS);
     let session = prefix.trim_end_matches('-');
-    // Only a marker this session wrote down: a copy in the user's environment (a command's own,
-    // planted in `.envrc`) must not get the user's process stopped. With no record (it could
-    // not be written), no marker is trusted: whatever a command started is a descendant that the
+    // Then only what descends from this session through this watchdog and carries a marker it
+    // wrote down (`crate::sweep`): a copy in the user's environment (a command's own, planted in
+    // `.envrc`) must not get the user's process stopped. With no record (it could not be
+    // written), no marker is trusted: whatever a command started is a descendant that the
     // kernel re-parents here, or, confined, it dies with the session's PID namespace.
-    let recorded = runs.map(|dir| crate::runs::recorded(dir, session).unwrap_or_default());
-    let trusted = |marker: &str| {
-        recorded
-            .as_ref()
-            .is_some_and(|ok| ok.iter().any(|m| m == marker))
-    };
-    let found = stop_children(true, grace) + stop_found(|| marked(prefix, &trusted)).0;
+    let recorded = runs.and_then(|dir| crate::runs::recorded(dir, session));
+    let found = stop_children(true, grace)
+        + recorded.map_or(0, |record| crate::sweep::leftovers(session, record));
     if let Some(dir) = runs {
         crate::runs::forget(dir, session);
     }
@@ -204,6 +196,30 @@ fn watch(server: Pid, handled: &SigSet, prefix: &str, runs: Option<&Path>) -> ! 
     match ended {
         Ok(code) => std::process::exit(code),
         Err(sig) => end_by(sig),
+    }
+}
+
+/// Waits for one of the signals of `set`; meanwhile, every [`crate::runs::HEARTBEAT_MS`], marks
+/// the session as alive in its record ([`crate::runs::heartbeat`]).
+fn wait_or_beat(set: &SigSet) -> nix::Result<Signal> {
+    let beat = Duration::from_millis(crate::runs::HEARTBEAT_MS);
+    let timeout = libc::timespec {
+        tv_sec: beat.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(beat.subsec_nanos() as i32),
+    };
+    loop {
+        // SAFETY: sigtimedwait reads a signal set and a timespec through valid pointers and
+        // writes no siginfo (null).
+        let got =
+            unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &raw const timeout) };
+        if got >= 0 {
+            return Signal::try_from(got);
+        }
+        match nix::errno::Errno::last() {
+            nix::errno::Errno::EAGAIN => crate::runs::heartbeat(),
+            nix::errno::Errno::EINTR => {}
+            e => return Err(e),
+        }
     }
 }
 
@@ -279,191 +295,17 @@ pub fn stop_children(reap: bool, grace: Duration) -> usize {
     }
 }
 
-/// Stops every process carrying a marker with `prefix`; returns (found, needed SIGKILL).
-pub fn sweep(prefix: &str) -> (usize, usize) {
-    stop_found(|| marked(prefix, &|_| true))
-}
-
-/// Stops what `find` finds: SIGTERM (and SIGCONT), [`WATCHDOG_GRACE_MS`], then SIGKILL rounds
-/// while `find` still finds something; returns (found, needed SIGKILL).
-fn stop_found(find: impl Fn() -> Vec<i32>) -> (usize, usize) {
-    let first = find();
-    if first.is_empty() {
-        return (0, 0);
-    }
-    for &pid in &first {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-        let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
-    }
-    let deadline = Instant::now() + Duration::from_millis(WATCHDOG_GRACE_MS);
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(POLL_MS));
-        if find().is_empty() {
-            return (first.len(), 0);
-        }
-    }
-    let mut killed = 0;
-    for round in 0..KILL_ROUNDS {
-        let left = find();
-        if left.is_empty() {
-            break;
-        }
-        if round == 0 {
-            killed = left.len();
-        }
-        for &pid in &left {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        std::thread::sleep(Duration::from_millis(POLL_MS));
-    }
-    (first.len(), killed)
-}
-
-/// Stops what sessions that ended without their watchdog left behind: this user's processes
-/// whose run marker names a session whose watchdog is gone. That happens only when the watchdog
-/// and its server were killed in the same instant (`pkill -9 agentty`, the OOM killer taking
-/// both), so nothing was left to stop them; the next server to start does. A session's name
-/// ([`session_name`]) carries its watchdog's pid and start tick; the session is alive while that
-/// process exists. Processes of other users or of another pid namespace are never touched, nor
-/// those of a live session (another agentty serving another host), nor markers that name no
-/// session this way, nor markers the dead session did not write down in `runs` (a copy a
-/// confined command planted in the user's environment; see [`crate::runs`]).
-/// Returns (found, needed SIGKILL).
-pub fn sweep_dead_sessions(runs: &Path) -> (usize, usize) {
-    let uid = nix::unistd::getuid().as_raw();
-    // A session names its watchdog by the pid it has in its own pid namespace: processes of
-    // another namespace (a container's agentty, seen from the host) cannot be judged here.
-    let Ok(own_ns) = fs::read_link("/proc/self/ns/pid") else {
-        return (0, 0);
-    };
-    let same_ns =
-        |pid: i32| fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns == own_ns);
-    // Per session: whether its watchdog is alive, and the markers it wrote down.
-    let sessions = std::cell::RefCell::new(HashMap::<String, (bool, Vec<String>)>::new());
-    let stopped = stop_found(|| {
-        let me = std::process::id() as i32;
-        let Ok(dir) = fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        dir.flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| pid != me && owner(pid) == Some(uid) && !is_zombie(pid))
-            .filter(|&pid| same_ns(pid))
-            .filter(|&pid| {
-                let Some(Some(marker)) = crate::tree::with_environ(pid, run_marker) else {
-                    return false;
-                };
-                let Some(session) = session_of(&marker) else {
-                    return false;
-                };
-                let mut sessions = sessions.borrow_mut();
-                let (alive, recorded) = sessions.entry(session.clone()).or_insert_with(|| {
-                    let alive = session_alive(&session);
-                    let recorded = if alive {
-                        Vec::new()
-                    } else {
-                        crate::runs::recorded(runs, &session).unwrap_or_default()
-                    };
-                    (alive, recorded)
-                });
-                // Only a marker its dead session wrote down: a copy planted in the user's
-                // environment (a confined command's own, from `.envrc`) is not stopped.
-                !*alive && recorded.contains(&marker)
-            })
-            .collect()
-    });
-    // The records of dead sessions have served.
-    for session in crate::runs::sessions(runs) {
-        if !session_alive(&session) {
-            crate::runs::forget(runs, &session);
-        }
-    }
-    stopped
-}
-
-fn owner(pid: i32) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
-}
-
-/// The run marker in `environ`, if it has one.
-fn run_marker(environ: &[u8]) -> Option<String> {
-    let key = format!("{RUN_MARKER_VAR}=");
-    let value = environ
-        .split(|&b| b == 0)
-        .find_map(|entry| entry.strip_prefix(key.as_bytes()))?;
-    std::str::from_utf8(value).ok().map(str::to_owned)
-}
-
-/// The session a run marker names (its first three fields), if they have a session's shape.
-fn session_of(marker: &str) -> Option<String> {
-    let fields: Vec<&str> = marker.splitn(4, '-').take(3).collect();
-    let session = fields.join("-");
-    crate::runs::is_session_name(&session).then_some(session)
-}
-
-/// Whether the watchdog of `session` still runs: a process with its pid that started at the
-/// same clock tick. A name that does not parse is taken for alive: only what is surely dead is
-/// stopped.
-fn session_alive(session: &str) -> bool {
-    let mut fields = session.split('-').skip(1);
-    let (Some(Ok(pid)), Some(Ok(ticks))) = (
-        fields.next().map(str::parse::<i32>),
-        fields.next().map(str::parse::<u64>),
-    ) else {
-        return true;
-    };
-    start_ticks(pid) == Some(ticks)
-}
-
-/// When `pid` started, in clock ticks after boot (`/proc/<pid>/stat`): with the pid, it names a
-/// process exactly, and no change of the wall clock moves it.
-fn start_ticks(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.get(stat.rfind(')')? + 2..)?
-        .split_ascii_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
-}
-
 /// A name for the session this process starts: `<epoch seconds>-<pid>-<start ticks>`. The
 /// seconds keep names in date order (they name the spill directory); pid and start ticks name
 /// the watchdog exactly, so a later server can tell a dead session's leftovers from a live one's
-/// ([`sweep_dead_sessions`]).
+/// ([`crate::sweep::dead_sessions`]).
 pub fn session_name() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let pid = std::process::id();
-    let ticks = start_ticks(pid as i32).unwrap_or(0);
+    let ticks = crate::tree::start_ticks(pid as i32).unwrap_or(0);
     format!("{secs}-{pid}-{ticks}")
-}
-
-/// Live (non-zombie) processes, other than this one, whose run marker starts with `prefix` and
-/// is `trusted`.
-fn marked(prefix: &str, trusted: &dyn Fn(&str) -> bool) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me && !is_zombie(pid))
-        .filter(|&pid| {
-            crate::tree::with_environ(pid, |env| {
-                run_marker(env).is_some_and(|m| m.starts_with(prefix) && trusted(&m))
-            }) == Some(true)
-        })
-        .collect()
-}
-
-fn is_zombie(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-        stat.rfind(')')
-            .and_then(|i| stat.get(i + 2..i + 3))
-            .is_none_or(|state| state == "Z" || state == "X")
-    })
 }
 
 /// `doctor`'s line on how this machine keeps commands from outliving the server: it tries the

@@ -16,6 +16,9 @@ pub struct Redirect {
     pub target: String,
     /// The descriptor written before the operator (`2` in `2>&1`), when one was.
     pub fd: Option<u32>,
+    /// A file target as written (quotes kept), when the parser saw it: what expansion reads
+    /// (`D=/dev/sda; cat x > "$D"`).
+    pub(crate) raw: Option<String>,
 }
 
 impl Redirect {
@@ -59,6 +62,10 @@ pub struct SimpleCommand {
     pub inner: Vec<usize>,
     /// Found by the token scan rather than the parser (the line did not parse cleanly).
     pub approximate: bool,
+    /// Each directory it may run in, as far as the line shows: the caller's directory moved by
+    /// the `cd`s before it in the same shell. Absolute, or under `~` when the home is not
+    /// known; `None` for one the text does not tell (`cd -`, no place given).
+    pub cwd: Vec<Option<String>>,
 }
 
 /// Everything the rules and the read-only classifier look at.
@@ -66,6 +73,12 @@ pub struct SimpleCommand {
 pub struct Analysis {
     /// All simple commands, inner ones (from substitutions) before the command using them.
     pub commands: Vec<SimpleCommand>,
+    /// Second readings of commands whose words the line's own assignments or its known
+    /// environment resolve (`D=$HOME; rm -rf "$D"` is also read `rm -rf /home/me`), and what
+    /// they run in turn. The rules judge these with [`Analysis::commands`]; other questions
+    /// (read-only, needs a terminal, which parser) read the line as written. `inner` indices
+    /// here point into this list.
+    pub expanded: Vec<SimpleCommand>,
     /// Names of the functions defined, indexed by [`SimpleCommand::function`].
     pub functions: Vec<String>,
     /// False when any part was understood only approximately (parse error, a cap, PowerShell).
@@ -80,6 +93,15 @@ pub struct Analysis {
     /// Where the line runs, when the caller knows: lets `rm -rf ../..` be judged by where it
     /// lands (see [`crate::check_at`]).
     pub place: Option<Place>,
+    /// Each directory the line's shell may end in (see [`SimpleCommand::cwd`]).
+    pub(crate) end_cwd: Vec<Option<String>>,
+}
+
+impl Analysis {
+    /// Every command the rules judge: as written, then as expanded.
+    pub(crate) fn judged(&self) -> impl Iterator<Item = &SimpleCommand> {
+        self.commands.iter().chain(&self.expanded)
+    }
 }
 
 /// The directory a line runs in and the user's home, both absolute; and, when known, the
@@ -108,18 +130,6 @@ impl Place {
     pub fn with_env(mut self, vars: Vec<(String, String)>) -> Place {
         self.env = Some(vars);
         self
-    }
-
-    /// The value of `name` in the environment the line runs with: `None` when unset, or when
-    /// that environment is not known (see [`Place::env`]).
-    pub(crate) fn var(&self, name: &str) -> Option<Option<String>> {
-        let vars = self.env.as_ref()?;
-        let own = vars
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone());
-        Some(own.or_else(|| std::env::var(name).ok()))
     }
 }
 

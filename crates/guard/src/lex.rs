@@ -27,7 +27,7 @@ const MAX_FRAMES: usize = 256;
 const MAX_LITERAL_BYTES: usize = 4096;
 
 /// Removes shell quoting from one POSIX word, keeping `$VAR` and `$(…)` text literally (the guard
-/// never expands variables; rules treat them as unknown).
+/// expands them in a second reading, `parse/expand.rs`, from the word as written).
 pub fn unquote(word: &str) -> String {
     let mut out = String::with_capacity(word.len());
     let mut chars = word.chars().peekable();

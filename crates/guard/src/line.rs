@@ -7,22 +7,21 @@
 use crate::command::{Analysis, Place};
 use crate::interactive::{self, NeedsTerminal};
 use crate::verdict::{self, GuardConfig, Verdict};
-use crate::{invocation, parse, readonly, rules};
+use crate::{invocation, parse, readonly};
 
 impl Analysis {
     /// A shell command line (run by `$SHELL -c`), read once. `place`: where it runs, when
     /// known, so relative targets (`rm -rf ../..`) and variables (`$HOME`) are judged there.
+    /// The line is followed as the shell runs it from there: the directories its `cd`s lead
+    /// to, the values its assignments give, and (when `place` knows the environment) what a
+    /// variable the line does not set holds (unset is empty).
     pub fn of_line(command_line: &str, place: Option<Place>) -> Analysis {
-        let mut analysis = parse::analyze(command_line);
-        analysis.place = place;
-        analysis
+        parse::analyze_at(command_line, place)
     }
 
     /// An argv executed directly (no shell between us and `argv[0]`), read once.
     pub fn of_argv(argv: &[String], place: Option<Place>) -> Analysis {
-        let mut analysis = parse::analyze_argv(argv);
-        analysis.place = place;
-        analysis
+        parse::analyze_argv_at(argv, place)
     }
 
     /// The guard's decision: blocked by the first rule that fires and is not allowed.
@@ -46,7 +45,15 @@ impl Analysis {
     /// The directory the line ends in: its place's directory moved by its `cd`s. `None` when
     /// that cannot be told from the text (`cd "$DIR"`, a subshell) or the place is not known.
     pub fn cwd_after(&self) -> Option<String> {
-        rules::cwd_after(self, &self.source)
+        // A subshell or substitution whose `cd` stays inside it is followed, but a line
+        // with one is not one to be sure of.
+        if !self.exact || self.source.contains(['(', '`']) {
+            return None;
+        }
+        match self.end_cwd.as_slice() {
+            [Some(dir)] if dir.starts_with('/') => Some(dir.clone()),
+            _ => None,
+        }
     }
 
     /// Whether every command is read-only and nothing is written by redirection (the dangerous

@@ -6,16 +6,13 @@
 use std::fmt::Write as _;
 
 use crate::command::{Analysis, Place, SimpleCommand, quote_for_display};
-use crate::parse;
 use crate::readonly;
 use crate::verdict::{GuardConfig, Verdict, firing_rules, verdict};
 
 /// Report for a shell command line, with the verdict it describes.
 /// `place`: where the line runs, when known (see [`crate::check_at`]).
 pub fn report(command_line: &str, cfg: &GuardConfig, place: Option<Place>) -> (String, Verdict) {
-    let mut analysis = parse::analyze(command_line);
-    analysis.place = place;
-    render(command_line, &analysis, cfg)
+    render(command_line, &Analysis::of_line(command_line, place), cfg)
 }
 
 /// Report for an argv executed directly.
@@ -25,9 +22,7 @@ pub fn report_argv(argv: &[String], cfg: &GuardConfig, place: Option<Place>) -> 
         .map(|a| quote_for_display(a))
         .collect::<Vec<_>>()
         .join(" ");
-    let mut analysis = parse::analyze_argv(argv);
-    analysis.place = place;
-    render(&shown, &analysis, cfg)
+    render(&shown, &Analysis::of_argv(argv, place), cfg)
 }
 
 fn yes_no(b: bool) -> &'static str {
@@ -50,6 +45,16 @@ fn render(input: &str, a: &Analysis, cfg: &GuardConfig) -> (String, Verdict) {
     let _ = writeln!(out, "simple commands: {}", a.commands.len());
     for (i, c) in a.commands.iter().enumerate() {
         write_command(&mut out, i + 1, c);
+    }
+    if !a.expanded.is_empty() {
+        let _ = writeln!(
+            out,
+            "with the values the line and its environment give its variables: {}",
+            a.expanded.len()
+        );
+        for (i, c) in a.expanded.iter().enumerate() {
+            write_command(&mut out, i + 1, c);
+        }
     }
     match &v {
         Verdict::Block(b) => {
@@ -114,6 +119,10 @@ fn write_command(out: &mut String, n: usize, c: &SimpleCommand) {
     }
     if c.approximate {
         flags.push("from token scan".to_string());
+    }
+    let dirs: Vec<&str> = c.cwd.iter().flatten().map(String::as_str).collect();
+    if !dirs.is_empty() {
+        flags.push(format!("in {}", dirs.join(" or ")));
     }
     if !flags.is_empty() {
         let _ = writeln!(out, "     {}", flags.join(", "));

@@ -3,8 +3,10 @@
 //!
 //! All judgement is lexical on the word as written (quotes already removed): the guard runs before
 //! the command and must not depend on the machine's current layout. `~`, `$HOME` and `${HOME}`
-//! stand for a symbolic home, so `~/..` is `/home` and `/tmp/../` is `/`. Variables other than
-//! HOME are unknown and never make a path critical: `rm -rf "$BUILD/"` is ordinary.
+//! stand for a symbolic home, so `~/..` is `/home` and `/tmp/../` is `/`. Other variables are
+//! not read here: the parser puts in the values the line and its known environment give them
+//! (`parse/expand.rs`) and the rules judge that reading too; one left as written (`$BUILD/`)
+//! never makes a path critical.
 
 /// What makes a path too important to delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +93,7 @@ fn normalize(word: &str) -> Option<Vec<&str>> {
 }
 
 /// The part after a leading home reference (`~`, `~user`, `$HOME`, `${HOME}`), if any.
-fn home_rest(word: &str) -> Option<&str> {
+pub(crate) fn home_rest(word: &str) -> Option<&str> {
     if let Some(rest) = word.strip_prefix('~') {
         // `~user` is some user's home: as critical as our own.
         let slash = rest.find('/').unwrap_or(rest.len());
@@ -129,11 +131,9 @@ pub(crate) fn home_relative(path: &str, home: Option<&str>) -> String {
 /// Whether deleting `word` recursively would destroy the system or the home directory.
 pub fn critical_path(word: &str) -> Option<Critical> {
     let mut comps = normalize(word)?;
-    // One trailing glob level (`/*`, `~/*`, `/usr/.*`) deletes the directory's contents.
-    if comps
-        .last()
-        .is_some_and(|c| matches!(*c, "*" | ".*" | "*.*"))
-    {
+    // One trailing glob level that takes everything in the directory, or every hidden name
+    // (`/*`, `~/*`, `/usr/.*`, `~/.[a-z]*`, `~/.??*`), deletes the directory's contents.
+    if comps.last().is_some_and(|c| covers_all(c)) {
         comps.pop();
     }
     match comps.as_slice() {
@@ -152,6 +152,61 @@ pub fn critical_path(word: &str) -> Option<Critical> {
             .any(|(d, s)| dir.eq_ignore_ascii_case(d) && sub.eq_ignore_ascii_case(s))
             .then_some(Critical::SystemSubdir),
         _ => None,
+    }
+}
+
+/// Whether a glob (one path component) matches every name in its directory, or every hidden
+/// one: made only of wildcards and wide classes after an optional leading `.`, with a `*`
+/// among them (`*`, `.*`, `*.*`, `.[a-z]*`, `.[!.]*`, `.??*`, `[a-z]*`). A glob that names
+/// something (`*.log`, `.*rc`, `[ab]*`) or bounds the length (`.??`) does not.
+pub(crate) fn covers_all(comp: &str) -> bool {
+    if comp == "*.*" {
+        return true;
+    }
+    let body = comp.strip_prefix('.').unwrap_or(comp);
+    let mut star = false;
+    let mut rest = body;
+    while let Some(c) = rest.chars().next() {
+        match c {
+            '*' => star = true,
+            '?' => {}
+            '[' => {
+                // `[…]`: a class that spans a range, negates, or names a character class.
+                // A class's first `]` is literal; `[[:alpha:]]` ends after its `:]`.
+                let close = if rest.starts_with("[[:") {
+                    rest.find(":]]").map(|e| e + 2)
+                } else {
+                    rest.get(2..).and_then(|r| r.find(']')).map(|e| e + 2)
+                };
+                let Some(end) = close else {
+                    return false;
+                };
+                let class = rest.get(1..end).unwrap_or_default();
+                let wide = class.starts_with(['!', '^'])
+                    || class.contains("[:")
+                    || class.trim_matches('-').contains('-');
+                if !wide {
+                    return false;
+                }
+                rest = rest.get(end + 1..).unwrap_or_default();
+                continue;
+            }
+            _ => return false,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    star
+}
+
+/// An absolute path with `.`, `..` and repeated slashes resolved as text (`/a/b/../c` is
+/// `/a/c`); any other word is returned as it is.
+pub(crate) fn lexical(path: &str) -> String {
+    if !path.starts_with('/') {
+        return path.to_owned();
+    }
+    match normalize(path) {
+        Some(comps) => format!("/{}", comps.join("/")),
+        None => path.to_owned(),
     }
 }
 
@@ -308,6 +363,12 @@ mod tests {
             "~/..",
             "/usr/local",
             "/home/*",
+            "~/.[a-z]*",
+            "~/.[!.]*",
+            "~/.??*",
+            "$HOME/.[A-Za-z0-9]*",
+            "/[a-z]*",
+            "~/[[:alpha:]]*",
         ] {
             assert!(critical_path(p).is_some(), "{p}");
         }
@@ -323,6 +384,12 @@ mod tests {
             "$DIR/",
             "/tmp",
             "/tmp/*",
+            "~/.cache/foo",
+            "~/*.log",
+            "~/.*rc",
+            "~/.??",
+            "~/[ab]*",
+            "~/.config/*",
         ] {
             assert!(critical_path(p).is_none(), "{p}");
         }

@@ -89,6 +89,18 @@ impl Agentty {
         self.inner.registry.set_handle_grace(grace);
     }
 
+    /// Over HTTP, the caller (a token's name) a request came with: its confined commands run in
+    /// a PID namespace of that caller's own (docs/BEHAVIOUR.md §9). `None` over stdio, whose one
+    /// client is the only caller.
+    pub(crate) fn caller_of(context: &RequestContext<RoleServer>) -> Option<std::sync::Arc<str>> {
+        context
+            .extensions
+            .get::<http::request::Parts>()?
+            .extensions
+            .get::<Caller>()
+            .map(|caller| caller.0.clone())
+    }
+
     /// The server a request is served by: this one, or, for an HTTP request without a session
     /// (a 2026-07-28 client; rmcp makes a server for that request only), its caller's state.
     pub(crate) fn route(

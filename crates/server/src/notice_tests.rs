@@ -22,9 +22,30 @@ fn every_suggested_call_is_written_as_json() {
         crate::tasks::notice::read_footer("t1", "running", 0, 21, 21, 0),
         crate::tasks::notice::earlier_output("t1", 0, 21, None),
         crate::tasks::notice::earlier_output("t1", 0, 21, Some(path)),
-        crate::shells::notice::opened("s1", "bash", "/w", 80, 24, true),
+        crate::shells::notice::opened(
+            "s1",
+            "bash",
+            "/w",
+            80,
+            24,
+            crate::shells::notice::Ends::FromTheShell,
+        ),
         crate::shells::notice::full_screen("s1"),
-        crate::shells::notice::running(1000, "s1", 21),
+        crate::shells::notice::running(1000, "s1", 21, Some("/usr/bin/make (make) (pid 7)")),
+        crate::shells::notice::held("pid 7 waits to read the terminal", "s1"),
+        crate::shells::notice::awaiting_input(
+            "Password:",
+            false,
+            crate::shells::notice::Asks::Password,
+            "s1",
+        ),
+        crate::shells::notice::awaiting_input(
+            "PIN:",
+            false,
+            crate::shells::notice::Asks::PasswordEchoed,
+            "s1",
+        ),
+        crate::terminal::notice::pty_awaiting_input("Password:", true),
         crate::shells::notice::dropped(10, "s1", 21, None),
         crate::shells::notice::read_on(21, "s1"),
         crate::shells::notice::more(21, 10, "s1"),
@@ -39,5 +60,5 @@ fn every_suggested_call_is_written_as_json() {
             );
         }
     }
-    assert!(seen >= 12, "only {seen} calls found");
+    assert!(seen >= 16, "only {seen} calls found");
 }

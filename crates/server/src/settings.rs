@@ -37,3 +37,14 @@ pub struct Settings {
     /// session's mount namespace exists, watched everywhere (docs/BEHAVIOUR.md §5).
     pub protected: agentty_sandbox::Protected,
 }
+
+impl Settings {
+    /// Where a shell's start-up file is written (docs/BEHAVIOUR.md §4): the state dir, which a
+    /// confining server keeps out of its commands' reach.
+    pub fn shell_startup_dir(&self) -> PathBuf {
+        self.spill_root
+            .parent()
+            .unwrap_or(self.spill_root.as_path())
+            .join("shells")
+    }
+}

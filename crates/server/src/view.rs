@@ -2,7 +2,7 @@
 //! caller who logged in (an operator sees every caller's) with their jobs and shells, one job or
 //! shell to stream, the stop a person may ask for with `--view-control`, and the secret
 //! requests. Every answer is scoped to the [`Viewer`]: a caller's key opens nothing of another
-//! caller's, whatever it names (docs/BEHAVIOUR.md §9). Looking never counts as use: a watched
+//! caller's, whatever it names (docs/BEHAVIOUR.md §12). Looking never counts as use: a watched
 //! shell still closes when idle, and a handle of a caller without a session is still stopped
 //! when no request names it.
 
@@ -171,7 +171,7 @@ impl Agentty {
             .into_iter()
             .map(|a| json!({"id": a.id, "shell": a.shell_id, "what": a.what, "asker": a.asker}))
             .collect();
-        let warnings = self.inner.told.as_json(viewer);
+        let warnings = self.inner.told.as_json(|caller| viewer.sees(caller));
         json!({ "sessions": sessions, "secrets": secrets, "warnings": warnings })
     }
 

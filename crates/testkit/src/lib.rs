@@ -28,6 +28,38 @@ pub fn state_dir() -> tempfile::TempDir {
         .unwrap_or_else(|e| panic!("cannot make a state dir in {}: {e}", parent.display()))
 }
 
+/// A program that tries to make agentty believe the shell it runs in is idle, by every trick
+/// the issue lists (see its header); the PTY suites write it to a file and run it.
+pub const FORGER_PY: &str = include_str!("forger.py");
+
+/// Waits (at most `within`) until the file `ready` exists and a process with that path among
+/// its arguments (the forger that wrote it) is blocked in a `read`; returns its pid. Found by
+/// its arguments, not the pid it wrote: a confined one sees its pid in another PID namespace.
+pub fn wait_reading(ready: &std::path::Path, within: std::time::Duration) -> i32 {
+    let started = std::time::Instant::now();
+    let read = libc::SYS_read.to_string();
+    loop {
+        if ready.exists() {
+            let reading = processes_with_arg(&ready.to_string_lossy())
+                .into_iter()
+                .find(|pid| {
+                    let call =
+                        fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+                    call.split_whitespace().next() == Some(read.as_str())
+                });
+            if let Some(pid) = reading {
+                return pid;
+            }
+        }
+        assert!(
+            started.elapsed() < within,
+            "{} never started reading",
+            ready.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// One row of `/proc/<pid>/stat`: what the checks need of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {

@@ -23,6 +23,7 @@
 //! keeps the caps, [`view`] is the web view, [`token`] reads the token file, [`hold`] sends a
 //! reply that is ready soon in one write.
 
+mod agent_socket;
 mod body;
 mod conns;
 mod gate;
@@ -67,6 +68,11 @@ impl Tokens {
         })
     }
 
+    /// How many callers (tokens) the file names.
+    pub fn callers(&self) -> usize {
+        self.callers.len()
+    }
+
     /// The file as confined commands would reach it (symlinks resolved), to cover it there.
     pub fn file_to_hide(&self) -> Option<PathBuf> {
         std::fs::canonicalize(&self.file).ok()
@@ -102,7 +108,7 @@ pub async fn serve(
                 &stop,
             ));
             let peers = agents_of(&options, &gate)?;
-            peers.serve_own(gate.clone(), stop.clone())?;
+            agent_socket::serve(&peers, gate.clone(), stop.clone())?;
             let origin = format!("http://{}", options.listen);
             agentty.set_view_url(origin.clone());
             eprintln!(
@@ -138,7 +144,7 @@ pub async fn serve(
     let gate = Arc::new(Gate::new(agentty, &options, bound, callers, &stop));
     if !options.mcp && options.listen.port() != 0 {
         let peers = agents_of(&options, &gate)?;
-        peers.serve_own(gate.clone(), stop.clone())?;
+        agent_socket::serve(&peers, gate.clone(), stop.clone())?;
         gate.view().serve_peers(peers);
     }
     announce(&options, bound, &gate, &token_file, made);

@@ -12,7 +12,6 @@
 //! dir share it): a connection alone opens nothing.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -20,12 +19,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
-use tokio::net::{UnixListener, UnixStream};
-use tokio_util::sync::CancellationToken;
+use tokio::net::UnixStream;
 
 use super::body::Body;
-use super::conns::Conns;
-use super::gate::Gate;
 
 /// The directory of the agents' sockets, in the state dir.
 const AGENTS_DIR: &str = "view-agents";
@@ -56,51 +52,9 @@ impl Peers {
         Ok(Peers { dir, own, token })
     }
 
-    /// Answers the view's calls on this agent's socket until `stop`; the socket file goes with it.
-    pub fn serve_own(self: &Arc<Self>, gate: Arc<Gate>, stop: CancellationToken) -> Result<()> {
-        use std::os::unix::fs::PermissionsExt;
-        // A socket of a pid that died and was reused: nothing listens there any more.
-        let _ = std::fs::remove_file(&self.own);
-        let listener = UnixListener::bind(&self.own)
-            .with_context(|| format!("cannot listen on {}", self.own.display()))?;
-        std::fs::set_permissions(&self.own, std::fs::Permissions::from_mode(0o600))?;
-        let own = self.own.clone();
-        // Every request must carry a token: a connection here is counted as proven.
-        let conns = Conns::new(usize::MAX);
-        tokio::spawn(async move {
-            loop {
-                let stream = tokio::select! {
-                    accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => stream,
-                        Err(_) => {
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    },
-                    () = stop.cancelled() => break,
-                };
-                let (conn, _) = conns.admit();
-                conn.prove();
-                let gate = gate.clone();
-                let stop = stop.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let (gate, conn) = (gate.clone(), conn.clone());
-                        async move {
-                            Ok::<_, std::convert::Infallible>(gate.handle(request, &conn).await)
-                        }
-                    });
-                    let connection = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                    tokio::select! {
-                        _ = connection => {}
-                        () = stop.cancelled() => {}
-                    }
-                });
-            }
-            let _ = std::fs::remove_file(&own);
-        });
-        Ok(())
+    /// This agent's own socket, where the others reach it (`agent_socket.rs` serves it).
+    pub fn own_socket(&self) -> &Path {
+        &self.own
     }
 
     /// The other agents' sockets that are there now.

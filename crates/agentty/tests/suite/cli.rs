@@ -37,6 +37,33 @@ fn shell_comes_from_shell_var_then_login_shell() {
     assert_eq!(doctor_shell(Some("/bin/sh")), "/bin/sh");
 }
 
+/// A service account's login shell (`nologin`, `false`) is executable but refuses every command;
+/// started without `$SHELL` as such a user, the server falls back to `/bin/sh` rather than
+/// answering every call with "This account is currently not available".
+#[test]
+fn a_login_shell_that_refuses_logins_is_passed_over() {
+    let nobody = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("nobody:"))
+        .map(str::to_owned)
+        .expect("a nobody account");
+    assert!(
+        nobody.ends_with("nologin") || nobody.ends_with("false"),
+        "nobody has a real login shell here: {nobody}"
+    );
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_agentty"))
+        .args(["doctor", "--workspace", "/"])
+        .env_remove("SHELL")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let shell = text.lines().find_map(|l| l.strip_prefix("shell: "));
+    assert_eq!(shell, Some("/bin/sh"), "doctor output:\n{text}");
+}
+
 /// A workspace that is `/` or the home directory confines nothing worth having; the sandbox
 /// line every result carries says so rather than just "enforced".
 #[test]
@@ -356,4 +383,93 @@ fn a_reader_that_stops_early_is_no_crash() {
         assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
         assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
     }
+}
+
+/// `agentty guard` judges a line as a `terminal` call would, with its own environment standing
+/// for the server's: the same verdict, the same rule. Every call here also asks for
+/// `pty` with `background`, which is refused right after the guard's verdict: a line the guard
+/// allows is refused for that instead, so nothing runs.
+#[tokio::test]
+async fn the_cli_and_a_call_give_the_same_verdict() {
+    let unset = "AGENTTY_E2E_SURELY_UNSET";
+    assert!(std::env::var_os(unset).is_none());
+    let server = super::client::start().await;
+    let workspace = server.workspace.path().to_owned();
+    let cli = |line: &str, env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["guard", "--", line])
+            .envs(env.iter().copied())
+            .current_dir(&workspace)
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        let rule = report
+            .lines()
+            .find_map(|l| l.strip_prefix("verdict: BLOCKED by rule `"))
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned);
+        assert_eq!(out.status.code(), Some(if rule.is_some() { 1 } else { 0 }));
+        rule
+    };
+    let call = async |line: &str, env: &[(&str, &str)]| {
+        let env: serde_json::Map<String, serde_json::Value> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+            .collect();
+        let result = server
+            .call(
+                "terminal",
+                serde_json::json!({"command": line, "pty": true, "background": true, "env": env}),
+            )
+            .await;
+        let text = super::client::text_of(&result);
+        assert_eq!(result.is_error, Some(true), "nothing may run: {text}");
+        text.strip_prefix("blocked by guard rule `")
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned)
+    };
+    let lines = [
+        (format!("rm -rf \"${unset}/\"*"), Some("rm-root")),
+        (format!("cd ${unset} && rm -rf *"), Some("rm-root")),
+        ("D=$HOME; rm -rf \"$D\"".to_owned(), Some("rm-root")),
+        ("rm -rf ~/.[a-z]*".to_owned(), Some("rm-root")),
+        (
+            "rm -rf \"$(dirname \"$HOME\")\"".to_owned(),
+            Some("rm-root"),
+        ),
+        (
+            "find ~/ -name '*' -delete".to_owned(),
+            Some("find-delete-root"),
+        ),
+        ("chmod 000 /".to_owned(), Some("chmod-root")),
+        (format!("rm -rf \"${unset}/x\""), None),
+        (format!("cd \"${unset}\" && rm -rf ./build"), None),
+        ("D=./build; rm -rf \"$D\"".to_owned(), None),
+        ("echo hi".to_owned(), None),
+    ];
+    for (line, expected) in &lines {
+        let by_cli = cli(line, &[]);
+        assert_eq!(by_cli.as_deref(), *expected, "agentty guard -- {line}");
+        assert_eq!(call(line, &[]).await, by_cli, "terminal: {line}");
+    }
+    // A variable the call sets is judged by its value, as the CLI judges its own.
+    let line = "rm -rf \"$OUT/\"*";
+    for (value, expected) in [("", Some("rm-root")), ("./build", None)] {
+        let by_cli = cli(line, &[("OUT", value)]);
+        assert_eq!(by_cli.as_deref(), expected, "OUT={value:?}");
+        assert_eq!(
+            call(line, &[("OUT", value)]).await,
+            by_cli,
+            "env OUT={value:?}"
+        );
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["guard", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("as a `terminal` call") && help.contains("environment"),
+        "{help}"
+    );
 }

@@ -103,6 +103,31 @@ async fn a_line_typed_in_pieces_is_judged_whole() {
     assert!(text.contains("one two"), "{text}");
 }
 
+/// Keys typed into a shell on a terminal (`pty` with `stdin`) are judged as its line editor
+/// would leave the lines: a key it edits with is refused (Ctrl+A would make
+/// `/dev/…\u{1}mkfs.ext4 ` run `mkfs.ext4 /dev/…`), Backspace and Ctrl+U are applied.
+#[tokio::test]
+async fn keys_typed_into_a_shell_on_a_terminal_are_judged_as_edited() {
+    let server = start().await;
+    for stdin in [
+        "/dev/agentty-nonexistent-disk\u{1}mkfs.ext4 \n",
+        "/dev/agentty-nonexistent-disk\u{1b}[Hmkfs.ext4 \n",
+    ] {
+        let args = json!({"command": "bash --norc", "stdin": stdin, "pty": true});
+        let result = server.call("terminal", args.clone()).await;
+        let text = text_of(&result);
+        assert_eq!(result.is_error, Some(true), "{args}: ran: {text}");
+        assert!(text.contains("line editor"), "{args}: {text}");
+    }
+    for stdin in [
+        format!("echo hi\u{15}{PAYLOAD}\n"),
+        format!("echo \u{7f}\u{7f}\u{7f}\u{7f}\u{7f}{PAYLOAD}\n"),
+    ] {
+        let args = json!({"command": "bash --norc", "stdin": stdin, "pty": true});
+        refused(&server, args, "stdin").await;
+    }
+}
+
 /// A `BASH_ENV` naming a FIFO (a confined command can make one) must not hold the server: only a
 /// regular file is read, without blocking; anything else is refused, and the server answers.
 #[tokio::test]

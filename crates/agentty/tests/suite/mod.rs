@@ -9,5 +9,7 @@ mod planted;
 mod raw;
 mod sandbox;
 mod shells;
+mod shells_trust;
+mod sweep;
 mod tasks;
 mod terminal;

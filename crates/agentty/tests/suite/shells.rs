@@ -521,3 +521,106 @@ async fn a_half_typed_line_and_the_transcript_read_cleanly() {
     assert_eq!(read.matches("pwd").count(), 1, "{read}");
     assert_eq!(read.matches("echo hi").count(), 1, "{read}");
 }
+
+/// The guard judges the line a shell's line editor would run, not the keys as sent: an
+/// editing key (Ctrl+A, an arrow or Home key, Tab) could make it run another line than the one
+/// judged, so a send holding one is refused while the shell's editor reads, with nothing typed;
+/// Backspace and Ctrl+U are applied before judging. A stand-in `mkfs.ext4` records whether it
+/// ran.
+#[tokio::test]
+async fn a_line_is_judged_as_the_line_editor_would_run_it() {
+    let server = start().await;
+    let id = server.open_shell().await;
+    let marker = server.workspace().join("ran-mkfs");
+    server
+        .shell_send(&id, "mkfs.ext4() { echo \"$*\" >> ran-mkfs; }\n")
+        .await;
+    let send = |input: &'static str| {
+        let server = &server;
+        let id = id.clone();
+        async move {
+            server
+                .call("shell_send", json!({"id": id, "input": input}))
+                .await
+        }
+    };
+    // Ctrl+A moves to the start of the line: the editor would run `mkfs.ext4 /dev/sdz`.
+    for input in [
+        "/dev/sdz\u{1}mkfs.ext4 \n",
+        "/dev/sdz\u{1b}[Hmkfs.ext4 \n",
+        "/dev/sdz\u{1b}OHmkfs.ext4 \n",
+    ] {
+        let result = send(input).await;
+        let text = text_of(&result);
+        assert_eq!(result.is_error, Some(true), "{input:?}: {text}");
+        assert!(text.contains("Send the line plainly"), "{input:?}: {text}");
+        assert!(text.contains("Nothing was typed"), "{input:?}: {text}");
+    }
+    // Backspace and Ctrl+U change the line before the guard reads it, in one send or two.
+    for input in [
+        "echo \u{7f}\u{7f}\u{7f}\u{7f}\u{7f}mkfs.ext4 /dev/sdz\n",
+        "echo \u{8}\u{8}\u{8}\u{8}\u{8}mkfs.ext4 /dev/sdz\n",
+        "echo hi\u{15}mkfs.ext4 /dev/sdz\n",
+    ] {
+        let text = text_of(&send(input).await);
+        assert!(
+            text.contains("blocked by guard rule `format-disk`"),
+            "{input:?}: {text}"
+        );
+    }
+    server.shell_send(&id, "echo x").await;
+    let text = text_of(&send("\u{7f}\u{7f}\u{7f}\u{7f}\u{7f}\u{7f}mkfs.ext4 /dev/sdz\n").await);
+    assert!(
+        text.contains("blocked by guard rule `format-disk`"),
+        "{text}"
+    );
+    server.shell_send(&id, "\u{15}").await;
+    // A shell started in the shell edits its lines the same way.
+    server.shell_send(&id, "bash --norc --noprofile\n").await;
+    let result = send("/dev/sdz\u{1}mkfs.ext4 \n").await;
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    server.shell_send(&id, "exit\n").await;
+    // Ctrl+Z is a signal for a busy job, and an editing key at the prompt.
+    let result = send("\u{1a}").await;
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": id, "input": "sleep 30\n", "timeout_ms": 300}),
+    )
+    .await;
+    assert_eq!(s["status"], "running", "{text}");
+    let (text, _) = ok(&server, "shell_send", json!({"id": id, "input": "\u{1a}"})).await;
+    assert!(text.contains("Stopped"), "{text}");
+    server.shell_send(&id, "kill -9 %1\n").await;
+    let (text, _) = server.shell_send(&id, "echo typed-after; ls\n").await;
+    assert!(text.contains("typed-after"), "{text}");
+    assert!(
+        !marker.exists(),
+        "mkfs.ext4 ran: {:?}",
+        std::fs::read_to_string(&marker)
+    );
+}
+
+/// A program that reads the keyboard itself (an editor) gets every key as today: Escape and
+/// `:wq` reach vim.
+#[tokio::test]
+async fn a_program_reading_the_keyboard_gets_editing_keys() {
+    let server = start().await;
+    let id = server.open_shell().await;
+    let (text, s) = server
+        .shell_send(&id, "vim -u NONE -N -n notes.txt\n")
+        .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": id, "input": "ihello\u{1b}"}),
+    )
+    .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let (text, s) = ok(&server, "shell_send", json!({"id": id, "input": ":wq\n"})).await;
+    assert_eq!(s["status"], "done", "{text}");
+    let written = std::fs::read_to_string(server.workspace().join("notes.txt")).unwrap();
+    assert_eq!(written, "hello\n");
+}

@@ -625,8 +625,19 @@ fn write_record_in(state: &std::path::Path, session: &str, ns: &str, markers: &[
         .recursive(true)
         .create(&dir)
         .unwrap();
-    // First line: the PID namespace the session ran in.
-    let text: String = std::iter::once(ns.to_owned())
+    // First line: the PID namespace the session ran in; second: its ancestors, where its
+    // orphans go (this test, which starts the processes the sweep judges, stands for its host).
+    let me = std::process::id();
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let ticks = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap();
+    let text: String = [ns.to_owned(), format!("ancestors {me}:{ticks}")]
+        .into_iter()
         .chain(markers.iter().map(|m| (*m).to_owned()))
         .map(|line| format!("{line}\n"))
         .collect();

@@ -1,17 +1,25 @@
-//! The session init: pid 1 of the session's PID namespace, in a mount namespace of its own.
+//! The session init: pid 1 of the session's PID namespace, in a mount namespace of its own; and,
+//! made by it on the server's request, each HTTP caller's init, pid 1 of a PID namespace inside
+//! the session's.
 //!
-//! A forked copy of the single-threaded server. It first lets go of everything of the server's
-//! it holds (the client's pipes above all: the client sees EOF when the server ends), then
-//! builds the mounts confined commands see, reports to the server, and reaps the orphans the
-//! namespace hands it until the server is gone. Every mount here is made in its own namespace
+//! The session init is a forked copy of the single-threaded server. It first lets go of
+//! everything of the server's it holds (the client's pipes above all: the client sees EOF when
+//! the server ends), then builds the mounts confined commands see, reports to the server, and
+//! then, until the server is gone, reaps the orphans the namespace hands it and answers the
+//! server's requests for a caller's namespace. Every mount here is made in its own namespace
 //! only (`/` is a slave of the server's first, so nothing propagates back).
+//!
+//! A caller's init is forked by the session init (one thread, no runtime: a fork is safe there,
+//! where the multi-threaded server could not fork), so it shares every page it does not write
+//! with it; it leaves in a copy of the session's mount namespace with `/proc` mounted again for
+//! its own PID namespace, and then only reaps.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
-use super::{Mounts, check};
+use super::{Mounts, READY_WAIT, check, control};
 
 /// `struct open_how` of `openat2(2)`.
 #[repr(C)]
@@ -59,29 +67,34 @@ impl CMounts {
     }
 }
 
+/// The errno of `e` as the status byte of a report.
+fn status_of(e: &io::Error) -> u8 {
+    u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX)
+}
+
 /// The session init's body. Never returns.
-pub(super) fn run(alive: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
+pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
     // SAFETY (whole function): a single-threaded forked child; plain system calls on fds it
     // owns and on NUL-terminated strings.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         libc::prctl(libc::PR_SET_NAME, c"agentty-init".as_ptr(), 0, 0, 0);
-        let Some([alive, ready]) = keep_only([alive, ready]) else {
+        let Some([control, ready]) = keep_only([control, ready]) else {
             libc::_exit(1);
         };
-        // A pinned directory that moved or became a symlink since it was listed is skipped
-        // (nothing below it is then made read-only by path: see `attach_copy`).
-        let mounted = own_proc()
+        // Read before this namespace's `/proc` covers the server's: a caller's init puts them
+        // back over its own `/proc` too. A pinned directory that moved or became a symlink since
+        // it was listed is skipped (nothing below it is then made read-only by path: see
+        // `attach_copy`).
+        let masks = proc_masks();
+        let mounted = own_proc(&masks)
             .and_then(|()| mounts.hidden.iter().try_for_each(|p| hide(p)))
             .map(|()| {
                 for path in &mounts.pinned {
                     let _ = attach_copy(path, Copy::Pin);
                 }
             });
-        let status = mounted.as_ref().map_or_else(
-            |e| u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX),
-            |()| 0,
-        );
+        let status = mounted.as_ref().map_or_else(status_of, |()| 0);
         // A path that moved or became a symlink since it was listed is skipped.
         let count = |paths: &[CString]| -> u32 {
             let made = if mounted.is_ok() {
@@ -105,13 +118,16 @@ pub(super) fn run(alive: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
         if mounted.is_err() {
             libc::_exit(1);
         }
-        reap_until_eof(alive.as_raw_fd())
+        serve(control.as_raw_fd(), &masks)
     }
 }
 
-/// Reaps orphans until `alive` reads EOF (the server is gone); then leaves, which takes every
-/// process of the namespace along.
-fn reap_until_eof(alive: RawFd) -> ! {
+/// Reaps orphans and answers the server's requests for a caller's namespace until the control
+/// socket reads EOF (the server is gone); then leaves, which takes every process of the
+/// namespace along, the callers' namespaces included.
+fn serve(control: RawFd, masks: &[ProcMask]) -> ! {
+    // This namespace, to come back to after each caller's is made.
+    let own = open_own_pid_namespace();
     // SAFETY: plain system calls on fds and a signal set of this process.
     unsafe {
         let mut chld: libc::sigset_t = std::mem::zeroed();
@@ -122,7 +138,7 @@ fn reap_until_eof(alive: RawFd) -> ! {
         loop {
             let mut fds = [
                 libc::pollfd {
-                    fd: alive,
+                    fd: control,
                     events: libc::POLLIN,
                     revents: 0,
                 },
@@ -134,7 +150,25 @@ fn reap_until_eof(alive: RawFd) -> ! {
             ];
             let n = libc::poll(fds.as_mut_ptr(), 2, if signals < 0 { 200 } else { -1 });
             if n > 0 && fds[0].revents != 0 {
-                libc::_exit(0);
+                let mut request = [0u8; control::REQUEST_BYTES];
+                match control::receive(control, &mut request) {
+                    Ok((control::REQUEST_BYTES, _)) => {
+                        let made = match &own {
+                            Ok(own) => make_caller(own.as_raw_fd(), masks),
+                            Err(e) => Err(io::Error::from_raw_os_error(
+                                e.raw_os_error().unwrap_or(libc::EIO),
+                            )),
+                        };
+                        let mut reply = [0u8; control::REPLY_BYTES];
+                        reply[0] = made.as_ref().map_or_else(status_of, |_| 0);
+                        reply[1..].copy_from_slice(&request);
+                        let pidfd = made.as_ref().ok().map(AsRawFd::as_raw_fd);
+                        let _ = control::send(control, &reply, pidfd);
+                    }
+                    // EOF, or a socket that no longer works: the server is gone.
+                    Ok((0, _)) | Err(_) => libc::_exit(0),
+                    Ok(_) => {}
+                }
             }
             if fds[1].revents != 0 {
                 let mut info = [0u8; 128];
@@ -145,13 +179,124 @@ fn reap_until_eof(alive: RawFd) -> ! {
     }
 }
 
+fn open_own_pid_namespace() -> io::Result<OwnedFd> {
+    // SAFETY: open on a NUL-terminated path; the fd returned is fresh.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/ns/pid".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes a caller's namespace: forks its init into a new PID namespace inside this one, and
+/// waits until it has its `/proc`. Returns a pidfd of it.
+fn make_caller(own: RawFd, masks: &[ProcMask]) -> io::Result<OwnedFd> {
+    let (ready_read, ready_write) = super::pipe()?;
+    // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
+    check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
+    // SAFETY: this process has one thread: the child is a complete copy of it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        drop(ready_read);
+        caller_init(ready_write, masks);
+    }
+    let forked = io::Error::last_os_error();
+    // Back to this namespace for the children after (unshare refuses while they would go
+    // elsewhere).
+    // SAFETY: setns on an fd of this process's own PID namespace.
+    let back = check(unsafe { libc::setns(own, libc::CLONE_NEWPID) });
+    if pid < 0 {
+        return Err(forked);
+    }
+    drop(ready_write);
+    let mut status = [0u8; 1];
+    let mut waiting = libc::pollfd {
+        fd: ready_read.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one pollfd, then a read of one byte into a buffer of that size.
+    let got = unsafe {
+        if libc::poll(&raw mut waiting, 1, READY_WAIT.as_millis() as libc::c_int) == 1 {
+            libc::read(ready_read.as_raw_fd(), status.as_mut_ptr().cast(), 1)
+        } else {
+            -1
+        }
+    };
+    // SAFETY: pidfd_open on the child just forked, not reaped (only this loop reaps).
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    let failed = if got != 1 {
+        Some(io::Error::other("a caller's init did not start"))
+    } else if status[0] != 0 {
+        Some(io::Error::from_raw_os_error(i32::from(status[0])))
+    } else if pidfd < 0 {
+        Some(io::Error::last_os_error())
+    } else {
+        back.err()
+    };
+    if let Some(error) = failed {
+        // SAFETY: kill and waitpid on the child forked above; close the pidfd if any.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+            if pidfd >= 0 {
+                libc::close(pidfd);
+            }
+        }
+        return Err(error);
+    }
+    // SAFETY: a fresh pidfd, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(pidfd) })
+}
+
+/// A caller's init: pid 1 of the caller's PID namespace, in a copy of the session's mount
+/// namespace whose `/proc` shows the caller's processes only. Never returns.
+fn caller_init(ready: OwnedFd, masks: &[ProcMask]) -> ! {
+    // SAFETY (whole function): a single-threaded forked child; plain system calls on fds it
+    // owns. Its parent is the session init, whose death kills this namespace too.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        let Some([ready]) = keep_only([ready]) else {
+            libc::_exit(1);
+        };
+        let status = own_proc(masks).as_ref().map_or_else(status_of, |()| 0);
+        libc::write(ready.as_raw_fd(), [status].as_ptr().cast(), 1);
+        drop(ready);
+        if status != 0 {
+            libc::_exit(1);
+        }
+        reap_forever()
+    }
+}
+
+/// Reaps the orphans the namespace hands to its init, for as long as it lives.
+fn reap_forever() -> ! {
+    // SAFETY: plain system calls on a signal set of this process.
+    unsafe {
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut chld);
+        libc::sigaddset(&raw mut chld, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const chld, std::ptr::null_mut());
+        loop {
+            while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+            libc::sigwaitinfo(&raw const chld, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Closes every fd but `keep`, which move above stdio, with stdin, stdout and stderr on
 /// `/dev/null`. Returns the fds `keep` now have; `None` if they could not be kept apart.
-fn keep_only(keep: [OwnedFd; 2]) -> Option<[OwnedFd; 2]> {
+fn keep_only<const N: usize>(keep: [OwnedFd; N]) -> Option<[OwnedFd; N]> {
     // SAFETY: plain system calls on fds of this single-threaded process; the duplicates are
     // fresh and owned by nobody else.
     unsafe {
-        let mut kept = [-1; 2];
+        let mut kept = [-1; N];
         for (slot, fd) in kept.iter_mut().zip(&keep) {
             *slot = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3);
             if *slot < 0 {
@@ -180,10 +325,10 @@ fn keep_only(keep: [OwnedFd; 2]) -> Option<[OwnedFd; 2]> {
     }
 }
 
-/// Enters a mount namespace of its own (a copy of the server's) whose `/proc` shows the new PID
-/// namespace, with the masks the server's `/proc` had (a container's) put back.
-fn own_proc() -> io::Result<()> {
-    let masks = proc_masks();
+/// Enters a mount namespace of its own (a copy of the one it is in) whose `/proc` shows the PID
+/// namespace this process is pid 1 of, with `masks` (those the server's `/proc` had, a
+/// container's) put back.
+fn own_proc(masks: &[ProcMask]) -> io::Result<()> {
     // SAFETY: plain system calls on constant, NUL-terminated strings.
     unsafe {
         check(libc::unshare(libc::CLONE_NEWNS))?;

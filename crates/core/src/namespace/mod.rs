@@ -1,52 +1,70 @@
-//! The session's process namespace: nothing a confined command starts outlives the server, by
-//! the kernel's word rather than by tracking (docs/BEHAVIOUR.md §3).
+//! The session's process namespaces: nothing a confined command starts outlives the server, by
+//! the kernel's word rather than by tracking, and over HTTP no caller's commands see another's
+//! (docs/BEHAVIOUR.md §3, §9).
 //!
 //! Tracking (run markers, subreapers, the watchdog) misses one case: a command's descendant
 //! that wiped its environment (`env -i`) and double-forked, when the server and the watchdog
 //! are killed in the same instant (`pkill -9 agentty`). The kernel has a mechanism that cannot
 //! miss: when the init (pid 1) of a PID namespace dies, every process in that namespace is
-//! killed with it. So where agentty may create one (`CAP_SYS_ADMIN`: root, as in most
-//! containers), the server starts, once at start-up while it has one thread, a small process,
-//! the **session init**, that is pid 1 of a new PID namespace, and starts every confined command
-//! inside that namespace:
+//! killed with it, those of the namespaces inside it included. So where agentty may create one
+//! (`CAP_SYS_ADMIN`: root, as in most containers), the server starts, once at start-up while it
+//! has one thread, a small process, the **session init**, that is pid 1 of a new PID namespace,
+//! and starts every confined command inside that namespace; over HTTP, inside a namespace of
+//! its caller's own (a token of the token file), whose init the session init makes at the
+//! caller's first confined command:
 //!
 //! ```text
 //! watchdog ── server ── session init (pid 1 of the session's namespace; reaps orphans)
-//!                  └── confined commands (in that namespace) ── their escapees …
+//!               │            └── a caller's init (pid 1 of a caller's namespace, inside it)
+//!               └── confined commands (in the session's namespace, or their caller's) …
 //! ```
 //!
 //! The session init dies with the server however the server dies: `PR_SET_PDEATHSIG` (SIGKILL)
-//! for any death of the server, SIGKILL and the OOM killer included, and the end of a pipe only
-//! the server holds as a second net; the server also kills it when a session ends. A confined
-//! command cannot kill it: Landlock scopes its signals to its own tree, and the kernel ignores
-//! what a namespace's own processes send to its init.
+//! for any death of the server, SIGKILL and the OOM killer included, and EOF on a socket only
+//! the server holds as a second net; the server also kills it when a session ends. The callers'
+//! go with it (they are in its namespace; `PR_SET_PDEATHSIG` too). A confined command cannot
+//! kill any of them: Landlock scopes its signals to its own tree, the kernel ignores what a
+//! namespace's own processes send to its init, and an outer namespace's processes are not
+//! there to name.
+//!
+//! A caller's init is made by the session init, not by the server: a fork is only safe in a
+//! process of one thread, and the session init is one (forked before the runtime), idle but for
+//! reaping. It is a fork of that fork, so the pages it does not write are shared with it (`ps`
+//! counts them in its RSS; what it has of its own is tens of KB). The server asks over a
+//! socket pair and receives a pidfd of the new init (`SCM_RIGHTS`), as it holds the session
+//! init's.
 //!
 //! `/proc` follows the namespace: the session init enters a mount namespace of its own (a copy
 //! of the server's, so the session's private `/dev/pts` is there too) with `/proc` mounted for the
-//! new PID namespace, and each confined command enters it before its sandbox. A pid a command
-//! reads from `ps` or `pgrep` is then one `kill` can use. The consequence, said in the README:
-//! confined commands see the session's processes only.
+//! new PID namespace, and each confined command enters it before its sandbox; a caller's init
+//! enters a copy of that one (the read-only and covered paths with it) and mounts `/proc` again
+//! for its own namespace, with the same masks. A pid a command reads from `ps` or `pgrep` is
+//! then one `kill` can use, and another caller's processes are not in `ps`, `/proc` or the
+//! reach of `kill`: a namespace sees those inside it only. The consequence, said in the README:
+//! confined commands see their session's (over HTTP, their caller's) processes only.
 //!
 //! The server itself stays in the host's namespaces: it reads the host's `/proc` for the pids
-//! `clone` gives it. Its spawning thread enters the session's PID namespace only around the
+//! `clone` gives it. Its spawning thread enters a command's PID namespace only around the
 //! clone of a confined command (`setns(CLONE_NEWPID)` sets where the thread's next child goes)
 //! and leaves it at once: a thread whose children would go to another PID namespace cannot
 //! start threads. Unconfined commands (`auto` mode, an approved escalation) stay in the host's
 //! namespaces, where `ps` and `kill` reach the user's processes, and are tracked as before.
 
+mod control;
 mod init;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 /// How long the end of a session waits for the session init (and so every process of the
 /// namespace) to be gone; a process in uninterruptible sleep cannot die until its I/O returns.
 const END_WAIT: Duration = Duration::from_secs(10);
-/// How long start-up waits for the session init to report (a mount on a hung network file
-/// system must not hang the server).
+/// How long start-up waits for the session init to report, and the session init for a
+/// caller's (a mount on a hung network file system must not hang the server).
 const READY_WAIT: Duration = Duration::from_secs(10);
 /// The session init's report: a status byte, then two counts (`u32`, native order).
 const REPORT_BYTES: usize = 9;
@@ -78,26 +96,118 @@ pub struct Started {
     pub protected: usize,
 }
 
-/// The session's PID namespace, as the server holds it.
+/// A PID namespace confined commands run in (the session's, or a caller's), as the server
+/// holds it: its init.
 #[derive(Debug)]
-pub(crate) struct SessionNamespace {
-    /// The session init's pid, in the server's (host) namespace.
+pub(crate) struct Namespace {
+    /// The init's pid, in the server's (host) namespace.
     init_pid: i32,
-    /// A pidfd of the session init: `setns` into its namespaces, and its death is readable.
+    /// A pidfd of the init: `setns` into its namespaces, and its death is readable.
     init: OwnedFd,
+    /// A caller's (made on request), not the session's.
+    of_caller: bool,
+}
+
+/// The session's namespace, and what makes the callers'.
+#[derive(Debug)]
+struct Session {
+    namespace: Namespace,
     /// The server's own PID namespace, to return the spawning thread to.
     host: OwnedFd,
-    /// The pipe's write end: the session init leaves when it reads EOF.
-    _alive: OwnedFd,
+    /// The server's end of the control socket: asks the session init for a caller's namespace,
+    /// and the session init leaves when it reads EOF.
+    control: Mutex<OwnedFd>,
+    /// The number of the next request on `control`.
+    requests: AtomicU32,
     /// How many of the paths asked to be read-only are.
     started: Started,
 }
 
-static NAMESPACE: OnceLock<Result<SessionNamespace, String>> = OnceLock::new();
+static SESSION: OnceLock<Result<Session, String>> = OnceLock::new();
+
+/// Each HTTP caller's namespace, made at its first confined command: a caller's name and its
+/// namespace. Made ones are never freed (a caller's init lives as long as the server): at most
+/// one per caller of the token file, and one more each time one's init was killed.
+static CALLERS: RwLock<Vec<(std::sync::Arc<str>, &'static Namespace)>> = RwLock::new(Vec::new());
+
+/// How many callers' namespaces were made: what the tree's list of reapers is kept by.
+static CALLERS_MADE: AtomicUsize = AtomicUsize::new(0);
+
+fn session() -> Option<&'static Session> {
+    SESSION.get().and_then(|made| made.as_ref().ok())
+}
 
 /// The session's namespace, once [`start`] made one.
-pub(crate) fn get() -> Option<&'static SessionNamespace> {
-    NAMESPACE.get().and_then(|made| made.as_ref().ok())
+pub(crate) fn get() -> Option<&'static Namespace> {
+    session().map(|s| &s.namespace)
+}
+
+/// The namespace a confined command of `caller` runs in: the session's without a caller (stdio,
+/// one caller), the caller's own over HTTP, made now at its first command; `None` where the
+/// session has no namespace. A caller's that cannot be made is an error: the command must not
+/// run where another caller's commands can see it.
+pub(crate) fn of(caller: Option<&str>) -> io::Result<Option<&'static Namespace>> {
+    let Some(session) = session() else {
+        return Ok(None);
+    };
+    let Some(caller) = caller else {
+        return Ok(Some(&session.namespace));
+    };
+    // The callers' are inside the session's, and die with it.
+    if session.namespace.init_gone() {
+        return Err(session.namespace.ended());
+    }
+    let live = |callers: &[(std::sync::Arc<str>, &'static Namespace)]| {
+        callers
+            .iter()
+            .find(|(name, ns)| **name == *caller && !ns.init_gone())
+            .map(|(_, ns)| *ns)
+    };
+    if let Some(ns) = live(&CALLERS.read().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(Some(ns));
+    }
+    // Made once: the request is made under the control socket's lock, so a second command of
+    // the same caller waits for the first's namespace and finds it.
+    let control = session
+        .control
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(ns) = live(&CALLERS.read().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(Some(ns));
+    }
+    let made = crate::blocking::section(|| session.make_caller(&control)).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot make this caller's PID namespace: {e}"),
+        )
+    })?;
+    let made: &'static Namespace = Box::leak(Box::new(made));
+    let mut callers = CALLERS.write().unwrap_or_else(PoisonError::into_inner);
+    callers.retain(|(name, _)| **name != *caller);
+    callers.push((caller.into(), made));
+    CALLERS_MADE.fetch_add(1, Ordering::Release);
+    Ok(Some(made))
+}
+
+/// The pids of every namespace's init (the session's and the callers'), where the kernel
+/// re-parents the orphans of confined commands; and how many callers' were made by then (a
+/// list is current while [`inits_made`] says the same).
+pub(crate) fn init_pids() -> (Vec<i32>, usize) {
+    let made = CALLERS_MADE.load(Ordering::Acquire);
+    let mut pids: Vec<i32> = get().map(|ns| ns.init_pid).into_iter().collect();
+    pids.extend(
+        CALLERS
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, ns)| ns.init_pid),
+    );
+    (pids, made)
+}
+
+/// How many callers' namespaces were made so far.
+pub(crate) fn inits_made() -> usize {
+    CALLERS_MADE.load(Ordering::Acquire)
 }
 
 pub(crate) fn check(rc: libc::c_int) -> io::Result<()> {
@@ -132,19 +242,19 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
 /// the paths asked to be read-only are; `Err` says why there is no namespace: confined commands
 /// then run in the server's namespaces, tracked by run marker and subreaper only.
 pub fn start(mounts: &Mounts) -> Result<Started, String> {
-    NAMESPACE
+    SESSION
         .get_or_init(|| create(mounts).map_err(|e| why(&e)))
         .as_ref()
-        .map(|ns| ns.started)
+        .map(|session| session.started)
         .map_err(Clone::clone)
 }
 
 /// What [`start`] made, when it was called: `None` before (or in a process that never calls
 /// it, such as `doctor`).
 pub fn started() -> Option<Result<Started, String>> {
-    NAMESPACE
+    SESSION
         .get()
-        .map(|made| made.as_ref().map(|ns| ns.started).map_err(Clone::clone))
+        .map(|made| made.as_ref().map(|s| s.started).map_err(Clone::clone))
 }
 
 fn why(e: &io::Error) -> String {
@@ -154,7 +264,7 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
+fn create(mounts: &Mounts) -> io::Result<Session> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -162,7 +272,7 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
         )));
     }
     let host = open(c"/proc/self/ns/pid")?;
-    let (alive_read, alive) = pipe()?;
+    let (control, control_init) = control::pair()?;
     let (ready_read, ready_write) = pipe()?;
     let mounts = init::CMounts::new(mounts);
     // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
@@ -170,8 +280,8 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
     // SAFETY: one thread (checked above): the child is a complete copy of this process.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        drop((alive, ready_read));
-        init::run(alive_read, ready_write, &mounts);
+        drop((control, ready_read));
+        init::run(control_init, ready_write, &mounts);
     }
     let forked = io::Error::last_os_error();
     // Back to the host namespace for every later child and thread, whatever happened; a
@@ -187,7 +297,7 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
     if pid < 0 {
         return Err(forked);
     }
-    drop((alive_read, ready_write));
+    drop((control_init, ready_write));
     // A status byte (0, or the errno that stopped it), then how many paths it made read-only:
     // of the package sources, then of the protected paths.
     let mut ready = [0u8; REPORT_BYTES];
@@ -229,11 +339,15 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
     let count = |at: usize| {
         u32::from_ne_bytes([ready[at], ready[at + 1], ready[at + 2], ready[at + 3]]) as usize
     };
-    Ok(SessionNamespace {
-        init_pid: pid,
-        init,
+    Ok(Session {
+        namespace: Namespace {
+            init_pid: pid,
+            init,
+            of_caller: false,
+        },
         host,
-        _alive: alive,
+        control: Mutex::new(control),
+        requests: AtomicU32::new(0),
         started: Started {
             sealed: count(1),
             protected: count(5),
@@ -241,23 +355,75 @@ fn create(mounts: &Mounts) -> io::Result<SessionNamespace> {
     })
 }
 
-impl SessionNamespace {
-    /// The session init's pidfd: a confined child enters its mount namespace with it.
+impl Session {
+    /// Asks the session init for a caller's namespace, on `control` (its lock held), and waits
+    /// (bounded) for it.
+    fn make_caller(&self, control: &OwnedFd) -> io::Result<Namespace> {
+        let number = self.requests.fetch_add(1, Ordering::Relaxed).to_ne_bytes();
+        control::send(control.as_raw_fd(), &number, None)?;
+        let deadline = std::time::Instant::now() + READY_WAIT + Duration::from_secs(1);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut waiting = libc::pollfd {
+                fd: control.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll on one pollfd.
+            if unsafe { libc::poll(&raw mut waiting, 1, left.as_millis() as libc::c_int) } != 1 {
+                return Err(io::Error::other("the session init did not answer"));
+            }
+            let mut reply = [0u8; control::REPLY_BYTES];
+            let (got, pidfd) = control::receive(control.as_raw_fd(), &mut reply)?;
+            if got == 0 {
+                return Err(ended_error(false));
+            }
+            // A late answer to a request given up on is dropped (its pidfd with it).
+            if got != control::REPLY_BYTES || reply[1..] != number {
+                continue;
+            }
+            if reply[0] != 0 {
+                return Err(io::Error::from_raw_os_error(i32::from(reply[0])));
+            }
+            let init = pidfd.ok_or_else(|| io::Error::other("no pidfd came with the answer"))?;
+            let init_pid = pid_of(&init)?;
+            return Ok(Namespace {
+                init_pid,
+                init,
+                of_caller: true,
+            });
+        }
+    }
+}
+
+/// The pid, in this process's namespace, of the process `pidfd` refers to.
+fn pid_of(pidfd: &OwnedFd) -> io::Result<i32> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("Pid:"))
+        .and_then(|pid| pid.trim().parse().ok())
+        .filter(|&pid: &i32| pid > 0)
+        .ok_or_else(|| io::Error::other("the caller's init has no pid here"))
+}
+
+impl Namespace {
+    /// The init's pidfd: a confined child enters its mount namespace with it.
     pub(crate) fn init_fd(&self) -> RawFd {
         self.init.as_raw_fd()
     }
 
-    /// Makes the calling thread's next child start in the session's PID namespace, until the
-    /// guard is dropped. Nothing but that one clone may happen in between.
-    pub(crate) fn enter(&self) -> io::Result<Entered<'_>> {
+    /// Makes the calling thread's next child start in this PID namespace, until the guard is
+    /// dropped. Nothing but that one clone may happen in between.
+    pub(crate) fn enter(&self) -> io::Result<Entered> {
+        let host = session().map(|s| &s.host).ok_or_else(|| self.ended())?;
         // SAFETY: setns with a pidfd and CLONE_NEWPID changes only where this thread's
         // children go.
         check(unsafe { libc::setns(self.init.as_raw_fd(), libc::CLONE_NEWPID) })
-            .map_err(|e| if self.init_gone() { ended() } else { e })?;
-        Ok(Entered { namespace: self })
+            .map_err(|e| if self.init_gone() { self.ended() } else { e })?;
+        Ok(Entered { host })
     }
 
-    /// Whether the session init has exited (its pidfd reads readable then).
+    /// Whether the init has exited (its pidfd reads readable then).
     pub(crate) fn init_gone(&self) -> bool {
         let mut fd = libc::pollfd {
             fd: self.init.as_raw_fd(),
@@ -267,24 +433,32 @@ impl SessionNamespace {
         // SAFETY: poll on one pollfd, no wait.
         unsafe { libc::poll(&raw mut fd, 1, 0) == 1 }
     }
+
+    /// Why a confined command cannot start once the init is gone.
+    pub(crate) fn ended(&self) -> io::Error {
+        ended_error(self.of_caller)
+    }
 }
 
-/// Why a confined command cannot start once the session init is gone.
-pub(crate) fn ended() -> io::Error {
-    io::Error::other(
-        "the session's PID namespace has ended (its init process was killed); restart agentty",
-    )
+fn ended_error(of_caller: bool) -> io::Error {
+    io::Error::other(if of_caller {
+        "this caller's PID namespace has ended (its init process was killed); the next command \
+         gets a new one"
+    } else {
+        "the session's PID namespace has ended (its init process was killed); restart agentty"
+    })
 }
 
-/// The spawning thread is in the session's PID namespace (for its children) while this lives.
-pub(crate) struct Entered<'a> {
-    namespace: &'a SessionNamespace,
+/// The spawning thread is in a confined commands' PID namespace (for its children) while this
+/// lives.
+pub(crate) struct Entered {
+    host: &'static OwnedFd,
 }
 
-impl Drop for Entered<'_> {
+impl Drop for Entered {
     fn drop(&mut self) {
         // SAFETY: setns on an fd of the server's own PID namespace.
-        if unsafe { libc::setns(self.namespace.host.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
+        if unsafe { libc::setns(self.host.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
             // This thread could no longer start threads; nothing can run correctly after.
             eprintln!(
                 "agentty: cannot return to its own PID namespace: {}",
@@ -302,6 +476,7 @@ pub fn end() -> bool {
     let Some(ns) = get() else {
         return false;
     };
+    // The callers' namespaces are inside the session's: they go with it.
     // SAFETY: pidfd_send_signal and poll on the pidfd this process holds.
     unsafe {
         libc::syscall(
@@ -324,17 +499,11 @@ pub fn end() -> bool {
     true
 }
 
-/// The session init's pid, when there is one: it is the server's child but none of its
-/// commands'.
-pub fn init_pid() -> Option<i32> {
-    get().map(|ns| ns.init_pid)
-}
-
 /// Whether confined commands get a PID namespace of the session's own: what [`start`] did, or,
 /// where it was not called (`doctor`), whether the namespaces can be made here, tried on a
 /// short-lived thread whose namespaces end with it.
 pub fn available() -> Result<(), String> {
-    if let Some(made) = NAMESPACE.get() {
+    if let Some(made) = SESSION.get() {
         return made.as_ref().map(drop).map_err(Clone::clone);
     }
     std::thread::Builder::new()
@@ -349,15 +518,21 @@ pub fn available() -> Result<(), String> {
         .map_err(|e| why(&e))
 }
 
-/// `doctor`'s line on how the end of a session reaches what confined commands started.
+/// `doctor`'s line on how the end of a session reaches what confined commands started, and what
+/// HTTP callers see of each other's commands.
 pub fn describe(available: &Result<(), String>) -> String {
     match available {
-        Ok(()) => "confined commands' processes: in a PID namespace of the session's own; the \
-                   kernel ends them all with the server, however it ends (ps shows them only)"
+        Ok(()) => "confined commands' processes: in a PID namespace of the session's own, over \
+                   HTTP one per caller (token); the kernel ends them all with the server, \
+                   however it ends; ps and /proc show a command its session's (caller's) \
+                   processes only"
             .to_owned(),
         Err(why) => format!(
             "confined commands' processes: tracked by run marker and subreaper (a PID namespace \
-             of the session's own {why})"
+             of the session's own {why}); over HTTP, callers are not apart in processes: ps and \
+             /proc/<pid>/cmdline show every caller's commands (same user); another command's \
+             environment and signals stay refused by Landlock (each command is a domain of its \
+             own; signals from ABI 6)"
         ),
     }
 }

@@ -122,6 +122,8 @@ impl SendCapture {
                 self.exit = Some(code);
             }
             Marker::Continue => self.end_segment(),
+            // Turned into `Prompt` by the shell once confirmed; never seen here.
+            Marker::End(_) => return,
         }
         self.last = Some(marker);
     }

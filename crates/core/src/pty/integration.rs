@@ -1,21 +1,37 @@
-//! Shell integration: prompt markers injected at open, so `shell_send` knows when a command is
-//! done and what it exited with (in the spirit of OSC 133, which terminals use for the same).
+//! Shell integration: prompt markers and hooks installed at open, so `shell_send` knows when a
+//! command is done and what it exited with (in the spirit of OSC 133, which terminals use for
+//! the same), and can trust it (docs/BEHAVIOUR.md §4).
 //!
-//! Each shell gets prompts that carry an OSC sequence no program prints by accident:
-//! `ESC ] 6973 ; <nonce> ; <kind> [; <exit code>] BEL`, with a nonce unique to the shell.
-//! `D;<code>` comes just before the primary prompt (the previous command ended with `<code>`),
-//! `C` is printed when a command line was read and is about to run (bash's `PS0`, zsh's
-//! `POSTEDIT`), `P` starts a continuation prompt (`PS2`). The terminal emulator and the cleaner
-//! drop unknown OSC sequences, so the markers are invisible in every view.
+//! Each shell's prompts carry an OSC sequence no program prints by accident:
+//! `ESC ] 6973 ; <nonce> ; <kind> [; <n>] BEL`, with a nonce unique to the shell. `C` is printed
+//! when a command line was read and is about to run (bash's `PS0`, zsh's `POSTEDIT`), `P` starts
+//! a continuation prompt (`PS2`). The end of a command is `E;<seq>` in bash and zsh, `D;<code>`
+//! in POSIX shells. The terminal emulator and the cleaner drop unknown OSC sequences, so the
+//! markers are invisible in every view.
 //!
-//! Injection is by environment only, no rc file written anywhere. bash (`--norc --noprofile`,
-//! so a user's rc cannot replace them, and start-up stays fast and deterministic) takes `PS0`,
-//! `PS1`, `PS2` and `PROMPT_COMMAND`; zsh (`-f`) takes `POSTEDIT`, `PS1`, `PS2` and
-//! `PROMPT_EOL_MARK`. In both the end marker is printed before the prompt proper, so a prefix a
-//! venv puts in front of the prompt stays out of the output. dash and other POSIX shells expand
-//! `$?` in `PS1` but have no start marker, so their output window starts at the send and the
-//! echoed input line is removed by text. Other shells (fish, …) run without markers and fall
-//! back to idle detection.
+//! bash and zsh: the markers only say *where* a command's output ends. That it ended, and with
+//! what code, is said by the shell's own process on its private channel (`channel.rs`): the
+//! prompt hook (a function run in the shell itself: bash's `PROMPT_COMMAND`, zsh's `precmd`)
+//! sends `D <seq> <code>` there, then prints `E;<seq>`. An `E` marker with no report of the
+//! same number from the shell's pid is just output. The hooks come from a start-up file
+//! (`startup.rs`), not the environment, so no program the shell runs inherits them or the
+//! nonce: bash starts with `--norc --noprofile` (no user rc, nor the system's
+//! `/etc/bash.bashrc`, which `--rcfile` would still read) and a `PROMPT_COMMAND` that sources the
+//! file once, on its first prompt; the file takes `PROMPT_COMMAND` out of the environment and
+//! puts the hooks in its place. zsh starts with `-o no_global_rcs` and `ZDOTDIR` naming the
+//! file's directory, so it reads `/etc/zsh/zshenv` (which no option skips, `-f` neither) and
+//! then only that `.zshrc`, which unsets `ZDOTDIR`. In both the end marker is printed before
+//! the prompt proper, so a prefix a venv puts in front of the prompt stays out of the output.
+//!
+//! dash and other POSIX shells have no hook that runs inside the shell before a prompt: they
+//! expand `$?` in `PS1` (`D;<code>`), which must come from the environment, so a program they
+//! run can read the nonce and print an end of its own; see `Flavor::Posix`. They have no start
+//! marker either, so their output window starts at the send and the echoed input line is
+//! removed by text. Other shells (fish, …) run without markers and fall back to idle detection.
+
+use std::path::Path;
+
+use crate::pty::channel::SHELL_CHANNEL_FD;
 
 /// The fixed part of every marker; the nonce follows.
 const OSC_PREFIX: &[u8] = b"\x1b]6973;";
@@ -48,45 +64,53 @@ impl Flavor {
         }
     }
 
-    /// Arguments that make the shell interactive and keep rc files from replacing the prompts.
+    /// Whether the shell reports a command's end from its own process, on its channel.
+    pub fn has_hooks(self) -> bool {
+        matches!(self, Flavor::Bash | Flavor::Zsh)
+    }
+
+    /// Arguments that make the shell interactive and keep the user's and the system's rc files
+    /// from replacing the prompts (and from slowing the start down).
     pub fn args(self) -> Vec<&'static str> {
         match self {
             Flavor::Bash => vec!["--norc", "--noprofile", "-i"],
-            Flavor::Zsh => vec!["-f", "-o", "promptsp", "-o", "promptcr", "-i"],
+            Flavor::Zsh => vec!["-o", "no_global_rcs", "-i"],
             Flavor::Posix | Flavor::Unknown => vec!["-i"],
         }
     }
 
-    /// Environment that installs the markers.
-    pub fn env(self, nonce: &str) -> Vec<(String, String)> {
+    /// The start-up file's name, and its text (the hooks), for a shell that has hooks.
+    pub fn startup(self, nonce: &str) -> Option<(&'static str, String)> {
+        let (name, template) = match self {
+            Flavor::Bash => ("rc", BASH_STARTUP),
+            Flavor::Zsh => (".zshrc", ZSH_STARTUP),
+            Flavor::Posix | Flavor::Unknown => return None,
+        };
+        let text = template
+            .replace("{nonce}", nonce)
+            .replace("{fd}", &SHELL_CHANNEL_FD.to_string());
+        Some((name, text))
+    }
+
+    /// Environment that installs the markers: for bash and zsh only where the start-up file
+    /// (`startup`, see [`Flavor::startup`]) is; for POSIX shells the prompts themselves, nonce
+    /// included (the limit named in the module header).
+    pub fn env(self, nonce: &str, startup: Option<&Path>) -> Vec<(String, String)> {
         let osc = |kind: &str| format!("\x1b]6973;{nonce};{kind}\x07");
-        match self {
-            // The end marker comes from PROMPT_COMMAND, which runs before the prompt is
-            // printed: whatever is later put in front of the prompt (a venv's `(.venv) `, a
-            // conda env, a git branch) then stays outside the command's output.
-            Flavor::Bash => vec![
-                ("PS0".into(), osc("C")),
-                (
-                    "PROMPT_COMMAND".into(),
-                    format!("printf '\\033]6973;{nonce};D;%s\\007' \"$?\""),
-                ),
-                ("PS1".into(), "\\$ ".into()),
-                ("PS2".into(), format!("\\[{}\\]> ", osc("P"))),
-            ],
-            // zsh prints POSTEDIT when the line editor hands over a line (its PS0), and
-            // PROMPT_EOL_MARK (prompt-expanded) before every prompt while PROMPT_SP is on: the
-            // end marker there comes before whatever is put in front of PS1, as with bash.
-            Flavor::Zsh => vec![
-                ("POSTEDIT".into(), osc("C")),
-                ("PROMPT_EOL_MARK".into(), format!("%{{{}%}}", osc("D;%?"))),
-                ("PS1".into(), "%# ".into()),
-                ("PS2".into(), format!("%{{{}%}}> ", osc("P"))),
-            ],
-            Flavor::Posix => vec![
+        match (self, startup) {
+            (Flavor::Bash, Some(file)) => vec![(
+                "PROMPT_COMMAND".into(),
+                format!(". {}", single_quoted(&file.to_string_lossy())),
+            )],
+            (Flavor::Zsh, Some(file)) => {
+                let dir = file.parent().unwrap_or(file);
+                vec![("ZDOTDIR".into(), dir.to_string_lossy().into_owned())]
+            }
+            (Flavor::Posix, _) => vec![
                 ("PS1".into(), format!("{}{POSIX_PROMPT}", osc("D;$?"))),
                 ("PS2".into(), format!("{}> ", osc("P"))),
             ],
-            Flavor::Unknown => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
@@ -94,6 +118,56 @@ impl Flavor {
     pub fn marks_start(self) -> bool {
         matches!(self, Flavor::Bash | Flavor::Zsh)
     }
+}
+
+/// bash's start-up file, sourced by the bootstrap `PROMPT_COMMAND` at the first prompt (which
+/// it then draws itself). The report goes to the channel before the marker is printed: once
+/// the server reads the marker, the report is queued already. Errors are not silenced: a
+/// channel someone closed (`exec 100>&-`) says so at each prompt, and silencing costs an `open`
+/// per prompt.
+const BASH_STARTUP: &str = r#"export -n PROMPT_COMMAND PS0 PS1 PS2
+__agentty_seq=0
+__agentty_end() {
+	local code=$?
+	__agentty_seq=$((__agentty_seq + 1))
+	printf 'D %s %s' "$__agentty_seq" "$code" >&{fd}
+	printf '\033]6973;{nonce};E;%s\007' "$__agentty_seq"
+	return $code
+}
+PROMPT_COMMAND=__agentty_end
+PS0=$'\e]6973;{nonce};C\a'
+PS1='\$ '
+PS2=$'\\[\e]6973;{nonce};P\a\\]> '
+__agentty_end
+"#;
+
+/// zsh's `.zshrc`. `precmd` hooks run before every primary prompt, so the end marker comes
+/// before whatever is put in front of PS1, as with bash. zsh's own PROMPT_SP (which moves the
+/// prompt to a new line after output without a final newline) runs before the hooks, so its
+/// spaces would end up in the command's output: it is done by the hook instead, after the
+/// marker (a line of spaces, which wraps only when the cursor was not at the start of a line,
+/// then a carriage return). `POSTEDIT` is printed when the line editor hands a line over.
+const ZSH_STARTUP: &str = r#"unset ZDOTDIR
+unsetopt prompt_sp prompt_cr
+typeset +x PS1 PS2 POSTEDIT
+typeset -gi __agentty_seq=0
+__agentty_end() {
+	local code=$?
+	(( ++__agentty_seq ))
+	print -rn -u {fd} -- "D $__agentty_seq $code"
+	print -rn -- $'\e]6973;{nonce};E;'$__agentty_seq$'\a'
+	printf '%*s\r' $COLUMNS ''
+	return $code
+}
+precmd_functions=(__agentty_end $precmd_functions)
+POSTEDIT=$'\e]6973;{nonce};C\a'
+PS1='%# '
+PS2=$'%{\e]6973;{nonce};P\a%}> '
+"#;
+
+/// `text` in single quotes for a POSIX shell.
+fn single_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// What a POSIX shell prints after its prompt marker (the visible prompt).
@@ -104,8 +178,13 @@ pub(crate) const POSIX_PROMPT: &str = "$ ";
 pub enum Marker {
     /// A command line was read and starts running.
     Start,
-    /// The primary prompt: the previous command exited with this code.
+    /// The primary prompt: the previous command exited with this code. bash and zsh print
+    /// [`Marker::End`] instead; the shell turns one into this once the shell's own report of
+    /// that number came (`channel.rs`).
     Prompt(i32),
+    /// bash's and zsh's end of a command, numbered: where its output ends. The number says which
+    /// of the shell's reports tells that it ended and with what code.
+    End(u64),
     /// A continuation prompt: the shell needs more lines.
     Continue,
 }
@@ -200,6 +279,7 @@ fn parse_body(body: &[u8]) -> Option<Marker> {
         None if text == "C" => Some(Marker::Start),
         None if text == "P" => Some(Marker::Continue),
         Some(("D", code)) => Some(Marker::Prompt(code.trim().parse().ok()?)),
+        Some(("E", seq)) => Some(Marker::End(seq.parse().ok()?)),
         _ => None,
     }
 }
@@ -240,7 +320,8 @@ mod tests {
     #[test]
     fn markers_are_found_and_removed_even_when_split() {
         let stream =
-            b"hi\r\n\x1b[1m\x1b]6973;n1;D;130\x07$ \x1b]6973;other;C\x07x\x1b]6973;n1;C\x07";
+            b"hi\r\n\x1b[1m\x1b]6973;n1;D;130\x07$ \x1b]6973;other;C\x07x\x1b]6973;n1;C\x07\
+                       \x1b]6973;n1;E;7\x07";
         for cut in 0..stream.len() {
             let mut s = Scanner::new("n1");
             let (mut bytes, mut markers) = pieces(&mut s, &stream[..cut]);
@@ -249,7 +330,7 @@ mod tests {
             markers.extend(m2);
             assert_eq!(
                 markers,
-                vec![Marker::Prompt(130), Marker::Start],
+                vec![Marker::Prompt(130), Marker::Start, Marker::End(7)],
                 "cut {cut}"
             );
             assert_eq!(

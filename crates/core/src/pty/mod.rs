@@ -11,11 +11,14 @@
 //! guard's dependencies) matches `wait_for`. No PTY crate: see [`sys`].
 
 pub mod capture;
+pub(crate) mod channel;
 pub mod host;
 pub mod integration;
+pub mod line_editor;
 pub mod once;
 pub mod probe;
 pub mod shell;
+mod startup;
 pub mod styled;
 pub mod sys;
 
@@ -27,8 +30,8 @@ pub use host::{Gone, OpenError, Shells};
 /// `wait_for` patterns: re-exported so callers match with the engine's own regex version.
 pub use regex::Regex;
 pub use shell::{
-    Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen, SecretRefused, SendOutcome,
-    SendRequest, SendStatus, Shell,
+    Activity, Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen, SecretRefused,
+    SendOutcome, SendRequest, SendStatus, Shell,
 };
 pub use styled::{Run, Style, StyledScreen};
 
@@ -49,6 +52,17 @@ pub fn draws_screen(bytes: &[u8]) -> bool {
     SCREEN_SEQUENCES
         .iter()
         .any(|seq| bytes.windows(seq.len()).any(|w| w == *seq))
+}
+
+/// Whether a prompt reads like a password's: `password` or `passphrase` anywhere, `PIN` as a
+/// word, in any case (`[sudo] password for ann:`, `Enter passphrase for key`, `PIN:`).
+pub fn reads_like_password(prompt: &str) -> bool {
+    let lower = prompt.to_lowercase();
+    lower.contains("password")
+        || lower.contains("passphrase")
+        || lower
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|word| word == "pin")
 }
 
 /// Default terminal width: wide enough that ordinary output does not wrap.

@@ -46,6 +46,8 @@ pub struct PtyRunOutcome {
     /// The command drew a whole screen (`top`, an editor): its "prompt" is just the last line
     /// it drew, not a question.
     pub full_screen: bool,
+    /// It waited for a password: a line read with echo off (as `getpass` reads).
+    pub awaiting_password: bool,
 }
 
 struct Capture {
@@ -128,6 +130,8 @@ struct PromptWatch {
     output_seen: Instant,
     /// The line the command waits on, once it was stopped for it.
     prompt: Option<String>,
+    /// The terminal read a line with echo off when it was stopped.
+    password: bool,
 }
 
 impl Watch<Capture> for PromptWatch {
@@ -153,6 +157,7 @@ impl Watch<Capture> for PromptWatch {
             return None;
         }
         self.prompt = Some(capture.prompt_line());
+        self.password = sys::settings(self.master).is_some_and(|t| sys::asks_password(&t));
         Some(Stop::AwaitingInput)
     }
 }
@@ -191,6 +196,7 @@ pub async fn run(
         waiting_probes: 0,
         output_seen: start,
         prompt: None,
+        password: false,
     };
     // The source holds the only handle on the master: the loop hangs it up when it is done.
     let mut source = Source::terminal(Arc::new(master), READ_CHUNK_BYTES);
@@ -207,6 +213,7 @@ pub async fn run(
                 run: outcome,
                 awaiting_input: None,
                 full_screen: false,
+                awaiting_password: false,
             });
         }
         DriveEnd::TimedOut { .. } => {
@@ -219,6 +226,7 @@ pub async fn run(
     outcome.stopped = ended.stopped;
     Ok(PtyRunOutcome {
         full_screen,
+        awaiting_password: watch.password,
         run: outcome,
         awaiting_input: if ended.stop == Some(Stop::AwaitingInput) {
             watch.prompt

@@ -2,17 +2,23 @@
 //!
 //! A regex on `Password:` or `[y/N]` misses every prompt nobody thought of and fires on output
 //! that merely contains the word. The kernel knows better: the terminal's foreground process
-//! group (`tcgetpgrp` on the master) is the job that owns the keyboard, and a member blocked in
-//! `read` on the terminal is waiting for a line. Measured on Linux 6.18: a process in `read(0)`
-//! on a PTY sleeps (state S) with `/proc/<pid>/syscall` = `0 0x0 …` (read, fd 0) and `wchan`
-//! `wait_woken`; readline and other line editors sleep in `pselect6`/`poll` on the terminal
-//! instead (`wchan` `poll_schedule_timeout…`); a process reading a pipe shows `anon_pipe_read`,
-//! one in `sleep` shows `hrtimer_nanosleep`. The caller combines this with "no new output for a
-//! short while", because a program that is busy between two reads is not waiting for anyone.
+//! group (`tcgetpgrp` on the master) is the job that owns the keyboard, and a member blocked
+//! waiting for the terminal to have input is waiting for the person. Measured on Linux 6.18: a
+//! process in `read(0)` on a PTY sleeps (state S) with `/proc/<pid>/syscall` = `0 0x0 …`
+//! (read, fd 0); readline and other line editors sleep in `pselect6`/`poll` on the terminal
+//! instead, and event loops (node, asyncio) in `epoll_wait`. So a thread counts as waiting only
+//! when the terminal is among what it waits on: the fd of a `read`; for `poll`/`ppoll` and
+//! `select`/`pselect6` the fd set, read from the process's memory (`process_vm_readv`: the
+//! server is its ancestor, not confined); for `epoll_wait` the fds the epoll instance watches
+//! for input (`tfd:` lines of its `/proc/<pid>/fdinfo`). A server polling its socket, with the
+//! terminal as its stdin, is running. When the set cannot be read (a setuid program's memory),
+//! it does not count: input is never claimed to be awaited on a guess. The caller combines
+//! this with "no new output for a short while", since a busy program pauses between reads.
 //!
-//! Limits: a program that polls the terminal *and* a socket (an ssh client) counts as waiting
-//! when it is idle; a program reading the terminal through another fd number is recognised by
-//! the fd's target (`/proc/<pid>/fd/N` → `/dev/pts/N`), one reading `/dev/tty` the same way.
+//! Limits: a program that watches the terminal *and* other input (an idle ssh client, a dev
+//! server with keyboard shortcuts) counts as waiting once its output is quiet, which is true of
+//! the terminal; a program reading the terminal through another fd number is recognised by the
+//! fd's target (`/proc/<pid>/fd/N` → `/dev/pts/N`), one reading `/dev/tty` the same way.
 
 use std::fs;
 
@@ -27,32 +33,40 @@ pub enum InputWait {
     Program,
 }
 
-/// Linux syscall numbers that read a given fd, and those that wait on a set of fds.
+/// Linux syscall numbers that read a given fd.
 pub(crate) const READ_CALLS: &[i64] = &[libc::SYS_read, libc::SYS_readv, libc::SYS_pread64];
+/// Those that wait on an array of `pollfd`s: (fds, nfds, …).
 #[cfg(target_arch = "x86_64")]
-const POLL_CALLS: &[i64] = &[
-    libc::SYS_poll,
-    libc::SYS_select,
-    libc::SYS_ppoll,
-    libc::SYS_pselect6,
+const POLL_CALLS: &[i64] = &[libc::SYS_poll, libc::SYS_ppoll];
+#[cfg(not(target_arch = "x86_64"))]
+const POLL_CALLS: &[i64] = &[libc::SYS_ppoll];
+/// Those that wait on fd sets: (nfds, readfds, …).
+#[cfg(target_arch = "x86_64")]
+const SELECT_CALLS: &[i64] = &[libc::SYS_select, libc::SYS_pselect6];
+#[cfg(not(target_arch = "x86_64"))]
+const SELECT_CALLS: &[i64] = &[libc::SYS_pselect6];
+/// Those that wait on an epoll instance: (epfd, …).
+#[cfg(target_arch = "x86_64")]
+const EPOLL_CALLS: &[i64] = &[
     libc::SYS_epoll_wait,
     libc::SYS_epoll_pwait,
+    libc::SYS_epoll_pwait2,
 ];
 #[cfg(not(target_arch = "x86_64"))]
-const POLL_CALLS: &[i64] = &[libc::SYS_ppoll, libc::SYS_pselect6, libc::SYS_epoll_pwait];
+const EPOLL_CALLS: &[i64] = &[libc::SYS_epoll_pwait, libc::SYS_epoll_pwait2];
+
+/// Largest `pollfd` array or fd set read from a process: beyond it, not judged (not waiting).
+const WAIT_SET_MAX_FDS: u64 = 65_536;
 
 /// Checks the foreground group `fg` of the terminal `tty_path` whose session leader is `shell`.
 pub fn input_wait(shell: i32, fg: Option<i32>, tty_path: &str) -> InputWait {
     let Some(fg) = fg else {
         return InputWait::No;
     };
-    if fg == shell {
-        return if blocked_on_tty(shell, tty_path) {
-            InputWait::Shell
-        } else {
-            InputWait::No
-        };
+    if fg == shell && blocked_on_tty(shell, tty_path) {
+        return InputWait::Shell;
     }
+    // A program of the foreground group; in the shell's own group too (one that joined it).
     let waiting = descendants(shell)
         .into_iter()
         .filter(|&pid| pgid_of(pid) == Some(fg))
@@ -64,6 +78,56 @@ pub fn input_wait(shell: i32, fg: Option<i32>, tty_path: &str) -> InputWait {
     }
 }
 
+/// Shells whose line editor edits what is typed at their prompt (a shell started in the shell
+/// edits its lines as the shell does).
+const LINE_EDITING_SHELLS: &[&str] = &[
+    "bash", "zsh", "sh", "dash", "ksh", "ksh93", "mksh", "oksh", "ash", "yash", "fish", "tcsh",
+    "csh", "rbash", "posh", "busybox",
+];
+
+/// Who takes keys typed into a shell's terminal now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyReader {
+    /// A shell's line editor: the shell owns the foreground, or a shell started in it reads.
+    LineEditor,
+    /// A foreground job that is busy, not reading: what it does not read waits for whoever
+    /// reads next, which may be the shell. Signal keys (Ctrl+Z) are for the job.
+    Busy,
+    /// A program other than a shell blocked reading the terminal (an editor, a pager, a
+    /// REPL): the keys are its own.
+    Program,
+}
+
+/// Who takes keys typed now into the terminal `tty_path` of the shell `shell`, whose
+/// foreground group is `fg` (see [`KeyReader`]).
+pub fn key_reader(shell: i32, fg: Option<i32>, tty_path: &str) -> KeyReader {
+    let Some(fg) = fg else {
+        return KeyReader::LineEditor;
+    };
+    if fg == shell {
+        return KeyReader::LineEditor;
+    }
+    let readers: Vec<i32> = descendants(shell)
+        .into_iter()
+        .filter(|&pid| pgid_of(pid) == Some(fg) && blocked_on_tty(pid, tty_path))
+        .collect();
+    if readers.is_empty() {
+        KeyReader::Busy
+    } else if readers.iter().any(|&pid| runs_a_shell(pid)) {
+        KeyReader::LineEditor
+    } else {
+        KeyReader::Program
+    }
+}
+
+/// Whether process `pid` is one of the [`LINE_EDITING_SHELLS`] (a login shell's `-bash` too).
+fn runs_a_shell(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| {
+        let name = comm.trim_end().trim_start_matches('-');
+        LINE_EDITING_SHELLS.contains(&name)
+    })
+}
+
 /// Every descendant of `root`, through the kernel's per-thread children lists.
 pub(crate) fn descendants(root: i32) -> Vec<i32> {
     let mut out = Vec::new();
@@ -73,8 +137,7 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
             continue;
         };
         for task in tasks.flatten() {
-            let path = task.path().join("children");
-            let Ok(text) = fs::read_to_string(path) else {
+            let Some(text) = read_small(&task.path().join("children")) else {
                 continue;
             };
             for child in text.split_ascii_whitespace().filter_map(|s| s.parse().ok()) {
@@ -86,9 +149,45 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
     out
 }
 
-/// State letter and process group from `/proc/<pid>/stat`.
-fn stat(pid: i32) -> Option<(char, i32)> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// [`descendants`] of a process with one thread (a shell, agentty's namespace init): its
+/// children are read from its one list, with no look at its thread directory first.
+pub(crate) fn descendants_of_single_threaded(root: i32) -> Vec<i32> {
+    let Some(text) = read_small(std::path::Path::new(&format!(
+        "/proc/{root}/task/{root}/children"
+    ))) else {
+        return Vec::new();
+    };
+    let children: Vec<i32> = text
+        .split_ascii_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let mut out = children.clone();
+    for child in children {
+        out.extend(descendants(child));
+    }
+    out
+}
+
+/// A small `/proc` file in one `read` (the kernel fills a buffer this size at once: a shorter
+/// read is the whole file), without the `stat` `fs::read_to_string` makes to size its buffer:
+/// the probes run on every send. A file of 4 KiB or more is read on to its end.
+pub(crate) fn read_small(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let n = file.read(&mut buf).ok()?;
+    if n == buf.len() {
+        let mut rest = Vec::new();
+        file.read_to_end(&mut rest).ok()?;
+        buf.extend_from_slice(&rest);
+    } else {
+        buf.truncate(n);
+    }
+    String::from_utf8(buf).ok()
+}
+
+/// State letter and process group from a `stat` file's text.
+fn stat(text: &str) -> Option<(char, i32)> {
     let rest = text.get(text.rfind(')')? + 2..)?;
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
@@ -98,7 +197,10 @@ fn stat(pid: i32) -> Option<(char, i32)> {
 }
 
 fn pgid_of(pid: i32) -> Option<i32> {
-    stat(pid).map(|(_, pgid)| pgid)
+    stat(&read_small(std::path::Path::new(&format!(
+        "/proc/{pid}/stat"
+    )))?)
+    .map(|(_, pgid)| pgid)
 }
 
 pub(crate) fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
@@ -106,26 +208,178 @@ pub(crate) fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
         .is_ok_and(|target| target.as_os_str() == tty_path || target.as_os_str() == "/dev/tty")
 }
 
-/// Sleeping in a read of the terminal, or in a poll while its stdin is the terminal.
-fn blocked_on_tty(pid: i32, tty_path: &str) -> bool {
-    if !matches!(stat(pid), Some(('S', _))) {
+/// Whether a thread of `pid` sleeps waiting for the terminal to have input.
+pub(crate) fn blocked_on_tty(pid: i32, tty_path: &str) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        task.file_name()
+            .to_str()
+            .is_some_and(|tid| thread_waits_on_tty(pid, tid, tty_path))
+    })
+}
+
+/// Whether thread `tid` of `pid` sleeps in a call that waits for input on the terminal.
+fn thread_waits_on_tty(pid: i32, tid: &str, tty_path: &str) -> bool {
+    let dir = format!("/proc/{pid}/task/{tid}");
+    let sleeping = read_small(std::path::Path::new(&format!("{dir}/stat")))
+        .and_then(|text| stat(&text))
+        .is_some_and(|(state, _)| state == 'S');
+    if !sleeping {
         return false;
     }
-    let Ok(syscall) = fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+    let Some(syscall) = read_small(std::path::Path::new(&format!("{dir}/syscall"))) else {
         // No access to the syscall (a setuid program such as sudo): fall back to the wait
-        // channel of the terminal's line discipline.
-        return fs::read_to_string(format!("/proc/{pid}/wchan"))
+        // channel of the terminal's line discipline, which only a read of a terminal sleeps in.
+        return fs::read_to_string(format!("{dir}/wchan"))
             .is_ok_and(|w| w == "wait_woken" || w == "n_tty_read");
     };
     let mut fields = syscall.split_ascii_whitespace();
     let Some(nr) = fields.next().and_then(|s| s.parse::<i64>().ok()) else {
         return false; // "running" or unknown
     };
-    let first_arg = fields
-        .next()
-        .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    let args: Vec<u64> = fields
+        .take(6)
+        .filter_map(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .collect();
+    let arg = |i: usize| args.get(i).copied().unwrap_or(0);
+    let is_tty = |fd: u64| i64::try_from(fd).is_ok_and(|fd| fd_is_tty(pid, fd, tty_path));
     if READ_CALLS.contains(&nr) {
-        return first_arg.is_some_and(|fd| fd_is_tty(pid, fd, tty_path));
+        is_tty(arg(0))
+    } else if POLL_CALLS.contains(&nr) {
+        polled_for_input(pid, arg(0), arg(1))
+            .into_iter()
+            .any(is_tty)
+    } else if SELECT_CALLS.contains(&nr) {
+        selected_for_input(pid, arg(0), arg(1))
+            .into_iter()
+            .any(is_tty)
+    } else if EPOLL_CALLS.contains(&nr) {
+        epoll_input_fds(pid, arg(0)).into_iter().any(is_tty)
+    } else {
+        false
     }
-    POLL_CALLS.contains(&nr) && fd_is_tty(pid, 0, tty_path)
+}
+
+/// `len` bytes at `addr` in the memory of `pid`; `None` when they cannot all be read.
+fn memory_of(pid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
+    if addr == 0 || len == 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: process_vm_readv writes at most `len` bytes into `buf`, which we own; the remote
+    // address is only read by the kernel, on the other process's behalf.
+    let n = unsafe { libc::process_vm_readv(pid, &raw const local, 1, &raw const remote, 1, 0) };
+    (usize::try_from(n).ok() == Some(len)).then_some(buf)
+}
+
+/// The fds of the `pollfd` array (`fds`, `nfds` entries) that `pid` polls for input.
+fn polled_for_input(pid: i32, fds: u64, nfds: u64) -> Vec<u64> {
+    const POLLFD_BYTES: usize = size_of::<libc::pollfd>();
+    const INPUT: i16 = libc::POLLIN | libc::POLLPRI | libc::POLLRDNORM;
+    if nfds > WAIT_SET_MAX_FDS {
+        return Vec::new();
+    }
+    let Some(bytes) = memory_of(pid, fds, nfds as usize * POLLFD_BYTES) else {
+        return Vec::new();
+    };
+    bytes
+        .chunks_exact(POLLFD_BYTES)
+        .filter_map(|entry| {
+            let fd = i32::from_ne_bytes(entry[0..4].try_into().ok()?);
+            let events = i16::from_ne_bytes(entry[4..6].try_into().ok()?);
+            (fd >= 0 && events & INPUT != 0).then_some(fd as u64)
+        })
+        .collect()
+}
+
+/// The fds set in the read set (`readfds`, `nfds` bits) that `pid` selects on.
+fn selected_for_input(pid: i32, nfds: u64, readfds: u64) -> Vec<u64> {
+    const WORD_BYTES: usize = size_of::<libc::c_ulong>();
+    const WORD_BITS: u64 = WORD_BYTES as u64 * 8;
+    if nfds > WAIT_SET_MAX_FDS {
+        return Vec::new();
+    }
+    let words = nfds.div_ceil(WORD_BITS) as usize;
+    let Some(bytes) = memory_of(pid, readfds, words * WORD_BYTES) else {
+        return Vec::new();
+    };
+    let mut set = Vec::new();
+    for (i, word) in bytes.chunks_exact(WORD_BYTES).enumerate() {
+        let mut bits = [0u8; 8];
+        bits[..WORD_BYTES].copy_from_slice(word);
+        let word = u64::from_ne_bytes(bits);
+        for bit in 0..WORD_BITS {
+            let fd = i as u64 * WORD_BITS + bit;
+            if fd < nfds && word & (1 << bit) != 0 {
+                set.push(fd);
+            }
+        }
+    }
+    set
+}
+
+/// The fds the epoll instance `epfd` of `pid` watches for input, from its `fdinfo`
+/// (`tfd: 0 events: 19 data: …`).
+fn epoll_input_fds(pid: i32, epfd: u64) -> Vec<u64> {
+    const INPUT: u64 = (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDNORM) as u64;
+    let Ok(info) = fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}")) else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|line| {
+            let mut words = line.split_ascii_whitespace();
+            let (Some("tfd:"), Some(fd), Some("events:"), Some(events)) =
+                (words.next(), words.next(), words.next(), words.next())
+            else {
+                return None;
+            };
+            let events = u64::from_str_radix(events, 16).ok()?;
+            (events & INPUT != 0).then(|| fd.parse().ok()).flatten()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This process's own wait sets, read back through its memory as another process's are.
+    #[test]
+    fn wait_sets_are_read_from_memory() {
+        let me = std::process::id().cast_signed();
+        let fds = [
+            libc::pollfd {
+                fd: 7,
+                events: libc::POLLOUT,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: 9,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        assert_eq!(polled_for_input(me, fds.as_ptr() as u64, 2), vec![9]);
+        // SAFETY: a zeroed fd_set is empty; FD_SET sets bits within it.
+        let set = unsafe {
+            let mut set: libc::fd_set = std::mem::zeroed();
+            libc::FD_SET(0, &raw mut set);
+            libc::FD_SET(70, &raw mut set);
+            set
+        };
+        let at = (&raw const set) as u64;
+        assert_eq!(selected_for_input(me, 71, at), vec![0, 70]);
+        assert_eq!(selected_for_input(me, 70, at), vec![0]);
+        assert!(polled_for_input(me, 0, 2).is_empty());
+    }
 }

@@ -80,6 +80,22 @@ pub fn foreground_group(master: RawFd) -> Option<i32> {
     (pgrp > 0).then_some(pgrp)
 }
 
+/// The terminal's settings, read through the master (they are the slave's).
+pub fn settings(master: std::os::fd::RawFd) -> Option<libc::termios> {
+    // SAFETY: tcgetattr writes one termios into the zeroed struct given.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        (libc::tcgetattr(master, &raw mut t) == 0).then_some(t)
+    }
+}
+
+/// Whether the terminal waits for a password: a line read by the terminal itself (canonical)
+/// with echo off, as `getpass`, `sudo`, `ssh` and `read -s` ask. A line editor at a shell
+/// prompt (readline) and full-screen programs turn echo off too, but read key by key.
+pub fn asks_password(t: &libc::termios) -> bool {
+    t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO == 0
+}
+
 /// Bytes the terminal has written that agentty has not read yet.
 pub fn unread_output(master: RawFd) -> usize {
     let mut n: libc::c_int = 0;

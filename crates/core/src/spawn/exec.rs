@@ -25,7 +25,7 @@
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
@@ -33,7 +33,7 @@ use super::signals::{
     ALL_BUT_CHILD_EXITS, block_signals, reset_signal_dispositions, set_signal_mask,
 };
 use super::{Confine, vfork};
-use crate::namespace::SessionNamespace;
+use crate::namespace::Namespace;
 
 /// What runs a file without `#!`, as execvp does.
 const SHELL: &CStr = c"/bin/sh";
@@ -73,10 +73,13 @@ pub(crate) struct ExecPlan {
     /// open until the plan is dropped after the clone, whoever holds it then.
     #[expect(dead_code, reason = "held open, never read")]
     pub keep_open: Vec<OwnedFd>,
+    /// One more fd for the child at a fixed number (see [`super::PassedFd`]).
+    pub passed: Option<super::PassedFd>,
     pub session: Session,
     pub confine: Option<Arc<dyn Confine>>,
-    /// The session's namespaces, for a confined child (see `crate::namespace`).
-    pub namespace: Option<&'static SessionNamespace>,
+    /// The namespaces of a confined child: the session's, or its caller's (see
+    /// `crate::namespace`).
+    pub namespace: Option<&'static Namespace>,
 }
 
 /// The step at which the child failed, reported through memory shared with the parent.
@@ -164,7 +167,7 @@ pub(crate) fn start(plan: &ExecPlan) -> io::Result<(i32, OwnedFd)> {
 /// namespaces (`namespace`, if any) already, so the child inherits both.
 pub(super) fn start_confined(
     plan: &ExecPlan,
-    namespace: Option<&SessionNamespace>,
+    namespace: Option<&Namespace>,
 ) -> io::Result<(i32, OwnedFd)> {
     clone_child(plan, Cloner::Launcher(namespace))
 }
@@ -175,7 +178,7 @@ enum Cloner<'a> {
     /// An ordinary thread: the child enters the namespaces and applies the sandbox itself.
     Plain,
     /// A launcher: confined, and in these namespaces (if any), already.
-    Launcher(Option<&'a SessionNamespace>),
+    Launcher(Option<&'a Namespace>),
 }
 
 /// Clones `plan`'s child from this thread (see [`start`]): what it borrows is prepared here,
@@ -210,21 +213,17 @@ fn clone_child(plan: &ExecPlan, cloner: Cloner<'_>) -> io::Result<(i32, OwnedFd)
     failure.outcome(cloned.pid, pidfd)
 }
 
-/// Clones `child` with this thread in the session's PID namespace where the child belongs there,
-/// and with signals blocked across the clone.
+/// Clones `child` with this thread in the PID namespace the child belongs in, if any (the
+/// session's or its caller's), and with signals blocked across the clone.
 fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Result<vfork::Cloned> {
-    // The clone below starts the child in the session's PID namespace; the thread leaves it
-    // right after. A launcher is in it for good.
+    // The clone below starts the child in its PID namespace; the thread leaves it right after.
+    // A launcher is in it for good.
     let namespace = match cloner {
         Cloner::Plain => child.plan.namespace,
         Cloner::Launcher(namespace) => namespace,
     };
     let entered = match cloner {
-        Cloner::Plain => child
-            .plan
-            .namespace
-            .map(SessionNamespace::enter)
-            .transpose()?,
+        Cloner::Plain => child.plan.namespace.map(Namespace::enter).transpose()?,
         Cloner::Launcher(_) => None,
     };
     // SIGCHLD stays open where the clone resets the child's handlers (see ALL_BUT_CHILD_EXITS).
@@ -234,7 +233,7 @@ fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Resu
     set_signal_mask(saved);
     cloned.map_err(|clone_error| match namespace {
         // clone says ENOMEM when the namespace's init is gone.
-        Some(namespace) if namespace.init_gone() => crate::namespace::ended(),
+        Some(namespace) if namespace.init_gone() => namespace.ended(),
         _ => clone_error,
     })
 }
@@ -356,7 +355,15 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         if !session_ok {
             fail(failure, Step::Session, errno());
         }
+        // Read before stdio is installed: a passed fd below 3 is moved out of its way first.
+        let passed = plan
+            .passed
+            .as_ref()
+            .map(|p| (above_stdio(p.fd.as_raw_fd(), failure), p.at));
         install_stdio(plan.stdio, failure);
+        if let Some((from, at)) = passed {
+            install_passed(from, at, failure);
+        }
         if plan.session == Session::OwnTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
             fail(failure, Step::Terminal, errno());
         }
@@ -419,6 +426,42 @@ unsafe fn install_stdio(mut stdio: [RawFd; 3], failure: &Failure) {
                 fail(failure, Step::Stdio, errno());
             }
         }
+    }
+}
+
+/// `fd`, or a copy of it at 3 or above when it is one of the stdio numbers (which
+/// [`install_stdio`] overwrites).
+///
+/// # Safety
+/// Child only (see [`child_main`]).
+unsafe fn above_stdio(fd: RawFd, failure: &Failure) -> RawFd {
+    if fd >= 3 {
+        return fd;
+    }
+    // SAFETY: fcntl on a plain integer.
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if moved < 0 {
+        fail(failure, Step::Stdio, errno());
+    }
+    moved
+}
+
+/// Makes `from` the child's fd `at`, open across `exec`: `dup2` clears close-on-exec on the
+/// copy; when the fd already has that number, the flag is cleared on it.
+///
+/// # Safety
+/// Child only (see [`child_main`]).
+unsafe fn install_passed(from: RawFd, at: RawFd, failure: &Failure) {
+    // SAFETY: fcntl and dup2 on plain integers.
+    let done = unsafe {
+        if from == at {
+            libc::fcntl(at, libc::F_SETFD, 0) == 0
+        } else {
+            libc::dup2(from, at) == at
+        }
+    };
+    if !done {
+        fail(failure, Step::Stdio, errno());
     }
 }
 

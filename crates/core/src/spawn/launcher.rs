@@ -8,11 +8,13 @@
 //! cloned by an already filtered thread took 1170–1766 µs and one without a filter 1110–1484 µs
 //! (four runs of 1000 each, interleaved; a C program, not kept).
 //!
-//! So each confinement gets a pool of *launchers*, up to two per CPU, started as spawns come
-//! in at once: threads that enter the session's namespaces and apply the shareable part of the
-//! confinement (`Confine::apply_shared`) to themselves once, and then clone each child they are
-//! handed. A plan goes to the launcher with the fewest plans queued, and it owns all the child uses
-//! (its fds included), so the asker does not wait on the clone: an async task awaits the
+//! So each confinement gets a pool of *launchers* per namespace (the session's, or over HTTP each
+//! caller's), up to two per CPU, started as spawns come in at once: threads that enter the
+//! namespaces and apply the shareable part of the confinement (`Confine::apply_shared`) to
+//! themselves once, and then clone each child they are handed. (A launcher cannot move to
+//! another namespace per spawn: `setns` needs `CAP_SYS_ADMIN`, which the shared part drops.)
+//! A plan goes to the launcher with the fewest plans queued, and it owns all the child uses (its
+//! fds included), so the asker does not wait on the clone: an async task awaits the
 //! answer and its worker thread runs other tasks meanwhile, where it used to sit blocked until
 //! the child had exec'd. The launcher registers the child with the reaper itself; a child
 //! nobody waits for any more (the asker was dropped meanwhile) has its process group killed at
@@ -42,12 +44,13 @@ use tokio::runtime::Handle;
 use super::Confine;
 use super::exec::{self, ExecPlan};
 use super::signals;
-use crate::namespace::SessionNamespace;
+use crate::namespace::Namespace;
 use crate::reaper::{self, ExitWatch};
 
-/// Confinements kept with a pool; past this the oldest pool is let go (a server has one
-/// confinement; only tests make more).
-const KEPT_POOLS: usize = 4;
+/// Pools kept, one per confinement and namespace; past this the pool used least recently is
+/// let go. A server has one confinement, and over HTTP one namespace per caller (a token of
+/// the token file); tests make more.
+const KEPT_POOLS: usize = 16;
 
 /// At most this many launchers per confinement, however many CPUs there are: each holds a
 /// thread and a compiled filter, and a spawn is short.
@@ -181,9 +184,8 @@ struct Pool {
     key: usize,
     /// `None` for unconfined children.
     confine: Option<Arc<dyn Confine>>,
-    /// Where its launchers are; with one, they are in the session's namespaces (there was one
-    /// when they started).
-    namespace: Option<&'static SessionNamespace>,
+    /// Where its launchers are: in these namespaces (the session's, or a caller's), if any.
+    namespace: Option<&'static Namespace>,
     launchers: Vec<Launcher>,
     /// At most this many launchers: [`LAUNCHERS_PER_CPU`] per CPU.
     most: usize,
@@ -214,17 +216,27 @@ pub(super) fn hand(
     let _ = reaper::init();
     let key = key(confine.as_ref());
     let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    let same = |a: Option<&Namespace>, b: Option<&Namespace>| match (a, b) {
+        (Some(a), Some(b)) => std::ptr::eq(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    };
     let found = pools
         .iter()
-        .position(|pool| pool.key == key && pool.namespace.is_some() == plan.namespace.is_some());
-    let index = found.unwrap_or_else(|| {
-        if pools.len() >= KEPT_POOLS {
-            pools.remove(0);
+        .position(|pool| pool.key == key && same(pool.namespace, plan.namespace));
+    match found {
+        // The most recently used last, so the first is the one to let go.
+        Some(index) => {
+            let pool = pools.remove(index);
+            pools.push(pool);
         }
-        // The session's namespace is the one static one, where the plan has one.
-        pools.push(Pool::new(confine, plan.namespace));
-        pools.len() - 1
-    });
+        None => {
+            if pools.len() >= KEPT_POOLS {
+                pools.remove(0);
+            }
+            pools.push(Pool::new(confine, plan.namespace));
+        }
+    }
+    let index = pools.len() - 1;
     pools[index].send(Request {
         plan,
         marker: marker.to_owned(),
@@ -233,10 +245,7 @@ pub(super) fn hand(
 }
 
 impl Pool {
-    fn new(
-        confine: Option<Arc<dyn Confine>>,
-        namespace: Option<&'static SessionNamespace>,
-    ) -> Self {
+    fn new(confine: Option<Arc<dyn Confine>>, namespace: Option<&'static Namespace>) -> Self {
         let most = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .saturating_mul(LAUNCHERS_PER_CPU)
@@ -300,7 +309,7 @@ impl Launcher {
     /// could not be started or set up.
     fn new(
         confine: Option<&Arc<dyn Confine>>,
-        namespace: Option<&'static SessionNamespace>,
+        namespace: Option<&'static Namespace>,
     ) -> Option<Self> {
         let (requests, incoming) = channel::<Request>();
         let (ready_tx, ready) = sync_channel::<bool>(1);
@@ -325,9 +334,9 @@ impl Launcher {
 /// The launcher thread's own set-up, once: no signal is ever handled on it (so none can run on
 /// a child's stack, and its children start with every signal blocked until they reset them),
 /// but its children's exits are let through to be dropped (`signals::ALL_BUT_CHILD_EXITS`);
-/// its children go to the session's namespaces; then the shared part of the confinement, for
-/// good. (Each child still makes its own Landlock domain: `Confine::apply_own`.)
-fn set_up(confine: Option<&dyn Confine>, namespace: Option<&SessionNamespace>) -> io::Result<()> {
+/// its children go to its namespaces (the session's or a caller's); then the shared part of the
+/// confinement, for good. (Each child still makes its own Landlock domain: `Confine::apply_own`.)
+fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::Result<()> {
     signals::block_signals(signals::ALL_BUT_CHILD_EXITS)?;
     if let Some(namespace) = namespace {
         // SAFETY: plain system calls on this thread's own attributes. unshare(CLONE_FS) gives
@@ -344,7 +353,7 @@ fn set_up(confine: Option<&dyn Confine>, namespace: Option<&SessionNamespace>) -
 }
 
 /// Starts each child handed over until the pool lets go of this launcher.
-fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&SessionNamespace>) {
+fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&Namespace>) {
     for Request {
         plan,
         marker,

@@ -109,6 +109,21 @@ pub struct SpawnSpec {
     pub marker: String,
     /// The sandbox the child applies to itself; `None` runs it unconfined.
     pub confine: Option<Arc<dyn Confine>>,
+    /// Whom it runs for, over HTTP: the caller's name (a token of the token file). A confined
+    /// command of a caller runs in that caller's own PID namespace, where the session has
+    /// namespaces (`crate::namespace`); `None` (stdio, one caller) runs it in the session's.
+    pub caller: Option<Arc<str>>,
+    /// One more fd the child gets at a fixed number besides stdio (a shell's end of its private
+    /// channel to the server, `pty::channel`); `None` for everything else.
+    pub pass_fd: Option<PassedFd>,
+}
+
+/// An fd given to the child as fd `at` (3 or more), without close-on-exec. The server's copy is
+/// held by the plan until the child is cloned, then closed with the last clone of the `Arc`.
+#[derive(Clone)]
+pub struct PassedFd {
+    pub fd: Arc<OwnedFd>,
+    pub at: std::os::fd::RawFd,
 }
 
 /// A started process with piped output.

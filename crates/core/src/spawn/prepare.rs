@@ -210,7 +210,16 @@ pub(super) fn plan(
     for arg in &spec.args {
         argv.push(c_string_of(arg.as_bytes(), "an argument")?);
     }
-    let namespace = spec.confine.as_ref().and(crate::namespace::get());
+    if spec.pass_fd.as_ref().is_some_and(|passed| passed.at < 3) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an fd passed to the child must be 3 or more",
+        ));
+    }
+    let namespace = match spec.confine {
+        Some(_) => crate::namespace::of(spec.caller.as_deref())?,
+        None => None,
+    };
     if namespace.is_none() {
         // Outside the session's namespace only tracking stops this run's escapees; the next
         // start trusts its marker only if it is written down (see `crate::runs`).
@@ -223,9 +232,11 @@ pub(super) fn plan(
         cwd: c_string_of(spec.cwd.as_os_str().as_bytes(), "the workdir")?,
         stdio,
         keep_open,
+        passed: spec.pass_fd.clone(),
         session,
         confine: spec.confine.clone(),
-        // Confined commands only: unconfined ones keep the host's `ps` and `kill`.
+        // Confined commands only: unconfined ones keep the host's `ps` and `kill`. Over HTTP,
+        // each caller's are in a namespace of the caller's own.
         namespace,
     })
 }

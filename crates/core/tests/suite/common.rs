@@ -27,6 +27,8 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
         confine: None,
+        caller: None,
+        pass_fd: None,
     }
 }
 
@@ -142,6 +144,8 @@ pub fn spec(program: &str, marker: &str) -> SpawnSpec {
         stdin: StdinMode::Null,
         marker: marker.to_owned(),
         confine: None,
+        caller: None,
+        pass_fd: None,
     }
 }
 
@@ -152,6 +156,7 @@ pub fn open_spec(program: &str, marker: &str) -> OpenSpec {
         cols: 80,
         rows: 24,
         output: Arc::new(OutputRing::new(None)),
+        startup_dir: std::env::temp_dir().join("agentty-tests-startup"),
     }
 }
 

@@ -326,7 +326,7 @@ async fn the_watchdog_sweep_stops_every_process_with_the_prefix() {
     }
     let sweep_prefix = format!("{prefix}-");
     let (found, killed) =
-        tokio::task::spawn_blocking(move || agentty_core::watchdog::sweep(&sweep_prefix))
+        tokio::task::spawn_blocking(move || agentty_core::sweep::by_prefix(&sweep_prefix))
             .await
             .unwrap();
     assert!(found >= 4, "found {found}");

@@ -2,6 +2,7 @@ mod common;
 mod jobs;
 mod output;
 mod pty;
+mod pty_trust;
 mod spawn;
 mod spill;
 mod stops;

@@ -13,7 +13,7 @@ use agentty_core::run::RunStatus;
 use super::common::{leftovers_after, marker, open_spec, send_for, spec, text};
 
 /// Generous bound for "returns promptly": never a measure of speed, only of not hanging.
-const PROMPT: Duration = Duration::from_secs(10);
+pub(super) const PROMPT: Duration = Duration::from_secs(10);
 
 async fn shells(idle: Option<Duration>) -> Arc<Shells> {
     agentty_core::init().expect("reaper");
@@ -28,7 +28,7 @@ async fn open(shells: &Arc<Shells>, program: &str, marker: &str) -> Arc<Shell> {
     shell
 }
 
-async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
+pub(super) async fn send(shell: &Shell, input: &str) -> agentty_core::pty::SendOutcome {
     let started = Instant::now();
     let outcome = shell
         .send(SendRequest {
@@ -59,15 +59,15 @@ async fn wait_until_idle(shell: i32) {
 
 /// One shell opened for a test, with its run marker and a scratch directory for the files that
 /// sequence its steps (removed on drop, a failed assertion's unwinding included).
-struct Opened {
+pub(super) struct Opened {
     shells: Arc<Shells>,
-    shell: Arc<Shell>,
+    pub(super) shell: Arc<Shell>,
     marker: String,
     scratch: tempfile::TempDir,
 }
 
 /// Opens `program` as the test's only shell (`s1`).
-async fn open_one(program: &str, name: &str) -> Opened {
+pub(super) async fn open_one(program: &str, name: &str) -> Opened {
     let marker = marker(name);
     let shells = shells(None).await;
     let shell = open(&shells, program, &marker).await;
@@ -81,12 +81,12 @@ async fn open_one(program: &str, name: &str) -> Opened {
 
 impl Opened {
     /// A path in the scratch directory.
-    fn file(&self, name: &str) -> std::path::PathBuf {
+    pub(super) fn file(&self, name: &str) -> std::path::PathBuf {
         self.scratch.path().join(name)
     }
 
     /// Closes the shell and checks that nothing it started is left.
-    async fn close_clean(self) {
+    pub(super) async fn close_clean(self) {
         self.shells.close("s1").await.expect("close");
         assert!(leftovers_after(&self.marker, PROMPT).await.is_empty());
     }
@@ -684,10 +684,18 @@ async fn ask_with(shell: &Shell, command: &str) {
     until_it_asks_a_password(shell).await;
 }
 
-/// Waits (bounded) until a program of `shell` asks for a password.
+/// Waits (bounded) until a program of `shell` asks for a password: the terminal reads a line
+/// with echo off, and its foreground is not the shell (after `stty -echo`, the shell holds the
+/// terminal for a moment before the reader starts).
 async fn until_it_asks_a_password(shell: &Shell) {
+    until_asked(shell, true).await;
+}
+
+/// Waits (bounded) until the terminal reads a line with echo off, asked by a program when
+/// `by_program`, else by anyone (the shell's own `read -s`).
+async fn until_asked(shell: &Shell, by_program: bool) {
     let started = Instant::now();
-    while !shell.asks_password() {
+    while !shell.asks_password() || (by_program && shell.reads_itself()) {
         assert!(started.elapsed() < PROMPT, "no password asked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -880,6 +888,13 @@ async fn a_secret_is_refused_while_a_process_outside_the_session_holds_the_termi
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // It could read a command typed at the prompt too: the first is not typed, and the reply
+    // says why; the next, made knowing it, is.
+    let out = send(&t.shell, "true\n").await;
+    assert!(
+        matches!(&out.status, SendStatus::Held { by } if by.contains("outside the shell's session")),
+        "{out:?}"
+    );
     ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));
@@ -981,7 +996,8 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
 #[tokio::test]
 async fn a_secret_for_the_shells_own_read_is_refused() {
     let t = open_one("/bin/bash", "secret-own-read").await;
-    ask_with(&t.shell, "read -r -s pw; echo \"${#pw}\"\n").await;
+    send_for(&t.shell, "read -r -s pw; echo \"${#pw}\"\n", 50).await;
+    until_asked(&t.shell, false).await;
     assert!(t.shell.reads_itself());
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::ShellItself));

@@ -105,6 +105,52 @@ async fn child_has_its_own_group_no_terminal_and_only_its_stdio() {
     }
 }
 
+/// One more fd given at a fixed number (a shell's channel): the child has it there, open across
+/// `exec`. A number below 3 (stdio's) is refused before anything starts.
+#[tokio::test]
+async fn a_passed_fd_is_the_childs_at_its_number_across_exec() {
+    agentty_core::init().unwrap();
+    let m = marker("passed-fd");
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both are fresh and owned from here on.
+    let (read, write) = unsafe {
+        use std::os::fd::FromRawFd;
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    };
+    let mut req = request(
+        "echo through > /proc/self/fd/57; ls /proc/self/fd",
+        &m,
+        10_000,
+    );
+    req.spec.pass_fd = Some(agentty_core::spawn::PassedFd {
+        fd: Arc::new(write),
+        at: 57,
+    });
+    let outcome = run_to_end(req).await;
+    assert!(
+        outcome.exit.is_some_and(agentty_core::Exit::success),
+        "{outcome:?}"
+    );
+    let listed: Vec<&str> = text(&outcome.stdout).split_whitespace().collect();
+    assert!(listed.contains(&"57"), "{listed:?}");
+    let mut got = [0u8; 16];
+    let n = nix::unistd::read(&read, &mut got).unwrap();
+    assert_eq!(&got[..n], b"through\n");
+
+    let mut req = request("true", &m, 10_000);
+    req.spec.pass_fd = Some(agentty_core::spawn::PassedFd {
+        fd: Arc::new(read),
+        at: 2,
+    });
+    let refused = agentty_core::run::run(req, std::future::pending(), None).await;
+    assert!(
+        refused.is_err_and(|e| e.kind() == io::ErrorKind::InvalidInput),
+        "fd 2 is stdio"
+    );
+}
+
 #[tokio::test]
 async fn environment_layers_inherited_defaults_caller_and_marker() {
     agentty_core::init().unwrap();

@@ -22,17 +22,36 @@
 //! again, one nesting level deeper. Every loop and recursion here is capped (constants below), and
 //! anything cut off by a cap or a parse error is scanned by `lex::segment` instead, so the dangerous
 //! rules stay conservative while ordinary commands are never blocked for being hard to parse.
+//!
+//! The walk follows the shell as it runs the line (`state.rs`): the directory each command runs
+//! in and the values the line's assignments (and a known environment) give its variables, scoped
+//! as the shell scopes them. A command whose words expand to something else than they read as
+//! written is recorded a second time, as expanded (`emit.rs`, `expand.rs`): `D=$HOME; rm -rf
+//! "$D"` is also `rm -rf $HOME`. That reading is only added, never put in place of the written
+//! one, so following values can make the rules see more, not less. The token scan follows none
+//! of this.
 
 use tree_sitter::Node;
 
-use crate::command::{Analysis, Redirect, SimpleCommand, program_name, quote_for_display};
+use crate::command::{Analysis, Place, Redirect, SimpleCommand, program_name, quote_for_display};
 use crate::invocation::{find_exec, shell_reads_stdin};
 use crate::lex::{self, Dialect};
 use crate::peel::Peel;
 use crate::treesitter::{node_text, parse_tree};
 use crate::unwrap;
 
+mod effects;
+mod emit;
+mod expand;
+mod params;
+mod pattern;
+mod state;
+mod subst;
 mod walk;
+
+use emit::{Assign, Written};
+use expand::{Expander, MAX_READINGS};
+use state::{State, Val, in_env};
 
 /// How many times a script may be re-parsed inside another (`sh -c "sh -c '…'"`, `eval`, heredocs
 /// fed to a shell). Real command lines use two or three; past this we scan tokens instead.
@@ -45,6 +64,9 @@ const MAX_WRAPPERS: usize = 16;
 /// Longer command lines skip tree-sitter and get the token scan. 1 MiB is far beyond any real
 /// command line (heredocs that write whole files included) and parses in tens of milliseconds.
 const MAX_PARSE_BYTES: usize = 1 << 20;
+/// Second readings (commands read again with their variables put in) made per line; past this
+/// the rest is read as written. Real lines make a handful.
+const MAX_READINGS_PER_LINE: usize = 256;
 
 /// Walking context: what the enclosing constructs imply for the commands inside.
 #[derive(Debug, Clone)]
@@ -84,7 +106,13 @@ impl Ctx {
 
 /// Analyses a shell command line (as run by `$SHELL -c`).
 pub fn analyze(command_line: &str) -> Analysis {
-    let mut b = Builder::new();
+    analyze_at(command_line, None)
+}
+
+/// [`analyze`] for a line that runs in `place`: the shell state it follows (directory,
+/// variables unset in a known environment) starts there.
+pub(crate) fn analyze_at(command_line: &str, place: Option<Place>) -> Analysis {
+    let mut b = Builder::new(place);
     if command_line.contains('\0') {
         // A C consumer stops reading at NUL, a Rust one refuses the line: judge the text on each
         // side of a NUL as separate lines, so neither reading hides a dangerous command.
@@ -103,7 +131,12 @@ pub fn analyze(command_line: &str) -> Analysis {
 
 /// Analyses an argv executed directly (no shell between us and `argv[0]`).
 pub fn analyze_argv(argv: &[String]) -> Analysis {
-    let mut b = Builder::new();
+    analyze_argv_at(argv, None)
+}
+
+/// [`analyze_argv`] for an argv that runs in `place`.
+pub(crate) fn analyze_argv_at(argv: &[String], place: Option<Place>) -> Analysis {
+    let mut b = Builder::new(place);
     // execve sees each argument only up to its first NUL.
     let argv: Vec<String> = argv
         .iter()
@@ -114,14 +147,7 @@ pub fn analyze_argv(argv: &[String]) -> Analysis {
         .map(|a| quote_for_display(a))
         .collect::<Vec<_>>()
         .join(" ");
-    b.emit(
-        argv,
-        &text,
-        Vec::new(),
-        Vec::new(),
-        &Ctx::root(Dialect::Posix),
-        false,
-    );
+    b.emit(Written::plain(argv, &text), &Ctx::root(Dialect::Posix));
     let mut analysis = b.finish();
     // The argv as a shell would show it: what a question about the text (`cwd_after`) reads.
     analysis.source = text;
@@ -130,34 +156,79 @@ pub fn analyze_argv(argv: &[String]) -> Analysis {
 
 struct Builder {
     commands: Vec<SimpleCommand>,
+    /// Commands read with their variables put in (see [`Analysis::expanded`]).
+    expanded: Vec<SimpleCommand>,
     functions: Vec<String>,
     exact: bool,
     scanned: Vec<String>,
     too_deep: Option<String>,
     next_pipeline: u32,
+    place: Option<Place>,
+    /// The shell's variables and directory at the point the walk has reached.
+    state: State,
+    /// Inside a second reading: commands go to `expanded`.
+    reading: u32,
+    readings_left: usize,
 }
 
 impl Builder {
-    fn new() -> Self {
+    fn new(place: Option<Place>) -> Self {
         Self {
             commands: Vec::new(),
+            expanded: Vec::new(),
             functions: Vec::new(),
             exact: true,
             scanned: Vec::new(),
             too_deep: None,
             next_pipeline: 1,
+            state: State::start(place.as_ref()),
+            place,
+            reading: 0,
+            readings_left: MAX_READINGS_PER_LINE,
         }
     }
 
     fn finish(self) -> Analysis {
         Analysis {
             commands: self.commands,
+            expanded: self.expanded,
             functions: self.functions,
             exact: self.exact,
             scanned: self.scanned,
             too_deep: self.too_deep,
             source: String::new(),
-            place: None,
+            place: self.place,
+            end_cwd: self.state.cwd,
+        }
+    }
+
+    /// How many commands were emitted so far where the next one goes (for `inner` ranges).
+    fn emitted(&self) -> usize {
+        if self.reading > 0 {
+            self.expanded.len()
+        } else {
+            self.commands.len()
+        }
+    }
+
+    /// Runs `f` on a copy of the state, dropped after: a subshell, a pipeline stage, `&`.
+    fn isolated(&mut self, f: impl FnOnce(&mut Self)) {
+        let saved = self.state.clone();
+        f(self);
+        self.state = saved;
+    }
+
+    /// Runs `f` as a part that may not run: the state after is either.
+    fn maybe(&mut self, f: impl FnOnce(&mut Self)) {
+        let before = self.state.clone();
+        f(self);
+        self.state.merge(before);
+    }
+
+    fn expander(&self) -> Expander<'_> {
+        Expander {
+            state: &self.state,
+            place: self.place.as_ref(),
         }
     }
 
@@ -199,7 +270,7 @@ impl Builder {
         let mut max_pipeline = 0;
         for seg in segments {
             max_pipeline = max_pipeline.max(seg.pipeline);
-            let start = self.commands.len();
+            let start = self.emitted();
             let inner: Vec<usize> = seg
                 .inner
                 .iter()
@@ -219,6 +290,7 @@ impl Builder {
                     op,
                     target,
                     fd: None,
+                    raw: None,
                 }))
                 .collect();
             let text = seg.words.join(" ");
@@ -229,162 +301,17 @@ impl Builder {
                 .take_while(|w| ctx.dialect == Dialect::Posix && is_keyword(w))
                 .count();
             let words = seg.words.get(keywords..).unwrap_or_default().to_vec();
-            self.emit(words, &text, redirects, inner, &c, approximate);
-            produced.push((start, self.commands.len()));
+            let written = Written {
+                redirects,
+                inner,
+                approximate,
+                ..Written::plain(words, &text)
+            };
+            self.emit(written, &c);
+            produced.push((start, self.emitted()));
         }
         self.next_pipeline = base + max_pipeline + 1;
     }
-
-    /// Records one command after peeling its wrappers; scripts found on the way are parsed.
-    fn emit(
-        &mut self,
-        argv: Vec<String>,
-        text: &str,
-        redirects: Vec<Redirect>,
-        inner: Vec<usize>,
-        ctx: &Ctx,
-        approximate: bool,
-    ) {
-        let (argv, wrappers) = match self.peel_wrappers(argv, text, ctx) {
-            Unwrapped::Command { argv, wrappers } => (argv, wrappers),
-            Unwrapped::Script {
-                script,
-                dialect,
-                wrappers,
-            } => {
-                let c = Ctx {
-                    depth: ctx.depth + 1,
-                    wrappers,
-                    dialect,
-                    redirects,
-                    ..ctx.clone()
-                };
-                self.script(&script, &c);
-                return;
-            }
-        };
-        self.emit_what_it_runs(&argv, &wrappers, text, &redirects, ctx, approximate);
-        let program = argv.first().map(|a| program_name(a)).unwrap_or_default();
-        self.commands.push(SimpleCommand {
-            argv,
-            program,
-            wrappers,
-            redirects,
-            text: text.to_string(),
-            dialect: ctx.dialect,
-            pipeline: ctx.pipeline,
-            background: ctx.background,
-            function: ctx.function,
-            inner,
-            approximate,
-        });
-    }
-
-    /// Peels `argv`'s wrappers (at most [`MAX_WRAPPERS`]), after those of `ctx`, down to the
-    /// command it runs or a script. A script past [`MAX_NESTING_DEPTH`] is not read: the line
-    /// is marked too deep and the wrapper that runs it is the command.
-    fn peel_wrappers(&mut self, argv: Vec<String>, text: &str, ctx: &Ctx) -> Unwrapped {
-        let mut argv = argv;
-        let mut wrappers = ctx.wrappers.clone();
-        for _ in 0..MAX_WRAPPERS {
-            match unwrap::peel(&argv, ctx.dialect) {
-                Peel::Done => break,
-                Peel::Command {
-                    wrapper,
-                    argv: rest,
-                } => {
-                    wrappers.push(wrapper);
-                    argv = rest;
-                }
-                Peel::Script {
-                    wrapper,
-                    script,
-                    dialect,
-                } => {
-                    if ctx.depth >= MAX_NESTING_DEPTH {
-                        // What the script runs is not read: refuse rather than pass it.
-                        self.exact = false;
-                        self.too_deep.get_or_insert_with(|| text.to_string());
-                        break;
-                    }
-                    wrappers.push(wrapper);
-                    return Unwrapped::Script {
-                        script,
-                        dialect,
-                        wrappers,
-                    };
-                }
-            }
-        }
-        Unwrapped::Command { argv, wrappers }
-    }
-
-    /// Emits the commands `argv` would run itself: `find -exec`'s, and a heredoc's script fed
-    /// to a shell. Past [`MAX_NESTING_DEPTH`] they are not read: the line is marked too deep.
-    fn emit_what_it_runs(
-        &mut self,
-        argv: &[String],
-        wrappers: &[String],
-        text: &str,
-        redirects: &[Redirect],
-        ctx: &Ctx,
-        approximate: bool,
-    ) {
-        let nested = |wrapper: &str| Ctx {
-            depth: ctx.depth + 1,
-            wrappers: wrappers
-                .iter()
-                .cloned()
-                .chain([wrapper.to_string()])
-                .collect(),
-            dialect: ctx.dialect,
-            redirects: Vec::new(),
-            ..ctx.clone()
-        };
-        if ctx.depth >= MAX_NESTING_DEPTH
-            && (!find_exec(argv).is_empty() || shell_reads_stdin(argv))
-        {
-            // A command it would run (`find -exec`, a script on stdin) is not read: refuse.
-            self.exact = false;
-            self.too_deep.get_or_insert_with(|| text.to_string());
-        }
-        if ctx.depth < MAX_NESTING_DEPTH {
-            for exec in find_exec(argv) {
-                self.emit(
-                    exec,
-                    text,
-                    Vec::new(),
-                    Vec::new(),
-                    &nested("find -exec"),
-                    approximate,
-                );
-            }
-            if shell_reads_stdin(argv) {
-                for r in redirects {
-                    if r.op.starts_with("<<") {
-                        let shell = argv.first().map(String::as_str).unwrap_or_default();
-                        let c = nested(&format!("{shell} {}", r.op));
-                        self.script(&r.target, &c);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// What peeling a command's wrappers came to.
-enum Unwrapped {
-    /// The command that finally runs, and the wrappers peeled to reach it.
-    Command {
-        argv: Vec<String>,
-        wrappers: Vec<String>,
-    },
-    /// A script a wrapper runs, to be parsed one level deeper; the wrappers end with that one.
-    Script {
-        script: String,
-        dialect: Dialect,
-        wrappers: Vec<String>,
-    },
 }
 
 /// Shell reserved words that may precede a command.

@@ -6,15 +6,14 @@ use super::*;
 pub(super) fn rm_root(a: &Analysis) -> Option<String> {
     let home = a.place.as_ref().and_then(|p| p.home.as_deref());
     let critical = |path: &str| critical_path(path).is_some();
-    for l in located(a, critical) {
-        let c = l.command;
+    for c in a.judged() {
         let posix = c.program == "rm"
             && has_flag(
                 c,
                 &['r', 'R', 'f'],
                 &["recursive", "force", "no-preserve-root"],
             )
-            && operands(c).any(|o| hits(a, &l, o, home, &critical));
+            && operands(c).any(|o| hits(c, o, home, &critical));
         // `mv ~ /tmp/old`, `mv /usr /x`: moving it away takes it as surely as deleting it.
         let moved = c.program == "mv" && {
             let ops: Vec<&String> = operands(c).collect();
@@ -24,11 +23,7 @@ pub(super) fn rm_root(a: &Analysis) -> Option<String> {
             } else {
                 ops.split_last().map_or(&[][..], |(_, sources)| sources)
             };
-            sources.iter().any(|o| {
-                critical(o)
-                    || in_dir(l.cwd.as_deref(), o)
-                        .is_some_and(|p| critical(&home_relative(&p, home)))
-            })
+            sources.iter().any(|o| hits(c, o, home, &critical))
         };
         // `rsync -a --delete empty/ ~/`: the destination ends up as empty as the source.
         let synced = c.program == "rsync"
@@ -37,11 +32,11 @@ pub(super) fn rm_root(a: &Analysis) -> Option<String> {
             })
             && operands(c)
                 .last()
-                .is_some_and(|o| hits(a, &l, o, home, &critical));
+                .is_some_and(|o| hits(c, o, home, &critical));
         if posix
             || moved
             || synced
-            || git_clean_all(a, c, &l, home, &critical)
+            || git_clean_all(c, home, &critical)
             || powershell_remove_root(a, c)
         {
             return Some(c.text.clone());
@@ -53,9 +48,7 @@ pub(super) fn rm_root(a: &Analysis) -> Option<String> {
 /// `git clean -fdx` (or `-fd`, `-fX`) where the work tree is the home directory or a system
 /// directory: every untracked file there goes.
 pub(super) fn git_clean_all(
-    a: &Analysis,
     c: &SimpleCommand,
-    l: &Located<'_>,
     home: Option<&str>,
     critical: &impl Fn(&str) -> bool,
 ) -> bool {
@@ -90,8 +83,8 @@ pub(super) fn git_clean_all(
     let forced = flag('f', "--force");
     let wide = flag('d', "-d") || flag('x', "-x") || flag('X', "-X");
     let here_critical = match dir {
-        Some(d) => hits(a, l, d, home, critical),
-        None => l.cwd_critical,
+        Some(d) => hits(c, d, home, critical),
+        None => cwd_critical(c, home, critical),
     };
     forced && wide && here_critical
 }
@@ -156,8 +149,10 @@ pub(super) fn powershell_remove_root(a: &Analysis, c: &SimpleCommand) -> bool {
 }
 
 /// Whether a `find` starts at the root, a system directory, or the home directory unfiltered
-/// (`find ~ -name '*.pyc' -delete` is routine cleanup; an unfiltered `find ~ -delete` is not).
-pub(super) fn find_starts_critical(c: &SimpleCommand) -> bool {
+/// (`find ~ -name '*.pyc' -delete` is routine cleanup; an unfiltered `find ~ -delete` is not,
+/// nor one whose only filter takes every name, `-name '*'`). A start point is read where the
+/// command runs (`cd && find . -delete`).
+pub(super) fn find_starts_critical(c: &SimpleCommand, home: Option<&str>) -> bool {
     let mut words = args(c).iter().peekable();
     // Leading `-H -L -P -D opts -O3` options come before the starting points.
     while let Some(w) = words.peek() {
@@ -177,14 +172,21 @@ pub(super) fn find_starts_critical(c: &SimpleCommand) -> bool {
         if w.starts_with(['-', '(', '!', ')']) {
             break;
         }
-        match critical_path(w) {
-            Some(Critical::Home) => home_root = true,
-            Some(_) => system_root = true,
-            None => {}
+        let is = |kinds: &[Critical]| {
+            hits(c, w, home, &|p: &str| {
+                critical_path(p).is_some_and(|k| kinds.contains(&k))
+            })
+        };
+        if is(&[Critical::Home]) {
+            home_root = true;
+        } else if is(&[Critical::Root, Critical::System, Critical::SystemSubdir]) {
+            system_root = true;
         }
     }
-    let filtered = args(c).iter().any(|w| {
-        matches!(
+    let mut expr = args(c).iter();
+    let mut filtered = false;
+    while let Some(w) = expr.next() {
+        let pattern = matches!(
             w.as_str(),
             "-name"
                 | "-iname"
@@ -196,9 +198,27 @@ pub(super) fn find_starts_critical(c: &SimpleCommand) -> bool {
                 | "-iregex"
                 | "-lname"
                 | "-ilname"
-        )
-    });
+        );
+        if pattern && expr.next().is_some_and(|p| !takes_every_name(w, p)) {
+            filtered = true;
+        }
+    }
     system_root || (home_root && !filtered)
+}
+
+/// Whether the pattern of test `test` matches every name (or every hidden name): `-name '*'`,
+/// `-name '.*'`, `-path '*/*'`, `-regex '.*'`. `-path '*/node_modules/*'` does not.
+fn takes_every_name(test: &str, pattern: &str) -> bool {
+    if test.ends_with("regex") {
+        return matches!(pattern, ".*" | ".+" | "^.*$" | "^.*" | ".*$" | "^.+$");
+    }
+    if test.ends_with("name") && !test.ends_with("wholename") {
+        return crate::targets::covers_all(pattern);
+    }
+    pattern
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .all(crate::targets::covers_all)
 }
 
 /// Programs that destroy or take over what they are given, one file at a time.
@@ -210,8 +230,9 @@ pub(super) fn destroys_each(program: &str) -> bool {
 }
 
 pub(super) fn find_delete_root(a: &Analysis) -> Option<String> {
+    let home = a.place.as_ref().and_then(|p| p.home.as_deref());
     let found = first(a, |c| {
-        if c.program != "find" || !find_starts_critical(c) {
+        if c.program != "find" || !find_starts_critical(c, home) {
             return false;
         }
         let expr: Vec<&String> = args(c).iter().collect();
@@ -225,15 +246,15 @@ pub(super) fn find_delete_root(a: &Analysis) -> Option<String> {
     });
     // `find / … | xargs rm`: what the find lists, the next stage destroys.
     found.or_else(|| {
-        a.commands.iter().find_map(|c| {
+        a.judged().find_map(|c| {
             let (pipeline, stage) = c.pipeline?;
             let before = stage.checked_sub(1)?;
             let fed = c.wrappers.iter().any(|w| w == "xargs") && destroys_each(&c.program);
             let from_find = fed
-                && a.commands.iter().any(|f| {
+                && a.judged().any(|f| {
                     f.program == "find"
                         && f.pipeline == Some((pipeline, before))
-                        && find_starts_critical(f)
+                        && find_starts_critical(f, home)
                 });
             from_find.then(|| c.text.clone())
         })
@@ -242,20 +263,74 @@ pub(super) fn find_delete_root(a: &Analysis) -> Option<String> {
 
 /// `chmod -R`/`chown -R` on `/`, the home directory or a top-level system directory: every
 /// file below loses its permissions (`~/.ssh` stops working, `sudo` breaks). A directory one
-/// level down (`/usr/local`) is left alone: recursive fixes there are routine.
+/// level down (`/usr/local`) is left alone: recursive fixes there are routine. Without `-R`,
+/// `/` or a top-level system directory itself (`chmod 000 /`, `chown nobody /etc`): every path
+/// runs through it. The home directory alone is left to its owner (`chmod 700 ~`).
 pub(super) fn chmod_root(a: &Analysis) -> Option<String> {
     let home = a.place.as_ref().and_then(|p| p.home.as_deref());
-    let critical = |path: &str| {
+    let recursive_target = |path: &str| {
         matches!(
             critical_path(path),
             Some(Critical::Root | Critical::Home | Critical::System)
         )
     };
-    located(a, critical).into_iter().find_map(|l| {
-        let c = l.command;
-        let hit = matches!(c.program.as_str(), "chmod" | "chown" | "chgrp")
-            && has_flag(c, &['R'], &["recursive"])
-            && operands(c).any(|o| hits(a, &l, o, home, &critical));
+    let system =
+        |path: &str| matches!(critical_path(path), Some(Critical::Root | Critical::System));
+    a.judged().find_map(|c| {
+        if !matches!(c.program.as_str(), "chmod" | "chown" | "chgrp") {
+            return None;
+        }
+        let hit = if has_flag(c, &['R'], &["recursive"]) {
+            operands(c).any(|o| hits(c, o, home, &recursive_target))
+        } else {
+            !leaves_usable(c) && targets_after_mode(c).any(|o| hits(c, o, home, &system))
+        };
         hit.then(|| c.text.clone())
     })
+}
+
+/// A non-recursive `chmod`/`chown` that leaves a system directory as systems ship it: mode
+/// `755`/`555`, or only read and search added (`+x`, `go+rX`); owner `root` (or uid 0).
+fn leaves_usable(c: &SimpleCommand) -> bool {
+    let mut words = args(c).iter().filter(|w| !w.starts_with("--"));
+    let Some(word) =
+        words.find(|w| !(w.starts_with('-') && w[1..].chars().all(|ch| "RfvchHLP".contains(ch))))
+    else {
+        return false;
+    };
+    match c.program.as_str() {
+        "chmod" => {
+            matches!(word.trim_start_matches('0'), "755" | "555")
+                || word.split(',').all(|clause| {
+                    let (who, perms) = clause.split_once('+').unwrap_or((clause, ""));
+                    who.chars().all(|ch| "ugoa".contains(ch))
+                        && !perms.is_empty()
+                        && perms.chars().all(|ch| "rxX".contains(ch))
+                })
+        }
+        _ => {
+            let (user, group) = word.split_once([':', '.']).unwrap_or((word, ""));
+            let root = |name: &str| matches!(name, "root" | "0");
+            (c.program == "chgrp" && root(word))
+                || (c.program == "chown"
+                    && (root(user) || user.is_empty())
+                    && (group.is_empty() || root(group) || matches!(group, "wheel" | "admin")))
+        }
+    }
+}
+
+/// The paths a `chmod`/`chown`/`chgrp` changes: its words after the options and the mode or
+/// owner (none with `--reference`). A mode may look like an option (`chmod -w x`).
+fn targets_after_mode(c: &SimpleCommand) -> impl Iterator<Item = &String> {
+    let is_option = |w: &String| {
+        w.starts_with("--")
+            || (w.len() > 1
+                && w.starts_with('-')
+                && w[1..].chars().all(|ch| "RfvchHLP".contains(ch)))
+    };
+    let mut words = args(c).iter().skip_while(move |w| is_option(w)).peekable();
+    if !args(c).iter().any(|w| w.starts_with("--reference")) {
+        words.next();
+    }
+    words.filter(|w| !(w.starts_with('-') && w.len() > 1))
 }

@@ -23,7 +23,6 @@ mod processes;
 use delete::*;
 use disk::*;
 use network::*;
-pub(crate) use places::cwd_after;
 use places::*;
 use processes::*;
 
@@ -67,7 +66,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         name: "chmod-root",
-        reason: "changes permissions or ownership recursively on the filesystem root, the home directory or a system directory",
+        reason: "changes permissions or ownership of the filesystem root or a top-level system directory, or recursively of the home directory",
         check: chmod_root,
     },
     Rule {
@@ -101,8 +100,9 @@ pub fn rule(name: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.name == name)
 }
 
+/// The first command judged (as written or as expanded) that `pred` holds of.
 pub(super) fn first(a: &Analysis, pred: impl Fn(&SimpleCommand) -> bool) -> Option<String> {
-    a.commands.iter().find(|c| pred(c)).map(|c| c.text.clone())
+    a.judged().find(|c| pred(c)).map(|c| c.text.clone())
 }
 
 pub(super) fn args(c: &SimpleCommand) -> &[String] {

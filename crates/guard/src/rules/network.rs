@@ -54,7 +54,7 @@ pub(super) fn download_exec(a: &Analysis) -> Option<String> {
         if let Some((id, stage)) = c.pipeline
             && stage > 0
             && runs_stdin(c)
-            && a.commands.iter().any(|o| {
+            && a.judged().any(|o| {
                 o.pipeline.is_some_and(|(oid, os)| oid == id && os < stage)
                     && (is_downloader(o)
                         || o.inner

@@ -136,6 +136,26 @@ fn hostile_inputs_do_not_panic_and_stay_conservative() {
     assert!(check("echo \u{e9}t\u{e9}; rm -rf /", &cfg).is_blocked());
     let huge = "x".repeat(2 << 20);
     assert!(!check(&huge, &cfg).is_blocked());
+    // Expansions nested as deep as the line is long, judged with a known environment (where
+    // `${X:-…}` of an unset X is followed): bounded, no stack overflow.
+    let call = |line: &str| super::corpus::as_a_call(line, &cfg);
+    let unset = "AGENTTY_HOSTILE_UNSET";
+    let nested = format!(
+        "rm -rf {}/{}",
+        format!("${{{unset}:-").repeat(20_000),
+        "}".repeat(20_000)
+    );
+    let _ = call(&nested);
+    let subst = format!(
+        "rm -rf {}~{}",
+        "$(dirname ".repeat(50_000),
+        ")".repeat(50_000)
+    );
+    let _ = call(&subst);
+    let trimmed = format!("D=$HOME; rm -rf \"${{D%{}}}\"", "*?".repeat(100_000));
+    let _ = call(&trimmed);
+    let assigns = format!("D=/tmp/x; {}rm -rf $D", "D=$D$D; ".repeat(40));
+    let _ = call(&assigns);
 }
 
 /// Double quotes for a POSIX shell (grows about twice per level, single quotes four times).

@@ -1,7 +1,27 @@
 //! The corpus test: every dangerous line is blocked (by the named rule when one is given) and every
 //! ordinary line is allowed. Zero false positives is the bar.
+//!
+//! A dangerous line is judged as a `terminal` call judges it: in a project under the home
+//! directory, with a known environment (this process's, so `$UNSET_DIR` is unset, hence empty).
+//! An ordinary line must pass that way and with nothing known (the place and environment of a
+//! persistent shell are not).
 
-use agentty_guard::{GuardConfig, Verdict, check, rule_names};
+use agentty_guard::{Analysis, GuardConfig, Place, Verdict, check, rule_names};
+
+/// Where a corpus line runs when judged as a call: a project in the home directory, with the
+/// environment known.
+pub fn call_place() -> Place {
+    Place {
+        cwd: "/home/me/project".to_owned(),
+        home: Some("/home/me".to_owned()),
+        env: Some(Vec::new()),
+    }
+}
+
+/// The verdict a `terminal` call gets for `line` (see [`call_place`]).
+pub fn as_a_call(line: &str, cfg: &GuardConfig) -> Verdict {
+    Analysis::of_line(line, Some(call_place())).verdict(cfg)
+}
 
 /// One corpus entry: the command line and, for dangerous lines, the expected rule.
 pub struct Entry {
@@ -86,8 +106,20 @@ fn dangerous_lines_are_blocked_by_the_named_rule() {
     assert!(named * 2 >= entries.len(), "too few lines name their rule");
     let cfg = GuardConfig::default();
     let mut failures = Vec::new();
+    let without_place = entries
+        .iter()
+        .filter(|e| check(&e.command, &cfg).is_blocked())
+        .count();
+    eprintln!(
+        "dangerous: {} lines; blocked as a call: {}; blocked with nothing known: {without_place}",
+        entries.len(),
+        entries
+            .iter()
+            .filter(|e| as_a_call(&e.command, &cfg).is_blocked())
+            .count()
+    );
     for e in &entries {
-        match check(&e.command, &cfg) {
+        match as_a_call(&e.command, &cfg) {
             Verdict::Block(b) => {
                 if let Some(rule) = &e.rule
                     && b.rule != rule
@@ -122,14 +154,26 @@ fn ordinary_lines_are_allowed() {
     let cfg = GuardConfig::default();
     let failures: Vec<String> = entries
         .iter()
-        .filter_map(|e| match check(&e.command, &cfg) {
-            Verdict::Block(b) => Some(format!(
-                "line {}: {:?} BLOCKED by `{}` (offending: {:?})",
-                e.line_no, e.command, b.rule, b.command
-            )),
-            Verdict::Allow { .. } => None,
+        .flat_map(|e| {
+            [
+                ("with nothing known", check(&e.command, &cfg)),
+                ("as a call", as_a_call(&e.command, &cfg)),
+            ]
+            .into_iter()
+            .filter_map(move |(how, v)| match v {
+                Verdict::Block(b) => Some(format!(
+                    "line {}: {:?} BLOCKED {how} by `{}` (offending: {:?})",
+                    e.line_no, e.command, b.rule, b.command
+                )),
+                Verdict::Allow { .. } => None,
+            })
         })
         .collect();
+    eprintln!(
+        "ordinary: {} lines; false positives (either way): {}",
+        entries.len(),
+        failures.len()
+    );
     assert!(
         failures.is_empty(),
         "{} false positives:\n{}",
@@ -157,7 +201,7 @@ fn allowing_a_rule_lets_its_lines_through() {
         let cfg = GuardConfig {
             allow: vec![rule.clone()],
         };
-        if let Verdict::Block(b) = check(&e.command, &cfg) {
+        if let Verdict::Block(b) = as_a_call(&e.command, &cfg) {
             assert_ne!(b.rule, rule, "line {}: allowed rule still fired", e.line_no);
         }
     }

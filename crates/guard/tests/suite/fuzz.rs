@@ -95,6 +95,26 @@ const TOKENS: &[&str] = &[
     "nohup",
     "exec",
     "function",
+    "D=$HOME",
+    "D=",
+    "$D",
+    "\"$D\"",
+    "${D:-/}",
+    "${D:?}",
+    "cd",
+    "pushd",
+    "export",
+    "local",
+    "unset",
+    "read",
+    "source",
+    "$(dirname",
+    "$(pwd)",
+    "$(realpath",
+    ".[a-z]*",
+    "~/.??*",
+    "chmod",
+    "000",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {
@@ -118,6 +138,7 @@ fn timed(line: &str) {
     let _ = check(line, &cfg);
     let _ = analyze(line);
     let (_, _) = report(line, &cfg, None);
+    let _ = super::corpus::as_a_call(line, &cfg);
     let elapsed = started.elapsed();
     assert!(
         elapsed < Duration::from_millis(MAX_CHECK_MS),
@@ -155,10 +176,11 @@ proptest! {
 #[test]
 fn corpus_mutations_never_panic() {
     // Every corpus line cut at every char boundary: truncated quotes, heredocs, substitutions.
+    // Judged as a call: the place and environment known, so every expansion path runs.
     for line in super::corpus::all_lines() {
         for (i, _) in line.char_indices() {
             if let Some(head) = line.get(..i) {
-                let _ = check(head, &GuardConfig::default());
+                let _ = super::corpus::as_a_call(head, &GuardConfig::default());
             }
         }
     }

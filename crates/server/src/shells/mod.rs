@@ -148,15 +148,19 @@ impl Agentty {
             let state = say::state_word(&job.state());
             let size = shell.as_ref().map(|s| s.size());
             let idle = shell.as_ref().map(|s| s.last_used().elapsed());
+            let activity = shell.as_ref().map(|s| say::activity(&s.activity()));
             let mut line = format!(
                 "{} [{state}] {} in {}",
                 job.id,
                 job.label,
                 job.workdir.display()
             );
+            if let Some(activity) = &activity {
+                line.push_str(&format!(" · {activity}"));
+            }
             if let (Some((c, r)), Some(idle)) = (size, idle) {
                 line.push_str(&format!(
-                    " · {c}x{r} · idle {}",
+                    " · {c}x{r} · unused for {}",
                     crate::job_words::human_duration(idle)
                 ));
             }
@@ -171,6 +175,7 @@ impl Agentty {
                 cols: size.map(|s| s.0),
                 rows: size.map(|s| s.1),
                 idle_ms: idle.map(ms),
+                activity,
                 age_ms: ms(job.started.elapsed()),
                 output_bytes: job.output.total(),
             });

@@ -19,6 +19,21 @@ pub fn busy(id: &str, timeout_ms: u64) -> String {
     )
 }
 
+/// A `shell_send` holding a key the shell's line editor edits the line with.
+pub fn editing_key(key: &agentty_core::pty::line_editor::EditingKey) -> String {
+    format!(
+        "refused: the input holds {} (\\u{:04x}), which the shell's line editor uses to edit \
+         the line ({}); the guard judges the line as typed, so an edited line could run \
+         something other than what it judged. Nothing was typed. Send the line plainly: its \
+         text, Backspace (\\u007f) or Ctrl+U (\\u0015) to correct it, and \\n to run it. A \
+         program that reads the keyboard itself (vim, less, a REPL) gets such keys while it \
+         waits for them (an empty send waits until it does).",
+        key.name,
+        u32::from(key.code),
+        key.does
+    )
+}
+
 pub fn line_too_long(len: usize, max: usize) -> String {
     format!(
         "the line typed so far would be {len} bytes without an Enter, over the {max} bytes a \
@@ -45,8 +60,8 @@ No newline is added: \"pwd\" only types three characters, \"pwd\\n\" runs it; \"
 Ctrl+C, \"\\u0004\" Ctrl+D; \"\" types nothing and waits for a command still running. Returns \
 when the command finished (with its exit code and only its output), when the program waits for \
 keyboard input (status awaiting_input: answer with another shell_send), when `wait_for` \
-matches, or at `timeout_ms`; a command still running then keeps running (shell_read reads on, \
-\"\\u0003\" stops it).";
+matches, or at `timeout_ms`; a command still running keeps running (shell_read reads on, \
+\"\\u0003\" stops it). At a prompt, line-editing keys (Ctrl+A, arrows, Tab) are refused.";
 
 pub fn shell_read_description() -> String {
     format!(
@@ -153,11 +168,32 @@ pub fn gone(id: &str, why: &Gone, idle: Duration) -> String {
     }
 }
 
-pub fn opened(id: &str, shell: &str, workdir: &str, cols: u16, rows: u16, marked: bool) -> String {
-    let done = if marked {
-        "each shell_send returns when its command finishes, with the exit code"
-    } else {
-        "this shell has no prompt markers, so shell_send returns once output is quiet"
+/// How a shell tells that a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ends {
+    /// bash, zsh: its own process reports it; no program it runs can.
+    FromTheShell,
+    /// POSIX shells: a marker in its prompt, which a program it runs could print too.
+    FromItsPrompt,
+    /// No markers at all.
+    Unmarked,
+}
+
+pub fn opened(id: &str, shell: &str, workdir: &str, cols: u16, rows: u16, ends: Ends) -> String {
+    let done = match ends {
+        Ends::FromTheShell => {
+            "each shell_send returns when its command finishes, with the exit code".to_owned()
+        }
+        Ends::FromItsPrompt => {
+            "each shell_send returns when its command finishes, with the exit code; this shell \
+             has no prompt hook, so a program it runs could fake that end (bash and zsh report \
+             it from the shell itself)"
+                .to_owned()
+        }
+        Ends::Unmarked => {
+            "this shell has no prompt markers, so shell_send returns once output is quiet"
+                .to_owned()
+        }
     };
     format!(
         "{id} open: {shell} in {workdir} ({cols}x{rows}). Type with shell_send({{\"id\": \"{id}\", \
@@ -191,7 +227,37 @@ pub fn full_screen(id: &str) -> String {
     )
 }
 
-pub fn awaiting_input(prompt: &str, by_shell: bool) -> String {
+/// Whether a program waits for a password, as the awaiting-input line says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asks {
+    /// An ordinary answer.
+    Input,
+    /// A password: a line read with echo off (as `getpass` reads), not by the shell itself.
+    Password,
+    /// A prompt that reads like a password's, but the terminal echoes what is typed.
+    PasswordEchoed,
+}
+
+pub fn awaiting_input(prompt: &str, by_shell: bool, asks: Asks, id: &str) -> String {
+    let secret = format!("shell_send({{\"id\": \"{id}\", \"secret\": \"<what it is>\"}})");
+    match asks {
+        Asks::Password if !by_shell => {
+            return format!(
+                "[awaiting input: the program asks for a password at {prompt:?}. Have the user \
+                 type it: {secret}; never send a password as input. Or send \"\\u0003\" to \
+                 interrupt it]"
+            );
+        }
+        Asks::PasswordEchoed if !by_shell => {
+            return format!(
+                "[awaiting input: the program waits at {prompt:?}, which reads like a password \
+                 prompt, with echo on: what is typed shows in the output. A password is for the \
+                 user to type with {secret}, once a program reads it with echo off; answer with \
+                 shell_send only what may be seen, or send \"\\u0003\" to interrupt it]"
+            );
+        }
+        _ => {}
+    }
     if prompt.is_empty() && !by_shell {
         return "[awaiting input: the program waits for keyboard input (it shows no prompt). \
                 Answer with shell_send (end the line with \\n), send \"\\u0004\" for end of input, \
@@ -219,11 +285,22 @@ pub fn quiet(ms: u64) -> String {
     format!("[output quiet; returned after {ms} ms. The command may still be running]")
 }
 
-pub fn running(ms: u64, id: &str, cursor: u64) -> String {
+pub fn running(ms: u64, id: &str, cursor: u64, program: Option<&str>) -> String {
+    let what = program.map_or_else(String::new, |p| format!(": {p}"));
     format!(
-        "[still running after {ms} ms; the shell keeps running it. Read more with \
+        "[still running after {ms} ms{what}; the shell keeps running it. Read more with \
          shell_read({{\"id\": \"{id}\", \"since\": {cursor}}}), wait for it with shell_send({{\"id\": \"{id}\", \
          \"input\": \"\"}}), or stop it with shell_send({{\"id\": \"{id}\", \"input\": \"\\u0003\"}})]"
+    )
+}
+
+/// Nothing was typed at the shell's prompt: `by` could have read it (docs/BEHAVIOUR.md §4).
+pub fn held(by: &str, id: &str) -> String {
+    format!(
+        "[nothing was typed: the shell is at its prompt, but {by}: what you type could go to it \
+         instead. Stop it if it should not get your input (kill it, or \
+         shell_close({{\"id\": \"{id}\"}}), which stops everything the shell started); the next \
+         shell_send types, and goes to whichever reads first]"
     )
 }
 
@@ -263,6 +340,16 @@ pub fn ended_before(codes: &[i32]) -> String {
         format!("[before this send, the earlier command ended: {list}]")
     } else {
         format!("[before this send, the earlier commands ended: {list}]")
+    }
+}
+
+/// What a shell is doing, in `shell_list`.
+pub fn activity(activity: &agentty_core::pty::Activity) -> String {
+    use agentty_core::pty::Activity;
+    match activity {
+        Activity::AtPrompt => "at its prompt".to_owned(),
+        Activity::Running(program) => format!("running {program}"),
+        Activity::Busy => "not at its prompt".to_owned(),
     }
 }
 

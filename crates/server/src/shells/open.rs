@@ -90,10 +90,13 @@ impl Agentty {
                 stdin: StdinMode::Null,
                 marker,
                 confine,
+                caller: Agentty::caller_of(&ctx),
+                pass_fd: None,
             },
             cols,
             rows,
             output,
+            startup_dir: self.settings().shell_startup_dir(),
         };
         let label = shell_path.display().to_string();
         if self.cancelled_already(&ctx) {
@@ -114,7 +117,12 @@ impl Agentty {
         let marked = shell.flavor != Flavor::Unknown;
         let sandbox = self.confinement().line(escalated);
         let workdir = workdir.display().to_string();
-        let mut text = say::opened(&job.id, &label, &workdir, cols, rows, marked);
+        let ends = match shell.flavor {
+            Flavor::Bash | Flavor::Zsh => say::Ends::FromTheShell,
+            Flavor::Posix => say::Ends::FromItsPrompt,
+            Flavor::Unknown => say::Ends::Unmarked,
+        };
+        let mut text = say::opened(&job.id, &label, &workdir, cols, rows, ends);
         if let Some(rule) = self.handle_rule() {
             text.push_str(&format!("\n{rule}"));
         }

@@ -38,10 +38,9 @@ pub struct ShellSendParams {
     /// Keystrokes; a command ends with \n.
     pub input: Option<String>,
     /// Instead of `input`, when a program waits for a password with echo off: what it asks
-    /// for (e.g. "sudo password"). The user types it in agentty's web view; it is entered
-    /// with echo off and never shown to you.
+    /// for (e.g. "sudo password"). The user types it in agentty's web view; you never see it.
     pub secret: Option<String>,
-    /// Longest wait in milliseconds (default 30000). The command keeps running.
+    /// Longest wait in milliseconds (default 30000).
     #[schemars(range(min = 1, max = agentty_core::limits::TIMEOUT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// Return as soon as the output since this send matches this regex.
@@ -106,7 +105,8 @@ pub struct ShellOpenResult {
 #[serde(rename_all = "snake_case")]
 pub enum SendState {
     Done,
-    /// A new prompt, and no command ran: nothing to report an exit code for.
+    // A new prompt, and no command ran: nothing to report an exit code for (a plain comment: a
+    // doc comment would split the schema's enum in two).
     AtPrompt,
     AwaitingInput,
     Matched,
@@ -142,6 +142,9 @@ pub struct ShellSendResult {
     pub earlier_exit_codes: Vec<i32>,
     /// Bytes of the input the terminal had not taken by the timeout: they were not typed.
     pub untyped_bytes: u64,
+    /// Status running: what runs in the shell (its program, command line and pid); or, when
+    /// nothing was typed, what else could read the terminal.
+    pub running: Option<String>,
 }
 
 /// The screen part of `shell_read`.
@@ -189,7 +192,10 @@ pub struct ShellEntry {
     pub cols: Option<u16>,
     #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]
     pub rows: Option<u16>,
+    /// Time since the model last used it (it is closed after a while unused).
     pub idle_ms: Option<u64>,
+    /// What it is doing (open shells): at its prompt, or running a program (named).
+    pub activity: Option<String>,
     pub age_ms: u64,
     pub output_bytes: u64,
 }

@@ -128,6 +128,7 @@ impl Agentty {
                 sandbox_denied: None,
                 earlier_exit_codes: Vec::new(),
                 untyped_bytes: 0,
+                running: None,
             },
         )
     }

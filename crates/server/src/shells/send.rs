@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentty_core::jobs::Job;
+use agentty_core::pty::line_editor::editing_key;
+use agentty_core::pty::probe::KeyReader;
 use agentty_core::pty::{
     PtyError, Regex, SEND_TIMEOUT_DEFAULT_MS, SendOutcome, SendRequest, SendStatus, Shell,
 };
@@ -125,12 +127,25 @@ impl Agentty {
     }
 
     /// A typed line is a command line: the guard applies as in `terminal`, judged in the
-    /// directory the shell is in now, whole even when typed over several sends.
+    /// directory the shell is in now, whole even when typed over several sends, and as the
+    /// shell's line editor leaves it.
     #[expect(
         clippy::result_large_err,
         reason = "the error is the tool's answer itself, made once on a failed call"
     )]
     fn judge_typed(&self, send: &Send) -> Result<(), CallToolResult> {
+        // A key the shell's line editor edits with (Ctrl+A, an arrow, Tab) would make it run
+        // another line than the one judged here: refused while the editor may read it. A
+        // program that reads the keyboard itself (vim, less, a REPL) gets every key; a busy
+        // job gets its signal keys (Ctrl+Z).
+        let editing = match send.shell.key_reader() {
+            KeyReader::LineEditor => editing_key(&send.input, false),
+            KeyReader::Busy => editing_key(&send.input, true),
+            KeyReader::Program => None,
+        };
+        if let Some(key) = editing {
+            return Err(tool_error(say::editing_key(&key)));
+        }
         let pending = send.shell.pending_line();
         let Some(line) = crate::tools::entry::completed_lines(&pending, &send.input) else {
             return Ok(());
@@ -208,7 +223,8 @@ impl Agentty {
             }
             SendStatus::AwaitingInput { prompt, by_shell } => {
                 let prompt = say::short_prompt(prompt);
-                let line = say::awaiting_input(&prompt, *by_shell);
+                let asks = asks(&send.shell, &prompt, *by_shell);
+                let line = say::awaiting_input(&prompt, *by_shell, asks, id);
                 (SendState::AwaitingInput, None, Some(prompt), line)
             }
             SendStatus::Matched => (SendState::Matched, None, None, say::matched(elapsed)),
@@ -217,8 +233,9 @@ impl Agentty {
                 SendState::Running,
                 None,
                 None,
-                say::running(elapsed, id, outcome.cursor_next),
+                say::running(elapsed, id, outcome.cursor_next, outcome.running.as_deref()),
             ),
+            SendStatus::Held { by } => (SendState::Running, None, None, say::held(by, id)),
             SendStatus::ShellEnded => {
                 let wait =
                     Duration::from_millis(agentty_core::pty::CLOSE_GRACE_MS + SHELL_EXIT_WAIT_MS);
@@ -288,7 +305,7 @@ impl Agentty {
             text.push('\n');
         }
         text.push_str(&said.line);
-        if outcome.untyped > 0 {
+        if outcome.untyped > 0 && !matches!(outcome.status, SendStatus::Held { .. }) {
             text.push('\n');
             text.push_str(&say::untyped(outcome.untyped, &job.id));
         }
@@ -321,8 +338,27 @@ impl Agentty {
                     .map(ToOwned::to_owned),
                 earlier_exit_codes: outcome.ended_before,
                 untyped_bytes: outcome.untyped as u64,
+                running: match &outcome.status {
+                    SendStatus::Held { by } => Some(by.clone()),
+                    _ => outcome.running,
+                },
             },
         )
+    }
+}
+
+/// What the program at a prompt asks for, as the reply words it: a password when it reads a
+/// line with echo off, or when its prompt reads like one; never for the shell's own read (a
+/// `secret` would be refused there: the value would land in a variable the agent reads).
+fn asks(shell: &Shell, prompt: &str, by_shell: bool) -> say::Asks {
+    if by_shell || shell.reads_itself() {
+        say::Asks::Input
+    } else if shell.asks_password() {
+        say::Asks::Password
+    } else if agentty_core::pty::reads_like_password(prompt) {
+        say::Asks::PasswordEchoed
+    } else {
+        say::Asks::Input
     }
 }
 

@@ -113,6 +113,8 @@ impl Agentty {
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker,
                 confine,
+                caller: Agentty::caller_of(&ctx),
+                pass_fd: None,
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
@@ -185,7 +187,9 @@ impl Agentty {
                 if full_screen {
                     notice::PTY_FULL_SCREEN.to_owned()
                 } else {
-                    notice::pty_awaiting_input(prompt)
+                    let password =
+                        outcome.awaiting_password || agentty_core::pty::reads_like_password(prompt);
+                    notice::pty_awaiting_input(prompt, password)
                 }
             })
             .into_iter()

@@ -163,6 +163,8 @@ pub fn prepare(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let place = agentty_guard::Place::at(&workdir).with_env(call_env);
+    // A script on a shell's stdin runs with the same environment: judged at the same place.
+    let stdin_place = place.clone();
     let argv_given = params.argv.clone();
     let Runs {
         program,
@@ -205,7 +207,8 @@ pub fn prepare(
     crate::tools::entry::check_stdin(
         params.stdin.as_deref(),
         || line.reads_stdin_as_script(),
-        &workdir,
+        pty,
+        &stdin_place,
         guard,
     )?;
     Ok(Prepared {

@@ -250,12 +250,22 @@ snapshot use its batch mode (`top -b -n 1`); to use it interactively, shell_open
 (shell_read with `screen: true` shows its screen)";
 
 /// `terminal` with `pty: true` when the command waited for input.
-pub fn pty_awaiting_input(prompt: &str) -> String {
+/// `password`: it read with echo off, or its prompt reads like a password's.
+pub fn pty_awaiting_input(prompt: &str, password: bool) -> String {
     let at = if prompt.is_empty() {
         "(it showed no prompt)".to_owned()
     } else {
         format!("at {prompt:?}")
     };
+    if password {
+        return format!(
+            "[note] the command stopped to wait for a password {at}, which a one-shot call \
+             cannot answer, so it was stopped. Run it in a shell (shell_open, then shell_send \
+             the command) and, at its prompt, have the user type the password with \
+             shell_send({{\"id\": \"<the shell's id>\", \"secret\": \"<what it is>\"}}); \
+             never pass a password in `stdin` or `input`"
+        );
+    }
     format!(
         "[note] the command stopped to wait for keyboard input {at}, which a one-shot \
          call cannot answer, so it was stopped. Pass the answer with `stdin`, use a \

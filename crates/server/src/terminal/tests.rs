@@ -15,7 +15,7 @@ fn bare_cd_is_detected_only_alone() {
 fn a_variable_unset_in_the_commands_environment_is_judged_empty() {
     let dir = std::env::temp_dir();
     let workspace = Workspace::new(dir.canonicalize().unwrap(), Vec::new()).unwrap();
-    let judge = |command: &str, env: &[(&str, &str)]| {
+    let judge_fed = |command: &str, stdin: Option<&str>, env: &[(&str, &str)]| {
         let params = TerminalParams {
             command: Some(command.to_owned()),
             argv: None,
@@ -25,7 +25,7 @@ fn a_variable_unset_in_the_commands_environment_is_judged_empty() {
                     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                     .collect(),
             ),
-            stdin: None,
+            stdin: stdin.map(ToOwned::to_owned),
             timeout_ms: None,
             sandbox_permissions: None,
             justification: None,
@@ -42,8 +42,16 @@ fn a_variable_unset_in_the_commands_environment_is_judged_empty() {
             1000,
         )
     };
+    let judge = |command: &str, env: &[(&str, &str)]| judge_fed(command, None, env);
     let line = "rm -rf \"$AGENTTY_STEAMROOT_UNSET/\"*";
     let refused = judge(line, &[]).unwrap_err();
     assert!(refused.contains("rm-root"), "{refused}");
     assert!(judge(line, &[("AGENTTY_STEAMROOT_UNSET", "/tmp/x")]).is_ok());
+    // The same line as a script on a shell's stdin runs with the same environment.
+    let refused = judge_fed("bash", Some(line), &[]).unwrap_err();
+    assert!(
+        refused.contains("stdin") && refused.contains("rm-root"),
+        "{refused}"
+    );
+    assert!(judge_fed("bash", Some(line), &[("AGENTTY_STEAMROOT_UNSET", "/tmp/x")]).is_ok());
 }

@@ -38,8 +38,12 @@ pub(crate) fn check_env(
     guard: &GuardConfig,
     for_shell: bool,
 ) -> Result<Vec<(OsString, OsString)>, String> {
+    let env = env.unwrap_or_default();
+    // The code runs with the server's environment plus these: judged so, as the line is.
+    let place =
+        Place::at(workdir).with_env(env.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
     let mut out = Vec::new();
-    for (key, value) in env.unwrap_or_default() {
+    for (key, value) in env {
         if key.is_empty() || key.contains('=') || key.contains('\0') {
             return Err(notice::bad_env_name(&key));
         }
@@ -50,7 +54,7 @@ pub(crate) fn check_env(
             return Err(notice::shell_owned_env(&key));
         }
         if let Some(code) = code_in_env(&key, &value, workdir)? {
-            judge(&code, workdir, guard)
+            judge(&code, &place, guard)
                 .map_err(|m| notice::blocked_in(&format!("env.{key}"), &m))?;
         }
         out.push((OsString::from(key), OsString::from(value)));
@@ -96,32 +100,50 @@ fn read_sourced(key: &str, value: &str, workdir: &Path) -> Result<Option<String>
     Ok(Some(text))
 }
 
-/// Judges `code` as a command line run in `workdir`; the block's message on refusal.
-pub(crate) fn judge(code: &str, workdir: &Path, guard: &GuardConfig) -> Result<(), String> {
-    match agentty_guard::check_at(code, guard, Place::at(workdir)) {
+/// Judges `code` as a command line run at `place`; the block's message on refusal.
+pub(crate) fn judge(code: &str, place: &Place, guard: &GuardConfig) -> Result<(), String> {
+    match agentty_guard::check_at(code, guard, place.clone()) {
         Verdict::Block(block) => Err(block.message()),
         Verdict::Allow { .. } => Ok(()),
     }
 }
 
-/// Text fed on stdin is a script when the command makes a shell read one from stdin.
+/// Text fed on stdin is a script when the command makes a shell read one from stdin; it is
+/// judged at `place`, the line's (with its environment). `typed`:
+/// it is typed on a terminal (`pty`), where the shell's line editor reads it: a key it edits
+/// the line with is refused, Backspace and Ctrl+U are applied, as for `shell_send`.
 pub(crate) fn check_stdin(
     stdin: Option<&str>,
     reads_script: impl FnOnce() -> bool,
-    workdir: &Path,
+    typed: bool,
+    place: &Place,
     guard: &GuardConfig,
 ) -> Result<(), String> {
+    use agentty_core::pty::line_editor::{edit, editing_key};
     match stdin {
         Some(text) if reads_script() => {
-            judge(text, workdir, guard).map_err(|m| notice::blocked_in("stdin", &m))
+            let script = if typed {
+                if let Some(key) = editing_key(text, false) {
+                    return Err(notice::editing_key_in_stdin(&key));
+                }
+                // What is left without an Enter is read at the end of input too.
+                let edited = edit("", text);
+                let mut lines = edited.completed;
+                lines.push(edited.pending);
+                lines.join("\n")
+            } else {
+                text.to_owned()
+            };
+            judge(&script, place, guard).map_err(|m| notice::blocked_in("stdin", &m))
         }
         _ => Ok(()),
     }
 }
 
-/// The line a `shell_send` completes: what was typed since the last Enter plus `input`, cut
-/// after its last Enter (`\n` or `\r`); `None` when `input` types no Enter.
+/// The lines a `shell_send` completes, as the shell's line editor leaves them: what was typed
+/// since the last Enter, then `input`, with Backspace, Ctrl+U and Ctrl+C applied, up to its
+/// last Enter (see `agentty_core::pty::line_editor::edit`); `None` when `input` types no Enter.
 pub(crate) fn completed_lines(pending: &str, input: &str) -> Option<String> {
-    let end = input.rfind(['\n', '\r'])?;
-    Some(format!("{pending}{}", &input[..=end]))
+    let edited = agentty_core::pty::line_editor::edit(pending, input);
+    (!edited.completed.is_empty()).then(|| edited.completed.join("\n"))
 }

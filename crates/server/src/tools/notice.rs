@@ -29,6 +29,20 @@ pub fn shell_owned_env(name: &str) -> String {
     )
 }
 
+/// `stdin` typed into a shell's line editor (`pty`) holding a key it edits the line with.
+pub fn editing_key_in_stdin(key: &agentty_core::pty::line_editor::EditingKey) -> String {
+    format!(
+        "refused: `stdin` is typed into a shell on a terminal, and it holds {} (\\u{:04x}), \
+         which the shell's line editor uses to edit the line ({}); the guard judges the lines \
+         as typed, so an edited line could run something other than what it judged. Nothing \
+         was run. Send the lines plainly: their text, Backspace (\\u007f) or Ctrl+U \
+         (\\u0015) to correct them, and \\n to end each.",
+        key.name,
+        u32::from(key.code),
+        key.does
+    )
+}
+
 /// A guard block for code that arrives through `field` (stdin, an env variable).
 pub fn blocked_in(field: &str, message: &str) -> String {
     format!("{field} would be run as shell code: {message}")

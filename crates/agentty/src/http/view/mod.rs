@@ -1,4 +1,4 @@
-//! The web view (docs/BEHAVIOUR.md §9): a page at `/` of the HTTP listener where a person
+//! The web view (docs/BEHAVIOUR.md §12): a page at `/` of the HTTP listener where a person
 //! watches every session's jobs and shells live.
 //!
 //! - **Login:** the page posts a token of the token file (`POST /view/login`), or a one-time
@@ -22,11 +22,11 @@
 //!   falls behind the ring gets a new snapshot. Each stream's channel holds a few events, so a
 //!   slow viewer waits instead of buffering (`stream.rs`).
 
+mod logins;
+mod secret;
 mod stream;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -39,12 +39,11 @@ use agentty_server::view::Viewer;
 use super::body::Body;
 use super::peers::Peers;
 use super::token::Callers;
+use logins::Logins;
 
 const PAGE: &str = include_str!("page.html");
 const SCRIPT: &str = include_str!("view.js");
 const STYLE: &str = include_str!("view.css");
-const SECRET_PAGE: &str = include_str!("secret.html");
-const SECRET_SCRIPT: &str = include_str!("secret.js");
 
 /// The header that carries the view's key.
 const KEY_HEADER: &str = "x-agentty-view";
@@ -52,80 +51,6 @@ const KEY_HEADER: &str = "x-agentty-view";
 /// The page may load only what agentty serves, run no inline script and be framed by nobody.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                    img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-/// Keys handed out at login and live at once; the oldest goes first. A page makes one per load.
-const KEYS_MAX: usize = 64;
-/// A key no request used for this long is forgotten (the page then logs in again).
-const KEY_IDLE: Duration = Duration::from_secs(12 * 3600);
-/// A login code lives this long, for one login.
-const CODE_TTL: Duration = Duration::from_secs(60);
-/// Codes waiting at once, at most.
-const CODES_MAX: usize = 16;
-
-/// Secrets a login hands out, each bound to its viewer: 256-bit keys (page memory only) and
-/// 128-bit one-time codes (`agentty view`).
-#[derive(Default)]
-struct Logins {
-    keys: Mutex<HashMap<String, (Viewer, Instant)>>,
-    codes: Mutex<HashMap<String, (Viewer, Instant)>>,
-}
-
-impl Logins {
-    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        mutex.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A new key for `viewer`.
-    fn key_for(&self, viewer: Viewer) -> String {
-        let key = agentty_core::random::hex(32);
-        let mut keys = Self::lock(&self.keys);
-        let now = Instant::now();
-        keys.retain(|_, (_, used)| now.duration_since(*used) < KEY_IDLE);
-        while keys.len() >= KEYS_MAX {
-            let oldest = keys
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => keys.remove(&k),
-                None => break,
-            };
-        }
-        keys.insert(key.clone(), (viewer, now));
-        key
-    }
-
-    /// Who `key` was handed to, noting its use.
-    fn viewer(&self, key: &str) -> Option<Viewer> {
-        let mut keys = Self::lock(&self.keys);
-        let (viewer, used) = keys.get_mut(key)?;
-        if used.elapsed() >= KEY_IDLE {
-            keys.remove(key);
-            return None;
-        }
-        *used = Instant::now();
-        Some(viewer.clone())
-    }
-
-    /// A new one-time code for `viewer`, or `None` when too many wait.
-    fn code_for(&self, viewer: Viewer) -> Option<String> {
-        let mut codes = Self::lock(&self.codes);
-        let now = Instant::now();
-        codes.retain(|_, (_, made)| now.duration_since(*made) < CODE_TTL);
-        if codes.len() >= CODES_MAX {
-            return None;
-        }
-        let code = agentty_core::random::hex(16);
-        codes.insert(code.clone(), (viewer, now));
-        Some(code)
-    }
-
-    /// The viewer of `code`, which is used up.
-    fn take_code(&self, code: &str) -> Option<Viewer> {
-        let (viewer, made) = Self::lock(&self.codes).remove(code)?;
-        (made.elapsed() < CODE_TTL).then_some(viewer)
-    }
-}
 
 /// The view's half of the listener.
 pub struct View {
@@ -291,111 +216,6 @@ impl View {
         }
     }
 
-    /// The secret page and its calls; `None` for any other path.
-    fn secret_route(
-        &self,
-        request: &Request<hyper::body::Incoming>,
-        path: &str,
-    ) -> Option<Response<Body>> {
-        match (request.method(), path) {
-            (&Method::GET, "/secret.js") => {
-                Some(asset(SECRET_SCRIPT, "text/javascript; charset=utf-8"))
-            }
-            (&Method::GET, "/secret.css") => Some(asset(STYLE, "text/css; charset=utf-8")),
-            (&Method::GET, "/view/secret") => {
-                let asked = query(request, "id").and_then(|id| self.agentty.secret_asked(&id));
-                Some(match asked {
-                    Some(asked) if !self.may_answer(request, &asked) => unauthorized(),
-                    Some(asked) => {
-                        let body = serde_json::json!({"shell": asked.shell_id, "what": asked.what, "asker": asked.asker});
-                        let mut response = text(StatusCode::OK, &body.to_string());
-                        response.headers_mut().insert(
-                            header::CONTENT_TYPE,
-                            HeaderValue::from_static("application/json"),
-                        );
-                        response
-                    }
-                    None => text(StatusCode::NOT_FOUND, "no such request\n"),
-                })
-            }
-            // The page holds nothing: what it shows and what it sends go through the calls
-            // above, which ask for the view's key where the request needs it.
-            (&Method::GET, p) if p.starts_with("/secret/") => {
-                let id = &p["/secret/".len()..];
-                Some(match self.agentty.secret_asked(id) {
-                    Some(_) => asset(SECRET_PAGE, "text/html; charset=utf-8"),
-                    None => text(
-                        StatusCode::NOT_FOUND,
-                        "agentty: this request was answered already, or it expired\n",
-                    ),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// `POST /view/secret {"id": …, "secret": …}`: types it, once. The body is never logged.
-    async fn enter_secret(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
-        /// The page's post, read straight into its two strings (no copy of the secret kept).
-        #[derive(serde::Deserialize)]
-        struct Entry {
-            id: String,
-            secret: String,
-        }
-        let viewer = self.viewer(&request);
-        let Ok(body) = Limited::new(request.into_body(), 8192).collect().await else {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
-        };
-        let mut bytes = Vec::from(body.to_bytes());
-        let parsed = serde_json::from_slice::<Entry>(&bytes);
-        bytes.fill(0);
-        let Ok(Entry { id, mut secret }) = parsed else {
-            return text(
-                StatusCode::BAD_REQUEST,
-                "agentty: id and secret are needed\n",
-            );
-        };
-        // Another agent's request (this one serves the page for them all): passed on to it,
-        // and wiped here.
-        if self.agentty.secret_asked(&id).is_none()
-            && let Some(peers) = self.peers.get()
-            && let Some(socket) = peers.owner(None, Some(&id)).await
-        {
-            let mut again = serde_json::json!({ "id": id, "secret": secret }).to_string();
-            agentty_server::secrets::wipe(&mut secret);
-            let body = bytes::Bytes::from(std::mem::take(&mut again));
-            let json = HeaderValue::from_static("application/json");
-            return peers
-                .pass(
-                    &socket,
-                    &Method::POST,
-                    "/view/secret",
-                    Some(&json),
-                    body,
-                    viewer.is_some(),
-                )
-                .await;
-        }
-        let refused = self.agentty.secret_asked(&id).is_some_and(|asked| {
-            asked.needs_login
-                && !viewer
-                    .as_ref()
-                    .is_some_and(|v| v.sees(asked.caller.as_ref()))
-        });
-        if refused {
-            agentty_server::secrets::wipe(&mut secret);
-            return unauthorized();
-        }
-        match self.agentty.enter_secret(&id, secret).await {
-            Ok(()) => text(StatusCode::OK, "entered\n"),
-            Err(agentty_server::secrets::EnterRefused::Unknown) => text(
-                StatusCode::NOT_FOUND,
-                "agentty: this request was answered already, or it expired\n",
-            ),
-            Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
-        }
-    }
-
     /// The `Host` header, when it names an accepted host (any port).
     fn accepted_host(&self, request: &Request<hyper::body::Incoming>) -> Option<String> {
         let host = request.headers().get(header::HOST)?.to_str().ok()?;
@@ -407,93 +227,6 @@ impl View {
             .iter()
             .any(|h| h.eq_ignore_ascii_case(name))
             .then(|| host.to_owned())
-    }
-
-    /// `POST /view/login {"token": …}` or `{"code": …}` (JSON only: a form of another site
-    /// cannot send it without the browser asking first): a new key, bound to the token's caller.
-    async fn log_in(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Login {
-            token: Option<String>,
-            code: Option<String>,
-        }
-        let json = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
-        if !json {
-            return text(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "agentty: post the token as JSON\n",
-            );
-        }
-        let Ok(body) = Limited::new(request.into_body(), 4096).collect().await else {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
-        };
-        let viewer = match serde_json::from_slice::<Login>(&body.to_bytes()) {
-            Ok(Login {
-                token: Some(token),
-                code: None,
-            }) => self.callers.viewer(token.as_bytes()),
-            Ok(Login {
-                token: None,
-                code: Some(code),
-            }) => self.logins.take_code(&code),
-            _ => {
-                return text(
-                    StatusCode::BAD_REQUEST,
-                    "agentty: a token or a code is needed\n",
-                );
-            }
-        };
-        let Some(viewer) = viewer else {
-            return text(
-                StatusCode::UNAUTHORIZED,
-                "agentty: not a token of this server, or a code used or expired\n",
-            );
-        };
-        let key = self.logins.key_for(viewer);
-        let mut response = text(
-            StatusCode::OK,
-            &serde_json::json!({ "key": key }).to_string(),
-        );
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
-    }
-
-    /// `POST /view/code` with `Authorization: Bearer <token>`: a one-time login code (128
-    /// bits, a minute) for the token's caller, which `agentty view` puts in the page's address.
-    fn code(&self, request: &Request<hyper::body::Incoming>) -> Response<Body> {
-        let viewer = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .and_then(|token| self.callers.viewer(token));
-        let Some(viewer) = viewer else {
-            return text(
-                StatusCode::UNAUTHORIZED,
-                "agentty: not a token of this server\n",
-            );
-        };
-        let Some(code) = self.logins.code_for(viewer) else {
-            return text(
-                StatusCode::TOO_MANY_REQUESTS,
-                "agentty: too many login codes wait; use one, or wait a minute\n",
-            );
-        };
-        let mut response = text(
-            StatusCode::OK,
-            &serde_json::json!({ "code": code, "expires_ms": CODE_TTL.as_millis() }).to_string(),
-        );
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
     }
 
     /// Whether the request carries a live key (the gate counts such a connection as proven).
@@ -520,39 +253,6 @@ impl View {
         let peers = self.peers.get()?;
         let socket = peers.owner(Some(key), None).await?;
         Some((peers.clone(), socket))
-    }
-
-    /// The other agent whose secret request the request is about (its id not one of this
-    /// agent's), when this one serves the page for others.
-    async fn peer_of_secret(
-        &self,
-        request: &Request<hyper::body::Incoming>,
-        path: &str,
-    ) -> Option<std::path::PathBuf> {
-        let peers = self.peers.get()?;
-        let id = match (request.method(), path) {
-            (&Method::GET, "/view/secret") => query(request, "id")?,
-            (&Method::GET, p) if p.starts_with("/secret/") => p["/secret/".len()..].to_owned(),
-            _ => return None,
-        };
-        if self.agentty.secret_asked(&id).is_some() {
-            return None;
-        }
-        peers.owner(None, Some(&id)).await
-    }
-
-    /// Whether the request may see and answer the secret request `asked`: one whose id the
-    /// user got from the host needs nothing more; one the model knows of needs the key of a
-    /// viewer of its session's caller.
-    fn may_answer(
-        &self,
-        request: &Request<hyper::body::Incoming>,
-        asked: &agentty_server::secrets::Asked,
-    ) -> bool {
-        !asked.needs_login
-            || self
-                .viewer(request)
-                .is_some_and(|v| v.sees(asked.caller.as_ref()))
     }
 
     /// `POST /view/stop {"session": …, "id": …}`, with `--view-control` only.

@@ -7,6 +7,12 @@
 //! (done, with the exit code), a `wait_for` match, the foreground job blocked on the keyboard
 //! (awaiting input), output quiet for an idle time when the shell has no markers, or the
 //! timeout (the command keeps running). One send at a time: a second waits for the first.
+//!
+//! What no program in the shell can fake (docs/BEHAVIOUR.md §4): in bash and zsh an end marker
+//! counts only with the shell's own report of it on its channel (`stream.rs`, `channel.rs`),
+//! and a command is done only once the terminal is back with the shell; text is typed at the
+//! prompt only while nothing but the shell could read it (`reader.rs`), else nothing is typed
+//! and the reply says who could.
 
 use std::collections::VecDeque;
 use std::num::NonZeroU16;
@@ -22,12 +28,14 @@ use crate::engine::{self, Sink, Source, Stream};
 use crate::jobs::{Job, JobState, OutputRing};
 use crate::limits::KILL_WAIT_MS;
 use crate::pty::capture::SendCapture;
+use crate::pty::channel::{self, Channel, SHELL_CHANNEL_FD};
 use crate::pty::integration::{Flavor, Scanner};
+use crate::pty::startup::StartupFile;
 use crate::pty::sys::{self, Master};
 use crate::pty::{
     CLOSE_GRACE_MS, OPEN_PROMPT_WAIT_MS, PROBE_INTERVAL_MS, PtyError, SEND_IDLE_MS, spawn_on_pty,
 };
-use crate::spawn::SpawnSpec;
+use crate::spawn::{PassedFd, SpawnSpec};
 use crate::tree;
 
 mod reader;
@@ -47,6 +55,17 @@ pub enum Hangup {
     Idle,
 }
 
+/// What a shell is doing, as `shell_list` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activity {
+    /// At the prompt it reported last, with the terminal.
+    AtPrompt,
+    /// Running a program: its process, command line and pid.
+    Running(String),
+    /// Neither: reading the rest of a line, or between a command and its prompt.
+    Busy,
+}
+
 /// How one send ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendStatus {
@@ -63,6 +82,9 @@ pub enum SendStatus {
     Quiet,
     /// Still running at the timeout; the shell keeps running it.
     Running,
+    /// Nothing was typed: the shell is at its prompt, but another process could read what is
+    /// typed there (`by` names it and how): typing would hand it the input meant for the shell.
+    Held { by: String },
     /// The shell itself ended during the send.
     ShellEnded,
 }
@@ -87,6 +109,8 @@ pub struct SendOutcome {
     /// Bytes at the end of the input the terminal had not taken by the timeout (the program
     /// does not read its input): they were not typed.
     pub untyped: usize,
+    /// What runs in the shell (its process and command line), when the send ended `Running`.
+    pub running: Option<String>,
 }
 
 pub struct SendRequest<'a> {
@@ -113,7 +137,15 @@ pub struct OpenSpec {
     pub cols: u16,
     pub rows: u16,
     pub output: Arc<OutputRing>,
+    /// Where bash's and zsh's start-up file is written (each in a fresh private directory,
+    /// removed after the first prompt): a private directory confined commands cannot write,
+    /// the server's state dir.
+    pub startup_dir: std::path::PathBuf,
 }
+
+/// Reports of ended commands kept until their end marker arrives; more are not waiting for
+/// one (a shell prints the marker right after the report).
+const REPORTS_MAX: usize = 64;
 
 struct Live {
     scanner: Scanner,
@@ -132,6 +164,12 @@ struct Live {
     ended_unseen: Vec<i32>,
     /// The last marker was a primary prompt: the shell sits at its prompt, running nothing.
     at_prompt: bool,
+    /// The shell's own reports of ended commands (bash, zsh: number and exit code, from its
+    /// channel), oldest first, until their end marker arrives.
+    reports: VecDeque<(u64, i32)>,
+    /// A send at this prompt was not typed, and said who else could read the terminal: the
+    /// next one, made knowing it, types.
+    held_told: bool,
     eof: bool,
 }
 
@@ -147,6 +185,10 @@ pub struct Shell {
     pub marker: String,
     pub flavor: Flavor,
     pub tty_path: String,
+    /// The terminal's file (device and inode), to know it among other processes' fds.
+    tty_id: Option<(u64, u64)>,
+    /// The server's end of the shell's channel (bash, zsh; see `channel.rs`).
+    channel: Option<Channel>,
     master: Mutex<Option<Arc<Master>>>,
     live: Mutex<Live>,
     output: Arc<OutputRing>,
@@ -181,9 +223,25 @@ impl Shell {
             cols,
             rows,
             output,
+            startup_dir,
         } = spec;
         let flavor = Flavor::of(std::path::Path::new(&spawn.program));
-        let nonce = format!("{:x}{:x}", std::process::id(), rand_u64());
+        let nonce = crate::random::hex(16);
+        // bash and zsh: the hooks in a start-up file, the channel they report on at a fixed fd.
+        // The file is removed when this function returns: by then the shell has read it (its
+        // first prompt comes from it), or is gone.
+        let (channel, startup) = match flavor.startup(&nonce) {
+            Some((name, text)) => {
+                let (channel, shell_end) = channel::pair()?;
+                spawn.pass_fd = Some(PassedFd {
+                    fd: Arc::new(shell_end),
+                    at: SHELL_CHANNEL_FD,
+                });
+                let file = StartupFile::write(&startup_dir, name, &text)?;
+                (Some(channel), Some(file))
+            }
+            None => (None, None),
+        };
         spawn.args = flavor.args().into_iter().map(Into::into).collect();
         let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
             ("TERM".into(), "xterm-256color".into()),
@@ -192,7 +250,7 @@ impl Shell {
         ];
         env.extend(
             flavor
-                .env(&nonce)
+                .env(&nonce, startup.as_ref().map(StartupFile::path))
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into())),
         );
@@ -201,6 +259,10 @@ impl Shell {
         let marker = spawn.marker.clone();
         let (master, tty_path, started) = spawn_on_pty(spawn, cols, rows).await?;
         let master = Arc::new(master);
+        let tty_id = std::fs::metadata(&tty_path).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        });
         let (changed, _) = watch::channel(0u64);
         let (stop_reader, stop_rx) = watch::channel(false);
         let (ended, _) = watch::channel(false);
@@ -209,6 +271,8 @@ impl Shell {
             marker,
             flavor,
             tty_path,
+            tty_id,
+            channel,
             master: Mutex::new(Some(master.clone())),
             live: Mutex::new(Live {
                 scanner: Scanner::new(&nonce),
@@ -221,6 +285,8 @@ impl Shell {
                 owed_prompts: 0,
                 ended_unseen: Vec::new(),
                 at_prompt: false,
+                reports: VecDeque::new(),
+                held_told: false,
                 eof: false,
             }),
             output,
@@ -236,9 +302,10 @@ impl Shell {
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
-        crate::drivers::spawn(read_loop(Arc::downgrade(&shell), master, stop_rx));
-        crate::drivers::spawn(watch_exit(Arc::downgrade(&shell), started.exit));
+        crate::drivers::spawn(stream::read_loop(Arc::downgrade(&shell), master, stop_rx));
+        crate::drivers::spawn(stream::watch_exit(Arc::downgrade(&shell), started.exit));
         shell.wait_first_prompt().await?;
+        drop(startup);
         Ok(shell)
     }
 
@@ -417,63 +484,4 @@ impl Drop for Shell {
             tree::stop_unowned(self.pid, &self.marker, grace);
         }
     }
-}
-
-/// The shell as a sink of its terminal's output: its ring, screen and send in progress, then a
-/// wake-up for whoever waits on it. Takes no more once the shell is gone.
-struct ShellSink(Weak<Shell>);
-
-impl Sink for ShellSink {
-    fn ingest(&mut self, _: Stream, bytes: &[u8]) -> bool {
-        let Some(shell) = self.0.upgrade() else {
-            return false;
-        };
-        shell.ingest(bytes);
-        shell.changed.send_modify(|g| *g += 1);
-        true
-    }
-}
-
-async fn read_loop(shell: Weak<Shell>, master: Arc<Master>, mut stop: watch::Receiver<bool>) {
-    let mut source = Source::terminal(master, crate::limits::READ_CHUNK_BYTES);
-    let mut sink = ShellSink(shell.clone());
-    let stopped = async {
-        let _ = stop.wait_for(|s| *s).await;
-    };
-    engine::pump(&mut source, &mut sink, stopped).await;
-    if let Some(shell) = shell.upgrade() {
-        lock(&shell.live).eof = true;
-        shell.changed.send_modify(|g| *g += 1);
-    }
-}
-
-async fn watch_exit(shell: Weak<Shell>, mut exit: crate::reaper::ExitWatch) {
-    let status = exit.wait().await.ok();
-    let Some(shell) = shell.upgrade() else {
-        return;
-    };
-    let by_us = lock(&shell.end).hangup.is_some();
-    if !by_us {
-        // The shell ended by itself (`exit`): nothing it started may outlive it.
-        shell.hang_up();
-        tree::terminate(
-            shell.pid,
-            &shell.marker,
-            Duration::from_millis(CLOSE_GRACE_MS),
-        )
-        .await;
-    }
-    shell.record_end(status);
-}
-
-/// A nonce that a program printing our marker prefix by chance will not guess.
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
 }

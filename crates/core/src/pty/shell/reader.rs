@@ -1,6 +1,7 @@
 //! Who reads a shell's terminal: its foreground process group as the person is shown it before
 //! a secret is typed ([`Shell::foreground`]), and whether any other process could read a line
-//! typed now before that group does.
+//! typed now before that group does; whether anything but the shell could take what is typed at
+//! its prompt ([`Shell::lurker`]); what runs in the shell, for the model.
 //!
 //! Kept apart from the typing itself (`secret.rs`): this is all reading `/proc`, and what is
 //! shown must name the reader truly even when a command line is crafted to mislead (`exec -a
@@ -150,6 +151,77 @@ pub(super) fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Every process agentty started, and their descendants: the children its spawns registered,
+/// the orphans it adopted as subreaper (children of its main thread, where the kernel puts
+/// them), and what the namespaces' inits adopted (the orphans of confined commands; the
+/// init itself is agentty's own and runs nothing else). Found from these roots rather than
+/// through every thread of the server, whose children lists cost a read each on every send;
+/// `shell`, single-threaded, has its one list read directly.
+fn agentty_processes(shell: i32) -> Vec<i32> {
+    use crate::pty::probe::{descendants, descendants_of_single_threaded, read_small};
+    let main = std::process::id();
+    let mut roots = crate::reaper::spawned();
+    let orphans = read_small(std::path::Path::new(&format!(
+        "/proc/{main}/task/{main}/children"
+    )));
+    roots.extend(
+        orphans
+            .iter()
+            .flat_map(|text| text.split_ascii_whitespace())
+            .filter_map(|s| s.parse::<i32>().ok()),
+    );
+    // The namespaces' inits (the session's, and over HTTP each caller's, inside it) are
+    // agentty's own and run nothing else: what they adopted is looked at below them.
+    let (inits, _) = crate::namespace::init_pids();
+    roots.retain(|pid| !inits.contains(pid));
+    roots.sort_unstable();
+    roots.dedup();
+    let mut all = roots.clone();
+    for root in roots {
+        all.extend(if root == shell {
+            descendants_of_single_threaded(root)
+        } else {
+            descendants(root)
+        });
+    }
+    for init in inits {
+        all.extend(descendants_of_single_threaded(init));
+    }
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Whether a thread of `pid` has the terminal `tty` among its fds.
+fn holds_terminal_fd(pid: i32, tty: (u64, u64)) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks
+            .filter_map(Result::ok)
+            .any(|task| holds(&task.path().join("fd"), tty))
+    })
+}
+
+/// `pid` as the model is told of it: what it runs, and its pid as the shell sees it (a
+/// confined shell runs in a PID namespace of its own: the innermost of `NSpid`), the one a
+/// `kill` typed there takes.
+fn named(pid: i32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let seen = status
+        .lines()
+        .find_map(|line| line.strip_prefix("NSpid:"))
+        .and_then(|pids| pids.split_whitespace().last()?.parse::<i32>().ok())
+        .unwrap_or(pid);
+    let pids = if seen == pid {
+        format!("pid {pid}")
+    } else {
+        format!("pid {seen} in the shell, {pid} on the host")
+    };
+    match process_line(pid) {
+        Some(line) => format!("{line} ({pids})"),
+        None => pids,
+    }
+}
+
 /// Whether an fd in the fd directory `fds` is the terminal `tty`. Only fds whose link names a
 /// terminal are looked at (a `stat` through any other could hang on a stalled network mount).
 fn holds(fds: &std::path::Path, tty: (u64, u64)) -> bool {
@@ -208,13 +280,81 @@ impl Shell {
         })
     }
 
+    /// Who takes keys typed now (see [`crate::pty::probe::KeyReader`]).
+    pub fn key_reader(&self) -> crate::pty::probe::KeyReader {
+        let Some(master) = self.master() else {
+            return crate::pty::probe::KeyReader::LineEditor;
+        };
+        let fg = sys::foreground_group(master.raw());
+        crate::pty::probe::key_reader(self.pid, fg, &self.tty_path)
+    }
+
     /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
     /// such as `read`) or what runs in its group (a command substitution), not a program it
     /// started as a job.
     pub fn reads_itself(&self) -> bool {
+        self.holds_terminal()
+    }
+
+    /// Whether the terminal's foreground group is the shell's own (`tcgetpgrp` on the master).
+    pub(super) fn holds_terminal(&self) -> bool {
         self.master()
             .and_then(|m| sys::foreground_group(m.raw()))
             .is_some_and(|group| group == self.pid)
+    }
+
+    /// Another process than the shell that could take what is typed at the shell's prompt now,
+    /// said in words; `None` when only the shell can. Looked for: the terminal's foreground
+    /// group other than the shell's (a program took the terminal); among the processes agentty
+    /// started (its descendants, the orphans it adopted as subreaper included), one in the
+    /// shell's session that is in the shell's own process group (it joined: it reads
+    /// unhindered) or waits on the terminal (a read or a poll, whichever group it is in: it
+    /// began the read in the foreground group, or will join it once input comes), and one
+    /// outside the session that holds the terminal open (job control does not stop its reads).
+    /// Not looked at: processes agentty did not start (a daemon that runs commands for a
+    /// confined one, `systemd-run`, tmux): a full `/proc` scan on every send costs too much.
+    pub(super) fn lurker(&self) -> Option<String> {
+        let master = self.master()?;
+        let fg = sys::foreground_group(master.raw());
+        drop(master);
+        if fg != Some(self.pid) {
+            let who = fg.map_or_else(|| "no process group".to_owned(), named);
+            return Some(format!("the terminal's foreground is {who}, not the shell"));
+        }
+        agentty_processes(self.pid)
+            .into_iter()
+            .filter(|&pid| pid != self.pid)
+            .find_map(|pid| {
+                let stat = read_stat(pid).filter(|s| !s.zombie)?;
+                let why = if stat.sid == self.pid {
+                    if stat.pgid == self.pid {
+                        "joined the shell's process group, so it reads the terminal as the shell does"
+                    } else if crate::pty::probe::blocked_on_tty(pid, &self.tty_path) {
+                        "waits to read the terminal"
+                    } else {
+                        return None;
+                    }
+                } else if self.tty_id.is_some_and(|tty| holds_terminal_fd(pid, tty)) {
+                    "holds the terminal open from outside the shell's session, where job control \
+                     does not stop its reads"
+                } else {
+                    return None;
+                };
+                Some(format!("{} {why}", named(pid)))
+            })
+    }
+
+    /// What runs in the shell now, as the model is told: the terminal's foreground group's
+    /// leader when that is not the shell, else the shell's first child (what it waits for).
+    pub(super) fn running_program(&self) -> Option<String> {
+        let fg = self.master().and_then(|m| sys::foreground_group(m.raw()))?;
+        if fg != self.pid {
+            return Some(named(fg));
+        }
+        let children =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.pid)).ok()?;
+        let child = children.split_whitespace().next()?.parse().ok()?;
+        Some(named(child))
     }
 }
 

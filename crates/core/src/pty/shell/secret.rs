@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::pty::sys::{Master, Peer};
+use crate::pty::sys::{Master, Peer, asks_password, settings};
 
 use super::reader::{Reader, outside_holders, reader_could_be_overtaken};
 use super::*;
@@ -66,22 +66,6 @@ pub const SECRET_TYPE_MS: u64 = 5_000;
 
 /// Between two looks at whether the program has read the secret.
 const SECRET_READ_POLL: Duration = Duration::from_millis(5);
-
-/// The terminal's settings, read through the master (they are the slave's).
-pub(super) fn settings(master: std::os::fd::RawFd) -> Option<libc::termios> {
-    // SAFETY: tcgetattr writes one termios into the zeroed struct given.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        (libc::tcgetattr(master, &raw mut t) == 0).then_some(t)
-    }
-}
-
-/// Whether the terminal waits for a password: a line read by the terminal itself (canonical)
-/// with echo off, as `getpass`, `sudo`, `ssh` and `read -s` ask. A line editor at a shell
-/// prompt (readline) and full-screen programs turn echo off too, but read key by key.
-fn asks_password(t: &libc::termios) -> bool {
-    t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO == 0
-}
 
 /// Input flags that change what is typed on its way to the reader: the 8th bit stripped, and
 /// (Linux) upper case made lower.

@@ -15,21 +15,14 @@ use crate::pty::{LINE_EDITOR_WAIT_MS, PROBE_INTERVAL_MS, PROBE_QUIET_MS, PtyErro
 use super::*;
 
 impl Shell {
-    /// What was typed since the last Enter, Ctrl+C or Ctrl+U.
+    /// What was typed since the last Enter, Ctrl+C or Ctrl+U, Backspace applied.
     pub fn pending_line(&self) -> String {
         lock(&self.typed).clone()
     }
 
-    /// The pending line after typing `input`: Enter (`\n`, `\r`), Ctrl+C and Ctrl+U end it.
+    /// The pending line after typing `input` (see [`crate::pty::line_editor::edit`]).
     fn typed_after(pending: &str, input: &str) -> String {
-        let mut next = pending.to_owned();
-        for c in input.chars() {
-            match c {
-                '\n' | '\r' | '\u{3}' | '\u{15}' => next.clear(),
-                _ => next.push(c),
-            }
-        }
-        next
+        crate::pty::line_editor::edit(pending, input).pending
     }
 
     /// Fails with the length the pending line would have if `input` made it pass `max` bytes.
@@ -61,6 +54,31 @@ impl Shell {
             .input
             .chars()
             .all(|ch| ch.is_whitespace() || ch == '\x03');
+        // Text typed at the prompt goes to whoever reads the terminal: typed only while that
+        // can be nobody but the shell (a blank line or Ctrl+C gives nobody anything). Else
+        // nothing is typed and the reply says who else could read; the next send at this
+        // prompt, made knowing it, types. Judged once the line editor is up: the prompt's hooks
+        // (and what they started, a command substitution in the shell's own group) are done.
+        if !blank
+            && self.idle()
+            && !std::mem::take(&mut lock(&self.live).held_told)
+            && self.wait_for_prompt(master.raw()).await
+            && let Some(by) = self.lurker()
+        {
+            lock(&self.live).held_told = true;
+            return Ok(SendOutcome {
+                status: SendStatus::Held { by },
+                output: String::new(),
+                dropped: 0,
+                cursor_from,
+                cursor_next: cursor_from,
+                elapsed: start.elapsed(),
+                ended_before: Vec::new(),
+                full_screen: false,
+                untyped: req.input.len(),
+                running: None,
+            });
+        }
         let begun = self.begin_capture(req.input, blank);
         self.touch();
         if req.input.is_empty() && begun.idle_before {
@@ -76,10 +94,11 @@ impl Shell {
                 ended_before: begun.ended_before,
                 full_screen: false,
                 untyped: 0,
+                running: None,
             });
         }
-        if begun.idle_before && matches!(self.flavor, Flavor::Bash | Flavor::Zsh) {
-            wait_for_line_editor(master.raw()).await;
+        if begun.idle_before {
+            self.wait_for_prompt(master.raw()).await;
         }
         // Typed as the terminal takes it, until the deadline: a program that does not read
         // its input (raw mode, queues full) cannot hold the send past its timeout.
@@ -108,6 +127,9 @@ impl Shell {
             (status, _) => status,
         };
         self.touch();
+        let running = (status == SendStatus::Running)
+            .then(|| self.running_program())
+            .flatten();
         let (output, dropped) = match &cap {
             // Nothing ran: what came back is the echo of the key and a prompt.
             _ if status == SendStatus::AtPrompt => (String::new(), 0),
@@ -124,7 +146,32 @@ impl Shell {
             ended_before: begun.ended_before,
             full_screen,
             untyped,
+            running,
         })
+    }
+
+    /// Waits (briefly, see [`wait_for_line_editor`]) for bash's or zsh's line editor to take the
+    /// terminal at the prompt; always `true`, to be chained.
+    async fn wait_for_prompt(&self, master: std::os::fd::RawFd) -> bool {
+        if matches!(self.flavor, Flavor::Bash | Flavor::Zsh) {
+            wait_for_line_editor(master).await;
+        }
+        true
+    }
+
+    /// What the shell is doing now (cheap: no scan for other readers of the terminal).
+    pub fn activity(&self) -> Activity {
+        if self.idle() && self.holds_terminal() {
+            return Activity::AtPrompt;
+        }
+        self.running_program()
+            .map_or(Activity::Busy, Activity::Running)
+    }
+
+    /// Whether the shell sits at its prompt, running nothing and owing no prompt.
+    fn idle(&self) -> bool {
+        let live = lock(&self.live);
+        live.at_prompt && live.owed_prompts == 0
     }
 
     /// Starts capturing what `input` brings back, and notes how the shell stood before it.
@@ -220,7 +267,12 @@ impl Shell {
         let Some(cap) = live.send.as_ref() else {
             return (Some(SendStatus::ShellEnded), start, false);
         };
-        let done = matches!(cap.last, Some(Marker::Prompt(_))) && cap.prompts >= newlines.max(1);
+        // The shell's end of the command, and the terminal back with the shell: a prompt hook
+        // that runs a program after agentty's holds it for a moment, and a program that
+        // outlived its command may have taken it.
+        let done = matches!(cap.last, Some(Marker::Prompt(_)))
+            && cap.prompts >= newlines.max(1)
+            && self.holds_terminal();
         let verdict = if done {
             Some(SendStatus::Done(cap.exit.unwrap_or_default()))
         } else if wait_for.is_some_and(|re| re.is_match(&cap.for_match())) {
@@ -268,12 +320,19 @@ impl Shell {
             SendStatus::Done(_) | SendStatus::AtPrompt => 0,
             // A program reads the input (not the shell), or the shell is gone.
             SendStatus::AwaitingInput { .. } | SendStatus::ShellEnded => live.owed_prompts + unseen,
+            // Nothing was typed.
+            SendStatus::Held { .. } => live.owed_prompts,
         };
         (live.send.take(), full_screen)
     }
 
     /// Checks whether someone in the foreground waits for the keyboard.
     fn probe(&self, any_output: bool) -> Option<SendStatus> {
+        if let Some(channel) = &self.channel {
+            // A program filling the channel holds the shell's report (and prompt) up: make room.
+            let mut live = lock(&self.live);
+            super::stream::take_reports(channel, self.pid, &mut live.reports);
+        }
         let master = self.master()?;
         if sys::unread_output(master.raw()) > 0 {
             return None; // output is still in flight: not quiet after all
@@ -343,7 +402,7 @@ async fn wait_for_line_editor(master: std::os::fd::RawFd) {
 
 /// Whether the terminal of `master` is in canonical mode (its own line editing and echo).
 fn canonical(master: std::os::fd::RawFd) -> bool {
-    super::secret::settings(master).is_some_and(|t| t.c_lflag & libc::ICANON != 0)
+    sys::settings(master).is_some_and(|t| t.c_lflag & libc::ICANON != 0)
 }
 
 /// The part of `input` whose keystrokes ([`keystrokes`]) are the first `taken` bytes (a `\r\n`

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 
 use super::Change;
 use crate::session::Caller;
-use crate::view::Viewer;
 
 /// Reports kept per session for the view, newest last; older ones of that session go first.
 const KEPT_PER_SESSION: usize = 16;
@@ -79,9 +78,10 @@ impl Record {
         }
     }
 
-    /// `[{session, time, path, what}]` of what followed a session `viewer` sees, oldest first;
-    /// `session` names only the sessions it sees (another caller's stay unnamed).
-    pub(crate) fn as_json(&self, viewer: &Viewer) -> Vec<Value> {
+    /// `[{session, time, path, what}]` of what followed a session of a caller the viewer `sees`
+    /// (`None`: the stdio session's user), oldest first; `session` names only those sessions
+    /// (another caller's stay unnamed).
+    pub(crate) fn as_json(&self, sees: impl Fn(Option<&Caller>) -> bool) -> Vec<Value> {
         self.kept
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -90,7 +90,7 @@ impl Record {
                 let seen: Vec<&str> = t
                     .sessions
                     .iter()
-                    .filter(|(_, caller)| viewer.sees(caller.as_ref()))
+                    .filter(|(_, caller)| sees(caller.as_ref()))
                     .map(|(name, _)| name.as_str())
                     .collect();
                 (!seen.is_empty()).then(|| {
