@@ -153,6 +153,12 @@ impl Agentty {
         self.inner.confinement.line(false)
     }
 
+    /// `doctor`'s line on the network: the mode, its mechanism here, what a command could still
+    /// do.
+    pub fn network_report(&self) -> String {
+        agentty_sandbox::notice::network_report(self.inner.confinement.network())
+    }
+
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
     }

@@ -175,8 +175,9 @@ fn assert_refused(text: &str, s: &Value, target: &str, why: &str) {
 async fn exfiltration_is_refused(who: Who, mode: &str) {
     let (v4, v6) = own_addresses();
     let v4 = v4.expect("this machine has no IPv4 address but loopback");
+    let v6 = v6.expect("this machine has no IPv6 address but loopback: the IPv6 attempt needs one");
     let tcp = Listener::on("0.0.0.0".parse().unwrap());
-    let tcp6 = v6.map(|_| Listener::on("::".parse().unwrap()));
+    let tcp6 = Listener::on("::".parse().unwrap());
     let udp = UdpSocket::bind("0.0.0.0:0").unwrap();
     udp.set_nonblocking(true).unwrap();
     let udp_port = udp.local_addr().unwrap().port();
@@ -199,16 +200,14 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
     assert_refused(&text, &s, &format!("{v4}:{port}"), "a direct connection");
 
     // IPv6, the same.
-    if let (Some(v6), Some(tcp6)) = (v6, &tcp6) {
-        let port6 = tcp6.at.port();
-        let (text, s) = setup
-            .run(&format!(
-                "curl -sS -g --noproxy '*' --max-time 5 'http://{}:{port6}/' 2>&1 | tail -n 2",
-                url_host(v6)
-            ))
-            .await;
-        assert_refused(&text, &s, &format!("[{v6}]:{port6}"), "a direct connection");
-    }
+    let port6 = tcp6.at.port();
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS -g --noproxy '*' --max-time 5 'http://{}:{port6}/' 2>&1 | tail -n 2",
+            url_host(v6)
+        ))
+        .await;
+    assert_refused(&text, &s, &format!("[{v6}]:{port6}"), "a direct connection");
 
     // UDP: a datagram needs no connect; the socket itself is refused.
     let (text, s) = setup
@@ -218,6 +217,20 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
         ))
         .await;
     assert_refused(&text, &s, "a UDP socket", "only plain TCP");
+    // UDP to outside addresses (a resolver of the attacker's, say), IPv4 and IPv6: a connected
+    // UDP socket sends nothing, so where it were allowed no packet would leave either; the
+    // socket itself is refused.
+    for (family, outside) in [("AF_INET", "198.51.100.7"), ("AF_INET6", "2001:db8::7")] {
+        let (text, s) = setup
+            .run(&format!(
+                "python3 -c 'import socket; s = socket.socket(socket.{family}, \
+                 socket.SOCK_DGRAM); s.connect((\"{outside}\", 53)); print(\"connected\")' \
+                 2>&1 | tail -n 2"
+            ))
+            .await;
+        assert_refused(&text, &s, "a UDP socket", "only plain TCP");
+        assert!(!text.contains("connected"), "{text}");
+    }
 
     // Through the proxy to a host not listed: refused before any lookup.
     let (text, s) = setup
@@ -249,13 +262,11 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
 
     // Nothing reached the test's listeners.
     assert_eq!(tcp.seen(), 0, "a refused connection reached the listener");
-    if let Some(tcp6) = &tcp6 {
-        assert_eq!(
-            tcp6.seen(),
-            0,
-            "a refused connection reached the IPv6 listener"
-        );
-    }
+    assert_eq!(
+        tcp6.seen(),
+        0,
+        "a refused connection reached the IPv6 listener"
+    );
     assert!(
         udp.recv_from(&mut [0u8; 64]).is_err(),
         "a refused datagram arrived"
@@ -563,4 +574,120 @@ async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
     );
     assert_eq!(service.seen(), 4, "the denied connection reached the host");
     service_client.cancel().await.unwrap();
+}
+
+/// `agentty doctor` as `who`, with `flags`: its output.
+fn doctor(who: Who, flags: &[&str]) -> String {
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("doctor-state-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    if who == Who::Nobody {
+        chown_to_nobody(workspace.path());
+        chown_to_nobody(state.path());
+    }
+    let mut cmd = match who {
+        Who::Root => std::process::Command::new(env!("CARGO_BIN_EXE_agentty")),
+        Who::Nobody => {
+            let mut cmd = std::process::Command::new("setpriv");
+            cmd.args([
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                "--",
+                env!("CARGO_BIN_EXE_agentty"),
+            ]);
+            cmd
+        }
+    };
+    let out = cmd
+        .arg("doctor")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .args(flags)
+        .env("HOME", state.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The line of `text` that starts with `prefix`.
+#[track_caller]
+fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{text}"))
+}
+
+/// `doctor` and the `[sandbox]` line say which mechanism holds the network here and what a
+/// command could still do, and how to get `on` back; the default is `ask`.
+#[tokio::test]
+async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
+    // This kernel has Landlock's TCP rule (ABI 4 and later): both mechanisms hold.
+    let abi = agentty_sandbox::landlock_abi().unwrap_or(0);
+    assert!(
+        abi >= 4,
+        "Landlock ABI {abi}: these tests expect the TCP rule"
+    );
+    for who in [Who::Root, Who::Nobody] {
+        for (flags, mode) in [
+            (&[][..], "ask"),
+            (&["--network", "ask"][..], "ask"),
+            (&["--network", "allowlist"][..], "allowlist"),
+        ] {
+            let text = doctor(who, flags);
+            let line = line_of(&text, "network: ");
+            for words in [
+                &format!("network: {mode}: listed hosts through agentty's proxy")[..],
+                "a seccomp filter refuses UDP, raw and ICMP sockets",
+                "Landlock's TCP rule refuses a command's own connect",
+                "can still send what it reads to a listed host",
+                "every service listening on this machine's loopback",
+                "network = \"on\" in the [sandbox] section (or --network on)",
+            ] {
+                assert!(
+                    line.contains(words),
+                    "{who:?} {flags:?}: {words:?} not in {line}"
+                );
+            }
+            assert_eq!(
+                line.contains("asked of the user"),
+                mode == "ask",
+                "{who:?} {flags:?}: {line}"
+            );
+            let sandbox = line_of(&text, "commands would run with: ");
+            assert!(
+                sandbox.contains(&format!(
+                    "network {mode}: listed hosts through agentty's proxy, and loopback"
+                )) && sandbox.contains("held by seccomp and Landlock")
+                    && sandbox.contains("a listed host still receives what a command sends it"),
+                "{who:?} {flags:?}: {sandbox}"
+            );
+        }
+        let text = doctor(who, &["--network", "on"]);
+        let line = line_of(&text, "network: ");
+        assert!(line.starts_with("network: open:"), "{who:?}: {line}");
+        let sandbox = line_of(&text, "commands would run with: ");
+        assert!(!sandbox.contains("network"), "{who:?}: {sandbox}");
+    }
+    // The line every result carries says the same, as root and as nobody.
+    for who in [Who::Root, Who::Nobody] {
+        let setup = serve(who, &["--network", "allowlist"], &[]).await;
+        let (text, _) = setup.run("true").await;
+        let sandbox = line_of(&text, "[sandbox]");
+        assert!(
+            sandbox.contains("network allowlist: listed hosts through agentty's proxy")
+                && sandbox.contains("held by seccomp and Landlock"),
+            "{who:?}: {sandbox}"
+        );
+    }
 }

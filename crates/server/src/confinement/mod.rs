@@ -270,6 +270,11 @@ impl Confinement {
         self.confine.clone()
     }
 
+    /// What holds the network for confined commands.
+    pub fn network(&self) -> agentty_sandbox::NetEnforcement {
+        self.enforcement.network
+    }
+
     /// The one line every result carries.
     pub fn line(&self, escalated: bool) -> String {
         if escalated {
