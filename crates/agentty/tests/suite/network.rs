@@ -405,21 +405,27 @@ async fn local_work_passes(who: Who) {
     assert_eq!(s["exit_code"], 0, "{text}");
     assert!(text.contains("cloned through the proxy"), "{text}");
     assert!(s["error_code"].is_null(), "{text}");
-    let allowed = logged(
-        &setup.log,
-        &[
-            "network: allowed",
-            &format!("localhost:{http_port}"),
-            "(loopback)",
-        ],
-        Duration::from_secs(5),
-    )
-    .await;
-    assert!(
-        allowed.is_some(),
-        "the clone did not go through the proxy: {}",
-        setup.log.lock().unwrap()
-    );
+    // Each allowed connection is a line of the log with its session and call: the clone's
+    // through the proxy, the host service's made by the supervisor.
+    for (words, what) in [
+        (format!("localhost:{http_port} (loopback); session"), "the clone's"),
+        (
+            format!("127.0.0.1:{} (loopback); session", service.at.port()),
+            "the host service's",
+        ),
+    ] {
+        let allowed = logged(
+            &setup.log,
+            &["network: allowed", &words, "call c"],
+            Duration::from_secs(5),
+        )
+        .await;
+        assert!(
+            allowed.is_some(),
+            "{what} connection is not in the log: {}",
+            setup.log.lock().unwrap()
+        );
+    }
 }
 
 #[tokio::test]
