@@ -408,7 +408,10 @@ async fn local_work_passes(who: Who) {
     // Each allowed connection is a line of the log with its session and call: the clone's
     // through the proxy, the host service's made by the supervisor.
     for (words, what) in [
-        (format!("localhost:{http_port} (loopback); session"), "the clone's"),
+        (
+            format!("localhost:{http_port} (loopback); session"),
+            "the clone's",
+        ),
         (
             format!("127.0.0.1:{} (loopback); session", service.at.port()),
             "the host service's",
