@@ -60,7 +60,8 @@ fn chown_to_nobody(path: &Path) {
     assert!(status.success());
 }
 
-/// A server on a fresh workspace, as `who`, started inside `wrapper` (root only).
+/// A server on a fresh workspace, as `who`, started inside `wrapper` (run as root; for nobody,
+/// the drop to nobody comes after it).
 async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
@@ -88,7 +89,8 @@ async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
             chown_to_nobody(home.path());
             let uid = format!("--reuid={NOBODY}");
             let gid = format!("--regid={NOBODY}");
-            let wrapper = ["setpriv", &uid, &gid, "--clear-groups", "--"];
+            let mut wrapper = wrapper.to_vec();
+            wrapper.extend(["setpriv", &uid, &gid, "--clear-groups", "--"]);
             let (server, log) =
                 start_logged(&wrapper, workspace, state, flags, &[("HOME", home.path())]).await;
             Setup {
@@ -129,6 +131,89 @@ impl Listener {
 
     fn seen(&self) -> usize {
         self.seen.load(Ordering::SeqCst)
+    }
+}
+
+/// A test host in a network namespace the test makes: a veth pair to this machine, private
+/// IPv4 addresses of a /30 of 10.0.0.0/8 named by the test's pid (so parallel tests differ),
+/// and a counting listener inside. Removed on drop.
+struct NetnsHost {
+    name: String,
+    /// The host's address, inside the namespace.
+    ip: std::net::Ipv4Addr,
+    listener: Listener,
+}
+
+impl NetnsHost {
+    fn new() -> NetnsHost {
+        let pid = std::process::id();
+        let name = format!("agentty-t{pid}");
+        let base = 0x0a00_0000u32 | ((pid << 2) & 0x00ff_fffc);
+        let (near, far) = (
+            std::net::Ipv4Addr::from(base + 1),
+            std::net::Ipv4Addr::from(base + 2),
+        );
+        let (outer, inner) = (format!("at{pid}o"), format!("at{pid}i"));
+        let ip = |args: &[&str]| {
+            let out = std::process::Command::new("ip")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "ip {args:?}: {out:?}");
+        };
+        ip(&["netns", "add", &name]);
+        let mut host = NetnsHost {
+            name: name.clone(),
+            ip: far,
+            listener: Listener {
+                at: SocketAddr::from(([0, 0, 0, 0], 0)),
+                seen: Arc::default(),
+            },
+        };
+        ip(&[
+            "link", "add", &outer, "type", "veth", "peer", "name", &inner, "netns", &name,
+        ]);
+        ip(&["addr", "add", &format!("{near}/30"), "dev", &outer]);
+        ip(&["link", "set", &outer, "up"]);
+        ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{far}/30"),
+            "dev",
+            &inner,
+        ]);
+        ip(&["-n", &name, "link", "set", &inner, "up"]);
+        // The listener binds on a thread that entered the namespace (setns is per thread).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = Arc::clone(&host.listener.seen);
+        let path = format!("/var/run/netns/{name}");
+        std::thread::spawn(move || {
+            let ns = std::fs::File::open(&path).unwrap();
+            // SAFETY: setns on an open namespace fd, for this thread only.
+            let rc =
+                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            let listener = TcpListener::bind((far, 0)).unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                seen.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nin");
+            }
+        });
+        host.listener.at = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        host
+    }
+}
+
+impl Drop for NetnsHost {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes the veth pair.
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
     }
 }
 
@@ -187,7 +272,50 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
         .trim()
         .to_owned();
     let listed = format!("{hostname}:{}", tcp.at.port());
-    let setup = serve(who, &["--network", mode, "--allow-net", &listed], &[]).await;
+    // A test host in a network namespace, at a private address, and a listed name that leads
+    // to it: the server runs in a mount namespace whose /etc/hosts says so.
+    let inside = NetnsHost::new();
+    let inside_port = inside.listener.at.port();
+    let hosts = tempfile::Builder::new()
+        .prefix("hosts-")
+        .tempfile_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let mut names = std::fs::read_to_string("/etc/hosts").unwrap();
+    names.push_str(&format!("\n{} private-host.test\n", inside.ip));
+    std::fs::write(hosts.path(), names).unwrap();
+    std::fs::set_permissions(
+        hosts.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let private = format!("private-host.test:{inside_port}");
+    let mount = format!(
+        "mount --bind {} /etc/hosts && exec \"$@\"",
+        hosts.path().display()
+    );
+    let wrapper = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &mount,
+        "sh",
+    ];
+    let setup = serve(
+        who,
+        &[
+            "--network",
+            mode,
+            "--allow-net",
+            &listed,
+            "--allow-net",
+            &private,
+        ],
+        &wrapper,
+    )
+    .await;
     let port = tcp.at.port();
 
     // Direct TCP to this machine's own (not loopback) address.
@@ -198,6 +326,20 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
         ))
         .await;
     assert_refused(&text, &s, &format!("{v4}:{port}"), "a direct connection");
+
+    // Direct TCP to the test host in its namespace.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --noproxy '*' --max-time 5 http://{}:{inside_port}/ 2>&1 | tail -n 2",
+            inside.ip
+        ))
+        .await;
+    assert_refused(
+        &text,
+        &s,
+        &format!("{}:{inside_port}", inside.ip),
+        "a direct connection",
+    );
 
     // IPv6, the same.
     let port6 = tcp6.at.port();
@@ -260,8 +402,26 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
         "{text}"
     );
 
+    // A listed name that leads to a private address (the test host): refused.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --max-time 5 http://{private}/ 2>&1 | tail -n 2"
+        ))
+        .await;
+    assert_refused(
+        &text,
+        &s,
+        &private,
+        &format!("it resolves to a private address ({})", inside.ip),
+    );
+
     // Nothing reached the test's listeners.
     assert_eq!(tcp.seen(), 0, "a refused connection reached the listener");
+    assert_eq!(
+        inside.listener.seen(),
+        0,
+        "a refused connection reached the test host in its namespace"
+    );
     assert_eq!(
         tcp6.seen(),
         0,
