@@ -26,9 +26,8 @@ const HEAD_WAIT: Duration = Duration::from_secs(30);
 /// How long a name may take to resolve, and the upstream connection to be made.
 const RESOLVE_WAIT: Duration = Duration::from_secs(10);
 const CONNECT_WAIT: Duration = Duration::from_secs(15);
-/// Copy buffers of a tunnel, each way: large enough that a 100 MB download costs little more
-/// through the proxy than without it (see the `terminal` bench).
-const COPY_BUFFER_BYTES: usize = 256 * 1024;
+/// Bytes one `splice` of a tunnel moves at most, and the size asked of its pipe.
+const SPLICE_BYTES: usize = 1024 * 1024;
 
 /// Binds the proxy on 127.0.0.1 and serves it on the current runtime; its address.
 pub(super) fn start(egress: Arc<Egress>) -> std::io::Result<SocketAddr> {
@@ -125,13 +124,100 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
     if opened.is_err() || upstream.write_all(&asked.early).await.is_err() {
         return;
     }
-    let _ = tokio::io::copy_bidirectional_with_sizes(
-        &mut client,
-        &mut upstream,
-        COPY_BUFFER_BYTES,
-        COPY_BUFFER_BYTES,
-    )
-    .await;
+    relay(client, upstream);
+}
+
+/// Relays a tunnel both ways with `splice(2)` through a pipe per direction, each on a thread
+/// of its own, so the bytes never enter user space: a copy through user space (tokio's
+/// `copy_bidirectional`, 256 KiB buffers) made a 100 MB loopback download 2.6 times slower than
+/// without the proxy (the `terminal` bench). The threads are detached: a tunnel left open
+/// holds two sleeping threads and never delays the server's exit.
+fn relay(client: TcpStream, upstream: TcpStream) {
+    let (Ok(client), Ok(upstream)) = (client.into_std(), upstream.into_std()) else {
+        return;
+    };
+    if client.set_nonblocking(false).is_err() || upstream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let (Ok(client_too), Ok(upstream_too)) = (client.try_clone(), upstream.try_clone()) else {
+        return;
+    };
+    for (from, to) in [(client, upstream), (upstream_too, client_too)] {
+        let spawned = std::thread::Builder::new()
+            .name("agentty-relay".into())
+            .spawn(move || pump(&from, &to));
+        if spawned.is_err() {
+            return;
+        }
+    }
+}
+
+/// One direction of a tunnel until its end: then the other side is told (a half close), or,
+/// on an error, the tunnel is closed both ways.
+fn pump(from: &std::net::TcpStream, to: &std::net::TcpStream) {
+    use std::net::Shutdown;
+    if splice_all(from, to).is_ok() {
+        let _ = to.shutdown(Shutdown::Write);
+    } else {
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = to.shutdown(Shutdown::Both);
+    }
+}
+
+/// Moves everything `from` sends to `to`, through a pipe, until `from` ends.
+fn splice_all(from: &std::net::TcpStream, to: &std::net::TcpStream) -> std::io::Result<()> {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two fds, which are owned below.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh fds of pipe2, owned here alone.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // A larger pipe moves more per call where the limit allows it; the default works too.
+    // SAFETY: fcntl on an fd owned here.
+    let _ = unsafe {
+        libc::fcntl(
+            write_end.as_raw_fd(),
+            libc::F_SETPIPE_SZ,
+            SPLICE_BYTES as i32,
+        )
+    };
+    let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE;
+    let splice = |from: i32, to: i32, len: usize| loop {
+        // SAFETY: splice between fds that stay open for the call; no offsets (sockets, pipes).
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                flags,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    loop {
+        let got = splice(from.as_raw_fd(), write_end.as_raw_fd(), SPLICE_BYTES)?;
+        if got == 0 {
+            return Ok(());
+        }
+        let mut left = got;
+        while left > 0 {
+            match splice(read_end.as_raw_fd(), to.as_raw_fd(), left)? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                n => left -= n,
+            }
+        }
+    }
 }
 
 /// Why a target is not connected to.
