@@ -373,6 +373,15 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
         assert_refused(&text, &s, "a UDP socket", "only plain TCP");
         assert!(!text.contains("connected"), "{text}");
     }
+    // ICMP and raw IP (ping's ways out; root keeps CAP_NET_RAW): the socket is refused.
+    let (text, s) = setup
+        .run(
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, \
+             socket.IPPROTO_ICMP); print(\"opened\")' 2>&1 | tail -n 2",
+        )
+        .await;
+    assert_refused(&text, &s, "a raw IP socket", "only plain TCP");
+    assert!(!text.contains("opened"), "{text}");
 
     // Through the proxy to a host not listed: refused before any lookup.
     let (text, s) = setup
