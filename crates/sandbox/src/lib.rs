@@ -1,8 +1,9 @@
 //! agentty-sandbox: permission mode -> write confinement (docs/BEHAVIOUR.md §5).
 //!
-//! Writes are confined; reads are left alone, because a read allow-list breaks `git push`
-//! reading `~/.ssh`; the network by its mode (`on`, `off`, `allowlist`, `ask`: the kernel side,
-//! the seccomp filter and the supervisor of connections in `net/`). The flow is
+//! Writes are confined; reads only where a path is kept from them (agentty's own state and keys,
+//! the user's `deny_read`: `unreadable.rs`), because a read allow-list breaks `git push` reading
+//! `~/.ssh`; the network by its mode (`on`, `off`, `allowlist`, `ask`: the kernel side, the
+//! seccomp filter and the supervisor of connections in `net/`). The flow is
 //! `Policy -> Plan` (what is writable, `plan.rs`) `-> Prepared` (kernel objects built once, before
 //! any fork, `prepared.rs`) `-> apply_own` + `apply_shared` (raw syscalls between fork and exec,
 //! so the command keeps its pid and process group; the shared part may be applied once to the
@@ -33,6 +34,7 @@ mod seccomp;
 mod tables;
 #[cfg(target_os = "linux")]
 mod terminals;
+mod unreadable;
 
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
@@ -45,7 +47,7 @@ pub use mode::{Mode, Network, ParseModeError, ParseNetworkError, Policy};
 #[cfg(target_os = "linux")]
 pub use net::{Judge, Supervisor, Verdict};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
-pub use prepared::Prepared;
+pub use prepared::{Prepared, Ruleset, RulesetNow};
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
 pub use protected::{
     Entry as ProtectedEntry, GIT_DIRS_MAX, IN_GIT_DIR, IN_HOME, IN_ROOT, Protected, Stand,
@@ -56,6 +58,7 @@ pub use sealed::{SEALED_MAX, Sealed, extracted_sources};
 pub use tables::{
     CacheDir, CacheLocation, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES, TOOLCHAIN_CACHES,
 };
+pub use unreadable::{HiddenPath, HiddenWhy, Unreadable, check_deny_read};
 
 /// Gives this process, and every command it starts afterwards, terminals of its own: a new
 /// `/dev/pts` without the user's other terminals (Linux, `CAP_SYS_ADMIN`). Call once at start-up

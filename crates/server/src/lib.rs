@@ -10,6 +10,7 @@ mod handler;
 mod http_sessions;
 mod job_words;
 pub mod network;
+mod own_dirs;
 mod schemas;
 pub mod secrets;
 pub mod server;

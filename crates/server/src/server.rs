@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     confinement: Confinement,
     /// This process's session name (`watchdog::session_name`): run markers start with it.
     pub(crate) session: String,
+    /// The directories its sessions spill in and its shells write their start-up files in:
+    /// the server's own, and over HTTP each caller's (`own_dirs.rs`).
+    pub(crate) own_dirs: crate::own_dirs::OwnDirs,
     /// Every session state of this process, found again by HTTP id, caller or liveness.
     pub(crate) registry: Registry,
     /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
@@ -63,6 +66,40 @@ pub(crate) struct Shared {
     pub(crate) egress: Arc<crate::network::Egress>,
 }
 
+/// What this server's confined commands may not read: what the settings hide, save this
+/// server's own spill directory and shells' start-up directory (made now, so a rule can be bound
+/// to each: results tell the model to read its spill files, and a shell reads its start-up
+/// file), opened as the commands see it (in the session's mount namespace, whose `/proc` is its
+/// own).
+fn unreadable(settings: &Settings, own: &[&std::path::Path]) -> agentty_sandbox::Unreadable {
+    let mut unreadable = settings.unreadable.clone();
+    if !unreadable.is_empty() {
+        for dir in own {
+            match agentty_core::ensure_private_dir(dir) {
+                Ok(()) => unreadable.readable.push(dir.to_path_buf()),
+                Err(e) => tracing::warn!(
+                    "cannot make {}: {e}; confined commands will not read what this server \
+                     writes there",
+                    dir.display()
+                ),
+            }
+        }
+        unreadable.seen_from = agentty_core::namespace::init_pid()
+            .map(|pid| std::path::PathBuf::from(format!("/proc/{pid}/root")));
+    }
+    unreadable
+}
+
+impl Drop for Shared {
+    /// This server's spill directories go once their sessions' have (best effort: a session
+    /// directory still there keeps one), and its shells' start-up directories once empty.
+    fn drop(&mut self) {
+        for dir in self.own_dirs.all() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
 impl Agentty {
     /// One session's server. Fails only when the workspace roots are unusable.
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
@@ -79,6 +116,9 @@ impl Agentty {
         } else {
             Ok(None)
         };
+        let own_dirs =
+            crate::own_dirs::OwnDirs::new(&settings.spill_root, &settings.shells_root(), &session);
+        let own = own_dirs.of(None);
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
@@ -86,6 +126,7 @@ impl Agentty {
             settings.loopback,
             &workspace,
             &settings.protected,
+            unreadable(&settings, &[&own.spill, &own.startup]),
             supervisor,
         );
         let roots: Vec<std::path::PathBuf> =
@@ -100,6 +141,7 @@ impl Agentty {
             workspace,
             confinement,
             session,
+            own_dirs,
             registry: Registry::default(),
             early_cancels: Arc::default(),
             planted,
@@ -148,6 +190,20 @@ impl Agentty {
         self.with_session(LazySession::new(name))
     }
 
+    /// The confinement for a call of `caller` (an HTTP caller; `None` over stdio): its commands
+    /// read its own spill and start-up directories, no other's.
+    pub(crate) fn confine_for(
+        &self,
+        escalated: bool,
+        caller: Option<&str>,
+    ) -> Result<Option<Arc<dyn agentty_core::spawn::Confine>>, String> {
+        let own = caller.map(|name| (name, self.inner.own_dirs.of(Some(name)).both()));
+        self.inner.confinement.confine(
+            escalated,
+            own.as_ref().map(|(name, dirs)| (*name, &dirs[..])),
+        )
+    }
+
     /// The sandbox line this session's commands carry.
     pub fn sandbox_line(&self) -> String {
         self.inner.confinement.line(false)
@@ -157,6 +213,11 @@ impl Agentty {
     /// do.
     pub fn network_report(&self) -> String {
         agentty_sandbox::notice::network_report(self.inner.confinement.network())
+    }
+
+    /// `doctor`'s lines on what confined commands may not read.
+    pub fn unreadable_report(&self) -> String {
+        agentty_sandbox::notice::unreadable_report(self.inner.confinement.plan())
     }
 
     pub fn settings(&self) -> &Settings {
@@ -169,8 +230,12 @@ impl Agentty {
             // Listed for `end_all_sessions` once it has something to end.
             self.inner.registry.note_live(&self.session);
         }
-        self.session
-            .state(&self.inner.settings, self.inner.registry.handle_grace())
+        let caller = self.session.caller.get().map(|c| c.0.clone());
+        self.session.state(
+            &self.inner.settings,
+            &self.inner.own_dirs.of(caller.as_deref()).spill,
+            self.inner.registry.handle_grace(),
+        )
     }
 
     /// What the model is told of a new job's life where handles are unguessable (callers
@@ -230,7 +295,7 @@ impl Agentty {
 
     /// Whether this server confines commands at all (so an unconfined job was escalated).
     pub(crate) fn confines(&self) -> bool {
-        matches!(self.confinement().confine(false), Ok(Some(_)))
+        matches!(self.confinement().confine(false, None), Ok(Some(_)))
     }
 
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {

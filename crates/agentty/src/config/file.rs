@@ -61,6 +61,8 @@ pub struct SandboxSection {
     /// Paths that run code later left writable to confined commands, by name (`.git/config`,
     /// `.envrc`, `~/.bashrc`, …: `agentty_sandbox::protected_names`); they stay watched.
     pub writable_protected: Option<Vec<String>>,
+    /// Paths confined commands may not read (`~/.aws`, `~/.ssh`), beside agentty's own state.
+    pub deny_read: Option<Vec<PathBuf>>,
 }
 
 /// `sandbox.network` as written: a mode's name, or the older switch.
@@ -109,6 +111,12 @@ impl FileConfig {
         }
         file.add_dirs.iter_mut().flatten().for_each(anchor);
         file.http.token_file.as_mut().map(anchor);
+        file.sandbox
+            .deny_read
+            .iter_mut()
+            .flatten()
+            .filter(|p| !p.starts_with("~"))
+            .for_each(anchor);
         Ok(file)
     }
 }

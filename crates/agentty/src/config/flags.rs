@@ -59,6 +59,9 @@ pub struct Flags {
     /// .git/config (repeatable; sandbox.writable_protected)
     #[arg(long = "writable-protected", value_name = "NAME")]
     pub writable_protected: Vec<String>,
+    /// Keep a path from confined commands' reads, e.g. ~/.aws (repeatable; sandbox.deny_read)
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
     /// Switch off a guard rule by name (repeatable; guard.allow)
     #[arg(long = "allow-rule", value_name = "RULE")]
     pub allow_rules: Vec<String>,

@@ -223,6 +223,15 @@ fn read_private(file: &Path, flags: libc::c_int) -> Result<Callers> {
     if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
         bail!("not a private file of this user (mode 0600 or 0400): remove it or fix it");
     }
+    // Confined commands may not read the file by its path (docs/BEHAVIOUR.md §5); another name
+    // of the same file, elsewhere, they could.
+    if meta.nlink() > 1 {
+        bail!(
+            "it has {} names (hard links), and a confined command could read it by another: \
+             remove the others (`find / -xdev -samefile FILE` lists them)",
+            meta.nlink()
+        );
+    }
     let mut text = String::new();
     opened
         .take(1024 * 1024)

@@ -1,16 +1,21 @@
 //! The sandbox of one session (docs/BEHAVIOUR.md §5), decided once: the plan and the prepared kernel objects,
 //! plus the per-call choice between that and a one-time escalated (unconfined) run.
 //!
-//! The Landlock ruleset (and the seccomp filter) are built once per session; each confined
+//! The Landlock ruleset (and the seccomp filter) are built once per server; each confined
 //! child applies them to itself between clone and exec, so confinement costs two or three
-//! system calls per command, and a command keeps its own pid and process group.
+//! system calls per command, and a command keeps its own pid and process group. Where paths are
+//! kept from reads, each call asks for the reads' ruleset as of now (`Prepared::reads_now_in`:
+//! an `lstat` of each directory above a hidden path, and the rules made again when one changed;
+//! for an HTTP caller with a PID namespace of its own, made from that namespace's view); the
+//! launchers that clone its command have applied that one to themselves.
 
 use std::sync::Arc;
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
 use agentty_sandbox::{
-    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Stand, detect_denial,
+    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Ruleset, Stand, Unreadable,
+    detect_denial,
 };
 
 use notice::{Retry, denial_retry};
@@ -31,6 +36,36 @@ impl Confine for PreparedConfine {
 
     fn apply_to_launcher(&self) -> std::io::Result<()> {
         self.0.apply_to_launcher()
+    }
+}
+
+/// One command's confinement: the server's, with the reads' ruleset current when the call came
+/// (where paths are kept from reads). The reads' ruleset is part of what a launcher applies to
+/// itself once, so its key is the launchers': a ruleset made again gets launchers of its own.
+struct CallConfine {
+    shared: Arc<PreparedConfine>,
+    reads: Option<Ruleset>,
+}
+
+impl Confine for CallConfine {
+    fn apply_own(&self) -> std::io::Result<()> {
+        self.shared.0.apply_own()
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        self.shared.0.apply_shared_with(self.reads.as_ref())
+    }
+
+    fn apply_to_launcher(&self) -> std::io::Result<()> {
+        self.shared.0.apply_to_launcher_with(self.reads.as_ref())
+    }
+
+    /// The reads' ruleset (kept alive by this), else the server's confinement (by `shared`).
+    fn shared_key(&self) -> usize {
+        self.reads.as_ref().map_or_else(
+            || Arc::as_ptr(&self.shared).cast::<()>() as usize,
+            Ruleset::key,
+        )
     }
 }
 
@@ -60,7 +95,9 @@ pub struct Confinement {
     git_dirs: Vec<std::path::PathBuf>,
     /// What each confined child applies to itself. `Ok(None)`: nothing to confine (auto
     /// mode, switched off, no backend).
-    confine: Result<Option<Arc<dyn Confine>>, String>,
+    confine: Result<Option<Arc<PreparedConfine>>, String>,
+    /// What the `[sandbox]` line says of the paths kept from reads, made once.
+    unreadable_line: String,
     /// The paths that run code later (docs/BEHAVIOUR.md §5), and whether they are read-only.
     protection: Protection,
 }
@@ -177,6 +214,7 @@ impl Confinement {
         loopback: bool,
         workspace: &Workspace,
         protected: &Protected,
+        unreadable: Unreadable,
         supervisor: Result<Option<Arc<agentty_sandbox::Supervisor>>, String>,
     ) -> Self {
         let policy = Policy {
@@ -186,7 +224,7 @@ impl Confinement {
             network,
             loopback,
         };
-        let plan = Plan::new(&policy);
+        let plan = Plan::new(&policy).hide(unreadable);
         let mut enforcement = plan.enforcement();
         let prepared = match supervisor {
             Ok(supervisor) => {
@@ -209,7 +247,7 @@ impl Confinement {
                 );
                 if enforcement.confines() || network_held {
                     let confine = Arc::new(PreparedConfine(prepared));
-                    try_confine(&confine).map(|()| Some(confine as Arc<dyn Confine>))
+                    try_confine(&confine).map(|()| Some(confine))
                 } else {
                     Ok(None)
                 }
@@ -220,6 +258,11 @@ impl Confinement {
             tracing::error!("{e}");
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let unreadable_line = if enforcement.confines() {
+            agentty_sandbox::notice::unreadable_line(&plan, home.as_deref())
+        } else {
+            String::new()
+        };
         let broad_root = (mode == Mode::Default)
             .then(|| {
                 workspace
@@ -248,6 +291,7 @@ impl Confinement {
             broad_root,
             git_dirs,
             confine,
+            unreadable_line,
             protection,
         }
     }
@@ -261,13 +305,34 @@ impl Confinement {
         &self.plan
     }
 
-    /// The confinement for a call: the session's, or none for an approved escalation.
-    /// An error is the 2009 message: the command must not run.
-    pub fn confine(&self, escalated: bool) -> Result<Option<Arc<dyn Confine>>, String> {
+    /// The confinement for a call: the session's, or none for an approved escalation. An error
+    /// is the 2009 message: the command must not run. `caller`: an HTTP caller's name and the
+    /// directories of the state dir its commands may read (its own spill and start-up
+    /// directories), `None` over stdio. Where paths are kept from reads, a caller's commands get
+    /// read rules of their own: with those exceptions, and, where it runs in a PID namespace of
+    /// its own (with a `/proc` of its own), made from that namespace's view.
+    pub fn confine(
+        &self,
+        escalated: bool,
+        caller: Option<(&str, &[std::path::PathBuf])>,
+    ) -> Result<Option<Arc<dyn Confine>>, String> {
         if escalated {
             return Ok(None);
         }
-        self.confine.clone()
+        let Some(shared) = self.confine.clone()? else {
+            return Ok(None);
+        };
+        // Made now, as the spawn would; one that cannot be made refuses the spawn, saying why.
+        let root = caller
+            .and_then(|(name, _)| agentty_core::namespace::root_of(Some(name)).ok().flatten());
+        let now = shared
+            .0
+            .reads_now_in(root.as_deref(), caller.map(|(_, readable)| readable));
+        if let Some(e) = &now.failed {
+            tracing::warn!("{e}; confined commands keep the read rules made before");
+        }
+        let reads = now.ruleset().cloned();
+        Ok(Some(Arc::new(CallConfine { shared, reads })))
     }
 
     /// What holds the network for confined commands.
@@ -284,6 +349,7 @@ impl Confinement {
         if self.enforcement.confines() && !self.git_dirs.is_empty() {
             line = notice::git_dirs_writable(&line, &self.git_dirs);
         }
+        line.push_str(&self.unreadable_line);
         line.push_str(&self.protection.line);
         match &self.broad_root {
             Some(root) if self.enforcement.confines() => notice::broad_root(&line, root),
@@ -323,7 +389,7 @@ impl Confinement {
         let sentence = denial.notice(self.plan.mode());
         Some(match denial.op {
             Op::Write => Refused::Write(format!("{sentence} {}", denial_retry(retry))),
-            Op::Read => Refused::Read(sentence),
+            Op::Read | Op::Hidden(_) => Refused::Read(sentence),
         })
     }
 }

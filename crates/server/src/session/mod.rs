@@ -146,9 +146,15 @@ impl LazySession {
 
     /// The state, made now if it is not yet. `handle_grace`: for unguessable handles, how long a
     /// job may go without a request naming it before it is stopped.
-    pub(crate) fn state(&self, settings: &Settings, handle_grace: Option<Duration>) -> &Session {
+    /// `spill_dir`: the server's spill directory, where this session's is made.
+    pub(crate) fn state(
+        &self,
+        settings: &Settings,
+        spill_dir: &std::path::Path,
+        handle_grace: Option<Duration>,
+    ) -> &Session {
         self.state.get_or_init(|| {
-            let session = Session::new(settings, &self.name, self.ids);
+            let session = Session::new(settings, spill_dir, &self.name, self.ids);
             if let (Ids::Unguessable, Some(grace)) = (self.ids, handle_grace) {
                 ending::stop_unused(Arc::downgrade(&session.jobs), grace);
             }
@@ -176,14 +182,14 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    fn new(settings: &Settings, name: &str, ids: Ids) -> Self {
+    fn new(settings: &Settings, spill_dir: &std::path::Path, name: &str, ids: Ids) -> Self {
         let jobs = Arc::new(match ids {
             Ids::Sequential => JobTable::new(),
             Ids::Unguessable => JobTable::unguessable(),
         });
         let shell_idle = settings.shell_idle_ms.map(Duration::from_millis);
         Session {
-            spill: Arc::new(SpillStore::new(&settings.spill_root, name)),
+            spill: Arc::new(SpillStore::new(spill_dir, name)),
             calls: AtomicU64::new(0),
             shells: agentty_core::pty::Shells::new(jobs.clone(), shell_idle),
             jobs,

@@ -66,7 +66,7 @@ impl Agentty {
             }
             None => false,
         };
-        let confine = match self.confinement().confine(escalated) {
+        let confine = match self.confine_for(escalated, Agentty::caller_of(&ctx).as_deref()) {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
