@@ -122,12 +122,14 @@ impl Agentty {
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
-            settings.network,
-            settings.loopback,
+            crate::confinement::NetSetup {
+                mode: settings.network,
+                loopback: settings.loopback,
+                supervisor,
+            },
             &workspace,
             &settings.protected,
             unreadable(&settings, &[&own.spill, &own.startup]),
-            supervisor,
         );
         let roots: Vec<std::path::PathBuf> =
             workspace.writable_roots().map(ToOwned::to_owned).collect();

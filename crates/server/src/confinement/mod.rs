@@ -206,17 +206,29 @@ fn is_broad(root: &std::path::Path, home: Option<&std::path::Path>) -> bool {
         || SYSTEM_DIRS.iter().any(|d| root == std::path::Path::new(d))
 }
 
+/// What confined commands may reach (docs/BEHAVIOUR.md §13), as `Confinement::new` takes it.
+pub struct NetSetup {
+    pub mode: agentty_sandbox::Network,
+    /// Loopback stays reachable in `allowlist` and `ask`.
+    pub loopback: bool,
+    /// The supervisor of connections (`allowlist` and `ask`), or why it could not start.
+    pub supervisor: Result<Option<Arc<agentty_sandbox::Supervisor>>, String>,
+}
+
 impl Confinement {
     pub fn new(
         mode: Mode,
         enabled: bool,
-        network: agentty_sandbox::Network,
-        loopback: bool,
+        net: NetSetup,
         workspace: &Workspace,
         protected: &Protected,
         unreadable: Unreadable,
-        supervisor: Result<Option<Arc<agentty_sandbox::Supervisor>>, String>,
     ) -> Self {
+        let NetSetup {
+            mode: network,
+            loopback,
+            supervisor,
+        } = net;
         let policy = Policy {
             mode,
             writable_roots: workspace.writable_roots().map(ToOwned::to_owned).collect(),
