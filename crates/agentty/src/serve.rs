@@ -333,15 +333,47 @@ async fn serve_until_ended(settings: Settings, session: String, serving: Serving
     }
 }
 
-/// MCP over HTTP until a signal; then every session ends.
+/// MCP over HTTP until a signal, which starts the drain (`agentty_server::drain`); then every
+/// session ends.
 async fn serve_http(agentty: Agentty, options: HttpOptions, tokens: Tokens) -> Result<()> {
+    let grace = options.drain_grace;
     let ended = http::serve(agentty.clone(), options, tokens, async {
-        shutdown::shutting_down(shutdown::signal().await);
+        let signal = shutdown::signal().await;
+        if !shutdown::drains(signal) {
+            // What is stopped now is lost with the server, as the next start says.
+            agentty.kept().freeze();
+        }
+        shutdown::shutting_down(signal);
+        if shutdown::drains(signal) {
+            drain(&agentty, grace).await;
+        }
     })
     .await;
-    // Every client session's jobs, and the sessionless callers', are stopped now.
+    // Every client session's jobs, and the sessionless callers', are stopped now (the drain
+    // stopped them already, unless a second signal cut it short).
     agentty.end_all_sessions().await;
     ended
+}
+
+/// The drain after a signal: `/readyz` turns 503 at once, calls in flight get `grace`, then
+/// every job and shell is stopped, saying why. A second signal ends it at once.
+async fn drain(agentty: &Agentty, grace: std::time::Duration) {
+    agentty.begin_drain();
+    tracing::info!(
+        grace_ms = grace.as_millis(),
+        "draining: not ready, no new session; calls in flight may answer"
+    );
+    tokio::select! {
+        drained = agentty.drain(grace) => tracing::info!(
+            settled = drained.settled,
+            stopped = drained.stopped,
+            cancelled = drained.cancelled,
+            "drained"
+        ),
+        signal = shutdown::signal() => {
+            tracing::warn!("received {signal} while draining: stopping now");
+        }
+    }
 }
 
 /// Ends the PID namespace (its init, and every process in it), then stops this subreaper's

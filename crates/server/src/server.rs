@@ -64,6 +64,12 @@ pub(crate) struct Shared {
     pub(crate) sealer: Arc<Sealer>,
     /// What confined commands may reach, and what they met (docs/BEHAVIOUR.md §13).
     pub(crate) egress: Arc<crate::network::Egress>,
+    /// Every tool call being answered, of every session: the drain waits for them.
+    pub(crate) calls: crate::session::InFlight,
+    /// Serving, draining or stopping (docs/BEHAVIOUR.md §14; its phases are `drain.rs`'s).
+    pub(crate) drain_phase: std::sync::atomic::AtomicU8,
+    /// What the state dir keeps of HTTP sessions across a restart.
+    pub(crate) kept: Arc<crate::session::kept::Kept>,
 }
 
 /// What this server's confined commands may not read: what the settings hide, save this
@@ -138,7 +144,15 @@ impl Agentty {
             &roots,
             &settings.protected,
         );
+        let state_dir = settings
+            .spill_root
+            .parent()
+            .unwrap_or(settings.spill_root.as_path())
+            .to_path_buf();
         let inner = Shared {
+            kept: Arc::new(crate::session::kept::Kept::new(&state_dir)),
+            calls: crate::session::InFlight::default(),
+            drain_phase: std::sync::atomic::AtomicU8::new(0),
             settings,
             workspace,
             confinement,
@@ -228,16 +242,21 @@ impl Agentty {
 
     /// This session's state, made on first use.
     pub(crate) fn state(&self) -> &Session {
-        if self.session.state.get().is_none() {
+        let made = self.session.state.get().is_some();
+        if !made {
             // Listed for `end_all_sessions` once it has something to end.
             self.inner.registry.note_live(&self.session);
         }
         let caller = self.session.caller.get().map(|c| c.0.clone());
-        self.session.state(
+        let state = self.session.state(
             &self.inner.settings,
             &self.inner.own_dirs.of(caller.as_deref()).spill,
             self.inner.registry.handle_grace(),
-        )
+        );
+        if !made {
+            self.restore_caller(state);
+        }
+        state
     }
 
     /// What the model is told of a new job's life where handles are unguessable (callers
@@ -249,6 +268,19 @@ impl Agentty {
 
     pub fn jobs(&self) -> &Arc<JobTable> {
         &self.state().jobs
+    }
+
+    /// What became of job `id`, when it names one of this session's from before a restart
+    /// (docs/BEHAVIOUR.md §14): the answer instead of "no such job".
+    pub(crate) fn earlier_job(&self, id: &str) -> Option<String> {
+        let job = self.state().before_restart(id)?;
+        let restarted = crate::session::kept::epoch(self.inner.kept.started());
+        Some(crate::job_words::earlier(&job.earlier(), restarted))
+    }
+
+    /// This session's jobs from before a restart, as the state dir kept them.
+    pub(crate) fn earlier_jobs(&self) -> &[crate::session::kept::JobRecord] {
+        self.state().before.get().map_or(&[][..], Vec::as_slice)
     }
 
     pub(crate) fn spill_store(&self) -> &Arc<SpillStore> {
@@ -353,10 +385,13 @@ impl Agentty {
         (!all.is_empty()).then(|| crate::confinement::notice::planted(&all))
     }
 
-    /// Looks for planted code when `job` (a background command or a shell) ends: a job that
-    /// planted after the model's last call is told of then, to the user at once and to the
-    /// model in its next result. Holds neither the session nor the server alive.
-    pub(crate) fn look_when_ended(&self, job: &Arc<agentty_core::jobs::Job>) {
+    /// Follows a job just registered (a background command or a shell) to its end: the
+    /// session's table in the state dir is written now and when it ends (docs/BEHAVIOUR.md
+    /// §14), and planted code is looked for then, so a job that planted after the model's last
+    /// call is told of at once to the user and in the model's next result. Holds neither the
+    /// session nor the server alive.
+    pub(crate) fn watch_job(&self, job: &Arc<agentty_core::jobs::Job>) {
+        self.state().save_jobs();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -367,8 +402,12 @@ impl Agentty {
         );
         runtime.spawn(async move {
             job.ended().await;
+            let session = session.upgrade();
+            if let Some(state) = session.as_deref().and_then(|s| s.state.get()) {
+                state.save_jobs();
+            }
             if let Some(shared) = shared.upgrade() {
-                shared.look(session.upgrade().as_deref());
+                shared.look(session.as_deref());
             }
         });
     }

@@ -42,6 +42,10 @@ pub struct HttpSection {
     pub max_sessions: Option<usize>,
     pub max_sessions_per_caller: Option<usize>,
     pub max_connections: Option<usize>,
+    /// A header that may carry the token instead of `Authorization`.
+    pub token_header: Option<String>,
+    /// Seconds.
+    pub drain_grace: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -352,6 +352,33 @@ impl Confinement {
         self.enforcement.network
     }
 
+    /// Why the sandbox is not in force as configured, if it is not (`/readyz` says it): it
+    /// failed to start, the kernel has no backend for the mode asked, or the network switch
+    /// asked for cannot be installed. `auto` and `--no-sandbox` ask for nothing.
+    pub fn not_in_force(&self) -> Option<&'static str> {
+        use agentty_sandbox::{NotEnforcedWhy, State};
+        if self.confine.is_err() {
+            return Some("degraded: the sandbox failed to start");
+        }
+        if let State::NotEnforced {
+            why: NotEnforcedWhy::NoBackend | NotEnforcedWhy::KernelLacksLandlock,
+        } = self.enforcement.state
+        {
+            return Some("degraded: no sandbox backend on this kernel");
+        }
+        if matches!(
+            self.enforcement.network,
+            agentty_sandbox::NetEnforcement::Off { installed: false }
+                | agentty_sandbox::NetEnforcement::Filtered {
+                    held: agentty_sandbox::NetHold::Nothing,
+                    ..
+                }
+        ) {
+            return Some("degraded: the network switch cannot be installed");
+        }
+        None
+    }
+
     /// The one line every result carries.
     pub fn line(&self, escalated: bool) -> String {
         if escalated {
@@ -429,11 +456,70 @@ impl Refused {
         }
     }
 
+    /// Counts it for `/metrics`: a result reports it.
+    pub(crate) fn count(&self) {
+        use crate::metrics::{METRICS, Refusal};
+        METRICS.sandbox_refused(match self {
+            Refused::Write(_) => Refusal::Write,
+            Refused::Read(_) => Refusal::Read,
+        });
+    }
+
     /// Its line in the model's text: `[error 2008] …`, or the read's note.
     pub fn line(&self) -> String {
         match self {
             Refused::Write(sentence) => notice::sandbox_denied(sentence),
             Refused::Read(note) => note.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentty_sandbox::Backend;
+
+    /// `/readyz` is 503 `degraded: …` when the sandbox asked for is not in force, and only then.
+    #[test]
+    fn not_in_force_names_why_the_sandbox_asked_for_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path().to_path_buf(), Vec::new()).unwrap();
+        let mut c = Confinement::new(
+            Mode::Default,
+            true,
+            true,
+            &workspace,
+            &Protected::default(),
+            Unreadable::default(),
+        );
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::KernelLacksLandlock);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: no sandbox backend on this kernel")
+        );
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::None);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: no sandbox backend on this kernel")
+        );
+        // Asked for nothing: auto mode, or the sandbox switched off.
+        c.enforcement = Enforcement::decide(Mode::Auto, true, &Backend::KernelLacksLandlock);
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, false, &Backend::None);
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        c.enforcement.network_off = Some(false);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the network switch cannot be installed")
+        );
+        c.enforcement.network_off = Some(true);
+        c.confine = Err("the sandbox failed to start: test".into());
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the sandbox failed to start")
+        );
     }
 }

@@ -14,10 +14,11 @@ use crate::settings::Settings;
 
 mod ending;
 mod in_flight;
+pub mod kept;
 mod registry;
 mod task_index;
 
-pub(crate) use ending::{log_stopped, stop_and_log};
+pub(crate) use ending::{log_stopped, stop_and_log, stop_for_shutdown};
 pub(crate) use in_flight::InFlight;
 pub(crate) use registry::Registry;
 pub(crate) use task_index::{Entry as TaskEntry, TaskIndex};
@@ -179,6 +180,30 @@ pub(crate) struct Session {
     pub(crate) ended: AtomicBool,
     /// Tasks (the tasks extension) made of this session's jobs.
     pub(crate) tasks: TaskIndex,
+    /// Where the state dir keeps this session's job table across a restart (HTTP client
+    /// sessions and callers without one), once known.
+    pub(crate) keep: std::sync::OnceLock<(Arc<kept::Kept>, kept::Key)>,
+    /// Its jobs from before a restart, as the state dir kept them (set once, when the session
+    /// came back).
+    pub(crate) before: std::sync::OnceLock<Vec<kept::JobRecord>>,
+    /// The server is shutting down and will keep this session's files for it to come back to:
+    /// its end removes neither its spill directory nor its kept table.
+    pub(crate) kept_for_restart: AtomicBool,
+}
+
+impl Session {
+    /// Writes this session's job table to the state dir, when it is kept there.
+    pub(crate) fn save_jobs(&self) {
+        if let Some((kept, key)) = self.keep.get() {
+            let before = self.before.get().map_or(&[][..], Vec::as_slice);
+            kept.save_jobs(key, before, &self.jobs.list());
+        }
+    }
+
+    /// Its job `id` from before a restart, if the state dir kept one.
+    pub(crate) fn before_restart(&self, id: &str) -> Option<&kept::JobRecord> {
+        self.before.get()?.iter().find(|j| j.id == id)
+    }
 }
 
 impl Session {
@@ -196,6 +221,9 @@ impl Session {
             client_can_ask: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             tasks: TaskIndex::default(),
+            keep: std::sync::OnceLock::new(),
+            before: std::sync::OnceLock::new(),
+            kept_for_restart: AtomicBool::new(false),
         }
     }
 }

@@ -115,9 +115,12 @@ impl Agentty {
             Err(OpenError::Pty(PtyError::EndedAtStart(text))) => {
                 return tool_error(say::ended_at_start(&text));
             }
-            Err(OpenError::Pty(e)) => return tool_error(say::open_failed(&e.to_string())),
+            Err(OpenError::Pty(e)) => {
+                crate::metrics::METRICS.spawn_failed();
+                return tool_error(say::open_failed(&e.to_string()));
+            }
         };
-        self.look_when_ended(&job);
+        self.watch_job(&job);
         let marked = shell.flavor != Flavor::Unknown;
         let sandbox = self.confinement().line(escalated);
         let workdir = workdir.display().to_string();

@@ -41,7 +41,7 @@ impl Agentty {
         match started {
             Ok(job) => {
                 note_ends_in(&job, prepared);
-                self.look_when_ended(&job);
+                self.watch_job(&job);
                 crate::network::keep_while_running(&job, net);
                 let notes: Vec<String> = self
                     .handle_rule()
@@ -82,7 +82,7 @@ impl Agentty {
             match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
                 Ok(job) => {
                     note_ends_in(&job, prepared);
-                    self.look_when_ended(&job);
+                    self.watch_job(&job);
                     crate::network::keep_while_running(&job, net);
                     if let Some(path) = &spill_path {
                         text.push_str(&say::spill_so_far(path));

@@ -222,6 +222,9 @@ impl Agentty {
             &prepared.display,
             || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
+        if let Some(refused) = &denial {
+            refused.count();
+        }
         let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
             denial,
@@ -286,5 +289,6 @@ pub(crate) fn not_started(
     if ctx.ct.is_cancelled() {
         return tool_error(notice::CANCELLED_BEFORE_START.into());
     }
+    crate::metrics::METRICS.spawn_failed();
     tool_error(notice::spawn_failed(&program, &prepared.workdir, error))
 }

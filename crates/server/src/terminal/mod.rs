@@ -174,6 +174,7 @@ pub fn prepare(
         line,
     } = what_runs(params.command, params.argv, shell, place)?;
     if let Verdict::Block(block) = line.verdict(guard) {
+        crate::metrics::METRICS.guard_blocked(block.rule);
         return Err(block.message());
     }
     // Every argument is checked before anything asks the user: a refusal after an approval
