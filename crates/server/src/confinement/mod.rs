@@ -487,7 +487,11 @@ mod tests {
         let mut c = Confinement::new(
             Mode::Default,
             true,
-            true,
+            NetSetup {
+                mode: agentty_sandbox::Network::On,
+                loopback: true,
+                supervisor: Ok(None),
+            },
             &workspace,
             &Protected::default(),
             Unreadable::default(),
@@ -510,12 +514,28 @@ mod tests {
         c.enforcement = Enforcement::decide(Mode::Default, false, &Backend::None);
         assert_eq!(c.not_in_force(), None);
         c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
-        c.enforcement.network_off = Some(false);
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Off { installed: false };
         assert_eq!(
             c.not_in_force(),
             Some("degraded: the network switch cannot be installed")
         );
-        c.enforcement.network_off = Some(true);
+        // The same for allowlist and ask without a filter to hold them.
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Filtered {
+            mode: agentty_sandbox::Network::Ask,
+            held: agentty_sandbox::NetHold::Nothing,
+            loopback: true,
+        };
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the network switch cannot be installed")
+        );
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Filtered {
+            mode: agentty_sandbox::Network::Ask,
+            held: agentty_sandbox::NetHold::Full,
+            loopback: true,
+        };
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Off { installed: true };
         c.confine = Err("the sandbox failed to start: test".into());
         assert_eq!(
             c.not_in_force(),
