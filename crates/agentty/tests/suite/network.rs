@@ -135,12 +135,16 @@ impl Listener {
 }
 
 /// A test host in a network namespace the test makes: a veth pair to this machine, private
-/// IPv4 addresses of a /30 of 10.0.0.0/8 named by the test's pid (so parallel tests differ),
-/// and a counting listener inside. Removed on drop.
+/// IPv4 addresses of a /30 of 10.0.0.0/8 and IPv6 ones of a ULA /64, both named by the test's
+/// pid (so parallel tests differ), and a counting listener inside. The pair's near end gives
+/// this machine non-loopback addresses of its own whatever network it has (CI's may have no
+/// IPv6). Removed on drop.
 struct NetnsHost {
     name: String,
     /// The host's address, inside the namespace.
     ip: std::net::Ipv4Addr,
+    /// This machine's own addresses on the pair's near end, IPv4 and IPv6.
+    near: (IpAddr, IpAddr),
     listener: Listener,
 }
 
@@ -153,6 +157,8 @@ impl NetnsHost {
             std::net::Ipv4Addr::from(base + 1),
             std::net::Ipv4Addr::from(base + 2),
         );
+        let prefix6 = format!("fd00:a9e7:{:x}:{:x}", pid >> 16, pid & 0xffff);
+        let (near6, far6) = (format!("{prefix6}::1"), format!("{prefix6}::2"));
         let (outer, inner) = (format!("at{pid}o"), format!("at{pid}i"));
         let ip = |args: &[&str]| {
             let out = std::process::Command::new("ip")
@@ -165,6 +171,7 @@ impl NetnsHost {
         let mut host = NetnsHost {
             name: name.clone(),
             ip: far,
+            near: (IpAddr::V4(near), near6.parse().unwrap()),
             listener: Listener {
                 at: SocketAddr::from(([0, 0, 0, 0], 0)),
                 seen: Arc::default(),
@@ -174,6 +181,15 @@ impl NetnsHost {
             "link", "add", &outer, "type", "veth", "peer", "name", &inner, "netns", &name,
         ]);
         ip(&["addr", "add", &format!("{near}/30"), "dev", &outer]);
+        // nodad: usable at once, not after duplicate address detection.
+        ip(&[
+            "addr",
+            "add",
+            &format!("{near6}/64"),
+            "dev",
+            &outer,
+            "nodad",
+        ]);
         ip(&["link", "set", &outer, "up"]);
         ip(&[
             "-n",
@@ -183,6 +199,16 @@ impl NetnsHost {
             &format!("{far}/30"),
             "dev",
             &inner,
+        ]);
+        ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{far6}/64"),
+            "dev",
+            &inner,
+            "nodad",
         ]);
         ip(&["-n", &name, "link", "set", &inner, "up"]);
         // The listener binds on a thread that entered the namespace (setns is per thread).
@@ -217,24 +243,6 @@ impl Drop for NetnsHost {
     }
 }
 
-/// This machine's own addresses that are not loopback or link-local: an IPv4 and an IPv6 one,
-/// where it has them (`hostname -I`).
-fn own_addresses() -> (Option<IpAddr>, Option<IpAddr>) {
-    let out = std::process::Command::new("hostname")
-        .arg("-I")
-        .output()
-        .unwrap();
-    let all: Vec<IpAddr> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .filter(|ip: &IpAddr| !ip.is_loopback())
-        .collect();
-    (
-        all.iter().copied().find(IpAddr::is_ipv4),
-        all.iter().copied().find(IpAddr::is_ipv6),
-    )
-}
-
 fn url_host(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => v4.to_string(),
@@ -258,30 +266,28 @@ fn assert_refused(text: &str, s: &Value, target: &str, why: &str) {
 
 /// Every way out a command might try, each refused, nothing reaching the test's listeners.
 async fn exfiltration_is_refused(who: Who, mode: &str) {
-    let (v4, v6) = own_addresses();
-    let v4 = v4.expect("this machine has no IPv4 address but loopback");
-    let v6 = v6.expect("this machine has no IPv6 address but loopback: the IPv6 attempt needs one");
     let tcp = Listener::on("0.0.0.0".parse().unwrap());
     let tcp6 = Listener::on("::".parse().unwrap());
     let udp = UdpSocket::bind("0.0.0.0:0").unwrap();
     udp.set_nonblocking(true).unwrap();
     let udp_port = udp.local_addr().unwrap().port();
-    // A listed name that resolves to this machine (its host name: /etc/hosts has it).
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap()
-        .trim()
-        .to_owned();
-    let listed = format!("{hostname}:{}", tcp.at.port());
+    // A listed name that resolves to this machine (the hosts file below says so).
+    let listed = format!("own-host.test:{}", tcp.at.port());
     // A test host in a network namespace, at a private address, and a listed name that leads
     // to it: the server runs in a mount namespace whose /etc/hosts says so.
     let inside = NetnsHost::new();
     let inside_port = inside.listener.at.port();
+    // This machine's own non-loopback addresses (the pair's near end).
+    let (v4, v6) = inside.near;
     let hosts = tempfile::Builder::new()
         .prefix("hosts-")
         .tempfile_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
     let mut names = std::fs::read_to_string("/etc/hosts").unwrap();
-    names.push_str(&format!("\n{} private-host.test\n", inside.ip));
+    names.push_str(&format!(
+        "\n{} private-host.test\n127.0.0.1 own-host.test\n",
+        inside.ip
+    ));
     std::fs::write(hosts.path(), names).unwrap();
     std::fs::set_permissions(
         hosts.path(),
@@ -681,10 +687,10 @@ impl ClientHandler for Answering {
 
 #[tokio::test]
 async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
-    let (Some(v4), _) = own_addresses() else {
-        panic!("this machine has no IPv4 address but loopback");
-    };
-    // A host not on the list that is still this machine: its own address, through the proxy.
+    // A host not on the list that is still this machine: its own address (the near end of a
+    // test host's pair), through the proxy.
+    let pair = NetnsHost::new();
+    let v4 = pair.near.0;
     let service = Listener::on("0.0.0.0".parse().unwrap());
     let target = format!("{v4}:{}", service.at.port());
     let workspace = tempfile::tempdir().unwrap();
