@@ -139,6 +139,21 @@ impl Agentty {
                     .started
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
+                // Its commands' recent connections, allowed and refused (docs/BEHAVIOUR.md §13).
+                let network: Vec<Value> = self
+                    .egress()
+                    .recent(&lazy.name)
+                    .into_iter()
+                    .map(|seen| {
+                        json!({
+                            "time": seen.time,
+                            "host": seen.target.host,
+                            "port": seen.target.port,
+                            "decision": if seen.allowed { "allowed" } else { "refused" },
+                            "rule": seen.rule,
+                        })
+                    })
+                    .collect();
                 Some(json!({
                     "key": lazy.name,
                     "caller": lazy.caller.get().map(|c| c.0.to_string()),
@@ -147,6 +162,7 @@ impl Agentty {
                     "transport": about.map_or("", |a| a.transport),
                     "started": started,
                     "jobs": jobs,
+                    "network": network,
                 }))
             })
             .collect();

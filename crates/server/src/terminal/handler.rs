@@ -14,6 +14,8 @@ use rmcp::{RoleServer, tool, tool_router};
 use super::notice;
 use super::{Prepared, TerminalParams, TerminalResult};
 use crate::escalation;
+use crate::escalation::mrtr::Slot;
+use crate::network::{Choice, NetCall};
 use crate::server::Agentty;
 use crate::tools::{input_schema, parse_args, tool_error};
 
@@ -68,10 +70,34 @@ impl Agentty {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
+        // A 2026-07-28 client's answer to the question about hosts this same call was refused.
+        let slot = ctx.extensions.get::<Slot>().cloned();
+        let mut granted = Vec::new();
+        if let Some((carried, choice)) = slot.as_ref().and_then(Slot::network_answer) {
+            let (key, targets) = crate::network::read_carried(&carried);
+            match choice {
+                Choice::Deny => return self.egress().declined(&key, &targets),
+                Choice::Once => granted = targets,
+                Choice::Session => self
+                    .egress()
+                    .approve_for_session(&self.session.name, &targets),
+            }
+        }
         if self.cancelled_already(&ctx) {
             return tool_error(notice::CANCELLED_BEFORE_START.into());
         }
         let (call, marker) = self.next_call();
+        let net = self.network_call(
+            &marker,
+            &call,
+            &prepared.display,
+            &ctx,
+            confine.is_some(),
+            granted,
+        );
+        // The proxy's variables first: the call's own `env` may set them otherwise.
+        let mut env = net.as_ref().map(NetCall::env).unwrap_or_default();
+        env.extend(prepared.env.iter().cloned());
         tracing::debug!(
             %call,
             command = %crate::job_words::for_log(&prepared.display),
@@ -83,7 +109,7 @@ impl Agentty {
                 program: prepared.program.clone(),
                 args: prepared.args.clone(),
                 cwd: prepared.workdir.clone(),
-                env: prepared.env.clone(),
+                env,
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker,
                 confine,
@@ -97,11 +123,13 @@ impl Agentty {
             keep_whole: prepared.parse.as_ref().is_some_and(Result::is_ok),
         };
         if prepared.pty {
-            return self.terminal_pty(&prepared, request, escalated, &ctx).await;
+            return self
+                .terminal_pty(&prepared, request, escalated, &ctx, net)
+                .await;
         }
         if prepared.background {
             let line = self.confinement().line(escalated);
-            return self.start_background(&prepared, request, line, &ctx);
+            return self.start_background(&prepared, request, line, &ctx, net);
         }
         let mut progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
@@ -122,11 +150,11 @@ impl Agentty {
             Ok(RunEnd::Finished(o)) => o,
             Ok(RunEnd::TimedOut(handover)) => {
                 let line = self.confinement().line(escalated);
-                return self.adopt_timed_out(&prepared, handover, line).await;
+                return self.adopt_timed_out(&prepared, handover, line, net).await;
             }
             Err(e) => return not_started(&prepared, &ctx, &e),
         };
-        self.finish_foreground(&prepared, &outcome, escalated, Vec::new())
+        self.finish_foreground(&prepared, &outcome, escalated, Vec::new(), net, &ctx)
     }
     /// `terminal({command, pty: true})`: one command under a PTY (docs/BEHAVIOUR.md §4), rendered like the
     /// pipe path plus the awaiting-input note.
@@ -136,6 +164,7 @@ impl Agentty {
         request: RunRequest,
         escalated: bool,
         ctx: &RequestContext<RoleServer>,
+        net: Option<NetCall>,
     ) -> CallToolResult {
         let pty_request = PtyRunRequest {
             spec: request.spec,
@@ -166,19 +195,26 @@ impl Agentty {
             })
             .into_iter()
             .collect();
-        self.finish_foreground(prepared, &outcome.run, escalated, notes)
+        self.finish_foreground(prepared, &outcome.run, escalated, notes, net, ctx)
     }
 
     /// The end of every foreground run, pipe or PTY: where the command ended up, whether the
-    /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0),
-    /// the planted-code warning, and the rendering. `notes`: what the path itself has to say.
+    /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0) or
+    /// a connection (error 2010, likewise), the planted-code warning, and the rendering.
+    /// `notes`: what the path itself has to say. A 2026-07-28 client in `ask` mode gets a
+    /// question about the hosts refused instead, with this result kept for a "deny".
     fn finish_foreground(
         &self,
         prepared: &Prepared,
         outcome: &RunOutcome,
         escalated: bool,
         mut notes: Vec<String>,
+        net: Option<NetCall>,
+        ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
+        let refused = net.as_ref().map(NetCall::take_refusals).unwrap_or_default();
+        let network =
+            (!refused.is_empty()).then(|| crate::confinement::notice::network_refused(&refused));
         let denial = self.confinement().denial(
             escalated,
             outcome.exit.and_then(agentty_core::Exit::code),
@@ -193,6 +229,7 @@ impl Agentty {
         let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
             denial,
+            network,
         };
         notes.extend(self.planted_warning());
         let (text, mut structured) = super::render::render(prepared, outcome, sandbox, notes);
@@ -205,7 +242,35 @@ impl Agentty {
             map.insert("parsed".into(), parsed.into_value());
         }
         result.structured_content = value;
-        result
+        match (net, ctx.extensions.get::<Slot>()) {
+            (Some(net), Some(slot)) if net.may_ask_later() => {
+                self.ask_after(result, &refused, slot, &prepared.display)
+            }
+            _ => result,
+        }
+    }
+
+    /// For a 2026-07-28 client in `ask` mode: the hosts the command was refused for not being
+    /// listed go back as a question (`input_required`); the retry runs the call again with
+    /// them allowed, or answers a "deny" with `result`.
+    fn ask_after(
+        &self,
+        result: CallToolResult,
+        refused: &[crate::network::Refusal],
+        slot: &Slot,
+        what: &str,
+    ) -> CallToolResult {
+        let targets = crate::network::askable(refused);
+        if targets.is_empty() {
+            return result;
+        }
+        let key = self.egress().keep_result(result.clone());
+        let question = crate::confinement::notice::network_question_after(what, &targets);
+        match slot.ask_network(question, &crate::network::carried(&key, &targets)) {
+            // The handler's word is replaced by the question (`call_tool`).
+            Ok(()) => tool_error(crate::escalation::notice::ESCALATION_ASKED.to_owned()),
+            Err(_) => self.egress().take_result(&key).unwrap_or(result),
+        }
     }
 }
 

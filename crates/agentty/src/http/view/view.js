@@ -18,6 +18,7 @@ let control = false;
 let lastState = null;
 const dismissed = new Set(); // the warnings the person dismissed, by time, session, path, what
 const WARNINGS_SHOWN = 5;
+const REFUSALS_SHOWN = 5;
 
 const $ = (id) => document.getElementById(id);
 
@@ -89,6 +90,17 @@ function renderList(state) {
       button.append(el("span", "label", j.label));
       button.addEventListener("click", () => select(s.key, j.id, j.kind));
       box.append(button);
+    }
+    // The connections its commands were refused, newest first (the server's log has them all).
+    const refused = (s.network || []).filter((n) => n.decision === "refused").reverse();
+    if (refused.length > 0) {
+      const list = el("ul", "network-refused");
+      list.append(el("li", "network-head", "network refused:"));
+      for (const n of refused.slice(0, REFUSALS_SHOWN)) {
+        const what = n.port ? n.host + ":" + n.port : "a socket";
+        list.append(el("li", "", what + " (" + n.rule + ", " + new Date(n.time * 1000).toLocaleTimeString() + ")"));
+      }
+      box.append(list);
     }
     nav.append(box);
   }
