@@ -22,6 +22,14 @@ pub fn git_dirs_writable(line: &str, dirs: &[std::path::PathBuf]) -> String {
     )
 }
 
+/// Said once a session when a confined `strace`, `gdb`, `ltrace` or `perf` was refused: they say
+/// "Operation not permitted" and nothing of why.
+pub const TRACE_REFUSED: &str = "[sandbox] confined commands may not trace or read another \
+process (ptrace, process_vm_readv, perf on another process), their own children included: \
+that keeps a secret the user types into a program of the shell from the agent. strace, gdb, \
+ltrace and perf record or stat of a program fail here; run such a call with \
+sandbox_permissions: \"require_escalated\" (the user approves it) if it is needed";
+
 /// Changes to what runs code later listed in one warning at most (the user has them all in
 /// the server's log).
 const CHANGES_SAID: usize = 16;

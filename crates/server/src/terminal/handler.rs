@@ -115,6 +115,7 @@ impl Agentty {
                 confine,
                 caller: Agentty::caller_of(&ctx),
                 pass_fd: None,
+                masks: Some(self.masks()),
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
