@@ -1,7 +1,8 @@
 //! How a job is worded wherever it is shown, in one place: its state, its kind, its age and
 //! output size, and the refusal at the job cap listing the running ones. The `task_*` and
 //! `shell_*` families, `terminal`'s background replies, the tasks extension, the server's log
-//! lines and the web view all say a job's state with these words (docs/BEHAVIOUR.md §3).
+//! lines and the web view all say a job's state with these words (docs/BEHAVIOUR.md §3); and
+//! a command the agent wrote is shown with its control characters escaped ([`visible`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -288,6 +289,26 @@ pub fn earlier(job: &Earlier<'_>, restarted: u64) -> String {
         text.push_str(&format!(" Its output up to then is in {spill}."));
     }
     text
+}
+
+/// `text` with control characters and bidirectional formatting characters escaped.
+pub fn visible(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

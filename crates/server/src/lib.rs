@@ -5,6 +5,7 @@
 //! (`transport`), what the web view reads (`view`, `secrets`), the drain after SIGTERM
 //! (`drain`) and the counters `/metrics` reports (`metrics`). See docs/ARCHITECTURE.md.
 
+mod caller;
 pub mod confinement;
 mod drain;
 pub mod escalation;
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod network;
 mod own_dirs;
 mod schemas;
+mod scrape;
 pub mod secrets;
 pub mod server;
 mod session;

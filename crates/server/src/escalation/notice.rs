@@ -8,29 +8,9 @@ pub fn escalation_question(what: &str, justification: &str) -> String {
     format!(
         "The agent asks to run this without the write sandbox, once:\n\n{}\n\nReason given: \
          {}\n\nApprove for this one command only?",
-        visible(what),
-        visible(justification)
+        crate::job_words::visible(what),
+        crate::job_words::visible(justification)
     )
-}
-
-/// `text` with control characters and bidirectional formatting characters escaped.
-pub fn visible(text: &str) -> String {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
-    if !text.chars().any(hidden) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| {
-            if hidden(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 pub const ESCALATION_DECLINED: &str = "escalation declined by the user: the command did not run. \
@@ -94,7 +74,7 @@ mod tests {
         );
         assert_eq!(q.matches("Reason given:").count(), 2, "{q}"); // one real, one escaped text
         assert_eq!(
-            visible("cargo test -- --nocapture"),
+            crate::job_words::visible("cargo test -- --nocapture"),
             "cargo test -- --nocapture"
         );
     }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-mod report;
+pub(crate) mod report;
 
 /// Every series of the process (one server per process, so one set of counters).
 pub static METRICS: Metrics = Metrics::new();

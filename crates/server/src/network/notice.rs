@@ -168,7 +168,7 @@ pub fn network_question(what: &str, target: &super::Target) -> String {
         "A command the agent runs wants to connect to {target}, which is not on agentty's \
          network allowlist:\n\n{}\n\nAllow it? once: this command only; session: every command \
          of this session; deny: refuse it.",
-        crate::escalation::notice::visible(what)
+        crate::job_words::visible(what)
     )
 }
 
@@ -181,7 +181,7 @@ pub fn network_question_after(what: &str, targets: &[super::Target]) -> String {
          Allow and run the command again? once: for that run only; session: every command of \
          this session; deny: keep the refusal.",
         listed.join(", "),
-        crate::escalation::notice::visible(what)
+        crate::job_words::visible(what)
     )
 }
 

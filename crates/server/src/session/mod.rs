@@ -26,10 +26,7 @@ pub(crate) use task_index::{Entry as TaskEntry, TaskIndex};
 /// Planted-code changes kept for a session's next result at most.
 const PLANTED_KEPT: usize = 64;
 
-/// Who sent an HTTP request: the name of the token it carried. The HTTP listener puts it in the
-/// request's extensions; callers without a session are told apart by it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Caller(pub Arc<str>);
+pub use crate::caller::Caller;
 
 /// A session's state, made at its first use: rmcp asks the HTTP service for a server per
 /// request it answers itself (a tool's schema, a request without a session), and those must

@@ -426,7 +426,7 @@ pub fn secret_question(what: &str, id: &str) -> String {
     format!(
         "A program in the agent's shell {id} asks for: {}. Type it on agentty's page, which \
          shows which program reads it; agentty types it with echo off and keeps it nowhere.",
-        crate::escalation::notice::visible(what)
+        crate::job_words::visible(what)
     )
 }
 

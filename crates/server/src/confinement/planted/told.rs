@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::Change;
-use crate::session::Caller;
+use crate::caller::Caller;
 
 /// Reports kept per session for the view, newest last; older ones of that session go first.
 const KEPT_PER_SESSION: usize = 16;
