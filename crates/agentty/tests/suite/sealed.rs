@@ -171,7 +171,9 @@ fn enter(address: &str, key: &str, secret: &str) -> (String, String) {
 /// (its output in `attack.log`, then `attack-done`); then the password prompt, waiting.
 /// `TAG` in `attack` is the prompt's tag.
 async fn prompt_after(who: Who, flags: &[&str], attack: &str, hold_s: u32) -> Prompted {
-    let mut all = vec!["--view", "127.0.0.1:0"];
+    // bash whoever runs it: a host without $SHELL gives nobody /bin/sh (nobody's login shell is
+    // nologin), and the attacks below are written for bash's job control.
+    let mut all = vec!["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
     all.extend_from_slice(flags);
     let setup = serve(who, false, &all).await;
     std::fs::write(setup.ws().join("reader.py"), READER).unwrap();
