@@ -20,6 +20,7 @@ pub mod terminal;
 mod tools;
 pub mod transport;
 pub mod view;
+pub mod view_calls;
 
 pub use server::Agentty;
 pub use session::Caller;

@@ -173,6 +173,10 @@ pub(crate) struct Session {
     pub(crate) ended: AtomicBool,
     /// Tasks (the tasks extension) made of this session's jobs.
     pub(crate) tasks: TaskIndex,
+    /// Its foreground calls, running and lately ended, for the web view.
+    pub(crate) view_calls: crate::view_calls::Calls,
+    /// The jobs and shells the person watching stopped (`--view-control`), for the view.
+    pub(crate) stopped_by_user: std::sync::Mutex<Vec<String>>,
 }
 
 impl Session {
@@ -190,6 +194,8 @@ impl Session {
             client_can_ask: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             tasks: TaskIndex::default(),
+            view_calls: crate::view_calls::Calls::default(),
+            stopped_by_user: std::sync::Mutex::default(),
         }
     }
 }

@@ -16,6 +16,7 @@ use super::{Prepared, TerminalParams, TerminalResult};
 use crate::escalation;
 use crate::server::Agentty;
 use crate::tools::{input_schema, parse_args, tool_error};
+use crate::view_calls::{Ending, Running};
 
 #[tool_router(router = terminal_router, vis = "pub(crate)")]
 impl Agentty {
@@ -37,7 +38,13 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let prepared = match super::prepare(
+        // For the web view's history, should the guard refuse it.
+        let asked = params
+            .command
+            .clone()
+            .or_else(|| params.argv.as_ref().map(|argv| argv.join(" ")))
+            .unwrap_or_default();
+        let prepared = match super::prepare_judged(
             params,
             &self.settings().shell,
             self.workspace(),
@@ -45,7 +52,15 @@ impl Agentty {
             self.settings().default_timeout_ms,
         ) {
             Ok(p) => p,
-            Err(e) => return tool_error(e),
+            Err(refused) => {
+                if refused.by_guard {
+                    let (call, _) = self.next_call();
+                    self.state()
+                        .view_calls
+                        .blocked(&call, &asked, &refused.text);
+                }
+                return tool_error(refused.text);
+            }
         };
         // A background job over the cap would be refused after the user approved it: say so
         // first (the start checks again; a job that ended meanwhile only frees a place).
@@ -92,16 +107,28 @@ impl Agentty {
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
-            spill: Some((self.spill_store().clone(), call)),
+            spill: Some((self.spill_store().clone(), call.clone())),
             keep_whole: prepared.parse.as_ref().is_some_and(Result::is_ok),
+            view: None,
         };
-        if prepared.pty {
-            return self.terminal_pty(&prepared, request, escalated, &ctx).await;
-        }
         if prepared.background {
             let line = self.confinement().line(escalated);
             return self.start_background(&prepared, request, line, &ctx);
         }
+        // Shown in the web view while it runs, and in its history after.
+        let record = self
+            .state()
+            .view_calls
+            .begin(&call, &prepared.display, !prepared.pty);
+        if prepared.pty {
+            return self
+                .terminal_pty(&prepared, request, escalated, &ctx, record)
+                .await;
+        }
+        let request = RunRequest {
+            view: record.view(),
+            ..request
+        };
         let mut progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
             move |p: Progress| {
@@ -121,11 +148,17 @@ impl Agentty {
             Ok(RunEnd::Finished(o)) => o,
             Ok(RunEnd::TimedOut(handover)) => {
                 let line = self.confinement().line(escalated);
-                return self.adopt_timed_out(&prepared, handover, line).await;
+                let result = self.adopt_timed_out(&prepared, handover, line).await;
+                record.other(Ending::Backgrounded, &result);
+                return result;
             }
-            Err(e) => return not_started(&prepared, &ctx, &e),
+            Err(e) => {
+                let result = not_started(&prepared, &ctx, &e);
+                record.other(Ending::NotStarted, &result);
+                return result;
+            }
         };
-        self.finish_foreground(&prepared, &outcome, escalated, Vec::new())
+        self.finish_foreground(&prepared, &outcome, escalated, Vec::new(), record)
     }
     /// `terminal({command, pty: true})`: one command under a PTY (docs/BEHAVIOUR.md §4), rendered like the
     /// pipe path plus the awaiting-input note.
@@ -135,6 +168,7 @@ impl Agentty {
         request: RunRequest,
         escalated: bool,
         ctx: &RequestContext<RoleServer>,
+        record: Running<'_>,
     ) -> CallToolResult {
         let pty_request = PtyRunRequest {
             spec: request.spec,
@@ -148,8 +182,13 @@ impl Agentty {
         };
         let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
             Ok(o) => o,
-            Err(e) => return not_started(prepared, ctx, &e),
+            Err(e) => {
+                let result = not_started(prepared, ctx, &e);
+                record.other(Ending::NotStarted, &result);
+                return result;
+            }
         };
+        let awaiting = outcome.awaiting_input.is_some();
         let full_screen = outcome.full_screen;
         let notes = outcome
             .awaiting_input
@@ -165,7 +204,13 @@ impl Agentty {
             })
             .into_iter()
             .collect();
-        self.finish_foreground(prepared, &outcome.run, escalated, notes)
+        self.finish_foreground(
+            prepared,
+            &outcome.run,
+            escalated,
+            notes,
+            record.awaiting(awaiting),
+        )
     }
 
     /// The end of every foreground run, pipe or PTY: where the command ended up, whether the
@@ -177,6 +222,7 @@ impl Agentty {
         outcome: &RunOutcome,
         escalated: bool,
         mut notes: Vec<String>,
+        record: Running<'_>,
     ) -> CallToolResult {
         let denial = self.confinement().denial(
             escalated,
@@ -186,12 +232,14 @@ impl Agentty {
             &prepared.display,
             || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
+        let refused = denial.is_some();
         let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
             denial,
         };
         notes.extend(self.planted_warning());
         let (text, mut structured) = super::render::render(prepared, outcome, sandbox, notes);
+        record.ran(outcome, refused, &text);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         // A typed result's data is moved in, not copied through `to_value` (for a 1 MB
         // listing that copy was a third tree of the same data).

@@ -211,6 +211,7 @@ impl View {
                     },
                 }
             }
+            (&Method::GET, "/view/spill") => self.spill(request, &viewer).await,
             (&Method::POST, "/view/stop") => self.stop(request, &viewer).await,
             _ => text(StatusCode::NOT_FOUND, "agentty: not here\n"),
         }
@@ -253,6 +254,42 @@ impl View {
         let peers = self.peers.get()?;
         let socket = peers.owner(Some(key), None).await?;
         Some((peers.clone(), socket))
+    }
+
+    /// `GET /view/spill?session=K&id=cN`: the full output of a call that ended, while its spill
+    /// file exists (as text: the page offers it as a download).
+    async fn spill(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        viewer: &Viewer,
+    ) -> Response<Body> {
+        let (Some(session), Some(id)) = (query(&request, "session"), query(&request, "id")) else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "agentty: session and id are needed\n",
+            );
+        };
+        let Some(path) = self.agentty.view_spill(viewer, &session, &id) else {
+            return match self.peer_of_session(&session).await {
+                Some((peers, socket)) => peers.forward(&socket, request, true).await,
+                None => text(
+                    StatusCode::NOT_FOUND,
+                    "agentty: no full output kept for this call (it fit in the result, or its \
+                     file was removed)\n",
+                ),
+            };
+        };
+        match tokio::fs::read(&path).await {
+            Ok(bytes) => {
+                let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                response
+            }
+            Err(_) => text(StatusCode::NOT_FOUND, "agentty: the file was removed\n"),
+        }
     }
 
     /// `POST /view/stop {"session": …, "id": …}`, with `--view-control` only.

@@ -43,6 +43,9 @@ function size(bytes) {
 
 function stateText(job) {
   if (job.state === "exited") return "exited " + job.exit_code;
+  if (job.state === "refused by the sandbox" && job.exit_code !== null && job.exit_code !== undefined) {
+    return "refused by the sandbox, exited " + job.exit_code;
+  }
   if (job.state === "signalled") return "killed by " + job.signal;
   if (job.kind === "shell" && job.state === "running") return "open";
   return job.state;
@@ -52,8 +55,70 @@ function findJob(state, session, id) {
   for (const s of state.sessions) {
     if (s.key !== session) continue;
     for (const j of s.jobs) if (j.id === id) return [s, j];
+    for (const c of callsOf(s)) if (c.id === id) return [s, c];
   }
   return [null, null];
+}
+
+// ---- Foreground calls: running now, then the session's history (newest first). ----
+
+/** A session's calls as items of the list: running ones first, then those that ended. */
+function callsOf(s) {
+  const calls = s.calls || {running: [], done: []};
+  const running = calls.running.map((c) => ({...c, kind: "call", state: "running"}));
+  const done = calls.done.map((c) => ({...c, kind: "call"})).reverse();
+  return running.concat(done);
+}
+
+/** How long: "850 ms", "12 s", "3 min"… */
+function took(ms) {
+  return ms < 1000 ? ms + " ms" : age(ms);
+}
+
+/** A call's button in the list. */
+function callButton(s, c) {
+  const button = el("button", "job call");
+  button.dataset.session = s.key;
+  button.dataset.id = c.id;
+  if (selected && selected.session === s.key && selected.id === c.id) button.classList.add("selected");
+  button.append(el("span", "id", c.id + " "));
+  const when = c.state === "running" ? ageSpan(c.age_ms) : el("span", "", took(c.took_ms));
+  const st = el("span", "state", "call, " + stateText(c) + ", ");
+  st.append(when);
+  button.append(st);
+  button.append(el("span", "label", c.label));
+  button.addEventListener("click", () => select(s.key, c.id, "call"));
+  return button;
+}
+
+/** An age that keeps counting between two states (a running call's elapsed time). */
+function ageSpan(ms) {
+  const span = el("span", "age", age(ms));
+  span.dataset.ms = String(ms);
+  span.dataset.at = String(Date.now());
+  return span;
+}
+
+setInterval(() => {
+  for (const span of document.querySelectorAll(".age[data-ms]")) {
+    span.textContent = age(Number(span.dataset.ms) + Date.now() - Number(span.dataset.at));
+  }
+}, 1000);
+
+/** The full output of a call that ended, while its file exists: fetched with the key, offered
+ * as a download (a plain link could not send the key). */
+async function downloadSpill(session, id) {
+  const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
+  const answer = await call("/view/spill" + query);
+  if (!answer.ok) { $("actions-said").textContent = await answer.text(); return; }
+  const url = URL.createObjectURL(await answer.blob());
+  const link = el("a");
+  link.href = url;
+  link.download = id + "-output.txt";
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
 function renderList(state) {
@@ -69,14 +134,16 @@ function renderList(state) {
     box.append(link);
     nav.append(box);
   }
-  if (state.sessions.length === 0) nav.append(el("div", "empty", "No session has started a job yet."));
+  if (state.sessions.length === 0) nav.append(el("div", "empty", "No session has run a command yet."));
   for (const s of state.sessions) {
     const box = el("div", "session");
     const started = new Date(s.started * 1000).toLocaleTimeString();
     const who = [s.caller, s.client, s.transport, "since " + started].filter(Boolean).join(" · ");
     box.append(el("div", "session-head", who));
     if (s.agent) box.append(el("div", "session-agent", s.agent));
-    if (s.jobs.length === 0) box.append(el("div", "empty", "no jobs or shells"));
+    const calls = callsOf(s);
+    if (s.jobs.length === 0 && calls.length === 0) box.append(el("div", "empty", "no calls, jobs or shells"));
+    for (const c of calls.filter((c) => c.state === "running")) box.append(callButton(s, c));
     for (const j of s.jobs) {
       const button = el("button", "job");
       button.dataset.session = s.key;
@@ -90,6 +157,7 @@ function renderList(state) {
       button.addEventListener("click", () => select(s.key, j.id, j.kind));
       box.append(button);
     }
+    for (const c of calls.filter((c) => c.state !== "running")) box.append(callButton(s, c));
     nav.append(box);
   }
 }
@@ -130,12 +198,31 @@ function renderFacts(state) {
   actions.replaceChildren();
   if (!j) { facts.textContent = "ended with its session"; return; }
   $("title").textContent = j.id + "  " + j.label;
+  if (j.kind === "call") { renderCallFacts(s, j); return; }
   facts.textContent = [j.kind, stateText(j), "pid " + j.pid, "age " + age(j.age_ms),
     size(j.bytes) + " of output", s.client, j.sandbox].join(" · ");
   if (control && j.state === "running") {
     const button = el("button", "", j.kind === "shell" ? "Close this shell" : "Stop this job");
     button.addEventListener("click", () => stop(s.key, j.id));
     actions.append(button);
+  }
+}
+
+/** A call's facts: how it ended (or how long it runs), and its full output while kept. */
+function renderCallFacts(s, c) {
+  const facts = $("facts");
+  facts.replaceChildren();
+  const when = new Date(c.started * 1000).toLocaleTimeString();
+  if (c.state === "running") {
+    facts.append("call, running for ", ageSpan(c.age_ms), " · since " + when + " · " + s.client);
+  } else {
+    facts.textContent = ["call", stateText(c), "took " + took(c.took_ms), "at " + when, s.client].join(" · ")
+      + " · below: the text the model got";
+  }
+  if (c.spill) {
+    const button = el("button", "spill", "Full output");
+    button.addEventListener("click", () => downloadSpill(s.key, c.id));
+    $("actions").append(button);
   }
 }
 
@@ -182,9 +269,103 @@ async function stop(session, id) {
   $("status").textContent = answer.ok ? "stopped " + id : "not stopped: " + (await answer.text());
 }
 
+// ---- Colours: SGR sequences in a command's output become styled spans. ----
+// The server keeps only SGR (`ESC [ digits ; : m`) in the view's copy of an output and drops
+// every other escape; here each sequence only sets classes or a colour computed from its
+// numbers, and all text goes in with textContent. Anything else is shown as text.
+
+const ANSI_16 = ["#8b949e", "#ff7b72", "#7ee787", "#e3b341", "#79c0ff", "#d2a8ff", "#56d4dd", "#c9d1d9",
+  "#a0a8b4", "#ffa198", "#aff5b4", "#f8e3a1", "#a5d6ff", "#e2c5ff", "#b3f0ff", "#ffffff"];
+
+/** An xterm 256-colour index as #rrggbb. */
+function colour256(n) {
+  if (n < 16) return ANSI_16[n];
+  if (n >= 232) { const v = 8 + (n - 232) * 10; return rgb(v, v, v); }
+  const k = n - 16;
+  const step = (x) => (x === 0 ? 0 : 55 + x * 40);
+  return rgb(step(Math.floor(k / 36)), step(Math.floor(k / 6) % 6), step(k % 6));
+}
+
+function rgb(r, g, b) {
+  const hex = (v) => Math.max(0, Math.min(255, v | 0)).toString(16).padStart(2, "0");
+  return "#" + hex(r) + hex(g) + hex(b);
+}
+
+/** Applies one SGR parameter list ("1;31", "38;5;208", "38:2::1:2:3") to `style`. */
+function applySgr(style, params) {
+  const list = params === "" ? [[0]] : params.split(";").map((p) => p.split(":").map((x) => Number(x) || 0));
+  for (let i = 0; i < list.length; i++) {
+    const [code, ...sub] = list[i];
+    if (code === 0) { style.fg = null; style.bg = null; style.bold = false; style.dim = false; style.italic = false; style.underline = false; }
+    else if (code === 1) style.bold = true;
+    else if (code === 2) style.dim = true;
+    else if (code === 3) style.italic = true;
+    else if (code === 4) style.underline = true;
+    else if (code === 22) { style.bold = false; style.dim = false; }
+    else if (code === 23) style.italic = false;
+    else if (code === 24) style.underline = false;
+    else if (code >= 30 && code <= 37) style.fg = ANSI_16[code - 30];
+    else if (code >= 90 && code <= 97) style.fg = ANSI_16[code - 90 + 8];
+    else if (code === 39) style.fg = null;
+    else if (code >= 40 && code <= 47) style.bg = ANSI_16[code - 40];
+    else if (code >= 100 && code <= 107) style.bg = ANSI_16[code - 100 + 8];
+    else if (code === 49) style.bg = null;
+    else if (code === 38 || code === 48) {
+      let colour = null;
+      if (sub.length > 0) {
+        // 38:5:n, 38:2:r:g:b or 38:2:space:r:g:b
+        if (sub[0] === 5) colour = colour256(sub[1] || 0);
+        else if (sub[0] === 2) { const c = sub.slice(-3); colour = rgb(c[0], c[1], c[2]); }
+      } else {
+        // 38;5;n or 38;2;r;g;b
+        const next = list.slice(i + 1).map((p) => p[0]);
+        if (next[0] === 5) { colour = colour256(next[1] || 0); i += 2; }
+        else if (next[0] === 2) { colour = rgb(next[1], next[2], next[3]); i += 4; }
+      }
+      if (code === 38) style.fg = colour; else style.bg = colour;
+    }
+  }
+}
+
+/** Appends `text` (with SGR sequences) to `pre` as styled spans; the style carries over. */
+function appendAnsi(pre, text) {
+  const style = pre.sgr || (pre.sgr = {fg: null, bg: null, bold: false, dim: false, italic: false, underline: false});
+  const frag = document.createDocumentFragment();
+  const sgr = /\x1b\[([0-9;:]*)m/g;
+  let at = 0;
+  const put = (piece) => {
+    if (piece === "") return;
+    const plain = !style.fg && !style.bg && !style.bold && !style.dim && !style.italic && !style.underline;
+    if (plain) { frag.append(piece); return; }
+    const cls = [style.bold && "b", style.dim && "d", style.italic && "i", style.underline && "u"].filter(Boolean).join(" ");
+    const span = el("span", cls, piece);
+    if (style.fg) span.style.color = style.fg;
+    if (style.bg) span.style.backgroundColor = style.bg;
+    frag.append(span);
+  };
+  for (let m; (m = sgr.exec(text)) !== null;) {
+    put(text.slice(at, m.index));
+    applySgr(style, m[1]);
+    at = m.index + m[0].length;
+  }
+  put(text.slice(at));
+  pre.append(frag);
+  pre.shown = (pre.shown || 0) + text.length;
+}
+
+/** Clears `pre` for a new output. */
+function resetOutput(pre) {
+  pre.replaceChildren();
+  pre.sgr = null;
+  pre.shown = 0;
+}
+
 function trimOutput(pre) {
-  const text = pre.textContent;
-  if (text.length > MAX_TEXT) pre.textContent = text.slice(text.length - MAX_TEXT);
+  // Whole pieces from the top, so no span is cut and the colours stay right.
+  while (pre.shown > MAX_TEXT && pre.firstChild && pre.childNodes.length > 1) {
+    pre.shown -= pre.firstChild.textContent.length;
+    pre.firstChild.remove();
+  }
 }
 
 function drawScreen(pre, screen) {
@@ -255,28 +436,39 @@ function select(session, id, kind) {
   selected = {session, id, kind};
   if (stream) stream.abort();
   const pre = $("output");
-  pre.replaceChildren();
+  resetOutput(pre);
   delete pre.dataset.snapshots;
   pre.className = kind === "shell" ? "screen" : "";
   if (lastState) { renderWarnings(lastState); renderList(lastState); renderFacts(lastState); }
   const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
+  const [, item] = lastState ? findJob(lastState, session, id) : [null, null];
+  let ended = !item || item.kind !== "call" || item.state !== "running";
   const controller = new AbortController();
   stream = controller;
   readEvents("/view/stream" + query, {
     snapshot: (data) => {
       // Counted, so a test can tell output streamed live from output fetched again.
       pre.dataset.snapshots = String(Number(pre.dataset.snapshots || 0) + 1);
-      pre.textContent = JSON.parse(data).text;
+      resetOutput(pre);
+      appendAnsi(pre, JSON.parse(data).text);
+      trimOutput(pre);
       pre.scrollTop = pre.scrollHeight;
     },
     append: (data) => {
       const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.append(JSON.parse(data).text);
+      appendAnsi(pre, JSON.parse(data).text);
       trimOutput(pre);
       if (atBottom) pre.scrollTop = pre.scrollHeight;
     },
     screen: (data) => drawScreen(pre, JSON.parse(data)),
-    end: () => controller.abort(),
+    end: () => {
+      controller.abort();
+      // A call that ended: what the model got replaces its live output.
+      if (kind === "call" && selected && selected.id === id && !ended) {
+        ended = true;
+        setTimeout(() => { if (selected && selected.id === id) select(session, id, kind); }, 600);
+      }
+    },
   }, controller.signal).catch(() => {});
 }
 
