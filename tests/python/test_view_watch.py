@@ -108,3 +108,108 @@ def test_the_calls_history_is_scoped_and_its_full_output_needs_the_key():
             assert get(f"{base}/view/spill?session={session['key']}&id={rm['id']}", view)[0] == 404
         finally:
             agent.close()
+
+
+@needs_chromium
+def test_colours_statuses_names_and_addresses_at_a_glance():
+    from playwright.sync_api import expect, sync_playwright
+
+    outside = os.path.join(os.path.expanduser("~"), f"agentty-view-refused-{os.getpid()}")
+    with http_server("--view-control") as (url, token, state):
+        agent = Agent(url, token)
+        idle = Agent(url, token)  # an initialize and nothing else
+        try:
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p)
+                base = base_of(url)
+                open_view(page, base, token)
+                # Colours kept, everything else shown as text, never markup.
+                evil = '<img src=x onerror="document.title=`pwned`">'
+                script = (
+                    "printf '\\033[1;31mFAIL\\033[0m one\\n\\033[32mPASS\\033[0m two\\n'; "
+                    "printf '\\033]0;osc-title-x\\007\\033[2J\\033[38;5;208morange\\033[0m\\n'; "
+                    f"printf '%s\\n' '{evil}'; "
+                    "printf '%s\\n' " + "x" * 300 + "; exit 2"
+                )
+                job = agent.call("terminal", {"command": script, "background": True})
+                job = job.structured_content["job_id"]
+                button = page.locator(f"button.job[data-id='{job}']")
+                expect(button).to_contain_text("exited 2", timeout=20000)
+                assert "st-failed" in button.get_attribute("class")
+                button.click()
+                output = page.locator("#output")
+                expect(output).to_contain_text("PASS two", timeout=20000)
+                fail = output.locator("span", has_text="FAIL")
+                expect(fail).to_have_css("color", "rgb(255, 123, 114)")
+                expect(fail).to_have_css("font-weight", "700")
+                expect(output.locator("span", has_text="PASS")).to_have_css("color", "rgb(126, 231, 135)")
+                expect(output.locator("span", has_text="orange")).to_have_css("color", "rgb(255, 135, 0)")
+                shown = output.text_content()
+                assert evil in shown and "\x1b" not in shown and "osc-title-x" not in shown, repr(shown)
+                assert output.locator("img").count() == 0 and page.title() != "pwned"
+                # A long line wraps: the output scrolls down, never sideways.
+                assert page.evaluate("(o) => o.scrollWidth <= o.clientWidth", output.element_handle())
+
+                # Every status, coloured.
+                ok = agent.call("terminal", {"command": "true"})
+                blocked = agent.call("terminal", {"command": "rm -rf /"})
+                assert blocked.structured_content is None or "guard" in blocked.text or "rm-root" in blocked.text
+                refused = agent.call("terminal", {"command": f"echo x > {outside}"})
+                assert refused.structured_content["error_code"] == 2008, refused.text
+                waits = agent.call("terminal", {"command": "read -p 'name? ' x", "pty": True, "timeout_ms": 20000})
+                assert "name?" in waits.text, waits.text
+                sleeper = agent.call("terminal", {"command": "sleep 300", "background": True})
+                sleeper = sleeper.structured_content["job_id"]
+                expected = {
+                    "true": ("exited 0", "st-ok"),
+                    "rm -rf /": ("blocked by the guard", "st-blocked"),
+                    f"echo x > {outside}": ("refused by the sandbox", "st-refused"),
+                    "read -p 'name? ' x": ("awaiting input", "st-input"),
+                }
+                for label, (said, cls) in expected.items():
+                    item = page.locator("button.job.call").filter(has=page.locator(".label", has_text=label))
+                    expect(item).to_contain_text(said, timeout=20000)
+                    assert cls in item.get_attribute("class"), (label, item.get_attribute("class"))
+                running = page.locator(f"button.job[data-id='{sleeper}']")
+                expect(running).to_contain_text("running", timeout=20000)
+                assert "st-running" in running.get_attribute("class")
+                # The agent's row: calls run, failed, what runs now.
+                row = page.locator(".session", has=running).locator(".agent-row")
+                expect(row).to_contain_text("6 calls")
+                expect(row).to_contain_text("3 failed")
+                expect(row).to_contain_text("now: sleep 300")
+                # Stopped by the user: so marked, and the header still says live.
+                running.click()
+                page.get_by_role("button", name="Stop this job").click()
+                expect(running).to_contain_text("stopped by the user", timeout=20000)
+                assert "st-user" in running.get_attribute("class")
+                expect(page.locator("#status")).to_have_text("live")
+                # Named by caller and client; the idle session folded away.
+                session = page.locator(".session", has=running)
+                expect(session.locator(".session-name")).to_contain_text(" · ")
+                expect(page.locator(".idle-sessions summary")).to_have_text("1 session without work")
+                assert page.locator(".session", has=page.locator(".empty")).count() == 0
+                # A shell by what runs in it and where.
+                shell = agent.call("shell_open", {}).structured_content["id"]
+                shell_button = page.locator(f"button.job[data-id='{shell}']")
+                expect(shell_button).to_contain_text("at its prompt", timeout=20000)
+                workspace = agent.call("terminal", {"command": "pwd"}).text.splitlines()[0]
+                expect(shell_button).to_contain_text(" in " + workspace)
+                agent.call("shell_send", {"id": shell, "input": "sleep 30\n", "timeout_ms": 500})
+                expect(shell_button).to_contain_text("sleep 30 in " + workspace, timeout=20000)
+                # Its own address: a reload (which logs in again) opens it.
+                shell_button.click()
+                expect(page).to_have_url(f"{base}/#s=" + shell_button.get_attribute("data-session") + f"&id={shell}")
+                page.reload()
+                page.fill("#token", token)
+                page.click("#open")
+                expect(page.locator("#title")).to_contain_text(shell, timeout=20000)
+                expect(page.locator(f"button.job.selected[data-id='{shell}']")).to_be_visible()
+                assert errors == [], errors
+                browser.close()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()
+            idle.close()
+            if os.path.exists(outside):
+                os.remove(outside)

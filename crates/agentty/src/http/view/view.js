@@ -77,9 +77,10 @@ function took(ms) {
 
 /** A call's button in the list. */
 function callButton(s, c) {
-  const button = el("button", "job call");
+  const button = el("button", "job call " + statusClass(c));
   button.dataset.session = s.key;
   button.dataset.id = c.id;
+  button.title = "started " + new Date(c.started * 1000).toLocaleTimeString();
   if (selected && selected.session === s.key && selected.id === c.id) button.classList.add("selected");
   button.append(el("span", "id", c.id + " "));
   const when = c.state === "running" ? ageSpan(c.age_ms) : el("span", "", took(c.took_ms));
@@ -123,6 +124,9 @@ async function downloadSpill(session, id) {
 
 function renderList(state) {
   const nav = $("sessions");
+  // Keyboard focus survives the redraw: the same item is focused again.
+  const focused = document.activeElement && nav.contains(document.activeElement) ? document.activeElement.dataset : null;
+  const focus = focused && focused.id ? {session: focused.session, id: focused.id} : null;
   nav.replaceChildren();
   for (const secret of state.secrets || []) {
     const box = el("div", "session asking");
@@ -134,32 +138,108 @@ function renderList(state) {
     box.append(link);
     nav.append(box);
   }
-  if (state.sessions.length === 0) nav.append(el("div", "empty", "No session has run a command yet."));
-  for (const s of state.sessions) {
-    const box = el("div", "session");
-    const started = new Date(s.started * 1000).toLocaleTimeString();
-    const who = [s.caller, s.client, s.transport, "since " + started].filter(Boolean).join(" · ");
-    box.append(el("div", "session-head", who));
-    if (s.agent) box.append(el("div", "session-agent", s.agent));
-    const calls = callsOf(s);
-    if (s.jobs.length === 0 && calls.length === 0) box.append(el("div", "empty", "no calls, jobs or shells"));
-    for (const c of calls.filter((c) => c.state === "running")) box.append(callButton(s, c));
-    for (const j of s.jobs) {
-      const button = el("button", "job");
-      button.dataset.session = s.key;
-      button.dataset.id = j.id;
-      if (selected && selected.session === s.key && selected.id === j.id) button.classList.add("selected");
-      button.append(el("span", "id", j.id + " "));
-      const st = el("span", "state", j.kind + ", " + stateText(j) + ", " + age(j.age_ms));
-      if (j.state === "running") st.classList.add("running");
-      button.append(st);
-      button.append(el("span", "label", j.label));
-      button.addEventListener("click", () => select(s.key, j.id, j.kind));
-      box.append(button);
-    }
-    for (const c of calls.filter((c) => c.state !== "running")) box.append(callButton(s, c));
-    nav.append(box);
+  const busy = state.sessions.filter((s) => !isEmptySession(s));
+  const idle = state.sessions.filter(isEmptySession);
+  if (busy.length === 0) nav.append(el("div", "empty", "No session has run a command yet."));
+  for (const s of busy) nav.append(sessionBox(s));
+  if (idle.length > 0) nav.append(idleSessions(idle));
+  if (focus) {
+    const again = nav.querySelector(`button.job[data-session="${CSS.escape(focus.session)}"][data-id="${CSS.escape(focus.id)}"]`);
+    if (again) again.focus();
   }
+}
+
+// ---- At a glance: sessions named by caller and client, what each agent does, statuses. ----
+
+/** A session with no call, job or shell (an initialize and nothing else). */
+function isEmptySession(s) {
+  const calls = s.calls || {ran: 0};
+  return s.jobs.length === 0 && calls.ran === 0;
+}
+
+/** The sessions without work, folded into one line. */
+function idleSessions(idle) {
+  const fold = el("details", "idle-sessions");
+  fold.append(el("summary", "", idle.length + (idle.length === 1 ? " session" : " sessions") + " without work"));
+  for (const s of idle) fold.append(el("div", "session-agent", sessionName(s) + " · " + sessionWhen(s)));
+  return fold;
+}
+
+function sessionName(s) {
+  return (s.caller || "local") + " · " + (s.client || "unknown client");
+}
+
+function sessionWhen(s) {
+  return [s.transport, "since " + new Date(s.started * 1000).toLocaleTimeString()].filter(Boolean).join(" · ");
+}
+
+/** One session: its name, what it did and does, then its calls, jobs and shells. */
+function sessionBox(s) {
+  const box = el("section", "session");
+  box.setAttribute("aria-label", sessionName(s));
+  box.append(el("div", "session-name", sessionName(s)));
+  box.append(el("div", "session-head", sessionWhen(s)));
+  if (s.agent) box.append(el("div", "session-agent", s.agent));
+  box.append(agentRow(s));
+  const calls = callsOf(s);
+  for (const c of calls.filter((c) => c.state === "running")) box.append(callButton(s, c));
+  for (const j of s.jobs) box.append(jobButton(s, j));
+  for (const c of calls.filter((c) => c.state !== "running")) box.append(callButton(s, c));
+  return box;
+}
+
+/** "12 calls · 2 failed · now: cargo build": how busy an agent is and how it fares. */
+function agentRow(s) {
+  const calls = s.calls || {ran: 0, failed: 0, running: []};
+  // Background commands count as calls too (those still in the job table).
+  const commands = s.jobs.filter((j) => j.kind === "command");
+  const ran = calls.ran + commands.length;
+  const failed = calls.failed + commands.filter((j) => statusClass(j) === "st-failed").length;
+  const row = el("div", "agent-row");
+  row.append(el("span", "", ran + (ran === 1 ? " call" : " calls")));
+  row.append(" · ");
+  row.append(el("span", failed > 0 ? "st-failed" : "", failed + " failed"));
+  const now = calls.running.map((c) => c.label)
+    .concat(s.jobs.filter((j) => j.state === "running" && j.kind === "command").map((j) => j.label));
+  row.append(" · ");
+  row.append(el("span", now.length > 0 ? "st-running now" : "now", now.length > 0 ? "now: " + now.join(", ") : "idle"));
+  return row;
+}
+
+/** The colour class of a status. */
+function statusClass(item) {
+  switch (item.state) {
+    case "running": return "st-running";
+    case "exited": return item.exit_code === 0 ? "st-ok" : "st-failed";
+    case "moved to the background": return "st-ok";
+    case "stopped by the user": return "st-user";
+    case "awaiting input": return "st-input";
+    case "blocked by the guard": return "st-blocked";
+    case "refused by the sandbox": return "st-refused";
+    case "stopped": case "cancelled": case "closed (idle)": return "st-neutral";
+    default: return "st-failed";
+  }
+}
+
+/** A shell is named by what runs in it and where. */
+function shellLabel(j) {
+  if (!j.runs || !j.runs.program) return j.label;
+  const where = j.runs.cwd ? " in " + j.runs.cwd : "";
+  return (j.runs.at_prompt ? "at its prompt (" + j.runs.program + ")" : j.runs.program) + where;
+}
+
+/** A job's or shell's button in the list. */
+function jobButton(s, j) {
+  const button = el("button", "job " + statusClass(j));
+  button.dataset.session = s.key;
+  button.dataset.id = j.id;
+  if (selected && selected.session === s.key && selected.id === j.id) button.classList.add("selected");
+  button.title = "started " + new Date(Date.now() - j.age_ms).toLocaleTimeString();
+  button.append(el("span", "id", j.id + " "));
+  button.append(el("span", "state", j.kind + ", " + stateText(j) + ", " + age(j.age_ms)));
+  button.append(el("span", "label", j.kind === "shell" ? shellLabel(j) : j.label));
+  button.addEventListener("click", () => select(s.key, j.id, j.kind));
+  return button;
 }
 
 /** The banner of possibly planted code: what a command left that runs outside the sandbox
@@ -199,8 +279,9 @@ function renderFacts(state) {
   if (!j) { facts.textContent = "ended with its session"; return; }
   $("title").textContent = j.id + "  " + j.label;
   if (j.kind === "call") { renderCallFacts(s, j); return; }
-  facts.textContent = [j.kind, stateText(j), "pid " + j.pid, "age " + age(j.age_ms),
-    size(j.bytes) + " of output", s.client, j.sandbox].join(" · ");
+  facts.replaceChildren(el("span", statusClass(j), stateText(j)), " · " + [j.kind, "pid " + j.pid, "age " + age(j.age_ms),
+    size(j.bytes) + " of output", sessionName(s), j.sandbox].join(" · "));
+  if (j.kind === "shell") $("title").textContent = j.id + "  " + shellLabel(j);
   if (control && j.state === "running") {
     const button = el("button", "", j.kind === "shell" ? "Close this shell" : "Stop this job");
     button.addEventListener("click", () => stop(s.key, j.id));
@@ -214,10 +295,10 @@ function renderCallFacts(s, c) {
   facts.replaceChildren();
   const when = new Date(c.started * 1000).toLocaleTimeString();
   if (c.state === "running") {
-    facts.append("call, running for ", ageSpan(c.age_ms), " · since " + when + " · " + s.client);
+    facts.append(el("span", "st-running", "running"), " for ", ageSpan(c.age_ms), " · call since " + when + " · " + sessionName(s));
   } else {
-    facts.textContent = ["call", stateText(c), "took " + took(c.took_ms), "at " + when, s.client].join(" · ")
-      + " · below: the text the model got";
+    facts.append(el("span", statusClass(c), stateText(c)), " · " + ["took " + took(c.took_ms), "call at " + when, sessionName(s)].join(" · ")
+      + " · below: the text the model got");
   }
   if (c.spill) {
     const button = el("button", "spill", "Full output");
@@ -266,7 +347,8 @@ async function stop(session, id) {
     headers: {"Content-Type": "application/json"},
     body: JSON.stringify({session, id}),
   });
-  $("status").textContent = answer.ok ? "stopped " + id : "not stopped: " + (await answer.text());
+  // Said beside the button: the header says only whether the page is live.
+  $("actions-said").textContent = answer.ok ? "Stopped " + id + "." : "Not stopped: " + (await answer.text());
 }
 
 // ---- Colours: SGR sequences in a command's output become styled spans. ----
@@ -432,8 +514,32 @@ function openSecret(secret) {
   field.focus();
 }
 
+// ---- Addresses: every call, job and shell has its own (#s=SESSION&id=ID); a reload opens it. ----
+
+/** What the address asks to open, until the state that holds it arrives. */
+let wanted = (() => {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  return hash.get("s") && hash.get("id") ? {session: hash.get("s"), id: hash.get("id")} : null;
+})();
+
+/** Opens what the address names once the state holds it. */
+function openWanted(state) {
+  if (!wanted) return;
+  const [s, item] = findJob(state, wanted.session, wanted.id);
+  if (!item) return;
+  wanted = null;
+  select(s.key, item.id, item.kind);
+}
+
+function setAddress(session, id) {
+  const hash = "#s=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
+  if (location.hash !== hash) history.replaceState(null, "", location.pathname + hash);
+}
+
 function select(session, id, kind) {
   selected = {session, id, kind};
+  setAddress(session, id);
+  $("actions-said").textContent = "";
   if (stream) stream.abort();
   const pre = $("output");
   resetOutput(pre);
@@ -485,6 +591,7 @@ async function connect() {
           renderWarnings(state);
           renderList(state);
           renderFacts(state);
+          openWanted(state);
         },
       });
     } catch {
