@@ -213,3 +213,168 @@ def test_colours_statuses_names_and_addresses_at_a_glance():
             idle.close()
             if os.path.exists(outside):
                 os.remove(outside)
+
+
+# A visible text that wraps must have a box that holds 30 characters of its font (a short word
+# alone in a small box, like a heading, is not squeezed); returns offenders.
+NARROW_TEXT = """() => {
+  const bad = [];
+  const canvas = document.createElement("canvas").getContext("2d");
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    if (!node.textContent.trim()) continue;
+    let box = node.parentElement;
+    if (!box.getClientRects().length) continue;
+    while (box && getComputedStyle(box).display.startsWith("inline")) box = box.parentElement;
+    const style = getComputedStyle(box);
+    canvas.font = style.fontSize + " " + style.fontFamily;
+    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const needed = 30 * canvas.measureText("n").width;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+    if (lines > 1 && room + 1 < needed) bad.push([box.tagName + "#" + box.id + "." + box.className, node.textContent.slice(0, 40), room, needed]);
+  }
+  return bad;
+}"""
+
+# WCAG AA: every visible text (but a program's own colours) against its background, >= 4.5:1.
+LOW_CONTRAST = """() => {
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = parse(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const bad = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    const el = node.parentElement;
+    if (!node.textContent.trim() || !el.getClientRects().length) continue;
+    if (el.closest("#output") && el.style.color) continue;
+    const fg = lum(parse(getComputedStyle(el).color).slice(0, 3));
+    const bg = lum(background(el));
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    if (ratio < 4.5) bad.push([el.tagName + "." + el.className, node.textContent.slice(0, 30), ratio.toFixed(2)]);
+  }
+  return bad;
+}"""
+
+
+def busy(agent, state):
+    """A session with a bit of everything: calls that passed, failed and were blocked, a job,
+    a shell."""
+    agent.call("terminal", {"command": "echo a fairly long command line to see how it wraps on a phone screen"})
+    agent.call("terminal", {"command": "ls /nonexistent-dir"})
+    agent.call("terminal", {"command": "rm -rf /"})
+    job = agent.call("terminal", {"command": "sleep 300", "background": True}).structured_content["job_id"]
+    shell = agent.call("shell_open", {}).structured_content["id"]
+    return job, shell
+
+
+@needs_chromium
+def test_at_420_and_360_px_the_list_is_a_picker_with_room_to_read_and_no_sideways_scroll():
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server() as (url, token, state):
+        agent = Agent(url, token)
+        try:
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p, 420, 800)
+                page_width = lambda: page.evaluate("document.documentElement.scrollWidth")
+                page.goto(base_of(url) + "/")
+                assert page.evaluate(NARROW_TEXT) == [], "the login form"
+                open_view(page, base_of(url), token)
+                job, shell = busy(agent, state)
+                item = page.locator(f"button.job[data-id='{job}']")
+                expect(item).to_be_visible(timeout=20000)
+                expect(page.locator(f"button.job[data-id='{shell}']")).to_be_visible(timeout=20000)
+                for width in (420, 360):
+                    page.set_viewport_size({"width": width, "height": 800})
+                    # The list alone, as wide as the screen; the output hidden.
+                    expect(page.locator("#detail")).to_be_hidden()
+                    assert page.evaluate(NARROW_TEXT) == [], width
+                    assert page_width() <= width, (width, page_width())
+                    # Picked: the output alone, with a way back.
+                    page.locator("button.job.call", has_text="ls /nonexistent-dir").click()
+                    expect(page.locator("#sessions")).to_be_hidden()
+                    expect(page.locator("#output")).to_contain_text("No such file", timeout=20000)
+                    assert page.evaluate(NARROW_TEXT) == [], width
+                    assert page_width() <= width, (width, page_width())
+                    page.get_by_role("button", name="All sessions").click()
+                    expect(page.locator("#sessions")).to_be_visible()
+                # Wide: both side by side, no back button.
+                page.set_viewport_size({"width": 1280, "height": 800})
+                item.click()
+                expect(page.locator("#sessions")).to_be_visible()
+                expect(page.locator("#back")).to_be_hidden()
+                assert errors == [], errors
+                browser.close()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()
+
+
+@needs_chromium
+def test_keyboard_alone_moves_through_the_list_opens_and_comes_back_and_text_passes_aa():
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server() as (url, token, state):
+        agent = Agent(url, token)
+        try:
+            with sync_playwright() as p:
+                for width in (1280, 420):
+                    browser, page, errors = browser_page(p, width, 800)
+                    page.goto(base_of(url) + "/")
+                    # Log in by keyboard: the token field has the focus.
+                    page.keyboard.type(token)
+                    page.keyboard.press("Enter")
+                    expect(page.locator("#status")).to_have_text("live", timeout=20000)
+                    if width == 1280:
+                        job, shell = busy(agent, state)
+                    items = page.locator("#sessions button.job")
+                    expect(items).to_have_count(5, timeout=20000)
+                    # Tab into the list, arrows through it, Enter opens.
+                    for _ in range(10):
+                        page.keyboard.press("Tab")
+                        if page.evaluate("document.activeElement.matches('#sessions button.job')"):
+                            break
+                    focused = lambda: page.evaluate("document.activeElement.dataset.id || document.activeElement.id")
+                    first = focused()
+                    assert first, "Tab never reached the list"
+                    page.keyboard.press("ArrowDown")
+                    second = focused()
+                    assert second != first
+                    page.keyboard.press("ArrowUp")
+                    assert focused() == first
+                    page.keyboard.press("End")
+                    last = focused()
+                    page.keyboard.press("Enter")
+                    expect(page.locator("#title")).to_contain_text(last, timeout=20000)
+                    assert focused() == "output", "the output did not take the focus"
+                    if width == 420:
+                        expect(page.locator("#sessions")).to_be_hidden()
+                    page.keyboard.press("Escape")
+                    expect(page.locator("#sessions")).to_be_visible()
+                    assert focused() == last, "back, the focus is not on the item that was open"
+                    # WCAG AA contrast, list and output both on screen.
+                    page.keyboard.press("Enter")
+                    expect(page.locator("#output")).not_to_be_empty(timeout=20000)
+                    if width == 420:
+                        assert page.evaluate(LOW_CONTRAST) == [], width
+                        page.keyboard.press("Escape")
+                    assert page.evaluate(LOW_CONTRAST) == [], width
+                    # The check itself sees a low contrast.
+                    page.evaluate("document.querySelector('.agent-row').style.color = '#3a3f4a'")
+                    assert page.evaluate(LOW_CONTRAST) != []
+                    assert errors == [], errors
+                    browser.close()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()

@@ -88,7 +88,7 @@ function callButton(s, c) {
   st.append(when);
   button.append(st);
   button.append(el("span", "label", c.label));
-  button.addEventListener("click", () => select(s.key, c.id, "call"));
+  button.addEventListener("click", (event) => openItem(s.key, c.id, "call", event));
   return button;
 }
 
@@ -238,7 +238,7 @@ function jobButton(s, j) {
   button.append(el("span", "id", j.id + " "));
   button.append(el("span", "state", j.kind + ", " + stateText(j) + ", " + age(j.age_ms)));
   button.append(el("span", "label", j.kind === "shell" ? shellLabel(j) : j.label));
-  button.addEventListener("click", () => select(s.key, j.id, j.kind));
+  button.addEventListener("click", (event) => openItem(s.key, j.id, j.kind, event));
   return button;
 }
 
@@ -474,6 +474,7 @@ function drawScreen(pre, screen) {
 /** The form for a secret request, in the detail pane: typed once, sent once, kept nowhere. */
 function openSecret(secret) {
   selected = null;
+  showPane("detail");
   if (stream) stream.abort();
   $("title").textContent = "A secret for " + secret.shell;
   $("facts").textContent = "";
@@ -536,8 +537,47 @@ function setAddress(session, id) {
   if (location.hash !== hash) history.replaceState(null, "", location.pathname + hash);
 }
 
+// ---- Any screen, by keyboard: list and output side by side, or one at a time when narrow. ----
+
+/** Shows the list or the output (on a narrow screen only one shows at a time). */
+function showPane(pane) {
+  $("view").dataset.pane = pane;
+}
+
+/** Back to the list, focus on the item that was open. */
+function back() {
+  showPane("list");
+  const open = selected && document.querySelector(
+    `button.job[data-session="${CSS.escape(selected.session)}"][data-id="${CSS.escape(selected.id)}"]`);
+  const first = document.querySelector("#sessions button.job");
+  (open || first || $("sessions")).focus();
+}
+
+$("back").addEventListener("click", back);
+
+// Up and down (and Home, End) move between the list's items; Enter or Space opens one (the
+// output then has the focus); Escape comes back to the list.
+$("sessions").addEventListener("keydown", (event) => {
+  const items = [...document.querySelectorAll("#sessions button.job")];
+  const at = items.indexOf(document.activeElement);
+  const to = {ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: items.length - 1}[event.key];
+  if (to === undefined || items.length === 0) return;
+  event.preventDefault();
+  items[Math.max(0, Math.min(items.length - 1, to))].focus();
+});
+$("detail").addEventListener("keydown", (event) => {
+  if (event.key === "Escape") { event.preventDefault(); back(); }
+});
+
+/** Opens an item from the list; from the keyboard, the output takes the focus. */
+function openItem(session, id, kind, event) {
+  select(session, id, kind);
+  if (event && event.detail === 0) $("output").focus();
+}
+
 function select(session, id, kind) {
   selected = {session, id, kind};
+  showPane("detail");
   setAddress(session, id);
   $("actions-said").textContent = "";
   if (stream) stream.abort();
