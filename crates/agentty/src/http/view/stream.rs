@@ -211,6 +211,17 @@ impl Source {
         }
     }
 
+    /// Said before the output when the copy began after the command did.
+    fn partial(&self) -> Option<&'static str> {
+        match self {
+            Source::Call(call) if call.view.as_ref().is_some_and(|v| !v.whole()) => Some(
+                "[the view was opened after this call began: its output from then on; the text \
+                 the model gets shows here when it ends]\n",
+            ),
+            _ => None,
+        }
+    }
+
     fn end_word(&self) -> String {
         match self {
             Source::Job(job) => state_word(&job.state()),
@@ -276,6 +287,14 @@ async fn ring_output(source: Source, mut tx: Sender<Bytes>) {
         let text = marks.cap(&tail.text);
         let data = json!({"text": text, "from": tail.from, "total": tail.total});
         (tail.next, data)
+    };
+    let note = source.partial();
+    let snapshot = |ring: &agentty_core::jobs::OutputRing, marks: &mut MarkCap| {
+        let (next, mut data) = snapshot(ring, marks);
+        if let (Some(note), Some(text)) = (note, data["text"].as_str()) {
+            data["text"] = Value::String(format!("{note}{text}"));
+        }
+        (next, data)
     };
     let (mut cursor, data) = snapshot(ring, &mut marks);
     if !send(&mut tx, "snapshot", &data).await {
