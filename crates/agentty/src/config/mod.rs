@@ -177,9 +177,11 @@ pub fn guard_config(flags: &Flags) -> Result<GuardConfig> {
 }
 
 /// The one place that chooses the shell, as a terminal emulator does: `$SHELL` when it names an
-/// executable, else the user's login shell from the password database, else `/bin/sh`. MCP hosts
-/// often start servers with a bare environment, and falling straight to `/bin/sh` (dash on Debian)
-/// would take `read -s`, `[[ ]]` and the rest of bash away from a user who never chose that.
+/// executable, else the user's login shell from the password database when it is a real one, else
+/// `/bin/sh`. MCP hosts often start servers with a bare environment, and falling straight to
+/// `/bin/sh` (dash on Debian) would take `read -s`, `[[ ]]` and the rest of bash away from a user
+/// who never chose that. A service account's `nologin` or `false` is executable but refuses every
+/// command, so a login shell counts only when `/etc/shells` lists it (where that file exists).
 fn default_shell() -> PathBuf {
     let from_env = std::env::var_os("SHELL").map(PathBuf::from);
     let login = || {
@@ -188,10 +190,23 @@ fn default_shell() -> PathBuf {
             .flatten()
             .map(|user| user.shell)
     };
+    let valid_shells = std::fs::read_to_string("/etc/shells").ok();
     from_env
         .filter(|p| usable_shell(p))
-        .or_else(|| login().filter(|p| usable_shell(p)))
+        .or_else(|| {
+            login().filter(|p| usable_shell(p) && is_login_shell(p, valid_shells.as_deref()))
+        })
         .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+/// Whether `/etc/shells` (its text, when readable) lists `path` as a valid login shell.
+fn is_login_shell(path: &Path, etc_shells: Option<&str>) -> bool {
+    let Some(text) = etc_shells else {
+        return true;
+    };
+    text.lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .any(|listed| !listed.is_empty() && Path::new(listed) == path)
 }
 
 fn usable_shell(path: &Path) -> bool {

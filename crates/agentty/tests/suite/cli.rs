@@ -37,6 +37,33 @@ fn shell_comes_from_shell_var_then_login_shell() {
     assert_eq!(doctor_shell(Some("/bin/sh")), "/bin/sh");
 }
 
+/// A service account's login shell (`nologin`, `false`) is executable but refuses every command;
+/// started without `$SHELL` as such a user, the server falls back to `/bin/sh` rather than
+/// answering every call with "This account is currently not available".
+#[test]
+fn a_login_shell_that_refuses_logins_is_passed_over() {
+    let nobody = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("nobody:"))
+        .map(str::to_owned)
+        .expect("a nobody account");
+    assert!(
+        nobody.ends_with("nologin") || nobody.ends_with("false"),
+        "nobody has a real login shell here: {nobody}"
+    );
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_agentty"))
+        .args(["doctor", "--workspace", "/"])
+        .env_remove("SHELL")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let shell = text.lines().find_map(|l| l.strip_prefix("shell: "));
+    assert_eq!(shell, Some("/bin/sh"), "doctor output:\n{text}");
+}
+
 /// A workspace that is `/` or the home directory confines nothing worth having; the sandbox
 /// line every result carries says so rather than just "enforced".
 #[test]

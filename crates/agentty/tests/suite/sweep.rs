@@ -185,7 +185,7 @@ async fn the_sweep_spares_the_users_processes_that_sourced_a_planted_marker() {
     );
     terminal(
         &client,
-        json!({"command": "(setsid sleep 300 >/dev/null 2>&1 &); sleep 300",
+        json!({"command": "(setsid sleep 300 >/dev/null 2>&1 &); exec sleep 300",
                "background": true, "env": {"JOBTAG": leftover}}),
     )
     .await;
