@@ -200,7 +200,10 @@ impl Source {
         match self {
             Source::Job(job) if job.view.whole() => Some(job.view.ring()),
             Source::Job(job) => Some(&job.output),
-            Source::Call(call) => call.view.as_deref().map(|v| v.ring()),
+            Source::Call(call) => call
+                .view
+                .as_deref()
+                .map(agentty_core::view_tap::ViewTap::ring),
         }
     }
 
