@@ -84,7 +84,8 @@ impl Agentty {
     }
 
     /// The page's picture of every session: `{sessions: [{key, client, transport, started,
-    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}],
+    /// calls (see `calls_json`), jobs: [{id, kind, state, exit_code, signal, label, runs (a
+    /// shell's: see `shell_runs`), pid, age_ms, bytes, sandbox}]}],
     /// secrets: [{id, shell, what, asker}], warnings: [{session, time, path, what}]}`.
     /// `warnings`: what the watch of planted code found after a call or job of a session the
     /// viewer sees, oldest first (`time` in seconds since the epoch; `session` those of the
@@ -161,7 +162,6 @@ impl Agentty {
                 Some(json!({
                     "key": lazy.name,
                     "calls": calls,
-                    "initialized": lazy.initialized.load(std::sync::atomic::Ordering::Relaxed),
                     "caller": lazy.caller.get().map(|c| c.0.to_string()),
                     "agent": agent,
                     "client": about.map_or("unknown client", |a| a.client.as_str()),

@@ -14,7 +14,7 @@ use hyper::Response;
 use hyper::header::{self, HeaderValue};
 use serde_json::{Value, json};
 
-use agentty_core::jobs::{Job, JobState};
+use agentty_core::jobs::{Job, JobKind, JobState};
 use agentty_core::pty::{Shell, StyledScreen};
 use agentty_server::Agentty;
 use agentty_server::view::Target;
@@ -198,7 +198,10 @@ enum Source {
 impl Source {
     fn ring(&self) -> Option<&agentty_core::jobs::OutputRing> {
         match self {
-            Source::Job(job) if job.view.whole() => Some(job.view.ring()),
+            // A shell's job has no copy (its screen is the view's); an ended shell shows its ring.
+            Source::Job(job) if job.kind == JobKind::Command && job.view.whole() => {
+                Some(job.view.ring())
+            }
             Source::Job(job) => Some(&job.output),
             Source::Call(call) => call
                 .view
