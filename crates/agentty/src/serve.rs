@@ -4,7 +4,8 @@
 //! The order is what this module keeps. The watchdog's fork and the entry into the mount and
 //! PID namespaces need a process of one thread, so they come before anything starts a thread:
 //! the dead-session sweep and the async runtime come after them. The token file is read before
-//! the namespace, which hides it from confined commands; the capabilities go last, from this
+//! the namespace (which covers it where the kernel has no Landlock to keep it from reads); the
+//! capabilities go last, from this
 //! thread and from every thread of the runtime. [`serve`] takes the steps in turn, and the
 //! comments there say why each stands where it does.
 
@@ -29,10 +30,12 @@ Ctrl+C ends it.";
 /// Serves until the client, or a signal, ends it; by then every session's jobs are stopped,
 /// and what they left goes before this returns.
 pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
-    let settings = config::resolve(flags)?;
+    keep_inherited_fds_from_commands();
+    let mut settings = config::resolve(flags)?;
     let http_options = http_flags.options(flags, &settings)?;
     // Read (or made) now, so the file can be hidden from confined commands below.
     let tokens = http_options.as_ref().map(Tokens::load).transpose()?;
+    hide_token_file(&mut settings, tokens.as_ref());
     let serving = Serving::new(http_options, tokens);
     if serving.is_stdio() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprintln!("{TERMINAL_BANNER}");
@@ -149,6 +152,40 @@ impl Runs {
     }
 }
 
+/// Marks every file descriptor this process was started with, beyond stdio, close-on-exec: a
+/// host (or a shell, a test harness) that leaks one to its MCP server would otherwise hand it to
+/// every command, confined or not, past every path rule (a read end of the host's own pipe, a
+/// file it had open). What the server opens itself is close-on-exec already.
+fn keep_inherited_fds_from_commands() {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC closes nothing; it sets a flag on this
+    // process's own fds.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+    }
+}
+
+/// Keeps the token file from confined commands' reads where the state dir, hidden already,
+/// does not hold it (`--token-file`).
+fn hide_token_file(settings: &mut Settings, tokens: Option<&Tokens>) {
+    let Some(file) = tokens.and_then(Tokens::file_to_hide) else {
+        return;
+    };
+    let state = settings
+        .spill_root
+        .parent()
+        .unwrap_or(settings.spill_root.as_path());
+    if !file.starts_with(state) {
+        settings
+            .unreadable
+            .hide(file, agentty_sandbox::HiddenWhy::Token);
+    }
+}
+
 /// Forks the watchdog (see `agentty_core::watchdog`); only the server returns. A watchdog
 /// that cannot start is said, and the server runs without it.
 fn start_watchdog(session: &str, runs: &Runs) -> Result<Watchdog, WatchdogError> {
@@ -189,12 +226,18 @@ fn enter_namespace(
         read_only: sources.paths,
         pinned: pinned.into_iter().collect(),
         protected: protected.read_only.clone(),
-        // The records of runs, and the HTTP token: a confined command that read it could
-        // call this server as its caller does.
+        // The records of runs (their names too: reading is what Landlock refuses). The HTTP
+        // token, which a confined command could call this server with, only where the kernel
+        // has no Landlock: Landlock's read rules refuse it, and said so (`unreadable.rs`),
+        // where a cover would read as an empty file.
         hidden: recorded_runs
             .map(Path::to_path_buf)
             .into_iter()
-            .chain(tokens.and_then(Tokens::file_to_hide))
+            .chain(
+                tokens
+                    .filter(|_| agentty_sandbox::landlock_abi().is_none())
+                    .and_then(Tokens::file_to_hide),
+            )
             .collect(),
     };
     match agentty_core::namespace::start(&mounts) {
@@ -290,15 +333,47 @@ async fn serve_until_ended(settings: Settings, session: String, serving: Serving
     }
 }
 
-/// MCP over HTTP until a signal; then every session ends.
+/// MCP over HTTP until a signal, which starts the drain (`agentty_server::drain`); then every
+/// session ends.
 async fn serve_http(agentty: Agentty, options: HttpOptions, tokens: Tokens) -> Result<()> {
+    let grace = options.drain_grace;
     let ended = http::serve(agentty.clone(), options, tokens, async {
-        shutdown::shutting_down(shutdown::signal().await);
+        let signal = shutdown::signal().await;
+        if !shutdown::drains(signal) {
+            // What is stopped now is lost with the server, as the next start says.
+            agentty.kept().freeze();
+        }
+        shutdown::shutting_down(signal);
+        if shutdown::drains(signal) {
+            drain(&agentty, grace).await;
+        }
     })
     .await;
-    // Every client session's jobs, and the sessionless callers', are stopped now.
+    // Every client session's jobs, and the sessionless callers', are stopped now (the drain
+    // stopped them already, unless a second signal cut it short).
     agentty.end_all_sessions().await;
     ended
+}
+
+/// The drain after a signal: `/readyz` turns 503 at once, calls in flight get `grace`, then
+/// every job and shell is stopped, saying why. A second signal ends it at once.
+async fn drain(agentty: &Agentty, grace: std::time::Duration) {
+    agentty.begin_drain();
+    tracing::info!(
+        grace_ms = grace.as_millis(),
+        "draining: not ready, no new session; calls in flight may answer"
+    );
+    tokio::select! {
+        drained = agentty.drain(grace) => tracing::info!(
+            settled = drained.settled,
+            stopped = drained.stopped,
+            cancelled = drained.cancelled,
+            "drained"
+        ),
+        signal = shutdown::signal() => {
+            tracing::warn!("received {signal} while draining: stopping now");
+        }
+    }
 }
 
 /// Ends the PID namespace (its init, and every process in it), then stops this subreaper's

@@ -1,6 +1,7 @@
 //! How a serving `agentty` learns that it is to end: SIGTERM, SIGINT or SIGHUP from the host or
 //! the user, or the death of its watchdog; and what it does at once when the watchdog died.
-//! Both transports (stdio, HTTP) end on the same signals, so both take them from here.
+//! Both transports (stdio, HTTP) end on the same signals, so both take them from here; over
+//! HTTP the end is a drain (`serve`).
 
 /// How [`signal`] names the death of the watchdog.
 const WATCHDOG_DIED: &str = "the watchdog's death";
@@ -22,6 +23,12 @@ pub async fn signal() -> &'static str {
         _ = hup.recv() => "SIGHUP",
         _ = orphaned.recv() => WATCHDOG_DIED,
     }
+}
+
+/// Whether the HTTP server drains after `signal` (docs/BEHAVIOUR.md §14): after any but the
+/// watchdog's death, when nothing is left to catch what the server leaves.
+pub fn drains(signal: &str) -> bool {
+    signal != WATCHDOG_DIED
 }
 
 /// Says which `signal` ends the server; after the watchdog's death, stops every child first.

@@ -37,7 +37,7 @@ mod tree;
 pub use clean::Cleaner;
 pub use reaper::{Exit, signal_name};
 pub use shape::Shaped;
-pub use spill::{SPILL_RETENTION, SpillStore, canonical_prefix, prune};
+pub use spill::{SPILL_RETENTION, SpillStore, canonical_prefix, ensure_private_dir, prune};
 pub use tree::has_survivors;
 
 /// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and

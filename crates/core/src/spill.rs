@@ -1,6 +1,8 @@
 //! Spill files (docs/BEHAVIOUR.md §7.2): the full text of an output too long to return, kept private.
 //!
-//! Layout: `<state dir>/spill/<session id>/<name>.log`. Directories are 0700 and files 0600.
+//! Layout: `<state dir>/spill/<server>/<session>/<name>.log` (the server's session name, then
+//! the client session's: one directory per server, which its confined commands alone may read,
+//! docs/BEHAVIOUR.md §5). Directories are 0700 and files 0600.
 //! A confined command may be able to write near the state dir (it may sit under a temp dir), and
 //! the server writing there is unconfined, so nothing it writes follows a symlink: the session
 //! directory is opened once, with no symlink in any component of its (canonical) path, and kept
@@ -368,8 +370,9 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Removes session directories under `root` untouched for longer than `retention`.
-/// Returns how many were removed.
+/// Removes the directories under `root` (a server's, holding one per session; or a session's,
+/// as an older agentty laid them out) that nothing in, one level down, changed for longer than
+/// `retention`. Returns how many were removed.
 ///
 /// `root` is opened with no symlink in its path, and what is under it is named through that open
 /// directory (`/proc/self/fd/N/<name>`): a spill root swapped for a symlink (a state dir commands
@@ -383,17 +386,31 @@ pub fn prune(root: &Path, retention: Duration) -> usize {
         return 0;
     };
     let now = SystemTime::now();
+    let old = |meta: &fs::Metadata| {
+        meta.modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > retention)
+    };
     let mut removed = 0;
     for entry in entries.flatten() {
         let Ok(meta) = entry.path().symlink_metadata() else {
             continue;
         };
-        let old = meta
-            .modified()
-            .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .is_some_and(|age| age > retention);
-        if meta.is_dir() && old && fs::remove_dir_all(entry.path()).is_ok() {
+        if !meta.is_dir() || !old(&meta) {
+            continue;
+        }
+        // A server's directory changes only when a session's is made or removed in it; its
+        // sessions' own directories (changed by each file made in them) say whether it is still
+        // at work. Files (an older agentty's session directory holds its spill files) do not.
+        let inner_old = fs::read_dir(entry.path()).is_ok_and(|inner| {
+            inner.flatten().all(|e| {
+                e.path()
+                    .symlink_metadata()
+                    .is_ok_and(|m| !m.is_dir() || old(&m))
+            })
+        });
+        if inner_old && fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
         }
     }
@@ -442,11 +459,28 @@ mod tests {
             fs::write(dir.join("sub/c1.log"), "x").unwrap();
         }
         let ten_days_ago = SystemTime::now() - Duration::from_secs(10 * 24 * 3600);
-        File::open(&old)
-            .unwrap()
-            .set_modified(ten_days_ago)
-            .unwrap();
+        for dir in [old.join("sub"), old.clone()] {
+            File::open(&dir)
+                .unwrap()
+                .set_modified(ten_days_ago)
+                .unwrap();
+        }
         (old, new)
+    }
+
+    /// A server's directory untouched for long, whose session's directory got a spill file
+    /// lately, is at work: kept.
+    #[test]
+    fn prune_keeps_a_servers_directory_whose_session_is_at_work() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("spill");
+        let (old, _) = sessions_in(&root);
+        File::open(old.join("sub"))
+            .unwrap()
+            .set_modified(SystemTime::now())
+            .unwrap();
+        assert_eq!(prune(&root, Duration::from_secs(7 * 24 * 3600)), 0);
+        assert!(old.exists());
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //! `CAP_SYS_BOOT` reboots it, `CAP_SYS_TIME` sets its clock. So a confined child drops these from
 //! its bounding, effective, permitted, inheritable and ambient sets, for good (a setuid-root
 //! binary cannot bring them back: the bounding set caps what exec grants root).
+//! `CAP_DAC_READ_SEARCH` goes too: `CAP_DAC_OVERRIDE` already passes every file mode, and what
+//! it adds is `open_by_handle_at`, an open by inode that names no path for Landlock's read rules
+//! to judge (`unreadable.rs`).
 //!
 //! Kept, because ordinary work as root needs them and the sandbox already bounds what they
 //! reach: writing files of another owner in the workspace (`CAP_DAC_OVERRIDE`, `CAP_FOWNER`,
@@ -26,6 +29,7 @@
 
 /// Capability numbers (linux/capability.h) a confined command drops.
 const DROPPED: &[u32] = &[
+    2,  // CAP_DAC_READ_SEARCH: open_by_handle_at (CAP_DAC_OVERRIDE already passes file modes)
     9,  // CAP_LINUX_IMMUTABLE
     12, // CAP_NET_ADMIN
     15, // CAP_IPC_OWNER
@@ -159,7 +163,8 @@ pub(crate) fn drop_in_child() -> std::io::Result<()> {
 
 /// The names of what is dropped, for `doctor`.
 pub const DROPPED_NAMES: &str = "CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_NET_ADMIN, \
-CAP_SYS_BOOT, CAP_SYS_TIME, CAP_BPF, CAP_PERFMON, CAP_MKNOD, CAP_SYS_CHROOT and 14 more";
+CAP_SYS_BOOT, CAP_SYS_TIME, CAP_BPF, CAP_PERFMON, CAP_MKNOD, CAP_SYS_CHROOT, \
+CAP_DAC_READ_SEARCH and 14 more";
 
 #[cfg(test)]
 mod tests {
@@ -167,12 +172,12 @@ mod tests {
     fn the_mask_has_every_dropped_capability_and_keeps_the_ones_work_needs() {
         let mask = super::dropped_mask();
         let has = |cap: u32| mask[(cap / 32) as usize] & (1 << (cap % 32)) != 0;
-        for cap in [21, 16, 17, 12, 39, 40, 8] {
+        for cap in [21, 16, 17, 12, 39, 40, 8, 2] {
             assert!(has(cap), "{cap}");
         }
-        // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_KILL, CAP_SETUID,
-        // CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_PTRACE stay.
-        for cap in [0, 1, 2, 3, 5, 7, 10, 13, 19] {
+        // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL, CAP_SETUID, CAP_NET_BIND_SERVICE,
+        // CAP_NET_RAW, CAP_SYS_PTRACE stay.
+        for cap in [0, 1, 3, 5, 7, 10, 13, 19] {
             assert!(!has(cap), "{cap}");
         }
     }

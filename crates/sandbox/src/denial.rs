@@ -16,13 +16,15 @@
 //! `cat` or `grep` refused a file (another process's `/proc/<pid>/environ`, a file its mode
 //! keeps from the command) is never a 2008 and never answered with "add the directory": it is
 //! said as a read, and only when this server could read the path itself (the command's own
-//! limits refused it).
+//! limits refused it). A path the sandbox keeps from reads (`unreadable.rs`: agentty's state,
+//! `deny_read`) refused with no word of writing is said as that: the sandbox hides it.
 
 use std::path::{Path, PathBuf};
 
 use crate::enforcement::Backend;
 use crate::mode::Mode;
 use crate::plan::Plan;
+use crate::unreadable::HiddenWhy;
 
 /// A write refused by the sandbox (2008), or a read the command was refused; `path` when the
 /// message named one.
@@ -36,7 +38,10 @@ pub struct Denial {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Write,
+    /// A read refused by the command's own limits (a file's mode, another process's memory).
     Read,
+    /// A read of a path the sandbox keeps from commands, and why it does.
+    Hidden(HiddenWhy),
 }
 
 impl Denial {
@@ -45,6 +50,7 @@ impl Denial {
         match self.op {
             Op::Write => crate::notice::denial_notice(self, mode),
             Op::Read => crate::notice::read_refused_notice(self),
+            Op::Hidden(why) => crate::notice::hidden_read_notice(self, why),
         }
     }
 }
@@ -117,13 +123,19 @@ const READERS: &[&str] = &[
     "nl",
 ];
 
+/// Whether `line` speaks of writing (`cannot create`, `for writing`, …).
+fn says_write(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    WRITE_WORDS.iter().any(|w| lower.contains(w))
+}
+
 /// Whether `line` reports a refused read: its words say so, or its program (`cat: x: …`) only
 /// reads; or the command fed the path to a shell redirection `<`.
 fn is_read(line: &str, ran: Option<RanIn<'_>>, path: &str) -> bool {
-    let lower = line.to_ascii_lowercase();
-    if WRITE_WORDS.iter().any(|w| lower.contains(w)) {
+    if says_write(line) {
         return false;
     }
+    let lower = line.to_ascii_lowercase();
     if READ_WORDS.iter().any(|w| lower.contains(w)) {
         return true;
     }
@@ -316,6 +328,14 @@ fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Den
         } else {
             continue;
         };
+        if let Some(hidden) = plan.unreadable.hides(&full)
+            && !says_write(line)
+        {
+            return Some(Denial {
+                path: Some(full),
+                op: Op::Hidden(hidden.why),
+            });
+        }
         if is_read(line, ran, &candidate) {
             // Not the write sandbox's; said only when this server could read it itself.
             if std::fs::symlink_metadata(&full).is_ok() && access(&full, libc::R_OK) {

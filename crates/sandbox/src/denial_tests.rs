@@ -306,3 +306,47 @@ fn symlink_out_of_the_workspace_is_blamed() {
         })
     );
 }
+
+#[test]
+fn a_read_of_a_hidden_path_is_said_as_hidden_and_a_write_there_as_2008() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let s = state.path().canonicalize().unwrap();
+    std::fs::create_dir_all(s.join("spill/me")).unwrap();
+    std::fs::write(s.join("token"), "t").unwrap();
+    let mut hidden = crate::Unreadable::default();
+    hidden.hide(s.clone(), crate::HiddenWhy::State);
+    hidden.readable.push(s.join("spill/me"));
+    let p = plan(Mode::Default, ws.path()).hide(hidden);
+    let t = s.join("token").display().to_string();
+    for msg in [
+        format!("cat: {t}: Permission denied"),
+        format!("PermissionError: [Errno 13] Permission denied: '{t}'"),
+        format!("Error: EACCES: permission denied, open '{t}'"),
+        format!("fatal: unable to access '{t}': Permission denied"),
+    ] {
+        let d = detect_denial(Some(0), &msg, &p, None).unwrap();
+        assert_eq!(d.op, Op::Hidden(crate::HiddenWhy::State), "{msg}");
+        assert_eq!(d.path.as_deref(), Some(s.join("token").as_path()), "{msg}");
+        assert!(
+            d.notice(Mode::Default).starts_with(&format!(
+                "[note] reading {t} was refused: the sandbox keeps"
+            )),
+            "{msg}"
+        );
+    }
+    // Writing there is a write the sandbox refused.
+    let d = detect_denial(
+        Some(2),
+        &format!("sh: 1: cannot create {t}: Permission denied"),
+        &p,
+        None,
+    )
+    .unwrap();
+    assert_eq!(d.op, Op::Write);
+    // The readable exception is not hidden.
+    let own = s.join("spill/me/c1.log").display().to_string();
+    std::fs::write(&own, "x").unwrap();
+    let d = detect_denial(Some(1), &format!("cat: {own}: Permission denied"), &p, None);
+    assert_ne!(d.map(|d| d.op), Some(Op::Hidden(crate::HiddenWhy::State)));
+}

@@ -20,6 +20,14 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
+    /// A directory above a path kept from reads could not be listed, so its other entries
+    /// cannot be granted (see `unreadable.rs`).
+    #[error("{}", notice::list_hidden_failed(path, source))]
+    ListHidden {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 #[cfg(test)]

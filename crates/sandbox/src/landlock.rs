@@ -1,4 +1,5 @@
-//! Linux backend: a Landlock ruleset that handles write rights only.
+//! Linux backend: a Landlock ruleset that handles write rights, and, where some path is kept
+//! from reads, a second one that handles `ReadFile` (`unreadable.rs` says which rules it takes).
 //!
 //! Split in two on purpose. `build_ruleset` runs in the parent, before any fork, and may allocate,
 //! open paths and fail with a `SandboxError`. `restrict_self` runs in the forked child of a
@@ -19,6 +20,7 @@ use landlock::{
 
 use crate::error::SandboxError;
 use crate::plan::Writable;
+use crate::unreadable::{Stamp, Unreadable};
 
 /// The newest ABI whose *write* rights we handle. ABI 2 adds REFER (links and renames across
 /// directories), ABI 3 TRUNCATE. Later write-ish rights are left alone on purpose: IOCTL_DEV
@@ -62,34 +64,62 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
         .scope(Scope::Signal | Scope::AbstractUnixSocket)?
         .create()?;
     for w in writable {
-        let fd = match PathFd::new(&w.path) {
-            Ok(fd) => fd,
-            // Vanished since the plan was made: nothing there to write, and its parent is not
-            // writable unless covered by another rule.
-            Err(PathFdError::OpenCall { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                continue;
-            }
-            Err(PathFdError::OpenCall { source, .. }) => {
-                return Err(SandboxError::OpenPath {
-                    path: w.path.clone(),
-                    source,
-                });
-            }
-            Err(other) => {
-                let source = std::io::Error::other(other.to_string());
-                return Err(SandboxError::OpenPath {
-                    path: w.path.clone(),
-                    source,
-                });
-            }
+        let Some(fd) = open_writable(w)? else {
+            continue;
         };
         let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
         let rights = if is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
     }
     Ok(ruleset.into())
+}
+
+/// Builds the ruleset of reads where some path is kept from them: it handles `ReadFile` only
+/// (listing a directory is never handled, see `unreadable.rs`), granted beneath each of
+/// `unreadable`'s rules as of now and in the writable set, which stays readable; with the stamp
+/// of the directories the rules were made from. No scope: it is a layer of its own, shared by
+/// the commands of one spawning thread, under each command's own (writes, scopes).
+pub fn build_reads(
+    writable: &[Writable],
+    unreadable: &Unreadable,
+) -> Result<(Option<OwnedFd>, Stamp), SandboxError> {
+    let read = AccessFs::ReadFile;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(read)?
+        .create()?;
+    for w in writable {
+        if let Some(fd) = open_writable(w)? {
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
+        }
+    }
+    // `ReadFile` is valid on a file's rule as on a directory's. Each fd is closed once added.
+    let stamp = unreadable.rules(&mut |fd| {
+        (&mut ruleset).add_rule(PathBeneath::new(fd, read))?;
+        Ok(())
+    })?;
+    Ok((ruleset.into(), stamp))
+}
+
+/// A writable path opened to anchor a rule; `None` when it vanished since the plan was made
+/// (nothing there to write, and its parent is not writable unless covered by another rule).
+fn open_writable(w: &Writable) -> Result<Option<PathFd>, SandboxError> {
+    match PathFd::new(&w.path) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(PathFdError::OpenCall { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(PathFdError::OpenCall { source, .. }) => Err(SandboxError::OpenPath {
+            path: w.path.clone(),
+            source,
+        }),
+        Err(other) => Err(SandboxError::OpenPath {
+            path: w.path.clone(),
+            source: std::io::Error::other(other.to_string()),
+        }),
+    }
 }
 
 /// Restricts the calling (single-threaded, forked) process with the ruleset `fd`.

@@ -1,7 +1,8 @@
 //! agentty-sandbox: permission mode -> write confinement (docs/BEHAVIOUR.md §5).
 //!
-//! Only writes are confined; reads and the network are left alone (optional network-off aside),
-//! because a read allow-list breaks `git push` reading `~/.ssh`. The flow is
+//! Writes are confined; reads only where a path is kept from them (agentty's own state and keys,
+//! the user's `deny_read`: `unreadable.rs`), because a read allow-list breaks `git push` reading
+//! `~/.ssh`; the network is left alone (optional network-off aside). The flow is
 //! `Policy -> Plan` (what is writable, `plan.rs`) `-> Prepared` (kernel objects built once, before
 //! any fork, `prepared.rs`) `-> apply_own` + `apply_shared` (raw syscalls between fork and exec,
 //! so the command keeps its pid and process group; the shared part may be applied once to the
@@ -30,6 +31,7 @@ mod seccomp;
 mod tables;
 #[cfg(target_os = "linux")]
 mod terminals;
+mod unreadable;
 
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
@@ -38,7 +40,7 @@ pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
 pub use error::SandboxError;
 pub use mode::{Mode, ParseModeError, Policy};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
-pub use prepared::Prepared;
+pub use prepared::{Prepared, Ruleset, RulesetNow};
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
 pub use protected::{
     Entry as ProtectedEntry, GIT_DIRS_MAX, IN_GIT_DIR, IN_HOME, IN_ROOT, Protected, Stand,
@@ -49,6 +51,7 @@ pub use sealed::{SEALED_MAX, Sealed, extracted_sources};
 pub use tables::{
     CacheDir, CacheLocation, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES, TOOLCHAIN_CACHES,
 };
+pub use unreadable::{HiddenPath, HiddenWhy, Unreadable, check_deny_read};
 
 /// Gives this process, and every command it starts afterwards, terminals of its own: a new
 /// `/dev/pts` without the user's other terminals (Linux, `CAP_SYS_ADMIN`). Call once at start-up

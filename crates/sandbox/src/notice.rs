@@ -74,6 +74,13 @@ pub(crate) fn open_path_failed(path: &std::path::Path, e: &std::io::Error) -> St
     )
 }
 
+pub(crate) fn list_hidden_failed(path: &std::path::Path, e: &std::io::Error) -> String {
+    format!(
+        "the sandbox failed to start: could not list {}, above a path kept from reads: {e}",
+        path.display()
+    )
+}
+
 /// What a mode lets a command write, in words (used when a write was refused).
 fn writable_summary(mode: Mode) -> &'static str {
     match mode {
@@ -106,6 +113,113 @@ pub fn read_refused_notice(denial: &Denial) -> String {
          process's memory or environment, or the file's permissions). The write sandbox did \
          not refuse it, and no writable directory changes it"
     )
+}
+
+/// A read of a path the sandbox keeps from commands (`unreadable.rs`).
+pub fn hidden_read_notice(denial: &Denial, why: crate::HiddenWhy) -> String {
+    let what = denial
+        .path
+        .as_ref()
+        .map_or_else(|| "a file".to_owned(), |p| p.display().to_string());
+    match why {
+        crate::HiddenWhy::State | crate::HiddenWhy::Token => format!(
+            "[note] reading {what} was refused: the sandbox keeps agentty's own keys and state \
+             from commands"
+        ),
+        crate::HiddenWhy::Configured => format!(
+            "[note] reading {what} was refused: the user keeps it from commands (deny_read in \
+             agentty's config); ask the user if this command needs it"
+        ),
+    }
+}
+
+/// Paths the `[sandbox]` line names at most (it is on every result); the rest are counted.
+const HIDDEN_NAMED: usize = 8;
+
+/// A hidden path in words: agentty's own by what they are, the user's by path, home as `~`.
+fn hidden_name(h: &crate::HiddenPath, home: Option<&std::path::Path>) -> String {
+    match h.why {
+        crate::HiddenWhy::State => "agentty's keys and state".to_owned(),
+        crate::HiddenWhy::Token => "agentty's token file".to_owned(),
+        crate::HiddenWhy::Configured => {
+            match home.and_then(|home| h.path.strip_prefix(home).ok()) {
+                Some(rest) if !rest.as_os_str().is_empty() => format!("~/{}", rest.display()),
+                _ => h.path.display().to_string(),
+            }
+        }
+    }
+}
+
+fn hidden_names(paths: &[crate::HiddenPath], home: Option<&std::path::Path>) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for h in paths {
+        let name = hidden_name(h, home);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let more = names.len().saturating_sub(HIDDEN_NAMED);
+    names.truncate(HIDDEN_NAMED);
+    if more > 0 {
+        names.push(format!("and {more} more"));
+    }
+    names.join(", ")
+}
+
+/// The `[sandbox]` line's addition on what confined commands may not read, and what was asked
+/// to be hidden but lies in the writable set (empty when neither).
+pub fn unreadable_line(plan: &crate::Plan, home: Option<&std::path::Path>) -> String {
+    let mut line = String::new();
+    if !plan.unreadable().hidden.is_empty() {
+        let _ = write!(
+            line,
+            "; unreadable: {}",
+            hidden_names(&plan.unreadable().hidden, home)
+        );
+    }
+    if !plan.exposed().is_empty() {
+        let _ = write!(
+            line,
+            "; readable though asked to be hidden (the writable set holds them): {}",
+            hidden_names(plan.exposed(), home)
+        );
+    }
+    line
+}
+
+/// `doctor`'s lines on what confined commands may not read, and how.
+pub fn unreadable_report(plan: &crate::Plan) -> String {
+    let list = |paths: &[crate::HiddenPath]| -> String {
+        paths
+            .iter()
+            .map(|h| h.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = if plan.unreadable().hidden.is_empty() {
+        "kept from reads: nothing".to_owned()
+    } else if !plan.confines() {
+        format!(
+            "kept from reads: nothing (commands are not confined); asked: {}",
+            list(&plan.unreadable().hidden)
+        )
+    } else {
+        format!(
+            "kept from reads by confined commands (Landlock: reading is granted beside the \
+             directories above them, never on them): {}; their names stay listable; a file made \
+             later beside one of those directories is readable from the next command on, not by \
+             one already running (a shell, a job)",
+            list(&plan.unreadable().hidden)
+        )
+    };
+    if !plan.exposed().is_empty() {
+        let _ = write!(
+            out,
+            "\nreadable though asked to be hidden (the writable set holds them): {}",
+            list(plan.exposed())
+        );
+    }
+    out
 }
 
 impl std::fmt::Display for ProbeReport {

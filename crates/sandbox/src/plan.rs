@@ -18,6 +18,7 @@ use crate::tables::{
     CacheLocation, GPU_DEVICE_PREFIX, HARMLESS_DEVICES, TEMP_DIRS, TERMINAL_DEVICES,
     TOOLCHAIN_CACHES,
 };
+use crate::unreadable::{HiddenPath, Unreadable};
 
 /// Why a path is writable; shown by `doctor`, and kept so a reviewer can audit the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +111,10 @@ pub struct Plan {
     pub(crate) network: bool,
     pub(crate) writable: Vec<Writable>,
     pub(crate) backend: Backend,
+    /// What confined commands may not read (`unreadable.rs`); set by [`Plan::hide`].
+    pub(crate) unreadable: Unreadable,
+    /// Paths asked to be hidden that lie in the writable set, which stays readable: not hidden.
+    pub(crate) exposed: Vec<HiddenPath>,
 }
 
 impl Plan {
@@ -126,7 +131,43 @@ impl Plan {
             network: policy.network,
             writable: writable_set(policy, host),
             backend: Backend::detect(),
+            unreadable: Unreadable::default(),
+            exposed: Vec::new(),
         }
+    }
+
+    /// This plan keeping `unreadable` from confined commands' reads. A hidden path inside the
+    /// writable set cannot be hidden (the writable set stays readable, and new entries beside a
+    /// hidden path would be unreadable to the command that made them): it is kept in
+    /// [`Plan::exposed`] instead, for the `[sandbox]` line to say so.
+    pub fn hide(mut self, unreadable: Unreadable) -> Plan {
+        let Unreadable {
+            hidden,
+            readable,
+            seen_from,
+        } = unreadable;
+        let (exposed, hidden): (Vec<HiddenPath>, Vec<HiddenPath>) =
+            hidden.into_iter().partition(|h| {
+                let real = resolve(&h.path);
+                self.writable.iter().any(|w| real.starts_with(&w.path))
+            });
+        self.unreadable = Unreadable {
+            hidden,
+            readable,
+            seen_from,
+        };
+        self.exposed = exposed;
+        self
+    }
+
+    /// What confined commands may not read.
+    pub fn unreadable(&self) -> &Unreadable {
+        &self.unreadable
+    }
+
+    /// Paths asked to be hidden that the writable set holds: readable.
+    pub fn exposed(&self) -> &[HiddenPath] {
+        &self.exposed
     }
 
     pub fn mode(&self) -> Mode {

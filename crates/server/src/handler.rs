@@ -60,6 +60,19 @@ impl ServerHandler for Agentty {
         };
         self.session
             .describe(|| request.client_info.name.clone(), transport);
+        // A client session rmcp brought back after a restart (the gate saw its id kept).
+        let resuming = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::session::kept::Resuming>());
+        match resuming {
+            Some(resuming) => self.resume(&resuming.0),
+            None => crate::metrics::METRICS.session_opened(if transport == "http" {
+                crate::metrics::Transport::Http
+            } else {
+                crate::metrics::Transport::Stdio
+            }),
+        }
         // What `peer.elicit` checks before asking, remembered for the advice of error 2008.
         // Not over HTTP: nothing is escalated there (see `escalation::over_http`).
         let form = !crate::escalation::over_http(&context)
@@ -106,6 +119,75 @@ impl ServerHandler for Agentty {
     }
 
     async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let began = std::time::Instant::now();
+        let tool = request.name.clone();
+        // Listed while it runs: the drain after SIGTERM waits for it, then cancels it.
+        let _in_flight = self.inner.calls.enter_as(&context.ct, tool == "task_wait");
+        let starts = matches!(tool.as_ref(), "terminal" | "shell_open");
+        let mut response = if starts && self.draining() {
+            Ok(rmcp::model::CallToolResponse::Complete(
+                crate::tools::tool_error(crate::tools::notice::DRAINING.to_owned()),
+            ))
+        } else {
+            self.answer_call(request, context).await
+        };
+        if self.stopping()
+            && let Ok(rmcp::model::CallToolResponse::Complete(result)) = &mut response
+        {
+            result
+                .content
+                .push(ContentBlock::text(crate::tools::notice::SHUT_DOWN));
+        }
+        crate::metrics::METRICS.call(
+            crate::tools::catalog::tool_index(&tool),
+            outcome(&response),
+            began.elapsed(),
+        );
+        response
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        // As rmcp's generated handler answers, with the catalog instead of the router's list.
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        // Only a client that can show the user a form is told that escalation asks.
+        let capabilities = context
+            .meta
+            .client_capabilities()
+            .or_else(|| context.peer.peer_info().map(|i| i.capabilities.clone()));
+        let can_ask = !crate::escalation::over_http(&context)
+            && capabilities
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let tools = if can_ask {
+            &self.tools
+        } else {
+            &self.tools_no_escalation
+        };
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools: tools.as_ref().clone(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            // It depends on the client's capabilities.
+            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Private),
+        })
+    }
+}
+
+impl Agentty {
+    /// A tool call, routed to its session and answered (see the module doc).
+    async fn answer_call(
         &self,
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -187,38 +269,18 @@ impl ServerHandler for Agentty {
         }
         response
     }
+}
 
-    async fn list_tools(
-        &self,
-        _request: Option<rmcp::model::PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
-        // As rmcp's generated handler answers, with the catalog instead of the router's list.
-        let cache_hints = context
-            .protocol_version()
-            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-        // Only a client that can show the user a form is told that escalation asks.
-        let capabilities = context
-            .meta
-            .client_capabilities()
-            .or_else(|| context.peer.peer_info().map(|i| i.capabilities.clone()));
-        let can_ask = !crate::escalation::over_http(&context)
-            && capabilities
-                .and_then(|c| c.elicitation)
-                .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        let tools = if can_ask {
-            &self.tools
-        } else {
-            &self.tools_no_escalation
-        };
-        Ok(rmcp::model::ListToolsResult {
-            result_type: Some(rmcp::model::ResultType::COMPLETE),
-            tools: tools.as_ref().clone(),
-            meta: None,
-            next_cursor: None,
-            ttl_ms: cache_hints.then_some(0),
-            // It depends on the client's capabilities.
-            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Private),
-        })
+/// How a call ended, as `/metrics` counts it.
+fn outcome(response: &Result<rmcp::model::CallToolResponse, ErrorData>) -> crate::metrics::Outcome {
+    use crate::metrics::Outcome;
+    use rmcp::model::CallToolResponse;
+    match response {
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => Outcome::Error,
+        Ok(CallToolResponse::Complete(_)) => Outcome::Ok,
+        Ok(CallToolResponse::InputRequired(_)) => Outcome::InputRequired,
+        Ok(CallToolResponse::Task(_)) => Outcome::Task,
+        Ok(_) => Outcome::Ok,
+        Err(_) => Outcome::Invalid,
     }
 }

@@ -13,7 +13,8 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::RequestContext;
 
 use crate::server::Agentty;
-use crate::session::{Caller, LazySession, stop_and_log};
+use crate::session::kept::Key;
+use crate::session::{Caller, LazySession, Session, stop_and_log, stop_for_shutdown};
 
 /// How long ending an HTTP session waits for its cancelled calls to return: each stops its
 /// tree first (a grace, then SIGKILL rounds), more only for a process stuck in the kernel.
@@ -27,15 +28,81 @@ impl Agentty {
     }
 
     /// Ends every HTTP session still alive and the sessionless callers' (the server stops):
-    /// their jobs are stopped, one log line each, and their spill directories removed.
-    pub async fn end_all_sessions(&self) {
+    /// their jobs are stopped, one log line each, noting that the server was shut down. A
+    /// session the state dir keeps keeps its table and spill directory there, for when it comes
+    /// back after the restart (docs/BEHAVIOUR.md §14); another's spill directory is removed.
+    /// Returns how many jobs and shells were stopped.
+    pub async fn end_all_sessions(&self) -> usize {
+        let mut stopped = 0;
         // Every made state is listed once in `live` (callers without a session included).
         for lazy in self.live_sessions() {
             if let Some(session) = lazy.state.get() {
-                session.ended.store(true, Ordering::Relaxed);
-                stop_and_log(&session.jobs, &session.spill).await;
+                stopped += stop_for_shutdown(session).await;
             }
         }
+        stopped
+    }
+
+    /// What the state dir keeps of HTTP sessions across a restart (the HTTP listener's rmcp
+    /// session store and its gate read and write it).
+    pub fn kept(&self) -> &crate::session::kept::Kept {
+        &self.inner.kept
+    }
+
+    /// Keeps this session's job table in the state dir under `key` from now on, when the state
+    /// dir keeps sessions (over HTTP).
+    fn keep_as(&self, key: Key) {
+        if self.inner.kept.enabled() {
+            let _ = self.state().keep.set((self.inner.kept.clone(), key));
+        }
+    }
+
+    /// A state just made for an HTTP caller without a session: its jobs from before a restart,
+    /// as the state dir kept them, come back as such, and its table is kept from now on.
+    pub(crate) fn restore_caller(&self, state: &Session) {
+        let Some(caller) = self.session.caller.get() else {
+            return;
+        };
+        if !self.inner.kept.enabled() || state.jobs.ids() != agentty_core::jobs::Ids::Unguessable {
+            return;
+        }
+        let key = Key::Caller(caller.0.to_string());
+        let before = self.inner.kept.load_jobs(&key);
+        if state.keep.set((self.inner.kept.clone(), key)).is_ok() {
+            let _ = state.before.set(before);
+            state.save_jobs();
+        }
+    }
+
+    /// This client session is the one `id` named before a restart (rmcp brought it back and
+    /// replayed its `initialize`): its jobs from then come back as such, new jobs are numbered
+    /// after them, and it is known by its id at once.
+    pub(crate) fn resume(&self, id: &str) {
+        let state = self.state();
+        let key = Key::Session(id.to_owned());
+        let before = self.inner.kept.load_jobs(&key);
+        let last = |kind: crate::session::kept::RecordKind| {
+            before
+                .iter()
+                .filter(|j| j.kind == kind)
+                .filter_map(|j| j.id.get(1..)?.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0)
+        };
+        state.jobs.continue_after(
+            last(crate::session::kept::RecordKind::Command),
+            last(crate::session::kept::RecordKind::Shell),
+        );
+        tracing::info!(
+            jobs = before.len(),
+            "a client session came back after a restart"
+        );
+        let _ = state.before.set(before);
+        if self.session.http_id.set(id.to_owned()).is_ok() {
+            self.inner.registry.note_http_id(id, &self.session);
+        }
+        self.keep_as(key);
+        state.save_jobs();
     }
 
     /// Ends the HTTP client session `id` (its client sent `DELETE /mcp`): its tool calls in
@@ -80,6 +147,7 @@ impl Agentty {
         };
         if self.session.http_id.set(id.to_owned()).is_ok() {
             self.inner.registry.note_http_id(id, &self.session);
+            self.keep_as(Key::Session(id.to_owned()));
         }
     }
 

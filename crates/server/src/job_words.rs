@@ -202,6 +202,94 @@ pub fn not_shown(tool: &str, id: &str, since: u64, skipped: u64, spill: Option<&
 
 pub const NO_OUTPUT: &str = "(no output)";
 
+/// A job's state in words as the tools report it: [`state_words`], and for a job the server
+/// stopped on its own, why (`stopped: the server was shut down`).
+pub fn job_state(job: &agentty_core::jobs::Job) -> String {
+    let state = job.state();
+    match (job.stop_cause(), &state) {
+        (Some(agentty_core::jobs::StopCause::ServerShutDown), JobState::Stopped) => {
+            format!("{}: {SHUT_DOWN}", state_words(job.kind, &state))
+        }
+        _ => state_words(job.kind, &state),
+    }
+}
+
+/// Why a job the drain stopped was stopped.
+const SHUT_DOWN: &str = "the server was shut down";
+
+/// A time as the model reads it: RFC 3339, UTC, to the second.
+pub fn when(epoch_secs: u64) -> String {
+    i64::try_from(epoch_secs)
+        .ok()
+        .and_then(|s| chrono::DateTime::<chrono::Utc>::from_timestamp(s, 0))
+        .map_or_else(
+            || format!("{epoch_secs} s after the epoch"),
+            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        )
+}
+
+/// A job from before a restart, as the state dir kept it (`session::kept`), for its words.
+pub struct Earlier<'a> {
+    pub id: &'a str,
+    pub shell: bool,
+    /// The command as the file keeps it (no argument).
+    pub label: &'a str,
+    /// Its state when last written.
+    pub state: &'a str,
+    /// A restart found it running: it was lost then.
+    pub lost_at: Option<u64>,
+    /// The drain stopped it then.
+    pub shut_down_at: Option<u64>,
+    pub spill: Option<&'a str>,
+}
+
+/// A job from before a restart, in `task_list`: `lost at the restart of <time>`, `stopped: the
+/// server was shut down at <time>`, or its state then.
+pub fn earlier_state(job: &Earlier<'_>) -> String {
+    match (job.lost_at, job.shut_down_at) {
+        (Some(at), _) => format!("lost at the restart of {}", when(at)),
+        (None, Some(at)) => {
+            let verb = if job.shell { "closed" } else { "stopped" };
+            format!("{verb}: {SHUT_DOWN} at {}", when(at))
+        }
+        (None, None) => format!("{}, before the restart", job.state),
+    }
+}
+
+/// The answer to a request naming a job from before a restart, instead of "no such job":
+/// what became of it, and where its output is when a spill file of it is left. `restarted`:
+/// when this server started.
+pub fn earlier(job: &Earlier<'_>, restarted: u64) -> String {
+    let id = job.id;
+    let label = one_line(job.label);
+    let again = if job.shell {
+        "shell_open starts a new shell"
+    } else {
+        "start it again if it is still needed"
+    };
+    let mut text = match (job.lost_at, job.shut_down_at) {
+        (Some(at), _) => format!(
+            "{id} was lost when the server restarted at {}: `{label}` was running then, and \
+             nothing of it runs now; {again}.",
+            when(at)
+        ),
+        (None, Some(at)) => format!(
+            "{id} was stopped when the server was shut down at {}: `{label}`; {again}.",
+            when(at)
+        ),
+        (None, None) => format!(
+            "{id} ended before the server restarted at {} ({}): `{label}`; its output is not kept \
+             across a restart.",
+            when(restarted),
+            job.state
+        ),
+    };
+    if let Some(spill) = job.spill.filter(|p| Path::new(p).exists()) {
+        text.push_str(&format!(" Its output up to then is in {spill}."));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     /// A log line shows a command's program, never an argument or an assignment's value.

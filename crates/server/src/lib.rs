@@ -2,13 +2,17 @@
 //! `shells/`), each with its contract, wording and tests; what they share (`tools/`,
 //! `confinement/`, `escalation/`, `session/`, `job_words`); the server they extend (`server`),
 //! the MCP handler (`handler`), HTTP sessions (`http_sessions`), the stdio transport
-//! (`transport`), and what the web view reads (`view`, `secrets`). See docs/ARCHITECTURE.md.
+//! (`transport`), what the web view reads (`view`, `secrets`), the drain after SIGTERM
+//! (`drain`) and the counters `/metrics` reports (`metrics`). See docs/ARCHITECTURE.md.
 
 pub mod confinement;
+mod drain;
 pub mod escalation;
 mod handler;
 mod http_sessions;
 mod job_words;
+pub mod metrics;
+mod own_dirs;
 mod schemas;
 pub mod secrets;
 pub mod server;
@@ -22,8 +26,11 @@ pub mod transport;
 pub mod view;
 pub mod view_calls;
 
+pub use drain::{DRAINING, Drained};
 pub use server::Agentty;
 pub use session::Caller;
+pub use session::kept;
+pub use session::kept::{Kept, Resuming};
 pub use settings::Settings;
 
 #[cfg(test)]

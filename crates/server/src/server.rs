@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     confinement: Confinement,
     /// This process's session name (`watchdog::session_name`): run markers start with it.
     pub(crate) session: String,
+    /// The directories its sessions spill in and its shells write their start-up files in:
+    /// the server's own, and over HTTP each caller's (`own_dirs.rs`).
+    pub(crate) own_dirs: crate::own_dirs::OwnDirs,
     /// Every session state of this process, found again by HTTP id, caller or liveness.
     pub(crate) registry: Registry,
     /// Requests cancelled before their handler ran, seen by the stdio transport's look-ahead.
@@ -59,6 +62,46 @@ pub(crate) struct Shared {
     view_url: OnceLock<String>,
     /// The sealing key and open questions of escalations asked with `input_required`.
     pub(crate) sealer: Arc<Sealer>,
+    /// Every tool call being answered, of every session: the drain waits for them.
+    pub(crate) calls: crate::session::InFlight,
+    /// Serving, draining or stopping (docs/BEHAVIOUR.md §14; its phases are `drain.rs`'s).
+    pub(crate) drain_phase: std::sync::atomic::AtomicU8,
+    /// What the state dir keeps of HTTP sessions across a restart.
+    pub(crate) kept: Arc<crate::session::kept::Kept>,
+}
+
+/// What this server's confined commands may not read: what the settings hide, save this
+/// server's own spill directory and shells' start-up directory (made now, so a rule can be bound
+/// to each: results tell the model to read its spill files, and a shell reads its start-up
+/// file), opened as the commands see it (in the session's mount namespace, whose `/proc` is its
+/// own).
+fn unreadable(settings: &Settings, own: &[&std::path::Path]) -> agentty_sandbox::Unreadable {
+    let mut unreadable = settings.unreadable.clone();
+    if !unreadable.is_empty() {
+        for dir in own {
+            match agentty_core::ensure_private_dir(dir) {
+                Ok(()) => unreadable.readable.push(dir.to_path_buf()),
+                Err(e) => tracing::warn!(
+                    "cannot make {}: {e}; confined commands will not read what this server \
+                     writes there",
+                    dir.display()
+                ),
+            }
+        }
+        unreadable.seen_from = agentty_core::namespace::init_pid()
+            .map(|pid| std::path::PathBuf::from(format!("/proc/{pid}/root")));
+    }
+    unreadable
+}
+
+impl Drop for Shared {
+    /// This server's spill directories go once their sessions' have (best effort: a session
+    /// directory still there keeps one), and its shells' start-up directories once empty.
+    fn drop(&mut self) {
+        for dir in self.own_dirs.all() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 impl Agentty {
@@ -66,12 +109,16 @@ impl Agentty {
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
         let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
+        let own_dirs =
+            crate::own_dirs::OwnDirs::new(&settings.spill_root, &settings.shells_root(), &session);
+        let own = own_dirs.of(None);
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
             settings.network,
             &workspace,
             &settings.protected,
+            unreadable(&settings, &[&own.spill, &own.startup]),
         );
         let roots: Vec<std::path::PathBuf> =
             workspace.writable_roots().map(ToOwned::to_owned).collect();
@@ -80,11 +127,20 @@ impl Agentty {
             &roots,
             &settings.protected,
         );
+        let state_dir = settings
+            .spill_root
+            .parent()
+            .unwrap_or(settings.spill_root.as_path())
+            .to_path_buf();
         let inner = Shared {
+            kept: Arc::new(crate::session::kept::Kept::new(&state_dir)),
+            calls: crate::session::InFlight::default(),
+            drain_phase: std::sync::atomic::AtomicU8::new(0),
             settings,
             workspace,
             confinement,
             session,
+            own_dirs,
             registry: Registry::default(),
             early_cancels: Arc::default(),
             planted,
@@ -132,9 +188,28 @@ impl Agentty {
         self.with_session(LazySession::new(name))
     }
 
+    /// The confinement for a call of `caller` (an HTTP caller; `None` over stdio): its commands
+    /// read its own spill and start-up directories, no other's.
+    pub(crate) fn confine_for(
+        &self,
+        escalated: bool,
+        caller: Option<&str>,
+    ) -> Result<Option<Arc<dyn agentty_core::spawn::Confine>>, String> {
+        let own = caller.map(|name| (name, self.inner.own_dirs.of(Some(name)).both()));
+        self.inner.confinement.confine(
+            escalated,
+            own.as_ref().map(|(name, dirs)| (*name, &dirs[..])),
+        )
+    }
+
     /// The sandbox line this session's commands carry.
     pub fn sandbox_line(&self) -> String {
         self.inner.confinement.line(false)
+    }
+
+    /// `doctor`'s lines on what confined commands may not read.
+    pub fn unreadable_report(&self) -> String {
+        agentty_sandbox::notice::unreadable_report(self.inner.confinement.plan())
     }
 
     pub fn settings(&self) -> &Settings {
@@ -143,12 +218,21 @@ impl Agentty {
 
     /// This session's state, made on first use.
     pub(crate) fn state(&self) -> &Session {
-        if self.session.state.get().is_none() {
+        let made = self.session.state.get().is_some();
+        if !made {
             // Listed for `end_all_sessions` once it has something to end.
             self.inner.registry.note_live(&self.session);
         }
-        self.session
-            .state(&self.inner.settings, self.inner.registry.handle_grace())
+        let caller = self.session.caller.get().map(|c| c.0.clone());
+        let state = self.session.state(
+            &self.inner.settings,
+            &self.inner.own_dirs.of(caller.as_deref()).spill,
+            self.inner.registry.handle_grace(),
+        );
+        if !made {
+            self.restore_caller(state);
+        }
+        state
     }
 
     /// What the model is told of a new job's life where handles are unguessable (callers
@@ -160,6 +244,19 @@ impl Agentty {
 
     pub fn jobs(&self) -> &Arc<JobTable> {
         &self.state().jobs
+    }
+
+    /// What became of job `id`, when it names one of this session's from before a restart
+    /// (docs/BEHAVIOUR.md §14): the answer instead of "no such job".
+    pub(crate) fn earlier_job(&self, id: &str) -> Option<String> {
+        let job = self.state().before_restart(id)?;
+        let restarted = crate::session::kept::epoch(self.inner.kept.started());
+        Some(crate::job_words::earlier(&job.earlier(), restarted))
+    }
+
+    /// This session's jobs from before a restart, as the state dir kept them.
+    pub(crate) fn earlier_jobs(&self) -> &[crate::session::kept::JobRecord] {
+        self.state().before.get().map_or(&[][..], Vec::as_slice)
     }
 
     pub(crate) fn spill_store(&self) -> &Arc<SpillStore> {
@@ -208,7 +305,7 @@ impl Agentty {
 
     /// Whether this server confines commands at all (so an unconfined job was escalated).
     pub(crate) fn confines(&self) -> bool {
-        matches!(self.confinement().confine(false), Ok(Some(_)))
+        matches!(self.confinement().confine(false, None), Ok(Some(_)))
     }
 
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {
@@ -260,10 +357,13 @@ impl Agentty {
         (!all.is_empty()).then(|| crate::confinement::notice::planted(&all))
     }
 
-    /// Looks for planted code when `job` (a background command or a shell) ends: a job that
-    /// planted after the model's last call is told of then, to the user at once and to the
-    /// model in its next result. Holds neither the session nor the server alive.
-    pub(crate) fn look_when_ended(&self, job: &Arc<agentty_core::jobs::Job>) {
+    /// Follows a job just registered (a background command or a shell) to its end: the
+    /// session's table in the state dir is written now and when it ends (docs/BEHAVIOUR.md
+    /// §14), and planted code is looked for then, so a job that planted after the model's last
+    /// call is told of at once to the user and in the model's next result. Holds neither the
+    /// session nor the server alive.
+    pub(crate) fn watch_job(&self, job: &Arc<agentty_core::jobs::Job>) {
+        self.state().save_jobs();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -274,8 +374,12 @@ impl Agentty {
         );
         runtime.spawn(async move {
             job.ended().await;
+            let session = session.upgrade();
+            if let Some(state) = session.as_deref().and_then(|s| s.state.get()) {
+                state.save_jobs();
+            }
             if let Some(shared) = shared.upgrade() {
-                shared.look(session.upgrade().as_deref());
+                shared.look(session.as_deref());
             }
         });
     }

@@ -13,7 +13,8 @@ pub struct Settings {
     pub workspace: PathBuf,
     /// Shell for `command`.
     pub shell: PathBuf,
-    /// Root of spill directories (`<state dir>/spill`).
+    /// Root of spill directories (`<state dir>/spill`); this server's are in
+    /// `<spill root>/<its session name>/`.
     pub spill_root: PathBuf,
     pub default_timeout_ms: u64,
     /// Extra writable roots (`--add-dir`), inside the workspace boundary too.
@@ -31,12 +32,16 @@ pub struct Settings {
     /// The paths that run code later, found at start: read-only to confined commands where the
     /// session's mount namespace exists, watched everywhere (docs/BEHAVIOUR.md §5).
     pub protected: agentty_sandbox::Protected,
+    /// What confined commands may not read: the state dir, the token file, `deny_read`
+    /// (docs/BEHAVIOUR.md §5). The server adds its own spill directory as readable.
+    pub unreadable: agentty_sandbox::Unreadable,
 }
 
 impl Settings {
-    /// Where a shell's start-up file is written (docs/BEHAVIOUR.md §4): the state dir, which a
-    /// confining server keeps out of its commands' reach.
-    pub fn shell_startup_dir(&self) -> PathBuf {
+    /// Where shells write their start-up files (docs/BEHAVIOUR.md §4), a directory per server
+    /// (and over HTTP per caller, `own_dirs.rs`) in it: the state dir, which a confining server
+    /// keeps out of its commands' reach save their own directory (a shell must read its file).
+    pub fn shells_root(&self) -> PathBuf {
         self.spill_root
             .parent()
             .unwrap_or(self.spill_root.as_path())

@@ -96,7 +96,7 @@ impl Agentty {
         agentty_core::view_tap::mark_watched();
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
-        let confining = matches!(self.confinement().confine(false), Ok(Some(_)));
+        let confining = matches!(self.confinement().confine(false, None), Ok(Some(_)));
         // Which agentty it is: several agents' sessions share one page (the view's hub).
         let agent = format!(
             "agentty pid {} in {}",

@@ -42,6 +42,10 @@ pub struct HttpSection {
     pub max_sessions: Option<usize>,
     pub max_sessions_per_caller: Option<usize>,
     pub max_connections: Option<usize>,
+    /// A header that may carry the token instead of `Authorization`.
+    pub token_header: Option<String>,
+    /// Seconds.
+    pub drain_grace: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -54,6 +58,8 @@ pub struct SandboxSection {
     /// Paths that run code later left writable to confined commands, by name (`.git/config`,
     /// `.envrc`, `~/.bashrc`, …: `agentty_sandbox::protected_names`); they stay watched.
     pub writable_protected: Option<Vec<String>>,
+    /// Paths confined commands may not read (`~/.aws`, `~/.ssh`), beside agentty's own state.
+    pub deny_read: Option<Vec<PathBuf>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,6 +100,12 @@ impl FileConfig {
         }
         file.add_dirs.iter_mut().flatten().for_each(anchor);
         file.http.token_file.as_mut().map(anchor);
+        file.sandbox
+            .deny_read
+            .iter_mut()
+            .flatten()
+            .filter(|p| !p.starts_with("~"))
+            .for_each(anchor);
         Ok(file)
     }
 }

@@ -42,6 +42,9 @@ pub struct Flags {
     /// .git/config (repeatable; sandbox.writable_protected)
     #[arg(long = "writable-protected", value_name = "NAME")]
     pub writable_protected: Vec<String>,
+    /// Keep a path from confined commands' reads, e.g. ~/.aws (repeatable; sandbox.deny_read)
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
     /// Switch off a guard rule by name (repeatable; guard.allow)
     #[arg(long = "allow-rule", value_name = "RULE")]
     pub allow_rules: Vec<String>,
@@ -65,7 +68,8 @@ pub struct HttpFlags {
     /// or 0400) [default: <state dir>/token, made (0600) if absent]
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Also accept this Host header (repeatable; loopback names are always accepted)
+    /// Also accept this Host header: a name, name:port, or *.NAME for any one label before NAME,
+    /// e.g. *.agents.svc.cluster.local:8888 (repeatable; loopback names are always accepted)
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
     /// Accept requests from this browser Origin, e.g. http://localhost:3000 (repeatable; by
@@ -87,6 +91,14 @@ pub struct HttpFlags {
     /// is closed [default: half the file descriptors agentty may hold, at most 1024]
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Also accept the token in this header, e.g. X-Agentty-Token (for a router that strips
+    /// `Authorization`, as agent-sandbox's sandbox-router does)
+    #[arg(long, value_name = "NAME")]
+    pub token_header: Option<String>,
+    /// After SIGTERM, give calls in flight this many seconds to answer before jobs and shells
+    /// are stopped [default: 20, below Kubernetes' 30 s terminationGracePeriodSeconds]
+    #[arg(long, value_name = "SECS", requires = "http")]
+    pub drain_grace: Option<f64>,
 }
 
 /// The flags `agentty guard` takes: only what changes a verdict.

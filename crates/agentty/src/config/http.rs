@@ -21,6 +21,10 @@ const VIEW_LISTEN_DEFAULT: ([u8; 4], u16) = ([127, 0, 0, 1], 7338);
 /// How long a session lives without a request (`--session-grace`), in seconds.
 const SESSION_GRACE_DEFAULT_SECS: f64 = 600.0;
 
+/// How long calls in flight get after SIGTERM (`--drain-grace`), in seconds: below Kubernetes'
+/// default `terminationGracePeriodSeconds` (30), which must also cover stopping the jobs.
+const DRAIN_GRACE_DEFAULT_SECS: f64 = 20.0;
+
 /// How many sessions may be live at once (`--max-sessions`).
 const MAX_SESSIONS_DEFAULT: usize = 64;
 
@@ -58,10 +62,27 @@ impl HttpFlags {
         if !(grace.is_finite() && grace > 0.0) {
             bail!("--session-grace must be a positive number of seconds");
         }
+        let drain_grace = self
+            .drain_grace
+            .or(file.drain_grace)
+            .unwrap_or(DRAIN_GRACE_DEFAULT_SECS);
+        if !(drain_grace.is_finite() && (0.0..=3600.0).contains(&drain_grace)) {
+            bail!("--drain-grace must be a number of seconds from 0 to 3600");
+        }
+        let token_header = self
+            .token_header
+            .clone()
+            .or(file.token_header)
+            .map(|name| token_header(&name))
+            .transpose()?;
         let state_dir = settings
             .spill_root
             .parent()
             .unwrap_or(settings.spill_root.as_path());
+        let allow_hosts = or_file(&self.allow_hosts, file.allow_hosts);
+        for entry in &allow_hosts {
+            crate::http::hosts::check(entry).map_err(anyhow::Error::msg)?;
+        }
         let token_file = self.token_file.clone().or(file.token_file);
         if let Some(given) = &token_file {
             refuse_writable_token_file(settings, given)?;
@@ -72,7 +93,7 @@ impl HttpFlags {
             listen,
             token_file,
             default_token_file: state_dir.join("token"),
-            allow_hosts: or_file(&self.allow_hosts, file.allow_hosts),
+            allow_hosts,
             allow_origins: or_file(&self.allow_origins, file.allow_origins),
             grace: std::time::Duration::from_secs_f64(grace),
             max_sessions: self
@@ -84,6 +105,8 @@ impl HttpFlags {
                 .max_sessions_per_caller
                 .or(file.max_sessions_per_caller),
             max_connections: self.max_connections.or(file.max_connections),
+            token_header,
+            drain_grace: std::time::Duration::from_secs_f64(drain_grace),
         }))
     }
 
@@ -97,14 +120,48 @@ impl HttpFlags {
             || self.session_grace.is_some()
             || self.max_sessions.is_some()
             || self.max_sessions_per_caller.is_some()
-            || self.max_connections.is_some();
+            || self.max_connections.is_some()
+            || self.token_header.is_some();
         if given {
             bail!(
                 "--token-file, --allow-host, --allow-origin, --view-control, \
-                 --session-grace, --max-sessions, --max-sessions-per-caller and \
-                 --max-connections need --http or --view"
+                 --session-grace, --max-sessions, --max-sessions-per-caller, \
+                 --max-connections and --token-header need --http or --view"
             );
         }
         Ok(())
     }
+}
+
+/// Headers a token may not be named after: they mean something else to HTTP, to MCP or to the
+/// web view, or a proxy sets them.
+const NOT_A_TOKEN_HEADER: &[&str] = &[
+    "authorization",
+    "host",
+    "origin",
+    "cookie",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "accept",
+    "last-event-id",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "x-agentty-view",
+    "x-forwarded-for",
+    "forwarded",
+];
+
+/// The header `--token-header` names, checked: a valid header name that means nothing else.
+fn token_header(name: &str) -> Result<hyper::header::HeaderName> {
+    let header = hyper::header::HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| anyhow::anyhow!("--token-header {name:?} is not a header name"))?;
+    if NOT_A_TOKEN_HEADER.contains(&header.as_str()) || header.as_str().starts_with("x-sandbox-") {
+        bail!(
+            "--token-header {name:?}: that header means something else (to HTTP, MCP, the web \
+             view or a router); name one of your own, e.g. X-Agentty-Token"
+        );
+    }
+    Ok(header)
 }

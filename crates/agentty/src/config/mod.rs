@@ -76,6 +76,14 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         .as_ref()
         .map(|plan| protected_paths(plan, flags, &workspace, &add_dirs, &opened))
         .unwrap_or_default();
+    let unreadable = unreadable(
+        &state_real,
+        file.sandbox.deny_read.into_iter().flatten(),
+        flags,
+        plan.as_ref(),
+        &workspace,
+        &add_dirs,
+    )?;
     Ok(Settings {
         workspace,
         shell,
@@ -91,7 +99,55 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
             .or(file.shell_idle_ms)
             .filter(|&ms| ms > 0),
         protected,
+        unreadable,
     })
+}
+
+/// What confined commands may not read: the state dir, and each `deny_read` path (the file's,
+/// then the flags'; `~/` is the home directory), refused when it cannot be hidden under `plan`
+/// (see `agentty_sandbox::check_deny_read`). The token file is added once it is known.
+fn unreadable(
+    state_real: &Path,
+    from_file: impl Iterator<Item = PathBuf>,
+    flags: &Flags,
+    plan: Option<&agentty_sandbox::Plan>,
+    workspace: &Path,
+    add_dirs: &[PathBuf],
+) -> Result<agentty_sandbox::Unreadable> {
+    use agentty_sandbox::HiddenWhy;
+    let mut unreadable = agentty_sandbox::Unreadable::default();
+    unreadable.hide(state_real.to_path_buf(), HiddenWhy::State);
+    let roots: Vec<PathBuf> = std::iter::once(workspace.to_path_buf())
+        .chain(add_dirs.iter().cloned())
+        .collect();
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let given_flags = flags.deny_read.iter().map(|p| {
+        if p.starts_with("~") {
+            p.clone()
+        } else {
+            cwd.join(p)
+        }
+    });
+    for given in from_file.chain(given_flags) {
+        let path = expand_home(&given);
+        if let Some(plan) = plan {
+            agentty_sandbox::check_deny_read(&path, plan, &roots)
+                .map_err(|e| anyhow::anyhow!("sandbox.deny_read: {e}"))?;
+        }
+        unreadable.hide(path, HiddenWhy::Configured);
+    }
+    Ok(unreadable)
+}
+
+/// `~` or `~/x` as the home directory or a path in it; any other path as it is.
+fn expand_home(path: &Path) -> PathBuf {
+    let Ok(rest) = path.strip_prefix("~") else {
+        return path.to_path_buf();
+    };
+    match home_dir() {
+        Some(home) => home.join(rest),
+        None => path.to_path_buf(),
+    }
 }
 
 /// The paths that run code later that commands under `plan` may write (see
@@ -218,26 +274,29 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `$XDG_STATE_HOME/agentty`, else `~/.local/state/agentty`, home being `$HOME` or, where a host
-/// starts servers without it, the user's home in the password database. A temp dir is the last
-/// resort, which a confining server then refuses (commands may write there) with the fix named.
+/// `$XDG_STATE_HOME/agentty`, else `~/.local/state/agentty` ([`home_dir`]). A temp dir is the
+/// last resort, which a confining server then refuses (commands may write there) with the fix
+/// named.
 pub fn default_state_dir() -> PathBuf {
-    let home = || {
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_absolute())
-            .or_else(|| {
-                nix::unistd::User::from_uid(nix::unistd::Uid::current())
-                    .ok()
-                    .flatten()
-                    .map(|user| user.dir)
-                    .filter(|h| h.is_absolute() && h.is_dir())
-            })
-    };
     std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| home().map(|h| h.join(".local/state")))
+        .or_else(|| home_dir().map(|h| h.join(".local/state")))
         .unwrap_or_else(std::env::temp_dir)
         .join("agentty")
+}
+
+/// The home directory: `$HOME`, or, where a host starts servers without it, the user's home in
+/// the password database.
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::Uid::current())
+                .ok()
+                .flatten()
+                .map(|user| user.dir)
+                .filter(|h| h.is_absolute() && h.is_dir())
+        })
 }

@@ -159,7 +159,14 @@ impl Conns {
         restored
     }
 
-    #[cfg(test)]
+    /// Waits (at most `within`) until no connection is open.
+    pub async fn all_closed(&self, within: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.open() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     fn open(&self) -> usize {
         self.inner().open
     }

@@ -1,13 +1,20 @@
 //! The gate: what every request to the listener goes through, one named step each, in order.
 //!
-//! 1. The view's routes go to the view, which checks Host, Origin and its key its own way.
-//! 2. The bearer token names the caller ([`token`](super::token)); without one: 401.
-//! 3. MCP is served at `/mcp` only, and only with `--http`: 404 elsewhere.
-//! 4. A session that belongs to another caller answers as one that does not exist: 404.
-//! 5. The body is read whole, at most [`MAX_BODY_BYTES`]: 413 past that.
-//! 6. An `initialize` that would open a session past the cap, or past its caller's share of
-//!    it ([`sessions`](super::sessions)): 503, with a JSON-RPC error that says which.
-//! 7. A `DELETE` must name a live session (404), and stops all it runs before rmcp closes it.
+//! 1. `/livez` and `/readyz` are answered at once, to anyone ([`health`](super::health)).
+//! 2. The view's routes go to the view, which checks Host, Origin and its key its own way.
+//! 3. The token names the caller ([`token`](super::token)): `Authorization: Bearer`, or the
+//!    header `--token-header` names; without one: 401.
+//! 4. The `Host` must be accepted ([`hosts`](super::hosts)): 403. `/metrics` is answered now.
+//! 5. MCP is served at `/mcp` only, and only with `--http`: 404 elsewhere.
+//! 6. A session that belongs to another caller answers as one that does not exist: 404. One
+//!    this process does not hold but the state dir keeps for this caller (a restart) is marked
+//!    [`Resuming`]: rmcp brings it back ([`resume`](super::resume)).
+//! 7. The body is read whole, at most [`MAX_BODY_BYTES`]: 413 past that.
+//! 8. An `initialize` while the server drains (SIGTERM), or that would open a session past
+//!    the cap or past its caller's share of it ([`sessions`](super::sessions)): 503, with a
+//!    JSON-RPC error that says which.
+//! 9. A `DELETE` must name a live session (404), and stops all it runs before rmcp closes it;
+//!    one of a kept session from before a restart forgets it.
 //!
 //! A token of the token file (step 2), or the view's key, proves the connection it came on
 //! ([`conns`](super::conns)): it is not closed to make room for others.
@@ -28,11 +35,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use agentty_server::{Agentty, Caller};
+use agentty_server::{Agentty, Caller, Resuming};
 
 use super::body::Body;
 use super::conns::Conn;
 use super::hold;
+use super::hosts::Hosts;
 use super::options::HttpOptions;
 use super::sessions::{NoRoom, Opening, Sessions};
 use super::token::Callers;
@@ -47,6 +55,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// What every connection's requests need.
 pub struct Gate {
     callers: Arc<Callers>,
+    /// `--token-header`: where the token may come instead of `Authorization`.
+    token_header: Option<header::HeaderName>,
+    /// The `Host` names accepted (MCP, `/metrics`, the view).
+    hosts: Arc<Hosts>,
     view: View,
     /// MCP is served at `/mcp` (else only the view).
     mcp_on: bool,
@@ -67,6 +79,8 @@ struct Admitted<'a> {
     session: Option<String>,
     /// The place an `initialize` takes under the session caps.
     opening: Option<Opening<'a>>,
+    /// It names a session from before a restart that rmcp is to bring back.
+    resuming: bool,
 }
 
 impl Gate {
@@ -83,12 +97,16 @@ impl Gate {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(options.grace);
         let sessions = Arc::new(manager);
-        let hosts = accepted_hosts(bound, &options.allow_hosts);
-        let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts.clone())
+        let hosts = Arc::new(Hosts::new(bound, &options.allow_hosts));
+        // The Host is checked here, with wildcards rmcp's check has not (step 4).
+        let mut config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
             .with_allowed_origins(options.allow_origins.clone())
             .enforce_origin_validation()
             .with_cancellation_token(stop.child_token());
+        if options.mcp && agentty.kept().enabled() {
+            config.session_store = Some(Arc::new(super::resume::Store(agentty.clone())));
+        }
         let base = agentty.clone();
         let mcp =
             StreamableHttpService::new(move || Ok(base.new_session()), sessions.clone(), config);
@@ -102,11 +120,14 @@ impl Gate {
             agentty.clone(),
             callers.clone(),
             options.view_control,
-            hosts,
+            hosts.clone(),
             options.allow_origins.clone(),
+            options.token_header.clone(),
         );
         Gate {
             callers,
+            token_header: options.token_header.clone(),
+            hosts,
             view,
             mcp_on: options.mcp,
             owners,
@@ -133,40 +154,70 @@ impl Gate {
 
     /// The answer to `request`, which came on the connection `conn`.
     pub async fn handle(&self, request: Request<Incoming>, conn: &Conn) -> Response<Body> {
-        if view::serves(request.uri().path()) {
+        let path = request.uri().path();
+        if super::health::open(path) {
+            return super::health::probe(&self.agentty, request.method(), path);
+        }
+        if view::serves(path) {
             if self.view.has_key(&request) {
                 conn.prove();
             }
             return self.view.handle(request).await;
         }
-        match self.admit(request, conn).await {
+        let Some(caller) = self.caller(request.headers()) else {
+            return Refusal::NoToken(self.token_header.clone()).reply();
+        };
+        conn.prove();
+        if !self.host_accepted(request.headers()) {
+            return Refusal::Host.reply();
+        }
+        if request.uri().path() == "/metrics" {
+            return super::health::metrics(&self.agentty, request.method());
+        }
+        match self.admit(request, caller).await {
             Ok(admitted) => self.forward(admitted).await,
             Err(refusal) => refusal.reply(),
         }
     }
 
-    /// The checks of an MCP request, in their order (see the module doc).
+    /// The checks of an MCP request after its token and Host, in their order (see the module
+    /// doc).
     async fn admit(
         &self,
         request: Request<Incoming>,
-        conn: &Conn,
+        caller: Caller,
     ) -> Result<Admitted<'_>, Refusal> {
-        let caller = self.caller(&request).ok_or(Refusal::NoToken)?;
-        conn.prove();
         if request.uri().path() != "/mcp" || !self.mcp_on {
             return Err(Refusal::NotMcp);
         }
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let session = session_id(&parts.headers);
         self.check_owner(session.as_deref(), &caller)?;
+        let resuming = self.resuming(session.as_deref(), &caller)?;
         let body = read_body(body).await?;
         let opening = if opens_session(&parts, &body) {
+            if self.agentty.draining() {
+                return Err(Refusal::Draining);
+            }
             Some(self.check_session_caps(&caller).await?)
         } else {
             None
         };
+        if resuming && self.agentty.draining() {
+            return Err(Refusal::Draining);
+        }
         if parts.method == Method::DELETE {
+            if resuming {
+                let id = session.unwrap_or_default();
+                self.agentty
+                    .kept()
+                    .forget(&agentty_server::kept::Key::Session(id));
+                return Err(Refusal::Forgotten);
+            }
             self.check_live(session.as_deref()).await?;
+        }
+        if resuming && let Some(id) = &session {
+            parts.extensions.insert(Resuming(id.clone()));
         }
         Ok(Admitted {
             parts,
@@ -174,7 +225,31 @@ impl Gate {
             caller,
             session,
             opening,
+            resuming,
         })
+    }
+
+    /// Whether the `Host` header names an accepted host (a request without one has none).
+    fn host_accepted(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|host| self.hosts.accepts(host))
+    }
+
+    /// Whether the request names a session this process never held that the state dir keeps
+    /// from before a restart: for its own caller, rmcp is to bring it back; for another, it
+    /// is a session that does not exist.
+    fn resuming(&self, session: Option<&str>, caller: &Caller) -> Result<bool, Refusal> {
+        let Some(id) = session else { return Ok(false) };
+        if self.owner(id).is_some() || !self.agentty.kept().enabled() {
+            return Ok(false);
+        }
+        match self.agentty.kept().owner(id) {
+            Some(owner) if *owner == *caller.0 => Ok(true),
+            Some(_) => Err(Refusal::NoSuchSession),
+            None => Ok(false),
+        }
     }
 
     /// rmcp answers the request as its caller's; the reply goes back as clients expect it.
@@ -185,6 +260,7 @@ impl Gate {
             caller,
             session,
             opening,
+            resuming,
         } = admitted;
         let delete = parts.method == Method::DELETE;
         let post = parts.method == Method::POST;
@@ -202,10 +278,17 @@ impl Gate {
         if session.is_none()
             && let Some(made) = session_id(response.headers())
         {
+            // Kept with the session, so that after a restart it comes back to this caller only.
+            self.agentty.kept().note_owner(&made, &caller.0);
             match opening {
                 Some(opening) => opening.opened(made),
                 None => self.owners.record(made, caller),
             }
+        } else if resuming
+            && response.status().is_success()
+            && let Some(id) = session
+        {
+            self.owners.record(id, caller);
         }
         // The session is ended: say so as clients expect it (rmcp answers 202 Accepted, which the
         // Python SDK logs as a failed termination).
@@ -219,13 +302,11 @@ impl Gate {
         response
     }
 
-    /// The caller whose token the request bears (`Authorization: Bearer <token>`).
-    fn caller(&self, request: &Request<Incoming>) -> Option<Caller> {
-        request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .and_then(|given| self.callers.find(given))
+    /// The caller whose token the request bears (`Authorization: Bearer <token>`, or the
+    /// `--token-header`).
+    fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
+        super::token::offered(headers, self.token_header.as_ref())
+            .find_map(|given| self.callers.find(given))
             .cloned()
     }
 
@@ -282,8 +363,14 @@ impl Gate {
 
 /// Why the gate answers a request itself, before rmcp sees it.
 enum Refusal {
-    /// No token, or none of the token file's: 401.
-    NoToken,
+    /// No token, or none of the token file's: 401 (saying the `--token-header` too, if any).
+    NoToken(Option<header::HeaderName>),
+    /// A `Host` that is not accepted: 403.
+    Host,
+    /// An `initialize` (or a session coming back) while the server drains: 503.
+    Draining,
+    /// A `DELETE` of a session kept from before a restart: forgotten, 204.
+    Forgotten,
     /// Not `/mcp`, or MCP is not served (`--view` alone): 404.
     NotMcp,
     /// Another caller's session, or a `DELETE` of one that is not live: 404.
@@ -297,17 +384,32 @@ enum Refusal {
 impl Refusal {
     fn reply(self) -> Response<Body> {
         match self {
-            Refusal::NoToken => {
+            Refusal::NoToken(named) => {
+                let also = named
+                    .map(|name| format!(" or `{name}: <token>`"))
+                    .unwrap_or_default();
                 let mut response = reply(
                     StatusCode::UNAUTHORIZED,
-                    "agentty: this endpoint needs `Authorization: Bearer <token>` (the token file \
-                     named when the server started)\n",
+                    &format!(
+                        "agentty: this endpoint needs `Authorization: Bearer <token>`{also} (the \
+                         token file named when the server started)\n"
+                    ),
                 );
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 response
             }
+            Refusal::Host => reply(
+                StatusCode::FORBIDDEN,
+                "agentty: this Host is not accepted (--allow-host adds one)\n",
+            ),
+            Refusal::Draining => json_rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "agentty: the server is shutting down (SIGTERM) and opens no session; connect \
+                 again once it is back",
+            ),
+            Refusal::Forgotten => reply(StatusCode::NO_CONTENT, ""),
             Refusal::NotMcp => reply(StatusCode::NOT_FOUND, "agentty: MCP is served at /mcp\n"),
             Refusal::NoSuchSession => reply(StatusCode::NOT_FOUND, "agentty: no such session\n"),
             Refusal::TooLarge => reply(
@@ -329,37 +431,27 @@ impl Refusal {
                         caller.0
                     ),
                 };
-                let why = serde_json::Value::from(why);
-                reply(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32000,\
-                         \"message\":{why}}}}}\n"
-                    ),
-                )
+                json_rpc_error(StatusCode::SERVICE_UNAVAILABLE, &why)
             }
         }
     }
+}
+
+/// A JSON-RPC error answer (no request id) with `status`.
+fn json_rpc_error(status: StatusCode, message: &str) -> Response<Body> {
+    let why = serde_json::Value::from(message);
+    reply(
+        status,
+        &format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32000,\"message\":{why}}}}}\n"
+        ),
+    )
 }
 
 fn reply(status: StatusCode, text: &str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
     *response.status_mut() = status;
     response
-}
-
-/// The Host names rmcp and the view accept: the loopback names, the address bound, and
-/// `--allow-host`'s.
-fn accepted_hosts(bound: SocketAddr, allow_hosts: &[String]) -> Vec<String> {
-    let mut hosts = vec![
-        "localhost".to_owned(),
-        "127.0.0.1".to_owned(),
-        "::1".to_owned(),
-        "[::1]".to_owned(),
-        bound.ip().to_string(),
-    ];
-    hosts.extend(allow_hosts.iter().cloned());
-    hosts
 }
 
 /// The client session that headers name (`Mcp-Session-Id`), when it is readable.

@@ -46,6 +46,10 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// costs nothing.
 const BACKLOG: u32 = 1024;
 
+/// When the server stops, a connection's request being answered gets this long to finish (its
+/// reply is written whole); an event stream that goes on is cut then.
+pub const CLOSE_WITHIN: Duration = Duration::from_secs(1);
+
 /// A burst of trouble ends after this long without any; then its line is written.
 const BURST_QUIET: Duration = Duration::from_secs(1);
 /// A burst that goes on is said at most this often.
@@ -294,8 +298,9 @@ impl Trouble {
     }
 }
 
-/// Serves one connection on a task of its own, until it closes, the server stops, it is closed
-/// to make room, or it has not proven itself within [`PROVE_WITHIN`].
+/// Serves one connection on a task of its own, until it closes, the server stops (a request
+/// being answered then gets [`CLOSE_WITHIN`]), it is closed to make room, or it has not proven
+/// itself within [`PROVE_WITHIN`].
 fn serve_connection(stream: TcpStream, conn: Arc<Conn>, gate: Arc<Gate>, stop: CancellationToken) {
     // Replies go out in several writes (headers, then events): without this, Nagle's
     // algorithm and the client's delayed ACK hold each reply ~40 ms (measured).
@@ -319,7 +324,11 @@ fn serve_connection(stream: TcpStream, conn: Arc<Conn>, gate: Arc<Gate>, stop: C
         loop {
             tokio::select! {
                 _ = &mut connection => break,
-                () = stop.cancelled() => break,
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(CLOSE_WITHIN, &mut connection).await;
+                    break;
+                }
                 () = conn.evicted() => break,
                 () = &mut deadline, if !waited => {
                     if !conn.is_proven() {

@@ -17,21 +17,29 @@
 //! has sent nothing for the grace period, or when the server stops, and its jobs are stopped
 //! then.
 //!
+//! It also answers the operator (docs/BEHAVIOUR.md §14): `/livez` and `/readyz` to anyone,
+//! `/metrics` behind the token; and a client session comes back after a restart under its id.
+//!
 //! Where each part lives: [`listen`] binds and accepts, [`conns`] caps the connections and
 //! chooses which one makes room, [`gate`] is what every request goes
 //! through (the checks above, in order, then rmcp), [`sessions`] knows whose each session is and
-//! keeps the caps, [`view`] is the web view, [`token`] reads the token file, [`hold`] sends a
-//! reply that is ready soon in one write.
+//! keeps the caps, [`view`] is the web view, [`token`] reads the token file and finds a
+//! request's token, [`hosts`] the `Host` names accepted, [`health`] the operator's paths,
+//! [`resume`] the store that brings sessions back, [`hold`] sends a reply that is ready soon in
+//! one write.
 
 mod agent_socket;
 mod body;
 mod conns;
 mod gate;
+mod health;
 mod hold;
+pub mod hosts;
 mod listen;
 pub mod login;
 mod options;
 mod peers;
+mod resume;
 mod sessions;
 mod token;
 mod view;
@@ -92,7 +100,10 @@ pub async fn serve(
         file: token_file,
         made,
     } = tokens;
+    // rmcp's sessions and the view's agent sockets end with `stop`; connections with
+    // `conns_stop`, first, so a reply being written at the end goes out whole.
     let stop = CancellationToken::new();
+    let conns_stop = CancellationToken::new();
     let conns = conns::Conns::new(options.max_connections.unwrap_or_else(conns::default_cap));
     tokio::pin!(shutdown);
     let bound = match listen::bind(options.listen).await {
@@ -129,8 +140,8 @@ pub async fn serve(
             };
             tracing::info!("took over the web view at {origin}/");
             gate.view().serve_peers(peers);
-            listen::accept(bound.0, gate, conns, shutdown, &stop).await;
-            stop.cancel();
+            listen::accept(bound.0, gate, conns.clone(), shutdown, &conns_stop).await;
+            close(&conns, &conns_stop, &stop).await;
             return Ok(());
         }
         Err(e) => return Err(e),
@@ -139,6 +150,8 @@ pub async fn serve(
     let origin = format!("http://{bound}");
     if options.mcp {
         agentty.set_handle_grace(options.grace);
+        // Sessions and their job tables are kept in the state dir across a restart.
+        agentty.kept().enable();
     }
     agentty.set_view_url(origin);
     let gate = Arc::new(Gate::new(agentty, &options, bound, callers, &stop));
@@ -148,10 +161,17 @@ pub async fn serve(
         gate.view().serve_peers(peers);
     }
     announce(&options, bound, &gate, &token_file, made);
-    listen::accept(listener, gate, conns, shutdown, &stop).await;
-    // Every session ends: rmcp closes them, each one's jobs are stopped as it goes.
-    stop.cancel();
+    listen::accept(listener, gate, conns.clone(), shutdown, &conns_stop).await;
+    close(&conns, &conns_stop, &stop).await;
     Ok(())
+}
+
+/// Closes the connections (a reply being written gets [`listen::CLOSE_WITHIN`]), then every
+/// session: rmcp closes them.
+async fn close(conns: &conns::Conns, conns_stop: &CancellationToken, stop: &CancellationToken) {
+    conns_stop.cancel();
+    conns.all_closed(listen::CLOSE_WITHIN).await;
+    stop.cancel();
 }
 
 /// Whether binding failed because the address is taken.
@@ -189,11 +209,16 @@ fn announce(options: &HttpOptions, bound: SocketAddr, gate: &Gate, file: &Path, 
         };
         eprintln!(
             "agentty: serving MCP over HTTP at {url}\n\
-             agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`)\n\
+             agentty: {tokens} {} {} (send it as `Authorization: Bearer <token>`{})\n\
              agentty: e.g.{first} claude mcp add --transport http agentty {url} --header \
              \"Authorization: Bearer {}\"",
             if made { "written to" } else { "read from" },
             file.display(),
+            options
+                .token_header
+                .as_ref()
+                .map(|name| format!(" or `{name}: <token>`"))
+                .unwrap_or_default(),
             callers.paste(file),
         );
         if callers.len() > 1 {

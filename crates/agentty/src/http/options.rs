@@ -25,4 +25,8 @@ pub struct HttpOptions {
     pub max_sessions_per_caller: Option<usize>,
     /// `--max-connections`: else half the file descriptors the process may hold, at most 1024.
     pub max_connections: Option<usize>,
+    /// `--token-header`: a header that may carry the token instead of `Authorization`.
+    pub token_header: Option<hyper::header::HeaderName>,
+    /// `--drain-grace`: how long calls in flight get after SIGTERM.
+    pub drain_grace: Duration,
 }

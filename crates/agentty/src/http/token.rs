@@ -22,6 +22,26 @@ use agentty_server::view::Viewer;
 /// The shortest token accepted: 32 characters (the one made is 64 hex digits, 256 bits).
 const MIN_TOKEN_CHARS: usize = 32;
 
+/// The tokens a request's headers offer, in order: `Authorization: Bearer <token>`, then the
+/// header `--token-header` names (`<token>`, or `Bearer <token>`), for a router that consumes
+/// `Authorization` itself (agent-sandbox's sandbox-router strips it, and another proxy may put
+/// its own there).
+pub fn offered<'h>(
+    headers: &'h hyper::HeaderMap,
+    token_header: Option<&hyper::header::HeaderName>,
+) -> impl Iterator<Item = &'h [u8]> {
+    let authorization = headers
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    let named = token_header
+        .and_then(|name| headers.get(name))
+        .map(|value| {
+            let bytes = value.as_bytes();
+            bytes.strip_prefix(b"Bearer ").unwrap_or(bytes)
+        });
+    authorization.into_iter().chain(named)
+}
+
 /// Every token the listener accepts, each with its caller and whether it is an operator's.
 pub struct Callers {
     tokens: Vec<(String, Caller, bool)>,
@@ -222,6 +242,15 @@ fn read_private(file: &Path, flags: libc::c_int) -> Result<Callers> {
     let me = unsafe { libc::getuid() };
     if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
         bail!("not a private file of this user (mode 0600 or 0400): remove it or fix it");
+    }
+    // Confined commands may not read the file by its path (docs/BEHAVIOUR.md §5); another name
+    // of the same file, elsewhere, they could.
+    if meta.nlink() > 1 {
+        bail!(
+            "it has {} names (hard links), and a confined command could read it by another: \
+             remove the others (`find / -xdev -samefile FILE` lists them)",
+            meta.nlink()
+        );
     }
     let mut text = String::new();
     opened

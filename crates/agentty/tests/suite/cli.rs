@@ -385,6 +385,92 @@ fn a_reader_that_stops_early_is_no_crash() {
     }
 }
 
+/// `deny_read` (the config file's, `~/` meaning home, and the flag's) is stated on the sandbox
+/// line and by `doctor`; a path that cannot be kept from reads, because commands may write
+/// around it (in the workspace, a temp dir) or it holds the workspace, is refused at start.
+#[test]
+fn deny_read_is_stated_and_what_cannot_be_hidden_is_refused() {
+    let home = agentty_testkit::state_dir();
+    let workspace = home.path().join("project");
+    std::fs::create_dir(&workspace).unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "[sandbox]\ndeny_read = [\"~/.aws\"]\n").unwrap();
+    let doctor = |extra: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .arg("doctor")
+            .arg("--workspace")
+            .arg(&workspace)
+            .arg("--config")
+            .arg(&config)
+            .args(extra)
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let out = doctor(&["--deny-read".as_ref(), "/etc/ssh".as_ref()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("; unreadable: agentty's keys and state, ~/.aws, /etc/ssh"),
+        "{text}"
+    );
+    let aws = home.path().join(".aws").display().to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("kept from reads by confined commands") && l.contains(&aws)),
+        "{text}"
+    );
+    let inside = workspace.join(".env");
+    for (given, why) in [
+        (inside.as_os_str(), "which commands may write"),
+        ("/tmp/agentty-secret".as_ref(), "which commands may write"),
+        (home.path().as_os_str(), "holds the root"),
+    ] {
+        let out = doctor(&["--deny-read".as_ref(), given]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{given:?}: accepted");
+        assert!(
+            err.contains("sandbox.deny_read") && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
+/// A token file with a second name (a hard link made by an unconfined command, in a place
+/// confined commands may read) is refused at start: the read rules judge paths, and the other
+/// name reaches the same file.
+#[test]
+fn a_token_file_with_another_name_is_refused() {
+    let (workspace, state) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
+    let token = state.path().join("token");
+    std::fs::write(&token, format!("{}\n", "ab".repeat(32))).unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::hard_link(&token, workspace.path().join("copy")).unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal ends the start at once; a server that accepted serves until killed.
+    let started = std::time::Instant::now();
+    while server.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            server.kill().unwrap();
+            server.wait().unwrap();
+            panic!("a token file with two names was accepted");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = server.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("2 names (hard links)"), "{err}");
+}
+
 /// `agentty guard` judges a line as a `terminal` call would, with its own environment standing
 /// for the server's: the same verdict, the same rule. Every call here also asks for
 /// `pty` with `background`, which is refused right after the guard's verdict: a line the guard

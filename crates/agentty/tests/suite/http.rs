@@ -16,22 +16,44 @@ use serde_json::{Value, json};
 use super::client::{processes_with_env, text_of};
 
 /// A `serve --http` on a free loopback port, stopped (SIGTERM) when dropped.
-struct HttpServer {
+pub(super) struct HttpServer {
     child: Child,
     url: String,
     token: String,
     _workspace: tempfile::TempDir,
-    _state: tempfile::TempDir,
+    pub(super) state: tempfile::TempDir,
 }
 
 impl HttpServer {
-    fn start() -> Self {
+    pub(super) fn start() -> Self {
         let (workspace, state) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        Self::start_with(&[], workspace, state, &[], &[])
+    }
+
+    /// A server run through `wrapper` (e.g. `setpriv` to another user), with `flags` and `env`,
+    /// on `workspace` and `state`.
+    pub(super) fn start_with(
+        wrapper: &[&str],
+        workspace: tempfile::TempDir,
+        state: tempfile::TempDir,
+        flags: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Self {
+        let mut command = match wrapper {
+            [] => Command::new(env!("CARGO_BIN_EXE_agentty")),
+            [program, rest @ ..] => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(env!("CARGO_BIN_EXE_agentty"));
+                command
+            }
+        };
+        let mut child = command
             .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
             .arg(workspace.path())
             .arg("--state-dir")
             .arg(state.path())
+            .args(flags)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -48,21 +70,30 @@ impl HttpServer {
             .expect("the server printed no address");
         // Keep reading what it logs, so it never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        let token = std::fs::read_to_string(state.path().join("token")).unwrap();
+        let token = std::fs::read_to_string(state.path().join("token")).unwrap_or_default();
         HttpServer {
             child,
             url,
             token: token.trim().to_owned(),
             _workspace: workspace,
-            _state: state,
+            state,
         }
     }
 
     /// An rmcp client: `initialize` (a session of 2025-11-25) or `server/discover` (2026-07-28,
     /// no session).
-    async fn connect(&self, modern: bool) -> RunningService<RoleClient, ClientConfig> {
+    pub(super) async fn connect(&self, modern: bool) -> RunningService<RoleClient, ClientConfig> {
+        self.connect_as(&self.token, modern).await
+    }
+
+    /// An rmcp client with `token` (a caller of a `--token-file`).
+    pub(super) async fn connect_as(
+        &self,
+        token: &str,
+        modern: bool,
+    ) -> RunningService<RoleClient, ClientConfig> {
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
-            .auth_header(self.token.clone());
+            .auth_header(token.to_owned());
         let transport = StreamableHttpClientTransport::from_config(config);
         let mut info = ClientConfig::default();
         if modern {
@@ -88,7 +119,7 @@ impl Drop for HttpServer {
     }
 }
 
-async fn call(
+pub(super) async fn call(
     client: &RunningService<RoleClient, ClientConfig>,
     tool: &str,
     args: Value,

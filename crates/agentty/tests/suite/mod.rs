@@ -12,3 +12,4 @@ mod shells_trust;
 mod sweep;
 mod tasks;
 mod terminal;
+mod unreadable;

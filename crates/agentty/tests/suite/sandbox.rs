@@ -711,7 +711,7 @@ async fn a_workspace_swapped_for_a_symlink_is_refused_at_the_next_start() {
 }
 
 /// Runs `script` on `path` (pipe, pty, background, shell) and returns what the model was told.
-async fn run_on_path(server: &Server, path: &str, script: &str) -> String {
+pub(super) async fn run_on_path(server: &Server, path: &str, script: &str) -> String {
     match path {
         "pipe" => server.terminal(json!({"command": script})).await.0,
         "pty" => {
@@ -910,7 +910,7 @@ async fn confined_commands_see_the_session_processes_with_pids_kill_can_use() {
 }
 
 /// A confined command run by a root server gives up the capabilities that reach past the
-/// sandbox (`CAP_SYS_ADMIN` and the like) and keeps those ordinary work needs
+/// sandbox (`CAP_SYS_ADMIN`, `CAP_DAC_READ_SEARCH` and the like) and keeps those ordinary work needs
 /// (`CAP_DAC_OVERRIDE`, `CAP_CHOWN`): it cannot enter namespaces or copy a mount from under the
 /// session's covers (`open_tree`, which would show the hidden records), on every path.
 #[tokio::test]
@@ -945,6 +945,12 @@ async fn confined_root_commands_drop_the_capabilities_that_reach_past_the_sandbo
                 bits & (1 << 16),
                 0,
                 "{path}: {set} has CAP_SYS_MODULE: {line}"
+            );
+            // `open_by_handle_at` opens by inode, past the read rules' paths.
+            assert_eq!(
+                bits & (1 << 2),
+                0,
+                "{path}: {set} has CAP_DAC_READ_SEARCH: {line}"
             );
             assert_ne!(
                 bits & (1 << 1),

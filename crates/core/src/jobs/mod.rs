@@ -8,5 +8,5 @@ mod tail;
 pub use ring::{OutputRing, READ_MAX_BYTES, RING_BYTES, Slice};
 pub use table::{
     CapReached, ENDED_KEPT, HANDLE_BITS, Ids, Job, JobControl, JobKind, JobState, JobTable, NewJob,
-    Reserved, StopFuture,
+    Reserved, StopCause, StopFuture,
 };

@@ -85,6 +85,15 @@ impl JobState {
     }
 }
 
+/// Why the server stopped a job on its own, when the job's state should say so (the words are
+/// the server's). A job stopped by a caller (`task_stop`, `shell_close`) or by its session's
+/// end has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    /// The server was shut down (a drain after SIGTERM).
+    ServerShutDown,
+}
+
 pub type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// How the table stops a job: the kind-specific part (kill a tree, hang up a PTY).
@@ -120,6 +129,8 @@ pub struct Job {
     /// Where the command ends up as far as its text shows (its `cd`s), when the caller worked
     /// it out at the start: a relative path in an error it prints is judged there.
     ends_in: std::sync::OnceLock<PathBuf>,
+    /// Why the server stopped it on its own, when it did ([`Job::stop_for`]).
+    cause: std::sync::OnceLock<StopCause>,
 }
 
 impl Job {
@@ -194,6 +205,19 @@ impl Job {
             Ok(state) => state.clone(),
             Err(_) => self.state(),
         }
+    }
+
+    /// Why the server stopped it on its own, when [`Job::stop_for`] did.
+    pub fn stop_cause(&self) -> Option<StopCause> {
+        self.cause.get().copied()
+    }
+
+    /// Stops it as [`Job::stop`] does, noting `cause` first when it is still running.
+    pub async fn stop_for(&self, cause: StopCause) {
+        if self.state().is_running() {
+            let _ = self.cause.set(cause);
+        }
+        self.stop().await;
     }
 
     pub async fn stop(&self) {
@@ -409,6 +433,14 @@ impl JobTable {
         self.lock().forgotten
     }
 
+    /// Numbers the next jobs after `commands` and `shells` (sequential ids): a session that
+    /// came back after a restart never gives a new job the id of one it had before.
+    pub fn continue_after(&self, commands: u64, shells: u64) {
+        let mut inner = self.lock();
+        inner.next_command = inner.next_command.max(commands);
+        inner.next_shell = inner.next_shell.max(shells);
+    }
+
     /// Forgets a job (its id is still never reused).
     pub fn remove(&self, id: &str) -> Option<Arc<Job>> {
         let mut inner = self.lock();
@@ -419,6 +451,15 @@ impl JobTable {
     /// Stops every running job (session end, shutdown), all at once so a slow tree does not
     /// delay the others; returns the ones it stopped.
     pub async fn stop_all(&self) -> Vec<Arc<Job>> {
+        self.stop_running(None).await
+    }
+
+    /// Stops every running job as [`JobTable::stop_all`] does, each noting `cause`.
+    pub async fn stop_all_for(&self, cause: StopCause) -> Vec<Arc<Job>> {
+        self.stop_running(Some(cause)).await
+    }
+
+    async fn stop_running(&self, cause: Option<StopCause>) -> Vec<Arc<Job>> {
         let running: Vec<Arc<Job>> = self
             .list()
             .into_iter()
@@ -427,7 +468,12 @@ impl JobTable {
         let mut stops = tokio::task::JoinSet::new();
         for job in &running {
             let job = job.clone();
-            stops.spawn(async move { job.stop().await });
+            stops.spawn(async move {
+                match cause {
+                    Some(cause) => job.stop_for(cause).await,
+                    None => job.stop().await,
+                }
+            });
         }
         while stops.join_next().await.is_some() {}
         running
@@ -502,6 +548,7 @@ impl Reserved<'_> {
             used: Mutex::new(Instant::now()),
             finished: std::sync::OnceLock::new(),
             ends_in: std::sync::OnceLock::new(),
+            cause: std::sync::OnceLock::new(),
         });
         let key = (self.kind.prefix(), self.n);
         if self.inner.ids == Ids::Unguessable {

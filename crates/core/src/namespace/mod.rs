@@ -205,6 +205,19 @@ pub(crate) fn init_pids() -> (Vec<i32>, usize) {
     (pids, made)
 }
 
+/// The session init's pid, when there is one: it is the server's child but none of its
+/// commands'.
+pub fn init_pid() -> Option<i32> {
+    get().map(|ns| ns.init_pid)
+}
+
+/// Where this process sees the root of the namespaces `caller`'s confined commands run in
+/// (`/proc/<init>/root`: their mounts, their `/proc`), that caller's made now if it was not yet
+/// (see [`of`]); `None` where they run in the server's own.
+pub fn root_of(caller: Option<&str>) -> io::Result<Option<PathBuf>> {
+    Ok(of(caller)?.map(|ns| PathBuf::from(format!("/proc/{}/root", ns.init_pid))))
+}
+
 /// How many callers' namespaces were made so far.
 pub(crate) fn inits_made() -> usize {
     CALLERS_MADE.load(Ordering::Acquire)

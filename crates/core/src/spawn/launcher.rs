@@ -180,7 +180,7 @@ struct Launcher {
 
 /// The launchers of one confinement.
 struct Pool {
-    /// The address of the confinement, alive as long as the pool holds it (so it stays unique).
+    /// The confinement's shared key, alive as long as the pool holds it (so it stays unique).
     key: usize,
     /// `None` for unconfined children.
     confine: Option<Arc<dyn Confine>>,
@@ -196,9 +196,11 @@ struct Pool {
 
 static POOLS: Mutex<Vec<Pool>> = Mutex::new(Vec::new());
 
-/// The pool's key: the confinement's address, 0 for unconfined children.
+/// The pool's key: the confinement's shared part (`Confine::shared_key`), 0 for unconfined
+/// children. The pool holds the first confinement it was made for, which keeps the key's object
+/// alive (so it stays unique).
 fn key(confine: Option<&Arc<dyn Confine>>) -> usize {
-    confine.map_or(0, |confine| Arc::as_ptr(confine).cast::<()>() as usize)
+    confine.map_or(0, |confine| confine.shared_key())
 }
 
 /// Hands `plan` to a launcher of its confinement (or of unconfined children), which answers on

@@ -57,6 +57,16 @@ pub trait Confine: Send + Sync {
     /// commands may share (the seccomp filter, the capabilities dropped). A child that is not
     /// cloned by a thread that has it applies it to itself, after [`Confine::apply_own`].
     fn apply_shared(&self) -> io::Result<()>;
+
+    /// Which launchers may clone this confinement's children: those of another confinement
+    /// with the same key, whose shared part ([`Confine::apply_shared`]) is the same. Two keys are
+    /// equal only while the thing they are the address of lives, so an implementation that
+    /// returns another object's address must keep that object alive. By default, this object's
+    /// own address: a confinement made per command whose own part differs (a ruleset made again
+    /// since) returns its shared part's, so its children go to the same launchers.
+    fn shared_key(&self) -> usize {
+        std::ptr::from_ref(self).cast::<()>() as usize
+    }
 }
 
 /// Drops this process's controlling terminal, once, at start-up, so no child inherits one.

@@ -7,4 +7,5 @@ mod network;
 mod pid;
 mod probe;
 mod reach;
+mod unreadable;
 mod writable;

@@ -1,16 +1,21 @@
 //! The sandbox of one session (docs/BEHAVIOUR.md §5), decided once: the plan and the prepared kernel objects,
 //! plus the per-call choice between that and a one-time escalated (unconfined) run.
 //!
-//! The Landlock ruleset (and the seccomp filter) are built once per session; each confined
+//! The Landlock ruleset (and the seccomp filter) are built once per server; each confined
 //! child applies them to itself between clone and exec, so confinement costs two or three
-//! system calls per command, and a command keeps its own pid and process group.
+//! system calls per command, and a command keeps its own pid and process group. Where paths are
+//! kept from reads, each call asks for the reads' ruleset as of now (`Prepared::reads_now_in`:
+//! an `lstat` of each directory above a hidden path, and the rules made again when one changed;
+//! for an HTTP caller with a PID namespace of its own, made from that namespace's view); the
+//! launchers that clone its command have applied that one to themselves.
 
 use std::sync::Arc;
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
 use agentty_sandbox::{
-    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Stand, detect_denial,
+    Enforcement, Mode, Op, Plan, Policy, Prepared, Protected, RanIn, Ruleset, Stand, Unreadable,
+    detect_denial,
 };
 
 use notice::{Retry, denial_retry};
@@ -27,6 +32,32 @@ impl Confine for PreparedConfine {
 
     fn apply_shared(&self) -> std::io::Result<()> {
         self.0.apply_shared()
+    }
+}
+
+/// One command's confinement: the server's, with the reads' ruleset current when the call came
+/// (where paths are kept from reads). The reads' ruleset is part of what a launcher applies to
+/// itself once, so its key is the launchers': a ruleset made again gets launchers of its own.
+struct CallConfine {
+    shared: Arc<PreparedConfine>,
+    reads: Option<Ruleset>,
+}
+
+impl Confine for CallConfine {
+    fn apply_own(&self) -> std::io::Result<()> {
+        self.shared.0.apply_own()
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        self.shared.0.apply_shared_with(self.reads.as_ref())
+    }
+
+    /// The reads' ruleset (kept alive by this), else the server's confinement (by `shared`).
+    fn shared_key(&self) -> usize {
+        self.reads.as_ref().map_or_else(
+            || Arc::as_ptr(&self.shared).cast::<()>() as usize,
+            Ruleset::key,
+        )
     }
 }
 
@@ -56,7 +87,9 @@ pub struct Confinement {
     git_dirs: Vec<std::path::PathBuf>,
     /// What each confined child applies to itself. `Ok(None)`: nothing to confine (auto
     /// mode, switched off, no backend).
-    confine: Result<Option<Arc<dyn Confine>>, String>,
+    confine: Result<Option<Arc<PreparedConfine>>, String>,
+    /// What the `[sandbox]` line says of the paths kept from reads, made once.
+    unreadable_line: String,
     /// The paths that run code later (docs/BEHAVIOUR.md §5), and whether they are read-only.
     protection: Protection,
 }
@@ -172,6 +205,7 @@ impl Confinement {
         network: bool,
         workspace: &Workspace,
         protected: &Protected,
+        unreadable: Unreadable,
     ) -> Self {
         let policy = Policy {
             mode,
@@ -179,14 +213,14 @@ impl Confinement {
             enabled,
             network,
         };
-        let plan = Plan::new(&policy);
+        let plan = Plan::new(&policy).hide(unreadable);
         let mut enforcement = plan.enforcement();
         let confine = match plan.prepare() {
             Ok(prepared) => {
                 enforcement = prepared.enforcement();
                 if enforcement.confines() || enforcement.network_off == Some(true) {
                     let confine = Arc::new(PreparedConfine(prepared));
-                    try_confine(&confine).map(|()| Some(confine as Arc<dyn Confine>))
+                    try_confine(&confine).map(|()| Some(confine))
                 } else {
                     Ok(None)
                 }
@@ -197,6 +231,11 @@ impl Confinement {
             tracing::error!("{e}");
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let unreadable_line = if enforcement.confines() {
+            agentty_sandbox::notice::unreadable_line(&plan, home.as_deref())
+        } else {
+            String::new()
+        };
         let broad_root = (mode == Mode::Default)
             .then(|| {
                 workspace
@@ -225,6 +264,7 @@ impl Confinement {
             broad_root,
             git_dirs,
             confine,
+            unreadable_line,
             protection,
         }
     }
@@ -238,13 +278,54 @@ impl Confinement {
         &self.plan
     }
 
-    /// The confinement for a call: the session's, or none for an approved escalation.
-    /// An error is the 2009 message: the command must not run.
-    pub fn confine(&self, escalated: bool) -> Result<Option<Arc<dyn Confine>>, String> {
+    /// The confinement for a call: the session's, or none for an approved escalation. An error
+    /// is the 2009 message: the command must not run. `caller`: an HTTP caller's name and the
+    /// directories of the state dir its commands may read (its own spill and start-up
+    /// directories), `None` over stdio. Where paths are kept from reads, a caller's commands get
+    /// read rules of their own: with those exceptions, and, where it runs in a PID namespace of
+    /// its own (with a `/proc` of its own), made from that namespace's view.
+    pub fn confine(
+        &self,
+        escalated: bool,
+        caller: Option<(&str, &[std::path::PathBuf])>,
+    ) -> Result<Option<Arc<dyn Confine>>, String> {
         if escalated {
             return Ok(None);
         }
-        self.confine.clone()
+        let Some(shared) = self.confine.clone()? else {
+            return Ok(None);
+        };
+        // Made now, as the spawn would; one that cannot be made refuses the spawn, saying why.
+        let root = caller
+            .and_then(|(name, _)| agentty_core::namespace::root_of(Some(name)).ok().flatten());
+        let now = shared
+            .0
+            .reads_now_in(root.as_deref(), caller.map(|(_, readable)| readable));
+        if let Some(e) = &now.failed {
+            tracing::warn!("{e}; confined commands keep the read rules made before");
+        }
+        let reads = now.ruleset().cloned();
+        Ok(Some(Arc::new(CallConfine { shared, reads })))
+    }
+
+    /// Why the sandbox is not in force as configured, if it is not (`/readyz` says it): it
+    /// failed to start, the kernel has no backend for the mode asked, or the network switch
+    /// asked for cannot be installed. `auto` and `--no-sandbox` ask for nothing.
+    pub fn not_in_force(&self) -> Option<&'static str> {
+        use agentty_sandbox::{NotEnforcedWhy, State};
+        if self.confine.is_err() {
+            return Some("degraded: the sandbox failed to start");
+        }
+        if let State::NotEnforced {
+            why: NotEnforcedWhy::NoBackend | NotEnforcedWhy::KernelLacksLandlock,
+        } = self.enforcement.state
+        {
+            return Some("degraded: no sandbox backend on this kernel");
+        }
+        if self.enforcement.network_off == Some(false) {
+            return Some("degraded: the network switch cannot be installed");
+        }
+        None
     }
 
     /// The one line every result carries.
@@ -256,6 +337,7 @@ impl Confinement {
         if self.enforcement.confines() && !self.git_dirs.is_empty() {
             line = notice::git_dirs_writable(&line, &self.git_dirs);
         }
+        line.push_str(&self.unreadable_line);
         line.push_str(&self.protection.line);
         match &self.broad_root {
             Some(root) if self.enforcement.confines() => notice::broad_root(&line, root),
@@ -295,7 +377,7 @@ impl Confinement {
         let sentence = denial.notice(self.plan.mode());
         Some(match denial.op {
             Op::Write => Refused::Write(format!("{sentence} {}", denial_retry(retry))),
-            Op::Read => Refused::Read(sentence),
+            Op::Read | Op::Hidden(_) => Refused::Read(sentence),
         })
     }
 }
@@ -323,11 +405,70 @@ impl Refused {
         }
     }
 
+    /// Counts it for `/metrics`: a result reports it.
+    pub(crate) fn count(&self) {
+        use crate::metrics::{METRICS, Refusal};
+        METRICS.sandbox_refused(match self {
+            Refused::Write(_) => Refusal::Write,
+            Refused::Read(_) => Refusal::Read,
+        });
+    }
+
     /// Its line in the model's text: `[error 2008] …`, or the read's note.
     pub fn line(&self) -> String {
         match self {
             Refused::Write(sentence) => notice::sandbox_denied(sentence),
             Refused::Read(note) => note.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentty_sandbox::Backend;
+
+    /// `/readyz` is 503 `degraded: …` when the sandbox asked for is not in force, and only then.
+    #[test]
+    fn not_in_force_names_why_the_sandbox_asked_for_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path().to_path_buf(), Vec::new()).unwrap();
+        let mut c = Confinement::new(
+            Mode::Default,
+            true,
+            true,
+            &workspace,
+            &Protected::default(),
+            Unreadable::default(),
+        );
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::KernelLacksLandlock);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: no sandbox backend on this kernel")
+        );
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::None);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: no sandbox backend on this kernel")
+        );
+        // Asked for nothing: auto mode, or the sandbox switched off.
+        c.enforcement = Enforcement::decide(Mode::Auto, true, &Backend::KernelLacksLandlock);
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, false, &Backend::None);
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        c.enforcement.network_off = Some(false);
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the network switch cannot be installed")
+        );
+        c.enforcement.network_off = Some(true);
+        c.confine = Err("the sandbox failed to start: test".into());
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the sandbox failed to start")
+        );
     }
 }

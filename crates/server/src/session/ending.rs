@@ -8,15 +8,22 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agentty_core::SpillStore;
-use agentty_core::jobs::{Job, JobTable};
+use agentty_core::jobs::{Job, JobTable, StopCause};
 
 use super::Session;
 use crate::job_words;
 
 impl Drop for Session {
     /// A session that ends without `end_session` (an HTTP client's DELETE, or one that
-    /// vanished past the grace period) still stops its jobs and removes its spill directory.
+    /// vanished past the grace period) still stops its jobs and removes its spill directory,
+    /// and its table kept in the state dir. One the server kept for a restart keeps both.
     fn drop(&mut self) {
+        if self.kept_for_restart.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some((kept, key)) = self.keep.get() {
+            kept.forget(key);
+        }
         if self.ended.load(Ordering::Relaxed) || self.jobs.list().is_empty() {
             if self.spill.dir().exists() {
                 let _ = self.spill.remove();
@@ -62,6 +69,25 @@ pub(crate) async fn stop_and_log(jobs: &JobTable, spill: &SpillStore) -> usize {
         log_stopped(job, "its session ended");
     }
     if let Err(e) = spill.remove() {
+        tracing::warn!("cannot remove the session's spill directory: {e}");
+    }
+    stopped.len()
+}
+
+/// Ends `session` because the server is shutting down: every job and shell is stopped, noting
+/// that cause (the session's next result says it, after a restart too), one log line each.
+/// A session the state dir keeps keeps its files (spill directory, kept table) for when it
+/// comes back; another's spill directory is removed. Returns how many were stopped.
+pub(crate) async fn stop_for_shutdown(session: &Session) -> usize {
+    session.ended.store(true, Ordering::Relaxed);
+    let stopped = session.jobs.stop_all_for(StopCause::ServerShutDown).await;
+    for job in &stopped {
+        log_stopped(job, "the server was shut down");
+    }
+    if session.keep.get().is_some() {
+        session.kept_for_restart.store(true, Ordering::Relaxed);
+        session.save_jobs();
+    } else if let Err(e) = session.spill.remove() {
         tracing::warn!("cannot remove the session's spill directory: {e}");
     }
     stopped.len()

@@ -14,10 +14,11 @@ use crate::settings::Settings;
 
 mod ending;
 mod in_flight;
+pub mod kept;
 mod registry;
 mod task_index;
 
-pub(crate) use ending::{log_stopped, stop_and_log};
+pub(crate) use ending::{log_stopped, stop_and_log, stop_for_shutdown};
 pub(crate) use in_flight::InFlight;
 pub(crate) use registry::Registry;
 pub(crate) use task_index::{Entry as TaskEntry, TaskIndex};
@@ -146,9 +147,15 @@ impl LazySession {
 
     /// The state, made now if it is not yet. `handle_grace`: for unguessable handles, how long a
     /// job may go without a request naming it before it is stopped.
-    pub(crate) fn state(&self, settings: &Settings, handle_grace: Option<Duration>) -> &Session {
+    /// `spill_dir`: the server's spill directory, where this session's is made.
+    pub(crate) fn state(
+        &self,
+        settings: &Settings,
+        spill_dir: &std::path::Path,
+        handle_grace: Option<Duration>,
+    ) -> &Session {
         self.state.get_or_init(|| {
-            let session = Session::new(settings, &self.name, self.ids);
+            let session = Session::new(settings, spill_dir, &self.name, self.ids);
             if let (Ids::Unguessable, Some(grace)) = (self.ids, handle_grace) {
                 ending::stop_unused(Arc::downgrade(&session.jobs), grace);
             }
@@ -177,17 +184,41 @@ pub(crate) struct Session {
     pub(crate) view_calls: crate::view_calls::Calls,
     /// The jobs and shells the person watching stopped (`--view-control`), for the view.
     pub(crate) stopped_by_user: std::sync::Mutex<Vec<String>>,
+    /// Where the state dir keeps this session's job table across a restart (HTTP client
+    /// sessions and callers without one), once known.
+    pub(crate) keep: std::sync::OnceLock<(Arc<kept::Kept>, kept::Key)>,
+    /// Its jobs from before a restart, as the state dir kept them (set once, when the session
+    /// came back).
+    pub(crate) before: std::sync::OnceLock<Vec<kept::JobRecord>>,
+    /// The server is shutting down and will keep this session's files for it to come back to:
+    /// its end removes neither its spill directory nor its kept table.
+    pub(crate) kept_for_restart: AtomicBool,
 }
 
 impl Session {
-    fn new(settings: &Settings, name: &str, ids: Ids) -> Self {
+    /// Writes this session's job table to the state dir, when it is kept there.
+    pub(crate) fn save_jobs(&self) {
+        if let Some((kept, key)) = self.keep.get() {
+            let before = self.before.get().map_or(&[][..], Vec::as_slice);
+            kept.save_jobs(key, before, &self.jobs.list());
+        }
+    }
+
+    /// Its job `id` from before a restart, if the state dir kept one.
+    pub(crate) fn before_restart(&self, id: &str) -> Option<&kept::JobRecord> {
+        self.before.get()?.iter().find(|j| j.id == id)
+    }
+}
+
+impl Session {
+    fn new(settings: &Settings, spill_dir: &std::path::Path, name: &str, ids: Ids) -> Self {
         let jobs = Arc::new(match ids {
             Ids::Sequential => JobTable::new(),
             Ids::Unguessable => JobTable::unguessable(),
         });
         let shell_idle = settings.shell_idle_ms.map(Duration::from_millis);
         Session {
-            spill: Arc::new(SpillStore::new(&settings.spill_root, name)),
+            spill: Arc::new(SpillStore::new(spill_dir, name)),
             calls: AtomicU64::new(0),
             shells: agentty_core::pty::Shells::new(jobs.clone(), shell_idle),
             jobs,
@@ -196,6 +227,9 @@ impl Session {
             tasks: TaskIndex::default(),
             view_calls: crate::view_calls::Calls::default(),
             stopped_by_user: std::sync::Mutex::default(),
+            keep: std::sync::OnceLock::new(),
+            before: std::sync::OnceLock::new(),
+            kept_for_restart: AtomicBool::new(false),
         }
     }
 }

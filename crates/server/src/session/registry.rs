@@ -75,6 +75,7 @@ impl Registry {
             .entry(caller.clone())
             .or_insert_with(|| {
                 let session = LazySession::sessionless(format!("{process}-caller{n}"));
+                crate::metrics::METRICS.session_opened(crate::metrics::Transport::Sessionless);
                 let _ = session.caller.set(caller);
                 session
             })

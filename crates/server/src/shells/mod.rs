@@ -59,7 +59,18 @@ impl Agentty {
     fn open_shell_of(&self, id: &str) -> Result<(Arc<Job>, Arc<Shell>), CallToolResult> {
         self.shells()
             .get(id)
-            .map_err(|why| tool_error(say::gone(id, &why, self.shells().idle_limit())))
+            .map_err(|why| self.shell_gone(id, &why))
+    }
+
+    /// Why there is no open shell `id`, as the tool error says it: from before a restart, or
+    /// gone for `why`.
+    pub(crate) fn shell_gone(&self, id: &str, why: &agentty_core::pty::Gone) -> CallToolResult {
+        if *why == agentty_core::pty::Gone::Unknown
+            && let Some(earlier) = self.earlier_job(id)
+        {
+            return tool_error(earlier);
+        }
+        tool_error(say::gone(id, why, self.shells().idle_limit()))
     }
 }
 
@@ -214,7 +225,7 @@ impl Agentty {
                     state: say::state_word(&job.state()),
                 },
             ),
-            Err(why) => tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
+            Err(why) => self.shell_gone(&p.id, &why),
         }
     }
 }

@@ -72,7 +72,7 @@ impl Agentty {
             }
             _ => false,
         };
-        let confine = match self.confinement().confine(escalated) {
+        let confine = match self.confine_for(escalated, Agentty::caller_of(&ctx).as_deref()) {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
@@ -96,7 +96,11 @@ impl Agentty {
             cols,
             rows,
             output,
-            startup_dir: self.settings().shell_startup_dir(),
+            startup_dir: self
+                .inner
+                .own_dirs
+                .of(Agentty::caller_of(&ctx).as_deref())
+                .startup,
         };
         let label = shell_path.display().to_string();
         if self.cancelled_already(&ctx) {
@@ -111,9 +115,12 @@ impl Agentty {
             Err(OpenError::Pty(PtyError::EndedAtStart(text))) => {
                 return tool_error(say::ended_at_start(&text));
             }
-            Err(OpenError::Pty(e)) => return tool_error(say::open_failed(&e.to_string())),
+            Err(OpenError::Pty(e)) => {
+                crate::metrics::METRICS.spawn_failed();
+                return tool_error(say::open_failed(&e.to_string()));
+            }
         };
-        self.look_when_ended(&job);
+        self.watch_job(&job);
         let marked = shell.flavor != Flavor::Unknown;
         let sandbox = self.confinement().line(escalated);
         let workdir = workdir.display().to_string();

@@ -28,7 +28,7 @@ impl Agentty {
             Ok((job, shell)) => (job, Some(shell)),
             Err(why) => match self.jobs().get(&p.id) {
                 Some(job) if why != agentty_core::pty::Gone::NotAShell => (job, None),
-                _ => return tool_error(say::gone(&p.id, &why, self.shells().idle_limit())),
+                _ => return self.shell_gone(&p.id, &why),
             },
         };
         if want_screen || want_raw || resize.is_some() {

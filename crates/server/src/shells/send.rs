@@ -156,7 +156,10 @@ impl Agentty {
             None => agentty_guard::check(&line, guard),
         };
         match verdict {
-            Verdict::Block(block) => Err(tool_error(block.message())),
+            Verdict::Block(block) => {
+                crate::metrics::METRICS.guard_blocked(block.rule);
+                Err(tool_error(block.message()))
+            }
             Verdict::Allow { .. } => Ok(()),
         }
     }
@@ -279,6 +282,9 @@ impl Agentty {
             ),
             _ => None,
         };
+        if let Some(refused) = &sandbox_denied {
+            refused.count();
+        }
         let mut text = String::new();
         if let Some(entered) = entered {
             text.push_str(&entered.note);

@@ -97,7 +97,7 @@ impl Agentty {
                 Ok(serde_json::Value::Object(map)) => map,
                 _ => serde_json::Map::new(),
             };
-            let state = crate::job_words::state_words(job.kind, &job.state());
+            let state = crate::job_words::job_state(&job);
             (
                 task.with_status_message(state),
                 TaskPayload::Completed { result },

@@ -59,7 +59,7 @@ impl Agentty {
         }
         self.jobs()
             .get(id)
-            .ok_or_else(|| tool_error(say::unknown_id(id)))
+            .ok_or_else(|| tool_error(self.earlier_job(id).unwrap_or_else(|| say::unknown_id(id))))
     }
 }
 
@@ -82,7 +82,7 @@ impl Agentty {
         for job in &jobs {
             // Listing a job names it (the idle rule of callers without a session).
             job.touch();
-            let state = crate::job_words::state_words(job.kind, &job.state());
+            let state = crate::job_words::job_state(job);
             let line = say::list_line(
                 &job.id,
                 job.kind,
@@ -94,7 +94,23 @@ impl Agentty {
             text.push_str(&line);
             text.push('\n');
         }
-        if jobs.is_empty() {
+        let earlier = self.earlier_jobs();
+        for job in earlier {
+            let e = job.earlier();
+            let kind = if e.shell {
+                JobKind::Shell
+            } else {
+                JobKind::Command
+            };
+            text.push_str(&say::earlier_line(
+                &job.id,
+                kind,
+                &crate::job_words::earlier_state(&e),
+                &job.label,
+            ));
+            text.push('\n');
+        }
+        if jobs.is_empty() && earlier.is_empty() {
             text.push_str(say::NO_JOBS);
         }
         let forgotten = self.jobs().forgotten();

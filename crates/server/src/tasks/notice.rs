@@ -110,6 +110,11 @@ pub fn list_line(
     )
 }
 
+/// A `task_list` line for a job from before a restart.
+pub fn earlier_line(id: &str, kind: JobKind, state: &str, label: &str) -> String {
+    format!("{id} {} {state} · {}", kind_words(kind), one_line(label))
+}
+
 pub fn leftovers(count: usize) -> String {
     format!(
         "[note] when the command ended, {count} process(es) it had started were still running \

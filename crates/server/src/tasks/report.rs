@@ -51,7 +51,7 @@ pub(super) fn info(
             JobKind::Shell => TaskKind::Shell,
         },
         state: task_state,
-        state_text: crate::job_words::state_words(job.kind, &state),
+        state_text: crate::job_words::job_state(job),
         exit_code,
         signal,
         age_ms: millis(job.started.elapsed()),

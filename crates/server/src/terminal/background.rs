@@ -40,7 +40,7 @@ impl Agentty {
         match started {
             Ok(job) => {
                 note_ends_in(&job, prepared);
-                self.look_when_ended(&job);
+                self.watch_job(&job);
                 let notes: Vec<String> = self
                     .handle_rule()
                     .into_iter()
@@ -79,7 +79,7 @@ impl Agentty {
             match command::adopt(self.jobs(), *handover, prepared.display.clone()) {
                 Ok(job) => {
                     note_ends_in(&job, prepared);
-                    self.look_when_ended(&job);
+                    self.watch_job(&job);
                     if let Some(path) = &spill_path {
                         text.push_str(&say::spill_so_far(path));
                         text.push('\n');

@@ -79,7 +79,7 @@ impl Agentty {
             }
             None => false,
         };
-        let confine = match self.confinement().confine(escalated) {
+        let confine = match self.confine_for(escalated, Agentty::caller_of(&ctx).as_deref()) {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
@@ -233,6 +233,9 @@ impl Agentty {
             || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
         let refused = denial.is_some();
+        if let Some(denied) = &denial {
+            denied.count();
+        }
         let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
             denial,
@@ -269,5 +272,6 @@ pub(crate) fn not_started(
     if ctx.ct.is_cancelled() {
         return tool_error(notice::CANCELLED_BEFORE_START.into());
     }
+    crate::metrics::METRICS.spawn_failed();
     tool_error(notice::spawn_failed(&program, &prepared.workdir, error))
 }

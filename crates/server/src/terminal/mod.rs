@@ -207,6 +207,7 @@ pub(crate) fn prepare_judged(
         line,
     } = what_runs(params.command, params.argv, shell, place)?;
     if let Verdict::Block(block) = line.verdict(guard) {
+        crate::metrics::METRICS.guard_blocked(block.rule);
         return Err(Refused {
             text: block.message(),
             by_guard: true,

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 /// The order tools are listed in: the one a model needs first, then each family in the order
 /// its tools are used. It names every tool the router has, no more (`every_tool_is_ordered`).
-const ORDER: [&str; 10] = [
+pub(crate) const ORDER: [&str; 10] = [
     "terminal",
     "task_list",
     "task_output",
@@ -30,6 +30,15 @@ const ORDER: [&str; 10] = [
     "shell_list",
     "shell_close",
 ];
+
+// `/metrics` has a slot per tool and one for a name no tool has.
+const _: () = assert!(crate::metrics::TOOLS == ORDER.len() + 1);
+
+/// The place of tool `name` in [`ORDER`] (`ORDER.len()` for a name no tool has): its slot in
+/// `/metrics`.
+pub(crate) fn tool_index(name: &str) -> usize {
+    ORDER.iter().position(|n| *n == name).unwrap_or(ORDER.len())
+}
 
 /// `tools`, tidied and in [`ORDER`] (any tool not named there goes last, by name).
 pub(crate) fn catalog(mut tools: Vec<Tool>) -> Vec<Tool> {

@@ -103,7 +103,10 @@ fn read_sourced(key: &str, value: &str, workdir: &Path) -> Result<Option<String>
 /// Judges `code` as a command line run at `place`; the block's message on refusal.
 pub(crate) fn judge(code: &str, place: &Place, guard: &GuardConfig) -> Result<(), String> {
     match agentty_guard::check_at(code, guard, place.clone()) {
-        Verdict::Block(block) => Err(block.message()),
+        Verdict::Block(block) => {
+            crate::metrics::METRICS.guard_blocked(block.rule);
+            Err(block.message())
+        }
         Verdict::Allow { .. } => Ok(()),
     }
 }

@@ -9,6 +9,14 @@ use agentty_core::limits::TIMEOUT_MAX_MS;
 
 pub const INVALID_ARGS: &str = "invalid arguments";
 
+/// A call that would start something while the server drains (docs/BEHAVIOUR.md §14).
+pub const DRAINING: &str = "refused: the server is shutting down (it got SIGTERM), so nothing \
+new starts; its jobs and shells stop soon. Run this again once the server is back.";
+
+/// Added to a result that was cut short by the end of the drain.
+pub const SHUT_DOWN: &str =
+    "[note] the server was shut down while this call ran; its jobs and shells were stopped.";
+
 pub const ZERO_TIMEOUT: &str = "`timeout_ms` must be at least 1";
 
 /// `timeout_ms` past the bound every tool shares, with the tool's advice (`past_max`).

@@ -147,11 +147,7 @@ impl View {
     /// `POST /view/code` with `Authorization: Bearer <token>`: a one-time login code (128
     /// bits, a minute) for the token's caller, which `agentty view` puts in the page's address.
     pub(super) fn code(&self, request: &Request<hyper::body::Incoming>) -> Response<Body> {
-        let viewer = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .and_then(|token| self.callers.viewer(token));
+        let viewer = self.token_viewer(request);
         let Some(viewer) = viewer else {
             return text(
                 StatusCode::UNAUTHORIZED,

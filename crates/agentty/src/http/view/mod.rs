@@ -37,6 +37,7 @@ use agentty_server::Agentty;
 use agentty_server::view::Viewer;
 
 use super::body::Body;
+use super::hosts::Hosts;
 use super::peers::Peers;
 use super::token::Callers;
 use logins::Logins;
@@ -60,8 +61,10 @@ pub struct View {
     /// The other agents of this state dir, once this one serves the page for them all.
     peers: std::sync::OnceLock<Arc<Peers>>,
     control: bool,
-    hosts: Vec<String>,
+    hosts: Arc<Hosts>,
     origins: Vec<String>,
+    /// `--token-header`: where a token may come instead of `Authorization`.
+    token_header: Option<header::HeaderName>,
 }
 
 /// Whether `path` is the view's (everything but `/mcp`).
@@ -78,8 +81,9 @@ impl View {
         agentty: Agentty,
         callers: Arc<Callers>,
         control: bool,
-        hosts: Vec<String>,
+        hosts: Arc<Hosts>,
         origins: Vec<String>,
+        token_header: Option<header::HeaderName>,
     ) -> Self {
         View {
             agentty,
@@ -89,7 +93,15 @@ impl View {
             control,
             hosts,
             origins,
+            token_header,
         }
+    }
+
+    /// The viewer of the token the request's headers offer (`Authorization: Bearer`, or the
+    /// `--token-header`), if it is one of the token file's.
+    fn token_viewer(&self, request: &Request<hyper::body::Incoming>) -> Option<Viewer> {
+        super::token::offered(request.headers(), self.token_header.as_ref())
+            .find_map(|given| self.callers.viewer(given))
     }
 
     /// This agent serves the page: it shows `peers`' sessions too, and passes calls about them on.
@@ -220,14 +232,7 @@ impl View {
     /// The `Host` header, when it names an accepted host (any port).
     fn accepted_host(&self, request: &Request<hyper::body::Incoming>) -> Option<String> {
         let host = request.headers().get(header::HOST)?.to_str().ok()?;
-        let name = match host.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-            _ => host,
-        };
-        self.hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(name))
-            .then(|| host.to_owned())
+        self.hosts.accepts(host).then(|| host.to_owned())
     }
 
     /// Whether the request carries a live key (the gate counts such a connection as proven).
@@ -241,12 +246,7 @@ impl View {
         if let Some(given) = request.headers().get(KEY_HEADER) {
             return self.logins.viewer(given.to_str().ok()?);
         }
-        let bearer = request
-            .headers()
-            .get(header::AUTHORIZATION)?
-            .as_bytes()
-            .strip_prefix(b"Bearer ")?;
-        self.callers.viewer(bearer)
+        self.token_viewer(request)
     }
 
     /// The other agent that holds session `key`, when this one serves the page for others.

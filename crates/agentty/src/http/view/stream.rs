@@ -119,6 +119,8 @@ pub fn state(
 ) -> Response<Body> {
     sse(|mut tx| {
         tokio::spawn(async move {
+            // A page open on the view is one viewer (`/metrics`), until its stream ends.
+            let _viewing = agentty_server::metrics::METRICS.viewing();
             let mut last = Value::Null;
             let mut quiet = 0u32;
             loop {

@@ -1,0 +1,284 @@
+//! Paths confined commands may not read (docs/BEHAVIOUR.md §5): agentty's own state dir and
+//! token file (every MCP and view capability, other sessions' spill files, the run records), and
+//! what the user lists in `[sandbox] deny_read` (`~/.aws`, `~/.ssh`).
+//!
+//! Landlock rules only allow, and a rule on a directory reaches everything beneath it. So a path
+//! is kept from reads by handling `ReadFile` and granting it beneath every *sibling* of each
+//! directory above a hidden path, never on such a directory itself: for `~/.ssh`, beneath every
+//! entry of `/` but `home`, of `/home` but the user's, and of `~` but `.ssh`. One mechanism for
+//! every server, root or not: Landlock binds to inodes and applies to root too.
+//!
+//! `ReadDir` is not handled: `ls ~` needs it on `~`, and a rule there reaches `~/.ssh` too. So
+//! names stay listable, contents do not. The writable set stays readable (its rules carry
+//! `ReadFile`), which is why a hidden path inside it cannot be hidden (`Plan::hide` leaves it
+//! exposed): a rule on a writable directory would reach it.
+//!
+//! A rule is bound to an inode that exists when the ruleset is made, so an entry made or
+//! replaced later in a directory above a hidden path (a new `~/.npmrc`, a `~/.gitconfig` that
+//! `git config --global` rewrote by rename) has none. [`Stamp`] notes those directories (inode,
+//! change times); before each command the server asks whether one changed and makes the rules
+//! again if so. A command that runs on (a shell, a job) keeps the rules it started with.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::error::SandboxError;
+use crate::plan::resolve;
+
+/// Why a path is kept from reads: said on the `[sandbox]` line and in a refused read's note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HiddenWhy {
+    /// agentty's state dir: the token, other sessions' spill files, the run records, the view's
+    /// sockets.
+    State,
+    /// The HTTP token file, where it is not in the state dir.
+    Token,
+    /// The user's `[sandbox] deny_read`.
+    Configured,
+}
+
+/// A path kept from reads, as given (absolute).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenPath {
+    pub path: PathBuf,
+    pub why: HiddenWhy,
+}
+
+/// What confined commands may not read, and the few places inside it they may.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unreadable {
+    pub hidden: Vec<HiddenPath>,
+    /// Directories inside a hidden path that stay readable: this server's own spill files, which
+    /// results tell the model to read with `sed -n`.
+    pub readable: Vec<PathBuf>,
+    /// Where the rules' paths are opened: `/proc/<pid>/root` of a process in the mount namespace
+    /// confined commands run in (its `/proc` is another instance, with another inode), or `None`
+    /// for this process's own view.
+    pub seen_from: Option<PathBuf>,
+}
+
+/// Why a `[sandbox] deny_read` entry cannot be honoured under `plan` with these `roots` (the
+/// workspace and `--add-dir` roots), in words for the user.
+pub fn check_deny_read(path: &Path, plan: &crate::Plan, roots: &[PathBuf]) -> Result<(), String> {
+    if !path.is_absolute() {
+        return Err(format!(
+            "{} is not an absolute path (a path in home may start with ~/)",
+            path.display()
+        ));
+    }
+    let real = resolve(path);
+    if real.parent().is_none() {
+        return Err("/ would hide everything".to_owned());
+    }
+    if let Some(w) = plan.writable().iter().find(|w| real.starts_with(&w.path)) {
+        return Err(format!(
+            "{} is inside {} ({}), which commands may write and so read: a path can be kept \
+             from reads only outside the writable set",
+            path.display(),
+            w.path.display(),
+            w.why
+        ));
+    }
+    if let Some(root) = roots.iter().find(|r| resolve(r).starts_with(&real)) {
+        return Err(format!(
+            "{} holds the root {}, which commands must read",
+            path.display(),
+            root.display()
+        ));
+    }
+    Ok(())
+}
+
+impl Unreadable {
+    pub fn is_empty(&self) -> bool {
+        self.hidden.is_empty()
+    }
+
+    /// Keeps `path` from reads, for `why`.
+    pub fn hide(&mut self, path: PathBuf, why: HiddenWhy) {
+        if !self.hidden.iter().any(|h| h.path == path) {
+            self.hidden.push(HiddenPath { path, why });
+        }
+    }
+
+    /// The hidden path that `path` is (or lies in), unless it lies in a readable exception.
+    /// Symlinks are resolved as the kernel would, on the longest prefix that exists.
+    pub fn hides(&self, path: &Path) -> Option<&HiddenPath> {
+        let real = resolve(path);
+        if self.readable.iter().any(|r| real.starts_with(resolve(r))) {
+            return None;
+        }
+        self.hidden
+            .iter()
+            .find(|h| real.starts_with(resolve(&h.path)))
+    }
+
+    /// The hidden paths, resolved, none inside another, never `/`.
+    fn resolved(&self) -> Vec<PathBuf> {
+        let mut all: Vec<PathBuf> = self
+            .hidden
+            .iter()
+            .map(|h| resolve(&h.path))
+            .filter(|p| p.parent().is_some())
+            .collect();
+        all.sort();
+        let mut out: Vec<PathBuf> = Vec::with_capacity(all.len());
+        for p in all {
+            if !out.iter().any(|kept| p.starts_with(kept)) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// `path` as the commands see it (under [`Unreadable::seen_from`]).
+    fn seen(&self, path: &Path) -> PathBuf {
+        match &self.seen_from {
+            Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+            None => path.to_path_buf(),
+        }
+    }
+
+    /// The read rules as of now, each handed to `grant` as soon as it is opened, so one
+    /// descriptor is open at a time (a home of thousands of entries, or a server started with a
+    /// low file limit, must not need as many): every sibling of each directory above a hidden
+    /// path, and the readable exceptions. Returns the stamp of those directories, taken first,
+    /// so a change made while they are listed shows as a change.
+    pub(crate) fn rules(
+        &self,
+        grant: &mut dyn FnMut(OwnedFd) -> Result<(), SandboxError>,
+    ) -> Result<Stamp, SandboxError> {
+        let hidden = self.resolved();
+        let above: std::collections::BTreeSet<PathBuf> = hidden
+            .iter()
+            .flat_map(|p| p.ancestors().skip(1).map(Path::to_path_buf))
+            .collect();
+        let stamp = Stamp::take(above.iter().map(|dir| self.seen(dir)).collect());
+        for dir in &above {
+            let seen = self.seen(dir);
+            let entries = match std::fs::read_dir(&seen) {
+                Ok(entries) => entries,
+                // Not there (yet): nothing under it to grant or to hide. Its parent is in the
+                // stamp, so its making is seen.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => {
+                    return Err(SandboxError::ListHidden {
+                        path: dir.clone(),
+                        source,
+                    });
+                }
+            };
+            for entry in entries.flatten() {
+                let path = dir.join(entry.file_name());
+                if above.contains(&path) || hidden.contains(&path) {
+                    continue;
+                }
+                // A symlink gets no rule: what it leads to is read by its own path, granted or
+                // not there (a link to `~/.ssh` must not grant `~/.ssh`).
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_symlink() {
+                    continue;
+                }
+                if let Some(fd) = open_location(&seen.join(entry.file_name())) {
+                    grant(fd)?;
+                }
+            }
+        }
+        for dir in &self.readable {
+            if let Some(fd) = open_location(&self.seen(&resolve(dir))) {
+                grant(fd)?;
+            }
+        }
+        Ok(stamp)
+    }
+}
+
+/// `path` opened as a location only (`O_PATH`), not following a final symlink; `None` when it
+/// went away meanwhile or cannot be opened.
+fn open_location(path: &Path) -> Option<OwnedFd> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()
+        .map(OwnedFd::from)
+}
+
+/// How long after a directory changed its stamp is trusted: timestamps may come from a coarse
+/// clock (a tick of a few milliseconds), so a second change within the tick of the first can
+/// leave the same time; a stamp taken that soon after a change is made again at the next look.
+const SETTLED_AFTER: Duration = Duration::from_millis(50);
+
+/// The directories above the hidden paths as they were when the rules were made: device, inode
+/// and change times, or absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    dirs: Vec<(PathBuf, Option<DirStamp>)>,
+    /// Whether some directory had changed just before: then the stamp is not trusted.
+    unsettled: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirStamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl DirStamp {
+    fn of(path: &Path) -> Option<Self> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(DirStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Changed within [`SETTLED_AFTER`] of `now` (or in the future of it).
+    fn recent(&self, now: SystemTime) -> bool {
+        let Ok(since_epoch) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            return true;
+        };
+        let changed = Duration::new(
+            u64::try_from(self.ctime.0).unwrap_or(0),
+            u32::try_from(self.ctime.1).unwrap_or(0),
+        );
+        since_epoch.saturating_sub(changed) < SETTLED_AFTER
+    }
+}
+
+impl Stamp {
+    fn take(dirs: Vec<PathBuf>) -> Self {
+        let now = SystemTime::now();
+        let dirs: Vec<(PathBuf, Option<DirStamp>)> = dirs
+            .into_iter()
+            .map(|d| {
+                let s = DirStamp::of(&d);
+                (d, s)
+            })
+            .collect();
+        let unsettled = dirs.iter().any(|(_, s)| s.is_some_and(|s| s.recent(now)));
+        Stamp { dirs, unsettled }
+    }
+
+    /// The same directories as they are now.
+    pub(crate) fn retaken(&self) -> Self {
+        Stamp::take(self.dirs.iter().map(|(d, _)| d.clone()).collect())
+    }
+
+    /// Whether every directory is as it was (one `lstat` each).
+    pub(crate) fn is_current(&self) -> bool {
+        !self.unsettled && self.dirs.iter().all(|(d, s)| DirStamp::of(d) == *s)
+    }
+}
+
+#[cfg(test)]
+#[path = "unreadable_tests.rs"]
+mod tests;
