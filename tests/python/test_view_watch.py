@@ -378,3 +378,47 @@ def test_keyboard_alone_moves_through_the_list_opens_and_comes_back_and_text_pas
             agent.call("shell_close", {"id": shell})
         finally:
             agent.close()
+
+
+@needs_chromium
+def test_with_control_the_user_takes_a_shells_keyboard_and_the_agent_is_told():
+    from playwright.sync_api import expect, sync_playwright
+
+    import test_http
+
+    with http_server("--view-control") as (url, token, state):
+        agent = Agent(url, token)
+        try:
+            shell = agent.call("shell_open", {}).structured_content["id"]
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p)
+                open_view(page, base_of(url), token)
+                page.locator(f"button.job[data-id='{shell}']").click()
+                page.get_by_role("button", name="Take the keyboard").click()
+                expect(page.get_by_role("button", name="Give it back")).to_be_visible(timeout=20000)
+                # While the user holds it, the agent types nothing.
+                refused = agent.call("shell_send", {"id": shell, "input": "echo agent-typed\n"})
+                assert "the user has taken" in refused.text, refused.text
+                page.fill("#keys", "echo hi-from-$((40+2))")
+                page.keyboard.press("Enter")
+                expect(page.locator("#output")).to_contain_text("hi-from-42", timeout=20000)
+                page.get_by_role("button", name="Ctrl+C").click()
+                page.get_by_role("button", name="Give it back").click()
+                expect(page.get_by_role("button", name="Take the keyboard")).to_be_visible(timeout=20000)
+                assert errors == [], errors
+                browser.close()
+            # The agent's next result says what the user did and what the screen shows.
+            told = agent.call("shell_read", {"id": shell})
+            assert f"the user typed 1 line into {shell}" in told.text, told.text
+            assert "echo hi-from-$((40+2))" in told.text and "hi-from-42" in told.text, told.text
+            assert "agent-typed" not in told.text
+            # The shell is the agent's again, its prompt accounting intact.
+            again = agent.call("shell_send", {"id": shell, "input": "echo back-$((1+1))\n"})
+            assert "back-2" in again.text and again.structured_content["status"] == "done", again.text
+            # Every keystroke is in the server's log, with the caller's name.
+            log = test_http.SERVERS[-1].log.text()
+            [typed] = [line for line in log.splitlines() if "hi-from-$((40+2))" in line]
+            assert "typed into the shell from the web view" in typed and "caller=" in typed, typed
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()

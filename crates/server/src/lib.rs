@@ -25,6 +25,7 @@ mod tools;
 pub mod transport;
 pub mod view;
 pub mod view_calls;
+pub mod view_keyboard;
 
 pub use drain::{DRAINING, Drained};
 pub use server::Agentty;

@@ -68,7 +68,7 @@ impl Agentty {
         sessions
     }
 
-    fn view_session(&self, viewer: &Viewer, key: &str) -> Option<Arc<LazySession>> {
+    pub(crate) fn view_session(&self, viewer: &Viewer, key: &str) -> Option<Arc<LazySession>> {
         self.view_sessions(viewer)
             .into_iter()
             .find(|s| s.name == key)
@@ -109,6 +109,11 @@ impl Agentty {
             .filter_map(|lazy| {
                 let state = lazy.state.get()?;
                 let about = lazy.about.get();
+                let held = state
+                    .held_by_user
+                    .lock()
+                    .map(|held| held.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default();
                 let stopped_by_user = state
                     .stopped_by_user
                     .lock()
@@ -142,6 +147,7 @@ impl Agentty {
                         json!({
                             "id": job.id,
                             "runs": runs,
+                            "user_has_keyboard": held.contains(&job.id),
                             "kind": if job.kind == JobKind::Shell { "shell" } else { "command" },
                             "state": word,
                             "exit_code": exit_code,

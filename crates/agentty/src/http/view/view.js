@@ -276,6 +276,7 @@ function renderFacts(state) {
   const facts = $("facts");
   const actions = $("actions");
   actions.replaceChildren();
+  $("keys-form").hidden = true;
   if (!j) { facts.textContent = "ended with its session"; return; }
   $("title").textContent = j.id + "  " + j.label;
   if (j.kind === "call") { renderCallFacts(s, j); return; }
@@ -287,7 +288,51 @@ function renderFacts(state) {
     button.addEventListener("click", () => stop(s.key, j.id));
     actions.append(button);
   }
+  if (control && j.kind === "shell" && j.state === "running") renderKeyboard(s, j);
 }
+
+// ---- The user's hand on a shell's keyboard (--view-control): take, type, Ctrl+C, give back. ----
+
+async function keyboard(session, id, action, keys) {
+  const answer = await call("/view/keyboard", {
+    method: "POST",
+    headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({session, id, action, keys}),
+  });
+  $("actions-said").textContent = answer.ok ? "" : "Not done: " + (await answer.text());
+}
+
+/** The keyboard's controls under a shell's facts; the line field keeps what is being typed
+ * across the state's redraws. */
+function renderKeyboard(s, j) {
+  const actions = $("actions");
+  if (!j.user_has_keyboard) {
+    const take = el("button", "take", "Take the keyboard");
+    take.addEventListener("click", () => keyboard(s.key, j.id, "take"));
+    actions.append(take);
+    $("keys-form").hidden = true;
+    return;
+  }
+  const form = $("keys-form");
+  form.hidden = false;
+  form.dataset.session = s.key;
+  form.dataset.id = j.id;
+  const give = el("button", "take", "Give it back");
+  give.addEventListener("click", () => keyboard(s.key, j.id, "give"));
+  actions.append(give);
+}
+
+$("keys-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = $("keys-form");
+  const field = $("keys");
+  keyboard(form.dataset.session, form.dataset.id, "type", field.value + "\n");
+  field.value = "";
+});
+$("ctrl-c").addEventListener("click", () => {
+  const form = $("keys-form");
+  keyboard(form.dataset.session, form.dataset.id, "type", "\u0003");
+});
 
 /** A call's facts: how it ended (or how long it runs), and its full output while kept. */
 function renderCallFacts(s, c) {
