@@ -6,6 +6,13 @@
 //! 2. Flood: a command printing 100 MB, vs the same command redirected to /dev/null; server peak
 //!    RSS and reply size. (agentty stops capturing at 10 MB and kills the tree, by design.)
 //!
+//! 3. Download: 100 MB from a loopback HTTP server of the bench, by `curl` through agentty's
+//!    proxy (the default network `ask`), by `curl` connecting directly (the seccomp supervisor
+//!    makes the loopback connection), and by `curl` unconfined (a raw spawn), interleaved.
+//!
+//! The trivial call is also timed on a server with `--network on` (no network filter), to show
+//! what the filter costs a call that makes no connection.
+//!
 //! Prints ratios; asserts nothing, since timings belong to the machine, not to the code.
 //!
 //! The client runs on a current-thread runtime, as most MCP hosts do (one event loop): on a
@@ -16,6 +23,8 @@
 
 mod common;
 
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener};
 use std::time::Instant;
 
 use serde_json::json;
@@ -25,6 +34,8 @@ use common::{median, micros, start, status_kib};
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
 const FLOOD_RUNS: usize = 3;
+const DOWNLOAD_RUNS: usize = 5;
+const DOWNLOAD_BYTES: usize = 100_000_000;
 const FLOOD_COMMAND: &str = "yes 'agentty benchmark: a line of build output' | head -c 100000000";
 
 #[tokio::main(flavor = "current_thread")]
@@ -34,6 +45,7 @@ async fn main() {
     // The default server confines writes with Landlock; the second one runs unconfined.
     let (client, server_pid) = start(workspace.path(), state.path(), &[]).await;
     let (plain, _) = start(workspace.path(), state.path(), &["--no-sandbox"]).await;
+    let (open, _) = start(workspace.path(), state.path(), &["--network", "on"]).await;
 
     // 1. Trivial call vs raw spawn+wait, interleaved so both see the same machine state.
     for _ in 0..WARMUP_CALLS {
@@ -41,8 +53,10 @@ async fn main() {
         let _ = std::process::Command::new("true").status();
     }
     let (mut raw, mut mcp, mut unconfined) = (Vec::new(), Vec::new(), Vec::new());
+    let mut network_on = Vec::new();
     for _ in 0..WARMUP_CALLS {
         common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
+        common::call(&open, "terminal", json!({"argv": ["true"]})).await;
     }
     // The three are interleaved and their order rotates every round, so each follows each of the
     // others equally often: a server finishes up for a moment after its reply, and that work
@@ -51,9 +65,9 @@ async fn main() {
     // each timed call was tried too: it lets the VM's CPUs go idle, and the ratio then swings
     // with how slowly idle CPUs wake (1.25-1.55x on one afternoon), more than with the code.
     for round in 0..TRIVIAL_CALLS {
-        for slot in 0..3 {
+        for slot in 0..4 {
             let t = Instant::now();
-            match (round + slot) % 3 {
+            match (round + slot) % 4 {
                 0 => {
                     common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
                     unconfined.push(t.elapsed());
@@ -61,6 +75,10 @@ async fn main() {
                 1 => {
                     let _ = std::process::Command::new("true").status().expect("true");
                     raw.push(t.elapsed());
+                }
+                2 => {
+                    common::call(&open, "terminal", json!({"argv": ["true"]})).await;
+                    network_on.push(t.elapsed());
                 }
                 _ => {
                     common::call(&client, "terminal", json!({"argv": ["true"]})).await;
@@ -77,6 +95,7 @@ async fn main() {
     }
     let (raw, mcp, protocol) = (median(raw), median(mcp), median(protocol));
     let unconfined = median(unconfined);
+    let network_on = median(network_on);
     println!(
         "trivial call: MCP round trip without a process median {:.0} µs",
         micros(protocol)
@@ -101,6 +120,13 @@ async fn main() {
     println!(
         "sandbox cost: sandboxed/unconfined {:.2}x (target <= 1.15x)",
         micros(mcp) / micros(unconfined)
+    );
+
+    println!(
+        "trivial call: sandboxed with --network on (no network filter) median {:.0} µs; \
+         network filter cost: default (ask)/on {:.2}x (target: noise)",
+        micros(network_on),
+        micros(mcp) / micros(network_on)
     );
 
     // 2. Flood.
@@ -132,6 +158,118 @@ async fn main() {
         "server peak RSS (VmHWM) after all runs: {:.1} MiB (target <= 64 MiB)",
         status_kib(server_pid, "VmHWM") as f64 / 1024.0
     );
+
+    // 3. Download through the proxy.
+    download(&client).await;
     let _ = client.cancel().await;
     let _ = plain.cancel().await;
+    let _ = open.cancel().await;
+}
+
+/// A loopback HTTP server of the bench answering every request with `DOWNLOAD_BYTES` bytes.
+fn blob_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let at = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                // The request's head: read until its blank line.
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let chunk = vec![b'x'; 1 << 20];
+                let _ = stream.write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {DOWNLOAD_BYTES}\r\n\
+                         Connection: close\r\n\r\n"
+                    )
+                    .as_bytes(),
+                );
+                let mut left = DOWNLOAD_BYTES;
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    if stream.write_all(&chunk[..n]).is_err() {
+                        return;
+                    }
+                    left -= n;
+                }
+            });
+        }
+    });
+    at
+}
+
+/// 100 MB from a loopback server: unconfined `curl` vs `curl` in a default (network `ask`)
+/// session, through agentty's proxy and directly; interleaved, rotating order.
+async fn download(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) {
+    let at = blob_server();
+    let url = format!("http://{at}/blob");
+    // NO_PROXY emptied: curl would otherwise reach 127.0.0.1 directly.
+    let proxied =
+        format!("NO_PROXY= no_proxy= curl -sS -o /dev/null -w '%{{size_download}}' {url}");
+    let direct = format!("curl -sS --noproxy '*' -o /dev/null -w '%{{size_download}}' {url}");
+    let (mut raw, mut through, mut straight) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..=DOWNLOAD_RUNS {
+        for slot in 0..3 {
+            let which = (round + slot) % 3;
+            let t = Instant::now();
+            let got = match which {
+                0 => {
+                    let out = std::process::Command::new("curl")
+                        .args(["-sS", "--noproxy", "*", "-o", "/dev/null"])
+                        .args(["-w", "%{size_download}", &url])
+                        .output()
+                        .expect("curl");
+                    String::from_utf8_lossy(&out.stdout).into_owned()
+                }
+                1 => text(&common::call(client, "terminal", json!({"command": proxied})).await),
+                _ => text(&common::call(client, "terminal", json!({"command": direct})).await),
+            };
+            let took = t.elapsed();
+            assert!(
+                got.contains(&DOWNLOAD_BYTES.to_string()),
+                "a download fell short: {got}"
+            );
+            // The first round warms up.
+            if round > 0 {
+                match which {
+                    0 => raw.push(took),
+                    1 => through.push(took),
+                    _ => straight.push(took),
+                }
+            }
+        }
+    }
+    let (raw, through, straight) = (median(raw), median(through), median(straight));
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "100 MB download: curl unconfined median {:.1} ms ({:.0} MB/s)",
+        ms(raw),
+        DOWNLOAD_BYTES as f64 / 1e6 / raw.as_secs_f64()
+    );
+    println!(
+        "100 MB download: curl in a session through agentty's proxy median {:.1} ms \
+         (ratio {:.2}x, target <= 1.10x)",
+        ms(through),
+        through.as_secs_f64() / raw.as_secs_f64()
+    );
+    println!(
+        "100 MB download: curl in a session, direct to loopback (the supervisor connects) \
+         median {:.1} ms (ratio {:.2}x)",
+        ms(straight),
+        straight.as_secs_f64() / raw.as_secs_f64()
+    );
+}
+
+/// The text of a result's content.
+fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -45,6 +45,7 @@ pub fn run(flags: &Flags) -> Result<String> {
     let protected = settings.protected.clone();
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
+    writeln!(out, "{}", session.network_report())?;
     writeln!(out, "{}", session.unreadable_report())?;
     writeln!(out, "pty: {}", pty_probe())?;
     writeln!(out, "{}", agentty_core::watchdog::describe())?;

@@ -5,6 +5,7 @@
 mod config;
 mod doctor;
 mod http;
+mod proxy_connect;
 mod serve;
 mod shutdown;
 mod stdio;
@@ -52,6 +53,10 @@ enum Command {
         #[arg(long)]
         print: bool,
     },
+    /// Connect to HOST PORT through agentty's proxy and relay stdin and stdout: the
+    /// ProxyCommand of ssh inside the sandbox (network allowlist and ask), e.g.
+    /// ssh -o ProxyCommand='agentty proxy-connect %h %p' git@github.com
+    ProxyConnect { host: String, port: u16 },
     /// Show how the guard reads a command and whether it would block it (runs nothing).
     /// One argument is a shell command line; several are an argv.
     /// It is judged as a `terminal` call whose `workdir` is this directory would be, with this
@@ -127,6 +132,7 @@ fn main() -> std::process::ExitCode {
             print,
         } => view(&url, token_file, caller.as_deref(), print)
             .map(|()| std::process::ExitCode::SUCCESS),
+        Command::ProxyConnect { host, port } => proxy_connect::run(&host, port),
         Command::Guard {
             flags,
             rules,

@@ -4,7 +4,7 @@
 //! platform" and "kernel lacks Landlock" send the user to three different fixes, so they must
 //! never collapse into one "not sandboxed". The sentences themselves live in `notice.rs`.
 
-use crate::mode::Mode;
+use crate::mode::{Mode, Network};
 
 /// Lowest Landlock ABI that handles every write right we ask for (REFER is ABI 2, TRUNCATE 3).
 pub const LANDLOCK_ABI_FULL_WRITES: u32 = 3;
@@ -70,14 +70,43 @@ pub enum State {
     },
 }
 
+/// What holds a confined command's network (docs/BEHAVIOUR.md §13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetEnforcement {
+    /// Network `on`, or nothing is confined (`auto`, the sandbox switched off): commands reach
+    /// what the machine reaches.
+    Open,
+    /// Network `off`: `installed` when the seccomp filter refuses IP sockets here.
+    Off { installed: bool },
+    /// `allowlist` or `ask`.
+    Filtered {
+        mode: Network,
+        held: NetHold,
+        /// Loopback stays reachable (`[sandbox] loopback`).
+        loopback: bool,
+    },
+}
+
+/// What holds the `allowlist` and `ask` modes on this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetHold {
+    /// The seccomp supervisor makes every connection, and the command's Landlock domain refuses
+    /// its own TCP connects (ABI 4 and later).
+    Full,
+    /// The supervisor alone (Landlock ABI below 4): a command that races its own memory or fd
+    /// table against the supervisor may connect where it likes.
+    SupervisorOnly,
+    /// No seccomp filter on this architecture: nothing filters.
+    Nothing,
+}
+
 /// The mode plus what the host does with it; `line()` is the one line every result carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Enforcement {
     pub mode: Mode,
     pub state: State,
-    /// `Some(true)` when network-off was asked for and installed, `Some(false)` when asked for
-    /// but impossible here; `None` when the network is allowed.
-    pub network_off: Option<bool>,
+    /// What holds the network.
+    pub network: NetEnforcement,
 }
 
 impl Enforcement {
@@ -113,7 +142,7 @@ impl Enforcement {
         Enforcement {
             mode,
             state,
-            network_off: None,
+            network: NetEnforcement::Open,
         }
     }
 

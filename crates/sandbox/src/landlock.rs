@@ -14,8 +14,8 @@
 use std::os::fd::{OwnedFd, RawFd};
 
 use landlock::{
-    ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope,
+    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
 use crate::error::SandboxError;
@@ -46,9 +46,18 @@ pub fn kernel_abi() -> Option<u32> {
     u32::try_from(v).ok().filter(|&abi| abi > 0)
 }
 
+/// The first ABI with TCP rules (`LANDLOCK_ACCESS_NET_CONNECT_TCP`).
+pub const ABI_TCP: u32 = 4;
+
 /// Builds the ruleset for `writable` and returns its fd, or `None` if the kernel turned out not to
-/// support Landlock after all (the crate's best-effort mode then yields no fd).
-pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxError> {
+/// support Landlock after all (the crate's best-effort mode then yields no fd). With
+/// `refuse_tcp_connect` (network `allowlist` and `ask`) the domain refuses every TCP connect the
+/// command makes itself, whatever the port: the connections it gets are made by the server's
+/// supervisor (`net/`). Ignored below ABI 4, which has no TCP rules.
+pub fn build_ruleset(
+    writable: &[Writable],
+    refuse_tcp_connect: bool,
+) -> Result<Option<OwnedFd>, SandboxError> {
     let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI);
     // Device nodes are never granted, anywhere: as root, `mknod` in the workspace would make a
     // node for any device (/dev/kmsg, a disk) and write through it, past every path rule.
@@ -61,8 +70,11 @@ pub fn build_ruleset(writable: &[Writable]) -> Result<Option<OwnedFd>, SandboxEr
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(handled)?
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
-        .create()?;
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?;
+    if refuse_tcp_connect {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp)?;
+    }
+    let mut ruleset = ruleset.create()?;
     for w in writable {
         let Some(fd) = open_writable(w)? else {
             continue;

@@ -2,7 +2,8 @@
 //!
 //! Writes are confined; reads only where a path is kept from them (agentty's own state and keys,
 //! the user's `deny_read`: `unreadable.rs`), because a read allow-list breaks `git push` reading
-//! `~/.ssh`; the network is left alone (optional network-off aside). The flow is
+//! `~/.ssh`; the network by its mode (`on`, `off`, `allowlist`, `ask`: the kernel side, the
+//! seccomp filter and the supervisor of connections in `net/`). The flow is
 //! `Policy -> Plan` (what is writable, `plan.rs`) `-> Prepared` (kernel objects built once, before
 //! any fork, `prepared.rs`) `-> apply_own` + `apply_shared` (raw syscalls between fork and exec,
 //! so the command keeps its pid and process group; the shared part may be applied once to the
@@ -19,6 +20,8 @@ pub mod git_files;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod mode;
+#[cfg(target_os = "linux")]
+mod net;
 pub mod notice;
 mod plan;
 mod prepared;
@@ -36,9 +39,13 @@ mod unreadable;
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
 pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom};
-pub use enforcement::{Backend, Enforcement, NotEnforcedWhy, PartialWhy, State};
+pub use enforcement::{
+    Backend, Enforcement, NetEnforcement, NetHold, NotEnforcedWhy, PartialWhy, State,
+};
 pub use error::SandboxError;
-pub use mode::{Mode, ParseModeError, Policy};
+pub use mode::{Mode, Network, ParseModeError, ParseNetworkError, Policy};
+#[cfg(target_os = "linux")]
+pub use net::{Judge, Supervisor, Verdict};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 pub use prepared::{Prepared, Ruleset, RulesetNow};
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};

@@ -66,6 +66,65 @@ impl FromStr for Mode {
     }
 }
 
+/// `[sandbox] network`: what confined commands may reach (docs/BEHAVIOUR.md §13).
+///
+/// `Allowlist` and `Ask` are the same to the kernel (every TCP connection is made by the
+/// server for the command, see `net/`); they differ in what the server decides for a host
+/// not on the list, which is the server's business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// Unfiltered: what agentty did before the policy existed.
+    On,
+    /// No IP socket at all.
+    Off,
+    /// Listed hosts through the server's proxy, and loopback; nothing else.
+    Allowlist,
+    /// As `Allowlist`, and a host not on the list is asked of the user where the client can ask.
+    Ask,
+}
+
+impl Network {
+    /// The name users type and results print.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Network::On => "on",
+            Network::Off => "off",
+            Network::Allowlist => "allowlist",
+            Network::Ask => "ask",
+        }
+    }
+
+    /// Whether the server makes every connection for the command (`allowlist` and `ask`).
+    pub const fn filtered(self) -> bool {
+        matches!(self, Network::Allowlist | Network::Ask)
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The text given to `Network::from_str` was not a network mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown network mode {0:?} (expected on, off, allowlist or ask)")]
+pub struct ParseNetworkError(pub String);
+
+impl FromStr for Network {
+    type Err = ParseNetworkError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" => Ok(Network::On),
+            "off" => Ok(Network::Off),
+            "allowlist" => Ok(Network::Allowlist),
+            "ask" => Ok(Network::Ask),
+            _ => Err(ParseNetworkError(s.to_owned())),
+        }
+    }
+}
+
 /// Everything the sandbox needs to know from configuration and the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -74,8 +133,11 @@ pub struct Policy {
     pub writable_roots: Vec<PathBuf>,
     /// `sandbox.terminal`; `false` means "not confined" while the mode (and its name) is kept.
     pub enabled: bool,
-    /// `true` (the default) allows network; `false` refuses new IPv4/IPv6 sockets (Linux only).
-    pub network: bool,
+    /// What confined commands may reach over the network (docs/BEHAVIOUR.md §13).
+    pub network: Network,
+    /// In `allowlist` and `ask`, whether the machine's loopback stays reachable (`[sandbox]
+    /// loopback`); said on the `[sandbox]` line, decided by the server's judge.
+    pub loopback: bool,
 }
 
 impl Policy {
@@ -85,7 +147,8 @@ impl Policy {
             mode,
             writable_roots,
             enabled: true,
-            network: true,
+            network: Network::On,
+            loopback: true,
         }
     }
 }
@@ -108,5 +171,14 @@ mod tests {
         }
         assert!("yolo".parse::<Mode>().is_err());
         assert_eq!(" Plan ".parse::<Mode>(), Ok(Mode::Plan));
+    }
+
+    #[test]
+    fn network_names_round_trip() {
+        for n in [Network::On, Network::Off, Network::Allowlist, Network::Ask] {
+            assert_eq!(n.as_str().parse::<Network>(), Ok(n));
+        }
+        assert!("maybe".parse::<Network>().is_err());
+        assert!(Network::Ask.filtered() && !Network::On.filtered() && !Network::Off.filtered());
     }
 }

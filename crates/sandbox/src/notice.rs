@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::denial::Denial;
-use crate::enforcement::{Enforcement, NotEnforcedWhy, PartialWhy, State};
+use crate::enforcement::{Enforcement, NetEnforcement, NetHold, NotEnforcedWhy, PartialWhy, State};
 use crate::mode::Mode;
 use crate::probe::{ProbeOutcome, ProbeReport};
 
@@ -55,12 +55,113 @@ pub(crate) fn enforcement_line(e: &Enforcement) -> String {
             format!("{PREFIX} {mode}: {text}")
         }
     };
-    match e.network_off {
-        Some(true) => line.push_str("; network off"),
-        Some(false) => line.push_str("; network-off requested but not available here"),
-        None => {}
-    }
+    line.push_str(&network_part(e.network));
     line
+}
+
+/// The `[sandbox]` line's words on the network (docs/BEHAVIOUR.md §13).
+fn network_part(network: NetEnforcement) -> String {
+    match network {
+        NetEnforcement::Open => String::new(),
+        NetEnforcement::Off { installed: true } => "; network off".to_owned(),
+        NetEnforcement::Off { installed: false } => {
+            "; network-off requested but not available here".to_owned()
+        }
+        NetEnforcement::Filtered {
+            mode,
+            held: NetHold::Nothing,
+            ..
+        } => format!(
+            "; network {mode} requested but not enforced here (no seccomp filter for this \
+             architecture)"
+        ),
+        NetEnforcement::Filtered {
+            mode,
+            held,
+            loopback,
+        } => {
+            let loopback = if loopback {
+                ", and loopback"
+            } else {
+                "; loopback closed"
+            };
+            let others = if mode == crate::Network::Ask {
+                "; other hosts are asked of the user"
+            } else {
+                ""
+            };
+            let held = if held == NetHold::SupervisorOnly {
+                "held by seccomp alone: Landlock below ABI 4 has no TCP rule, so a command racing \
+                 the supervisor can connect directly"
+            } else {
+                "held by seccomp and Landlock"
+            };
+            format!(
+                "; network {mode}: listed hosts through agentty's proxy{loopback}{others} ({held}; \
+                 a listed host still receives what a command sends it)"
+            )
+        }
+    }
+}
+
+/// `doctor`'s line on the network: the mode, the mechanism in force here, what a command could
+/// still do, and how to get the open network back (docs/BEHAVIOUR.md §13).
+pub fn network_report(network: NetEnforcement) -> String {
+    const ON: &str = "network = \"on\" in the [sandbox] section (or --network on)";
+    match network {
+        NetEnforcement::Open => "network: open: confined commands reach whatever this machine \
+             reaches (network = \"allowlist\" or \"ask\" in the [sandbox] section filters it)"
+            .to_owned(),
+        NetEnforcement::Off { installed: true } => format!(
+            "network: off: a seccomp filter refuses every IPv4 and IPv6 socket; {ON} opens it"
+        ),
+        NetEnforcement::Off { installed: false } => {
+            "network: off requested but not held here (no seccomp filter for this \
+             architecture): commands reach whatever this machine reaches"
+                .to_owned()
+        }
+        NetEnforcement::Filtered {
+            mode,
+            held: NetHold::Nothing,
+            ..
+        } => format!(
+            "network: {mode} requested but not held here (no seccomp filter for this \
+             architecture): commands reach whatever this machine reaches"
+        ),
+        NetEnforcement::Filtered {
+            mode,
+            held,
+            loopback,
+        } => {
+            let mechanism = if held == NetHold::Full {
+                "a seccomp filter refuses UDP, raw and ICMP sockets and hands each TCP connect \
+                 to agentty, which makes it (loopback, the proxy, a listed address) or refuses \
+                 it; Landlock's TCP rule refuses a command's own connect, so the address \
+                 agentty judged is the one connected"
+            } else {
+                "a seccomp filter refuses UDP, raw and ICMP sockets and hands each TCP connect \
+                 to agentty, which makes it or refuses it; Landlock below ABI 4 has no TCP rule, \
+                 so a command that changes the address after agentty read it (another thread) \
+                 can connect directly"
+            };
+            let asked = if mode == crate::Network::Ask {
+                "; hosts not listed are asked of the user where the client can ask"
+            } else {
+                ""
+            };
+            let local = if loopback {
+                ", and every service listening on this machine's loopback (loopback = false \
+                 closes it)"
+            } else {
+                ""
+            };
+            format!(
+                "network: {mode}: listed hosts through agentty's proxy{asked}; {mechanism}. A \
+                 command can still send what it reads to a listed host (publish to a registry, \
+                 push to a code host){local}. {ON} gives the open network back"
+            )
+        }
+    }
 }
 
 pub(crate) fn ruleset_failed(e: &dyn std::fmt::Display) -> String {

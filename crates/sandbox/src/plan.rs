@@ -108,7 +108,8 @@ impl HostContext {
 pub struct Plan {
     pub(crate) mode: Mode,
     pub(crate) enabled: bool,
-    pub(crate) network: bool,
+    pub(crate) network: crate::mode::Network,
+    pub(crate) loopback: bool,
     pub(crate) writable: Vec<Writable>,
     pub(crate) backend: Backend,
     /// What confined commands may not read (`unreadable.rs`); set by [`Plan::hide`].
@@ -129,6 +130,7 @@ impl Plan {
             mode: policy.mode,
             enabled: policy.enabled,
             network: policy.network,
+            loopback: policy.loopback,
             writable: writable_set(policy, host),
             backend: Backend::detect(),
             unreadable: Unreadable::default(),
@@ -179,8 +181,8 @@ impl Plan {
         &self.writable
     }
 
-    /// Whether the network-off filter was asked for.
-    pub fn network_allowed(&self) -> bool {
+    /// What confined commands may reach over the network.
+    pub fn network(&self) -> crate::mode::Network {
         self.network
     }
 

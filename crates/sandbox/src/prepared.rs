@@ -19,9 +19,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 #[cfg(target_os = "linux")]
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::enforcement::Enforcement;
 #[cfg(target_os = "linux")]
 use crate::enforcement::State;
+use crate::enforcement::{Enforcement, NetEnforcement, NetHold};
 use crate::error::SandboxError;
 use crate::plan::Plan;
 
@@ -41,6 +41,10 @@ pub struct Prepared {
     refresh: Option<Mutex<Refresh>>,
     #[cfg(target_os = "linux")]
     filter: Option<crate::seccomp::Filter>,
+    /// Where the listener of a filter that sends `connect` to a supervisor goes (network
+    /// `allowlist` and `ask`); without one, such connects fail with ENOSYS.
+    #[cfg(target_os = "linux")]
+    supervisor: Option<std::sync::Arc<crate::net::Supervisor>>,
     /// The server holds capabilities, so a confined child drops those that reach past the
     /// sandbox (`caps.rs`).
     #[cfg(target_os = "linux")]
@@ -54,9 +58,11 @@ impl Plan {
         let mut enforcement = self.enforcement();
         #[cfg(target_os = "linux")]
         {
+            let confining = self.enabled && self.mode != crate::Mode::Auto;
+            let filtered = confining && self.network.filtered();
             let (ruleset, reads, refresh) = match enforcement.state {
                 State::Enforced { .. } | State::Partial { .. } => {
-                    let ruleset = crate::landlock::build_ruleset(&self.writable)?;
+                    let ruleset = crate::landlock::build_ruleset(&self.writable, filtered)?;
                     if ruleset.is_none() {
                         enforcement.state = State::NotEnforced {
                             why: crate::enforcement::NotEnforcedWhy::KernelLacksLandlock,
@@ -87,31 +93,62 @@ impl Plan {
             };
             // The seccomp filter (see `seccomp.rs`) goes with any confinement, Landlock or not;
             // `sandbox.terminal = false` and `auto` both mean "do not confine this command".
-            let confining = self.enabled && self.mode != crate::Mode::Auto;
+            use crate::seccomp::NetFilter;
+            let network = match self.network {
+                crate::Network::On => NetFilter::Open,
+                crate::Network::Off => NetFilter::Off,
+                crate::Network::Allowlist | crate::Network::Ask => NetFilter::Supervised,
+            };
             let filter = confining
                 .then(|| {
                     crate::seccomp::Filter::new(crate::seccomp::FilterSpec {
-                        network_off: !self.network,
+                        network,
                         unix_off: self.mode == crate::Mode::Plan,
                     })
                 })
                 .flatten();
-            if confining && !self.network {
-                enforcement.network_off = Some(filter.is_some());
-            }
+            enforcement.network = match (confining, self.network) {
+                (false, _) | (true, crate::Network::On) => NetEnforcement::Open,
+                (true, crate::Network::Off) => NetEnforcement::Off {
+                    installed: filter.is_some(),
+                },
+                (true, mode) => NetEnforcement::Filtered {
+                    mode,
+                    held: if filter.is_none() {
+                        NetHold::Nothing
+                    } else if ruleset.is_some()
+                        && crate::landlock::kernel_abi()
+                            .is_some_and(|abi| abi >= crate::landlock::ABI_TCP)
+                    {
+                        NetHold::Full
+                    } else {
+                        NetHold::SupervisorOnly
+                    },
+                    loopback: self.loopback,
+                },
+            };
             Ok(Prepared {
                 enforcement,
                 ruleset,
                 reads,
                 refresh,
                 filter,
+                supervisor: None,
                 drop_caps: confining && crate::caps::held(),
             })
         }
         #[cfg(not(target_os = "linux"))]
         {
-            if !self.network && self.enabled && self.mode != crate::Mode::Auto {
-                enforcement.network_off = Some(false);
+            if self.enabled && self.mode != crate::Mode::Auto {
+                enforcement.network = match self.network {
+                    crate::Network::On => NetEnforcement::Open,
+                    crate::Network::Off => NetEnforcement::Off { installed: false },
+                    mode => NetEnforcement::Filtered {
+                        mode,
+                        held: NetHold::Nothing,
+                        loopback: self.loopback,
+                    },
+                };
             }
             Ok(Prepared { enforcement })
         }
@@ -119,6 +156,15 @@ impl Plan {
 }
 
 impl Prepared {
+    /// Sends the connections of the commands this confines to `supervisor` (network
+    /// `allowlist` and `ask`): launchers hand it their filter's listener
+    /// ([`Self::apply_to_launcher_with`]).
+    #[cfg(target_os = "linux")]
+    pub fn supervised_by(mut self, supervisor: std::sync::Arc<crate::net::Supervisor>) -> Self {
+        self.supervisor = Some(supervisor);
+        self
+    }
+
     /// What this prepared sandbox enforces; `enforcement().line()` is the result line.
     pub fn enforcement(&self) -> Enforcement {
         self.enforcement
@@ -149,6 +195,10 @@ impl Prepared {
     /// kept from reads), the seccomp filter and the capabilities dropped. A spawning thread may
     /// take it once for all its children (the filter's compile, and the reads' rules, are the
     /// costly steps of a confined spawn); `no_new_privs` comes with it. Async-signal-safe.
+    ///
+    /// A filter that sends `connect` to a supervisor comes with a listener, which this drops
+    /// (closed: such a child's connects fail with ENOSYS); a launcher keeps it with
+    /// [`Self::apply_to_launcher_with`].
     pub fn apply_shared(&self) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
         {
@@ -168,7 +218,7 @@ impl Prepared {
                 reads.apply()?;
             }
             if let Some(filter) = &self.filter {
-                filter.install()?;
+                drop(filter.install()?);
             }
             if self.drop_caps {
                 crate::caps::drop_in_child()?;
@@ -177,6 +227,42 @@ impl Prepared {
         #[cfg(not(target_os = "linux"))]
         let _ = reads;
         Ok(())
+    }
+
+    /// [`Self::apply_shared_with`] for a thread that clones commands (not a child between clone
+    /// and exec: this may allocate and lock): the filter's listener, if any, goes to the
+    /// supervisor, which then answers the connects of every command the thread starts.
+    pub fn apply_to_launcher_with(&self, reads: Option<&Ruleset>) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            if let Some(reads) = reads {
+                reads.apply()?;
+            }
+            if let Some(filter) = &self.filter
+                && let Some(listener) = filter.install()?
+                && let Some(supervisor) = &self.supervisor
+            {
+                supervisor.adopt(listener);
+            }
+            if self.drop_caps {
+                crate::caps::drop_in_child()?;
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = reads;
+        Ok(())
+    }
+
+    /// [`Self::apply_to_launcher_with`] with the reads' ruleset made by `prepare`.
+    pub fn apply_to_launcher(&self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            self.apply_to_launcher_with(self.reads.as_ref())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Ok(())
+        }
     }
 
     /// The reads' ruleset for a command starting now (`None` where nothing is kept from reads):

@@ -7,24 +7,50 @@
 //!   Landlock does not cover extended attributes (`security.capability` included) or inode flags
 //!   (`chattr +i`), so they would reach files outside the sandbox. They fail with EOPNOTSUPP, the
 //!   answer of a file system without xattrs, which `cp -a`, `rsync -a` and `tar` pass over;
-//! - `io_uring_setup` (ENOSYS, as a kernel without io_uring): its operations (socket, setxattr)
-//!   would bypass every check here;
+//! - `io_uring_setup` (ENOSYS, as a kernel without io_uring): its operations (socket, connect,
+//!   setxattr) would bypass every check here;
 //! - syscalls of a foreign ABI (x86 `int 0x80`, x32), whose numbers differ and would bypass the
 //!   checks: 32-bit binaries do not run confined.
 //!
-//! With network off: `socket(AF_INET | AF_INET6 | AF_PACKET, …)` fails with EACCES. In `plan`
-//! mode also `socket(AF_UNIX, …)`: a read-only command must not reach a daemon that would act
-//! for it (tmux, docker, systemd, D-Bus, ssh-agent). `socketpair` and inherited sockets work.
+//! By the network mode (docs/BEHAVIOUR.md §13):
+//! - `off`: `socket()` of any family but `AF_UNIX` and `AF_NETLINK` fails with EACCES;
+//! - `allowlist`/`ask` (*supervised*): `socket()` of a family other than `AF_UNIX`, `AF_INET`,
+//!   `AF_INET6`, `AF_NETLINK` fails, and so does an IP socket that is not plain TCP (UDP, DNS to
+//!   outside resolvers included, ICMP datagrams, raw sockets, MPTCP and SCTP, which Landlock's
+//!   TCP rules do not see): refused by the supervisor, which notes it for the model (a program
+//!   that failed to resolve a name says only that); `sendto`/`sendmsg`/`sendmmsg` with `MSG_FASTOPEN` fail (TCP Fast
+//!   Open connects without `connect`); every `connect` is sent to the server's supervisor
+//!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself.
+//!   The command's own TCP connects are refused by its Landlock domain (`landlock.rs`), so the
+//!   supervisor may let the kernel carry on with any call it does not handle.
+//! - `on`: nothing.
+//!
+//! In `plan` mode also `socket(AF_UNIX, …)`: a read-only command must not reach a daemon that
+//! would act for it (tmux, docker, systemd, D-Bus, ssh-agent). `socketpair` and inherited
+//! sockets work.
 //!
 //! Hand-built classic BPF rather than the `seccompiler` crate: a few dozen fixed instructions,
 //! assembled once in `prepare` (in the parent), need no extra dependency on a 2-core build
 //! machine. Installing is two syscalls on that prepared program, async-signal-safe.
 
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// What the filter does with sockets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NetFilter {
+    /// Nothing: network `on`.
+    #[default]
+    Open,
+    /// No IP (or other non-local) socket: network `off`.
+    Off,
+    /// TCP only, every `connect` to the supervisor: `allowlist` and `ask`.
+    Supervised,
+}
+
 /// What the filter refuses beyond what it always refuses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FilterSpec {
-    /// Refuse new IP and packet sockets.
-    pub network_off: bool,
+    pub network: NetFilter,
     /// Refuse new unix sockets (plan mode).
     pub unix_off: bool,
 }
@@ -53,6 +79,11 @@ mod bpf {
     pub const OFFSET_ARCH: u32 = 4;
     pub const OFFSET_ARG0: u32 = 16;
     pub const OFFSET_ARG1: u32 = 24;
+    pub const OFFSET_ARG2: u32 = 32;
+    pub const OFFSET_ARG3: u32 = 40;
+
+    /// `SOCK_TYPE_MASK`: a socket type's low bits, without `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
+    pub const SOCK_TYPE_MASK: u32 = 0xf;
 
     /// `setxattrat` and `removexattrat` (Linux 6.13): new syscalls share one number on every
     /// architecture.
@@ -77,6 +108,15 @@ mod bpf {
         stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (errno as u32 & 0xFFFF))
     }
 
+    pub fn ret_notify() -> sock_filter {
+        stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_USER_NOTIF)
+    }
+
+    /// `A &= k`.
+    pub fn and(k: u32) -> sock_filter {
+        stmt(libc::BPF_ALU | libc::BPF_AND | BPF_K, k)
+    }
+
     fn stmt(code: u32, k: u32) -> sock_filter {
         sock_filter {
             code: code as u16,
@@ -92,6 +132,8 @@ mod bpf {
 pub struct Filter {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     program: Vec<libc::sock_filter>,
+    /// The program sends `connect` to a supervisor: installed with a new listener.
+    notifies: bool,
 }
 
 // libc implements Debug for `sock_filter` only with its `extra_traits` feature.
@@ -106,7 +148,10 @@ impl Filter {
     pub fn new(spec: FilterSpec) -> Option<Filter> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
-            assemble(spec).map(|program| Filter { program })
+            assemble(spec).map(|program| Filter {
+                program,
+                notifies: spec.network == NetFilter::Supervised,
+            })
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
@@ -115,9 +160,12 @@ impl Filter {
         }
     }
 
-    /// Installs the filter on the calling process. Async-signal-safe: the `sock_fprog` lives on
-    /// the stack and points into `self`; two syscalls.
-    pub fn install(&self) -> std::io::Result<()> {
+    /// Installs the filter on the calling thread. Async-signal-safe: the `sock_fprog` lives on
+    /// the stack and points into `self`; two syscalls. A filter that notifies comes with its
+    /// listener, close-on-exec: the fd the supervisor reads the notifications from. Dropped,
+    /// the notifying syscall fails with ENOSYS in every process under the filter (it fails
+    /// closed).
+    pub fn install(&self) -> std::io::Result<Option<OwnedFd>> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             // Required to install a filter without CAP_SYS_ADMIN; idempotent.
@@ -129,21 +177,30 @@ impl Filter {
                 len: self.program.len() as libc::c_ushort,
                 filter: self.program.as_ptr().cast_mut(),
             };
+            let flags = if self.notifies {
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+            } else {
+                0
+            };
             // SAFETY: prog points to `len` valid instructions that outlive the call; the kernel
             // copies the program.
             let rc = unsafe {
                 libc::syscall(
                     libc::SYS_seccomp,
                     libc::SECCOMP_SET_MODE_FILTER,
-                    0u32,
+                    flags,
                     &raw const prog,
                 )
             };
-            if rc != 0 {
+            if rc < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            if self.notifies {
+                // SAFETY: with NEW_LISTENER the syscall returns a fresh fd that nobody else owns.
+                return Ok(Some(unsafe { OwnedFd::from_raw_fd(rc as i32) }));
+            }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -169,6 +226,7 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     asm.jump(libc::BPF_JGE, FOREIGN_NR_MIN, deny_nosys, native_nr);
     asm.mark(native_nr);
 
+    let notify = asm.label();
     let mut special: Vec<(u32, Label)> = vec![
         (libc::SYS_setxattr as u32, no_xattr),
         (libc::SYS_lsetxattr as u32, no_xattr),
@@ -181,15 +239,36 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         (libc::SYS_io_uring_setup as u32, deny_nosys),
         (libc::SYS_ioctl as u32, ioctl),
     ];
-    let mut families = Vec::new();
-    if spec.network_off {
-        families.extend([libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]);
-    }
-    if spec.unix_off {
-        families.push(libc::AF_UNIX);
-    }
-    if !families.is_empty() {
+    // Families `socket()` may make; `None`: any.
+    let families: Option<Vec<i32>> = match spec.network {
+        NetFilter::Open => None,
+        NetFilter::Off => Some(vec![libc::AF_UNIX, libc::AF_NETLINK]),
+        NetFilter::Supervised => Some(vec![
+            libc::AF_UNIX,
+            libc::AF_NETLINK,
+            libc::AF_INET,
+            libc::AF_INET6,
+        ]),
+    };
+    let families = match (families, spec.unix_off) {
+        (Some(mut list), true) => {
+            list.retain(|&f| f != libc::AF_UNIX);
+            Some(list)
+        }
+        (None, true) => None,
+        (list, false) => list,
+    };
+    let (send_to, send_msg, send_mmsg) = (asm.label(), asm.label(), asm.label());
+    if families.is_some() || spec.unix_off {
         special.push((libc::SYS_socket as u32, socket));
+    }
+    if spec.network == NetFilter::Supervised {
+        special.extend([
+            (libc::SYS_connect as u32, notify),
+            (libc::SYS_sendto as u32, send_to),
+            (libc::SYS_sendmsg as u32, send_msg),
+            (libc::SYS_sendmmsg as u32, send_mmsg),
+        ]);
     }
     special.sort_unstable_by_key(|(nr, _)| *nr);
     asm.search(&special, allow);
@@ -209,18 +288,84 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         asm.mark(next);
     }
     asm.always(allow);
-    // socket: by domain.
+    // socket: by domain, then (IP, supervised) by type and protocol.
     asm.mark(socket);
     asm.stmt(ld(OFFSET_ARG0));
-    for family in families {
-        let next = asm.label();
-        asm.jump(libc::BPF_JEQ, family as u32, deny_access, next);
-        asm.mark(next);
+    // Supervised, a refused socket is the supervisor's to refuse, so it can tell the model
+    // that a UDP socket (a DNS lookup, most often) was refused; it never allows one.
+    let refuse_socket = if spec.network == NetFilter::Supervised {
+        notify
+    } else {
+        deny_access
+    };
+    match &families {
+        // An allow-list of families.
+        Some(allowed) => {
+            let inet = asm.label();
+            for &family in allowed {
+                let next = asm.label();
+                let to = if family == libc::AF_INET || family == libc::AF_INET6 {
+                    inet
+                } else {
+                    allow
+                };
+                asm.jump(libc::BPF_JEQ, family as u32, to, next);
+                asm.mark(next);
+            }
+            asm.always(refuse_socket);
+            // Plain TCP only: SOCK_STREAM with protocol 0 or IPPROTO_TCP.
+            asm.mark(inet);
+            asm.stmt(ld(OFFSET_ARG1));
+            asm.stmt(and(SOCK_TYPE_MASK));
+            let stream = asm.label();
+            asm.jump(
+                libc::BPF_JEQ,
+                libc::SOCK_STREAM as u32,
+                stream,
+                refuse_socket,
+            );
+            asm.mark(stream);
+            asm.stmt(ld(OFFSET_ARG2));
+            let not_zero = asm.label();
+            asm.jump(libc::BPF_JEQ, 0, allow, not_zero);
+            asm.mark(not_zero);
+            asm.jump(
+                libc::BPF_JEQ,
+                libc::IPPROTO_TCP as u32,
+                allow,
+                refuse_socket,
+            );
+        }
+        // Open network, plan mode: only unix sockets refused.
+        None => {
+            asm.jump(libc::BPF_JEQ, libc::AF_UNIX as u32, deny_access, allow);
+        }
     }
-    asm.always(allow);
+    // sendto/sendmsg/sendmmsg: TCP Fast Open connects without `connect`.
+    let sends = [
+        (send_to, OFFSET_ARG3),
+        (send_msg, OFFSET_ARG2),
+        (send_mmsg, OFFSET_ARG3),
+    ];
+    let sends = if spec.network == NetFilter::Supervised {
+        &sends[..]
+    } else {
+        &[]
+    };
+    for &(label, flags_at) in sends {
+        asm.mark(label);
+        asm.stmt(ld(flags_at));
+        asm.jump(
+            libc::BPF_JSET,
+            libc::MSG_FASTOPEN as u32,
+            deny_access,
+            allow,
+        );
+    }
 
     for (label, ret) in [
         (allow, ret_allow()),
+        (notify, ret_notify()),
         (deny_nosys, ret_errno(libc::ENOSYS)),
         (deny_perm, ret_errno(libc::EPERM)),
         (deny_access, ret_errno(libc::EACCES)),
@@ -337,14 +482,10 @@ mod tests {
     /// Every variant assembles: no jump too long for classic BPF.
     #[test]
     fn every_variant_assembles() {
-        for network_off in [false, true] {
+        for network in [NetFilter::Open, NetFilter::Off, NetFilter::Supervised] {
             for unix_off in [false, true] {
-                let program = assemble(FilterSpec {
-                    network_off,
-                    unix_off,
-                })
-                .expect("assembles");
-                assert!(program.len() < 80, "{} instructions", program.len());
+                let program = assemble(FilterSpec { network, unix_off }).expect("assembles");
+                assert!(program.len() < 120, "{} instructions", program.len());
             }
         }
     }

@@ -12,6 +12,7 @@ mod handler;
 mod http_sessions;
 mod job_words;
 pub mod metrics;
+pub mod network;
 mod own_dirs;
 mod schemas;
 pub mod secrets;

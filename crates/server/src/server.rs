@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     view_url: OnceLock<String>,
     /// The sealing key and open questions of escalations asked with `input_required`.
     pub(crate) sealer: Arc<Sealer>,
+    /// What confined commands may reach, and what they met (docs/BEHAVIOUR.md §13).
+    pub(crate) egress: Arc<crate::network::Egress>,
     /// Every tool call being answered, of every session: the drain waits for them.
     pub(crate) calls: crate::session::InFlight,
     /// Serving, draining or stopping (docs/BEHAVIOUR.md §14; its phases are `drain.rs`'s).
@@ -109,13 +111,28 @@ impl Agentty {
     pub fn new(settings: Settings, session: String) -> Result<Self, BoundaryError> {
         let state = LazySession::new(session.clone());
         let workspace = Workspace::new(settings.workspace.clone(), settings.add_dirs.clone())?;
+        let egress = crate::network::Egress::new(
+            settings.network,
+            settings.allowlist.clone(),
+            settings.loopback,
+        );
+        let confining = settings.sandbox_enabled && settings.mode != agentty_sandbox::Mode::Auto;
+        let supervisor = if confining && egress.filtered() {
+            crate::network::start(&egress).map(Some)
+        } else {
+            Ok(None)
+        };
         let own_dirs =
             crate::own_dirs::OwnDirs::new(&settings.spill_root, &settings.shells_root(), &session);
         let own = own_dirs.of(None);
         let confinement = Confinement::new(
             settings.mode,
             settings.sandbox_enabled,
-            settings.network,
+            crate::confinement::NetSetup {
+                mode: settings.network,
+                loopback: settings.loopback,
+                supervisor,
+            },
             &workspace,
             &settings.protected,
             unreadable(&settings, &[&own.spill, &own.startup]),
@@ -148,6 +165,7 @@ impl Agentty {
             secrets: crate::secrets::Pending::default(),
             view_url: OnceLock::new(),
             sealer: Arc::new(Sealer::new(STATE_TTL)),
+            egress,
         };
         let tool_router = Self::tool_router();
         let tools = Arc::new(crate::tools::catalog::catalog(tool_router.list_all()));
@@ -205,6 +223,12 @@ impl Agentty {
     /// The sandbox line this session's commands carry.
     pub fn sandbox_line(&self) -> String {
         self.inner.confinement.line(false)
+    }
+
+    /// `doctor`'s line on the network: the mode, its mechanism here, what a command could still
+    /// do.
+    pub fn network_report(&self) -> String {
+        agentty_sandbox::notice::network_report(self.inner.confinement.network())
     }
 
     /// `doctor`'s lines on what confined commands may not read.
@@ -320,6 +344,10 @@ impl Agentty {
         &self.inner.confinement
     }
 
+    pub(crate) fn egress(&self) -> &Arc<crate::network::Egress> {
+        &self.inner.egress
+    }
+
     /// How a command the sandbox refused a write can be run again in this session
     /// (`in_shell`: it ran in a persistent shell).
     pub(crate) fn retry(&self, in_shell: bool) -> Retry {
@@ -382,6 +410,39 @@ impl Agentty {
                 shared.look(session.as_deref());
             }
         });
+    }
+
+    /// Registers a call's commands with the network policy (`confined`: they are; an
+    /// escalated call is not filtered): over stdio, a client that can be asked is asked while
+    /// the command waits; a 2026-07-28 client that can is asked with the result; over HTTP,
+    /// nobody (docs/BEHAVIOUR.md §13). `granted`: hosts the user approved for this call.
+    pub(crate) fn network_call(
+        &self,
+        marker: &str,
+        call: &str,
+        what: &str,
+        ctx: &RequestContext<RoleServer>,
+        confined: bool,
+        granted: Vec<crate::network::Target>,
+    ) -> Option<crate::network::NetCall> {
+        if !confined {
+            return None;
+        }
+        let over_http = crate::escalation::over_http(ctx);
+        let slot = ctx.extensions.get::<crate::escalation::mrtr::Slot>();
+        let asker =
+            (!over_http && slot.is_none() && self.state().client_can_ask.load(Ordering::Relaxed))
+                .then(|| ctx.peer.clone());
+        let later = !over_http && slot.is_some_and(crate::escalation::mrtr::Slot::can_ask);
+        self.egress().begin(crate::network::Begin {
+            marker,
+            session: &self.session.name,
+            call,
+            what,
+            asker,
+            ask_later: later,
+            granted,
+        })
     }
 
     /// A new per-call id and the run marker derived from it.

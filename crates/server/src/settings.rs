@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use agentty_guard::GuardConfig;
-use agentty_sandbox::Mode;
+use agentty_sandbox::{Mode, Network};
 
 /// Settings the server runs with (resolved by the binary from flags and the config file).
 #[derive(Debug, Clone)]
@@ -23,8 +23,13 @@ pub struct Settings {
     pub mode: Mode,
     /// `sandbox.terminal`: false keeps the mode but confines nothing, and says so.
     pub sandbox_enabled: bool,
-    /// `sandbox.network`: false turns the network off for commands (seccomp).
-    pub network: bool,
+    /// `sandbox.network`: what confined commands may reach (docs/BEHAVIOUR.md §13).
+    pub network: Network,
+    /// `sandbox.loopback`: in `allowlist` and `ask`, whether loopback stays reachable.
+    pub loopback: bool,
+    /// The hosts `allowlist` and `ask` let through (`sandbox.allow_net` and the built-in list,
+    /// unless `sandbox.builtin_net = false`).
+    pub allowlist: crate::network::Allowlist,
     /// Guard rules switched off by the user.
     pub guard: GuardConfig,
     /// Close a shell unused for this long (`None`: 10 minutes).

@@ -164,6 +164,21 @@ impl Agentty {
                     .started
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
+                // Its commands' recent connections, allowed and refused (docs/BEHAVIOUR.md §13).
+                let network: Vec<Value> = self
+                    .egress()
+                    .recent(&lazy.name)
+                    .into_iter()
+                    .map(|seen| {
+                        json!({
+                            "time": seen.time,
+                            "host": seen.target.host,
+                            "port": seen.target.port,
+                            "decision": if seen.allowed { "allowed" } else { "refused" },
+                            "rule": seen.rule,
+                        })
+                    })
+                    .collect();
                 let calls = calls_json(&state.view_calls);
                 Some(json!({
                     "key": lazy.name,
@@ -174,6 +189,7 @@ impl Agentty {
                     "transport": about.map_or("", |a| a.transport),
                     "started": started,
                     "jobs": jobs,
+                    "network": network,
                 }))
             })
             .collect();

@@ -53,13 +53,28 @@ pub struct HttpSection {
 pub struct SandboxSection {
     /// false: commands are not confined; results keep the mode and say so.
     pub terminal: Option<bool>,
-    /// false: commands get no network (IPv4/IPv6 sockets refused).
-    pub network: Option<bool>,
+    /// `on`, `off`, `allowlist` or `ask` (docs/BEHAVIOUR.md §13); `true`/`false` are the
+    /// older spellings of `on`/`off`.
+    pub network: Option<NetworkSetting>,
+    /// Hosts confined commands may reach in `allowlist` and `ask`, beside the built-in list.
+    pub allow_net: Option<Vec<String>>,
+    /// false: the built-in list of registries and code hosts is left out.
+    pub builtin_net: Option<bool>,
+    /// false: loopback is closed to confined commands in `allowlist` and `ask`.
+    pub loopback: Option<bool>,
     /// Paths that run code later left writable to confined commands, by name (`.git/config`,
     /// `.envrc`, `~/.bashrc`, …: `agentty_sandbox::protected_names`); they stay watched.
     pub writable_protected: Option<Vec<String>>,
     /// Paths confined commands may not read (`~/.aws`, `~/.ssh`), beside agentty's own state.
     pub deny_read: Option<Vec<PathBuf>>,
+}
+
+/// `sandbox.network` as written: a mode's name, or the older switch.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum NetworkSetting {
+    Switch(bool),
+    Mode(String),
 }
 
 #[derive(Debug, Default, Deserialize)]

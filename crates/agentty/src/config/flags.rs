@@ -35,9 +35,26 @@ pub struct Flags {
     /// Do not confine commands (sandbox.terminal = false); results still state the mode
     #[arg(long)]
     pub no_sandbox: bool,
-    /// Turn the network off for commands (sandbox.network = false)
+    /// What confined commands may reach: on, off, allowlist or ask [default: ask]
+    /// (sandbox.network)
+    #[arg(long, value_name = "MODE", conflicts_with = "no_network")]
+    pub network: Option<String>,
+    /// Turn the network off for commands (--network off)
     #[arg(long)]
     pub no_network: bool,
+    /// A host confined commands may reach through agentty's proxy, in allowlist and ask:
+    /// example.com, *.example.com, example.com:8443, 10.0.0.5:5432 (repeatable;
+    /// sandbox.allow_net)
+    #[arg(long = "allow-net", value_name = "HOST")]
+    pub allow_net: Vec<String>,
+    /// Leave out the built-in list of package registries and code hosts (sandbox.builtin_net =
+    /// false)
+    #[arg(long)]
+    pub no_builtin_net: bool,
+    /// Close the machine's loopback to confined commands in allowlist and ask (sandbox.loopback
+    /// = false)
+    #[arg(long)]
+    pub no_loopback: bool,
     /// Leave a path that runs code later writable to confined commands, by name, e.g.
     /// .git/config (repeatable; sandbox.writable_protected)
     #[arg(long = "writable-protected", value_name = "NAME")]

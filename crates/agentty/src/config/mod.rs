@@ -32,7 +32,7 @@ pub use flags::{Flags, GuardFlags, HttpFlags};
 /// its default, checked as it is read; then the places the server trusts are checked against
 /// what confined commands may write.
 pub fn resolve(flags: &Flags) -> Result<Settings> {
-    let file = FileConfig::in_effect(flags)?;
+    let mut file = FileConfig::in_effect(flags)?;
     let workspace_given = match flags.workspace.clone().or(file.workspace) {
         Some(dir) => dir,
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -49,7 +49,18 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
     let mode = mode(flags.mode.clone().or(file.mode))?;
     let add_dirs = extra_roots(flags.add_dirs.iter().chain(file.add_dirs.iter().flatten()))?;
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
-    let network = !flags.no_network && file.sandbox.network.unwrap_or(true);
+    let network = network(flags, file.sandbox.network.take())?;
+    let allow_net: Vec<String> = file
+        .sandbox
+        .allow_net
+        .take()
+        .into_iter()
+        .flatten()
+        .chain(flags.allow_net.iter().cloned())
+        .collect();
+    let builtin_net = !flags.no_builtin_net && file.sandbox.builtin_net.unwrap_or(true);
+    let allowlist = agentty_server::network::Allowlist::new(builtin_net, &allow_net)?;
+    let loopback = !flags.no_loopback && file.sandbox.loopback.unwrap_or(true);
     let guard = merge_guard(file.guard, flags)?;
     // What commands may write, while the sandbox is on.
     let plan = sandbox_enabled.then(|| plan_for(mode, &workspace, &add_dirs));
@@ -93,6 +104,8 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         mode,
         sandbox_enabled,
         network,
+        loopback,
+        allowlist,
         guard,
         shell_idle_ms: flags
             .shell_idle_ms
@@ -197,6 +210,24 @@ fn default_timeout_ms(given: Option<u64>) -> Result<u64> {
         bail!("default_timeout_ms must be between 1 and {TIMEOUT_MAX_MS}");
     }
     Ok(ms)
+}
+
+/// The network mode: `--no-network` (off), else `--network`, else the file's (`true`/`false`
+/// read as `on`/`off`), else `ask` (docs/BEHAVIOUR.md §13).
+fn network(flags: &Flags, file: Option<file::NetworkSetting>) -> Result<agentty_sandbox::Network> {
+    use agentty_sandbox::Network;
+    if flags.no_network {
+        return Ok(Network::Off);
+    }
+    let text = match (flags.network.clone(), file) {
+        (Some(text), _) | (None, Some(file::NetworkSetting::Mode(text))) => text,
+        (None, Some(file::NetworkSetting::Switch(on))) => {
+            return Ok(if on { Network::On } else { Network::Off });
+        }
+        (None, None) => return Ok(Network::Ask),
+    };
+    text.parse()
+        .map_err(|e| anyhow::anyhow!("sandbox.network: {e}"))
 }
 
 /// The permission mode given, else `default`.

@@ -3,6 +3,7 @@ mod cli;
 mod client;
 mod entry;
 mod http;
+mod network;
 mod parse;
 mod planted;
 mod raw;

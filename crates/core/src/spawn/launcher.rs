@@ -351,7 +351,7 @@ fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::R
             crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWPID))?;
         }
     }
-    confine.map_or(Ok(()), Confine::apply_shared)
+    confine.map_or(Ok(()), Confine::apply_to_launcher)
 }
 
 /// Starts each child handed over until the pool lets go of this launcher.

@@ -58,6 +58,13 @@ pub trait Confine: Send + Sync {
     /// cloned by a thread that has it applies it to itself, after [`Confine::apply_own`].
     fn apply_shared(&self) -> io::Result<()>;
 
+    /// [`Confine::apply_shared`] as a launcher thread takes it, once, before it clones any
+    /// child: not in a child, so it may allocate and lock (the seccomp filter's listener is
+    /// handed to the server's supervisor of connections here).
+    fn apply_to_launcher(&self) -> io::Result<()> {
+        self.apply_shared()
+    }
+
     /// Which launchers may clone this confinement's children: those of another confinement
     /// with the same key, whose shared part ([`Confine::apply_shared`]) is the same. Two keys are
     /// equal only while the thing they are the address of lives, so an implementation that

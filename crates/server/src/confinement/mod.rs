@@ -33,6 +33,10 @@ impl Confine for PreparedConfine {
     fn apply_shared(&self) -> std::io::Result<()> {
         self.0.apply_shared()
     }
+
+    fn apply_to_launcher(&self) -> std::io::Result<()> {
+        self.0.apply_to_launcher()
+    }
 }
 
 /// One command's confinement: the server's, with the reads' ruleset current when the call came
@@ -50,6 +54,10 @@ impl Confine for CallConfine {
 
     fn apply_shared(&self) -> std::io::Result<()> {
         self.shared.0.apply_shared_with(self.reads.as_ref())
+    }
+
+    fn apply_to_launcher(&self) -> std::io::Result<()> {
+        self.shared.0.apply_to_launcher_with(self.reads.as_ref())
     }
 
     /// The reads' ruleset (kept alive by this), else the server's confinement (by `shared`).
@@ -198,34 +206,65 @@ fn is_broad(root: &std::path::Path, home: Option<&std::path::Path>) -> bool {
         || SYSTEM_DIRS.iter().any(|d| root == std::path::Path::new(d))
 }
 
+/// What confined commands may reach (docs/BEHAVIOUR.md §13), as `Confinement::new` takes it.
+pub struct NetSetup {
+    pub mode: agentty_sandbox::Network,
+    /// Loopback stays reachable in `allowlist` and `ask`.
+    pub loopback: bool,
+    /// The supervisor of connections (`allowlist` and `ask`), or why it could not start.
+    pub supervisor: Result<Option<Arc<agentty_sandbox::Supervisor>>, String>,
+}
+
 impl Confinement {
     pub fn new(
         mode: Mode,
         enabled: bool,
-        network: bool,
+        net: NetSetup,
         workspace: &Workspace,
         protected: &Protected,
         unreadable: Unreadable,
     ) -> Self {
+        let NetSetup {
+            mode: network,
+            loopback,
+            supervisor,
+        } = net;
         let policy = Policy {
             mode,
             writable_roots: workspace.writable_roots().map(ToOwned::to_owned).collect(),
             enabled,
             network,
+            loopback,
         };
         let plan = Plan::new(&policy).hide(unreadable);
         let mut enforcement = plan.enforcement();
-        let confine = match plan.prepare() {
+        let prepared = match supervisor {
+            Ok(supervisor) => {
+                plan.prepare()
+                    .map_err(|e| e.to_string())
+                    .map(|prepared| match supervisor {
+                        Some(supervisor) => prepared.supervised_by(supervisor),
+                        None => prepared,
+                    })
+            }
+            Err(why) => Err(notice::supervisor_failed(&why)),
+        };
+        let confine = match prepared {
             Ok(prepared) => {
                 enforcement = prepared.enforcement();
-                if enforcement.confines() || enforcement.network_off == Some(true) {
+                let network_held = matches!(
+                    enforcement.network,
+                    agentty_sandbox::NetEnforcement::Off { installed: true }
+                        | agentty_sandbox::NetEnforcement::Filtered { .. }
+                );
+                if enforcement.confines() || network_held {
                     let confine = Arc::new(PreparedConfine(prepared));
                     try_confine(&confine).map(|()| Some(confine))
                 } else {
                     Ok(None)
                 }
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         if let Err(e) = &confine {
             tracing::error!("{e}");
@@ -308,6 +347,11 @@ impl Confinement {
         Ok(Some(Arc::new(CallConfine { shared, reads })))
     }
 
+    /// What holds the network for confined commands.
+    pub fn network(&self) -> agentty_sandbox::NetEnforcement {
+        self.enforcement.network
+    }
+
     /// Why the sandbox is not in force as configured, if it is not (`/readyz` says it): it
     /// failed to start, the kernel has no backend for the mode asked, or the network switch
     /// asked for cannot be installed. `auto` and `--no-sandbox` ask for nothing.
@@ -322,7 +366,14 @@ impl Confinement {
         {
             return Some("degraded: no sandbox backend on this kernel");
         }
-        if self.enforcement.network_off == Some(false) {
+        if matches!(
+            self.enforcement.network,
+            agentty_sandbox::NetEnforcement::Off { installed: false }
+                | agentty_sandbox::NetEnforcement::Filtered {
+                    held: agentty_sandbox::NetHold::Nothing,
+                    ..
+                }
+        ) {
             return Some("degraded: the network switch cannot be installed");
         }
         None
@@ -436,7 +487,11 @@ mod tests {
         let mut c = Confinement::new(
             Mode::Default,
             true,
-            true,
+            NetSetup {
+                mode: agentty_sandbox::Network::On,
+                loopback: true,
+                supervisor: Ok(None),
+            },
             &workspace,
             &Protected::default(),
             Unreadable::default(),
@@ -459,12 +514,28 @@ mod tests {
         c.enforcement = Enforcement::decide(Mode::Default, false, &Backend::None);
         assert_eq!(c.not_in_force(), None);
         c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
-        c.enforcement.network_off = Some(false);
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Off { installed: false };
         assert_eq!(
             c.not_in_force(),
             Some("degraded: the network switch cannot be installed")
         );
-        c.enforcement.network_off = Some(true);
+        // The same for allowlist and ask without a filter to hold them.
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Filtered {
+            mode: agentty_sandbox::Network::Ask,
+            held: agentty_sandbox::NetHold::Nothing,
+            loopback: true,
+        };
+        assert_eq!(
+            c.not_in_force(),
+            Some("degraded: the network switch cannot be installed")
+        );
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Filtered {
+            mode: agentty_sandbox::Network::Ask,
+            held: agentty_sandbox::NetHold::Full,
+            loopback: true,
+        };
+        assert_eq!(c.not_in_force(), None);
+        c.enforcement.network = agentty_sandbox::NetEnforcement::Off { installed: true };
         c.confine = Err("the sandbox failed to start: test".into());
         assert_eq!(
             c.not_in_force(),

@@ -30,6 +30,9 @@ const OUTSTANDING_MAX: usize = 64;
 const STATE_MAX_CHARS: usize = 4096;
 /// The key of the answer in `inputRequests` / `inputResponses`.
 const ANSWER: &str = "approve";
+/// What a network question's state carries starts with this (an escalation's carries nothing,
+/// a secret request's its id).
+const NETWORK_EXTRA: &str = "network\n";
 
 /// The sealing key of this server run and the questions not yet redeemed.
 pub struct Sealer {
@@ -197,6 +200,56 @@ impl Slot {
                 .is_some_and(|a| a == ElicitationAction::Accept);
             (extra, accepted)
         }))
+    }
+
+    /// Whether the client said, in this request, that it can show the user a form.
+    pub fn can_ask(&self) -> bool {
+        self.0.lock().is_ok_and(|slot| slot.can_ask)
+    }
+
+    /// Leaves a question about hosts a command was refused (network `ask`): the user's
+    /// decision comes back with the retry, with `extra` (see [`Self::network_answer`]).
+    pub fn ask_network(&self, question: String, extra: &str) -> Result<(), String> {
+        let Ok(mut slot) = self.0.lock() else {
+            return Err(notice::escalation_failed("internal lock"));
+        };
+        let schema = ElicitationSchema::from_type::<crate::network::ask::NetApproval>()
+            .map_err(|e| notice::escalation_failed(&e.to_string()))?;
+        let request = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question,
+            requested_schema: schema,
+        });
+        let requests: InputRequests =
+            [(ANSWER.to_owned(), InputRequest::Elicitation(request))].into();
+        let state = slot
+            .sealer
+            .seal(&slot.binding, &format!("{NETWORK_EXTRA}{extra}"));
+        slot.question = Some(InputRequiredResult::new(Some(requests), Some(state)));
+        Ok(())
+    }
+
+    /// A retry's answer to a network question: what it carried back (after [`NETWORK_EXTRA`])
+    /// and the user's decision (a decline or cancel is a deny). `None` when this call is no
+    /// such retry, or its state did not open (the call then runs as a new one, under the
+    /// list).
+    pub fn network_answer(&self) -> Option<(String, crate::network::Choice)> {
+        let slot = self.0.lock().ok()?;
+        let Some(Ok((extra, answer))) = slot.retry.clone() else {
+            return None;
+        };
+        let carried = extra.strip_prefix(NETWORK_EXTRA)?.to_owned();
+        let answer = answer.unwrap_or(Value::Null);
+        let accepted = serde_json::from_value::<ElicitationAction>(answer["action"].clone())
+            .is_ok_and(|a| a == ElicitationAction::Accept);
+        let decision = serde_json::from_value::<crate::network::ask::Decision>(
+            answer["content"]["decision"].clone(),
+        );
+        let choice = match decision {
+            Ok(decision) if accepted => decision.into(),
+            _ => crate::network::Choice::Deny,
+        };
+        Some((carried, choice))
     }
 
     /// Whether the client can open a page for the user (URL-mode elicitation).

@@ -26,6 +26,7 @@ impl Agentty {
         request: RunRequest,
         sandbox: String,
         ctx: &RequestContext<RoleServer>,
+        net: Option<crate::network::NetCall>,
     ) -> CallToolResult {
         let start = CommandStart {
             spec: request.spec,
@@ -41,6 +42,7 @@ impl Agentty {
             Ok(job) => {
                 note_ends_in(&job, prepared);
                 self.watch_job(&job);
+                crate::network::keep_while_running(&job, net);
                 let notes: Vec<String> = self
                     .handle_rule()
                     .into_iter()
@@ -65,6 +67,7 @@ impl Agentty {
         prepared: &Prepared,
         handover: Box<Handover>,
         sandbox: String,
+        net: Option<crate::network::NetCall>,
     ) -> CallToolResult {
         let mut text = shaped_text(&handover.output);
         if !text.is_empty() && !text.ends_with('\n') {
@@ -80,6 +83,7 @@ impl Agentty {
                 Ok(job) => {
                     note_ends_in(&job, prepared);
                     self.watch_job(&job);
+                    crate::network::keep_while_running(&job, net);
                     if let Some(path) = &spill_path {
                         text.push_str(&say::spill_so_far(path));
                         text.push('\n');

@@ -14,6 +14,8 @@ use rmcp::{RoleServer, tool, tool_router};
 use super::notice;
 use super::{Prepared, TerminalParams, TerminalResult};
 use crate::escalation;
+use crate::escalation::mrtr::Slot;
+use crate::network::{Choice, NetCall};
 use crate::server::Agentty;
 use crate::tools::{input_schema, parse_args, tool_error};
 use crate::view_calls::{Ending, Running};
@@ -83,10 +85,34 @@ impl Agentty {
             Ok(l) => l,
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
+        // A 2026-07-28 client's answer to the question about hosts this same call was refused.
+        let slot = ctx.extensions.get::<Slot>().cloned();
+        let mut granted = Vec::new();
+        if let Some((carried, choice)) = slot.as_ref().and_then(Slot::network_answer) {
+            let (key, targets) = crate::network::read_carried(&carried);
+            match choice {
+                Choice::Deny => return self.egress().declined(&key, &targets),
+                Choice::Once => granted = targets,
+                Choice::Session => self
+                    .egress()
+                    .approve_for_session(&self.session.name, &targets),
+            }
+        }
         if self.cancelled_already(&ctx) {
             return tool_error(notice::CANCELLED_BEFORE_START.into());
         }
         let (call, marker) = self.next_call();
+        let net = self.network_call(
+            &marker,
+            &call,
+            &prepared.display,
+            &ctx,
+            confine.is_some(),
+            granted,
+        );
+        // The proxy's variables first: the call's own `env` may set them otherwise.
+        let mut env = net.as_ref().map(NetCall::env).unwrap_or_default();
+        env.extend(prepared.env.iter().cloned());
         tracing::debug!(
             %call,
             command = %crate::job_words::for_log(&prepared.display),
@@ -98,7 +124,7 @@ impl Agentty {
                 program: prepared.program.clone(),
                 args: prepared.args.clone(),
                 cwd: prepared.workdir.clone(),
-                env: prepared.env.clone(),
+                env,
                 stdin: agentty_core::spawn::StdinMode::Null,
                 marker,
                 confine,
@@ -113,7 +139,7 @@ impl Agentty {
         };
         if prepared.background {
             let line = self.confinement().line(escalated);
-            return self.start_background(&prepared, request, line, &ctx);
+            return self.start_background(&prepared, request, line, &ctx, net);
         }
         // Shown in the web view while it runs, and in its history after.
         let record = self
@@ -122,7 +148,7 @@ impl Agentty {
             .begin(&call, &prepared.display, !prepared.pty);
         if prepared.pty {
             return self
-                .terminal_pty(&prepared, request, escalated, &ctx, record)
+                .terminal_pty(&prepared, request, escalated, &ctx, net, record)
                 .await;
         }
         let request = RunRequest {
@@ -148,7 +174,7 @@ impl Agentty {
             Ok(RunEnd::Finished(o)) => o,
             Ok(RunEnd::TimedOut(handover)) => {
                 let line = self.confinement().line(escalated);
-                let result = self.adopt_timed_out(&prepared, handover, line).await;
+                let result = self.adopt_timed_out(&prepared, handover, line, net).await;
                 record.other(Ending::Backgrounded, &result);
                 return result;
             }
@@ -158,7 +184,15 @@ impl Agentty {
                 return result;
             }
         };
-        self.finish_foreground(&prepared, &outcome, escalated, Vec::new(), record)
+        self.finish_foreground(
+            &prepared,
+            &outcome,
+            escalated,
+            Vec::new(),
+            net,
+            &ctx,
+            record,
+        )
     }
     /// `terminal({command, pty: true})`: one command under a PTY (docs/BEHAVIOUR.md §4), rendered like the
     /// pipe path plus the awaiting-input note.
@@ -168,6 +202,7 @@ impl Agentty {
         request: RunRequest,
         escalated: bool,
         ctx: &RequestContext<RoleServer>,
+        net: Option<NetCall>,
         record: Running<'_>,
     ) -> CallToolResult {
         let pty_request = PtyRunRequest {
@@ -209,21 +244,30 @@ impl Agentty {
             &outcome.run,
             escalated,
             notes,
+            net,
+            ctx,
             record.awaiting(awaiting),
         )
     }
 
     /// The end of every foreground run, pipe or PTY: where the command ended up, whether the
-    /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0),
-    /// the planted-code warning, and the rendering. `notes`: what the path itself has to say.
+    /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0) or
+    /// a connection (error 2010, likewise), the planted-code warning, and the rendering.
+    /// `notes`: what the path itself has to say. A 2026-07-28 client in `ask` mode gets a
+    /// question about the hosts refused instead, with this result kept for a "deny".
     fn finish_foreground(
         &self,
         prepared: &Prepared,
         outcome: &RunOutcome,
         escalated: bool,
         mut notes: Vec<String>,
+        net: Option<NetCall>,
+        ctx: &RequestContext<RoleServer>,
         record: Running<'_>,
     ) -> CallToolResult {
+        let refused = net.as_ref().map(NetCall::take_refusals).unwrap_or_default();
+        let network =
+            (!refused.is_empty()).then(|| crate::confinement::notice::network_refused(&refused));
         let denial = self.confinement().denial(
             escalated,
             outcome.exit.and_then(agentty_core::Exit::code),
@@ -232,17 +276,19 @@ impl Agentty {
             &prepared.display,
             || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
-        let refused = denial.is_some();
+        // For the web view: a write or a connection the sandbox refused.
+        let sandbox_refused = denial.is_some() || !refused.is_empty();
         if let Some(denied) = &denial {
             denied.count();
         }
         let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
             denial,
+            network,
         };
         notes.extend(self.planted_warning());
         let (text, mut structured) = super::render::render(prepared, outcome, sandbox, notes);
-        record.ran(outcome, refused, &text);
+        record.ran(outcome, sandbox_refused, &text);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         // A typed result's data is moved in, not copied through `to_value` (for a 1 MB
         // listing that copy was a third tree of the same data).
@@ -252,7 +298,35 @@ impl Agentty {
             map.insert("parsed".into(), parsed.into_value());
         }
         result.structured_content = value;
-        result
+        match (net, ctx.extensions.get::<Slot>()) {
+            (Some(net), Some(slot)) if net.may_ask_later() => {
+                self.ask_after(result, &refused, slot, &prepared.display)
+            }
+            _ => result,
+        }
+    }
+
+    /// For a 2026-07-28 client in `ask` mode: the hosts the command was refused for not being
+    /// listed go back as a question (`input_required`); the retry runs the call again with
+    /// them allowed, or answers a "deny" with `result`.
+    fn ask_after(
+        &self,
+        result: CallToolResult,
+        refused: &[crate::network::Refusal],
+        slot: &Slot,
+        what: &str,
+    ) -> CallToolResult {
+        let targets = crate::network::askable(refused);
+        if targets.is_empty() {
+            return result;
+        }
+        let key = self.egress().keep_result(result.clone());
+        let question = crate::confinement::notice::network_question_after(what, &targets);
+        match slot.ask_network(question, &crate::network::carried(&key, &targets)) {
+            // The handler's word is replaced by the question (`call_tool`).
+            Ok(()) => tool_error(crate::escalation::notice::ESCALATION_ASKED.to_owned()),
+            Err(_) => self.egress().take_result(&key).unwrap_or(result),
+        }
     }
 }
 

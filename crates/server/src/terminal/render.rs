@@ -11,6 +11,8 @@ use super::{Prepared, Status, TerminalResult, notice, parsed};
 pub(super) struct SandboxReport {
     pub line: String,
     pub denial: Option<crate::confinement::Refused>,
+    /// The 2010 line, when connections were refused.
+    pub network: Option<String>,
 }
 
 /// Renders a run for the model (text) and for programs (structured). `path_notes`: what the
@@ -91,9 +93,16 @@ pub(super) fn render(
     let error_code = sandbox
         .denial
         .as_ref()
-        .and_then(crate::confinement::Refused::code);
+        .and_then(crate::confinement::Refused::code)
+        .or(sandbox
+            .network
+            .as_ref()
+            .map(|_| crate::confinement::notice::NETWORK_REFUSED));
     if let Some(denial) = &sandbox.denial {
         notes.push(denial.line());
+    }
+    if let Some(network) = &sandbox.network {
+        notes.push(network.clone());
     }
     text.push_str(&status_line);
     if let Some((_, line)) = &parsed {

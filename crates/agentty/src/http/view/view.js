@@ -18,6 +18,7 @@ let control = false;
 let lastState = null;
 const dismissed = new Set(); // the warnings the person dismissed, by time, session, path, what
 const WARNINGS_SHOWN = 5;
+const REFUSALS_SHOWN = 5;
 
 const $ = (id) => document.getElementById(id);
 
@@ -185,7 +186,23 @@ function sessionBox(s) {
   for (const c of calls.filter((c) => c.state === "running")) box.append(callButton(s, c));
   for (const j of s.jobs) box.append(jobButton(s, j));
   for (const c of calls.filter((c) => c.state !== "running")) box.append(callButton(s, c));
+  const refused = networkRefused(s);
+  if (refused) box.append(refused);
   return box;
+}
+
+/** The connections a session's commands were refused, newest first (the server's log has them
+ * all); null when none. */
+function networkRefused(s) {
+  const refused = (s.network || []).filter((n) => n.decision === "refused").reverse();
+  if (refused.length === 0) return null;
+  const list = el("ul", "network-refused");
+  list.append(el("li", "network-head", "network refused:"));
+  for (const n of refused.slice(0, REFUSALS_SHOWN)) {
+    const what = n.port ? n.host + ":" + n.port : "a socket";
+    list.append(el("li", "", what + " (" + n.rule + ", " + new Date(n.time * 1000).toLocaleTimeString() + ")"));
+  }
+  return list;
 }
 
 /** "12 calls · 2 failed · now: cargo build": how busy an agent is and how it fares. */

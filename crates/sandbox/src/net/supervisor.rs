@@ -1,0 +1,600 @@
+//! The supervisor of confined commands' connections (network `allowlist` and `ask`,
+//! docs/BEHAVIOUR.md §13): one thread of the server that answers every `connect` the seccomp
+//! filter sends it (`seccomp.rs`).
+//!
+//! A confined command's own TCP connects are refused by its Landlock domain (`landlock.rs`, ABI
+//! 4), so the only TCP connections it gets are the ones made here: for an IP address the
+//! [`Judge`] allows, the supervisor connects a socket of its own, from the server, and puts it in
+//! the command's place with `SECCOMP_IOCTL_NOTIF_ADDFD` (`SETFD`: as `dup2` onto the fd the
+//! command named), then answers the syscall. It never tells the kernel to carry on with an
+//! address it read from the command's memory: another thread of the command could change it
+//! between the read and the kernel's (the classic user-notification TOCTOU). It does carry on
+//! with calls it does not handle (a unix socket, an address that is not IP, memory it could not
+//! read): whatever they turn into, the Landlock domain refuses a TCP connect.
+//!
+//! What the server's socket keeps of the command's: its family (an IPv4 address on an IPv6
+//! socket is connected as `::ffff:a.b.c.d`), `O_NONBLOCK` (a non-blocking command gets
+//! `EINPROGRESS` and polls the new socket), close-on-exec, and the usual options
+//! (keep-alive and its timings, `TCP_NODELAY`, `SO_LINGER`, `IPV6_V6ONLY`). Not a local address
+//! bound before the connect.
+//!
+//! Nothing here blocks: connects are non-blocking, and a command whose socket blocks waits, in
+//! the kernel, until the poll loop sees the connection made or [`CONNECT_WAIT`] passed. The
+//! judge is called on this thread and must answer at once.
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::notify::{self, Notif};
+
+/// How long a command whose socket blocks waits for a connection the supervisor makes (a
+/// listed address that does not answer): about the kernel's own SYN retries.
+const CONNECT_WAIT: Duration = Duration::from_secs(60);
+
+/// The bytes of a socket address read from a command at most (`sockaddr_in6` is 28).
+const ADDRESS_BYTES_MAX: usize = 128;
+
+/// What the server decides for a connection a confined command asks for.
+pub trait Judge: Send + Sync {
+    /// Process `pid` (a thread id in the server's PID namespace) connects to `to` (an IPv4
+    /// address mapped into IPv6 is given as IPv4). Called on the supervisor's thread: answer at
+    /// once, block on nothing.
+    fn judge(&self, pid: u32, to: SocketAddr) -> Verdict;
+
+    /// Process `pid` was refused a socket (`family`, `kind` with its flags, `protocol`): a
+    /// UDP socket for a DNS lookup, most often. Told, not asked: the refusal stands.
+    fn refused_socket(&self, pid: u32, family: i32, kind: i32, protocol: i32);
+}
+
+/// The judge's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The server connects to the address for the command.
+    Connect,
+    /// The connect fails with EACCES.
+    Refuse,
+}
+
+/// The supervisor: its thread, and where listeners are handed to it.
+pub struct Supervisor {
+    incoming: Mutex<Vec<OwnedFd>>,
+    /// An eventfd that wakes the thread when a listener comes.
+    wake: OwnedFd,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    /// Starts the supervisor's thread (`agentty-netwatch`), which asks `judge`. Start it from a
+    /// thread that is not confined: the thread inherits its creator's seccomp filter.
+    pub fn start(judge: Arc<dyn Judge>) -> io::Result<Arc<Supervisor>> {
+        notify::fits()?;
+        // SAFETY: eventfd with flags; the fd it returns is ours.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if wake < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let supervisor = Arc::new(Supervisor {
+            incoming: Mutex::default(),
+            // SAFETY: a fresh fd nobody else owns.
+            wake: unsafe { OwnedFd::from_raw_fd(wake) },
+        });
+        let looped = Arc::clone(&supervisor);
+        std::thread::Builder::new()
+            .name("agentty-netwatch".into())
+            .stack_size(256 * 1024)
+            .spawn(move || looped.run(judge.as_ref()))?;
+        Ok(supervisor)
+    }
+
+    /// Takes the listener of a filter just installed: its commands' connects come here.
+    pub(crate) fn adopt(&self, listener: OwnedFd) {
+        self.incoming
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(listener);
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd.
+        unsafe { libc::write(self.wake.as_raw_fd(), (&raw const one).cast(), 8) };
+    }
+
+    fn run(&self, judge: &dyn Judge) {
+        let mut listeners: Vec<Arc<OwnedFd>> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        loop {
+            let mut fds: Vec<libc::pollfd> =
+                Vec::with_capacity(1 + listeners.len() + pending.len());
+            fds.push(poll_for(self.wake.as_raw_fd(), libc::POLLIN));
+            fds.extend(
+                listeners
+                    .iter()
+                    .map(|l| poll_for(l.as_raw_fd(), libc::POLLIN)),
+            );
+            fds.extend(
+                pending
+                    .iter()
+                    .map(|p| poll_for(p.socket.as_raw_fd(), libc::POLLOUT)),
+            );
+            let timeout = pending
+                .iter()
+                .map(|p| p.deadline.saturating_duration_since(Instant::now()))
+                .min()
+                .map_or(-1, |d| i32::try_from(d.as_millis() + 1).unwrap_or(i32::MAX));
+            // SAFETY: `fds` holds `fds.len()` initialised pollfds.
+            let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if rc < 0 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // Nothing better to do than to wait and try again: a poll that fails on valid
+                // fds is not expected.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            let mut waiting: Vec<Pending> = Vec::new();
+            let mut gone: Vec<usize> = Vec::new();
+            for (i, listener) in listeners.iter().enumerate() {
+                let events = fds[1 + i].revents;
+                if events & libc::POLLIN != 0 {
+                    waiting.extend(serve_one(judge, listener));
+                } else if events & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                    // No process is left under that filter.
+                    gone.push(i);
+                }
+            }
+            let now = Instant::now();
+            let offset = 1 + listeners.len();
+            for (j, connecting) in std::mem::take(&mut pending).into_iter().enumerate() {
+                if fds[offset + j].revents != 0 {
+                    connecting.finish();
+                } else if now >= connecting.deadline {
+                    let _ =
+                        notify::answer(connecting.listener(), connecting.id, 0, libc::ETIMEDOUT);
+                } else {
+                    waiting.push(connecting);
+                }
+            }
+            pending = waiting;
+            for i in gone.into_iter().rev() {
+                listeners.remove(i);
+            }
+            if fds[0].revents & libc::POLLIN != 0 {
+                let mut count = 0u64;
+                // SAFETY: reads 8 bytes into a live u64 from our eventfd.
+                unsafe { libc::read(self.wake.as_raw_fd(), (&raw mut count).cast(), 8) };
+                let mut incoming = self.incoming.lock().unwrap_or_else(PoisonError::into_inner);
+                listeners.extend(incoming.drain(..).map(Arc::new));
+            }
+        }
+    }
+}
+
+fn poll_for(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// A connection the supervisor is making for a command whose socket blocks: answered when
+/// it is made or fails.
+struct Pending {
+    listener: Arc<OwnedFd>,
+    id: u64,
+    target_fd: i32,
+    cloexec: bool,
+    socket: OwnedFd,
+    deadline: Instant,
+}
+
+impl Pending {
+    fn listener(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
+
+    /// The socket is writable or failed: hand it over, or say why not.
+    fn finish(self) {
+        let listener = self.listener();
+        match socket_error(&self.socket) {
+            0 => {
+                set_blocking(&self.socket);
+                hand_over(
+                    listener,
+                    self.id,
+                    &self.socket,
+                    self.target_fd,
+                    self.cloexec,
+                    0,
+                );
+            }
+            errno => {
+                let _ = notify::answer(listener, self.id, 0, errno);
+            }
+        }
+    }
+}
+
+/// What to do with one notification.
+enum Step {
+    /// Let the kernel run the call as the command made it (see the module's doc).
+    CarryOn,
+    /// Fail the call with this errno.
+    Fail(i32),
+    /// Answered already, or the command is gone.
+    Done,
+    /// A blocking command waits for this connection.
+    Wait(Pending),
+}
+
+/// Receives one notification from `listener` and answers it, or returns the connection it
+/// waits for.
+fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>) -> Option<Pending> {
+    let raw = listener.as_raw_fd();
+    // ENOENT: the command was interrupted or killed since; nothing to answer.
+    let notif = notify::recv(raw).ok()?;
+    let step = if notif.nr == libc::SYS_connect as i32 {
+        connect_for(judge, listener, &notif)
+    } else if notif.nr == libc::SYS_socket as i32 {
+        // The filter sends only the sockets it refuses (`seccomp.rs`).
+        let [family, kind, protocol, ..] = notif.args.map(|a| a as u32 as i32);
+        judge.refused_socket(notif.pid, family, kind, protocol);
+        Step::Fail(libc::EACCES)
+    } else {
+        Step::CarryOn
+    };
+    match step {
+        Step::CarryOn => {
+            let _ = notify::carry_on(raw, notif.id);
+        }
+        Step::Fail(errno) => {
+            let _ = notify::answer(raw, notif.id, 0, errno);
+        }
+        Step::Done => {}
+        Step::Wait(pending) => return Some(pending),
+    }
+    None
+}
+
+/// `connect(fd, address, len)` of a confined command.
+fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Step {
+    let raw = listener.as_raw_fd();
+    let (pid, id) = (notif.pid, notif.id);
+    // An `int` to the kernel: the low word.
+    let target_fd = notif.args[0] as u32 as i32;
+    let length = (notif.args[2] as u32 as usize).min(ADDRESS_BYTES_MAX);
+    let mut bytes = [0u8; ADDRESS_BYTES_MAX];
+    let Ok(read) = notify::read_memory(pid, notif.args[1], &mut bytes[..length]) else {
+        return Step::CarryOn;
+    };
+    if !notify::id_valid(raw, id) {
+        return Step::Done;
+    }
+    let Some(to) = socket_address(&bytes[..read]) else {
+        return Step::CarryOn;
+    };
+    let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
+        return Step::CarryOn;
+    };
+    // The pid named the command when the fd was copied only if the notification still waits.
+    if !notify::id_valid(raw, id) {
+        return Step::Done;
+    }
+    let Some(domain) = tcp_domain(&theirs) else {
+        return Step::CarryOn;
+    };
+    if peer_of(&theirs) {
+        return Step::Fail(libc::EISCONN);
+    }
+    let to = SocketAddr::new(to.ip().to_canonical(), to.port());
+    let connect_to = match (domain, to) {
+        (libc::AF_INET6, SocketAddr::V4(v4)) => {
+            SocketAddr::V6(SocketAddrV6::new(v4.ip().to_ipv6_mapped(), v4.port(), 0, 0))
+        }
+        (libc::AF_INET, SocketAddr::V6(_)) => return Step::Fail(libc::EAFNOSUPPORT),
+        _ => to,
+    };
+    if judge.judge(pid, to) == Verdict::Refuse {
+        return Step::Fail(libc::EACCES);
+    }
+    let nonblocking = status_flags(&theirs) & libc::O_NONBLOCK != 0;
+    let cloexec = notify::fd_cloexec(pid, target_fd);
+    let ours = match tcp_socket(domain) {
+        Ok(socket) => socket,
+        Err(e) => return Step::Fail(e.raw_os_error().unwrap_or(libc::ENOBUFS)),
+    };
+    copy_options(&theirs, &ours, domain);
+    drop(theirs);
+    match connect(&ours, connect_to) {
+        Ok(()) => {
+            if !nonblocking {
+                set_blocking(&ours);
+            }
+            hand_over(raw, id, &ours, target_fd, cloexec, 0);
+            Step::Done
+        }
+        Err(libc::EINPROGRESS) if nonblocking => {
+            hand_over(raw, id, &ours, target_fd, cloexec, libc::EINPROGRESS);
+            Step::Done
+        }
+        Err(libc::EINPROGRESS) => Step::Wait(Pending {
+            listener: Arc::clone(listener),
+            id,
+            target_fd,
+            cloexec,
+            socket: ours,
+            deadline: Instant::now() + CONNECT_WAIT,
+        }),
+        Err(errno) => Step::Fail(errno),
+    }
+}
+
+/// Puts `socket` in the command's place and answers the call with `errno` (0: success).
+fn hand_over(
+    listener: RawFd,
+    id: u64,
+    socket: &OwnedFd,
+    target_fd: i32,
+    cloexec: bool,
+    errno: i32,
+) {
+    match notify::install_fd(listener, id, socket, target_fd, cloexec) {
+        Ok(()) => {
+            let _ = notify::answer(listener, id, 0, errno);
+        }
+        // The command is gone (ENOENT), or its fd table is full or past its limit.
+        Err(e) => {
+            let _ = notify::answer(listener, id, 0, e.raw_os_error().unwrap_or(libc::EBADF));
+        }
+    }
+}
+
+/// The IP socket address in `bytes` (a `sockaddr_in` or `sockaddr_in6` as the command passed
+/// it), or `None` for another family or too few bytes (the kernel then says EINVAL itself).
+pub(crate) fn socket_address(bytes: &[u8]) -> Option<SocketAddr> {
+    let family = i32::from(u16::from_ne_bytes([*bytes.first()?, *bytes.get(1)?]));
+    let port = u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]);
+    match family {
+        libc::AF_INET if bytes.len() >= 16 => {
+            let ip = Ipv4Addr::new(bytes[4], bytes[5], bytes[6], bytes[7]);
+            Some(SocketAddr::V4(SocketAddrV4::new(ip, port)))
+        }
+        // The kernel takes the RFC 2133 length (24, no scope id) too.
+        libc::AF_INET6 if bytes.len() >= 24 => {
+            let mut octets = [0u8; 16];
+            octets.copy_from_slice(&bytes[8..24]);
+            let scope = bytes
+                .get(24..28)
+                .map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]));
+            let flow = u32::from_ne_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(octets),
+                port,
+                flow,
+                scope,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn int_option(socket: &OwnedFd, level: i32, name: i32) -> Option<i32> {
+    let mut value: libc::c_int = 0;
+    let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `length` bytes into `value`.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&raw mut value).cast(),
+            &raw mut length,
+        )
+    };
+    (rc == 0).then_some(value)
+}
+
+fn set_int_option(socket: &OwnedFd, level: i32, name: i32, value: i32) {
+    // SAFETY: passes a live c_int of the size given.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&raw const value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// The family of `socket` when it is a TCP socket (`AF_INET` or `AF_INET6`, stream, TCP).
+fn tcp_domain(socket: &OwnedFd) -> Option<i32> {
+    let domain = int_option(socket, libc::SOL_SOCKET, libc::SO_DOMAIN)?;
+    let kind = int_option(socket, libc::SOL_SOCKET, libc::SO_TYPE)?;
+    let protocol = int_option(socket, libc::SOL_SOCKET, libc::SO_PROTOCOL)?;
+    ((domain == libc::AF_INET || domain == libc::AF_INET6)
+        && kind == libc::SOCK_STREAM
+        && protocol == libc::IPPROTO_TCP)
+        .then_some(domain)
+}
+
+/// Whether `socket` is connected already.
+fn peer_of(socket: &OwnedFd) -> bool {
+    // SAFETY: sockaddr_storage is plain data; the kernel writes at most `length` bytes.
+    let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: as above.
+    unsafe {
+        libc::getpeername(
+            socket.as_raw_fd(),
+            (&raw mut address).cast(),
+            &raw mut length,
+        ) == 0
+    }
+}
+
+fn status_flags(fd: &OwnedFd) -> i32 {
+    // SAFETY: F_GETFL on an fd we own.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) }.max(0)
+}
+
+fn set_blocking(fd: &OwnedFd) {
+    let flags = status_flags(fd);
+    // SAFETY: F_SETFL on an fd we own.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
+}
+
+fn socket_error(socket: &OwnedFd) -> i32 {
+    int_option(socket, libc::SOL_SOCKET, libc::SO_ERROR).unwrap_or(libc::EIO)
+}
+
+/// A new non-blocking, close-on-exec TCP socket of `domain`.
+fn tcp_socket(domain: i32) -> io::Result<OwnedFd> {
+    // SAFETY: socket with constant arguments; the fd it returns is ours.
+    let fd = unsafe {
+        libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_TCP,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The options a program sets before it connects, copied from its socket to ours.
+fn copy_options(theirs: &OwnedFd, ours: &OwnedFd, domain: i32) {
+    let mut options = vec![
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT),
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT),
+    ];
+    if domain == libc::AF_INET6 {
+        options.push((libc::IPPROTO_IPV6, libc::IPV6_V6ONLY));
+    }
+    for (level, name) in options {
+        if let Some(value) = int_option(theirs, level, name) {
+            set_int_option(ours, level, name, value);
+        }
+    }
+    let mut linger = libc::linger {
+        l_onoff: 0,
+        l_linger: 0,
+    };
+    let mut length = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `length` bytes into `linger`; then passes it back.
+    unsafe {
+        if libc::getsockopt(
+            theirs.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw mut linger).cast(),
+            &raw mut length,
+        ) == 0
+            && linger.l_onoff != 0
+        {
+            libc::setsockopt(
+                ours.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&raw const linger).cast(),
+                length,
+            );
+        }
+    }
+}
+
+/// `connect` of our non-blocking socket; the errno on failure (EINPROGRESS included).
+fn connect(socket: &OwnedFd, to: SocketAddr) -> Result<(), i32> {
+    // SAFETY: sockaddr_storage is plain data.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let length = match to {
+        SocketAddr::V4(v4) => {
+            let address = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+            unsafe { std::ptr::write((&raw mut storage).cast(), address) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            let address = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((&raw mut storage).cast(), address) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    // SAFETY: `storage` holds a valid address of `length` bytes.
+    let rc = unsafe {
+        libc::connect(
+            socket.as_raw_fd(),
+            (&raw const storage).cast(),
+            length as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_addresses_parse_as_the_kernel_reads_them() {
+        let mut v4 = vec![0u8; 16];
+        v4[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        v4[2..4].copy_from_slice(&8080u16.to_be_bytes());
+        v4[4..8].copy_from_slice(&[127, 0, 0, 1]);
+        assert_eq!(socket_address(&v4), Some("127.0.0.1:8080".parse().unwrap()));
+        // Shorter than sockaddr_in: the kernel's EINVAL, not ours.
+        assert_eq!(socket_address(&v4[..15]), None);
+
+        let mut v6 = vec![0u8; 28];
+        v6[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+        v6[2..4].copy_from_slice(&443u16.to_be_bytes());
+        v6[8..24].copy_from_slice(&"::1".parse::<Ipv6Addr>().unwrap().octets());
+        assert_eq!(socket_address(&v6), Some("[::1]:443".parse().unwrap()));
+        assert_eq!(
+            socket_address(&v6[..24]),
+            Some("[::1]:443".parse().unwrap())
+        );
+        assert_eq!(socket_address(&v6[..23]), None);
+
+        let mut unix = vec![0u8; 110];
+        unix[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
+        assert_eq!(socket_address(&unix), None);
+        assert_eq!(socket_address(&[]), None);
+    }
+}

@@ -1,0 +1,648 @@
+//! Network egress of confined commands (docs/BEHAVIOUR.md §13), the server's half: what is
+//! allowed, who asked, what the user approved, and what is said about it.
+//!
+//! Two ways out exist for a confined command in `allowlist` and `ask`, both through here:
+//! - the **proxy** (`proxy.rs`), on 127.0.0.1, which each command is pointed at through
+//!   `HTTP_PROXY`/`HTTPS_PROXY` (and git's ssh through `agentty proxy-connect`) with
+//!   credentials of its own call: it resolves the name itself and connects only to a host on
+//!   the [`Allowlist`] (`list.rs`), or one the user approved (`ask`), and never to an inside
+//!   address (`address.rs`) unless that address is listed;
+//! - the **supervisor** of the sandbox crate, which makes every TCP connection a command asks
+//!   for itself and asks [`Egress`] (its `Judge`): the proxy, loopback (unless closed; never
+//!   port 53, a local resolver that would carry DNS out), and listed addresses.
+//!
+//! Each decision is a line of the server's log (host, port, decision, rule, session, call;
+//! never a path or a credential), kept for the web view (per session, bounded), and each
+//! refusal is kept for the result of the call that met it, whatever the command printed
+//! (`confinement/notice.rs` words it, error 2010).
+//!
+//! Attribution: the proxy knows the call by its credentials; the supervisor by the run marker
+//! in the process's environment, which a command can forge. Neither grants anything beyond
+//! the list: a call's own approvals ("once") and the session's come from the user, and a
+//! command that borrowed another call's credentials gets what that call may (over stdio, one
+//! session; over HTTP, nothing is asked, so the list alone).
+
+mod address;
+pub(crate) mod ask;
+pub mod list;
+mod proxy;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::OsString;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use agentty_sandbox::Network;
+use rmcp::{Peer, RoleServer};
+
+pub use address::Inside;
+pub use list::{Allowlist, Rule, RuleError};
+
+/// Calls kept registered at most (background jobs and shells stay while they run): the
+/// oldest are let go first.
+const CALLS_KEPT: usize = 1024;
+/// Refusals kept for one call's result.
+const REFUSALS_KEPT: usize = 16;
+/// Decisions kept per session for the web view, and sessions kept.
+const RECENT_PER_SESSION: usize = 32;
+const RECENT_SESSIONS: usize = 64;
+/// Results kept for the answers to questions asked with them (2026-07-28 clients).
+const RESULTS_KEPT: usize = 16;
+/// How many bytes of a process's environment are read to find its run marker.
+const ENVIRON_READ_BYTES: usize = 256 * 1024;
+
+/// A host and a port, the unit of a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// A name (lower case, no trailing dot) or an address as text.
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Why a connection was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// Not on the allowlist, not approved; `asked` says what became of asking.
+    NotListed { asked: Asked },
+    /// The user said no.
+    Declined,
+    /// A listed (or approved) name resolved only to inside addresses.
+    Inside { kind: Inside, ip: IpAddr },
+    /// A direct connection to an address that is not loopback nor listed.
+    Direct,
+    /// Loopback, closed by configuration.
+    LoopbackClosed,
+    /// Port 53 on loopback: a local resolver would carry names (and data in them) out.
+    LocalDns,
+    /// A socket of a kind commands may not make (UDP, raw, …): `what` names it.
+    Socket { what: &'static str },
+}
+
+/// What became of asking the user about a host not on the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// `allowlist` mode: nothing is asked.
+    Never,
+    /// `ask`, but this client cannot ask (over HTTP, or no elicitation).
+    CannotAsk,
+    /// `ask`, and the question can go back with the result (a 2026-07-28 client).
+    Later,
+    /// Asked, no answer in time.
+    Unanswered,
+}
+
+/// One refusal, for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub target: Target,
+    pub why: Why,
+}
+
+/// The user's answer to a question about a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Once,
+    Session,
+    Deny,
+}
+
+/// A call to register ([`Egress::begin`]).
+pub(crate) struct Begin<'a> {
+    pub marker: &'a str,
+    pub session: &'a str,
+    pub call: &'a str,
+    /// The command, for a question to the user.
+    pub what: &'a str,
+    /// Where to ask the user while the command waits (a client that can, over stdio).
+    pub asker: Option<Peer<RoleServer>>,
+    /// A question may go back with the result instead (a 2026-07-28 client that can ask).
+    pub ask_later: bool,
+    /// Hosts the user approved for this call already.
+    pub granted: Vec<Target>,
+}
+
+/// What the server knows of one call (or background job, or shell) whose commands may use the
+/// network.
+pub(crate) struct CallNet {
+    pub(crate) marker: String,
+    token: String,
+    pub(crate) session: String,
+    pub(crate) call: String,
+    /// The command, for a question to the user.
+    what: String,
+    /// Where to ask the user (a client that can, over stdio); `None`: the list alone.
+    asker: Option<Peer<RoleServer>>,
+    /// `ask` mode, and a question could go back with the call's result instead.
+    ask_later: bool,
+    /// Hosts the user approved for this call.
+    once: Mutex<HashSet<Target>>,
+    refused: Mutex<Vec<Refusal>>,
+}
+
+impl CallNet {
+    fn note_refusal(&self, refusal: Refusal) {
+        let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        if refused.len() < REFUSALS_KEPT && !refused.contains(&refusal) {
+            refused.push(refusal);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Calls {
+    by_marker: HashMap<String, Arc<CallNet>>,
+    by_token: HashMap<String, String>,
+    order: VecDeque<String>,
+}
+
+/// A decision as the web view shows it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// Seconds since the epoch.
+    pub time: u64,
+    pub target: Target,
+    pub allowed: bool,
+    /// The rule that allowed it, or why it was refused.
+    pub rule: String,
+}
+
+/// The network policy of this server and what it has seen.
+pub struct Egress {
+    mode: Network,
+    list: Allowlist,
+    loopback: bool,
+    /// Where the proxy listens, once it does.
+    proxy: OnceLock<SocketAddr>,
+    /// This binary, for git's ssh (`agentty proxy-connect`).
+    helper: Option<std::path::PathBuf>,
+    calls: Mutex<Calls>,
+    /// Hosts the user approved for a whole session, by session.
+    approved: Mutex<HashMap<String, HashSet<Target>>>,
+    recent: Mutex<VecDeque<(String, VecDeque<Seen>)>>,
+    /// Questions being asked, so a second connection to the same host waits for the first
+    /// answer instead of asking again.
+    asking: ask::Pending,
+    /// Results whose refusals went back to a 2026-07-28 client as a question, by key: a
+    /// "deny" answers with the result the command had.
+    kept: Mutex<VecDeque<(String, rmcp::model::CallToolResult)>>,
+}
+
+impl std::fmt::Debug for Egress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Egress")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Egress {
+    pub fn new(mode: Network, list: Allowlist, loopback: bool) -> Arc<Egress> {
+        Arc::new(Egress {
+            mode,
+            list,
+            loopback,
+            proxy: OnceLock::new(),
+            helper: std::env::current_exe().ok(),
+            calls: Mutex::default(),
+            approved: Mutex::default(),
+            recent: Mutex::default(),
+            asking: ask::Pending::default(),
+            kept: Mutex::default(),
+        })
+    }
+
+    /// Whether commands' connections are filtered here (`allowlist` and `ask`).
+    pub fn filtered(&self) -> bool {
+        self.mode.filtered()
+    }
+
+    pub fn mode(&self) -> Network {
+        self.mode
+    }
+
+    /// Starts the proxy on this runtime (`allowlist` and `ask`); its address.
+    pub fn start_proxy(self: &Arc<Self>) -> std::io::Result<SocketAddr> {
+        let at = proxy::start(Arc::clone(self))?;
+        let _ = self.proxy.set(at);
+        tracing::info!(%at, mode = %self.mode, "network proxy for confined commands listening");
+        Ok(at)
+    }
+
+    /// Registers a call whose commands may connect (`None` when nothing is filtered, or the
+    /// proxy is not running): its environment points them at the proxy with credentials of
+    /// their own. `granted`: hosts the user approved for this call already (a 2026-07-28
+    /// client's retry).
+    pub(crate) fn begin(self: &Arc<Self>, call: Begin<'_>) -> Option<NetCall> {
+        let Begin {
+            marker,
+            session,
+            call,
+            what,
+            asker,
+            ask_later,
+            granted,
+        } = call;
+        if !self.filtered() {
+            return None;
+        }
+        self.proxy.get()?;
+        let token = agentty_core::random::hex(16);
+        let net = Arc::new(CallNet {
+            marker: marker.to_owned(),
+            token: token.clone(),
+            session: session.to_owned(),
+            call: call.to_owned(),
+            what: what.to_owned(),
+            asker: asker.filter(|_| self.mode == Network::Ask),
+            ask_later: ask_later && self.mode == Network::Ask,
+            once: Mutex::new(granted.into_iter().collect()),
+            refused: Mutex::default(),
+        });
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        while calls.order.len() >= CALLS_KEPT {
+            if let Some(old) = calls.order.pop_front()
+                && let Some(gone) = calls.by_marker.remove(&old)
+            {
+                calls.by_token.remove(&gone.token);
+            }
+        }
+        calls.order.push_back(marker.to_owned());
+        calls.by_token.insert(token, marker.to_owned());
+        calls.by_marker.insert(marker.to_owned(), Arc::clone(&net));
+        Some(NetCall {
+            egress: Arc::clone(self),
+            net,
+        })
+    }
+
+    fn end(&self, marker: &str) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(gone) = calls.by_marker.remove(marker) {
+            calls.by_token.remove(&gone.token);
+            calls.order.retain(|m| m != marker);
+        }
+    }
+
+    fn by_token(&self, token: &str) -> Option<Arc<CallNet>> {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let marker = calls.by_token.get(token)?;
+        calls.by_marker.get(marker).cloned()
+    }
+
+    /// The call a process belongs to, by the run marker in its environment.
+    fn by_pid(&self, pid: u32) -> Option<Arc<CallNet>> {
+        use std::io::Read as _;
+        let mut environ = Vec::new();
+        std::fs::File::open(format!("/proc/{pid}/environ"))
+            .ok()?
+            .take(ENVIRON_READ_BYTES as u64)
+            .read_to_end(&mut environ)
+            .ok()?;
+        let prefix = format!("{}=", agentty_core::spawn::RUN_MARKER_VAR);
+        let marker = environ
+            .split(|b| *b == 0)
+            .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))?;
+        let marker = std::str::from_utf8(marker).ok()?;
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .by_marker
+            .get(marker)
+            .cloned()
+    }
+
+    /// Hosts the user approved for the whole of `session`.
+    fn approved_for(&self, session: &str, target: &Target) -> bool {
+        self.approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .is_some_and(|set| set.contains(target))
+    }
+
+    /// Approves `targets` for the rest of `session` (the user's "for this session").
+    pub(crate) fn approve_for_session(&self, session: &str, targets: &[Target]) {
+        let mut approved = self.approved.lock().unwrap_or_else(PoisonError::into_inner);
+        approved
+            .entry(session.to_owned())
+            .or_default()
+            .extend(targets.iter().cloned());
+    }
+
+    /// Keeps `result` for the answer to a question asked with it; the key the question carries.
+    pub(crate) fn keep_result(&self, result: rmcp::model::CallToolResult) -> String {
+        let key = agentty_core::random::hex(8);
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= RESULTS_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((key.clone(), result));
+        key
+    }
+
+    /// The result kept under `key`, taken.
+    pub(crate) fn take_result(&self, key: &str) -> Option<rmcp::model::CallToolResult> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = kept.iter().position(|(k, _)| k == key)?;
+        kept.remove(at).map(|(_, result)| result)
+    }
+
+    /// One decision: a line of the log, an entry for the web view, and a refusal for the
+    /// call's result.
+    fn note(&self, call: Option<&CallNet>, target: &Target, decision: Result<String, Why>) {
+        let (session, call_id) = call.map_or(("unknown", "-"), |c| (&*c.session, &*c.call));
+        let (allowed, rule) = match &decision {
+            Ok(rule) => (true, rule.clone()),
+            Err(why) => (false, crate::confinement::notice::network_why_short(why)),
+        };
+        let what = match &decision {
+            Err(Why::Socket { what }) => (*what).to_owned(),
+            _ => target.to_string(),
+        };
+        if allowed {
+            tracing::info!("network: allowed {what} ({rule}); session {session} call {call_id}");
+        } else {
+            tracing::warn!("network: refused {what} ({rule}); session {session} call {call_id}");
+        }
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let seen = Seen {
+            time,
+            target: target.clone(),
+            allowed,
+            rule,
+        };
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+            let index = match recent.iter().position(|(s, _)| s == session) {
+                Some(i) => i,
+                None => {
+                    if recent.len() >= RECENT_SESSIONS {
+                        recent.pop_front();
+                    }
+                    recent.push_back((session.to_owned(), VecDeque::new()));
+                    recent.len() - 1
+                }
+            };
+            let list = &mut recent[index].1;
+            if list.len() >= RECENT_PER_SESSION {
+                list.pop_front();
+            }
+            list.push_back(seen);
+        }
+        if let (Some(call), Err(why)) = (call, decision) {
+            call.note_refusal(Refusal {
+                target: target.clone(),
+                why,
+            });
+        }
+    }
+
+    /// The decisions seen in `session`, oldest first (the web view).
+    pub fn recent(&self, session: &str) -> Vec<Seen> {
+        self.recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(s, _)| s == session)
+            .map(|(_, list)| list.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The judgement of a direct connection (the supervisor's question).
+    fn judge_direct(&self, pid: u32, to: SocketAddr) -> agentty_sandbox::Verdict {
+        use agentty_sandbox::Verdict;
+        if self.proxy.get() == Some(&to) {
+            return Verdict::Connect;
+        }
+        let call = self.by_pid(pid);
+        let target = Target {
+            host: to.ip().to_string(),
+            port: to.port(),
+        };
+        let decision = if to.ip().is_loopback() {
+            if !self.loopback {
+                Err(Why::LoopbackClosed)
+            } else if to.port() == 53 {
+                Err(Why::LocalDns)
+            } else {
+                Ok("loopback".to_owned())
+            }
+        } else if let Some(rule) = self.list.address_rule(to.ip(), to.port()) {
+            Ok(rule.named())
+        } else {
+            Err(Why::Direct)
+        };
+        let verdict = if decision.is_ok() {
+            Verdict::Connect
+        } else {
+            Verdict::Refuse
+        };
+        self.note(call.as_deref(), &target, decision);
+        verdict
+    }
+}
+
+impl agentty_sandbox::Judge for Egress {
+    fn judge(&self, pid: u32, to: SocketAddr) -> agentty_sandbox::Verdict {
+        self.judge_direct(pid, to)
+    }
+
+    fn refused_socket(&self, pid: u32, family: i32, kind: i32, _protocol: i32) {
+        let what = match (family, kind & 0xf) {
+            (libc::AF_INET | libc::AF_INET6, libc::SOCK_DGRAM) => {
+                "a UDP socket (a DNS lookup of the program's own, most often)"
+            }
+            (libc::AF_INET | libc::AF_INET6, libc::SOCK_RAW) => {
+                "a raw IP socket (ping, most often)"
+            }
+            (libc::AF_INET | libc::AF_INET6, _) => "an IP socket that is not plain TCP",
+            (libc::AF_PACKET, _) => "a packet socket",
+            // Unix sockets in plan mode are not the network's business.
+            (libc::AF_UNIX, _) => return,
+            _ => "a socket of another network family",
+        };
+        let call = self.by_pid(pid);
+        let target = Target {
+            host: "-".to_owned(),
+            port: 0,
+        };
+        self.note(call.as_deref(), &target, Err(Why::Socket { what }));
+    }
+}
+
+impl Target {
+    /// `host:port` or `[v6]:port`, as [`Display`](std::fmt::Display) writes it.
+    fn parse(text: &str) -> Option<Target> {
+        let (host, port) = text.rsplit_once(':')?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        Some(Target {
+            host: host.to_owned(),
+            port: port.parse().ok()?,
+        })
+    }
+}
+
+/// The hosts of `refused` a 2026-07-28 client's user may still be asked about: not listed,
+/// each once.
+pub(crate) fn askable(refused: &[Refusal]) -> Vec<Target> {
+    let mut targets: Vec<Target> = Vec::new();
+    for refusal in refused {
+        if refusal.why
+            == (Why::NotListed {
+                asked: Asked::Later,
+            })
+            && !targets.contains(&refusal.target)
+        {
+            targets.push(refusal.target.clone());
+        }
+    }
+    targets
+}
+
+/// What a network question carries to its answer: the kept result's key and the hosts.
+pub(crate) fn carried(key: &str, targets: &[Target]) -> String {
+    let mut text = key.to_owned();
+    for target in targets {
+        text.push('\n');
+        text.push_str(&target.to_string());
+    }
+    text
+}
+
+/// [`carried`] read back.
+pub(crate) fn read_carried(text: &str) -> (String, Vec<Target>) {
+    let mut lines = text.lines();
+    let key = lines.next().unwrap_or_default().to_owned();
+    (key, lines.filter_map(Target::parse).collect())
+}
+
+/// Keeps a background job's (or a shell's) registration while it runs: its connections are
+/// attributed, logged and shown in the web view until it ends.
+pub(crate) fn keep_while_running(job: &Arc<agentty_core::jobs::Job>, net: Option<NetCall>) {
+    let (Some(net), Ok(runtime)) = (net, tokio::runtime::Handle::try_current()) else {
+        return;
+    };
+    let job = Arc::clone(job);
+    runtime.spawn(async move {
+        job.ended().await;
+        drop(net);
+    });
+}
+
+impl Egress {
+    /// The answer to a "deny" of the hosts a command was refused: its result as it was, and
+    /// the user's refusal.
+    pub(crate) fn declined(&self, key: &str, targets: &[Target]) -> rmcp::model::CallToolResult {
+        let line = crate::confinement::notice::network_declined_after(targets);
+        match self.take_result(key) {
+            Some(mut result) => {
+                result.content.push(rmcp::model::ContentBlock::text(line));
+                result
+            }
+            None => crate::tools::tool_error(line),
+        }
+    }
+}
+
+/// Starts the network of a confining server in `allowlist` or `ask`: the proxy on this
+/// runtime, and the supervisor that confined commands' connects go to; the error says why not.
+pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, String> {
+    // A server made outside a runtime (a unit test) has no proxy: its commands reach only
+    // loopback.
+    if tokio::runtime::Handle::try_current().is_ok() {
+        egress
+            .start_proxy()
+            .map_err(|e| format!("the proxy could not listen: {e}"))?;
+    }
+    agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
+        .map_err(|e| e.to_string())
+}
+
+/// A call registered with [`Egress`]; it is let go when dropped.
+pub(crate) struct NetCall {
+    egress: Arc<Egress>,
+    net: Arc<CallNet>,
+}
+
+impl NetCall {
+    /// The variables that point the call's commands at the proxy, with the call's own
+    /// credentials: the usual proxy variables (curl, pip, npm, cargo, go, git over HTTP),
+    /// `NO_PROXY` for loopback, and git's ssh through `agentty proxy-connect` where the server's
+    /// environment does not set it already.
+    pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
+        let Some(at) = self.egress.proxy.get() else {
+            return Vec::new();
+        };
+        let url = format!("http://agentty:{}@{at}", self.net.token);
+        let mut env: Vec<(OsString, OsString)> = [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "AGENTTY_PROXY",
+        ]
+        .iter()
+        .map(|name| (OsString::from(name), OsString::from(&url)))
+        .collect();
+        for name in ["NO_PROXY", "no_proxy"] {
+            env.push((name.into(), "localhost,127.0.0.1,::1".into()));
+        }
+        // A path a shell reads as one word, or none: ssh runs the ProxyCommand with a shell.
+        let helper = self
+            .egress
+            .helper
+            .as_ref()
+            .map(|h| h.display().to_string())
+            .filter(|h| {
+                h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"/._+-".contains(&b))
+            });
+        if let Some(helper) = helper {
+            let unset = |name: &str| std::env::var_os(name).is_none();
+            if unset("GIT_SSH_COMMAND") && unset("GIT_SSH") {
+                env.push((
+                    "GIT_SSH_COMMAND".into(),
+                    format!("ssh -o ProxyCommand='{helper} proxy-connect %h %p'").into(),
+                ));
+            }
+        }
+        env
+    }
+
+    /// The refusals met so far, emptied.
+    pub(crate) fn take_refusals(&self) -> Vec<Refusal> {
+        std::mem::take(
+            &mut *self
+                .net
+                .refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Whether a question about these refusals may go back with the result (a 2026-07-28
+    /// client in `ask` mode).
+    pub(crate) fn may_ask_later(&self) -> bool {
+        self.net.ask_later
+    }
+}
+
+impl Drop for NetCall {
+    fn drop(&mut self) {
+        self.egress.end(&self.net.marker);
+    }
+}
