@@ -184,15 +184,8 @@ impl Agentty {
                 return result;
             }
         };
-        self.finish_foreground(
-            &prepared,
-            &outcome,
-            escalated,
-            Vec::new(),
-            net,
-            &ctx,
-            record,
-        )
+        let tracked = (net, record);
+        self.finish_foreground(&prepared, &outcome, escalated, Vec::new(), &ctx, tracked)
     }
     /// `terminal({command, pty: true})`: one command under a PTY (docs/BEHAVIOUR.md §4), rendered like the
     /// pipe path plus the awaiting-input note.
@@ -239,31 +232,24 @@ impl Agentty {
             })
             .into_iter()
             .collect();
-        self.finish_foreground(
-            prepared,
-            &outcome.run,
-            escalated,
-            notes,
-            net,
-            ctx,
-            record.awaiting(awaiting),
-        )
+        let tracked = (net, record.awaiting(awaiting));
+        self.finish_foreground(prepared, &outcome.run, escalated, notes, ctx, tracked)
     }
 
     /// The end of every foreground run, pipe or PTY: where the command ended up, whether the
     /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0) or
     /// a connection (error 2010, likewise), the planted-code warning, and the rendering.
     /// `notes`: what the path itself has to say. A 2026-07-28 client in `ask` mode gets a
-    /// question about the hosts refused instead, with this result kept for a "deny".
+    /// question about the hosts refused instead, with this result kept for a "deny". The call's
+    /// network watch comes with its record for the web view: both end here.
     fn finish_foreground(
         &self,
         prepared: &Prepared,
         outcome: &RunOutcome,
         escalated: bool,
         mut notes: Vec<String>,
-        net: Option<NetCall>,
         ctx: &RequestContext<RoleServer>,
-        record: Running<'_>,
+        (net, record): (Option<NetCall>, Running<'_>),
     ) -> CallToolResult {
         let refused = net.as_ref().map(NetCall::take_refusals).unwrap_or_default();
         let network =
