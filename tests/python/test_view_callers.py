@@ -323,7 +323,13 @@ def test_every_agent_of_the_user_shows_on_one_view_and_another_takes_the_port_wh
                 assert ws in session["agent"], session
             # The second agent's job streams through the page's server.
             [second_key] = [s["key"] for label, s in shown.items() if tags[1] in label]
-            _, _, snapshot = get_stream(f"{base}/view/stream?session={second_key}&id={jobs[1]}", view)
+            # (The job's first line may not have been written yet on a loaded machine.)
+            deadline = time.monotonic() + 15
+            while True:
+                _, _, snapshot = get_stream(f"{base}/view/stream?session={second_key}&id={jobs[1]}", view)
+                if tags[1] in snapshot["text"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             assert tags[1] in snapshot["text"], snapshot
             # Its model is told the page's address for a secret, and the page has the request.
             shell = second.call("shell_open", {})["structuredContent"]["id"]

@@ -48,6 +48,7 @@ impl RawPty {
             confine: None,
             caller: None,
             pass_fd: None,
+            masks: None,
         };
         let (master, _, _) = spawn_on_pty(spec, 120, 40).await.expect("raw pty");
         let mut raw = Self {

@@ -35,6 +35,7 @@ async fn main() {
                 confine: None,
                 caller: None,
                 pass_fd: None,
+                masks: None,
             },
             stdin: None,
             timeout: Duration::from_secs(10),

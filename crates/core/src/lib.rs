@@ -12,6 +12,7 @@
 pub mod blocking;
 pub mod jobs;
 pub mod limits;
+pub mod mask;
 pub mod namespace;
 pub mod pty;
 pub mod random;

@@ -5,7 +5,9 @@
 //! `/proc/kcore` and I/O ports, `CAP_SYS_ADMIN` opens the new mount API (`mount_setattr` makes
 //! the session's read-only mounts writable, `open_tree` copies a mount from under the session's
 //! covers), `bpf`, `setns` and much more; `CAP_NET_ADMIN` takes the machine's network down,
-//! `CAP_SYS_BOOT` reboots it, `CAP_SYS_TIME` sets its clock. So a confined child drops these from
+//! `CAP_SYS_BOOT` reboots it, `CAP_SYS_TIME` sets its clock; `CAP_SYS_PTRACE` reads the memory of
+//! a program that keeps its own from other processes (not dumpable: `sudo`, `ssh`), such as one a
+//! user types a secret into (docs/BEHAVIOUR.md §4 *Sealed entry*). So a confined child drops these from
 //! its bounding, effective, permitted, inheritable and ambient sets, for good (a setuid-root
 //! binary cannot bring them back: the bounding set caps what exec grants root).
 //! `CAP_DAC_READ_SEARCH` goes too: `CAP_DAC_OVERRIDE` already passes every file mode, and what
@@ -36,6 +38,7 @@ const DROPPED: &[u32] = &[
     16, // CAP_SYS_MODULE
     17, // CAP_SYS_RAWIO
     18, // CAP_SYS_CHROOT
+    19, // CAP_SYS_PTRACE
     20, // CAP_SYS_PACCT
     21, // CAP_SYS_ADMIN
     22, // CAP_SYS_BOOT
@@ -162,8 +165,8 @@ pub(crate) fn drop_in_child() -> std::io::Result<()> {
 }
 
 /// The names of what is dropped, for `doctor`.
-pub const DROPPED_NAMES: &str = "CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_NET_ADMIN, \
-CAP_SYS_BOOT, CAP_SYS_TIME, CAP_BPF, CAP_PERFMON, CAP_MKNOD, CAP_SYS_CHROOT, \
+pub const DROPPED_NAMES: &str = "CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_SYS_RAWIO, \
+CAP_NET_ADMIN, CAP_SYS_BOOT, CAP_SYS_TIME, CAP_BPF, CAP_PERFMON, CAP_MKNOD, CAP_SYS_CHROOT, \
 CAP_DAC_READ_SEARCH and 14 more";
 
 #[cfg(test)]
@@ -172,12 +175,12 @@ mod tests {
     fn the_mask_has_every_dropped_capability_and_keeps_the_ones_work_needs() {
         let mask = super::dropped_mask();
         let has = |cap: u32| mask[(cap / 32) as usize] & (1 << (cap % 32)) != 0;
-        for cap in [21, 16, 17, 12, 39, 40, 8, 2] {
+        for cap in [21, 19, 16, 17, 12, 39, 40, 8, 2] {
             assert!(has(cap), "{cap}");
         }
         // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL, CAP_SETUID, CAP_NET_BIND_SERVICE,
-        // CAP_NET_RAW, CAP_SYS_PTRACE stay.
-        for cap in [0, 1, 3, 5, 7, 10, 13, 19] {
+        // CAP_NET_RAW stay.
+        for cap in [0, 1, 3, 5, 7, 10, 13] {
             assert!(!has(cap), "{cap}");
         }
     }

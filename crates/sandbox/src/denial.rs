@@ -286,6 +286,35 @@ pub fn shows_denial_symptom(output: &str, plan: &Plan) -> bool {
     })
 }
 
+/// Whether `output` shows a tracer or profiler refused by the sandbox's filter (`seccomp.rs`:
+/// `ptrace`, `perf_event_open` on another process): `strace: attach: ptrace(PTRACE_SEIZE, 12):
+/// Operation not permitted`, gdb's `ptrace: Operation not permitted.`, perf's `Access to
+/// performance monitoring and observability operations is limited`; or a read of another
+/// process's files refused by Landlock (`/proc/12/maps: Permission denied`). The program says
+/// EPERM or EACCES and nothing of why; the model is told once (`server/src/confinement/notice.rs`).
+pub fn shows_trace_refusal(output: &str, plan: &Plan) -> bool {
+    if !plan.confines() {
+        return false;
+    }
+    output.lines().rev().take(SCAN_TAIL_LINES).any(|line| {
+        let lower = line.to_ascii_lowercase();
+        let refused =
+            lower.contains("operation not permitted") || lower.contains("permission denied");
+        (lower.contains("ptrace") && lower.contains("operation not permitted"))
+            || lower.contains("access to performance monitoring and observability operations")
+            || (refused && names_another_process(line))
+    })
+}
+
+/// Whether `line` names a file of another process (`/proc/<pid>/…`).
+fn names_another_process(line: &str) -> bool {
+    line.match_indices("/proc/").any(|(at, _)| {
+        let rest = &line[at + "/proc/".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with('/')
+    })
+}
+
 /// `npm error path /home/u/.npm`, `npm ERR! path /x`: a path given on a line of its own.
 fn path_field(line: &str) -> Option<&str> {
     let mut words = line.split_whitespace();
@@ -305,7 +334,22 @@ fn judge(path: &str, plan: &Plan) -> Option<Denial> {
 /// Outside the writable set, yet this server could write it without the sandbox, and not a
 /// path the user cannot even read (`ls` of a mode-0300 directory fails on the read).
 fn blameable(path: &Path, plan: &Plan) -> bool {
-    !plan.allows_write(path) && writable_unconfined(path) && !unreadable(path)
+    !plan.allows_write(path)
+        && !of_another_process(path)
+        && writable_unconfined(path)
+        && !unreadable(path)
+}
+
+/// A file of another process under `/proc/<pid>/` (`mem`, `maps`, `environ`): what refuses a
+/// confined command there is the kernel's check of access to that process (Landlock keeps each
+/// command out of the others, see [`shows_trace_refusal`]), not the writable set.
+fn of_another_process(path: &Path) -> bool {
+    let mut parts = path.components().skip(1);
+    parts.next().is_some_and(|c| c.as_os_str() == "proc")
+        && parts.next().is_some_and(|c| {
+            let pid = c.as_os_str().as_encoded_bytes();
+            !pid.is_empty() && pid.iter().all(u8::is_ascii_digit)
+        })
 }
 
 fn denial_in_line(line: &str, plan: &Plan, ran: Option<RanIn<'_>>) -> Option<Denial> {

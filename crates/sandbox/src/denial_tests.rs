@@ -308,6 +308,47 @@ fn symlink_out_of_the_workspace_is_blamed() {
 }
 
 #[test]
+fn a_refused_tracer_or_profiler_is_recognised() {
+    let ws = tempfile::tempdir().unwrap();
+    let p = plan(Mode::Default, ws.path());
+    for refused in [
+        "strace: attach: ptrace(PTRACE_SEIZE, 42): Operation not permitted",
+        "strace: test_ptrace_get_syscall_info: PTRACE_TRACEME: Operation not permitted",
+        "Attaching to process 42\nptrace: Operation not permitted.",
+        "Error:\nAccess to performance monitoring and observability operations is limited.",
+        "PermissionError: [Errno 13] Permission denied: '/proc/4/maps'",
+        "cat: /proc/1234/mem: Permission denied",
+    ] {
+        assert!(shows_trace_refusal(refused, &p), "{refused}");
+    }
+    for ordinary in [
+        "rm: cannot remove 'x': Operation not permitted",
+        "ptrace-tools 1.2 installed",
+        "cat: /proc/sys/kernel/x: Permission denied",
+        "",
+    ] {
+        assert!(!shows_trace_refusal(ordinary, &p), "{ordinary}");
+    }
+    // Another process's files are the process access check's, not the writable set's: never a
+    // 2008 (a read the line names as one, `cat`, may get the read note when the server can read
+    // the file; pid 1 is always there).
+    for read in [
+        "PermissionError: [Errno 13] Permission denied: '/proc/1/maps'",
+        "cat: /proc/1/mem: Permission denied",
+        "Error: EACCES: permission denied, open '/proc/1/environ'",
+    ] {
+        let op = detect_denial(Some(1), read, &p, None).map(|d| d.op);
+        assert_ne!(op, Some(Op::Write), "{read}");
+    }
+    // Unconfined (auto mode), nothing refuses it: nothing to tell.
+    let auto = plan(Mode::Auto, ws.path());
+    assert!(!shows_trace_refusal(
+        "ptrace: Operation not permitted.",
+        &auto
+    ));
+}
+
+#[test]
 fn a_read_of_a_hidden_path_is_said_as_hidden_and_a_write_there_as_2008() {
     let ws = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();

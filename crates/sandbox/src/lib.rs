@@ -38,7 +38,7 @@ mod unreadable;
 
 #[cfg(target_os = "linux")]
 pub use caps::{DROPPED_NAMES as DROPPED_CAPABILITIES, drop_bounding_set};
-pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom};
+pub use denial::{Denial, Op, RanIn, detect_denial, shows_denial_symptom, shows_trace_refusal};
 pub use enforcement::{
     Backend, Enforcement, NetEnforcement, NetHold, NotEnforcedWhy, PartialWhy, State,
 };

@@ -10,7 +10,13 @@
 //! - `io_uring_setup` (ENOSYS, as a kernel without io_uring): its operations (socket, connect,
 //!   setxattr) would bypass every check here;
 //! - syscalls of a foreign ABI (x86 `int 0x80`, x32), whose numbers differ and would bypass the
-//!   checks: 32-bit binaries do not run confined.
+//!   checks: 32-bit binaries do not run confined;
+//! - reaching into another process ([`reach_into_processes`]): `ptrace`, `process_vm_readv`,
+//!   `process_vm_writev`, `pidfd_getfd`, `perf_event_open` on another process, and `prlimit64`
+//!   setting another process's limits. A secret the user types goes to a program in the
+//!   agent's shell (docs/BEHAVIOUR.md §4 *Sealed entry*): `strace -p` or `gdb -p` of that program,
+//!   or a read of its memory, would hand it to the agent. So `strace`, `gdb` and `perf stat`
+//!   do not work confined, on any process, their own children included.
 //!
 //! By the network mode (docs/BEHAVIOUR.md §13):
 //! - `off`: `socket()` of any family but `AF_UNIX` and `AF_NETLINK` fails with EACCES;
@@ -73,13 +79,15 @@ mod bpf {
     #[cfg(target_arch = "aarch64")]
     pub const FOREIGN_NR_MIN: u32 = u32::MAX;
 
-    /// Offsets into `struct seccomp_data` (bytes): nr, arch, the low words of args 0 and 1
-    /// (little-endian). An ioctl request is an `unsigned int` to the kernel: the low word is it.
+    /// Offsets into `struct seccomp_data` (bytes): nr, arch, the low words of args 0, 1 and 2
+    /// and the high word of arg 2 (little-endian). An ioctl request is an `unsigned int` to the
+    /// kernel: the low word is it.
     pub const OFFSET_NR: u32 = 0;
     pub const OFFSET_ARCH: u32 = 4;
     pub const OFFSET_ARG0: u32 = 16;
     pub const OFFSET_ARG1: u32 = 24;
     pub const OFFSET_ARG2: u32 = 32;
+    pub const OFFSET_ARG2_HIGH: u32 = 36;
     pub const OFFSET_ARG3: u32 = 40;
 
     /// `SOCK_TYPE_MASK`: a socket type's low bits, without `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
@@ -217,6 +225,10 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     let (native, deny_nosys, allow) = (asm.label(), asm.label(), asm.label());
     let (deny_perm, deny_access, no_xattr) = (asm.label(), asm.label(), asm.label());
     let (ioctl, socket) = (asm.label(), asm.label());
+    let reach = Reach {
+        perf: asm.label(),
+        prlimit: asm.label(),
+    };
 
     asm.stmt(ld(OFFSET_ARCH));
     asm.jump(libc::BPF_JEQ, AUDIT_ARCH_NATIVE, native, deny_nosys);
@@ -239,6 +251,7 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         (libc::SYS_io_uring_setup as u32, deny_nosys),
         (libc::SYS_ioctl as u32, ioctl),
     ];
+    special.extend(reach_into_processes(&reach, deny_perm));
     // Families `socket()` may make; `None`: any.
     let families: Option<Vec<i32>> = match spec.network {
         NetFilter::Open => None,
@@ -362,6 +375,7 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
             allow,
         );
     }
+    reach.assemble(&mut asm, allow, deny_perm, deny_access);
 
     for (label, ret) in [
         (allow, ret_allow()),
@@ -375,6 +389,58 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         asm.stmt(ret);
     }
     asm.finish()
+}
+
+/// The labels of the calls into other processes that are refused by their arguments.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+struct Reach {
+    perf: Label,
+    prlimit: Label,
+}
+
+/// The syscalls that reach into another process (the module header says why), each with where
+/// the filter goes for it: refused outright (`refuse`, EPERM), or to a check of its arguments.
+/// Kept in one list, apart from the others, so that every such call is found in one place.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn reach_into_processes(reach: &Reach, refuse: Label) -> [(u32, Label); 6] {
+    [
+        // Attach to, trace, read and write another process (strace, gdb).
+        (libc::SYS_ptrace as u32, refuse),
+        // Read or write another process's memory directly.
+        (libc::SYS_process_vm_readv as u32, refuse),
+        (libc::SYS_process_vm_writev as u32, refuse),
+        // Take a copy of another process's fd (a pipe it writes a password to).
+        (libc::SYS_pidfd_getfd as u32, refuse),
+        // Sample another process: `PERF_SAMPLE_STACK_USER` copies its stack.
+        (libc::SYS_perf_event_open as u32, reach.perf),
+        // Raise another process's core size limit, then make it dump its memory to a file.
+        (libc::SYS_prlimit64 as u32, reach.prlimit),
+    ]
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Reach {
+    /// The argument checks: `perf_event_open(attr, pid, …)` is refused (EACCES, as the kernel's
+    /// own `perf_event_paranoid` refusal) unless `pid` is 0, the caller itself; `prlimit64(pid,
+    /// resource, new, old)` (EPERM) when `pid` is not 0 and `new` is set (reading another's
+    /// limits stays allowed). Both `pid`s are a `pid_t` to the kernel: the low word is it.
+    fn assemble(&self, asm: &mut Asm, allow: Label, refuse: Label, refuse_access: Label) {
+        use bpf::{OFFSET_ARG0, OFFSET_ARG1, OFFSET_ARG2, OFFSET_ARG2_HIGH, ld};
+        asm.mark(self.perf);
+        asm.stmt(ld(OFFSET_ARG1));
+        asm.jump(libc::BPF_JEQ, 0, allow, refuse_access);
+        asm.mark(self.prlimit);
+        asm.stmt(ld(OFFSET_ARG0));
+        let other = asm.label();
+        asm.jump(libc::BPF_JEQ, 0, allow, other);
+        asm.mark(other);
+        asm.stmt(ld(OFFSET_ARG2));
+        let low_null = asm.label();
+        asm.jump(libc::BPF_JEQ, 0, low_null, refuse);
+        asm.mark(low_null);
+        asm.stmt(ld(OFFSET_ARG2_HIGH));
+        asm.jump(libc::BPF_JEQ, 0, allow, refuse);
+    }
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -485,7 +551,7 @@ mod tests {
         for network in [NetFilter::Open, NetFilter::Off, NetFilter::Supervised] {
             for unix_off in [false, true] {
                 let program = assemble(FilterSpec { network, unix_off }).expect("assembles");
-                assert!(program.len() < 120, "{} instructions", program.len());
+                assert!(program.len() < 140, "{} instructions", program.len());
             }
         }
     }

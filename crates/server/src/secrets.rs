@@ -126,6 +126,16 @@ pub enum EnterRefused {
         agentty_core::pty::SECRET_TYPE_MS / 1000
     )]
     NotTaken,
+    #[error(
+        "a tracer (strace, gdb) is attached to the program that reads it, and would see the \
+         secret: stop the tracer and ask again"
+    )]
+    Traced,
+    #[error(
+        "another process started in this shell runs (a background job) and could read the \
+         program's memory, where the secret lands: let it end (or stop it) and ask again"
+    )]
+    InReach,
 }
 
 impl From<SecretRefused> for EnterRefused {
@@ -140,6 +150,8 @@ impl From<SecretRefused> for EnterRefused {
             SecretRefused::ShellItself => EnterRefused::ShellItself,
             SecretRefused::OtherReader => EnterRefused::OtherReader,
             SecretRefused::NotTaken => EnterRefused::NotTaken,
+            SecretRefused::Traced => EnterRefused::Traced,
+            SecretRefused::InReach => EnterRefused::InReach,
         }
     }
 }

@@ -287,6 +287,11 @@ impl Agentty {
         &self.state().spill
     }
 
+    /// The secrets masked in this session's output.
+    pub(crate) fn masks(&self) -> Arc<agentty_core::mask::Masks> {
+        self.state().masks.clone()
+    }
+
     /// Ends this session (docs/BEHAVIOUR.md §3): stops every job first (a job still writing
     /// into a removed directory would be a bug), logs one line per job stopped, then removes
     /// the session's spill directory. Returns how many jobs were stopped.

@@ -8,6 +8,7 @@ mod parse;
 mod planted;
 mod raw;
 mod sandbox;
+mod sealed;
 mod shells;
 mod shells_trust;
 mod sweep;

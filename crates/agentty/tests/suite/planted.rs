@@ -21,7 +21,7 @@ const NOBODY: &str = "65534";
 const REPORTED_WITHIN: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Who {
+pub(super) enum Who {
     /// A root server: the session's mount namespace exists.
     Root,
     /// The same server run as nobody: no namespace.
@@ -29,15 +29,15 @@ enum Who {
 }
 
 /// A server under test, its log, and (for nobody) the home it owns.
-struct Setup {
-    server: Server,
-    log: Log,
-    who: Who,
+pub(super) struct Setup {
+    pub(super) server: Server,
+    pub(super) log: Log,
+    pub(super) who: Who,
     _home: Option<tempfile::TempDir>,
 }
 
 impl Setup {
-    fn ws(&self) -> &Path {
+    pub(super) fn ws(&self) -> &Path {
         self.server.workspace()
     }
 
@@ -86,7 +86,7 @@ fn chown_to_nobody(path: &Path) {
 }
 
 /// A server on a fresh workspace (with a repository in it when `repo`), as `who`.
-async fn serve(who: Who, repo: bool, flags: &[&str]) -> Setup {
+pub(super) async fn serve(who: Who, repo: bool, flags: &[&str]) -> Setup {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
     let workspace = tempfile::tempdir().unwrap();
@@ -483,7 +483,7 @@ async fn planted_reports_reach_the_web_view() {
 
 /// One request to the view at `address`, HTTP/1.0 so the body ends with the connection (or
 /// with the first event of a stream, which is all that is read).
-fn view_request(address: &str, request: &str) -> String {
+pub(super) fn view_request(address: &str, request: &str) -> String {
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))

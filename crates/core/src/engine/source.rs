@@ -7,6 +7,8 @@
 //! the head+tail cut would drop it (docs/BEHAVIOUR.md §7.2). So stdout is read first whenever
 //! it has bytes, and a stderr chunk is placed only after what stdout held when that chunk was
 //! read: for a command that writes one stream after the other, that is the order it wrote in.
+//!
+//! A secret the user typed is masked here ([`crate::mask`]), before any sink sees a chunk.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
+use crate::mask::{HOLD_MS, Masking, Masks};
 use crate::pty::sys::Master;
 
 /// Which stream a chunk came from. A terminal has one stream: what the program wrote to
@@ -26,8 +29,16 @@ pub(crate) enum Stream {
     Terminal,
 }
 
-/// The read ends of one command's output.
-pub(crate) enum Source {
+/// The read ends of one command's output, and the masking of the secrets in it.
+pub(crate) struct Source {
+    raw: Raw,
+    masking: Option<Masking>,
+    /// The last chunk's bytes are the masking's, not the raw buffer's.
+    masked: bool,
+}
+
+/// The read ends themselves.
+enum Raw {
     Pipes {
         out: Option<pipe::Receiver>,
         err: Option<pipe::Receiver>,
@@ -60,22 +71,149 @@ pub(crate) enum Read {
 impl Source {
     /// Pipes read `chunk` bytes at a time at most; the buffers are never zero-filled.
     pub(crate) fn pipes(out: pipe::Receiver, err: pipe::Receiver, chunk: usize) -> Self {
-        Source::Pipes {
+        Source::of(Raw::Pipes {
             out: Some(out),
             err: Some(err),
             buf_out: Vec::with_capacity(chunk),
             buf_err: Vec::with_capacity(chunk),
             held_err: Vec::new(),
             owed_out: 0,
-        }
+        })
     }
 
     pub(crate) fn terminal(master: Arc<Master>, chunk: usize) -> Self {
-        Source::Terminal {
+        Source::of(Raw::Terminal {
             master: Some(master),
             buf: vec![0; chunk],
             len: 0,
             input: Vec::new(),
+        })
+    }
+
+    fn of(raw: Raw) -> Self {
+        Source {
+            raw,
+            masking: None,
+            masked: false,
+        }
+    }
+
+    /// Masks the secrets of `masks` (those entered later too) in everything read from now on.
+    pub(crate) fn masked(mut self, masks: Option<Arc<Masks>>) -> Self {
+        self.masking = masks.map(Masking::new);
+        self
+    }
+
+    /// Types `keys` into a terminal (see [`Raw::type_in`]).
+    pub(crate) fn type_in(&mut self, keys: Vec<u8>) {
+        self.raw.type_in(keys);
+    }
+
+    /// Reads at most `chunk` bytes per read from now on (a background job drains in larger
+    /// reads than a one-shot call).
+    pub(crate) fn read_in(&mut self, chunk: usize) {
+        self.raw.read_in(chunk);
+    }
+
+    /// Some stream is still being read.
+    pub(crate) fn is_open(&self) -> bool {
+        self.raw.is_open()
+    }
+
+    /// Stops reading every stream (see [`Raw::close`]).
+    pub(crate) fn close(&mut self) {
+        self.raw.close();
+    }
+
+    /// Hangs up a terminal (its processes get SIGHUP); pipes stay as they are.
+    pub(crate) fn hang_up(&mut self) {
+        self.raw.hang_up();
+    }
+
+    /// The bytes of the last [`Read::Chunk`] of `stream`, masked.
+    pub(crate) fn bytes(&self, stream: Stream) -> &[u8] {
+        match &self.masking {
+            Some(masking) if self.masked => masking.out(),
+            _ => self.raw.bytes(stream),
+        }
+    }
+
+    /// Waits for the next chunk or the end of a stream; pends forever once nothing is open.
+    /// Cancel-safe: a read that did not complete took no bytes (what the masking holds back
+    /// stays held). A chunk whose end could begin a secret has that end held back until the
+    /// next read, or [`HOLD_MS`] without one; a stream's end passes on what it held.
+    pub(crate) async fn read(&mut self) -> Read {
+        let Source {
+            raw,
+            masking,
+            masked,
+        } = self;
+        *masked = false;
+        let Some(masking) = masking else {
+            return raw.read().await;
+        };
+        loop {
+            let read = match masking.holding() {
+                Some(which) => {
+                    let stream = stream_of(raw, which);
+                    tokio::select! {
+                        read = raw.read() => read,
+                        () = tokio::time::sleep(std::time::Duration::from_millis(HOLD_MS)) => {
+                            masking.flush(which);
+                            *masked = true;
+                            return Read::Chunk(stream);
+                        }
+                    }
+                }
+                None => raw.read().await,
+            };
+            match read {
+                Read::Chunk(stream) => match masking.chunk(index(stream), raw.bytes(stream)) {
+                    None => return read,
+                    // Held back whole: wait for what follows.
+                    Some([]) => {}
+                    Some(_) => {
+                        *masked = true;
+                        return read;
+                    }
+                },
+                Read::Closed => {
+                    if let Some(which) = masking.holding()
+                        && !raw.is_reading(stream_of(raw, which))
+                    {
+                        masking.flush(which);
+                        *masked = true;
+                        return Read::Chunk(stream_of(raw, which));
+                    }
+                    return Read::Closed;
+                }
+            }
+        }
+    }
+}
+
+/// A stream's place in the masking's state: stdout and a terminal 0, stderr 1.
+fn index(stream: Stream) -> usize {
+    usize::from(stream == Stream::Err)
+}
+
+/// The stream at place `which` of `raw`'s kind.
+fn stream_of(raw: &Raw, which: usize) -> Stream {
+    match (raw, which) {
+        (Raw::Terminal { .. }, _) => Stream::Terminal,
+        (Raw::Pipes { .. }, 0) => Stream::Out,
+        (Raw::Pipes { .. }, _) => Stream::Err,
+    }
+}
+
+impl Raw {
+    /// Whether `stream` is still read.
+    fn is_reading(&self, stream: Stream) -> bool {
+        match (self, stream) {
+            (Raw::Pipes { out, .. }, Stream::Out) => out.is_some(),
+            (Raw::Pipes { err, .. }, Stream::Err) => err.is_some(),
+            (Raw::Terminal { master, .. }, Stream::Terminal) => master.is_some(),
+            _ => false,
         }
     }
 
@@ -83,70 +221,65 @@ impl Source {
     /// loop that reads its output: a program that prints while it reads its input (or never
     /// reads it) cannot hold up the call, whose timeout and cancellation stay in force. What
     /// is not taken when the terminal is hung up, or once the program has ended, is dropped.
-    pub(crate) fn type_in(&mut self, keys: Vec<u8>) {
-        if let Source::Terminal { input, .. } = self {
+    fn type_in(&mut self, keys: Vec<u8>) {
+        if let Raw::Terminal { input, .. } = self {
             input.extend(keys);
         }
     }
 
-    /// Reads at most `chunk` bytes per read from now on (a background job drains in larger
-    /// reads than a one-shot call).
-    pub(crate) fn read_in(&mut self, chunk: usize) {
+    fn read_in(&mut self, chunk: usize) {
         match self {
-            Source::Pipes {
+            Raw::Pipes {
                 buf_out, buf_err, ..
             } => {
                 buf_out.reserve(chunk);
                 buf_err.reserve(chunk);
             }
-            Source::Terminal { buf, .. } => buf.resize(chunk, 0),
+            Raw::Terminal { buf, .. } => buf.resize(chunk, 0),
         }
     }
 
-    /// Some stream is still being read.
-    pub(crate) fn is_open(&self) -> bool {
+    fn is_open(&self) -> bool {
         match self {
-            Source::Pipes {
+            Raw::Pipes {
                 out, err, held_err, ..
             } => out.is_some() || err.is_some() || !held_err.is_empty(),
-            Source::Terminal { master, .. } => master.is_some(),
+            Raw::Terminal { master, .. } => master.is_some(),
         }
     }
 
     /// Stops reading every stream: a writer then sees a closed pipe (EPIPE) at once, and a
     /// terminal is hung up.
-    pub(crate) fn close(&mut self) {
+    fn close(&mut self) {
         match self {
-            Source::Pipes { out, err, .. } => {
+            Raw::Pipes { out, err, .. } => {
                 *out = None;
                 *err = None;
             }
-            Source::Terminal { master, .. } => *master = None,
+            Raw::Terminal { master, .. } => *master = None,
         }
     }
 
-    /// Hangs up a terminal (its processes get SIGHUP); pipes stay as they are.
-    pub(crate) fn hang_up(&mut self) {
-        if let Source::Terminal { master, .. } = self {
+    fn hang_up(&mut self) {
+        if let Raw::Terminal { master, .. } = self {
             *master = None;
         }
     }
 
-    /// The bytes of the last [`Read::Chunk`] of `stream`.
-    pub(crate) fn bytes(&self, stream: Stream) -> &[u8] {
+    fn bytes(&self, stream: Stream) -> &[u8] {
         match (self, stream) {
-            (Source::Pipes { buf_out, .. }, Stream::Out) => buf_out,
-            (Source::Pipes { buf_err, .. }, Stream::Err) => buf_err,
-            (Source::Terminal { buf, len, .. }, Stream::Terminal) => &buf[..*len],
+            (Raw::Pipes { buf_out, .. }, Stream::Out) => buf_out,
+            (Raw::Pipes { buf_err, .. }, Stream::Err) => buf_err,
+            (Raw::Terminal { buf, len, .. }, Stream::Terminal) => &buf[..*len],
             _ => &[],
         }
     }
 
     /// Waits for the next chunk or the end of a stream; pends forever once nothing is open.
     /// Cancel-safe: a read that did not complete took no bytes.
-    pub(crate) async fn read(&mut self) -> Read {
+    async fn read(&mut self) -> Read {
         match self {
-            Source::Pipes {
+            Raw::Pipes {
                 out,
                 err,
                 buf_out,
@@ -190,7 +323,7 @@ impl Source {
                 }
                 read
             }
-            Source::Terminal {
+            Raw::Terminal {
                 master,
                 buf,
                 len,

@@ -87,6 +87,7 @@ struct Prologue {
     marker: String,
     workdir: PathBuf,
     confined: bool,
+    masks: Option<std::sync::Arc<crate::mask::Masks>>,
 }
 
 impl Prologue {
@@ -102,6 +103,7 @@ impl Prologue {
             marker: spec.marker.clone(),
             workdir: spec.cwd.clone(),
             confined: spec.confine.is_some(),
+            masks: spec.masks.clone(),
         }
     }
 
@@ -110,7 +112,7 @@ impl Prologue {
         Started {
             pid,
             exit_watch,
-            source: Source::pipes(ends.out, ends.err, ends.chunk),
+            source: Source::pipes(ends.out, ends.err, ends.chunk).masked(self.masks),
             marker: self.marker,
             workdir: self.workdir,
             confined: self.confined,

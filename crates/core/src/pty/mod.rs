@@ -121,6 +121,10 @@ pub enum PtyError {
     /// Another send to the same shell was still waiting when this one's time ran out.
     #[error("another send to this shell was still waiting")]
     Busy,
+    /// The keys would stop (the terminal's suspend key, Ctrl+Z) the program that read a secret
+    /// while it still runs, giving the shell back with the secret in that program's memory.
+    #[error("the keys would stop the program that read a secret")]
+    StopsSealed,
 }
 
 /// Opens a PTY of the given size and starts `spec` on it; returns the master side, the

@@ -178,6 +178,7 @@ pub async fn run(
     spec.env.insert(0, ("TERM".into(), "xterm-256color".into()));
     let marker = spec.marker.clone();
     let start = Instant::now();
+    let masks = spec.masks.clone();
     let (master, tty_path, started) = spawn_on_pty(spec, cols, rows).await?;
     let pid = started.pid;
     let mut exit_watch = started.exit;
@@ -199,7 +200,7 @@ pub async fn run(
         password: false,
     };
     // The source holds the only handle on the master: the loop hangs it up when it is done.
-    let mut source = Source::terminal(Arc::new(master), READ_CHUNK_BYTES);
+    let mut source = Source::terminal(Arc::new(master), READ_CHUNK_BYTES).masked(masks);
     if let Some(text) = input {
         source.type_in(keystrokes(&text));
     }

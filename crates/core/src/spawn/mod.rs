@@ -126,6 +126,8 @@ pub struct SpawnSpec {
     /// One more fd the child gets at a fixed number besides stdio (a shell's end of its private
     /// channel to the server, `pty::channel`); `None` for everything else.
     pub pass_fd: Option<PassedFd>,
+    /// The secrets masked in its output (the session's, [`crate::mask`]); `None`: none.
+    pub masks: Option<Arc<crate::mask::Masks>>,
 }
 
 /// An fd given to the child as fd `at` (3 or more), without close-on-exec. The server's copy is

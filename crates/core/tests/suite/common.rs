@@ -29,6 +29,7 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         confine: None,
         caller: None,
         pass_fd: None,
+        masks: None,
     }
 }
 
@@ -147,6 +148,7 @@ pub fn spec(program: &str, marker: &str) -> SpawnSpec {
         confine: None,
         caller: None,
         pass_fd: None,
+        masks: None,
     }
 }
 

@@ -10,6 +10,7 @@
 //! launchers that clone its command have applied that one to themselves.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentty_core::spawn::Confine;
 use agentty_guard::Workspace;
@@ -100,6 +101,8 @@ pub struct Confinement {
     unreadable_line: String,
     /// The paths that run code later (docs/BEHAVIOUR.md §5), and whether they are read-only.
     protection: Protection,
+    /// The model was told why a tracer (`strace`, `gdb`, `perf`) was refused: once a session.
+    trace_told: AtomicBool,
 }
 
 /// The paths that run code later as the session's commands meet them.
@@ -305,6 +308,7 @@ impl Confinement {
             confine,
             unreadable_line,
             protection,
+            trace_told: AtomicBool::new(false),
         }
     }
 
@@ -420,16 +424,31 @@ impl Confinement {
             )));
         }
         if !agentty_sandbox::shows_denial_symptom(output, &self.plan) {
-            return None;
+            return self.trace_refused(output);
         }
         let cwd = cwd();
         let ran = cwd.as_deref().map(|cwd| RanIn { cwd, command });
-        let denial = detect_denial(exit, output, &self.plan, ran)?;
+        let Some(denial) = detect_denial(exit, output, &self.plan, ran) else {
+            return self.trace_refused(output);
+        };
         let sentence = denial.notice(self.plan.mode());
         Some(match denial.op {
             Op::Write => Refused::Write(format!("{sentence} {}", denial_retry(retry))),
             Op::Read | Op::Hidden(_) => Refused::Read(sentence),
         })
+    }
+}
+
+impl Confinement {
+    /// Why `strace`, `gdb` or `perf` said "Operation not permitted", when `output` shows it and
+    /// the model was not told yet in this session: the program names no reason.
+    fn trace_refused(&self, output: &str) -> Option<Refused> {
+        if !agentty_sandbox::shows_trace_refusal(output, &self.plan)
+            || self.trace_told.swap(true, Ordering::Relaxed)
+        {
+            return None;
+        }
+        Some(Refused::Trace(notice::TRACE_REFUSED.to_owned()))
     }
 }
 
@@ -440,6 +459,8 @@ pub enum Refused {
     Write(String),
     /// A read the command was refused: not the sandbox's, said as a note.
     Read(String),
+    /// A tracer or profiler the sandbox refused (`ptrace`, `perf_event_open`): a note, once.
+    Trace(String),
 }
 
 impl Refused {
@@ -452,7 +473,7 @@ impl Refused {
     pub fn write_sentence(&self) -> Option<&str> {
         match self {
             Refused::Write(sentence) => Some(sentence),
-            Refused::Read(_) => None,
+            Refused::Read(_) | Refused::Trace(_) => None,
         }
     }
 
@@ -461,7 +482,8 @@ impl Refused {
         use crate::metrics::{METRICS, Refusal};
         METRICS.sandbox_refused(match self {
             Refused::Write(_) => Refusal::Write,
-            Refused::Read(_) => Refusal::Read,
+            // Tracing another process is reading it (its memory, its system calls).
+            Refused::Read(_) | Refused::Trace(_) => Refusal::Read,
         });
     }
 
@@ -469,7 +491,7 @@ impl Refused {
     pub fn line(&self) -> String {
         match self {
             Refused::Write(sentence) => notice::sandbox_denied(sentence),
-            Refused::Read(note) => note.clone(),
+            Refused::Read(note) | Refused::Trace(note) => note.clone(),
         }
     }
 }

@@ -14,7 +14,7 @@
 //! Each decision is a line of the server's log (host, port, decision, rule, session, call;
 //! never a path or a credential), kept for the web view (per session, bounded), and each
 //! refusal is kept for the result of the call that met it, whatever the command printed
-//! (`confinement/notice.rs` words it, error 2010).
+//! (`notice.rs` words it, error 2010).
 //!
 //! Attribution: the proxy knows the call by its credentials; the supervisor by the run marker
 //! in the process's environment, which a command can forge. Neither grants anything beyond
@@ -25,6 +25,7 @@
 mod address;
 pub(crate) mod ask;
 pub mod list;
+pub(crate) mod notice;
 mod proxy;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -363,7 +364,7 @@ impl Egress {
         let (session, call_id) = call.map_or(("unknown", "-"), |c| (&*c.session, &*c.call));
         let (allowed, rule) = match &decision {
             Ok(rule) => (true, rule.clone()),
-            Err(why) => (false, crate::confinement::notice::network_why_short(why)),
+            Err(why) => (false, crate::network::notice::network_why_short(why)),
         };
         let what = match &decision {
             Err(Why::Socket { what }) => (*what).to_owned(),
@@ -545,7 +546,7 @@ impl Egress {
     /// The answer to a "deny" of the hosts a command was refused: its result as it was, and
     /// the user's refusal.
     pub(crate) fn declined(&self, key: &str, targets: &[Target]) -> rmcp::model::CallToolResult {
-        let line = crate::confinement::notice::network_declined_after(targets);
+        let line = crate::network::notice::network_declined_after(targets);
         match self.take_result(key) {
             Some(mut result) => {
                 result.content.push(rmcp::model::ContentBlock::text(line));

@@ -78,7 +78,7 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
             407,
             "Proxy Authentication Required",
             &["Proxy-Authenticate: Basic realm=\"agentty\""],
-            crate::confinement::notice::PROXY_NO_CREDENTIALS,
+            crate::network::notice::PROXY_NO_CREDENTIALS,
         )
         .await;
         return;
@@ -89,7 +89,7 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
             addresses
         }
         Err(Refused::Policy(why)) => {
-            let body = crate::confinement::notice::network_refused_body(&asked.target, &why);
+            let body = crate::network::notice::network_refused_body(&asked.target, &why);
             egress.note(Some(&call), &asked.target, Err(why));
             let _ = reply(
                 &mut client,
@@ -102,13 +102,13 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
             return;
         }
         Err(Refused::Unresolved) => {
-            let body = crate::confinement::notice::proxy_unresolved(&asked.target);
+            let body = crate::network::notice::proxy_unresolved(&asked.target);
             let _ = reply(&mut client, 502, "Bad Gateway", &[], &body).await;
             return;
         }
     };
     let Some(mut upstream) = connect(&addresses).await else {
-        let body = crate::confinement::notice::proxy_unreachable(&asked.target);
+        let body = crate::network::notice::proxy_unreachable(&asked.target);
         let _ = reply(&mut client, 502, "Bad Gateway", &[], &body).await;
         return;
     };
@@ -297,7 +297,7 @@ async fn unlisted(
     target: &Target,
 ) -> Result<String, Refused> {
     use super::Asked;
-    use crate::confinement::notice as words;
+    use super::notice as words;
     if call
         .once
         .lock()

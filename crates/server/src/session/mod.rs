@@ -195,6 +195,9 @@ pub(crate) struct Session {
     /// The server is shutting down and will keep this session's files for it to come back to:
     /// its end removes neither its spill directory nor its kept table.
     pub(crate) kept_for_restart: AtomicBool,
+    /// The secrets the user entered in this session's shells, masked in all its commands'
+    /// output from then on (docs/BEHAVIOUR.md §4 *Sealed entry*).
+    pub(crate) masks: Arc<agentty_core::mask::Masks>,
 }
 
 impl Session {
@@ -233,6 +236,7 @@ impl Session {
             keep: std::sync::OnceLock::new(),
             before: std::sync::OnceLock::new(),
             kept_for_restart: AtomicBool::new(false),
+            masks: Arc::default(),
         }
     }
 }

@@ -40,6 +40,12 @@ pub fn busy(id: &str, timeout_ms: u64) -> String {
     )
 }
 
+/// A `shell_send` whose Ctrl+Z would stop the program that read a secret (docs/BEHAVIOUR.md §4
+/// *Sealed entry*).
+pub const STOPS_SEALED: &str = "nothing was typed: Ctrl+Z would stop the program the user typed a \
+secret into while it still runs, and hand the shell back with the secret in its memory. Wait for \
+it to end (shell_read), answer it, or end it with \"\\u0003\" (Ctrl+C)";
+
 /// A `shell_send` holding a key the shell's line editor edits the line with.
 pub fn editing_key(key: &agentty_core::pty::line_editor::EditingKey) -> String {
     format!(

@@ -92,6 +92,7 @@ impl Agentty {
                 confine,
                 caller: Agentty::caller_of(&ctx),
                 pass_fd: None,
+                masks: Some(self.masks()),
             },
             cols,
             rows,

@@ -212,6 +212,7 @@ impl Agentty {
                 tool_error(say::gone(&job.id, &why, self.shells().idle_limit()))
             }
             PtyError::Busy => tool_error(say::busy(&job.id, send.timeout_ms)),
+            PtyError::StopsSealed => tool_error(say::STOPS_SEALED.into()),
             e => tool_error(say::open_failed(&e.to_string())),
         })
     }

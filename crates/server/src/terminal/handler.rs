@@ -130,6 +130,7 @@ impl Agentty {
                 confine,
                 caller: Agentty::caller_of(&ctx),
                 pass_fd: None,
+                masks: Some(self.masks()),
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
@@ -253,7 +254,7 @@ impl Agentty {
     ) -> CallToolResult {
         let refused = net.as_ref().map(NetCall::take_refusals).unwrap_or_default();
         let network =
-            (!refused.is_empty()).then(|| crate::confinement::notice::network_refused(&refused));
+            (!refused.is_empty()).then(|| crate::network::notice::network_refused(&refused));
         let denial = self.confinement().denial(
             escalated,
             outcome.exit.and_then(agentty_core::Exit::code),
@@ -307,7 +308,7 @@ impl Agentty {
             return result;
         }
         let key = self.egress().keep_result(result.clone());
-        let question = crate::confinement::notice::network_question_after(what, &targets);
+        let question = crate::network::notice::network_question_after(what, &targets);
         match slot.ask_network(question, &crate::network::carried(&key, &targets)) {
             // The handler's word is replaced by the question (`call_tool`).
             Ok(()) => tool_error(crate::escalation::notice::ESCALATION_ASKED.to_owned()),

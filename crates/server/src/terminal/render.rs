@@ -97,7 +97,7 @@ pub(super) fn render(
         .or(sandbox
             .network
             .as_ref()
-            .map(|_| crate::confinement::notice::NETWORK_REFUSED));
+            .map(|_| crate::network::notice::NETWORK_REFUSED));
     if let Some(denial) = &sandbox.denial {
         notes.push(denial.line());
     }

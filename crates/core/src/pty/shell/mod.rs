@@ -204,6 +204,11 @@ pub struct Shell {
     send_lock: tokio::sync::Mutex<()>,
     cols: AtomicU16,
     rows: AtomicU16,
+    /// The secrets masked in its output (the session's): a secret typed here joins them.
+    masks: Option<Arc<crate::mask::Masks>>,
+    /// The process group that last read a secret here: while it lives, it is not stopped by a
+    /// key the model types (`secret.rs`).
+    sealed: Mutex<Option<i32>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -257,6 +262,7 @@ impl Shell {
         env.append(&mut spawn.env);
         spawn.env = env;
         let marker = spawn.marker.clone();
+        let masks = spawn.masks.clone();
         let (master, tty_path, started) = spawn_on_pty(spawn, cols, rows).await?;
         let master = Arc::new(master);
         let tty_id = std::fs::metadata(&tty_path).ok().map(|m| {
@@ -299,10 +305,17 @@ impl Shell {
             send_lock: tokio::sync::Mutex::new(()),
             cols: AtomicU16::new(cols),
             rows: AtomicU16::new(rows),
+            masks,
+            sealed: Mutex::new(None),
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
-        crate::drivers::spawn(stream::read_loop(Arc::downgrade(&shell), master, stop_rx));
+        crate::drivers::spawn(stream::read_loop(
+            Arc::downgrade(&shell),
+            master,
+            shell.masks.clone(),
+            stop_rx,
+        ));
         crate::drivers::spawn(stream::watch_exit(Arc::downgrade(&shell), started.exit));
         shell.wait_first_prompt().await?;
         drop(startup);

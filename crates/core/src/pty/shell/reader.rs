@@ -88,7 +88,7 @@ fn process_line(pid: i32) -> Option<String> {
 }
 
 /// The other processes of process group `group` than its leader, in pid order.
-fn group_members(group: i32) -> Vec<i32> {
+pub(super) fn group_members(group: i32) -> Vec<i32> {
     let mut members: Vec<i32> = all_processes()
         .into_iter()
         .filter(|p| p.pgid == group && p.pid != group)
@@ -190,6 +190,85 @@ fn agentty_processes(shell: i32) -> Vec<i32> {
     all.sort_unstable();
     all.dedup();
     all
+}
+
+/// The processes that could read the memory of a program of shell `shell` that reads the
+/// terminal as group `group` (docs/BEHAVIOUR.md §4 *Sealed entry*): every other process started
+/// in the shell (its descendants: those of its own Landlock domain, which may read each other's
+/// memory through `/proc/<pid>/mem`), the orphans agentty adopted (as subreaper, or the
+/// namespaces' inits), whose spawn is no longer known: one may have left the shell's tree
+/// (`setsid`, then its parent ended), and the commands of other spawns that run unconfined. Not
+/// in reach: the commands of other confined spawns (another shell, a `terminal` call, a
+/// background job), each in a Landlock domain of its own, which the kernel keeps from reading
+/// into this one's. The shell itself and `group` are the ones the
+/// person was shown. Zombies are past reading anything.
+pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
+    use crate::pty::probe::{descendants, descendants_of_single_threaded, read_small};
+    let main = std::process::id();
+    let spawned = crate::reaper::spawned();
+    let (inits, _) = crate::namespace::init_pids();
+    let mut all = descendants_of_single_threaded(shell);
+    let orphans = read_small(std::path::Path::new(&format!(
+        "/proc/{main}/task/{main}/children"
+    )));
+    for orphan in orphans
+        .iter()
+        .flat_map(|text| text.split_ascii_whitespace())
+        .filter_map(|s| s.parse::<i32>().ok())
+        .filter(|pid| !spawned.contains(pid) && !inits.contains(pid))
+    {
+        all.push(orphan);
+        all.extend(descendants(orphan));
+    }
+    // Another spawn's commands run unconfined (`auto` mode, an approved escalation): no Landlock
+    // domain keeps them out.
+    for root in spawned
+        .iter()
+        .copied()
+        .filter(|&pid| pid != shell && unconfined(pid))
+    {
+        all.push(root);
+        all.extend(descendants(root));
+    }
+    for &init in &inits {
+        all.extend(
+            descendants_of_single_threaded(init)
+                .into_iter()
+                .filter(|pid| !inits.contains(pid)),
+        );
+    }
+    all.sort_unstable();
+    all.dedup();
+    all.retain(|&pid| pid != shell && read_stat(pid).is_some_and(|s| !s.zombie && s.pgid != group));
+    all
+}
+
+/// Whether `pid` runs without a seccomp filter, so unconfined: every confined command has one.
+fn unconfined(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Seccomp:"))
+            .is_some_and(|mode| mode.trim() == "0")
+    })
+}
+
+/// A process among `pids` a tracer is attached to (`TracerPid` of any of its threads), with
+/// that tracer: `strace -p`, `gdb -p`, from wherever it runs (a command run unconfined too).
+pub(super) fn traced(pids: &[i32]) -> Option<(i32, i32)> {
+    pids.iter().find_map(|&pid| {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        tasks.filter_map(Result::ok).find_map(|task| {
+            let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+            let tracer = status
+                .lines()
+                .find_map(|line| line.strip_prefix("TracerPid:"))?
+                .trim()
+                .parse::<i32>()
+                .ok()?;
+            (tracer != 0).then_some((pid, tracer))
+        })
+    })
 }
 
 /// Whether a thread of `pid` has the terminal `tty` among its fds.

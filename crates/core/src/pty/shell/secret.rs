@@ -18,6 +18,17 @@
 //! - what is left in the input queue once the program has read the line, or once
 //!   [`SECRET_TYPE_MS`] has passed (or the typing is dropped), is taken back out.
 //!
+//! Sealed (docs/BEHAVIOUR.md §4 *Sealed entry*): nothing else the agent started may read the
+//! reader's memory, where the secret lands. Confined commands cannot trace or read another
+//! process at all (the sandbox's seccomp filter and dropped `CAP_SYS_PTRACE`), and Landlock keeps
+//! each spawn's commands out of every other spawn's processes; what is left is checked here:
+//! - no tracer may be attached to the reading group (an unconfined `strace -p`, run in `auto`
+//!   mode or approved by the user);
+//! - no other process started in the shell may run (a background job, an orphan agentty adopted):
+//!   it shares the reader's Landlock domain, so it could read `/proc/<pid>/mem`.
+//!
+//! Once typed, the value is masked in every output of the session ([`crate::mask`]).
+//!
 //! The input queue is seen from the terminal's slave side ([`Peer`]), opened from the master for
 //! the moment of the typing. Who reads the terminal, and who else could, is found in `reader.rs`.
 
@@ -27,7 +38,9 @@ use tokio::time::Instant;
 
 use crate::pty::sys::{Master, Peer, asks_password, settings};
 
-use super::reader::{Reader, outside_holders, reader_could_be_overtaken};
+use super::reader::{
+    Reader, group_members, outside_holders, reader_could_be_overtaken, traced, within_reach,
+};
 use super::*;
 
 /// Why a secret was not typed.
@@ -58,6 +71,11 @@ pub enum SecretRefused {
     /// The program did not read it within [`SECRET_TYPE_MS`]: it was taken back out of the
     /// input queue, so no later reader (the shell, once the program ends) gets it.
     NotTaken,
+    /// A tracer is attached to a process of the reading group (`strace -p`, `gdb -p`).
+    Traced,
+    /// Another process started in the shell runs (a background job, an orphan): it could read
+    /// the reader's memory (`/proc/<pid>/mem`), where the secret lands.
+    InReach,
 }
 
 /// How long a secret may wait to be read: a program that asks for a password reads it at
@@ -154,6 +172,10 @@ impl Shell {
             .discard_input()
             .map_err(|_| SecretRefused::Closed)?;
         lock(&self.typed).clear();
+        // Masked before it can come back out (a program that echoes it).
+        if let Some(masks) = &self.masks {
+            masks.add(secret);
+        }
         typing.owed_here = self.owe_prompt_for_secret();
         let bound = Instant::now() + bound;
         let read = self
@@ -162,10 +184,42 @@ impl Shell {
         typing.done = read;
         drop(typing);
         if read {
+            *lock(&self.sealed) = reader.map(|r| r.group).or(self.reader().map(|r| r.group));
             Ok(())
         } else {
             Err(SecretRefused::NotTaken)
         }
+    }
+
+    /// Whether typing `input` now would stop the program that read a secret here while it still
+    /// runs: it holds the terminal's suspend key (Ctrl+Z) and a process of that program's group
+    /// lives. Stopped, it would give the shell back to the agent with the secret in its memory,
+    /// which a command started then (in the shell's Landlock domain) could read. Ctrl+C and
+    /// Ctrl+\ stay: they end it.
+    pub(super) fn would_stop_sealed(&self, input: &str) -> bool {
+        let Some(group) = *lock(&self.sealed) else {
+            return false;
+        };
+        let suspend = self
+            .master()
+            .and_then(|m| settings(m.raw()))
+            .filter(|t| t.c_lflag & libc::ISIG != 0)
+            .map(|t| t.c_cc[libc::VSUSP])
+            .filter(|&key| key != 0);
+        let Some(key) = suspend else {
+            return false;
+        };
+        if !input.as_bytes().contains(&key) {
+            return false;
+        }
+        let alive = crate::blocking::section(|| {
+            crate::tree::read_stat(group).is_some_and(|s| !s.zombie && s.pgid == group)
+                || !group_members(group).is_empty()
+        });
+        if !alive {
+            *lock(&self.sealed) = None;
+        }
+        alive
     }
 
     /// Every check made before a byte of the secret is typed (see the module header), in order;
@@ -209,7 +263,25 @@ impl Shell {
         if overtaken {
             return Err(SecretRefused::OtherReader);
         }
+        self.sealed(group)?;
         Ok(peer)
+    }
+
+    /// The checks that keep the secret out of other processes' reach once the reader has it
+    /// (the module header): no tracer on the reading group, no other process of the shell.
+    fn sealed(&self, group: Option<i32>) -> Result<(), SecretRefused> {
+        let group = group.ok_or(SecretRefused::Changed)?;
+        crate::blocking::section(|| {
+            let mut readers = group_members(group);
+            readers.push(group);
+            if traced(&readers).is_some() {
+                return Err(SecretRefused::Traced);
+            }
+            if !within_reach(self.pid, group).is_empty() {
+                return Err(SecretRefused::InReach);
+            }
+            Ok(())
+        })
     }
 
     /// Owes the shell's next prompt to the program that asked, and says whether this secret is

@@ -47,6 +47,9 @@ impl Shell {
             return Err(PtyError::Busy);
         };
         let master = self.master().ok_or(PtyError::Closed)?;
+        if self.would_stop_sealed(req.input) {
+            return Err(PtyError::StopsSealed);
+        }
         let mut rx = self.changed.subscribe();
         let cursor_from = self.output.total();
         // Blank lines or Ctrl+C: nothing a shell at its prompt would run.

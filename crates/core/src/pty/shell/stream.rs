@@ -118,9 +118,10 @@ impl Sink for ShellSink {
 pub(super) async fn read_loop(
     shell: Weak<Shell>,
     master: Arc<Master>,
+    masks: Option<Arc<crate::mask::Masks>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut source = Source::terminal(master, crate::limits::READ_CHUNK_BYTES);
+    let mut source = Source::terminal(master, crate::limits::READ_CHUNK_BYTES).masked(masks);
     let mut sink = ShellSink(shell.clone());
     let stopped = async {
         let _ = stop.wait_for(|s| *s).await;

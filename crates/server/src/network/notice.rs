@@ -1,0 +1,196 @@
+//! Every word the network policy says (docs/BEHAVIOUR.md §13): error 2010 in a result, the
+//! proxy's answers, the user's questions, and the few words the log and the web view give a
+//! refusal.
+
+/// Error code: the command ran and a connection was refused by the network policy
+/// (docs/BEHAVIOUR.md §13).
+pub const NETWORK_REFUSED: u32 = 2010;
+
+/// The proxy's answer to a request without the call's credentials (407).
+pub const PROXY_NO_CREDENTIALS: &str = "agentty's proxy: this request has no valid credentials. \
+Confined commands get them in HTTP_PROXY/HTTPS_PROXY; a command that changed those variables \
+cannot use the proxy.\n";
+
+/// The rule of a connection the user approved, in the log and the web view.
+pub const APPROVED_ONCE: &str = "approved by the user for this command";
+pub const APPROVED_FOR_SESSION: &str = "approved by the user for this session";
+
+/// Refusals named in one result at most (the log has them all).
+const REFUSALS_SAID: usize = 4;
+
+/// What was refused: a host and port, or a socket.
+fn network_subject(refusal: &super::Refusal) -> String {
+    match &refusal.why {
+        super::Why::Socket { what } => (*what).to_owned(),
+        _ => refusal.target.to_string(),
+    }
+}
+
+/// Why a connection was refused, in a few words: the log line, the web view, the list in a
+/// result.
+pub fn network_why_short(why: &super::Why) -> String {
+    use super::{Asked, Why};
+    match why {
+        Why::NotListed {
+            asked: Asked::Never | Asked::Later,
+        } => "not on the allowlist".to_owned(),
+        Why::NotListed {
+            asked: Asked::CannotAsk,
+        } => "not on the allowlist, and this MCP client cannot ask the user".to_owned(),
+        Why::NotListed {
+            asked: Asked::Unanswered,
+        } => "not on the allowlist, and the user did not answer".to_owned(),
+        Why::Declined => "the user declined it".to_owned(),
+        Why::Inside { kind, ip } => format!("it resolves to {} ({ip})", kind.word()),
+        Why::Direct => "a direct connection, not through agentty's proxy".to_owned(),
+        Why::LoopbackClosed => "loopback is closed".to_owned(),
+        Why::LocalDns => "DNS through a resolver on loopback".to_owned(),
+        Why::Socket { .. } => "only plain TCP is allowed".to_owned(),
+    }
+}
+
+/// The sentence that lets one refused connection through, or says what to do instead.
+fn network_remedy(refusal: &super::Refusal) -> String {
+    use super::{Asked, Why};
+    let allow = |what: &str| {
+        format!(
+            "the user can allow {what} with allow_net = [\"{what}\"] in the [sandbox] section \
+             of agentty's config (or --allow-net {what})"
+        )
+    };
+    let target = refusal.target.to_string();
+    match &refusal.why {
+        Why::NotListed {
+            asked: Asked::Never,
+        } => format!(
+            "{}, or have such hosts asked with network = \"ask\".",
+            capital(&allow(&target))
+        ),
+        Why::NotListed { .. } => format!("{}.", capital(&allow(&target))),
+        Why::Declined => "Do not try it again unless the user says so.".to_owned(),
+        Why::Inside { ip, .. } => {
+            let address = super::Target {
+                host: ip.to_string(),
+                port: refusal.target.port,
+            };
+            format!(
+                "A listed name may not lead to inside addresses (loopback, private, link-local, \
+                 metadata, this machine's); if this one is meant, {}.",
+                allow(&address.to_string())
+            )
+        }
+        Why::Direct => format!(
+            "Confined commands reach other hosts through agentty's proxy (HTTPS_PROXY and \
+             HTTP_PROXY are set; for ssh, -o ProxyCommand='agentty proxy-connect %h %p'); for \
+             a direct connection {}.",
+            allow(&target)
+        ),
+        Why::LoopbackClosed => "The user can open loopback with loopback = true in the \
+             [sandbox] section of agentty's config."
+            .to_owned(),
+        Why::LocalDns | Why::Socket { .. } => "Names are resolved by agentty's proxy: a \
+             program that looks names up itself fails here (\"Could not resolve host\", \
+             ENOTFOUND, EAI_AGAIN); use its proxy support (HTTPS_PROXY is set)."
+            .to_owned(),
+    }
+}
+
+fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// The result's line for the connections a command was refused (error 2010), whatever it
+/// printed and whatever its exit code.
+pub fn network_refused(refusals: &[super::Refusal]) -> String {
+    let code = NETWORK_REFUSED;
+    let said: Vec<String> = refusals
+        .iter()
+        .take(REFUSALS_SAID)
+        .map(|r| format!("{} ({})", network_subject(r), network_why_short(&r.why)))
+        .collect();
+    let mut more = String::new();
+    if refusals.len() > REFUSALS_SAID {
+        more = format!(
+            " and {} more (the server's log has them)",
+            refusals.len() - REFUSALS_SAID
+        );
+    }
+    // One remedy per kind of refusal (the first of each), in order.
+    let mut remedies: Vec<String> = Vec::new();
+    for refusal in refusals.iter().take(REFUSALS_SAID) {
+        let remedy = network_remedy(refusal);
+        if !remedies.contains(&remedy) {
+            remedies.push(remedy);
+        }
+    }
+    let all_declined = refusals.iter().all(|r| r.why == super::Why::Declined);
+    let off = if all_declined {
+        ""
+    } else {
+        " (network = \"on\" in the [sandbox] section turns the filter off.)"
+    };
+    format!(
+        "[error {code}] network: the sandbox refused {}{more}. {}{off}",
+        said.join("; "),
+        remedies.join(" ")
+    )
+}
+
+/// The body of the proxy's 403: what a program shows of it (`curl -v`, a package manager's
+/// error).
+pub fn network_refused_body(target: &super::Target, why: &super::Why) -> String {
+    let refusal = super::Refusal {
+        target: target.clone(),
+        why: why.clone(),
+    };
+    format!(
+        "agentty refused {target} (error {NETWORK_REFUSED}): {}. {}\n",
+        network_why_short(why),
+        network_remedy(&refusal)
+    )
+}
+
+pub fn proxy_unresolved(target: &super::Target) -> String {
+    format!("agentty's proxy could not resolve {}.\n", target.host)
+}
+
+pub fn proxy_unreachable(target: &super::Target) -> String {
+    format!("agentty's proxy could not connect to {target}.\n")
+}
+
+/// The question the user answers while a command waits at the proxy (network `ask`).
+pub fn network_question(what: &str, target: &super::Target) -> String {
+    format!(
+        "A command the agent runs wants to connect to {target}, which is not on agentty's \
+         network allowlist:\n\n{}\n\nAllow it? once: this command only; session: every command \
+         of this session; deny: refuse it.",
+        crate::escalation::notice::visible(what)
+    )
+}
+
+/// The question that goes back with a 2026-07-28 client's result: the command ran, and the
+/// hosts it was refused may be allowed for a run again.
+pub fn network_question_after(what: &str, targets: &[super::Target]) -> String {
+    let listed: Vec<String> = targets.iter().map(ToString::to_string).collect();
+    format!(
+        "A command the agent ran was refused {}, not on agentty's network allowlist:\n\n{}\n\n\
+         Allow and run the command again? once: for that run only; session: every command of \
+         this session; deny: keep the refusal.",
+        listed.join(", "),
+        crate::escalation::notice::visible(what)
+    )
+}
+
+/// The 2010 line when the user declined the hosts a 2026-07-28 client's command was refused.
+pub fn network_declined_after(targets: &[super::Target]) -> String {
+    let listed: Vec<String> = targets.iter().map(ToString::to_string).collect();
+    format!(
+        "[error {NETWORK_REFUSED}] network: the user declined {}: the command was not run again. \
+         Do not try these hosts again unless the user says so.",
+        listed.join(", ")
+    )
+}
