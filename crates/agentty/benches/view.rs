@@ -79,7 +79,11 @@ async fn state(addr: &str, view_key: &str) -> Value {
     let mut text = String::new();
     while let Some(Ok(frame)) = body.frame().await {
         text.push_str(&String::from_utf8_lossy(frame.data_ref().unwrap()));
-        if let Some(line) = text.lines().find(|l| l.starts_with("data: ")) {
+        // A whole event only: a state with many calls comes in several frames.
+        let Some(end) = text.find("\n\n") else {
+            continue;
+        };
+        if let Some(line) = text[..end].lines().find(|l| l.starts_with("data: ")) {
             return serde_json::from_str(&line[6..]).unwrap();
         }
     }

@@ -41,6 +41,7 @@ async fn main() {
             timeout: Duration::from_secs(10),
             spill: None,
             keep_whole: false,
+            view: None,
         };
         let t = Instant::now();
         let _ = run(req, std::future::pending(), None).await.expect("run");

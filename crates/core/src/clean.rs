@@ -58,6 +58,9 @@ struct LineState {
     done: String,
     /// Set by the callbacks that are only made in, or lead back to, the ground state.
     settled: bool,
+    /// Keep colour and bold (SGR sequences) in the text: the web view's copy only
+    /// ([`Cleaner::keeping_colours`]); what a model reads never has them.
+    keep_colours: bool,
 }
 
 impl LineState {
@@ -115,6 +118,26 @@ impl LineState {
     }
 }
 
+/// An SGR sequence rebuilt from its parsed parameters: only digits, `;` and `:` between
+/// `ESC [` and `m`, whatever the command printed.
+fn sgr(params: &vte::Params) -> String {
+    use std::fmt::Write as _;
+    let mut seq = String::from("\x1b[");
+    for (i, param) in params.iter().enumerate() {
+        if i > 0 {
+            seq.push(';');
+        }
+        for (j, sub) in param.iter().enumerate() {
+            if j > 0 {
+                seq.push(':');
+            }
+            let _ = write!(seq, "{sub}");
+        }
+    }
+    seq.push('m');
+    seq
+}
+
 impl vte::Perform for LineState {
     fn print(&mut self, c: char) {
         self.settled = true;
@@ -135,8 +158,11 @@ impl vte::Perform for LineState {
         }
     }
 
-    fn csi_dispatch(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
         self.settled = true;
+        if self.keep_colours && c == 'm' && intermediates.is_empty() && !ignore {
+            self.print_str(&sgr(params));
+        }
     }
 
     fn esc_dispatch(&mut self, _: &[u8], _: bool, _: u8) {
@@ -160,6 +186,14 @@ impl vte::Perform for LineState {
 impl Cleaner {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A cleaner that keeps SGR sequences (colours, bold) and drops every other escape: the
+    /// web view's copy of an output, which renders them (`crate::view_tap`).
+    pub fn keeping_colours() -> Self {
+        let mut cleaner = Self::default();
+        cleaner.line.keep_colours = true;
+        cleaner
     }
 
     /// Feeds raw bytes; returns the text of the lines completed by them (possibly empty).

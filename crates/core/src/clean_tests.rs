@@ -235,3 +235,13 @@ fn endless_line_is_flushed_in_bounded_pieces() {
     assert!(out >= PENDING_LINE_MAX_BYTES * 2, "flushed {out}");
     assert!(cleaner.pending_line().len() < PENDING_LINE_MAX_BYTES);
 }
+
+#[test]
+fn the_views_copy_keeps_colours_and_nothing_else() {
+    let raw = b"\x1b[1;31mFAIL\x1b[0m x\x1b]0;title\x07\x1b[2J\x1b[38:2:1:2:3mrgb\x1b[?25l\n";
+    assert_eq!(Cleaner::new().feed(raw), "FAIL xrgb\n");
+    assert_eq!(
+        Cleaner::keeping_colours().feed(raw),
+        "\x1b[1;31mFAIL\x1b[0m x\x1b[38:2:1:2:3mrgb\n"
+    );
+}

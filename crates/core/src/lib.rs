@@ -20,6 +20,7 @@ pub mod run;
 pub mod runs;
 pub mod spawn;
 pub mod sweep;
+pub mod view_tap;
 pub mod watchdog;
 
 // The machinery under them, private: what callers need of it is exported by name below.

@@ -45,6 +45,8 @@ pub struct RunRequest {
     /// Also keep each stream's whole cleaned text (up to the capture cap), for a parser that
     /// must read all of it rather than the head and tail the model gets.
     pub keep_whole: bool,
+    /// The web view's coloured copy of the output (fed only while a view is open).
+    pub view: Option<Arc<crate::view_tap::ViewTap>>,
 }
 
 /// How a [`run_until`] call ended.
@@ -71,6 +73,7 @@ struct Capture {
     ring: Option<OutputRing>,
     /// Only when asked ([`RunRequest::keep_whole`]): stdout and stderr, cleaned, whole.
     whole: Option<Whole>,
+    view: Option<Arc<crate::view_tap::ViewTap>>,
 }
 
 impl Capture {
@@ -86,6 +89,7 @@ impl Capture {
             last_stream: Stream::Out,
             ring: hand_over.then(|| OutputRing::new(None)),
             whole: keep_whole.then(Whole::default),
+            view: None,
         }
     }
 
@@ -99,6 +103,9 @@ impl Capture {
             Stream::Err => (&mut self.err_cleaner, &mut self.stderr),
             Stream::Out | Stream::Terminal => (&mut self.out_cleaner, &mut self.stdout),
         };
+        if let Some(view) = &self.view {
+            view.feed(stream == Stream::Err, &bytes[..take]);
+        }
         let text = cleaner.feed(&bytes[..take]);
         shaper.push(text);
         if let Some(whole) = &mut self.whole {
@@ -132,6 +139,9 @@ impl Capture {
     /// Everything but the shaped text goes to the new owner; partial lines stay in the
     /// cleaners, so they are neither lost nor counted twice.
     fn hand_over(self, live: Live, started: Instant, workdir: PathBuf) -> Handover {
+        if let Some(view) = &self.view {
+            view.finish();
+        }
         let ring = self.ring.unwrap_or_else(|| OutputRing::new(None));
         let (merged, spill) = self.merged.into_parts();
         let (spill_path, spill) = match spill {
@@ -168,6 +178,9 @@ impl Capture {
     }
 
     fn finish(mut self) -> Captured {
+        if let Some(view) = &self.view {
+            view.finish();
+        }
         let tail = self.out_cleaner.finish().to_owned();
         self.stdout.push(&tail);
         self.merged.push(&tail);
@@ -257,6 +270,7 @@ pub async fn run_until(
         timeout,
         spill,
         keep_whole,
+        view,
     } = req;
     let start = Instant::now();
     let Started {
@@ -268,6 +282,7 @@ pub async fn run_until(
         confined,
     } = engine::start_on_pipes_async(spec, stdin, None).await?;
     let mut capture = Capture::new(spill, hand_over, keep_whole);
+    capture.view = view;
     let mut watch = ProgressWatch {
         report: on_progress,
         start,

@@ -27,6 +27,8 @@ pub mod terminal;
 mod tools;
 pub mod transport;
 pub mod view;
+pub mod view_calls;
+pub mod view_keyboard;
 
 pub use drain::{DRAINING, Drained};
 pub use server::Agentty;

@@ -39,6 +39,10 @@ impl Viewer {
 pub enum Target {
     /// A background command: its output ring.
     Job(Arc<Job>),
+    /// A foreground call running now: its output, coloured.
+    Call(Arc<crate::view_calls::LiveCall>),
+    /// A foreground call that ended: the text the model got.
+    Done(Arc<crate::view_calls::DoneCall>),
     /// A shell: its screen (and its job, for the state).
     Shell(Arc<Job>, Arc<Shell>),
 }
@@ -64,7 +68,7 @@ impl Agentty {
         sessions
     }
 
-    fn view_session(&self, viewer: &Viewer, key: &str) -> Option<Arc<LazySession>> {
+    pub(crate) fn view_session(&self, viewer: &Viewer, key: &str) -> Option<Arc<LazySession>> {
         self.view_sessions(viewer)
             .into_iter()
             .find(|s| s.name == key)
@@ -80,13 +84,16 @@ impl Agentty {
     }
 
     /// The page's picture of every session: `{sessions: [{key, client, transport, started,
-    /// jobs: [{id, kind, state, exit_code, signal, label, pid, age_ms, bytes, sandbox}]}],
+    /// calls (see `calls_json`), jobs: [{id, kind, state, exit_code, signal, label, runs (a
+    /// shell's: see `shell_runs`), pid, age_ms, bytes, sandbox}]}],
     /// secrets: [{id, shell, what, asker}], warnings: [{session, time, path, what}]}`.
     /// `warnings`: what the watch of planted code found after a call or job of a session the
     /// viewer sees, oldest first (`time` in seconds since the epoch; `session` those of the
     /// sessions it followed that the viewer sees, joined with ", "; at most 16 per session, 128
     /// in all), kept after its session ended.
     pub fn view_state(&self, viewer: &Viewer) -> Value {
+        // Somebody looks: commands' output is copied, coloured, for the view from now on.
+        agentty_core::view_tap::mark_watched();
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
         let confining = matches!(self.confinement().confine(false, None), Ok(Some(_)));
@@ -102,12 +109,25 @@ impl Agentty {
             .filter_map(|lazy| {
                 let state = lazy.state.get()?;
                 let about = lazy.about.get();
+                let held = state
+                    .held_by_user
+                    .lock()
+                    .map(|held| held.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default();
+                let stopped_by_user = state
+                    .stopped_by_user
+                    .lock()
+                    .map(|ids| ids.clone())
+                    .unwrap_or_default();
                 let jobs: Vec<Value> = state
                     .jobs
                     .list()
                     .iter()
                     .map(|job| {
                         let (word, exit_code, signal) = match job.state() {
+                            JobState::Stopped if stopped_by_user.contains(&job.id) => {
+                                ("stopped by the user", None, None)
+                            }
                             JobState::Running => ("running", None, None),
                             JobState::Exited(code) => ("exited", Some(code), None),
                             JobState::Signalled(sig) => {
@@ -121,8 +141,13 @@ impl Agentty {
                         } else {
                             &escalated_line
                         };
+                        let runs = (job.kind == JobKind::Shell)
+                            .then(|| state.shells.peek(&job.id).map(|shell| shell_runs(&shell, job)))
+                            .flatten();
                         json!({
                             "id": job.id,
+                            "runs": runs,
+                            "user_has_keyboard": held.contains(&job.id),
                             "kind": if job.kind == JobKind::Shell { "shell" } else { "command" },
                             "state": word,
                             "exit_code": exit_code,
@@ -154,8 +179,10 @@ impl Agentty {
                         })
                     })
                     .collect();
+                let calls = calls_json(&state.view_calls);
                 Some(json!({
                     "key": lazy.name,
+                    "calls": calls,
                     "caller": lazy.caller.get().map(|c| c.0.to_string()),
                     "agent": agent,
                     "client": about.map_or("unknown client", |a| a.client.as_str()),
@@ -179,6 +206,12 @@ impl Agentty {
     pub fn view_target(&self, viewer: &Viewer, key: &str, id: &str) -> Option<Target> {
         let session = self.view_session(viewer, key)?;
         let state = session.state.get()?;
+        if let Some(call) = state.view_calls.running(id) {
+            return Some(Target::Call(call));
+        }
+        if let Some(call) = state.view_calls.done(id) {
+            return Some(Target::Done(call));
+        }
         let job = state.jobs.peek(id)?;
         if job.kind == JobKind::Shell
             && let Some(shell) = state.shells.peek(id)
@@ -200,6 +233,9 @@ impl Agentty {
         if job.kind == JobKind::Shell {
             let _ = state.shells.close(id).await;
         }
+        if let Ok(mut ids) = state.stopped_by_user.lock() {
+            ids.push(job.id.clone());
+        }
         job.stop().await;
         crate::session::log_stopped(&job, "the user stopped it from the web view");
         if let Ok(mut notes) = session.user_notes.lock() {
@@ -207,4 +243,65 @@ impl Agentty {
         }
         Ok(())
     }
+}
+
+impl Agentty {
+    /// The full output of call `id` of session `key`, while its spill file exists.
+    pub fn view_spill(&self, viewer: &Viewer, key: &str, id: &str) -> Option<std::path::PathBuf> {
+        let session = self.view_session(viewer, key)?;
+        let path = session.state.get()?.view_calls.done(id)?.spill.clone()?;
+        path.exists().then_some(path)
+    }
+}
+
+/// A session's calls for the view's state: `{ran, failed, running: [{id, label, age_ms}],
+/// done: [{id, label, state, exit_code, signal, started, took_ms, spill}]}`, newest last.
+fn calls_json(calls: &crate::view_calls::Calls) -> Value {
+    let summary = calls.summary();
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let epoch = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    let running: Vec<Value> = summary
+        .running
+        .iter()
+        .map(|c| {
+            json!({"id": c.id, "label": c.label, "age_ms": ms(c.started.elapsed()),
+                   "started": epoch(c.since)})
+        })
+        .collect();
+    let done: Vec<Value> = summary
+        .done
+        .iter()
+        .map(|c| {
+            let (state, exit_code, signal) = c.ending.words();
+            json!({"id": c.id, "label": c.label, "state": state, "exit_code": exit_code,
+                   "signal": signal, "failed": c.ending.failed(), "started": epoch(c.since),
+                   "took_ms": ms(c.took),
+                   "spill": c.spill.as_ref().is_some_and(|p| p.exists())})
+        })
+        .collect();
+    json!({"ran": summary.ran, "failed": summary.failed, "running": running, "done": done})
+}
+
+/// What runs in a shell and where, for its label: the program in the terminal's foreground
+/// (the shell itself at its prompt) and that program's directory. A few reads of `/proc`.
+fn shell_runs(shell: &Shell, job: &Job) -> Value {
+    let leader = shell.foreground_leader().unwrap_or(job.pid);
+    let command = std::fs::read(format!("/proc/{leader}/cmdline"))
+        .map(|raw| {
+            let words: Vec<String> = raw
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words.join(" ")
+        })
+        .unwrap_or_default();
+    let cwd = std::fs::read_link(format!("/proc/{leader}/cwd"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    json!({"program": command.chars().take(200).collect::<String>(), "cwd": cwd,
+           "at_prompt": leader == job.pid})
 }

@@ -129,6 +129,8 @@ pub fn adopt(
         },
         started,
     );
+    // What it printed while it was a call is not in the view's copy: the view shows the ring.
+    job.view.mark_partial();
     crate::drivers::spawn(drive(job.clone(), live, shared));
     Ok(job)
 }
@@ -198,6 +200,7 @@ struct RingSink<'a> {
     out_cleaner: &'a mut Cleaner,
     err_cleaner: &'a mut Cleaner,
     ring: &'a OutputRing,
+    view: &'a crate::view_tap::ViewTap,
 }
 
 impl Sink for RingSink<'_> {
@@ -207,6 +210,7 @@ impl Sink for RingSink<'_> {
             Stream::Out | Stream::Terminal => &mut *self.out_cleaner,
         };
         let ring = self.ring;
+        self.view.feed(stream == Stream::Err, bytes);
         cleaner.feed_into(bytes, &mut |text| ring.push(text));
         true
     }
@@ -231,6 +235,7 @@ async fn drive(job: Arc<Job>, live: Live, shared: Arc<Shared>) {
         out_cleaner: &mut out_cleaner,
         err_cleaner: &mut err_cleaner,
         ring: &ring,
+        view: &job.view,
     };
     let run = Drive {
         pid,
@@ -262,6 +267,7 @@ async fn drive(job: Arc<Job>, live: Live, shared: Arc<Shared>) {
     }
     ring.push(out_cleaner.finish());
     ring.push(err_cleaner.finish());
+    job.view.finish();
     let state = match ended.exit {
         _ if ended.by_outside_stop => JobState::Stopped,
         Some(Exit::Code(code)) => JobState::Exited(code),

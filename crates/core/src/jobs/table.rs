@@ -114,6 +114,8 @@ pub struct Job {
     pub output: Arc<OutputRing>,
     /// Started under the sandbox: a "Permission denied" in its output may be the sandbox's.
     pub confined: bool,
+    /// The web view's coloured copy of a command's output (fed only while a view is open).
+    pub view: crate::view_tap::ViewTap,
     state: watch::Sender<JobState>,
     control: Box<dyn JobControl>,
     /// Processes the job left behind when it ended, which were then stopped.
@@ -538,6 +540,7 @@ impl Reserved<'_> {
             pid: new.pid,
             output: new.output,
             confined: new.confined,
+            view: crate::view_tap::ViewTap::default(),
             state,
             control: new.control,
             leftovers: AtomicUsize::new(0),

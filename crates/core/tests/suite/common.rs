@@ -40,6 +40,7 @@ pub fn request(command: &str, marker: &str, timeout_ms: u64) -> RunRequest {
         timeout: Duration::from_millis(timeout_ms),
         spill: None,
         keep_whole: false,
+        view: None,
     }
 }
 

@@ -177,6 +177,12 @@ pub(crate) struct Session {
     pub(crate) ended: AtomicBool,
     /// Tasks (the tasks extension) made of this session's jobs.
     pub(crate) tasks: TaskIndex,
+    /// Its foreground calls, running and lately ended, for the web view.
+    pub(crate) view_calls: crate::view_calls::Calls,
+    /// The jobs and shells the person watching stopped (`--view-control`), for the view.
+    pub(crate) stopped_by_user: std::sync::Mutex<Vec<String>>,
+    /// The shells the person watching holds the keyboard of, with the lines typed so far.
+    pub(crate) held_by_user: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
     /// Where the state dir keeps this session's job table across a restart (HTTP client
     /// sessions and callers without one), once known.
     pub(crate) keep: std::sync::OnceLock<(Arc<kept::Kept>, kept::Key)>,
@@ -221,6 +227,9 @@ impl Session {
             client_can_ask: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             tasks: TaskIndex::default(),
+            view_calls: crate::view_calls::Calls::default(),
+            stopped_by_user: std::sync::Mutex::default(),
+            held_by_user: std::sync::Mutex::default(),
             keep: std::sync::OnceLock::new(),
             before: std::sync::OnceLock::new(),
             kept_for_restart: AtomicBool::new(false),

@@ -12,6 +12,27 @@ use agentty_core::jobs::{Job, JobState, READ_MAX_BYTES};
 use agentty_core::pty::{Gone, SIZE_MAX};
 use agentty_core::signal_name;
 
+/// `shell_send` while the person watching holds the shell's keyboard (web view).
+pub fn held_by_user(id: &str) -> String {
+    format!(
+        "the user has taken {id}'s keyboard in the web view: nothing was typed. Wait for the \
+         user to hand it back (your next result will say what they did), read it with \
+         shell_read, or use another shell"
+    )
+}
+
+/// Told in the model's next result once the person hands a shell back.
+pub fn user_typed(id: &str, typed: &[String], screen: &str) -> String {
+    let lines: usize = typed.iter().map(|t| t.matches('\n').count()).sum();
+    let what: Vec<String> = typed.iter().map(|t| format!("{t:?}")).collect();
+    format!(
+        "[note] the user typed {lines} line{} into {id} from the web view ({}) and gave it back; \
+         the screen now shows:\n{screen}",
+        if lines == 1 { "" } else { "s" },
+        what.join(", ")
+    )
+}
+
 pub fn busy(id: &str, timeout_ms: u64) -> String {
     format!(
         "nothing was typed: another shell_send to {id} was still waiting after {timeout_ms} ms; \

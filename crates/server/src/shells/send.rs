@@ -102,6 +102,15 @@ impl Agentty {
             Ok(send) => send,
             Err(refusal) => return refusal,
         };
+        // The person watching holds its keyboard (web view, `--view-control`).
+        let held = self
+            .state()
+            .held_by_user
+            .lock()
+            .is_ok_and(|held| held.contains_key(&send.job.id));
+        if held {
+            return tool_error(say::held_by_user(&send.job.id));
+        }
         // A secret: the user types it (web view); then this send waits on what follows, as a
         // send with no input does.
         let entered = match &send.secret {

@@ -18,6 +18,7 @@ use crate::escalation::mrtr::Slot;
 use crate::network::{Choice, NetCall};
 use crate::server::Agentty;
 use crate::tools::{input_schema, parse_args, tool_error};
+use crate::view_calls::{Ending, Running};
 
 #[tool_router(router = terminal_router, vis = "pub(crate)")]
 impl Agentty {
@@ -39,7 +40,13 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let prepared = match super::prepare(
+        // For the web view's history, should the guard refuse it.
+        let asked = params
+            .command
+            .clone()
+            .or_else(|| params.argv.as_ref().map(|argv| argv.join(" ")))
+            .unwrap_or_default();
+        let prepared = match super::prepare_judged(
             params,
             &self.settings().shell,
             self.workspace(),
@@ -47,7 +54,15 @@ impl Agentty {
             self.settings().default_timeout_ms,
         ) {
             Ok(p) => p,
-            Err(e) => return tool_error(e),
+            Err(refused) => {
+                if refused.by_guard {
+                    let (call, _) = self.next_call();
+                    self.state()
+                        .view_calls
+                        .blocked(&call, &asked, &refused.text);
+                }
+                return tool_error(refused.text);
+            }
         };
         // A background job over the cap would be refused after the user approved it: say so
         // first (the start checks again; a job that ended meanwhile only frees a place).
@@ -119,18 +134,28 @@ impl Agentty {
             },
             stdin: prepared.stdin.clone(),
             timeout: super::timeout(&prepared),
-            spill: Some((self.spill_store().clone(), call)),
+            spill: Some((self.spill_store().clone(), call.clone())),
             keep_whole: prepared.parse.as_ref().is_some_and(Result::is_ok),
+            view: None,
         };
-        if prepared.pty {
-            return self
-                .terminal_pty(&prepared, request, escalated, &ctx, net)
-                .await;
-        }
         if prepared.background {
             let line = self.confinement().line(escalated);
             return self.start_background(&prepared, request, line, &ctx, net);
         }
+        // Shown in the web view while it runs, and in its history after.
+        let record = self
+            .state()
+            .view_calls
+            .begin(&call, &prepared.display, !prepared.pty);
+        if prepared.pty {
+            return self
+                .terminal_pty(&prepared, request, escalated, &ctx, net, record)
+                .await;
+        }
+        let request = RunRequest {
+            view: record.view(),
+            ..request
+        };
         let mut progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
             move |p: Progress| {
@@ -150,11 +175,18 @@ impl Agentty {
             Ok(RunEnd::Finished(o)) => o,
             Ok(RunEnd::TimedOut(handover)) => {
                 let line = self.confinement().line(escalated);
-                return self.adopt_timed_out(&prepared, handover, line, net).await;
+                let result = self.adopt_timed_out(&prepared, handover, line, net).await;
+                record.other(Ending::Backgrounded, &result);
+                return result;
             }
-            Err(e) => return not_started(&prepared, &ctx, &e),
+            Err(e) => {
+                let result = not_started(&prepared, &ctx, &e);
+                record.other(Ending::NotStarted, &result);
+                return result;
+            }
         };
-        self.finish_foreground(&prepared, &outcome, escalated, Vec::new(), net, &ctx)
+        let tracked = (net, record);
+        self.finish_foreground(&prepared, &outcome, escalated, Vec::new(), &ctx, tracked)
     }
     /// `terminal({command, pty: true})`: one command under a PTY (docs/BEHAVIOUR.md §4), rendered like the
     /// pipe path plus the awaiting-input note.
@@ -165,6 +197,7 @@ impl Agentty {
         escalated: bool,
         ctx: &RequestContext<RoleServer>,
         net: Option<NetCall>,
+        record: Running<'_>,
     ) -> CallToolResult {
         let pty_request = PtyRunRequest {
             spec: request.spec,
@@ -178,8 +211,13 @@ impl Agentty {
         };
         let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
             Ok(o) => o,
-            Err(e) => return not_started(prepared, ctx, &e),
+            Err(e) => {
+                let result = not_started(prepared, ctx, &e);
+                record.other(Ending::NotStarted, &result);
+                return result;
+            }
         };
+        let awaiting = outcome.awaiting_input.is_some();
         let full_screen = outcome.full_screen;
         let notes = outcome
             .awaiting_input
@@ -195,22 +233,24 @@ impl Agentty {
             })
             .into_iter()
             .collect();
-        self.finish_foreground(prepared, &outcome.run, escalated, notes, net, ctx)
+        let tracked = (net, record.awaiting(awaiting));
+        self.finish_foreground(prepared, &outcome.run, escalated, notes, ctx, tracked)
     }
 
     /// The end of every foreground run, pipe or PTY: where the command ended up, whether the
     /// sandbox refused a write (whatever the exit code: `cp x ~/y 2>&1 | tail -3` exits 0) or
     /// a connection (error 2010, likewise), the planted-code warning, and the rendering.
     /// `notes`: what the path itself has to say. A 2026-07-28 client in `ask` mode gets a
-    /// question about the hosts refused instead, with this result kept for a "deny".
+    /// question about the hosts refused instead, with this result kept for a "deny". The call's
+    /// network watch comes with its record for the web view: both end here.
     fn finish_foreground(
         &self,
         prepared: &Prepared,
         outcome: &RunOutcome,
         escalated: bool,
         mut notes: Vec<String>,
-        net: Option<NetCall>,
         ctx: &RequestContext<RoleServer>,
+        (net, record): (Option<NetCall>, Running<'_>),
     ) -> CallToolResult {
         let refused = net.as_ref().map(NetCall::take_refusals).unwrap_or_default();
         let network =
@@ -223,8 +263,10 @@ impl Agentty {
             &prepared.display,
             || prepared.line.cwd_after().map(std::path::PathBuf::from),
         );
-        if let Some(refused) = &denial {
-            refused.count();
+        // For the web view: a write or a connection the sandbox refused.
+        let sandbox_refused = denial.is_some() || !refused.is_empty();
+        if let Some(denied) = &denial {
+            denied.count();
         }
         let sandbox = super::render::SandboxReport {
             line: self.confinement().line(escalated),
@@ -233,6 +275,7 @@ impl Agentty {
         };
         notes.extend(self.planted_warning());
         let (text, mut structured) = super::render::render(prepared, outcome, sandbox, notes);
+        record.ran(outcome, sandbox_refused, &text);
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         // A typed result's data is moved in, not copied through `to_value` (for a 1 MB
         // listing that copy was a third tree of the same data).

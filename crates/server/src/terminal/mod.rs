@@ -139,6 +139,28 @@ pub struct Prepared {
     pub line: Analysis,
 }
 
+/// Why a call was refused before anything ran: the sentence for the model, and whether the
+/// guard refused the command (the web view marks those).
+pub(crate) struct Refused {
+    pub(crate) text: String,
+    pub(crate) by_guard: bool,
+}
+
+impl From<String> for Refused {
+    fn from(text: String) -> Self {
+        Refused {
+            text,
+            by_guard: false,
+        }
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(text: &str) -> Self {
+        Refused::from(text.to_owned())
+    }
+}
+
 /// Checks the arguments; every error is a sentence for the model.
 pub fn prepare(
     params: TerminalParams,
@@ -147,6 +169,17 @@ pub fn prepare(
     guard: &GuardConfig,
     default_timeout_ms: u64,
 ) -> Result<Prepared, String> {
+    prepare_judged(params, shell, workspace, guard, default_timeout_ms).map_err(|r| r.text)
+}
+
+/// [`prepare`], saying whether a refusal is the guard's.
+pub(crate) fn prepare_judged(
+    params: TerminalParams,
+    shell: &Path,
+    workspace: &Workspace,
+    guard: &GuardConfig,
+    default_timeout_ms: u64,
+) -> Result<Prepared, Refused> {
     let timeout_ms = crate::tools::timing::timeout_ms(
         params.timeout_ms,
         default_timeout_ms,
@@ -175,7 +208,10 @@ pub fn prepare(
     } = what_runs(params.command, params.argv, shell, place)?;
     if let Verdict::Block(block) = line.verdict(guard) {
         crate::metrics::METRICS.guard_blocked(block.rule);
-        return Err(block.message());
+        return Err(Refused {
+            text: block.message(),
+            by_guard: true,
+        });
     }
     // Every argument is checked before anything asks the user: a refusal after an approval
     // form would have asked for nothing.
@@ -201,7 +237,7 @@ pub fn prepare(
         && params.stdin.is_none()
         && let Some(needs) = line.needs_terminal()
     {
-        return Err(notice::needs_terminal(&needs));
+        return Err(notice::needs_terminal(&needs).into());
     }
     let parse = parse.then(|| parsed::recognize(&line, argv_given.as_deref()));
     let env = crate::tools::entry::check_env(params.env, &workdir, guard, false)?;

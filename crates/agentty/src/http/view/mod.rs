@@ -223,7 +223,9 @@ impl View {
                     },
                 }
             }
+            (&Method::GET, "/view/spill") => self.spill(request, &viewer).await,
             (&Method::POST, "/view/stop") => self.stop(request, &viewer).await,
+            (&Method::POST, "/view/keyboard") => self.keyboard(request, &viewer).await,
             _ => text(StatusCode::NOT_FOUND, "agentty: not here\n"),
         }
     }
@@ -253,6 +255,105 @@ impl View {
         let peers = self.peers.get()?;
         let socket = peers.owner(Some(key), None).await?;
         Some((peers.clone(), socket))
+    }
+
+    /// `GET /view/spill?session=K&id=cN`: the full output of a call that ended, while its spill
+    /// file exists (as text: the page offers it as a download).
+    async fn spill(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        viewer: &Viewer,
+    ) -> Response<Body> {
+        let (Some(session), Some(id)) = (query(&request, "session"), query(&request, "id")) else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "agentty: session and id are needed\n",
+            );
+        };
+        let Some(path) = self.agentty.view_spill(viewer, &session, &id) else {
+            return match self.peer_of_session(&session).await {
+                Some((peers, socket)) => peers.forward(&socket, request, true).await,
+                None => text(
+                    StatusCode::NOT_FOUND,
+                    "agentty: no full output kept for this call (it fit in the result, or its \
+                     file was removed)\n",
+                ),
+            };
+        };
+        match tokio::fs::read(&path).await {
+            Ok(bytes) => {
+                let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                response
+            }
+            Err(_) => text(StatusCode::NOT_FOUND, "agentty: the file was removed\n"),
+        }
+    }
+
+    /// `POST /view/keyboard {"session", "id", "action": "take" | "type" | "give", "keys"}`, with
+    /// `--view-control` only: the person's hand on a shell's keyboard
+    /// (`agentty_server::view_keyboard`).
+    async fn keyboard(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        viewer: &Viewer,
+    ) -> Response<Body> {
+        use agentty_server::view_keyboard::{Keyboard, KeyboardRefused};
+        if !self.control {
+            return text(
+                StatusCode::FORBIDDEN,
+                "agentty: the view is read-only; start the server with --view-control to type into shells\n",
+            );
+        }
+        let Ok(body) = Limited::new(request.into_body(), 8192).collect().await else {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, "agentty: too large\n");
+        };
+        let body = body.to_bytes();
+        let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let (Some(session), Some(id)) = (asked["session"].as_str(), asked["id"].as_str()) else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "agentty: session and id are needed\n",
+            );
+        };
+        let action = match (asked["action"].as_str(), asked["keys"].as_str()) {
+            (Some("take"), _) => Keyboard::Take,
+            (Some("give"), _) => Keyboard::GiveBack,
+            (Some("type"), Some(keys)) if !keys.is_empty() => Keyboard::Type(keys.to_owned()),
+            _ => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    "agentty: action is take, type (with keys) or give\n",
+                );
+            }
+        };
+        match self
+            .agentty
+            .view_keyboard(viewer, session, id, action)
+            .await
+        {
+            Ok(()) => text(StatusCode::OK, "done\n"),
+            Err(KeyboardRefused::Unknown) => match self.peer_of_session(session).await {
+                Some((peers, socket)) => {
+                    let json = HeaderValue::from_static("application/json");
+                    peers
+                        .pass(
+                            &socket,
+                            &Method::POST,
+                            "/view/keyboard",
+                            Some(&json),
+                            body,
+                            true,
+                        )
+                        .await
+                }
+                None => text(StatusCode::CONFLICT, "agentty: no such shell\n"),
+            },
+            Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
+        }
     }
 
     /// `POST /view/stop {"session": …, "id": …}`, with `--view-control` only.

@@ -14,7 +14,7 @@ use hyper::Response;
 use hyper::header::{self, HeaderValue};
 use serde_json::{Value, json};
 
-use agentty_core::jobs::{Job, JobState};
+use agentty_core::jobs::{Job, JobKind, JobState};
 use agentty_core::pty::{Shell, StyledScreen};
 use agentty_server::Agentty;
 use agentty_server::view::Target;
@@ -166,6 +166,11 @@ fn cap_marks_in(value: &mut Value) {
 fn strip_ages(state: &mut Value) {
     if let Some(sessions) = state["sessions"].as_array_mut() {
         for session in sessions {
+            if let Some(calls) = session["calls"]["running"].as_array_mut() {
+                for call in calls {
+                    call["age_ms"] = Value::Null;
+                }
+            }
             if let Some(jobs) = session["jobs"].as_array_mut() {
                 for job in jobs {
                     job["age_ms"] = Value::Null;
@@ -178,8 +183,74 @@ fn strip_ages(state: &mut Value) {
 /// `/view/stream`: a job's output or a shell's screen.
 pub fn target(target: Target) -> Response<Body> {
     match target {
-        Target::Job(job) => sse(|tx| tokio::spawn(job_output(job, tx))),
+        Target::Job(job) => sse(|tx| tokio::spawn(ring_output(Source::Job(job), tx))),
+        Target::Call(call) => sse(|tx| tokio::spawn(ring_output(Source::Call(call), tx))),
+        Target::Done(call) => sse(|tx| tokio::spawn(done_call(call, tx))),
         Target::Shell(job, shell) => sse(|tx| tokio::spawn(shell_screen(job, shell, tx))),
+    }
+}
+
+/// What a command's output is read from: a job's coloured copy when it holds everything (a view
+/// was open since the job began), else the job's ring; a running call's coloured copy.
+enum Source {
+    Job(Arc<Job>),
+    Call(Arc<agentty_server::view_calls::LiveCall>),
+}
+
+impl Source {
+    fn ring(&self) -> Option<&agentty_core::jobs::OutputRing> {
+        match self {
+            // A shell's job has no copy (its screen is the view's); an ended shell shows its ring.
+            Source::Job(job) if job.kind == JobKind::Command && job.view.whole() => {
+                Some(job.view.ring())
+            }
+            Source::Job(job) => Some(&job.output),
+            Source::Call(call) => call
+                .view
+                .as_deref()
+                .map(agentty_core::view_tap::ViewTap::ring),
+        }
+    }
+
+    fn running(&self) -> bool {
+        match self {
+            Source::Job(job) => job.state().is_running(),
+            Source::Call(call) => call.view.as_ref().is_some_and(|v| !v.ring().is_closed()),
+        }
+    }
+
+    /// Said before the output when the copy began after the command did.
+    fn partial(&self) -> Option<&'static str> {
+        match self {
+            Source::Call(call) if call.view.as_ref().is_some_and(|v| !v.whole()) => Some(
+                "[the view was opened after this call began: its output from then on; the text \
+                 the model gets shows here when it ends]\n",
+            ),
+            _ => None,
+        }
+    }
+
+    fn end_word(&self) -> String {
+        match self {
+            Source::Job(job) => state_word(&job.state()),
+            Source::Call(_) => "ended".into(),
+        }
+    }
+}
+
+/// A call that ended: the text its model got, then `end`.
+async fn done_call(call: Arc<agentty_server::view_calls::DoneCall>, mut tx: Sender<Bytes>) {
+    let text = MarkCap::default().cap(&call.text).into_owned();
+    let total = text.len();
+    if send(
+        &mut tx,
+        "snapshot",
+        &json!({"text": text, "from": 0, "total": total}),
+    )
+    .await
+    {
+        let (state, _, _) = call.ending.words();
+        let _ = send(&mut tx, "end", &json!({ "state": state })).await;
     }
 }
 
@@ -195,8 +266,28 @@ fn state_word(state: &JobState) -> String {
 
 /// The tail first, then what is printed as it is printed; a new snapshot when the viewer fell
 /// behind; an `end` event once the job ended and everything was sent.
-async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
-    let ring = &job.output;
+async fn ring_output(source: Source, mut tx: Sender<Bytes>) {
+    let Some(ring) = source.ring() else {
+        // A PTY call: its text shows once it ends.
+        let text = "(a command on a terminal: its output shows when it ends)\n";
+        if send(
+            &mut tx,
+            "snapshot",
+            &json!({"text": text, "from": 0, "total": 0}),
+        )
+        .await
+        {
+            let mut last = std::time::Instant::now();
+            while source.running() {
+                if !keep_alive(&mut tx, &mut last).await {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            let _ = send(&mut tx, "end", &json!({"state": source.end_word()})).await;
+        }
+        return;
+    };
     let mut marks = MarkCap::default();
     let snapshot = |ring: &agentty_core::jobs::OutputRing, marks: &mut MarkCap| {
         let tail = ring.read(None, CHUNK);
@@ -205,13 +296,21 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
         let data = json!({"text": text, "from": tail.from, "total": tail.total});
         (tail.next, data)
     };
+    let note = source.partial();
+    let snapshot = |ring: &agentty_core::jobs::OutputRing, marks: &mut MarkCap| {
+        let (next, mut data) = snapshot(ring, marks);
+        if let (Some(note), Some(text)) = (note, data["text"].as_str()) {
+            data["text"] = Value::String(format!("{note}{text}"));
+        }
+        (next, data)
+    };
     let (mut cursor, data) = snapshot(ring, &mut marks);
     if !send(&mut tx, "snapshot", &data).await {
         return;
     }
     let mut last = std::time::Instant::now();
     loop {
-        let ended = !job.state().is_running();
+        let ended = !source.running();
         let slice = ring.read(Some(cursor), CHUNK);
         if slice.dropped > 0 || slice.remaining > 0 {
             // Behind the ring, or more than one update's worth behind: start from the tail.
@@ -230,7 +329,7 @@ async fn job_output(job: Arc<Job>, mut tx: Sender<Bytes>) {
         } else if !keep_alive(&mut tx, &mut last).await {
             return;
         } else if ended {
-            let state = json!({"state": state_word(&job.state())});
+            let state = json!({"state": source.end_word()});
             let _ = send(&mut tx, "end", &state).await;
             return;
         }

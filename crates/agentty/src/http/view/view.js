@@ -44,6 +44,9 @@ function size(bytes) {
 
 function stateText(job) {
   if (job.state === "exited") return "exited " + job.exit_code;
+  if (job.state === "refused by the sandbox" && job.exit_code !== null && job.exit_code !== undefined) {
+    return "refused by the sandbox, exited " + job.exit_code;
+  }
   if (job.state === "signalled") return "killed by " + job.signal;
   if (job.kind === "shell" && job.state === "running") return "open";
   return job.state;
@@ -53,12 +56,78 @@ function findJob(state, session, id) {
   for (const s of state.sessions) {
     if (s.key !== session) continue;
     for (const j of s.jobs) if (j.id === id) return [s, j];
+    for (const c of callsOf(s)) if (c.id === id) return [s, c];
   }
   return [null, null];
 }
 
+// ---- Foreground calls: running now, then the session's history (newest first). ----
+
+/** A session's calls as items of the list: running ones first, then those that ended. */
+function callsOf(s) {
+  const calls = s.calls || {running: [], done: []};
+  const running = calls.running.map((c) => ({...c, kind: "call", state: "running"}));
+  const done = calls.done.map((c) => ({...c, kind: "call"})).reverse();
+  return running.concat(done);
+}
+
+/** How long: "850 ms", "12 s", "3 min"… */
+function took(ms) {
+  return ms < 1000 ? ms + " ms" : age(ms);
+}
+
+/** A call's button in the list. */
+function callButton(s, c) {
+  const button = el("button", "job call " + statusClass(c));
+  button.dataset.session = s.key;
+  button.dataset.id = c.id;
+  button.title = "started " + new Date(c.started * 1000).toLocaleTimeString();
+  if (selected && selected.session === s.key && selected.id === c.id) button.classList.add("selected");
+  button.append(el("span", "id", c.id + " "));
+  const when = c.state === "running" ? ageSpan(c.age_ms) : el("span", "", took(c.took_ms));
+  const st = el("span", "state", "call, " + stateText(c) + ", ");
+  st.append(when);
+  button.append(st);
+  button.append(el("span", "label", c.label));
+  button.addEventListener("click", (event) => openItem(s.key, c.id, "call", event));
+  return button;
+}
+
+/** An age that keeps counting between two states (a running call's elapsed time). */
+function ageSpan(ms) {
+  const span = el("span", "age", age(ms));
+  span.dataset.ms = String(ms);
+  span.dataset.at = String(Date.now());
+  return span;
+}
+
+setInterval(() => {
+  for (const span of document.querySelectorAll(".age[data-ms]")) {
+    span.textContent = age(Number(span.dataset.ms) + Date.now() - Number(span.dataset.at));
+  }
+}, 1000);
+
+/** The full output of a call that ended, while its file exists: fetched with the key, offered
+ * as a download (a plain link could not send the key). */
+async function downloadSpill(session, id) {
+  const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
+  const answer = await call("/view/spill" + query);
+  if (!answer.ok) { $("actions-said").textContent = await answer.text(); return; }
+  const url = URL.createObjectURL(await answer.blob());
+  const link = el("a");
+  link.href = url;
+  link.download = id + "-output.txt";
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
 function renderList(state) {
   const nav = $("sessions");
+  // Keyboard focus survives the redraw: the same item is focused again.
+  const focused = document.activeElement && nav.contains(document.activeElement) ? document.activeElement.dataset : null;
+  const focus = focused && focused.id ? {session: focused.session, id: focused.id} : null;
   nav.replaceChildren();
   for (const secret of state.secrets || []) {
     const box = el("div", "session asking");
@@ -70,40 +139,124 @@ function renderList(state) {
     box.append(link);
     nav.append(box);
   }
-  if (state.sessions.length === 0) nav.append(el("div", "empty", "No session has started a job yet."));
-  for (const s of state.sessions) {
-    const box = el("div", "session");
-    const started = new Date(s.started * 1000).toLocaleTimeString();
-    const who = [s.caller, s.client, s.transport, "since " + started].filter(Boolean).join(" · ");
-    box.append(el("div", "session-head", who));
-    if (s.agent) box.append(el("div", "session-agent", s.agent));
-    if (s.jobs.length === 0) box.append(el("div", "empty", "no jobs or shells"));
-    for (const j of s.jobs) {
-      const button = el("button", "job");
-      button.dataset.session = s.key;
-      button.dataset.id = j.id;
-      if (selected && selected.session === s.key && selected.id === j.id) button.classList.add("selected");
-      button.append(el("span", "id", j.id + " "));
-      const st = el("span", "state", j.kind + ", " + stateText(j) + ", " + age(j.age_ms));
-      if (j.state === "running") st.classList.add("running");
-      button.append(st);
-      button.append(el("span", "label", j.label));
-      button.addEventListener("click", () => select(s.key, j.id, j.kind));
-      box.append(button);
-    }
-    // The connections its commands were refused, newest first (the server's log has them all).
-    const refused = (s.network || []).filter((n) => n.decision === "refused").reverse();
-    if (refused.length > 0) {
-      const list = el("ul", "network-refused");
-      list.append(el("li", "network-head", "network refused:"));
-      for (const n of refused.slice(0, REFUSALS_SHOWN)) {
-        const what = n.port ? n.host + ":" + n.port : "a socket";
-        list.append(el("li", "", what + " (" + n.rule + ", " + new Date(n.time * 1000).toLocaleTimeString() + ")"));
-      }
-      box.append(list);
-    }
-    nav.append(box);
+  const busy = state.sessions.filter((s) => !isEmptySession(s));
+  const idle = state.sessions.filter(isEmptySession);
+  if (busy.length === 0) nav.append(el("div", "empty", "No session has run a command yet."));
+  for (const s of busy) nav.append(sessionBox(s));
+  if (idle.length > 0) nav.append(idleSessions(idle));
+  if (focus) {
+    const again = nav.querySelector(`button.job[data-session="${CSS.escape(focus.session)}"][data-id="${CSS.escape(focus.id)}"]`);
+    if (again) again.focus();
   }
+}
+
+// ---- At a glance: sessions named by caller and client, what each agent does, statuses. ----
+
+/** A session with no call, job or shell (an initialize and nothing else). */
+function isEmptySession(s) {
+  const calls = s.calls || {ran: 0};
+  return s.jobs.length === 0 && calls.ran === 0;
+}
+
+/** The sessions without work, folded into one line. */
+function idleSessions(idle) {
+  const fold = el("details", "idle-sessions");
+  fold.append(el("summary", "", idle.length + (idle.length === 1 ? " session" : " sessions") + " without work"));
+  for (const s of idle) fold.append(el("div", "session-agent", sessionName(s) + " · " + sessionWhen(s)));
+  return fold;
+}
+
+function sessionName(s) {
+  return (s.caller || "local") + " · " + (s.client || "unknown client");
+}
+
+function sessionWhen(s) {
+  return [s.transport, "since " + new Date(s.started * 1000).toLocaleTimeString()].filter(Boolean).join(" · ");
+}
+
+/** One session: its name, what it did and does, then its calls, jobs and shells. */
+function sessionBox(s) {
+  const box = el("section", "session");
+  box.setAttribute("aria-label", sessionName(s));
+  box.append(el("div", "session-name", sessionName(s)));
+  box.append(el("div", "session-head", sessionWhen(s)));
+  if (s.agent) box.append(el("div", "session-agent", s.agent));
+  box.append(agentRow(s));
+  const calls = callsOf(s);
+  for (const c of calls.filter((c) => c.state === "running")) box.append(callButton(s, c));
+  for (const j of s.jobs) box.append(jobButton(s, j));
+  for (const c of calls.filter((c) => c.state !== "running")) box.append(callButton(s, c));
+  const refused = networkRefused(s);
+  if (refused) box.append(refused);
+  return box;
+}
+
+/** The connections a session's commands were refused, newest first (the server's log has them
+ * all); null when none. */
+function networkRefused(s) {
+  const refused = (s.network || []).filter((n) => n.decision === "refused").reverse();
+  if (refused.length === 0) return null;
+  const list = el("ul", "network-refused");
+  list.append(el("li", "network-head", "network refused:"));
+  for (const n of refused.slice(0, REFUSALS_SHOWN)) {
+    const what = n.port ? n.host + ":" + n.port : "a socket";
+    list.append(el("li", "", what + " (" + n.rule + ", " + new Date(n.time * 1000).toLocaleTimeString() + ")"));
+  }
+  return list;
+}
+
+/** "12 calls · 2 failed · now: cargo build": how busy an agent is and how it fares. */
+function agentRow(s) {
+  const calls = s.calls || {ran: 0, failed: 0, running: []};
+  // Background commands count as calls too (those still in the job table).
+  const commands = s.jobs.filter((j) => j.kind === "command");
+  const ran = calls.ran + commands.length;
+  const failed = calls.failed + commands.filter((j) => statusClass(j) === "st-failed").length;
+  const row = el("div", "agent-row");
+  row.append(el("span", "", ran + (ran === 1 ? " call" : " calls")));
+  row.append(" · ");
+  row.append(el("span", failed > 0 ? "st-failed" : "", failed + " failed"));
+  const now = calls.running.map((c) => c.label)
+    .concat(s.jobs.filter((j) => j.state === "running" && j.kind === "command").map((j) => j.label));
+  row.append(" · ");
+  row.append(el("span", now.length > 0 ? "st-running now" : "now", now.length > 0 ? "now: " + now.join(", ") : "idle"));
+  return row;
+}
+
+/** The colour class of a status. */
+function statusClass(item) {
+  switch (item.state) {
+    case "running": return "st-running";
+    case "exited": return item.exit_code === 0 ? "st-ok" : "st-failed";
+    case "moved to the background": return "st-ok";
+    case "stopped by the user": return "st-user";
+    case "awaiting input": return "st-input";
+    case "blocked by the guard": return "st-blocked";
+    case "refused by the sandbox": return "st-refused";
+    case "stopped": case "cancelled": case "closed (idle)": return "st-neutral";
+    default: return "st-failed";
+  }
+}
+
+/** A shell is named by what runs in it and where. */
+function shellLabel(j) {
+  if (!j.runs || !j.runs.program) return j.label;
+  const where = j.runs.cwd ? " in " + j.runs.cwd : "";
+  return (j.runs.at_prompt ? "at its prompt (" + j.runs.program + ")" : j.runs.program) + where;
+}
+
+/** A job's or shell's button in the list. */
+function jobButton(s, j) {
+  const button = el("button", "job " + statusClass(j));
+  button.dataset.session = s.key;
+  button.dataset.id = j.id;
+  if (selected && selected.session === s.key && selected.id === j.id) button.classList.add("selected");
+  button.title = "started " + new Date(Date.now() - j.age_ms).toLocaleTimeString();
+  button.append(el("span", "id", j.id + " "));
+  button.append(el("span", "state", j.kind + ", " + stateText(j) + ", " + age(j.age_ms)));
+  button.append(el("span", "label", j.kind === "shell" ? shellLabel(j) : j.label));
+  button.addEventListener("click", (event) => openItem(s.key, j.id, j.kind, event));
+  return button;
 }
 
 /** The banner of possibly planted code: what a command left that runs outside the sandbox
@@ -140,14 +293,79 @@ function renderFacts(state) {
   const facts = $("facts");
   const actions = $("actions");
   actions.replaceChildren();
+  $("keys-form").hidden = true;
   if (!j) { facts.textContent = "ended with its session"; return; }
   $("title").textContent = j.id + "  " + j.label;
-  facts.textContent = [j.kind, stateText(j), "pid " + j.pid, "age " + age(j.age_ms),
-    size(j.bytes) + " of output", s.client, j.sandbox].join(" · ");
+  if (j.kind === "call") { renderCallFacts(s, j); return; }
+  facts.replaceChildren(el("span", statusClass(j), stateText(j)), " · " + [j.kind, "pid " + j.pid, "age " + age(j.age_ms),
+    size(j.bytes) + " of output", sessionName(s), j.sandbox].join(" · "));
+  if (j.kind === "shell") $("title").textContent = j.id + "  " + shellLabel(j);
   if (control && j.state === "running") {
     const button = el("button", "", j.kind === "shell" ? "Close this shell" : "Stop this job");
     button.addEventListener("click", () => stop(s.key, j.id));
     actions.append(button);
+  }
+  if (control && j.kind === "shell" && j.state === "running") renderKeyboard(s, j);
+}
+
+// ---- The user's hand on a shell's keyboard (--view-control): take, type, Ctrl+C, give back. ----
+
+async function keyboard(session, id, action, keys) {
+  const answer = await call("/view/keyboard", {
+    method: "POST",
+    headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({session, id, action, keys}),
+  });
+  $("actions-said").textContent = answer.ok ? "" : "Not done: " + (await answer.text());
+}
+
+/** The keyboard's controls under a shell's facts; the line field keeps what is being typed
+ * across the state's redraws. */
+function renderKeyboard(s, j) {
+  const actions = $("actions");
+  if (!j.user_has_keyboard) {
+    const take = el("button", "take", "Take the keyboard");
+    take.addEventListener("click", () => keyboard(s.key, j.id, "take"));
+    actions.append(take);
+    $("keys-form").hidden = true;
+    return;
+  }
+  const form = $("keys-form");
+  form.hidden = false;
+  form.dataset.session = s.key;
+  form.dataset.id = j.id;
+  const give = el("button", "take", "Give it back");
+  give.addEventListener("click", () => keyboard(s.key, j.id, "give"));
+  actions.append(give);
+}
+
+$("keys-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = $("keys-form");
+  const field = $("keys");
+  keyboard(form.dataset.session, form.dataset.id, "type", field.value + "\n");
+  field.value = "";
+});
+$("ctrl-c").addEventListener("click", () => {
+  const form = $("keys-form");
+  keyboard(form.dataset.session, form.dataset.id, "type", "\u0003");
+});
+
+/** A call's facts: how it ended (or how long it runs), and its full output while kept. */
+function renderCallFacts(s, c) {
+  const facts = $("facts");
+  facts.replaceChildren();
+  const when = new Date(c.started * 1000).toLocaleTimeString();
+  if (c.state === "running") {
+    facts.append(el("span", "st-running", "running"), " for ", ageSpan(c.age_ms), " · call since " + when + " · " + sessionName(s));
+  } else {
+    facts.append(el("span", statusClass(c), stateText(c)), " · " + ["took " + took(c.took_ms), "call at " + when, sessionName(s)].join(" · ")
+      + " · below: the text the model got");
+  }
+  if (c.spill) {
+    const button = el("button", "spill", "Full output");
+    button.addEventListener("click", () => downloadSpill(s.key, c.id));
+    $("actions").append(button);
   }
 }
 
@@ -191,12 +409,107 @@ async function stop(session, id) {
     headers: {"Content-Type": "application/json"},
     body: JSON.stringify({session, id}),
   });
-  $("status").textContent = answer.ok ? "stopped " + id : "not stopped: " + (await answer.text());
+  // Said beside the button: the header says only whether the page is live.
+  $("actions-said").textContent = answer.ok ? "Stopped " + id + "." : "Not stopped: " + (await answer.text());
+}
+
+// ---- Colours: SGR sequences in a command's output become styled spans. ----
+// The server keeps only SGR (`ESC [ digits ; : m`) in the view's copy of an output and drops
+// every other escape; here each sequence only sets classes or a colour computed from its
+// numbers, and all text goes in with textContent. Anything else is shown as text.
+
+const ANSI_16 = ["#8b949e", "#ff7b72", "#7ee787", "#e3b341", "#79c0ff", "#d2a8ff", "#56d4dd", "#c9d1d9",
+  "#a0a8b4", "#ffa198", "#aff5b4", "#f8e3a1", "#a5d6ff", "#e2c5ff", "#b3f0ff", "#ffffff"];
+
+/** An xterm 256-colour index as #rrggbb. */
+function colour256(n) {
+  if (n < 16) return ANSI_16[n];
+  if (n >= 232) { const v = 8 + (n - 232) * 10; return rgb(v, v, v); }
+  const k = n - 16;
+  const step = (x) => (x === 0 ? 0 : 55 + x * 40);
+  return rgb(step(Math.floor(k / 36)), step(Math.floor(k / 6) % 6), step(k % 6));
+}
+
+function rgb(r, g, b) {
+  const hex = (v) => Math.max(0, Math.min(255, v | 0)).toString(16).padStart(2, "0");
+  return "#" + hex(r) + hex(g) + hex(b);
+}
+
+/** Applies one SGR parameter list ("1;31", "38;5;208", "38:2::1:2:3") to `style`. */
+function applySgr(style, params) {
+  const list = params === "" ? [[0]] : params.split(";").map((p) => p.split(":").map((x) => Number(x) || 0));
+  for (let i = 0; i < list.length; i++) {
+    const [code, ...sub] = list[i];
+    if (code === 0) { style.fg = null; style.bg = null; style.bold = false; style.dim = false; style.italic = false; style.underline = false; }
+    else if (code === 1) style.bold = true;
+    else if (code === 2) style.dim = true;
+    else if (code === 3) style.italic = true;
+    else if (code === 4) style.underline = true;
+    else if (code === 22) { style.bold = false; style.dim = false; }
+    else if (code === 23) style.italic = false;
+    else if (code === 24) style.underline = false;
+    else if (code >= 30 && code <= 37) style.fg = ANSI_16[code - 30];
+    else if (code >= 90 && code <= 97) style.fg = ANSI_16[code - 90 + 8];
+    else if (code === 39) style.fg = null;
+    else if (code >= 40 && code <= 47) style.bg = ANSI_16[code - 40];
+    else if (code >= 100 && code <= 107) style.bg = ANSI_16[code - 100 + 8];
+    else if (code === 49) style.bg = null;
+    else if (code === 38 || code === 48) {
+      let colour = null;
+      if (sub.length > 0) {
+        // 38:5:n, 38:2:r:g:b or 38:2:space:r:g:b
+        if (sub[0] === 5) colour = colour256(sub[1] || 0);
+        else if (sub[0] === 2) { const c = sub.slice(-3); colour = rgb(c[0], c[1], c[2]); }
+      } else {
+        // 38;5;n or 38;2;r;g;b
+        const next = list.slice(i + 1).map((p) => p[0]);
+        if (next[0] === 5) { colour = colour256(next[1] || 0); i += 2; }
+        else if (next[0] === 2) { colour = rgb(next[1], next[2], next[3]); i += 4; }
+      }
+      if (code === 38) style.fg = colour; else style.bg = colour;
+    }
+  }
+}
+
+/** Appends `text` (with SGR sequences) to `pre` as styled spans; the style carries over. */
+function appendAnsi(pre, text) {
+  const style = pre.sgr || (pre.sgr = {fg: null, bg: null, bold: false, dim: false, italic: false, underline: false});
+  const frag = document.createDocumentFragment();
+  const sgr = /\x1b\[([0-9;:]*)m/g;
+  let at = 0;
+  const put = (piece) => {
+    if (piece === "") return;
+    const plain = !style.fg && !style.bg && !style.bold && !style.dim && !style.italic && !style.underline;
+    if (plain) { frag.append(piece); return; }
+    const cls = [style.bold && "b", style.dim && "d", style.italic && "i", style.underline && "u"].filter(Boolean).join(" ");
+    const span = el("span", cls, piece);
+    if (style.fg) span.style.color = style.fg;
+    if (style.bg) span.style.backgroundColor = style.bg;
+    frag.append(span);
+  };
+  for (let m; (m = sgr.exec(text)) !== null;) {
+    put(text.slice(at, m.index));
+    applySgr(style, m[1]);
+    at = m.index + m[0].length;
+  }
+  put(text.slice(at));
+  pre.append(frag);
+  pre.shown = (pre.shown || 0) + text.length;
+}
+
+/** Clears `pre` for a new output. */
+function resetOutput(pre) {
+  pre.replaceChildren();
+  pre.sgr = null;
+  pre.shown = 0;
 }
 
 function trimOutput(pre) {
-  const text = pre.textContent;
-  if (text.length > MAX_TEXT) pre.textContent = text.slice(text.length - MAX_TEXT);
+  // Whole pieces from the top, so no span is cut and the colours stay right.
+  while (pre.shown > MAX_TEXT && pre.firstChild && pre.childNodes.length > 1) {
+    pre.shown -= pre.firstChild.textContent.length;
+    pre.firstChild.remove();
+  }
 }
 
 function drawScreen(pre, screen) {
@@ -223,6 +536,7 @@ function drawScreen(pre, screen) {
 /** The form for a secret request, in the detail pane: typed once, sent once, kept nowhere. */
 function openSecret(secret) {
   selected = null;
+  showPane("detail");
   if (stream) stream.abort();
   $("title").textContent = "A secret for " + secret.shell;
   $("facts").textContent = "";
@@ -263,32 +577,106 @@ function openSecret(secret) {
   field.focus();
 }
 
+// ---- Addresses: every call, job and shell has its own (#s=SESSION&id=ID); a reload opens it. ----
+
+/** What the address asks to open, until the state that holds it arrives. */
+let wanted = (() => {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  return hash.get("s") && hash.get("id") ? {session: hash.get("s"), id: hash.get("id")} : null;
+})();
+
+/** Opens what the address names once the state holds it. */
+function openWanted(state) {
+  if (!wanted) return;
+  const [s, item] = findJob(state, wanted.session, wanted.id);
+  if (!item) return;
+  wanted = null;
+  select(s.key, item.id, item.kind);
+}
+
+function setAddress(session, id) {
+  const hash = "#s=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
+  if (location.hash !== hash) history.replaceState(null, "", location.pathname + hash);
+}
+
+// ---- Any screen, by keyboard: list and output side by side, or one at a time when narrow. ----
+
+/** Shows the list or the output (on a narrow screen only one shows at a time). */
+function showPane(pane) {
+  $("view").dataset.pane = pane;
+}
+
+/** Back to the list, focus on the item that was open. */
+function back() {
+  showPane("list");
+  const open = selected && document.querySelector(
+    `button.job[data-session="${CSS.escape(selected.session)}"][data-id="${CSS.escape(selected.id)}"]`);
+  const first = document.querySelector("#sessions button.job");
+  (open || first || $("sessions")).focus();
+}
+
+$("back").addEventListener("click", back);
+
+// Up and down (and Home, End) move between the list's items; Enter or Space opens one (the
+// output then has the focus); Escape comes back to the list.
+$("sessions").addEventListener("keydown", (event) => {
+  const items = [...document.querySelectorAll("#sessions button.job")];
+  const at = items.indexOf(document.activeElement);
+  const to = {ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: items.length - 1}[event.key];
+  if (to === undefined || items.length === 0) return;
+  event.preventDefault();
+  items[Math.max(0, Math.min(items.length - 1, to))].focus();
+});
+$("detail").addEventListener("keydown", (event) => {
+  if (event.key === "Escape") { event.preventDefault(); back(); }
+});
+
+/** Opens an item from the list; from the keyboard, the output takes the focus. */
+function openItem(session, id, kind, event) {
+  select(session, id, kind);
+  if (event && event.detail === 0) $("output").focus();
+}
+
 function select(session, id, kind) {
   selected = {session, id, kind};
+  showPane("detail");
+  setAddress(session, id);
+  $("actions-said").textContent = "";
   if (stream) stream.abort();
   const pre = $("output");
-  pre.replaceChildren();
+  resetOutput(pre);
   delete pre.dataset.snapshots;
   pre.className = kind === "shell" ? "screen" : "";
   if (lastState) { renderWarnings(lastState); renderList(lastState); renderFacts(lastState); }
   const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
+  const [, item] = lastState ? findJob(lastState, session, id) : [null, null];
+  let ended = !item || item.kind !== "call" || item.state !== "running";
   const controller = new AbortController();
   stream = controller;
   readEvents("/view/stream" + query, {
     snapshot: (data) => {
       // Counted, so a test can tell output streamed live from output fetched again.
       pre.dataset.snapshots = String(Number(pre.dataset.snapshots || 0) + 1);
-      pre.textContent = JSON.parse(data).text;
+      resetOutput(pre);
+      appendAnsi(pre, JSON.parse(data).text);
+      trimOutput(pre);
       pre.scrollTop = pre.scrollHeight;
     },
     append: (data) => {
       const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.append(JSON.parse(data).text);
+      appendAnsi(pre, JSON.parse(data).text);
       trimOutput(pre);
       if (atBottom) pre.scrollTop = pre.scrollHeight;
     },
     screen: (data) => drawScreen(pre, JSON.parse(data)),
-    end: () => controller.abort(),
+    end: () => {
+      controller.abort();
+      // A call that ended: what the model got replaces its live output.
+      if (kind === "call" && selected && selected.id === id && !ended) {
+        ended = true;
+        setTimeout(() => { if (selected && selected.id === id) select(session, id, kind); }, 600);
+      }
+    },
   }, controller.signal).catch(() => {});
 }
 
@@ -305,6 +693,7 @@ async function connect() {
           renderWarnings(state);
           renderList(state);
           renderFacts(state);
+          openWanted(state);
         },
       });
     } catch {

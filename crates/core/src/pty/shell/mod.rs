@@ -385,6 +385,12 @@ impl Shell {
         )
     }
 
+    /// The leader of the terminal's foreground process group (the shell itself when it waits
+    /// at its prompt): one `tcgetpgrp`, for the web view's label of the shell.
+    pub fn foreground_leader(&self) -> Option<i32> {
+        sys::foreground_group(self.master()?.raw())
+    }
+
     fn master(&self) -> Option<Arc<Master>> {
         lock(&self.master).clone()
     }

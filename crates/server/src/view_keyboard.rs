@@ -1,0 +1,116 @@
+//! The user's hand on a shell's keyboard from the web view (`--view-control` only,
+//! docs/BEHAVIOUR.md §12): the person takes a shell, types lines and Ctrl+C into it, and hands
+//! it back. While the person holds it the model's `shell_send` is refused with a sentence that
+//! says so (reading stays allowed); once it is handed back, the model's next result in that
+//! session says what the person typed and what the screen shows. Every keystroke is logged with
+//! the caller's name. The keys go through the shell's own send, the one the model's keys go
+//! through, so the shell's prompt accounting stays right.
+
+use std::time::Duration;
+
+use agentty_core::pty::SendRequest;
+
+use crate::server::Agentty;
+use crate::view::Viewer;
+
+/// How long a line typed by the person is waited on before the page gets its answer (the
+/// command goes on running; the page shows the screen).
+const USER_SEND_WAIT_MS: u64 = 1_500;
+/// Lines of the screen the model is shown when the person hands a shell back.
+const SCREEN_LINES_TOLD: usize = 12;
+
+/// The shells whose keyboard the person holds, with the keys typed into each.
+type Held = std::collections::HashMap<String, Vec<String>>;
+
+/// What the person does with a shell's keyboard.
+pub enum Keyboard {
+    Take,
+    Type(String),
+    GiveBack,
+}
+
+/// Why the view's keyboard call did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyboardRefused {
+    #[error("no such shell")]
+    Unknown,
+    #[error("the shell has ended")]
+    Ended,
+    #[error("take the keyboard first")]
+    NotHeld,
+    #[error("the shell is busy with another send")]
+    Busy,
+}
+
+impl Agentty {
+    /// `action` on shell `id` of session `key`, for `viewer`.
+    pub async fn view_keyboard(
+        &self,
+        viewer: &Viewer,
+        key: &str,
+        id: &str,
+        action: Keyboard,
+    ) -> Result<(), KeyboardRefused> {
+        let session = self
+            .view_session(viewer, key)
+            .ok_or(KeyboardRefused::Unknown)?;
+        let state = session.state.get().ok_or(KeyboardRefused::Unknown)?;
+        let shell = state.shells.peek(id).ok_or(KeyboardRefused::Unknown)?;
+        if shell.has_ended() {
+            return Err(KeyboardRefused::Ended);
+        }
+        let who = match viewer {
+            Viewer::Caller(caller) => caller.0.to_string(),
+            Viewer::Operator => "an operator".to_owned(),
+        };
+        let holds = |change: &mut dyn FnMut(&mut Held) -> Option<Vec<String>>| {
+            let mut held = state
+                .held_by_user
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            change(&mut held)
+        };
+        match action {
+            Keyboard::Take => {
+                tracing::info!(caller = %who, shell = %id, "the user took the shell's keyboard from the web view");
+                holds(&mut |held| {
+                    held.entry(id.to_owned()).or_default();
+                    None
+                });
+                Ok(())
+            }
+            Keyboard::Type(keys) => {
+                let noted = holds(&mut |held| {
+                    let typed = held.get_mut(id)?;
+                    typed.push(keys.clone());
+                    Some(Vec::new())
+                });
+                if noted.is_none() {
+                    return Err(KeyboardRefused::NotHeld);
+                }
+                tracing::info!(caller = %who, shell = %id, keys = ?keys, "the user typed into the shell from the web view");
+                let request = SendRequest {
+                    input: &keys,
+                    timeout: Duration::from_millis(USER_SEND_WAIT_MS),
+                    wait_for: None,
+                };
+                shell
+                    .send(request)
+                    .await
+                    .map(|_| ())
+                    .map_err(|_| KeyboardRefused::Busy)
+            }
+            Keyboard::GiveBack => {
+                let typed = holds(&mut |held| held.remove(id)).ok_or(KeyboardRefused::NotHeld)?;
+                tracing::info!(caller = %who, shell = %id, "the user gave the shell's keyboard back");
+                let screen = shell.screen().text;
+                let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+                let shown = lines[lines.len().saturating_sub(SCREEN_LINES_TOLD)..].join("\n");
+                if let Ok(mut notes) = session.user_notes.lock() {
+                    notes.push(crate::shells::notice::user_typed(id, &typed, &shown));
+                }
+                Ok(())
+            }
+        }
+    }
+}
