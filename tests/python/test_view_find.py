@@ -101,3 +101,79 @@ def test_find_in_the_output_highlights_counts_and_steps_at_420_px_and_never_make
                 browser.close()
         finally:
             agent.close()
+
+
+def scroll(page):
+    return page.evaluate("(() => { const o = document.getElementById('output'); "
+                         "return {top: o.scrollTop, height: o.scrollHeight, room: o.clientHeight}; })()")
+
+
+def settled(page):
+    """The output's scroll once the wheel's smooth scroll has come to rest."""
+    last = scroll(page)
+    for _ in range(50):
+        page.wait_for_timeout(200)
+        now = scroll(page)
+        if now["top"] == last["top"]:
+            return now
+        last = now
+    raise AssertionError(f"the output keeps scrolling: {last}")
+
+
+def at_bottom(s):
+    return s["top"] + s["room"] >= s["height"] - 4
+
+
+@needs_chromium
+def test_the_output_follows_its_end_until_the_reader_scrolls_up_and_follows_again_on_demand():
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server() as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p)
+                open_view(page, base_of(url), token)
+                script = "seq 1 300; i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.05; done"
+                job = agent.call("terminal", {"command": script, "background": True})
+                job = job.structured_content["job_id"]
+                page.locator(f"button.job[data-id='{job}']").click()
+                output = page.locator("#output")
+                follow = page.locator("#follow")
+                expect(output).to_contain_text("tick 20", timeout=20000)
+                # Following: at the end while lines arrive.
+                expect(follow).to_have_attribute("aria-pressed", "true")
+                page.wait_for_timeout(500)
+                assert at_bottom(scroll(page)), scroll(page)
+
+                # The reader scrolls up: it stays put while lines arrive, and the page says so.
+                output.hover()
+                page.mouse.wheel(0, -600)
+                expect(follow).to_have_attribute("aria-pressed", "false")
+                expect(follow).to_contain_text("Paused")
+                before = settled(page)
+                assert not at_bottom(before), before
+                page.wait_for_timeout(1500)
+                after = scroll(page)
+                assert after["height"] > before["height"], "no line arrived"
+                assert after["top"] == before["top"], (before, after)
+
+                # Follow again, by the button: at the end, and it stays there.
+                follow.click()
+                expect(follow).to_have_attribute("aria-pressed", "true")
+                page.wait_for_timeout(800)
+                assert at_bottom(scroll(page)), scroll(page)
+
+                # Or by scrolling back to the end.
+                output.hover()
+                page.mouse.wheel(0, -600)
+                expect(follow).to_have_attribute("aria-pressed", "false")
+                page.mouse.wheel(0, 100000)
+                expect(follow).to_have_attribute("aria-pressed", "true")
+                page.wait_for_timeout(800)
+                assert at_bottom(scroll(page)), scroll(page)
+                assert errors == [], errors
+                browser.close()
+            agent.call("task_stop", {"id": job})
+        finally:
+            agent.close()

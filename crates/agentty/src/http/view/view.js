@@ -535,6 +535,40 @@ function drawScreen(pre, screen) {
   outputChanged();
 }
 
+// ---- Follow or stay: the output follows its end until the reader scrolls up. ----
+
+let follow = true;
+
+function atEnd(pre) {
+  return pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+}
+
+/** Follows the end (true) or stays where the reader is (false), and says which. */
+function setFollow(on) {
+  follow = on;
+  const button = $("follow");
+  button.setAttribute("aria-pressed", String(on));
+  button.textContent = on ? "Following new output" : "Paused: scrolled up. Follow new output";
+  button.classList.toggle("paused", !on);
+}
+
+/** After new text: at the end when following; else the text read stays in place, even when
+ * the oldest text is dropped above it. */
+function keepPlace(pre, heightBefore) {
+  if (follow) pre.scrollTop = pre.scrollHeight;
+  else if (heightBefore !== undefined && pre.scrollHeight < heightBefore) pre.scrollTop -= heightBefore - pre.scrollHeight;
+}
+
+// Scrolling up pauses; scrolling back to the end follows again (as does End in the output).
+$("output").addEventListener("scroll", () => {
+  const end = atEnd($("output"));
+  if (end !== follow) setFollow(end);
+});
+$("follow").addEventListener("click", () => {
+  setFollow(!follow);
+  if (follow) keepPlace($("output"));
+});
+
 // ---- Find in the output: ranges over its text, highlighted, never markup. ----
 // The matches are Range objects shown with the CSS Custom Highlight API: the output's nodes
 // stay as they are (text only), and new output is searched again as it arrives.
@@ -765,6 +799,7 @@ function select(session, id, kind) {
   delete pre.dataset.snapshots;
   $("tools").hidden = false;
   found.at = -1;
+  setFollow(true);
   pre.className = kind === "shell" ? "screen" : "";
   if (lastState) { renderWarnings(lastState); renderList(lastState); renderFacts(lastState); }
   const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
@@ -779,15 +814,15 @@ function select(session, id, kind) {
       resetOutput(pre);
       appendAnsi(pre, JSON.parse(data).text);
       trimOutput(pre);
-      pre.scrollTop = pre.scrollHeight;
+      keepPlace(pre);
     },
     append: (data) => {
-      const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
       appendAnsi(pre, JSON.parse(data).text);
+      const height = pre.scrollHeight;
       trimOutput(pre);
-      if (atBottom) pre.scrollTop = pre.scrollHeight;
+      keepPlace(pre, height);
     },
-    screen: (data) => drawScreen(pre, JSON.parse(data)),
+    screen: (data) => { drawScreen(pre, JSON.parse(data)); keepPlace(pre); },
     end: () => {
       controller.abort();
       // A call that ended: what the model got replaces its live output.
