@@ -495,6 +495,7 @@ function appendAnsi(pre, text) {
   put(text.slice(at));
   pre.append(frag);
   pre.shown = (pre.shown || 0) + text.length;
+  outputChanged();
 }
 
 /** Clears `pre` for a new output. */
@@ -531,7 +532,156 @@ function drawScreen(pre, screen) {
     frag.append("\n");
   });
   pre.replaceChildren(frag);
+  outputChanged();
 }
+
+// ---- Follow or stay: the output follows its end until the reader scrolls up. ----
+
+let follow = true;
+
+function atEnd(pre) {
+  return pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+}
+
+/** Follows the end (true) or stays where the reader is (false), and says which. */
+function setFollow(on) {
+  follow = on;
+  const button = $("follow");
+  button.setAttribute("aria-pressed", String(on));
+  button.textContent = on ? "Following new output" : "Paused: scrolled up. Follow new output";
+  button.classList.toggle("paused", !on);
+}
+
+/** After new text: at the end when following; else the text read stays in place, even when
+ * the oldest text is dropped above it. */
+function keepPlace(pre, heightBefore) {
+  if (follow) pre.scrollTop = pre.scrollHeight;
+  else if (heightBefore !== undefined && pre.scrollHeight < heightBefore) pre.scrollTop -= heightBefore - pre.scrollHeight;
+}
+
+// Scrolling up pauses; scrolling back to the end follows again (as does End in the output).
+$("output").addEventListener("scroll", () => {
+  const end = atEnd($("output"));
+  if (end !== follow) setFollow(end);
+});
+$("follow").addEventListener("click", () => {
+  setFollow(!follow);
+  if (follow) keepPlace($("output"));
+});
+
+// ---- Find in the output: ranges over its text, highlighted, never markup. ----
+// The matches are Range objects shown with the CSS Custom Highlight API: the output's nodes
+// stay as they are (text only), and new output is searched again as it arrives.
+
+const found = {query: "", ranges: [], at: -1, pending: false};
+const MAX_FOUND = 10000; // matches counted; past that the count says "10000+"
+
+/** The output's text nodes and where each starts in their joined text. */
+function textNodes(pre) {
+  const nodes = [];
+  let text = "";
+  const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    nodes.push([node, text.length]);
+    text += node.data;
+  }
+  return [nodes, text];
+}
+
+/** The Range of text[start, end) over `nodes` (a match may cross a colour's span). */
+function rangeOf(nodes, start, end) {
+  const range = document.createRange();
+  const place = (offset, setter) => {
+    let lo = 0;
+    let hi = nodes.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (nodes[mid][1] <= offset) lo = mid; else hi = mid - 1;
+    }
+    const [node, from] = nodes[lo];
+    setter(node, Math.min(offset - from, node.data.length));
+  };
+  place(start, (n, o) => range.setStart(n, o));
+  place(end, (n, o) => range.setEnd(n, o));
+  return range;
+}
+
+/** Searches the output again (case-insensitive), keeping the current match where it can. */
+function findAgain(move) {
+  const pre = $("output");
+  const query = $("find").value;
+  const before = found.ranges[found.at];
+  const beforeText = before ? [before.startContainer, before.startOffset] : null;
+  found.query = query;
+  found.ranges = [];
+  if (query !== "" && pre.firstChild) {
+    const [nodes, text] = textNodes(pre);
+    const hay = text.toLowerCase();
+    const needle = query.toLowerCase();
+    for (let at = hay.indexOf(needle); at >= 0 && found.ranges.length < MAX_FOUND; at = hay.indexOf(needle, at + needle.length)) {
+      found.ranges.push(rangeOf(nodes, at, at + needle.length));
+    }
+  }
+  let at = -1;
+  if (beforeText) {
+    at = found.ranges.findIndex((r) => r.startContainer === beforeText[0] && r.startOffset === beforeText[1]);
+  }
+  if (at < 0 && found.ranges.length > 0) at = move ? 0 : Math.min(Math.max(found.at, 0), found.ranges.length - 1);
+  found.at = at;
+  showFound(move);
+}
+
+/** Paints the matches and the count; `move` brings the current match into view. */
+function showFound(move) {
+  if (typeof Highlight === "function" && CSS.highlights) {
+    CSS.highlights.set("find", new Highlight(...found.ranges));
+    CSS.highlights.set("find-current", new Highlight(...(found.at >= 0 ? [found.ranges[found.at]] : [])));
+  }
+  const count = $("find-count");
+  if (found.query === "") count.textContent = "";
+  else if (found.ranges.length === 0) count.textContent = "no match";
+  else count.textContent = (found.at + 1) + " of " + found.ranges.length + (found.ranges.length >= MAX_FOUND ? "+" : "");
+  if (move && found.at >= 0) {
+    const pre = $("output");
+    const box = found.ranges[found.at].getBoundingClientRect();
+    const frame = pre.getBoundingClientRect();
+    if (box.top < frame.top || box.bottom > frame.bottom) {
+      pre.scrollTop += box.top - frame.top - pre.clientHeight / 2;
+    }
+    if (box.left < frame.left || box.right > frame.right) {
+      pre.scrollLeft += box.left - frame.left - pre.clientWidth / 2;
+    }
+  }
+}
+
+/** Next (1) or previous (-1) match, round the end. */
+function findStep(by) {
+  if (found.query !== $("find").value) findAgain(false);
+  if (found.ranges.length === 0) return;
+  found.at = (found.at + by + found.ranges.length) % found.ranges.length;
+  showFound(true);
+}
+
+/** After the output changed: searched again once per frame at most. */
+function outputChanged() {
+  if (found.query === "" || found.pending) return;
+  found.pending = true;
+  requestAnimationFrame(() => { found.pending = false; findAgain(false); });
+}
+
+$("find").addEventListener("input", () => { found.at = -1; findAgain(true); });
+$("find-form").addEventListener("submit", (event) => { event.preventDefault(); findStep(1); });
+$("find").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && event.shiftKey) { event.preventDefault(); findStep(-1); }
+  // Escape empties the box first; in an empty box it comes back to the list, as elsewhere.
+  if (event.key === "Escape" && $("find").value !== "") {
+    event.preventDefault();
+    event.stopPropagation();
+    $("find").value = "";
+    findAgain(false);
+  }
+});
+$("find-prev").addEventListener("click", () => findStep(-1));
 
 /** The form for a secret request, in the detail pane: typed once, sent once, kept nowhere. */
 function openSecret(secret) {
@@ -541,6 +691,7 @@ function openSecret(secret) {
   $("title").textContent = "A secret for " + secret.shell;
   $("facts").textContent = "";
   $("actions").replaceChildren();
+  $("tools").hidden = true;
   const pre = $("output");
   pre.className = "";
   const asked = el("p", "", "Shell " + secret.shell + " asks for: " + secret.what);
@@ -646,6 +797,9 @@ function select(session, id, kind) {
   const pre = $("output");
   resetOutput(pre);
   delete pre.dataset.snapshots;
+  $("tools").hidden = false;
+  found.at = -1;
+  setFollow(true);
   pre.className = kind === "shell" ? "screen" : "";
   if (lastState) { renderWarnings(lastState); renderList(lastState); renderFacts(lastState); }
   const query = "?session=" + encodeURIComponent(session) + "&id=" + encodeURIComponent(id);
@@ -660,15 +814,15 @@ function select(session, id, kind) {
       resetOutput(pre);
       appendAnsi(pre, JSON.parse(data).text);
       trimOutput(pre);
-      pre.scrollTop = pre.scrollHeight;
+      keepPlace(pre);
     },
     append: (data) => {
-      const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
       appendAnsi(pre, JSON.parse(data).text);
+      const height = pre.scrollHeight;
       trimOutput(pre);
-      if (atBottom) pre.scrollTop = pre.scrollHeight;
+      keepPlace(pre, height);
     },
-    screen: (data) => drawScreen(pre, JSON.parse(data)),
+    screen: (data) => { drawScreen(pre, JSON.parse(data)); keepPlace(pre); },
     end: () => {
       controller.abort();
       // A call that ended: what the model got replaces its live output.
