@@ -183,13 +183,13 @@ impl Unreadable {
                 if kind.is_symlink() {
                     continue;
                 }
-                if let Some(fd) = open_location(&seen.join(entry.file_name())) {
+                if let Some(fd) = open_location(&seen.join(entry.file_name()))? {
                     grant(fd)?;
                 }
             }
         }
         for dir in &self.readable {
-            if let Some(fd) = open_location(&self.seen(&resolve(dir))) {
+            if let Some(fd) = open_location(&self.seen(&resolve(dir)))? {
                 grant(fd)?;
             }
         }
@@ -198,14 +198,29 @@ impl Unreadable {
 }
 
 /// `path` opened as a location only (`O_PATH`), not following a final symlink; `None` when it
-/// went away meanwhile or cannot be opened.
-fn open_location(path: &Path) -> Option<OwnedFd> {
-    std::fs::OpenOptions::new()
+/// went away meanwhile, became a symlink, or is out of this process's reach (then also out of
+/// its commands'). Any other failure (out of descriptors, say) is an error: a rule left out
+/// would hide the entry, so a ruleset made that way must not replace the latest.
+fn open_location(path: &Path) -> Result<Option<OwnedFd>, SandboxError> {
+    match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
         .open(path)
-        .ok()
-        .map(OwnedFd::from)
+    {
+        Ok(file) => Ok(Some(OwnedFd::from(file))),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::EACCES | libc::EPERM)
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(source) => Err(SandboxError::OpenPath {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// How long after a directory changed its stamp is trusted: timestamps may come from a coarse
