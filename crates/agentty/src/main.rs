@@ -100,6 +100,13 @@ enum Command {
 /// (perf, 16 sessions). With mimalloc a trivial HTTP call took 0.94x the time (A/B in one run
 /// of `cargo bench -p agentty --bench http`). Spawned children never allocate between clone
 /// and exec (spawn/exec.rs), so the allocator does not reach them.
+///
+/// Built with `no_thp`: mimalloc otherwise asks for transparent huge pages on its 1 GiB arena
+/// (`madvise(MADV_HUGEPAGE)`), so each 2 MiB of it touched at all became resident whole. That
+/// was 6 MiB of huge pages in each of the idle server, the watchdog and the session init (a fork
+/// of the server's), and 47 MiB of the server's 68 MiB with 32 finished jobs kept (`cargo bench
+/// -p agentty --bench memory`). The feature only drops that `madvise`: the THP setting of the
+/// process, which the commands it starts inherit, is left alone.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1032,3 +1032,50 @@ async fn the_server_handles_no_child_exit_signal_and_its_launchers_let_exits_thr
     let r = server.call("task_stop", json!({"id": job})).await;
     assert!(!r.is_error.unwrap_or(false), "{}", text_of(&r));
 }
+
+/// The server's resident memory, in KiB (`VmRSS`).
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    agentty_testkit::status_field(&status, "VmRSS")
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A finished job kept for reading back costs its 256 KB ring and little more: 32 of them, each
+/// of which printed 1 MB through a ring that overflowed into a spill file, add far less than the
+/// 1.1 MB each once cost (buffers freed when a job ended stayed in the allocator's arenas,
+/// around the rings still held, in 2 MiB huge pages). The bound is generous (three rings: about
+/// 450 KiB is measured, the buffers of the eight jobs that ran at once included), so it does not
+/// flake; `cargo bench -p agentty --bench memory` prints the figures.
+#[tokio::test]
+async fn finished_jobs_kept_cost_about_their_ring() {
+    const KEPT: usize = 32;
+    let server = start().await;
+    let pid = serving_pid(server.pid);
+    let _ = server.terminal(json!({"command": "true"})).await;
+    let idle = rss_kib(pid);
+    let script = "yes 'a line of build output, kept in a finished job' | head -c 1000000";
+    for _ in 0..KEPT / 8 {
+        let mut ids = Vec::new();
+        for _ in 0..8 {
+            ids.push(server.background(json!({"command": script})).await);
+        }
+        for id in ids {
+            let r = server
+                .call("task_wait", json!({"id": id, "timeout_ms": 20000}))
+                .await;
+            let s = r.structured_content.unwrap();
+            assert_eq!(s["ended"], true, "{id}");
+            assert_eq!(s["job"]["output_bytes"], 1_000_000, "{id}");
+        }
+    }
+    let kept = rss_kib(pid);
+    let per_job = kept.saturating_sub(idle) / KEPT as u64;
+    assert!(
+        per_job <= 768,
+        "each finished job kept costs {per_job} KiB (server RSS {idle} KiB idle, {kept} KiB \
+         with {KEPT} kept)"
+    );
+}

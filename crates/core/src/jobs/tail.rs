@@ -6,10 +6,24 @@
 //! dropping the head is moving an index. (8 jobs flooding 100 MB each: server peak RSS 19 MiB
 //! with `VecDeque`, 13.5 MiB with this.)
 //!
+//! Why not the allocator, past [`HEAP_MAX`]: a ring outlives its job (32 ended jobs are kept), and
+//! the job's transient buffers (two 256 KB pipe reads, the spill writer's) were freed around it.
+//! The allocator keeps the pages a live block shares with freed ones, so each kept ring held its
+//! neighbours' memory too: 32 kept jobs that printed 1 MB each cost the server 0.36–1.3 MB a job
+//! (`cargo bench -p agentty --bench memory`). A ring past [`HEAP_MAX`] is instead a private
+//! mapping of its whole capacity, never grown or copied: it costs the pages written and no more,
+//! and goes back to the system the moment the ring is dropped. A small output stays on the heap,
+//! so a call that prints a line costs no system call.
+//!
 //! [`OutputRing`]: super::ring::OutputRing
 
+use std::ptr::NonNull;
+
+/// Bytes a tail keeps on the heap; a longer one moves to a mapping of its whole capacity.
+const HEAP_MAX: usize = 64 * 1024;
+
 pub(crate) struct Tail {
-    buf: Vec<u8>,
+    buf: Buf,
     cap: usize,
     /// Index of the oldest byte (0 until the buffer first wraps).
     head: usize,
@@ -18,9 +32,10 @@ pub(crate) struct Tail {
 
 impl Tail {
     pub(crate) fn new(cap: usize) -> Self {
+        let cap = cap.max(1);
         Self {
-            buf: Vec::new(),
-            cap: cap.max(1),
+            buf: Buf::new(cap),
+            cap,
             head: 0,
             len: 0,
         }
@@ -48,7 +63,7 @@ impl Tail {
             return total - cap;
         }
         if self.buf.len() < cap {
-            self.buf.resize(cap, 0);
+            self.buf.fill_to_capacity();
         }
         let at = (self.head + self.len) % cap;
         let first = bytes.len().min(cap - at);
@@ -81,6 +96,150 @@ impl Tail {
     }
 }
 
+/// A tail's storage: a `Vec` while it holds at most [`HEAP_MAX`] bytes (or the capacity is that
+/// small), then a [`Mapping`] of the whole capacity. Derefs to the bytes stored so far.
+struct Buf {
+    cap: usize,
+    store: Store,
+}
+
+enum Store {
+    Heap(Vec<u8>),
+    /// The first `usize` bytes of the mapping are stored; the rest are zero pages not yet
+    /// touched.
+    Mapped(Mapping, usize),
+}
+
+impl Buf {
+    fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            store: Store::Heap(Vec::new()),
+        }
+    }
+
+    /// Makes room for `len` bytes (at most the capacity), moving to a mapping past [`HEAP_MAX`].
+    fn room_for(&mut self, len: usize) {
+        let Store::Heap(vec) = &mut self.store else {
+            return;
+        };
+        if len > HEAP_MAX
+            && let Some(mut map) = Mapping::new(self.cap)
+        {
+            map.bytes_mut()[..vec.len()].copy_from_slice(vec);
+            self.store = Store::Mapped(map, vec.len());
+            return;
+        }
+        if vec.capacity() < len {
+            // Doubling, but never past the capacity (a heap tail holds no byte it cannot use).
+            let want = (vec.capacity() * 2).min(self.cap).max(len);
+            vec.reserve_exact(want - vec.len());
+        }
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.room_for(self.len() + bytes.len());
+        match &mut self.store {
+            Store::Heap(vec) => vec.extend_from_slice(bytes),
+            Store::Mapped(map, len) => {
+                map.bytes_mut()[*len..*len + bytes.len()].copy_from_slice(bytes);
+                *len += bytes.len();
+            }
+        }
+    }
+
+    /// Grows to the whole capacity (the new bytes are zeros).
+    fn fill_to_capacity(&mut self) {
+        self.room_for(self.cap);
+        match &mut self.store {
+            Store::Heap(vec) => vec.resize(self.cap, 0),
+            Store::Mapped(_, len) => *len = self.cap,
+        }
+    }
+
+    fn clear(&mut self) {
+        match &mut self.store {
+            Store::Heap(vec) => vec.clear(),
+            Store::Mapped(_, len) => *len = 0,
+        }
+    }
+}
+
+impl std::ops::Deref for Buf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.store {
+            Store::Heap(vec) => vec,
+            Store::Mapped(map, len) => &map.bytes()[..*len],
+        }
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.store {
+            Store::Heap(vec) => vec,
+            Store::Mapped(map, len) => &mut map.bytes_mut()[..*len],
+        }
+    }
+}
+
+/// A private anonymous mapping, read-write, owned like a `Box<[u8]>`: zeros until written, and
+/// unmapped when dropped.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is memory this value alone owns (nothing else holds its address), so it
+// may move between threads and be shared read-only, as a `Box<[u8]>` may.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; `&Mapping` gives only shared reads.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// `None` when the system refuses (no memory, too many mappings): the caller stays on the heap.
+    fn new(len: usize) -> Option<Self> {
+        // SAFETY: asks for a new anonymous mapping at an address of the kernel's choosing; no
+        // existing memory is affected.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        NonNull::new(ptr.cast::<u8>()).map(|ptr| Self { ptr, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes at `ptr`, initialised (the kernel zero-fills), alive
+        // until `self` is dropped; the borrow of `self` keeps them from being written meanwhile.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and the exclusive borrow of `self` makes this the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once; no borrow of it outlives `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,18 +254,23 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for cap in [1, 7, 64, 1000] {
+        // The last two move to a mapping (past `HEAP_MAX`); the others stay on the heap.
+        for cap in [1, 7, 64, 1000, HEAP_MAX + 1000, 3 * HEAP_MAX] {
+            let rounds = if cap > HEAP_MAX { 300 } else { 2000 };
             let mut tail = Tail::new(cap);
             let mut model: Vec<u8> = Vec::new();
+            let mut total = 0;
             let mut dropped_total = 0;
-            for round in 0..2000 {
+            for round in 0..rounds {
                 let n = (next() % (cap as u64 * 2 + 3)) as usize;
                 let bytes: Vec<u8> = (0..n).map(|i| (round + i) as u8).collect();
                 dropped_total += tail.push(&bytes);
+                total += n;
                 model.extend_from_slice(&bytes);
-                let keep = model.len().min(cap);
-                assert_eq!(dropped_total, model.len() - keep, "cap {cap}");
-                let newest = &model[model.len() - keep..];
+                model.drain(..model.len().saturating_sub(cap));
+                let keep = model.len();
+                assert_eq!(dropped_total, total - keep, "cap {cap}");
+                let newest = &model[..];
                 assert_eq!(tail.len(), keep);
                 assert_eq!(tail.copy_out(0, keep), newest, "cap {cap} round {round}");
                 let off = (next() % (keep as u64 + 1)) as usize;
@@ -114,8 +278,25 @@ mod tests {
                 let want = &newest[off..(off + len).min(keep)];
                 assert_eq!(tail.copy_out(off, len), want, "cap {cap} round {round}");
             }
-            let all = model[model.len() - tail.len()..].to_vec();
-            assert_eq!(tail.contiguous(), &all[..]);
+            assert_eq!(
+                matches!(tail.buf.store, Store::Mapped(..)),
+                cap > HEAP_MAX,
+                "cap {cap}"
+            );
+            assert_eq!(tail.contiguous(), &model[..]);
         }
+    }
+
+    /// A heap tail never holds more than its capacity (the `Vec`'s doubling would).
+    #[test]
+    fn a_heap_tail_is_never_larger_than_its_capacity() {
+        let mut tail = Tail::new(1000);
+        for _ in 0..30 {
+            tail.push(&[b'x'; 37]);
+        }
+        let Store::Heap(vec) = &tail.buf.store else {
+            panic!("a 1000-byte tail is on the heap")
+        };
+        assert!(vec.capacity() <= 1000, "capacity {}", vec.capacity());
     }
 }
