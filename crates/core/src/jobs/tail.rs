@@ -17,8 +17,6 @@
 //!
 //! [`OutputRing`]: super::ring::OutputRing
 
-use std::ptr::NonNull;
-
 /// Bytes a tail keeps on the heap; a longer one moves to a mapping of its whole capacity.
 const HEAP_MAX: usize = 64 * 1024;
 
@@ -97,7 +95,8 @@ impl Tail {
 }
 
 /// A tail's storage: a `Vec` while it holds at most [`HEAP_MAX`] bytes (or the capacity is that
-/// small), then a [`Mapping`] of the whole capacity. Derefs to the bytes stored so far.
+/// small), then an anonymous mapping of the whole capacity (zero pages until written, returned to
+/// the system when dropped). Derefs to the bytes stored so far.
 struct Buf {
     cap: usize,
     store: Store,
@@ -107,7 +106,7 @@ enum Store {
     Heap(Vec<u8>),
     /// The first `usize` bytes of the mapping are stored; the rest are zero pages not yet
     /// touched.
-    Mapped(Mapping, usize),
+    Mapped(memmap2::MmapMut, usize),
 }
 
 impl Buf {
@@ -123,10 +122,11 @@ impl Buf {
         let Store::Heap(vec) = &mut self.store else {
             return;
         };
+        // A failed mapping (no memory, too many mappings) leaves the tail on the heap.
         if len > HEAP_MAX
-            && let Some(mut map) = Mapping::new(self.cap)
+            && let Ok(mut map) = memmap2::MmapMut::map_anon(self.cap)
         {
-            map.bytes_mut()[..vec.len()].copy_from_slice(vec);
+            map[..vec.len()].copy_from_slice(vec);
             self.store = Store::Mapped(map, vec.len());
             return;
         }
@@ -142,7 +142,7 @@ impl Buf {
         match &mut self.store {
             Store::Heap(vec) => vec.extend_from_slice(bytes),
             Store::Mapped(map, len) => {
-                map.bytes_mut()[*len..*len + bytes.len()].copy_from_slice(bytes);
+                map[*len..*len + bytes.len()].copy_from_slice(bytes);
                 *len += bytes.len();
             }
         }
@@ -171,7 +171,7 @@ impl std::ops::Deref for Buf {
     fn deref(&self) -> &[u8] {
         match &self.store {
             Store::Heap(vec) => vec,
-            Store::Mapped(map, len) => &map.bytes()[..*len],
+            Store::Mapped(map, len) => &map[..*len],
         }
     }
 }
@@ -180,62 +180,7 @@ impl std::ops::DerefMut for Buf {
     fn deref_mut(&mut self) -> &mut [u8] {
         match &mut self.store {
             Store::Heap(vec) => vec,
-            Store::Mapped(map, len) => &mut map.bytes_mut()[..*len],
-        }
-    }
-}
-
-/// A private anonymous mapping, read-write, owned like a `Box<[u8]>`: zeros until written, and
-/// unmapped when dropped.
-struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is memory this value alone owns (nothing else holds its address), so it
-// may move between threads and be shared read-only, as a `Box<[u8]>` may.
-unsafe impl Send for Mapping {}
-// SAFETY: as above; `&Mapping` gives only shared reads.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    /// `None` when the system refuses (no memory, too many mappings): the caller stays on the heap.
-    fn new(len: usize) -> Option<Self> {
-        // SAFETY: asks for a new anonymous mapping at an address of the kernel's choosing; no
-        // existing memory is affected.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return None;
-        }
-        NonNull::new(ptr.cast::<u8>()).map(|ptr| Self { ptr, len })
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` readable bytes at `ptr`, initialised (the kernel zero-fills), alive
-        // until `self` is dropped; the borrow of `self` keeps them from being written meanwhile.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, and the exclusive borrow of `self` makes this the only access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once; no borrow of it outlives `self`.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+            Store::Mapped(map, len) => &mut map[..*len],
         }
     }
 }
