@@ -336,23 +336,31 @@ impl View {
             .await
         {
             Ok(()) => text(StatusCode::OK, "done\n"),
-            Err(KeyboardRefused::Unknown) => match self.peer_of_session(session).await {
-                Some((peers, socket)) => {
-                    let json = HeaderValue::from_static("application/json");
-                    peers
-                        .pass(
-                            &socket,
-                            &Method::POST,
-                            "/view/keyboard",
-                            Some(&json),
-                            body,
-                            true,
-                        )
-                        .await
-                }
-                None => text(StatusCode::CONFLICT, "agentty: no such shell\n"),
-            },
+            Err(KeyboardRefused::Unknown) => {
+                self.pass_to_peer(session, "/view/keyboard", body, "agentty: no such shell\n")
+                    .await
+            }
             Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
+        }
+    }
+
+    /// A control request (`POST path`, its JSON `body`) about a session this server does not
+    /// hold, passed to the agentty on this machine that does; `missing` when none does.
+    async fn pass_to_peer(
+        &self,
+        session: &str,
+        path: &str,
+        body: Bytes,
+        missing: &str,
+    ) -> Response<Body> {
+        match self.peer_of_session(session).await {
+            Some((peers, socket)) => {
+                let json = HeaderValue::from_static("application/json");
+                peers
+                    .pass(&socket, &Method::POST, path, Some(&json), body, true)
+                    .await
+            }
+            None => text(StatusCode::CONFLICT, missing),
         }
     }
 
@@ -382,22 +390,8 @@ impl View {
         match self.agentty.view_stop(viewer, session, id).await {
             Ok(()) => text(StatusCode::OK, "stopped\n"),
             Err(agentty_server::view::StopRefused::Unknown) => {
-                match self.peer_of_session(session).await {
-                    Some((peers, socket)) => {
-                        let json = HeaderValue::from_static("application/json");
-                        peers
-                            .pass(
-                                &socket,
-                                &Method::POST,
-                                "/view/stop",
-                                Some(&json),
-                                body,
-                                true,
-                            )
-                            .await
-                    }
-                    None => text(StatusCode::CONFLICT, "agentty: no such job\n"),
-                }
+                self.pass_to_peer(session, "/view/stop", body, "agentty: no such job\n")
+                    .await
             }
             Err(e) => text(StatusCode::CONFLICT, &format!("agentty: {e}\n")),
         }
