@@ -875,3 +875,37 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
         );
     }
 }
+
+/// The proxy listens on loopback, where any process of the machine reaches it: it answers only a
+/// running call's own credentials (a confined command gets them in `HTTP_PROXY`). None, forged
+/// ones, and those a call wrote down for a later one are all 407, refused before any lookup.
+#[tokio::test]
+async fn net_the_proxy_answers_only_a_running_calls_own_credentials() {
+    let setup = serve(Who::Root, &[], &[]).await;
+    let (text, s) = setup.run("echo \"$HTTP_PROXY\" > cred").await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    let asked = |proxy: &str| {
+        format!(
+            "p=${{HTTP_PROXY##*@}}; curl -sS --noproxy '' -o /dev/null -w '%{{http_code}}\\n' \
+             -x \"{proxy}\" http://pypi.org/"
+        )
+    };
+    for (what, proxy) in [
+        ("no credentials", "http://$p"),
+        ("forged credentials", "http://agentty:forged@$p"),
+        ("an ended call's credentials", "$(cat cred)"),
+    ] {
+        let (text, s) = setup.run(&asked(proxy)).await;
+        assert_eq!(s["exit_code"], 0, "{text}");
+        assert!(text.starts_with("407\n"), "{what}: {text}");
+    }
+    // The same request with the call's own credentials goes through (loopback is open).
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let (text, _) = setup
+        .run(&format!(
+            "curl -sS --noproxy '' -x \"$HTTP_PROXY\" http://localhost:{}/",
+            service.at.port()
+        ))
+        .await;
+    assert!(text.contains("host-service"), "{text}");
+}
