@@ -168,7 +168,9 @@ def test_the_output_follows_its_end_until_the_reader_scrolls_up_and_follows_agai
                 output.hover()
                 page.mouse.wheel(0, -600)
                 expect(follow).to_have_attribute("aria-pressed", "false")
-                page.mouse.wheel(0, 100000)
+                # (At once: a smooth wheel's last step lands on the end it aimed at, which new
+                # lines may have moved meanwhile; that race is noted, not tested here.)
+                output.evaluate("pre => { pre.scrollTop = pre.scrollHeight; }")
                 expect(follow).to_have_attribute("aria-pressed", "true")
                 page.wait_for_timeout(800)
                 assert at_bottom(scroll(page)), scroll(page)
