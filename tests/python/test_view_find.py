@@ -168,8 +168,10 @@ def test_the_output_follows_its_end_until_the_reader_scrolls_up_and_follows_agai
                 output.hover()
                 page.mouse.wheel(0, -600)
                 expect(follow).to_have_attribute("aria-pressed", "false")
-                # (At once: a smooth wheel's last step lands on the end it aimed at, which new
-                # lines may have moved meanwhile; that race is noted, not tested here.)
+                # Once the wheel up has come to rest, at once to the end (a smooth scroll still
+                # under way, or a smooth wheel's last step landing on an end new lines moved,
+                # leaves it paused: that race is noted, not tested here).
+                settled(page)
                 output.evaluate("pre => { pre.scrollTop = pre.scrollHeight; }")
                 expect(follow).to_have_attribute("aria-pressed", "true")
                 page.wait_for_timeout(800)
