@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use agentty_core::watchdog::{Watchdog, WatchdogError};
-use agentty_core::{SPILL_RETENTION, prune};
+use agentty_core::{SPILL_RETENTION, prune, remove_dead_servers_dirs};
 use agentty_sandbox::Mode;
 use agentty_server::{Agentty, Settings};
 
@@ -319,6 +319,13 @@ async fn serve_until_ended(settings: Settings, session: String, serving: Serving
     let pruned = prune(&settings.spill_root, SPILL_RETENTION);
     if pruned > 0 {
         tracing::info!(pruned, "removed old spill directories");
+    }
+    let left = remove_dead_servers_dirs(&settings.shells_root());
+    if left > 0 {
+        tracing::info!(
+            left,
+            "removed shell directories of servers that were killed"
+        );
     }
     let agentty = Agentty::new(settings.clone(), session.clone())?;
     match serving {

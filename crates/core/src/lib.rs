@@ -38,7 +38,10 @@ mod tree;
 pub use clean::Cleaner;
 pub use reaper::{Exit, signal_name};
 pub use shape::Shaped;
-pub use spill::{SPILL_RETENTION, SpillStore, canonical_prefix, ensure_private_dir, prune};
+pub use spill::{
+    SPILL_RETENTION, SpillStore, canonical_prefix, ensure_private_dir, prune,
+    remove_dead_servers_dirs,
+};
 pub use tree::has_survivors;
 
 /// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and

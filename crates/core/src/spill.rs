@@ -417,6 +417,35 @@ pub fn prune(root: &Path, retention: Duration) -> usize {
     removed
 }
 
+/// Removes the directories under `root` (the shells' start-up root) that servers whose watchdog
+/// is gone left behind (`<session>` and its callers' `<session>.c<n>`): a server removes its own
+/// when it ends, one that was killed cannot. A live server's, and a name that is not a
+/// session's, are left alone; `root` is opened as [`prune`] opens it. Returns how many were removed.
+pub fn remove_dead_servers_dirs(root: &Path) -> usize {
+    let Ok(dir) = open_no_symlinks(root) else {
+        return 0;
+    };
+    let held = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let Ok(entries) = fs::read_dir(&held) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(session) = name.to_str().and_then(|n| n.split('.').next()) else {
+            continue;
+        };
+        if !crate::runs::is_session_name(session) || crate::sweep::session_alive(session) {
+            continue;
+        }
+        let is_dir = entry.path().symlink_metadata().is_ok_and(|m| m.is_dir());
+        if is_dir && fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,5 +530,36 @@ mod tests {
         std::os::unix::fs::symlink(tmp.path(), &state).unwrap();
         assert_eq!(prune(&state.join("outside"), week), 0);
         assert!(old.exists() && new.exists(), "pruned through a symlink");
+    }
+
+    /// What a killed server left in the shells' root goes at the next start; a live server's
+    /// (this process stands for its watchdog) and what is not a server's stay.
+    #[test]
+    fn a_dead_servers_shell_directories_are_removed_a_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("shells");
+        let me = std::process::id() as i32;
+        let ticks = crate::tree::start_ticks(me).unwrap();
+        let live = format!("1-{me}-{ticks}");
+        let dead = format!("1-{me}-{}", ticks + 1);
+        for name in [
+            &live,
+            &format!("{live}.c1"),
+            &dead,
+            &format!("{dead}.c2"),
+            &"notes".to_owned(),
+        ] {
+            std::fs::create_dir_all(root.join(name).join("shell-abc")).unwrap();
+        }
+        assert_eq!(remove_dead_servers_dirs(&root), 2);
+        let mut left: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [live.clone(), format!("{live}.c1"), "notes".to_owned()]
+        );
     }
 }

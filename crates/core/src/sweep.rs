@@ -317,7 +317,7 @@ fn session_of(marker: &str) -> Option<String> {
 /// Whether the watchdog of `session` still runs: a process with its pid that started at the
 /// same clock tick. A name that does not parse is taken for alive: only what is surely dead is
 /// stopped.
-fn session_alive(session: &str) -> bool {
+pub(crate) fn session_alive(session: &str) -> bool {
     let mut fields = session.split('-').skip(1);
     let (Some(Ok(pid)), Some(Ok(ticks))) = (
         fields.next().map(str::parse::<i32>),
