@@ -239,6 +239,20 @@ def test_with_control_the_view_stops_a_job_and_the_model_is_told():
                 assert f"the user stopped {job} from the web view" in text(nxt), text(nxt)
                 again = await s.call_tool("terminal", {"command": "true"})
                 assert "web view" not in text(again), "the note is told once"
+                # Another page cannot take a shell's keyboard either, key or not.
+                opened = await s.call_tool("shell_open", {})
+                shell = opened.structured_content["id"]
+                _, _, events = get_stream(base + "/view/events", view)
+                key = next(
+                    sess["key"] for sess in events["sessions"] for j in sess["jobs"] if j["id"] == shell
+                )
+                for action in ({"action": "take"}, {"action": "type", "keys": "echo planted\n"}):
+                    asked = json.dumps({"session": key, "id": shell, **action}).encode()
+                    status, _, said = get(base + "/view/keyboard", foreign, "POST", asked)
+                    assert status == 403, (action, status, said)
+                sent = await s.call_tool("shell_send", {"id": shell, "input": "echo mine-$((2+3))\n"})
+                assert "mine-5" in text(sent) and "planted" not in text(sent), text(sent)
+                await s.call_tool("shell_close", {"id": shell})
 
         asyncio.run(body())
 
