@@ -20,8 +20,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::notify::{self, Notif};
 use super::supervisor::{
-    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, set_blocking, socket_address,
-    status_flags, tcp_domain, tcp_socket, with_sockaddr,
+    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, set_blocking, set_int_option,
+    socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
 };
 
 /// `SIOCGSKNS` of `<linux/sockios.h>`: an fd of the network namespace a socket belongs to.
@@ -124,16 +124,7 @@ fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<OwnedFd, i32> {
     copy_options(theirs, &ours, domain);
     for (level, name) in BIND_OPTIONS {
         if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
-            // SAFETY: passes a live c_int of the size given.
-            unsafe {
-                libc::setsockopt(
-                    ours.as_raw_fd(),
-                    level,
-                    name,
-                    (&raw const value).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
+            set_int_option(&ours, level, name, value);
         }
     }
     if status_flags(theirs) & libc::O_NONBLOCK == 0 {
