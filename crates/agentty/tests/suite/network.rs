@@ -897,6 +897,50 @@ async fn net_the_sessions_network_namespace_has_no_route_out_as_root() {
     );
 }
 
+/// A root server without `CAP_NET_ADMIN` (a container given `SYS_ADMIN` only: Docker's and
+/// Kubernetes' defaults leave `NET_ADMIN` out) still makes the session's network namespace, and a
+/// dev server a command starts there still listens on this machine: reached by the next call and
+/// by a plain connect of the test.
+#[tokio::test]
+async fn net_a_dev_server_is_reached_from_this_machine_without_cap_net_admin() {
+    let wrapper = [
+        "setpriv",
+        "--bounding-set=-net_admin",
+        "--inh-caps=-net_admin",
+        "--",
+    ];
+    let setup = serve(Who::Root, &["--network", "allowlist"], &wrapper).await;
+    let (text, _) = setup.run("true").await;
+    assert!(
+        line_of(&text, "[sandbox]").contains(held(Who::Root)),
+        "{text}"
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(setup.server.workspace().join("index.html"), "no-net-admin").unwrap();
+    setup
+        .server
+        .background(json!({
+            "command": format!("python3 -m http.server {port} --bind 127.0.0.1")
+        }))
+        .await;
+    let (text, s) = setup
+        .run(&format!(
+            "for i in $(seq 50); do curl -sS --max-time 2 http://127.0.0.1:{port}/index.html \
+             2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("no-net-admin"), "{text}");
+    assert!(
+        http_get(port).contains("no-net-admin"),
+        "the dev server is not reachable from this machine"
+    );
+}
+
 /// A raw ICMP echo request to `to` from the calling thread (a raw socket: root's CAP_NET_RAW).
 fn raw_icmp_to(to: std::net::Ipv4Addr) -> std::io::Result<()> {
     // SAFETY: socket with constant arguments; the fd is closed below.

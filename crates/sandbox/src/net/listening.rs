@@ -3,29 +3,35 @@
 //!
 //! That namespace has nothing but `lo`: a dev server listening there could be reached neither
 //! by the user's browser nor by the agent's next command, whose connections the supervisor
-//! makes from the server's namespace. So a TCP socket of the session's namespace that is bound
-//! (or made to listen unbound, which binds it to a free port) is swapped for a socket of the
-//! server's own, made here with the command's options and bound to the address the command
-//! read out (never one the kernel reads again: another thread could change it), and put in the
-//! command's place with `SECCOMP_IOCTL_NOTIF_ADDFD`, as `connect` does (`supervisor.rs`). It
-//! then listens, and accepts, in the server's namespace, as it did before the namespace existed;
-//! a connect from it is still the supervisor's to make, and its own still refused by Landlock.
+//! makes from the server's namespace. So an unbound TCP socket of a command in another network
+//! namespace than the server's that binds (or listens unbound, which binds it to a free port)
+//! is swapped for a socket of the server's namespace, made here with the command's options and
+//! bound to the address the command read out (never one the kernel reads again: another thread
+//! could change it), and put in the command's place with `SECCOMP_IOCTL_NOTIF_ADDFD`, as
+//! `connect` does (`supervisor.rs`). It then listens, and accepts, in the server's namespace, as
+//! it did before the namespace existed; a connect from it is still the supervisor's to make,
+//! and its own still refused by Landlock.
 //!
-//! A socket of the server's namespace already (no session namespace, or one swapped here
-//! before), and a socket that is not TCP (a unix socket), is left to the kernel: the call
-//! carries on as the command made it, which holds nothing the supervisor judged.
+//! Which socket is whose is told by the command's thread, not the socket: `SIOCGSKNS` would
+//! name a socket's namespace but needs `CAP_NET_ADMIN`, which a container given `SYS_ADMIN`
+//! alone lacks. A command of the session's namespace makes its sockets there; the only sockets
+//! of the server's namespace it holds are those the supervisor handed it, each bound or
+//! connected already. So an unbound TCP socket of such a command is of the session's namespace.
+//!
+//! A command in the server's namespace (no session namespace: an unprivileged server), a socket
+//! bound already (the kernel refuses a second bind, and listens on it where it is), and a socket
+//! that is not TCP (a unix socket), are left to the kernel: the call carries on as the command
+//! made it, which holds nothing the supervisor judged.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt as _;
 
 use super::notify::{self, Notif};
 use super::supervisor::{
     ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, set_blocking, set_int_option,
     socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
 };
-
-/// `SIOCGSKNS` of `<linux/sockios.h>`: an fd of the network namespace a socket belongs to.
-const SIOCGSKNS: libc::Ioctl = 0x894C;
 
 /// `CAP_NET_BIND_SERVICE`: a port below `ip_unprivileged_port_start` needs it.
 const CAP_NET_BIND_SERVICE: u32 = 10;
@@ -43,34 +49,19 @@ const BIND_OPTIONS: [(i32, i32); 4] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct NamespaceId(u64, u64);
 
-fn id_of(fd: RawFd) -> Option<NamespaceId> {
-    // SAFETY: fstat writes into a live, zeroed `stat`.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    (unsafe { libc::fstat(fd, &raw mut stat) } == 0)
-        .then_some(NamespaceId(stat.st_dev, stat.st_ino))
+fn id_of(path: &str) -> Option<NamespaceId> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(NamespaceId(meta.dev(), meta.ino()))
 }
 
 /// The calling thread's network namespace (the server's: the supervisor never leaves it).
 pub(super) fn home_namespace() -> Option<NamespaceId> {
-    let file = std::fs::File::open("/proc/thread-self/ns/net").ok()?;
-    id_of(file.as_raw_fd())
+    id_of("/proc/thread-self/ns/net")
 }
 
-/// Whether `socket` belongs to a network namespace other than `home`. `false` when unknown
-/// (`SIOCGSKNS` needs `CAP_NET_ADMIN`, which a server that made no namespace may lack).
-fn elsewhere(socket: &OwnedFd, home: Option<NamespaceId>) -> bool {
-    let Some(home) = home else {
-        return false;
-    };
-    // SAFETY: SIOCGSKNS takes no argument and returns a fresh fd.
-    let ns = unsafe { libc::ioctl(socket.as_raw_fd(), SIOCGSKNS, 0) };
-    if ns < 0 {
-        return false;
-    }
-    // SAFETY: a fresh fd nobody else owns.
-    let ns = unsafe { OwnedFd::from_raw_fd(ns) };
-    id_of(ns.as_raw_fd()).is_some_and(|id| id != home)
+/// Whether thread `pid` runs in a network namespace other than `home`. `false` when unknown.
+fn elsewhere(pid: u32, home: Option<NamespaceId>) -> bool {
+    home.is_some_and(|home| id_of(&format!("/proc/{pid}/ns/net")).is_some_and(|id| id != home))
 }
 
 /// Whether `socket` has a local port already.
@@ -150,6 +141,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>
     };
     let privileged = may_bind_privileged(pid);
     let cloexec = notify::fd_cloexec(pid, target_fd);
+    let away = elsewhere(pid, home);
     // What was read names the command only if the notification still waits.
     if !notify::id_valid(listener, id) {
         return Step::Done;
@@ -157,7 +149,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>
     let Some(domain) = tcp_domain(&theirs) else {
         return Step::CarryOn;
     };
-    if !elsewhere(&theirs, home) {
+    if !away || bound(&theirs) {
         return Step::CarryOn;
     }
     // The kernel's answers to an address of the other family, and to a second bind.
@@ -165,9 +157,6 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>
         (libc::AF_INET, SocketAddr::V6(_)) => return Step::Fail(libc::EAFNOSUPPORT),
         (libc::AF_INET6, SocketAddr::V4(_)) => return Step::Fail(libc::EINVAL),
         _ => {}
-    }
-    if bound(&theirs) {
-        return Step::Fail(libc::EINVAL);
     }
     // The server may bind a port the command may not: judged as the kernel would judge it.
     if at.port() != 0 && at.port() < unprivileged_port_start() && !privileged {
@@ -191,9 +180,9 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>
     }
 }
 
-/// `listen(fd, backlog)` of a confined command: only an unbound socket of the session's
-/// namespace is swapped (one bound there came through a bind the supervisor could not read,
-/// and listens there).
+/// `listen(fd, backlog)` of a confined command: only an unbound socket is swapped (one bound is
+/// of the server's namespace, or came through a bind the supervisor could not read and listens
+/// where it is).
 pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>) -> Step {
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
@@ -202,13 +191,14 @@ pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Option<NamespaceI
         return Step::CarryOn;
     };
     let cloexec = notify::fd_cloexec(pid, target_fd);
+    let away = elsewhere(pid, home);
     if !notify::id_valid(listener, id) {
         return Step::Done;
     }
     let Some(domain) = tcp_domain(&theirs) else {
         return Step::CarryOn;
     };
-    if !elsewhere(&theirs, home) || bound(&theirs) {
+    if !away || bound(&theirs) {
         return Step::CarryOn;
     }
     let ours = match ours_for(&theirs, domain) {
