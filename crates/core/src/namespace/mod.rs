@@ -44,13 +44,13 @@
 //! confined commands see their session's (over HTTP, their caller's) processes only.
 //!
 //! Asked to (network `allowlist` and `ask`, docs/BEHAVIOUR.md §13), the session init also
-//! enters a network namespace of its own, with only `lo`, up, and every confined command (the
-//! callers' too: they share it) enters it with the mount namespace. Nothing there routes
-//! anywhere: the connections a command is allowed are made by the server's supervisor from the
-//! server's own namespace (`agentty-sandbox`'s `net/`), and its TCP `bind` and `listen` too, so
-//! a dev server listens where the user's browser and the next command reach it. What the
-//! seccomp and Landlock layer does not see (a syscall it misses, a raw socket of a command that
-//! kept `CAP_NET_RAW`) finds no route out.
+//! enters a network namespace of its own, with only `lo` (up, given `CAP_NET_ADMIN`), and every
+//! confined command (the callers' too: they share it) enters it with the mount namespace.
+//! Nothing there routes anywhere: the connections a command is allowed are made by the server's
+//! supervisor from the server's own namespace (`agentty-sandbox`'s `net/`), and its TCP `bind`
+//! and `listen` too, so a dev server listens where the user's browser and the next command
+//! reach it. What the seccomp and Landlock layer does not see (a syscall it misses, a raw socket
+//! of a command that kept `CAP_NET_RAW`) finds no route out.
 //!
 //! The server itself stays in the host's namespaces: it reads the host's `/proc` for the pids
 //! `clone` gives it. Its spawning thread enters a command's PID namespace only around the
@@ -104,7 +104,7 @@ pub struct Started {
     pub sealed: usize,
     /// How many of [`Mounts::protected`] are read-only.
     pub protected: usize,
-    /// Confined commands run in a network namespace of the session's own (only `lo`, up):
+    /// Confined commands run in a network namespace of the session's own (only `lo`):
     /// asked of [`start`] and made.
     pub network: bool,
 }
