@@ -7,7 +7,9 @@ import json
 import os
 import re
 import signal
+import socket
 import time
+import urllib.request
 import uuid
 
 from private_dirs import private_file
@@ -219,6 +221,51 @@ def test_a_confined_command_cannot_read_the_token():
     finally:
         os.unlink(link)
         os.unlink(tokens)
+
+
+def test_callers_commands_share_the_sessions_network_namespace_and_listen_on_this_machine():
+    """As root, in network `ask` (the default), every caller's confined commands, with a session
+    or without, run in the session's network namespace: not this machine's, nothing but `lo`
+    (docs/BEHAVIOUR.md §13). A dev server one of them starts still listens on this machine: the
+    test reaches it with a plain connect, as the user's browser would."""
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("a network namespace needs CAP_SYS_ADMIN")
+    look = "readlink /proc/self/ns/net; cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with http_server("--token-file", token_file(f"{A}\n{B}\n")) as (url, _, _):
+        sid = session(url, A)
+        seen = [
+            session_call(url, sid, "terminal", {"command": look})["structuredContent"]["stdout"],
+            stateless(url, B, "terminal", {"command": look})["structuredContent"]["stdout"],
+        ]
+        for out in seen:
+            lines = out.split()
+            assert lines[0].startswith("net:[") and lines[1:] == ["lo"], out
+            assert lines[0] != os.readlink("/proc/self/ns/net"), out
+        assert seen[0].split()[0] == seen[1].split()[0], seen
+        started = session_call(
+            url,
+            sid,
+            "terminal",
+            {
+                "command": f"python3 -m http.server {port} --bind 127.0.0.1",
+                "background": True,
+            },
+        )
+        assert "background" in json.dumps(started), started
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+                    assert page.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the dev server is not reachable here"
+                time.sleep(0.1)
 
 
 def signalled(out, word):

@@ -200,9 +200,10 @@ fn hide_other_terminals() {
     }
 }
 
-/// Enters the PID namespace of confined commands, the package sources extracted already and
-/// the paths that run code later mounted read-only (in `default` mode), and the run records and
-/// the token file covered; says so when several MCP callers' processes cannot be kept apart.
+/// Enters the PID namespace of confined commands (in network `allowlist` and `ask`, their
+/// network namespace too), the package sources extracted already and the paths that run code
+/// later mounted read-only (in `default` mode), and the run records and the token file covered;
+/// says so when several MCP callers' processes cannot be kept apart.
 fn enter_namespace(
     settings: &Settings,
     recorded_runs: Option<&Path>,
@@ -240,15 +241,26 @@ fn enter_namespace(
             )
             .collect(),
     };
-    match agentty_core::namespace::start(&mounts) {
-        Ok(started) => tracing::info!(
-            sealed = started.sealed,
-            truncated = sources.truncated,
-            protected = started.protected,
-            of = mounts.protected.len(),
-            "extracted package sources, and paths that run code later, read-only to confined \
-             commands"
-        ),
+    // In `allowlist` and `ask`, a network namespace with nothing in it but `lo`: the server's
+    // supervisor makes every connection and listening socket its commands get.
+    let network = settings.network.filtered();
+    match agentty_core::namespace::start(&mounts, network) {
+        Ok(started) => {
+            tracing::info!(
+                sealed = started.sealed,
+                truncated = sources.truncated,
+                protected = started.protected,
+                of = mounts.protected.len(),
+                "extracted package sources, and paths that run code later, read-only to \
+                 confined commands"
+            );
+            if network && !started.network {
+                tracing::warn!(
+                    "confined commands share the server's network namespace: the kernel refused \
+                     one of their own (the seccomp and Landlock layer holds the network alone)"
+                );
+            }
+        }
         Err(why) => {
             tracing::info!("confined commands run in the server's PID namespace: {why}");
             if mcp_callers > 1 {

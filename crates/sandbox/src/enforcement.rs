@@ -84,6 +84,9 @@ pub enum NetEnforcement {
         held: NetHold,
         /// Loopback stays reachable (`[sandbox] loopback`).
         loopback: bool,
+        /// Commands run in a network namespace of the session's own, with nothing but `lo`
+        /// (a server with `CAP_SYS_ADMIN`): what the filter misses has no route out.
+        namespace: bool,
     },
 }
 

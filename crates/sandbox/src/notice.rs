@@ -79,6 +79,7 @@ fn network_part(network: NetEnforcement) -> String {
             mode,
             held,
             loopback,
+            namespace,
         } => {
             let loopback = if loopback {
                 ", and loopback"
@@ -90,11 +91,18 @@ fn network_part(network: NetEnforcement) -> String {
             } else {
                 ""
             };
-            let held = if held == NetHold::SupervisorOnly {
-                "held by seccomp alone: Landlock below ABI 4 has no TCP rule, so a command racing \
-                 the supervisor can connect directly"
-            } else {
-                "held by seccomp and Landlock"
+            let held = match (held == NetHold::SupervisorOnly, namespace) {
+                (true, false) => {
+                    "held by seccomp alone: Landlock below ABI 4 has no TCP rule, so a command \
+                     racing the supervisor can connect directly"
+                }
+                (true, true) => {
+                    "held by a network namespace and seccomp: Landlock below ABI 4 has no TCP \
+                     rule, so a command racing the supervisor can connect in the namespace, \
+                     where nothing routes out"
+                }
+                (false, false) => "held by seccomp and Landlock",
+                (false, true) => "held by a network namespace, seccomp and Landlock",
             };
             format!(
                 "; network {mode}: listed hosts through agentty's proxy{loopback}{others} ({held}; \
@@ -132,6 +140,7 @@ pub fn network_report(network: NetEnforcement) -> String {
             mode,
             held,
             loopback,
+            namespace,
         } => {
             let mechanism = if held == NetHold::Full {
                 "a seccomp filter refuses UDP, raw and ICMP sockets and hands each TCP connect \
@@ -143,6 +152,15 @@ pub fn network_report(network: NetEnforcement) -> String {
                  to agentty, which makes it or refuses it; Landlock below ABI 4 has no TCP rule, \
                  so a command that changes the address after agentty read it (another thread) \
                  can connect directly"
+            };
+            let namespace = if namespace {
+                "; commands run in a network namespace of the session's own with nothing but \
+                 lo, so what the filter does not see (a syscall it does not know, a raw socket) \
+                 has no route out, and agentty makes their listening sockets on this machine, \
+                 where the user's browser reaches a dev server"
+            } else {
+                "; no network namespace of the session's own (it needs CAP_SYS_ADMIN): the filter \
+                 and Landlock hold alone, and what they do not see would reach the network"
             };
             let asked = if mode == crate::Network::Ask {
                 "; hosts not listed are asked of the user where the client can ask"
@@ -156,7 +174,8 @@ pub fn network_report(network: NetEnforcement) -> String {
                 ""
             };
             format!(
-                "network: {mode}: listed hosts through agentty's proxy{asked}; {mechanism}. A \
+                "network: {mode}: listed hosts through agentty's proxy{asked}; {mechanism}\
+                 {namespace}. A \
                  command can still send what it reads to a listed host (publish to a registry, \
                  push to a code host){local}. {ON} gives the open network back"
             )

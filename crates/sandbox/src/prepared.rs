@@ -125,6 +125,7 @@ impl Plan {
                         NetHold::SupervisorOnly
                     },
                     loopback: self.loopback,
+                    namespace: false,
                 },
             };
             Ok(Prepared {
@@ -147,6 +148,7 @@ impl Plan {
                         mode,
                         held: NetHold::Nothing,
                         loopback: self.loopback,
+                        namespace: false,
                     },
                 };
             }
@@ -162,6 +164,16 @@ impl Prepared {
     #[cfg(target_os = "linux")]
     pub fn supervised_by(mut self, supervisor: std::sync::Arc<crate::net::Supervisor>) -> Self {
         self.supervisor = Some(supervisor);
+        self
+    }
+
+    /// Says that the commands this confines run in a network namespace of the session's own
+    /// (where the network is filtered): the caller put them there (`agentty-core`'s
+    /// `namespace`), and the supervisor makes their listening sockets (`net/listening.rs`).
+    pub fn in_network_namespace(mut self) -> Self {
+        if let NetEnforcement::Filtered { namespace, .. } = &mut self.enforcement.network {
+            *namespace = true;
+        }
         self
     }
 

@@ -26,7 +26,9 @@
 //!   TCP rules do not see): refused by the supervisor, which notes it for the model (a program
 //!   that failed to resolve a name says only that); `sendto`/`sendmsg`/`sendmmsg` with `MSG_FASTOPEN` fail (TCP Fast
 //!   Open connects without `connect`); every `connect` is sent to the server's supervisor
-//!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself.
+//!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself;
+//!   and so is every `bind` and `listen`, which the supervisor makes in the server's network
+//!   namespace when the command runs in the session's own (`net/listening.rs`).
 //!   The command's own TCP connects are refused by its Landlock domain (`landlock.rs`), so the
 //!   supervisor may let the kernel carry on with any call it does not handle.
 //! - `on`: nothing.
@@ -278,6 +280,8 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     if spec.network == NetFilter::Supervised {
         special.extend([
             (libc::SYS_connect as u32, notify),
+            (libc::SYS_bind as u32, notify),
+            (libc::SYS_listen as u32, notify),
             (libc::SYS_sendto as u32, send_to),
             (libc::SYS_sendmsg as u32, send_msg),
             (libc::SYS_sendmmsg as u32, send_mmsg),

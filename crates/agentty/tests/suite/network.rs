@@ -250,6 +250,20 @@ fn url_host(ip: IpAddr) -> String {
     }
 }
 
+/// What this machine gets for `GET /index.html` from a server on loopback port `port`.
+fn http_get(port: u16) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut got = String::new();
+    let _ = stream.read_to_string(&mut got);
+    got
+}
+
 /// The result was refused with error 2010 naming `target` and `why`, and the command's pipe
 /// exited 0 (what `| tail` does to an exit code).
 #[track_caller]
@@ -527,6 +541,36 @@ async fn local_work_passes(who: Who) {
         .await;
     assert_eq!(s["exit_code"], 0, "{text}");
     assert!(text.contains("dev-server-page"), "{text}");
+    // The same dev server from this machine (the user's browser): a plain connect of the test.
+    assert!(
+        http_get(port).contains("dev-server-page"),
+        "the dev server is not reachable from this machine"
+    );
+    // A listener that never binds (`listen` takes a free port): reachable from this machine too.
+    setup
+        .server
+        .background(json!({
+            "command": "python3 -c 'import socket; s = socket.socket(); s.listen(); \
+                        open(\"port.tmp\", \"w\").write(str(s.getsockname()[1])); \
+                        __import__(\"os\").rename(\"port.tmp\", \"port\"); \
+                        c, _ = s.accept(); c.sendall(b\"autobound\"); c.close()'"
+        }))
+        .await;
+    let port_file = setup.server.workspace().join("port");
+    let mut waited = 0;
+    while !port_file.exists() && waited < 100 {
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
+    let autobound: u16 = std::fs::read_to_string(&port_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", autobound)).unwrap();
+    let mut got = String::new();
+    stream.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "autobound");
 
     // git clone over HTTP through the proxy (NO_PROXY emptied), from a bare repository a local
     // server of the test serves.
@@ -760,6 +804,176 @@ async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
     service_client.cancel().await.unwrap();
 }
 
+/// The inode of a network namespace file (`/proc/<pid>/ns/net`).
+fn namespace_inode(path: &str) -> Option<u64> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+}
+
+/// As root, a confined command of `allowlist` runs in a network namespace of the session's own
+/// with nothing but `lo`, and nothing there routes out: from inside it, with no seccomp filter,
+/// no Landlock and every capability (what a way past the filter would have), UDP, a raw ICMP
+/// socket and TCP reach neither this machine's own addresses nor a test host in a namespace.
+#[tokio::test]
+async fn net_the_sessions_network_namespace_has_no_route_out_as_root() {
+    let inside = NetnsHost::new();
+    let (v4, v6) = inside.near;
+    let udp = UdpSocket::bind("0.0.0.0:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let setup = serve(Who::Root, &["--network", "allowlist"], &[]).await;
+    let (text, s) = setup
+        .run("readlink /proc/self/ns/net; cut -d: -f1 /proc/net/dev | tail -n +3")
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    let theirs: u64 = text
+        .split("net:[")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no namespace in {text}"));
+    assert_ne!(
+        Some(theirs),
+        namespace_inode("/proc/self/ns/net"),
+        "confined commands run in this machine's network namespace: {text}"
+    );
+    let interfaces: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with('['))
+        .collect();
+    assert_eq!(interfaces, ["lo"], "{text}");
+    // A process of that namespace (the session's init holds it), to enter it from a thread.
+    let holder = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+        .find(|pid| namespace_inode(&format!("/proc/{pid}/ns/net")) == Some(theirs))
+        .expect("a process in the commands' network namespace");
+    let path = format!("/proc/{holder}/ns/net");
+    let tried = std::thread::spawn(move || {
+        let ns = std::fs::File::open(&path).unwrap();
+        // SAFETY: setns on an open namespace fd, for this thread only.
+        let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let mut outcomes = Vec::new();
+        for to in [
+            SocketAddr::new(IpAddr::V4(inside.ip), inside.listener.at.port()),
+            SocketAddr::new(v4, udp_port),
+            SocketAddr::new(v6, udp_port),
+        ] {
+            let any: SocketAddr = if to.is_ipv4() {
+                "0.0.0.0:0".parse().unwrap()
+            } else {
+                "[::]:0".parse().unwrap()
+            };
+            let sent = UdpSocket::bind(any).and_then(|u| u.send_to(b"secret", to));
+            outcomes.push((format!("UDP to {to}"), sent.map(drop)));
+            let connected = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5));
+            outcomes.push((format!("TCP to {to}"), connected.map(drop)));
+        }
+        outcomes.push((format!("ICMP to {}", inside.ip), raw_icmp_to(inside.ip)));
+        (outcomes, inside)
+    });
+    let (outcomes, inside) = tried.join().unwrap();
+    for (what, outcome) in outcomes {
+        let error = outcome.expect_err(&what);
+        assert_eq!(
+            error.raw_os_error(),
+            Some(libc::ENETUNREACH),
+            "{what}: {error}"
+        );
+    }
+    assert_eq!(
+        inside.listener.seen(),
+        0,
+        "a connection reached the test host"
+    );
+    assert!(
+        udp.recv_from(&mut [0u8; 64]).is_err(),
+        "a datagram reached this machine's own address"
+    );
+}
+
+/// A root server without `CAP_NET_ADMIN` (a container given `SYS_ADMIN` only: Docker's and
+/// Kubernetes' defaults leave `NET_ADMIN` out) still makes the session's network namespace, and a
+/// dev server a command starts there still listens on this machine: reached by the next call and
+/// by a plain connect of the test.
+#[tokio::test]
+async fn net_a_dev_server_is_reached_from_this_machine_without_cap_net_admin() {
+    let wrapper = [
+        "setpriv",
+        "--bounding-set=-net_admin",
+        "--inh-caps=-net_admin",
+        "--",
+    ];
+    let setup = serve(Who::Root, &["--network", "allowlist"], &wrapper).await;
+    let (text, _) = setup.run("true").await;
+    assert!(
+        line_of(&text, "[sandbox]").contains(held(Who::Root)),
+        "{text}"
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(setup.server.workspace().join("index.html"), "no-net-admin").unwrap();
+    setup
+        .server
+        .background(json!({
+            "command": format!("python3 -m http.server {port} --bind 127.0.0.1")
+        }))
+        .await;
+    let (text, s) = setup
+        .run(&format!(
+            "for i in $(seq 50); do curl -sS --max-time 2 http://127.0.0.1:{port}/index.html \
+             2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("no-net-admin"), "{text}");
+    assert!(
+        http_get(port).contains("no-net-admin"),
+        "the dev server is not reachable from this machine"
+    );
+}
+
+/// A raw ICMP echo request to `to` from the calling thread (a raw socket: root's CAP_NET_RAW).
+fn raw_icmp_to(to: std::net::Ipv4Addr) -> std::io::Result<()> {
+    // SAFETY: socket with constant arguments; the fd is closed below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Type 8 (echo request), code 0, checksum 0xf7ff for this all-zero rest.
+    let packet: [u8; 8] = [8, 0, 0xf7, 0xff, 0, 0, 0, 0];
+    let address = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(to.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: sends 8 bytes from a live buffer to a valid sockaddr_in; closes our fd.
+    unsafe {
+        let rc = libc::sendto(
+            fd,
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&raw const address).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if rc < 0 { Err(error) } else { Ok(()) }
+    }
+}
+
 /// `agentty doctor` as `who`, with `flags`: its output.
 fn doctor(who: Who, flags: &[&str]) -> String {
     let workspace = tempfile::tempdir().unwrap();
@@ -812,6 +1026,15 @@ fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{text}"))
 }
 
+/// What the `[sandbox]` line says holds the network for `who`: a root server's commands have
+/// a network namespace of their own, nobody's the seccomp and Landlock layer alone.
+fn held(who: Who) -> &'static str {
+    match who {
+        Who::Root => "held by a network namespace, seccomp and Landlock",
+        Who::Nobody => "held by seccomp and Landlock",
+    }
+}
+
 /// `doctor` and the `[sandbox]` line say which mechanism holds the network here and what a
 /// command could still do, and how to get `on` back; the default is `ask`.
 #[tokio::test]
@@ -852,9 +1075,23 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
             assert!(
                 sandbox.contains(&format!(
                     "network {mode}: listed hosts through agentty's proxy, and loopback"
-                )) && sandbox.contains("held by seccomp and Landlock")
+                )) && sandbox.contains(held(who))
                     && sandbox.contains("a listed host still receives what a command sends it"),
                 "{who:?} {flags:?}: {sandbox}"
+            );
+            let namespace = match who {
+                Who::Root => {
+                    "commands run in a network namespace of the session's own with nothing but \
+                     lo, so what the filter does not see"
+                }
+                Who::Nobody => {
+                    "no network namespace of the session's own (it needs CAP_SYS_ADMIN): the \
+                     filter and Landlock hold alone"
+                }
+            };
+            assert!(
+                line.contains(namespace),
+                "{who:?} {flags:?}: {namespace:?} not in {line}"
             );
         }
         let text = doctor(who, &["--network", "on"]);
@@ -870,7 +1107,7 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
         let sandbox = line_of(&text, "[sandbox]");
         assert!(
             sandbox.contains("network allowlist: listed hosts through agentty's proxy")
-                && sandbox.contains("held by seccomp and Landlock"),
+                && sandbox.contains(held(who)),
             "{who:?}: {sandbox}"
         );
     }

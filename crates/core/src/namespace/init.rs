@@ -72,8 +72,8 @@ fn status_of(e: &io::Error) -> u8 {
     u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX)
 }
 
-/// The session init's body. Never returns.
-pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
+/// The session init's body, in a network namespace of its own with `network`. Never returns.
+pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts, network: bool) -> ! {
     // SAFETY (whole function): a single-threaded forked child; plain system calls on fds it
     // owns and on NUL-terminated strings.
     unsafe {
@@ -86,6 +86,9 @@ pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
         // back over its own `/proc` too. A pinned directory that moved or became a symlink since
         // it was listed is skipped (nothing below it is then made read-only by path: see
         // `attach_copy`).
+        // Where the kernel refuses one, confined commands stay in the server's network
+        // namespace (the seccomp and Landlock layer holds alone), and the report says so.
+        let network = network && own_network().is_ok();
         let masks = proc_masks();
         let mounted = own_proc(&masks)
             .and_then(|()| mounts.hidden.iter().try_for_each(|p| hide(p)))
@@ -113,6 +116,7 @@ pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts) -> ! {
         report[0] = status;
         report[1..5].copy_from_slice(&sealed.to_ne_bytes());
         report[5..9].copy_from_slice(&protected.to_ne_bytes());
+        report[9] = u8::from(network);
         libc::write(ready.as_raw_fd(), report.as_ptr().cast(), report.len());
         drop(ready);
         if mounted.is_err() {
@@ -323,6 +327,29 @@ fn keep_only<const N: usize>(keep: [OwnedFd; N]) -> Option<[OwnedFd; N]> {
         libc::syscall(libc::SYS_close_range, low, libc::c_uint::MAX, 0u32);
         Some(kept.map(|fd| OwnedFd::from_raw_fd(fd)))
     }
+}
+
+/// Enters a network namespace of its own and brings its loopback up: nothing else is there.
+/// An `lo` that stays down is no failure (the namespace is what matters: nothing routes out).
+fn own_network() -> io::Result<()> {
+    // SAFETY: plain system calls; `request` is plain data the kernel reads and writes.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNET))?;
+        let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if socket < 0 {
+            return Ok(());
+        }
+        let socket = OwnedFd::from_raw_fd(socket);
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (to, from) in request.ifr_name.iter_mut().zip(b"lo") {
+            *to = *from as libc::c_char;
+        }
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut request) == 0 {
+            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw mut request);
+        }
+    }
+    Ok(())
 }
 
 /// Enters a mount namespace of its own (a copy of the one it is in) whose `/proc` shows the PID

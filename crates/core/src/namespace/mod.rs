@@ -43,6 +43,15 @@
 //! reach of `kill`: a namespace sees those inside it only. The consequence, said in the README:
 //! confined commands see their session's (over HTTP, their caller's) processes only.
 //!
+//! Asked to (network `allowlist` and `ask`, docs/BEHAVIOUR.md §13), the session init also
+//! enters a network namespace of its own, with only `lo` (up, given `CAP_NET_ADMIN`), and every
+//! confined command (the callers' too: they share it) enters it with the mount namespace.
+//! Nothing there routes anywhere: the connections a command is allowed are made by the server's
+//! supervisor from the server's own namespace (`agentty-sandbox`'s `net/`), and its TCP `bind`
+//! and `listen` too, so a dev server listens where the user's browser and the next command
+//! reach it. What the seccomp and Landlock layer does not see (a syscall it misses, a raw socket
+//! of a command that kept `CAP_NET_RAW`) finds no route out.
+//!
 //! The server itself stays in the host's namespaces: it reads the host's `/proc` for the pids
 //! `clone` gives it. Its spawning thread enters a command's PID namespace only around the
 //! clone of a confined command (`setns(CLONE_NEWPID)` sets where the thread's next child goes)
@@ -66,8 +75,9 @@ const END_WAIT: Duration = Duration::from_secs(10);
 /// How long start-up waits for the session init to report, and the session init for a
 /// caller's (a mount on a hung network file system must not hang the server).
 const READY_WAIT: Duration = Duration::from_secs(10);
-/// The session init's report: a status byte, then two counts (`u32`, native order).
-const REPORT_BYTES: usize = 9;
+/// The session init's report: a status byte, two counts (`u32`, native order), and whether it
+/// made a network namespace (1) or not (0).
+const REPORT_BYTES: usize = 10;
 
 /// What the session's mount namespace changes for confined commands.
 #[derive(Debug, Default, Clone)]
@@ -94,6 +104,9 @@ pub struct Started {
     pub sealed: usize,
     /// How many of [`Mounts::protected`] are read-only.
     pub protected: usize,
+    /// Confined commands run in a network namespace of the session's own (only `lo`):
+    /// asked of [`start`] and made.
+    pub network: bool,
 }
 
 /// A PID namespace confined commands run in (the session's, or a caller's), as the server
@@ -106,6 +119,9 @@ pub(crate) struct Namespace {
     init: OwnedFd,
     /// A caller's (made on request), not the session's.
     of_caller: bool,
+    /// The init is in a network namespace of its own (a caller's shares the session's):
+    /// confined commands enter it too.
+    network: bool,
 }
 
 /// The session's namespace, and what makes the callers'.
@@ -251,12 +267,14 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
 }
 
 /// Starts the session init (see the module comment) with `mounts` made in the session's mount
-/// namespace. Call once, in the server, while the process has one thread. Returns how many of
-/// the paths asked to be read-only are; `Err` says why there is no namespace: confined commands
-/// then run in the server's namespaces, tracked by run marker and subreaper only.
-pub fn start(mounts: &Mounts) -> Result<Started, String> {
+/// namespace and, with `network`, in a network namespace of its own (see [`network_isolated`]).
+/// Call once, in the server, while the process has one thread. Returns how many of the paths
+/// asked to be read-only are, and whether the network namespace was made; `Err` says why there
+/// is no namespace: confined commands then run in the server's namespaces, tracked by run
+/// marker and subreaper only.
+pub fn start(mounts: &Mounts, network: bool) -> Result<Started, String> {
     SESSION
-        .get_or_init(|| create(mounts).map_err(|e| why(&e)))
+        .get_or_init(|| create(mounts, network).map_err(|e| why(&e)))
         .as_ref()
         .map(|session| session.started)
         .map_err(Clone::clone)
@@ -277,7 +295,7 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn create(mounts: &Mounts) -> io::Result<Session> {
+fn create(mounts: &Mounts, network: bool) -> io::Result<Session> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -294,7 +312,7 @@ fn create(mounts: &Mounts) -> io::Result<Session> {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop((control, ready_read));
-        init::run(control_init, ready_write, &mounts);
+        init::run(control_init, ready_write, &mounts, network);
     }
     let forked = io::Error::last_os_error();
     // Back to the host namespace for every later child and thread, whatever happened; a
@@ -352,11 +370,13 @@ fn create(mounts: &Mounts) -> io::Result<Session> {
     let count = |at: usize| {
         u32::from_ne_bytes([ready[at], ready[at + 1], ready[at + 2], ready[at + 3]]) as usize
     };
+    let network = ready[9] == 1;
     Ok(Session {
         namespace: Namespace {
             init_pid: pid,
             init,
             of_caller: false,
+            network,
         },
         host,
         control: Mutex::new(control),
@@ -364,6 +384,7 @@ fn create(mounts: &Mounts) -> io::Result<Session> {
         started: Started {
             sealed: count(1),
             protected: count(5),
+            network,
         },
     })
 }
@@ -404,6 +425,7 @@ impl Session {
                 init_pid,
                 init,
                 of_caller: true,
+                network: self.started.network,
             });
         }
     }
@@ -423,6 +445,17 @@ impl Namespace {
     /// The init's pidfd: a confined child enters its mount namespace with it.
     pub(crate) fn init_fd(&self) -> RawFd {
         self.init.as_raw_fd()
+    }
+
+    /// The namespaces a confined child (or its launcher) enters with `setns` on the init's
+    /// pidfd besides the PID namespace: the mount namespace, and the network namespace where
+    /// there is one.
+    pub(crate) fn entered(&self) -> libc::c_int {
+        if self.network {
+            libc::CLONE_NEWNS | libc::CLONE_NEWNET
+        } else {
+            libc::CLONE_NEWNS
+        }
     }
 
     /// Makes the calling thread's next child start in this PID namespace, until the guard is
@@ -529,6 +562,26 @@ pub fn available() -> Result<(), String> {
         .join()
         .map_err(|_| "the check panicked".to_owned())?
         .map_err(|e| why(&e))
+}
+
+/// Whether confined commands run in a network namespace of the session's own: what [`start`]
+/// made (asked for, and made), or, where it was not called (`doctor`), whether one can be made
+/// here, tried on a short-lived thread whose namespaces end with it.
+pub fn network_isolated() -> bool {
+    if let Some(made) = SESSION.get() {
+        return made.as_ref().is_ok_and(|s| s.started.network);
+    }
+    std::thread::Builder::new()
+        .name("agentty-namespace-check".into())
+        .spawn(|| {
+            // SAFETY: unshare changes only this short-lived thread's namespaces.
+            check(unsafe {
+                libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWNET)
+            })
+        })
+        .ok()
+        .and_then(|check| check.join().ok())
+        .is_some_and(|made| made.is_ok())
 }
 
 /// `doctor`'s line on how the end of a session reaches what confined commands started, and what

@@ -367,10 +367,11 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         if plan.session == Session::OwnTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
             fail(failure, Step::Terminal, errno());
         }
-        // Before the workdir: entering a mount namespace moves the cwd to its root.
+        // Before the workdir: entering a mount namespace moves the cwd to its root. The
+        // network namespace, where there is one, comes with it.
         if let Some(namespace) = plan.namespace
             && !inherits
-            && libc::setns(namespace.init_fd(), libc::CLONE_NEWNS) != 0
+            && libc::setns(namespace.init_fd(), namespace.entered()) != 0
         {
             fail(failure, Step::Namespace, errno());
         }

@@ -343,11 +343,12 @@ fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::R
     if let Some(namespace) = namespace {
         // SAFETY: plain system calls on this thread's own attributes. unshare(CLONE_FS) gives
         // the thread a cwd and root of its own, which a mount namespace may only be entered
-        // without; the two setns then move this thread (its cwd to the namespace's root) and
-        // where its children are numbered.
+        // without; the two setns then move this thread (its cwd to the namespace's root, and
+        // into the session's network namespace where there is one) and where its children are
+        // numbered.
         unsafe {
             crate::namespace::check(libc::unshare(libc::CLONE_FS))?;
-            crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWNS))?;
+            crate::namespace::check(libc::setns(namespace.init_fd(), namespace.entered()))?;
             crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWPID))?;
         }
     }

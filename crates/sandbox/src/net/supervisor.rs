@@ -1,6 +1,6 @@
 //! The supervisor of confined commands' connections (network `allowlist` and `ask`,
 //! docs/BEHAVIOUR.md §13): one thread of the server that answers every `connect` the seccomp
-//! filter sends it (`seccomp.rs`).
+//! filter sends it (`seccomp.rs`), and every `bind` and `listen` (`listening.rs`).
 //!
 //! A confined command's own TCP connects are refused by its Landlock domain (`landlock.rs`, ABI
 //! 4), so the only TCP connections it gets are the ones made here: for an IP address the
@@ -28,6 +28,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::listening;
 use super::notify::{self, Notif};
 
 /// How long a command whose socket blocks waits for a connection the supervisor makes (a
@@ -35,7 +36,7 @@ use super::notify::{self, Notif};
 const CONNECT_WAIT: Duration = Duration::from_secs(60);
 
 /// The bytes of a socket address read from a command at most (`sockaddr_in6` is 28).
-const ADDRESS_BYTES_MAX: usize = 128;
+pub(super) const ADDRESS_BYTES_MAX: usize = 128;
 
 /// What the server decides for a connection a confined command asks for.
 pub trait Judge: Send + Sync {
@@ -106,6 +107,8 @@ impl Supervisor {
     }
 
     fn run(&self, judge: &dyn Judge) {
+        // The server's network namespace, where confined commands' listening sockets belong.
+        let home = listening::home_namespace();
         let mut listeners: Vec<Arc<OwnedFd>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         loop {
@@ -143,7 +146,7 @@ impl Supervisor {
             for (i, listener) in listeners.iter().enumerate() {
                 let events = fds[1 + i].revents;
                 if events & libc::POLLIN != 0 {
-                    waiting.extend(serve_one(judge, listener));
+                    waiting.extend(serve_one(judge, listener, home));
                 } else if events & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
                     // No process is left under that filter.
                     gone.push(i);
@@ -186,7 +189,7 @@ fn poll_for(fd: RawFd, events: libc::c_short) -> libc::pollfd {
 
 /// A connection the supervisor is making for a command whose socket blocks: answered when
 /// it is made or fails.
-struct Pending {
+pub(super) struct Pending {
     listener: Arc<OwnedFd>,
     id: u64,
     target_fd: i32,
@@ -223,7 +226,7 @@ impl Pending {
 }
 
 /// What to do with one notification.
-enum Step {
+pub(super) enum Step {
     /// Let the kernel run the call as the command made it (see the module's doc).
     CarryOn,
     /// Fail the call with this errno.
@@ -236,7 +239,11 @@ enum Step {
 
 /// Receives one notification from `listener` and answers it, or returns the connection it
 /// waits for.
-fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>) -> Option<Pending> {
+fn serve_one(
+    judge: &dyn Judge,
+    listener: &Arc<OwnedFd>,
+    home: Option<listening::NamespaceId>,
+) -> Option<Pending> {
     let raw = listener.as_raw_fd();
     // ENOENT: the command was interrupted or killed since; nothing to answer.
     let notif = notify::recv(raw).ok()?;
@@ -247,6 +254,10 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>) -> Option<Pending> {
         let [family, kind, protocol, ..] = notif.args.map(|a| a as u32 as i32);
         judge.refused_socket(notif.pid, family, kind, protocol);
         Step::Fail(libc::EACCES)
+    } else if notif.nr == libc::SYS_bind as i32 {
+        listening::bind_for(raw, &notif, home)
+    } else if notif.nr == libc::SYS_listen as i32 {
+        listening::listen_for(raw, &notif, home)
     } else {
         Step::CarryOn
     };
@@ -337,7 +348,7 @@ fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Ste
 }
 
 /// Puts `socket` in the command's place and answers the call with `errno` (0: success).
-fn hand_over(
+pub(super) fn hand_over(
     listener: RawFd,
     id: u64,
     socket: &OwnedFd,
@@ -385,7 +396,7 @@ pub(crate) fn socket_address(bytes: &[u8]) -> Option<SocketAddr> {
     }
 }
 
-fn int_option(socket: &OwnedFd, level: i32, name: i32) -> Option<i32> {
+pub(super) fn int_option(socket: &OwnedFd, level: i32, name: i32) -> Option<i32> {
     let mut value: libc::c_int = 0;
     let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `length` bytes into `value`.
@@ -401,7 +412,7 @@ fn int_option(socket: &OwnedFd, level: i32, name: i32) -> Option<i32> {
     (rc == 0).then_some(value)
 }
 
-fn set_int_option(socket: &OwnedFd, level: i32, name: i32, value: i32) {
+pub(super) fn set_int_option(socket: &OwnedFd, level: i32, name: i32, value: i32) {
     // SAFETY: passes a live c_int of the size given.
     unsafe {
         libc::setsockopt(
@@ -415,7 +426,7 @@ fn set_int_option(socket: &OwnedFd, level: i32, name: i32, value: i32) {
 }
 
 /// The family of `socket` when it is a TCP socket (`AF_INET` or `AF_INET6`, stream, TCP).
-fn tcp_domain(socket: &OwnedFd) -> Option<i32> {
+pub(super) fn tcp_domain(socket: &OwnedFd) -> Option<i32> {
     let domain = int_option(socket, libc::SOL_SOCKET, libc::SO_DOMAIN)?;
     let kind = int_option(socket, libc::SOL_SOCKET, libc::SO_TYPE)?;
     let protocol = int_option(socket, libc::SOL_SOCKET, libc::SO_PROTOCOL)?;
@@ -440,12 +451,12 @@ fn peer_of(socket: &OwnedFd) -> bool {
     }
 }
 
-fn status_flags(fd: &OwnedFd) -> i32 {
+pub(super) fn status_flags(fd: &OwnedFd) -> i32 {
     // SAFETY: F_GETFL on an fd we own.
     unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) }.max(0)
 }
 
-fn set_blocking(fd: &OwnedFd) {
+pub(super) fn set_blocking(fd: &OwnedFd) {
     let flags = status_flags(fd);
     // SAFETY: F_SETFL on an fd we own.
     unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
@@ -456,7 +467,7 @@ fn socket_error(socket: &OwnedFd) -> i32 {
 }
 
 /// A new non-blocking, close-on-exec TCP socket of `domain`.
-fn tcp_socket(domain: i32) -> io::Result<OwnedFd> {
+pub(super) fn tcp_socket(domain: i32) -> io::Result<OwnedFd> {
     // SAFETY: socket with constant arguments; the fd it returns is ours.
     let fd = unsafe {
         libc::socket(
@@ -473,7 +484,7 @@ fn tcp_socket(domain: i32) -> io::Result<OwnedFd> {
 }
 
 /// The options a program sets before it connects, copied from its socket to ours.
-fn copy_options(theirs: &OwnedFd, ours: &OwnedFd, domain: i32) {
+pub(super) fn copy_options(theirs: &OwnedFd, ours: &OwnedFd, domain: i32) {
     let mut options = vec![
         (libc::SOL_SOCKET, libc::SO_KEEPALIVE),
         (libc::IPPROTO_TCP, libc::TCP_NODELAY),
@@ -519,6 +530,17 @@ fn copy_options(theirs: &OwnedFd, ours: &OwnedFd, domain: i32) {
 
 /// `connect` of our non-blocking socket; the errno on failure (EINPROGRESS included).
 fn connect(socket: &OwnedFd, to: SocketAddr) -> Result<(), i32> {
+    with_sockaddr(to, |address, length| {
+        // SAFETY: `address` points to a valid address of `length` bytes.
+        unsafe { libc::connect(socket.as_raw_fd(), address, length) }
+    })
+}
+
+/// Calls `call` with `to` as a C socket address and its length; the errno when it fails.
+pub(super) fn with_sockaddr(
+    to: SocketAddr,
+    call: impl FnOnce(*const libc::sockaddr, libc::socklen_t) -> libc::c_int,
+) -> Result<(), i32> {
     // SAFETY: sockaddr_storage is plain data.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let length = match to {
@@ -550,15 +572,7 @@ fn connect(socket: &OwnedFd, to: SocketAddr) -> Result<(), i32> {
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
-    // SAFETY: `storage` holds a valid address of `length` bytes.
-    let rc = unsafe {
-        libc::connect(
-            socket.as_raw_fd(),
-            (&raw const storage).cast(),
-            length as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
+    if call((&raw const storage).cast(), length as libc::socklen_t) == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error()

@@ -246,6 +246,11 @@ impl Confinement {
                 plan.prepare()
                     .map_err(|e| e.to_string())
                     .map(|prepared| match supervisor {
+                        // The session's namespace (core's `namespace`) has a network of its
+                        // own where the kernel allowed it (`doctor`: where it would).
+                        Some(supervisor) if agentty_core::namespace::network_isolated() => {
+                            prepared.supervised_by(supervisor).in_network_namespace()
+                        }
                         Some(supervisor) => prepared.supervised_by(supervisor),
                         None => prepared,
                     })
@@ -546,6 +551,7 @@ mod tests {
             mode: agentty_sandbox::Network::Ask,
             held: agentty_sandbox::NetHold::Nothing,
             loopback: true,
+            namespace: false,
         };
         assert_eq!(
             c.not_in_force(),
@@ -555,6 +561,7 @@ mod tests {
             mode: agentty_sandbox::Network::Ask,
             held: agentty_sandbox::NetHold::Full,
             loopback: true,
+            namespace: false,
         };
         assert_eq!(c.not_in_force(), None);
         c.enforcement.network = agentty_sandbox::NetEnforcement::Off { installed: true };

@@ -1,0 +1,219 @@
+//! A confined command's TCP `bind` and `listen`, where it runs in a network namespace of the
+//! session's own (`agentty-core`'s `namespace`, network `allowlist` and `ask`).
+//!
+//! That namespace has nothing but `lo`: a dev server listening there could be reached neither
+//! by the user's browser nor by the agent's next command, whose connections the supervisor
+//! makes from the server's namespace. So an unbound TCP socket of a command in another network
+//! namespace than the server's that binds (or listens unbound, which binds it to a free port)
+//! is swapped for a socket of the server's namespace, made here with the command's options and
+//! bound to the address the command read out (never one the kernel reads again: another thread
+//! could change it), and put in the command's place with `SECCOMP_IOCTL_NOTIF_ADDFD`, as
+//! `connect` does (`supervisor.rs`). It then listens, and accepts, in the server's namespace, as
+//! it did before the namespace existed; a connect from it is still the supervisor's to make,
+//! and its own still refused by Landlock.
+//!
+//! Which socket is whose is told by the command's thread, not the socket: `SIOCGSKNS` would
+//! name a socket's namespace but needs `CAP_NET_ADMIN`, which a container given `SYS_ADMIN`
+//! alone lacks. A command of the session's namespace makes its sockets there; the only sockets
+//! of the server's namespace it holds are those the supervisor handed it, each bound or
+//! connected already. So an unbound TCP socket of such a command is of the session's namespace.
+//!
+//! A command in the server's namespace (no session namespace: an unprivileged server), a socket
+//! bound already (the kernel refuses a second bind, and listens on it where it is), and a socket
+//! that is not TCP (a unix socket), are left to the kernel: the call carries on as the command
+//! made it, which holds nothing the supervisor judged.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt as _;
+
+use super::notify::{self, Notif};
+use super::supervisor::{
+    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, set_blocking, set_int_option,
+    socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
+};
+
+/// `CAP_NET_BIND_SERVICE`: a port below `ip_unprivileged_port_start` needs it.
+const CAP_NET_BIND_SERVICE: u32 = 10;
+
+/// The options a program sets on a socket before it binds, besides those a connect keeps
+/// (`copy_options`): which address it may share, and whether it may bind one not (yet) local.
+const BIND_OPTIONS: [(i32, i32); 4] = [
+    (libc::SOL_SOCKET, libc::SO_REUSEADDR),
+    (libc::SOL_SOCKET, libc::SO_REUSEPORT),
+    (libc::IPPROTO_IP, libc::IP_FREEBIND),
+    (libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT),
+];
+
+/// A network namespace, as `stat` names it (device, inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NamespaceId(u64, u64);
+
+fn id_of(path: &str) -> Option<NamespaceId> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(NamespaceId(meta.dev(), meta.ino()))
+}
+
+/// The calling thread's network namespace (the server's: the supervisor never leaves it).
+pub(super) fn home_namespace() -> Option<NamespaceId> {
+    id_of("/proc/thread-self/ns/net")
+}
+
+/// Whether thread `pid` runs in a network namespace other than `home`. `false` when unknown.
+fn elsewhere(pid: u32, home: Option<NamespaceId>) -> bool {
+    home.is_some_and(|home| id_of(&format!("/proc/{pid}/ns/net")).is_some_and(|id| id != home))
+}
+
+/// Whether `socket` has a local port already.
+fn bound(socket: &OwnedFd) -> bool {
+    // SAFETY: sockaddr_storage is plain data; the kernel writes at most `length` bytes.
+    let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: as above.
+    let rc = unsafe {
+        libc::getsockname(
+            socket.as_raw_fd(),
+            (&raw mut address).cast(),
+            &raw mut length,
+        )
+    };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: the kernel wrote `length` bytes of the address into `address`.
+    let bytes =
+        unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length as usize) };
+    socket_address(bytes).is_some_and(|at| at.port() != 0)
+}
+
+/// Whether thread `pid` may bind a privileged port (`CAP_NET_BIND_SERVICE` in its effective
+/// set), as the kernel would judge its own bind. `false` when unknown.
+fn may_bind_privileged(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("CapEff:"))
+                .and_then(|caps| u64::from_str_radix(caps.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << CAP_NET_BIND_SERVICE) != 0)
+}
+
+/// The first port an unprivileged bind may take, in the server's namespace.
+fn unprivileged_port_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(1024)
+}
+
+/// A socket of the server's namespace in the place of `theirs` (TCP, of `domain`): its options
+/// and blocking mode, unbound.
+fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<OwnedFd, i32> {
+    let ours = tcp_socket(domain).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOBUFS))?;
+    copy_options(theirs, &ours, domain);
+    for (level, name) in BIND_OPTIONS {
+        if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
+            set_int_option(&ours, level, name, value);
+        }
+    }
+    if status_flags(theirs) & libc::O_NONBLOCK == 0 {
+        set_blocking(&ours);
+    }
+    Ok(ours)
+}
+
+/// `bind(fd, address, len)` of a confined command.
+pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>) -> Step {
+    let (pid, id) = (notif.pid, notif.id);
+    let target_fd = notif.args[0] as u32 as i32;
+    let length = (notif.args[2] as u32 as usize).min(ADDRESS_BYTES_MAX);
+    let mut bytes = [0u8; ADDRESS_BYTES_MAX];
+    let Ok(read) = notify::read_memory(pid, notif.args[1], &mut bytes[..length]) else {
+        return Step::CarryOn;
+    };
+    let Some(at) = socket_address(&bytes[..read]) else {
+        return Step::CarryOn;
+    };
+    let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
+        return Step::CarryOn;
+    };
+    let privileged = may_bind_privileged(pid);
+    let cloexec = notify::fd_cloexec(pid, target_fd);
+    let away = elsewhere(pid, home);
+    // What was read names the command only if the notification still waits.
+    if !notify::id_valid(listener, id) {
+        return Step::Done;
+    }
+    let Some(domain) = tcp_domain(&theirs) else {
+        return Step::CarryOn;
+    };
+    if !away || bound(&theirs) {
+        return Step::CarryOn;
+    }
+    // The kernel's answers to an address of the other family, and to a second bind.
+    match (domain, at) {
+        (libc::AF_INET, SocketAddr::V6(_)) => return Step::Fail(libc::EAFNOSUPPORT),
+        (libc::AF_INET6, SocketAddr::V4(_)) => return Step::Fail(libc::EINVAL),
+        _ => {}
+    }
+    // The server may bind a port the command may not: judged as the kernel would judge it.
+    if at.port() != 0 && at.port() < unprivileged_port_start() && !privileged {
+        return Step::Fail(libc::EACCES);
+    }
+    let ours = match ours_for(&theirs, domain) {
+        Ok(ours) => ours,
+        Err(errno) => return Step::Fail(errno),
+    };
+    drop(theirs);
+    let bound = with_sockaddr(at, |address, length| {
+        // SAFETY: `address` points to a valid address of `length` bytes.
+        unsafe { libc::bind(ours.as_raw_fd(), address, length) }
+    });
+    match bound {
+        Ok(()) => {
+            hand_over(listener, id, &ours, target_fd, cloexec, 0);
+            Step::Done
+        }
+        Err(errno) => Step::Fail(errno),
+    }
+}
+
+/// `listen(fd, backlog)` of a confined command: only an unbound socket is swapped (one bound is
+/// of the server's namespace, or came through a bind the supervisor could not read and listens
+/// where it is).
+pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>) -> Step {
+    let (pid, id) = (notif.pid, notif.id);
+    let target_fd = notif.args[0] as u32 as i32;
+    let backlog = notif.args[1] as u32 as i32;
+    let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
+        return Step::CarryOn;
+    };
+    let cloexec = notify::fd_cloexec(pid, target_fd);
+    let away = elsewhere(pid, home);
+    if !notify::id_valid(listener, id) {
+        return Step::Done;
+    }
+    let Some(domain) = tcp_domain(&theirs) else {
+        return Step::CarryOn;
+    };
+    if !away || bound(&theirs) {
+        return Step::CarryOn;
+    }
+    let ours = match ours_for(&theirs, domain) {
+        Ok(ours) => ours,
+        Err(errno) => return Step::Fail(errno),
+    };
+    drop(theirs);
+    // SAFETY: listen on a socket we own.
+    if unsafe { libc::listen(ours.as_raw_fd(), backlog) } != 0 {
+        return Step::Fail(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        );
+    }
+    hand_over(listener, id, &ours, target_fd, cloexec, 0);
+    Step::Done
+}
