@@ -26,17 +26,6 @@ use serde_json::{Value, json};
 
 use super::client::*;
 
-/// The unprivileged user the servers of the "nobody" half run as.
-const NOBODY: &str = "65534";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Who {
-    /// A root server: the session's namespaces exist.
-    Root,
-    /// The same server run as nobody.
-    Nobody,
-}
-
 /// A server under test, its log, and (for nobody) the home it owns.
 struct Setup {
     server: Server,
@@ -50,55 +39,15 @@ impl Setup {
     }
 }
 
-fn chown_to_nobody(path: &Path) {
-    let status = std::process::Command::new("chown")
-        .arg("-R")
-        .arg(format!("{NOBODY}:{NOBODY}"))
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 /// A server on a fresh workspace, as `who`, started inside `wrapper` (run as root; for nobody,
 /// the drop to nobody comes after it).
 async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
     let workspace = tempfile::tempdir().unwrap();
-    match who {
-        Who::Root => {
-            let (server, log) =
-                start_logged(wrapper, workspace, agentty_testkit::state_dir(), flags, &[]).await;
-            Setup {
-                server,
-                log,
-                _home: None,
-            }
-        }
-        Who::Nobody => {
-            let home = tempfile::Builder::new()
-                .prefix("nobody-home-")
-                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-                .unwrap();
-            let state = tempfile::Builder::new()
-                .prefix("state-")
-                .tempdir_in(home.path())
-                .unwrap();
-            chown_to_nobody(workspace.path());
-            chown_to_nobody(home.path());
-            let uid = format!("--reuid={NOBODY}");
-            let gid = format!("--regid={NOBODY}");
-            let mut wrapper = wrapper.to_vec();
-            wrapper.extend(["setpriv", &uid, &gid, "--clear-groups", "--"]);
-            let (server, log) =
-                start_logged(&wrapper, workspace, state, flags, &[("HOME", home.path())]).await;
-            Setup {
-                server,
-                log,
-                _home: Some(home),
-            }
-        }
+    let (server, log, home) = serve_as(who, wrapper, workspace, flags).await;
+    Setup {
+        server,
+        log,
+        _home: home,
     }
 }
 
