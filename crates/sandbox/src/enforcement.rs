@@ -155,9 +155,16 @@ impl Enforcement {
     }
 
     /// The single line every result carries, e.g.
-    /// `[sandbox] workspace-write: enforced (Landlock ABI 7)`.
+    /// `[sandbox] workspace-write: enforced (Landlock ABI 7)`, as a client that can be asked
+    /// about a host gets it.
     pub fn line(&self) -> String {
-        crate::notice::enforcement_line(self)
+        self.line_for(true)
+    }
+
+    /// The line for a client that can (`client_asks`) or cannot be asked about a host not
+    /// listed: network `ask` is `allowlist` for the latter.
+    pub fn line_for(&self, client_asks: bool) -> String {
+        crate::notice::enforcement_line(self, client_asks)
     }
 }
 

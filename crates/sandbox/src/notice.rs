@@ -31,7 +31,9 @@ fn partial_why(why: PartialWhy) -> &'static str {
     }
 }
 
-pub(crate) fn enforcement_line(e: &Enforcement) -> String {
+/// `client_asks`: the network may ask this call's client about a host not listed; where it
+/// cannot, `ask` is `allowlist` for it and the line says so.
+pub(crate) fn enforcement_line(e: &Enforcement, client_asks: bool) -> String {
     let mode = e.mode;
     let mut line = match e.state {
         State::Enforced { abi } => format!("{PREFIX} {mode}: enforced (Landlock ABI {abi})"),
@@ -55,12 +57,14 @@ pub(crate) fn enforcement_line(e: &Enforcement) -> String {
             format!("{PREFIX} {mode}: {text}")
         }
     };
-    line.push_str(&network_part(e.network));
+    line.push_str(&network_part(e.network, client_asks));
     line
 }
 
-/// The `[sandbox]` line's words on the network (docs/BEHAVIOUR.md §13).
-fn network_part(network: NetEnforcement) -> String {
+/// The `[sandbox]` line's words on the network (docs/BEHAVIOUR.md §13), on every result: the
+/// mode as this client gets it, what is refused, and how more is allowed. What holds it and
+/// what still gets through are `doctor`'s (`network_report`).
+fn network_part(network: NetEnforcement, client_asks: bool) -> String {
     match network {
         NetEnforcement::Open => String::new(),
         NetEnforcement::Off { installed: true } => "; network off".to_owned(),
@@ -81,33 +85,26 @@ fn network_part(network: NetEnforcement) -> String {
             loopback,
             namespace,
         } => {
-            let loopback = if loopback {
-                ", and loopback"
+            let reached = if loopback {
+                "listed hosts and loopback"
             } else {
-                "; loopback closed"
+                "listed hosts only"
             };
-            let others = if mode == crate::Network::Ask {
-                "; other hosts are asked of the user"
-            } else {
-                ""
+            let refused = "others refused (the user allows more with allow_net)";
+            let (mode, others) = match (mode, client_asks) {
+                (crate::Network::Ask, true) => ("ask", "the user is asked for others"),
+                (crate::Network::Ask, false) => {
+                    ("allowlist (this client cannot ask the user)", refused)
+                }
+                _ => ("allowlist", refused),
             };
             let held = match (held == NetHold::SupervisorOnly, namespace) {
-                (true, false) => {
-                    "held by seccomp alone: Landlock below ABI 4 has no TCP rule, so a command \
-                     racing the supervisor can connect directly"
-                }
-                (true, true) => {
-                    "held by a network namespace and seccomp: Landlock below ABI 4 has no TCP \
-                     rule, so a command racing the supervisor can connect in the namespace, \
-                     where nothing routes out"
-                }
-                (false, false) => "held by seccomp and Landlock",
-                (false, true) => "held by a network namespace, seccomp and Landlock",
+                (true, false) => "seccomp alone (agentty doctor says what that lets through)",
+                (true, true) => "netns+seccomp alone (agentty doctor says what that lets through)",
+                (false, false) => "seccomp+Landlock",
+                (false, true) => "netns+seccomp+Landlock",
             };
-            format!(
-                "; network {mode}: listed hosts through agentty's proxy{loopback}{others} ({held}; \
-                 a listed host still receives what a command sends it)"
-            )
+            format!("; network {mode}: {reached}; {others}; held by {held}")
         }
     }
 }

@@ -220,9 +220,46 @@ impl Agentty {
         )
     }
 
-    /// The sandbox line this session's commands carry.
+    /// The sandbox line this session's commands carry, for a client that can be asked.
     pub fn sandbox_line(&self) -> String {
-        self.inner.confinement.line(false)
+        self.inner.confinement.line(false, true)
+    }
+
+    /// The line a call's result carries (`Confinement::line`), for this call's client.
+    pub(crate) fn sandbox_line_for(
+        &self,
+        escalated: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> String {
+        self.inner
+            .confinement
+            .line(escalated, self.network_asks(ctx))
+    }
+
+    /// Whether the network policy may ask this call's client about a host not listed: over
+    /// stdio, a client that declared form elicitation, or a 2026-07-28 client that can be asked
+    /// with the result; over HTTP, never (docs/BEHAVIOUR.md §13).
+    pub(crate) fn network_asks(&self, ctx: &RequestContext<RoleServer>) -> bool {
+        self.asks_now(ctx) || self.asks_later(ctx)
+    }
+
+    /// The client is asked while the command waits (elicitation over stdio).
+    fn asks_now(&self, ctx: &RequestContext<RoleServer>) -> bool {
+        !crate::escalation::over_http(ctx)
+            && ctx
+                .extensions
+                .get::<crate::escalation::mrtr::Slot>()
+                .is_none()
+            && self.state().client_can_ask.load(Ordering::Relaxed)
+    }
+
+    /// The client is asked with the result (a 2026-07-28 client).
+    fn asks_later(&self, ctx: &RequestContext<RoleServer>) -> bool {
+        !crate::escalation::over_http(ctx)
+            && ctx
+                .extensions
+                .get::<crate::escalation::mrtr::Slot>()
+                .is_some_and(crate::escalation::mrtr::Slot::can_ask)
     }
 
     /// `doctor`'s line on the network: the mode, its mechanism here, what a command could still
@@ -433,12 +470,8 @@ impl Agentty {
         if !confined {
             return None;
         }
-        let over_http = crate::escalation::over_http(ctx);
-        let slot = ctx.extensions.get::<crate::escalation::mrtr::Slot>();
-        let asker =
-            (!over_http && slot.is_none() && self.state().client_can_ask.load(Ordering::Relaxed))
-                .then(|| ctx.peer.clone());
-        let later = !over_http && slot.is_some_and(crate::escalation::mrtr::Slot::can_ask);
+        let asker = self.asks_now(ctx).then(|| ctx.peer.clone());
+        let later = self.asks_later(ctx);
         self.egress().begin(crate::network::Begin {
             marker,
             session: &self.session.name,

@@ -94,8 +94,8 @@ impl Agentty {
     pub fn view_state(&self, viewer: &Viewer) -> Value {
         // Somebody looks: commands' output is copied, coloured, for the view from now on.
         agentty_core::view_tap::mark_watched();
-        let escalated_line = self.confinement().line(true);
-        let confined_line = self.confinement().line(false);
+        let escalated_line = self.confinement().line(true, true);
+        let confined_line = self.confinement().line(false, true);
         let confining = matches!(self.confinement().confine(false, None), Ok(Some(_)));
         // Which agentty it is: several agents' sessions share one page (the view's hub).
         let agent = format!(

@@ -286,3 +286,83 @@ pub async fn wait_until_gone(var: &str, value: &str, within: Duration) -> Vec<i3
 pub fn tag(name: &str) -> String {
     format!("{name}-{}", std::process::id())
 }
+
+/// The unprivileged user the servers of a test's "nobody" half run as.
+pub const NOBODY: &str = "65534";
+
+/// Who a server under test runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    /// A root server: the session's namespaces exist.
+    Root,
+    /// The same server run as nobody (`setpriv`): no namespace.
+    Nobody,
+}
+
+pub fn chown_to_nobody(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{NOBODY}:{NOBODY}"))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// [`start_logged`] as `who`, inside `wrapper` (run as root; for nobody the drop to nobody
+/// comes after it). `home`, when given, is the server's `HOME`; for nobody, it and the
+/// workspace become nobody's.
+pub async fn start_as(
+    who: Who,
+    wrapper: &[&str],
+    workspace: tempfile::TempDir,
+    state: tempfile::TempDir,
+    flags: &[&str],
+    home: Option<&Path>,
+) -> (Server, Log) {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
+    let uid = format!("--reuid={NOBODY}");
+    let gid = format!("--regid={NOBODY}");
+    let mut wrapper = wrapper.to_vec();
+    if who == Who::Nobody {
+        chown_to_nobody(workspace.path());
+        if let Some(home) = home {
+            chown_to_nobody(home);
+        }
+        wrapper.extend(["setpriv", &uid, &gid, "--clear-groups", "--"]);
+    }
+    let env: Vec<(&str, &Path)> = home.map(|h| ("HOME", h)).into_iter().collect();
+    start_logged(&wrapper, workspace, state, flags, &env).await
+}
+
+/// A server on `workspace` as `who`, inside `wrapper` ([`start_as`]), with its log. Nobody's
+/// gets a home of its own (returned, to keep), outside every place confined commands may write
+/// (a confining server refuses a state dir they could write), with the state dir in it.
+pub async fn serve_as(
+    who: Who,
+    wrapper: &[&str],
+    workspace: tempfile::TempDir,
+    flags: &[&str],
+) -> (Server, Log, Option<tempfile::TempDir>) {
+    match who {
+        Who::Root => {
+            let state = agentty_testkit::state_dir();
+            let (server, log) = start_as(who, wrapper, workspace, state, flags, None).await;
+            (server, log, None)
+        }
+        Who::Nobody => {
+            let home = tempfile::Builder::new()
+                .prefix("nobody-home-")
+                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+                .unwrap();
+            let state = tempfile::Builder::new()
+                .prefix("state-")
+                .tempdir_in(home.path())
+                .unwrap();
+            let at = Some(home.path());
+            let (server, log) = start_as(who, wrapper, workspace, state, flags, at).await;
+            (server, log, Some(home))
+        }
+    }
+}

@@ -15,18 +15,8 @@ use serde_json::{Value, json};
 
 use super::client::*;
 
-/// The unprivileged user the servers of the "nobody" half run as.
-const NOBODY: &str = "65534";
 /// How long a report may take to reach the server's log once the change is made.
 const REPORTED_WITHIN: Duration = Duration::from_secs(20);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Who {
-    /// A root server: the session's mount namespace exists.
-    Root,
-    /// The same server run as nobody: no namespace.
-    Nobody,
-}
 
 /// A server under test, its log, and (for nobody) the home it owns.
 pub(super) struct Setup {
@@ -75,60 +65,18 @@ fn make_repo(dir: &Path) {
     git(dir, &["commit", "-qm", "first"]);
 }
 
-fn chown_to_nobody(path: &Path) {
-    let status = std::process::Command::new("chown")
-        .arg("-R")
-        .arg(format!("{NOBODY}:{NOBODY}"))
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 /// A server on a fresh workspace (with a repository in it when `repo`), as `who`.
 pub(super) async fn serve(who: Who, repo: bool, flags: &[&str]) -> Setup {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
     let workspace = tempfile::tempdir().unwrap();
     if repo {
         make_repo(workspace.path());
     }
-    match who {
-        Who::Root => {
-            let (server, log) =
-                start_logged(&[], workspace, agentty_testkit::state_dir(), flags, &[]).await;
-            Setup {
-                server,
-                log,
-                who,
-                _home: None,
-            }
-        }
-        Who::Nobody => {
-            // A home nobody owns, outside every place confined commands may write, with the
-            // state dir in it (a confining server refuses one they could write).
-            let home = tempfile::Builder::new()
-                .prefix("nobody-home-")
-                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-                .unwrap();
-            let state = tempfile::Builder::new()
-                .prefix("state-")
-                .tempdir_in(home.path())
-                .unwrap();
-            chown_to_nobody(workspace.path());
-            chown_to_nobody(home.path());
-            let uid = format!("--reuid={NOBODY}");
-            let gid = format!("--regid={NOBODY}");
-            let wrapper = ["setpriv", &uid, &gid, "--clear-groups", "--"];
-            let (server, log) =
-                start_logged(&wrapper, workspace, state, flags, &[("HOME", home.path())]).await;
-            Setup {
-                server,
-                log,
-                who,
-                _home: Some(home),
-            }
-        }
+    let (server, log, home) = serve_as(who, &[], workspace, flags).await;
+    Setup {
+        server,
+        log,
+        who,
+        _home: home,
     }
 }
 

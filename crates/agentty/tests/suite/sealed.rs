@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::client::*;
-use super::planted::{Setup, Who, serve, view_request};
+use super::planted::{Setup, serve, view_request};
 
 /// A program that reads a password as `getpass` does, echoes it back in two writes, then waits
 /// `$1` seconds (holding it in memory). `$2` is a tag of the test's own that its attacks find it

@@ -15,15 +15,6 @@ use serde_json::{Value, json};
 
 use super::client::*;
 
-/// The unprivileged user the servers of the "nobody" half run as.
-const NOBODY: &str = "65534";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Who {
-    Root,
-    Nobody,
-}
-
 /// A server with a home of its own (outside every place commands may write), its state dir in
 /// `~/.local/state` with a token made by `--view`, another session's spill file in it, a secret
 /// in `~/.aws` kept by `--deny-read`, and a repository as its workspace.
@@ -73,16 +64,6 @@ impl Setup {
     }
 }
 
-fn chown_to_nobody(path: &Path) {
-    let status = std::process::Command::new("chown")
-        .arg("-R")
-        .arg(format!("{NOBODY}:{NOBODY}"))
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 fn git(dir: &Path, args: &[&str]) {
     let out = std::process::Command::new("git")
         .arg("-C")
@@ -94,8 +75,6 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 async fn serve(who: Who, flags: &[&str]) -> Setup {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
     let home = tempfile::Builder::new()
         .prefix("keys-home-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -120,21 +99,7 @@ async fn serve(who: Who, flags: &[&str]) -> Setup {
     git(workspace.path(), &["init", "-q"]);
     let mut all = vec!["--view", "127.0.0.1:0", "--deny-read", "~/.aws"];
     all.extend_from_slice(flags);
-    let wrapper = match who {
-        Who::Root => Vec::new(),
-        Who::Nobody => {
-            chown_to_nobody(h);
-            chown_to_nobody(workspace.path());
-            vec![
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--",
-            ]
-        }
-    };
-    let (server, _) = start_logged(&wrapper, workspace, state, &all, &[("HOME", h)]).await;
+    let (server, _) = start_as(who, &[], workspace, state, &all, Some(h)).await;
     Setup { server, home, who }
 }
 

@@ -89,3 +89,55 @@ fn disabled_and_auto_do_not_confine_children() {
         std::fs::remove_file(&target).unwrap();
     }
 }
+
+/// The line's network words: the mode as the call's client gets it (`ask` is `allowlist` for a
+/// client that cannot be asked), what is refused, how the user allows more, and what holds it;
+/// short, since every result carries it (what still gets through is `doctor`'s).
+#[test]
+fn the_network_words_say_the_mode_this_client_gets() {
+    use agentty_sandbox::{NetEnforcement, NetHold, Network};
+    let line = |mode, held, loopback, asks, namespace| {
+        let mut e = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
+        e.network = NetEnforcement::Filtered {
+            mode,
+            held,
+            loopback,
+            namespace,
+        };
+        let line = e.line_for(asks);
+        let base = "[sandbox] workspace-write: enforced (Landlock ABI 7)";
+        line.strip_prefix(base).unwrap().to_owned()
+    };
+    let refused = "others refused (the user allows more with allow_net)";
+    let held = "held by seccomp+Landlock";
+    assert_eq!(
+        line(Network::Ask, NetHold::Full, true, true, false),
+        format!("; network ask: listed hosts and loopback; the user is asked for others; {held}")
+    );
+    assert_eq!(
+        line(Network::Ask, NetHold::Full, true, false, false),
+        format!(
+            "; network allowlist (this client cannot ask the user): listed hosts and loopback; \
+             {refused}; {held}"
+        )
+    );
+    for asks in [true, false] {
+        assert_eq!(
+            line(Network::Allowlist, NetHold::Full, true, asks, false),
+            format!("; network allowlist: listed hosts and loopback; {refused}; {held}")
+        );
+    }
+    assert_eq!(
+        line(Network::Allowlist, NetHold::Full, false, true, false),
+        format!("; network allowlist: listed hosts only; {refused}; {held}")
+    );
+    assert!(
+        line(Network::Allowlist, NetHold::Full, true, true, true)
+            .ends_with("; held by netns+seccomp+Landlock")
+    );
+    let weak = line(Network::Ask, NetHold::SupervisorOnly, true, true, false);
+    assert!(
+        weak.ends_with("; held by seccomp alone (agentty doctor says what that lets through)"),
+        "{weak}"
+    );
+}

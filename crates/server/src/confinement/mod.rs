@@ -388,12 +388,13 @@ impl Confinement {
         None
     }
 
-    /// The one line every result carries.
-    pub fn line(&self, escalated: bool) -> String {
+    /// The one line every result carries. `client_asks`: the network may ask the call's
+    /// client about a host not listed (`Agentty::network_asks`).
+    pub fn line(&self, escalated: bool, client_asks: bool) -> String {
         if escalated {
             return notice::escalated_line(self.plan.mode());
         }
-        let mut line = self.enforcement.line();
+        let mut line = self.enforcement.line_for(client_asks);
         if self.enforcement.confines() && !self.git_dirs.is_empty() {
             line = notice::git_dirs_writable(&line, &self.git_dirs);
         }

@@ -460,19 +460,23 @@ impl agentty_sandbox::Judge for Egress {
         self.judge_direct(pid, to)
     }
 
-    fn refused_socket(&self, pid: u32, family: i32, kind: i32, _protocol: i32) {
+    fn refused_socket(&self, pid: u32, family: i32, kind: i32, protocol: i32) {
+        use notice as words;
         let what = match (family, kind & 0xf) {
-            (libc::AF_INET | libc::AF_INET6, libc::SOCK_DGRAM) => {
-                "a UDP socket (a DNS lookup of the program's own, most often)"
+            // `ping` without privileges: a datagram socket of ICMP, not UDP.
+            (libc::AF_INET, libc::SOCK_DGRAM) if protocol == libc::IPPROTO_ICMP => {
+                words::SOCKET_ICMP
             }
-            (libc::AF_INET | libc::AF_INET6, libc::SOCK_RAW) => {
-                "a raw IP socket (ping, most often)"
+            (libc::AF_INET6, libc::SOCK_DGRAM) if protocol == libc::IPPROTO_ICMPV6 => {
+                words::SOCKET_ICMPV6
             }
-            (libc::AF_INET | libc::AF_INET6, _) => "an IP socket that is not plain TCP",
-            (libc::AF_PACKET, _) => "a packet socket",
+            (libc::AF_INET | libc::AF_INET6, libc::SOCK_DGRAM) => words::SOCKET_UDP,
+            (libc::AF_INET | libc::AF_INET6, libc::SOCK_RAW) => words::SOCKET_RAW,
+            (libc::AF_INET | libc::AF_INET6, _) => words::SOCKET_OTHER_IP,
+            (libc::AF_PACKET, _) => words::SOCKET_PACKET,
             // Unix sockets in plan mode are not the network's business.
             (libc::AF_UNIX, _) => return,
-            _ => "a socket of another network family",
+            _ => words::SOCKET_OTHER_FAMILY,
         };
         let call = self.by_pid(pid);
         let target = Target {

@@ -15,6 +15,15 @@ cannot use the proxy.\n";
 pub const APPROVED_ONCE: &str = "approved by the user for this command";
 pub const APPROVED_FOR_SESSION: &str = "approved by the user for this session";
 
+/// The sockets the filter refuses, as a refusal names them.
+pub const SOCKET_UDP: &str = "a UDP socket (a DNS lookup of the program's own, most often)";
+pub const SOCKET_ICMP: &str = "an ICMP socket (ping, most often)";
+pub const SOCKET_ICMPV6: &str = "an ICMPv6 socket (ping, most often)";
+pub const SOCKET_RAW: &str = "a raw IP socket (ping, most often)";
+pub const SOCKET_OTHER_IP: &str = "an IP socket that is not plain TCP";
+pub const SOCKET_PACKET: &str = "a packet socket";
+pub const SOCKET_OTHER_FAMILY: &str = "a socket of another network family";
+
 /// Refusals named in one result at most (the log has them all).
 const REFUSALS_SAID: usize = 4;
 
@@ -88,9 +97,15 @@ fn network_remedy(refusal: &super::Refusal) -> String {
         Why::LoopbackClosed => "The user can open loopback with loopback = true in the \
              [sandbox] section of agentty's config."
             .to_owned(),
-        Why::LocalDns | Why::Socket { .. } => "Names are resolved by agentty's proxy: a \
-             program that looks names up itself fails here (\"Could not resolve host\", \
-             ENOTFOUND, EAI_AGAIN); use its proxy support (HTTPS_PROXY is set)."
+        Why::LocalDns | Why::Socket { what: SOCKET_UDP } => {
+            "Names are resolved by agentty's proxy: a program that looks names up itself \
+             fails here (\"Could not resolve host\", ENOTFOUND, EAI_AGAIN); use its proxy \
+             support (HTTPS_PROXY is set)."
+                .to_owned()
+        }
+        Why::Socket { .. } => "Only plain TCP leaves confined commands (to listed hosts \
+             through HTTPS_PROXY); to see whether a host answers, use curl through the proxy, \
+             not ping."
             .to_owned(),
     }
 }

@@ -26,8 +26,9 @@ const HEAD_WAIT: Duration = Duration::from_secs(30);
 /// How long a name may take to resolve, and the upstream connection to be made.
 const RESOLVE_WAIT: Duration = Duration::from_secs(10);
 const CONNECT_WAIT: Duration = Duration::from_secs(15);
-/// Bytes one `splice` of a tunnel moves at most, and the size asked of its pipe.
-const SPLICE_BYTES: usize = 1024 * 1024;
+/// The buffer one direction of a tunnel starts with, and the most it grows to.
+const RELAY_BYTES_FIRST: usize = 64 * 1024;
+const RELAY_BYTES_MAX: usize = 1024 * 1024;
 
 /// Binds the proxy on 127.0.0.1 and serves it on the current runtime; its address.
 pub(super) fn start(egress: Arc<Egress>) -> std::io::Result<SocketAddr> {
@@ -127,11 +128,13 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
     relay(client, upstream);
 }
 
-/// Relays a tunnel both ways with `splice(2)` through a pipe per direction, each on a thread
-/// of its own, so the bytes never enter user space: a copy through user space (tokio's
-/// `copy_bidirectional`, 256 KiB buffers) made a 100 MB loopback download 2.6 times slower than
-/// without the proxy (the `terminal` bench). The threads are detached: a tunnel left open
-/// holds two sleeping threads and never delays the server's exit.
+/// Relays a tunnel both ways, each way on a blocking thread of its own copying through a
+/// buffer that grows while reads fill it (64 KiB to 1 MiB): a thread that wakes late takes all
+/// that came meanwhile in one read. A 100 MB loopback download on a loaded 2-CPU machine, `curl`'s
+/// own time against `curl` unconfined in the same run (docs/BEHAVIOUR.md §13): 1.25-1.51x, where
+/// `splice(2)` through a pipe each way (the bytes never in user space) was 1.73-1.93x, fixed
+/// 256 KiB buffers worse than 1 MiB, and tokio's `copy_bidirectional` 2.63x. The threads are
+/// detached: a tunnel left open holds two sleeping threads and never delays the server's exit.
 fn relay(client: TcpStream, upstream: TcpStream) {
     let (Ok(client), Ok(upstream)) = (client.into_std(), upstream.into_std()) else {
         return;
@@ -156,7 +159,7 @@ fn relay(client: TcpStream, upstream: TcpStream) {
 /// on an error, the tunnel is closed both ways.
 fn pump(from: &std::net::TcpStream, to: &std::net::TcpStream) {
     use std::net::Shutdown;
-    if splice_all(from, to).is_ok() {
+    if copy_all(from, to).is_ok() {
         let _ = to.shutdown(Shutdown::Write);
     } else {
         let _ = from.shutdown(Shutdown::Both);
@@ -164,58 +167,21 @@ fn pump(from: &std::net::TcpStream, to: &std::net::TcpStream) {
     }
 }
 
-/// Moves everything `from` sends to `to`, through a pipe, until `from` ends.
-fn splice_all(from: &std::net::TcpStream, to: &std::net::TcpStream) -> std::io::Result<()> {
-    use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two fds, which are owned below.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fresh fds of pipe2, owned here alone.
-    let (read_end, write_end) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // A larger pipe moves more per call where the limit allows it; the default works too.
-    // SAFETY: fcntl on an fd owned here.
-    let _ = unsafe {
-        libc::fcntl(
-            write_end.as_raw_fd(),
-            libc::F_SETPIPE_SZ,
-            SPLICE_BYTES as i32,
-        )
-    };
-    let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE;
-    let splice = |from: i32, to: i32, len: usize| loop {
-        // SAFETY: splice between fds that stay open for the call; no offsets (sockets, pipes).
-        let n = unsafe {
-            libc::splice(
-                from,
-                std::ptr::null_mut(),
-                to,
-                std::ptr::null_mut(),
-                len,
-                flags,
-            )
-        };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    };
+/// Moves everything `from` sends to `to`, until `from` ends.
+fn copy_all(mut from: &std::net::TcpStream, mut to: &std::net::TcpStream) -> std::io::Result<()> {
+    use std::io::{Read as _, Write as _};
+    let mut buffer = vec![0u8; RELAY_BYTES_FIRST];
     loop {
-        let got = splice(from.as_raw_fd(), write_end.as_raw_fd(), SPLICE_BYTES)?;
-        if got == 0 {
-            return Ok(());
-        }
-        let mut left = got;
-        while left > 0 {
-            match splice(read_end.as_raw_fd(), to.as_raw_fd(), left)? {
-                0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                n => left -= n,
-            }
+        let got = match from.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(got) => got,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buffer[..got])?;
+        if got == buffer.len() && buffer.len() < RELAY_BYTES_MAX {
+            // A fresh zeroed allocation: its pages are mapped as reads reach them.
+            buffer = vec![0u8; buffer.len() * 2];
         }
     }
 }

@@ -123,7 +123,7 @@ impl Agentty {
         };
         self.watch_job(&job);
         let marked = shell.flavor != Flavor::Unknown;
-        let sandbox = self.confinement().line(escalated);
+        let sandbox = self.sandbox_line_for(escalated, &ctx);
         let workdir = workdir.display().to_string();
         let ends = match shell.flavor {
             Flavor::Bash | Flavor::Zsh => say::Ends::FromTheShell,

@@ -7,6 +7,7 @@
 //! session (or caller without a session) whose call made it: any other id, or another's, gets
 //! the answer of an id that never existed.
 
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use agentty_core::jobs::{Job, JobState, READ_MAX_BYTES};
@@ -153,7 +154,10 @@ impl Agentty {
             }
             _ => (Status::Cancelled, None, None, notice::CANCELLED.to_owned()),
         };
-        let sandbox = self.confinement().line(!job.confined && self.confines());
+        let asks = self.state().client_can_ask.load(Ordering::Relaxed);
+        let sandbox = self
+            .confinement()
+            .line(!job.confined && self.confines(), asks);
         let mut text = tail.text.clone();
         if text.is_empty() {
             text.push_str(crate::job_words::NO_OUTPUT);
