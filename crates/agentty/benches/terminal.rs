@@ -13,6 +13,9 @@
 //! The trivial call is also timed on a server with `--network on` (no network filter), to show
 //! what the filter costs a call that makes no connection.
 //!
+//! `AGENTTY_BENCH_AGAINST=<another agentty binary>` also serves that build, sandboxed and
+//! unconfined, and times its trivial call in the same rounds (an A/B of a change).
+//!
 //! Prints ratios; asserts nothing, since timings belong to the machine, not to the code.
 //!
 //! The client runs on a current-thread runtime, as most MCP hosts do (one event loop): on a
@@ -48,6 +51,16 @@ async fn main() {
     let (client, server_pid) = start(workspace.path(), state.path(), &[]).await;
     let (plain, _) = start(workspace.path(), state.path(), &["--no-sandbox"]).await;
     let (open, _) = start(workspace.path(), state.path(), &["--network", "on"]).await;
+    let state_against = agentty_testkit::state_dir();
+    let mut against = Vec::new();
+    let against_binary = std::env::var_os("AGENTTY_BENCH_AGAINST").map(std::path::PathBuf::from);
+    if let Some(binary) = &against_binary {
+        for flags in [&[][..], &["--no-sandbox"][..]] {
+            let (client, _) =
+                common::start_of(binary, workspace.path(), state_against.path(), flags).await;
+            against.push(client);
+        }
+    }
 
     // 1. Trivial call vs raw spawn+wait, interleaved so both see the same machine state.
     for _ in 0..WARMUP_CALLS {
@@ -59,7 +72,12 @@ async fn main() {
     for _ in 0..WARMUP_CALLS {
         common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
         common::call(&open, "terminal", json!({"argv": ["true"]})).await;
+        for other in &against {
+            common::call(other, "terminal", json!({"argv": ["true"]})).await;
+        }
     }
+    let mut against_times: Vec<Vec<std::time::Duration>> = vec![Vec::new(); against.len()];
+    let slots = 4 + against.len();
     // The three are interleaved and their order rotates every round, so each follows each of the
     // others equally often: a server finishes up for a moment after its reply, and that work
     // must not always land on the same neighbour. (The fixed order plain, raw, sandboxed put it
@@ -67,9 +85,9 @@ async fn main() {
     // each timed call was tried too: it lets the VM's CPUs go idle, and the ratio then swings
     // with how slowly idle CPUs wake (1.25-1.55x on one afternoon), more than with the code.
     for round in 0..TRIVIAL_CALLS {
-        for slot in 0..4 {
+        for slot in 0..slots {
             let t = Instant::now();
-            match (round + slot) % 4 {
+            match (round + slot) % slots {
                 0 => {
                     common::call(&plain, "terminal", json!({"argv": ["true"]})).await;
                     unconfined.push(t.elapsed());
@@ -82,9 +100,14 @@ async fn main() {
                     common::call(&open, "terminal", json!({"argv": ["true"]})).await;
                     network_on.push(t.elapsed());
                 }
-                _ => {
+                3 => {
                     common::call(&client, "terminal", json!({"argv": ["true"]})).await;
                     mcp.push(t.elapsed());
+                }
+                other => {
+                    let i = other - 4;
+                    common::call(&against[i], "terminal", json!({"argv": ["true"]})).await;
+                    against_times[i].push(t.elapsed());
                 }
             }
         }
@@ -131,6 +154,23 @@ async fn main() {
         micros(mcp) / micros(network_on)
     );
 
+    if let (Some(binary), [sandboxed, unconfined_other]) = (
+        &against_binary,
+        &against_times.into_iter().map(median).collect::<Vec<_>>()[..],
+    ) {
+        println!(
+            "against {}: trivial call sandboxed median {:.0} µs ({:.2}x raw), unconfined {:.0} µs \
+             ({:.2}x raw); this build / that one: sandboxed {:.3}x, unconfined {:.3}x",
+            binary.display(),
+            micros(*sandboxed),
+            micros(*sandboxed) / micros(raw),
+            micros(*unconfined_other),
+            micros(*unconfined_other) / micros(raw),
+            micros(mcp) / micros(*sandboxed),
+            micros(unconfined) / micros(*unconfined_other)
+        );
+    }
+
     // 2. Flood.
     let (mut base, mut ours, mut reply) = (Vec::new(), Vec::new(), 0usize);
     for _ in 0..FLOOD_RUNS {
@@ -166,6 +206,9 @@ async fn main() {
     let _ = client.cancel().await;
     let _ = plain.cancel().await;
     let _ = open.cancel().await;
+    for other in against {
+        let _ = other.cancel().await;
+    }
 }
 
 /// A loopback HTTP server of the bench answering every request with `DOWNLOAD_BYTES` bytes.

@@ -2,8 +2,9 @@
 //! inside the child around `apply_in_child`, and the whole spawn+wait of `/bin/true` with and
 //! without it, in the same run; then the cost of the read rules (paths kept from reads) on a
 //! trivial and a read-heavy command run as the server runs them, from launcher threads with and
-//! without them, alternating. Prints figures and ratios; asserts nothing (timings belong to the
-//! machine, not the code).
+//! without them, alternating; and per rule, from a home of 500 entries (each command's domain
+//! gets a copy of every rule of the launcher's). Prints figures and ratios; asserts nothing
+//! (timings belong to the machine, not the code).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benches may panic
 
@@ -248,7 +249,12 @@ fn prepare_once_cost(plan: &agentty_sandbox::Plan, ws: std::path::PathBuf) {
 }
 
 /// The same for a home of 500 entries (rules grow with the entries beside the hidden paths).
-fn crowded_home_cost(ctx: &HostContext, ws: &std::path::Path, inside_plain: Duration) {
+fn crowded_home_cost(
+    ctx: &HostContext,
+    ws: &std::path::Path,
+    plain: &std::sync::Arc<agentty_sandbox::Prepared>,
+    inside_plain: Duration,
+) {
     const ENTRIES: usize = 500;
     let home = tempfile::tempdir().unwrap();
     let home = home.path().canonicalize().unwrap();
@@ -277,6 +283,37 @@ fn crowded_home_cost(ctx: &HostContext, ws: &std::path::Path, inside_plain: Dura
         "applying in the child: {inside:?} all of it with read rules, {inside_plain:?} without; \
          {own:?} its own part (a launcher's child)"
     );
+    // From launchers, as the server runs them: each child's own domain is made on top of the
+    // launcher's reads layer, and the kernel copies every rule of it into the child's domain
+    // (and frees them when the child ends), so a command pays per rule.
+    let (plain_launcher, rules_launcher) = (launcher(plain), launcher(&prepared));
+    let trivial = ["/bin/true".to_owned()];
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..TRIVIAL_RUNS {
+        if round % 2 == 0 {
+            without.push(run_on(&plain_launcher, &trivial));
+            with.push(run_on(&rules_launcher, &trivial));
+        } else {
+            with.push(run_on(&rules_launcher, &trivial));
+            without.push(run_on(&plain_launcher, &trivial));
+        }
+    }
+    let (with, without) = (median(with), median(without));
+    // The rules: the entries beside every directory above `.ssh` (the temp dir's too).
+    let rules: usize = home
+        .join(".ssh")
+        .ancestors()
+        .skip(1)
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .map(Iterator::count)
+        .sum();
+    println!(
+        "a home of {ENTRIES} entries ({rules} read rules): trivial command from a launcher \
+         (medians of {TRIVIAL_RUNS}): {with:?} with them, {without:?} without ({:.3}x, about \
+         {:.2} µs a rule)",
+        with.as_secs_f64() / without.as_secs_f64(),
+        (with.as_secs_f64() - without.as_secs_f64()) * 1e6 / rules as f64
+    );
 }
 
 fn main() {
@@ -299,5 +336,5 @@ fn main() {
     let inside_plain = apply_in_child_cost(&prepared);
     prepare_once_cost(&plan, ws.clone());
     read_rules_cost(&prepared, inside_plain);
-    crowded_home_cost(&ctx, &ws, inside_plain);
+    crowded_home_cost(&ctx, &ws, &prepared, inside_plain);
 }

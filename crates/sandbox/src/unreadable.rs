@@ -18,8 +18,17 @@
 //! `git config --global` rewrote by rename) has none. [`Stamp`] notes those directories (inode,
 //! change times); before each command the server asks whether one changed and makes the rules
 //! again if so. A command that runs on (a shell, a job) keeps the rules it started with.
+//!
+//! The stamp holds each directory open (`O_PATH`) and looks at it through that descriptor: a
+//! look by path walked `/proc/<pid>/root` of the commands' namespace before every command, 15–19
+//! µs for the 4 directories above `~/.local/state/agentty` on a loaded 2-CPU VM, against 1.6–2.6
+//! µs for 4 `fstat`s (a C loop of 100 000 looks, three runs). A descriptor follows its
+//! directory, not its path; what changes where a path leads (a directory above replaced,
+//! renamed, made or removed) changes the directory it is in, which is held too, up to `/`. A
+//! mount over one of them is not seen, as the look by path saw it: what lies under a mount made
+//! later has no rules, so it is refused, never granted.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -141,14 +150,15 @@ impl Unreadable {
         }
     }
 
-    /// The read rules as of now, each handed to `grant` as soon as it is opened, so one
-    /// descriptor is open at a time (a home of thousands of entries, or a server started with a
-    /// low file limit, must not need as many): every sibling of each directory above a hidden
-    /// path, and the readable exceptions. Returns the stamp of those directories, taken first,
-    /// so a change made while they are listed shows as a change.
+    /// The read rules as of now, each handed to `grant` with its path (as the plan names it)
+    /// as soon as it is opened, so one descriptor is open at a time (a home of thousands of
+    /// entries, or a server started with a low file limit, must not need as many): every
+    /// sibling of each directory above a hidden path, and the readable exceptions. Returns the
+    /// stamp of those directories, taken first, so a change made while they are listed shows as
+    /// a change.
     pub(crate) fn rules(
         &self,
-        grant: &mut dyn FnMut(OwnedFd) -> Result<(), SandboxError>,
+        grant: &mut dyn FnMut(&Path, OwnedFd) -> Result<(), SandboxError>,
     ) -> Result<Stamp, SandboxError> {
         let hidden = self.resolved();
         let above: std::collections::BTreeSet<PathBuf> = hidden
@@ -184,13 +194,14 @@ impl Unreadable {
                     continue;
                 }
                 if let Some(fd) = open_location(&seen.join(entry.file_name()))? {
-                    grant(fd)?;
+                    grant(&path, fd)?;
                 }
             }
         }
         for dir in &self.readable {
-            if let Some(fd) = open_location(&self.seen(&resolve(dir)))? {
-                grant(fd)?;
+            let dir = resolve(dir);
+            if let Some(fd) = open_location(&self.seen(&dir))? {
+                grant(&dir, fd)?;
             }
         }
         Ok(stamp)
@@ -229,10 +240,10 @@ fn open_location(path: &Path) -> Result<Option<OwnedFd>, SandboxError> {
 const SETTLED_AFTER: Duration = Duration::from_millis(50);
 
 /// The directories above the hidden paths as they were when the rules were made: device, inode
-/// and change times, or absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// and change times, or absent; each held open where it could be.
+#[derive(Debug)]
 pub(crate) struct Stamp {
-    dirs: Vec<(PathBuf, Option<DirStamp>)>,
+    dirs: Vec<(PathBuf, Option<DirStamp>, Option<OwnedFd>)>,
     /// Whether some directory had changed just before: then the stamp is not trusted.
     unsettled: bool,
 }
@@ -247,13 +258,33 @@ struct DirStamp {
 
 impl DirStamp {
     fn of(path: &Path) -> Option<Self> {
-        let m = std::fs::symlink_metadata(path).ok()?;
+        std::fs::symlink_metadata(path).ok().map(|m| Self::from(&m))
+    }
+
+    /// The stamp of what `fd` holds (an `fstat`, no path walked).
+    fn of_fd(fd: &OwnedFd) -> Option<Self> {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a `stat` into `st` for a live fd we own.
+        if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+            return None;
+        }
+        // SAFETY: fstat succeeded, so it filled `st`.
+        let st = unsafe { st.assume_init() };
         Some(DirStamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        })
+    }
+
+    fn from(m: &std::fs::Metadata) -> Self {
+        DirStamp {
             dev: m.dev(),
             ino: m.ino(),
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
-        })
+        }
     }
 
     /// Changed within [`SETTLED_AFTER`] of `now` (or in the future of it).
@@ -269,28 +300,54 @@ impl DirStamp {
     }
 }
 
+/// `dir` held open as a location only (`O_PATH`, not following a final symlink), and its stamp
+/// taken through that descriptor; without a descriptor (absent, or none to spare) the stamp is
+/// taken by path, and so is every later look at it.
+fn hold(dir: &Path) -> (Option<DirStamp>, Option<OwnedFd>) {
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(dir)
+        .ok()
+        .map(OwnedFd::from);
+    match held {
+        Some(fd) => match DirStamp::of_fd(&fd) {
+            Some(stamp) => (Some(stamp), Some(fd)),
+            None => (DirStamp::of(dir), None),
+        },
+        None => (DirStamp::of(dir), None),
+    }
+}
+
 impl Stamp {
     fn take(dirs: Vec<PathBuf>) -> Self {
         let now = SystemTime::now();
-        let dirs: Vec<(PathBuf, Option<DirStamp>)> = dirs
+        let dirs: Vec<(PathBuf, Option<DirStamp>, Option<OwnedFd>)> = dirs
             .into_iter()
             .map(|d| {
-                let s = DirStamp::of(&d);
-                (d, s)
+                let (stamp, fd) = hold(&d);
+                (d, stamp, fd)
             })
             .collect();
-        let unsettled = dirs.iter().any(|(_, s)| s.is_some_and(|s| s.recent(now)));
+        let unsettled = dirs
+            .iter()
+            .any(|(_, s, _)| s.is_some_and(|s| s.recent(now)));
         Stamp { dirs, unsettled }
     }
 
     /// The same directories as they are now.
     pub(crate) fn retaken(&self) -> Self {
-        Stamp::take(self.dirs.iter().map(|(d, _)| d.clone()).collect())
+        Stamp::take(self.dirs.iter().map(|(d, _, _)| d.clone()).collect())
     }
 
-    /// Whether every directory is as it was (one `lstat` each).
+    /// Whether every directory is as it was: one `fstat` each of those held open, one `lstat`
+    /// of the others.
     pub(crate) fn is_current(&self) -> bool {
-        !self.unsettled && self.dirs.iter().all(|(d, s)| DirStamp::of(d) == *s)
+        !self.unsettled
+            && self.dirs.iter().all(|(d, s, fd)| match fd {
+                Some(fd) => DirStamp::of_fd(fd) == *s,
+                None => DirStamp::of(d) == *s,
+            })
     }
 }
 

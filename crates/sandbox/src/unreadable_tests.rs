@@ -38,7 +38,7 @@ impl Tree {
 /// The paths `u`'s rules grant, named as each is handed over.
 fn granted(u: &Unreadable) -> Vec<PathBuf> {
     let mut got = Vec::new();
-    u.rules(&mut |fd| {
+    u.rules(&mut |_, fd| {
         got.push(std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap());
         Ok(())
     })
@@ -133,8 +133,8 @@ fn the_stamp_changes_when_an_entry_appears_beside_a_hidden_path() {
     let mut u = Unreadable::default();
     u.hide(t.at("home/.ssh"), HiddenWhy::Configured);
     // The stamp covers every directory above, and nothing else.
-    let stamp = u.rules(&mut |_| Ok(())).unwrap();
-    let dirs: Vec<&PathBuf> = stamp.dirs.iter().map(|(d, _)| d).collect();
+    let stamp = u.rules(&mut |_, _| Ok(())).unwrap();
+    let dirs: Vec<&PathBuf> = stamp.dirs.iter().map(|(d, _, _)| d).collect();
     assert!(dirs.contains(&&t.at("home")) && dirs.contains(&&PathBuf::from("/")));
     assert!(!dirs.contains(&&t.at("home/.ssh")), "{dirs:?}");
     // Of those, only `home` is this test's alone (others write in `/tmp` meanwhile); a stamp
@@ -143,6 +143,26 @@ fn the_stamp_changes_when_an_entry_appears_beside_a_hidden_path() {
     let stamp = Stamp::take(vec![t.at("home")]);
     assert!(stamp.is_current());
     std::fs::write(t.at("home/.npmrc"), "x").unwrap();
+    assert!(!stamp.is_current());
+}
+
+#[test]
+fn the_stamp_held_open_sees_every_directory_and_follows_one_moved_away() {
+    // The stamp holds each directory open and looks through the descriptor, not the path.
+    let t = Tree::new();
+    std::thread::sleep(SETTLED_AFTER * 2);
+    let stamp = Stamp::take(vec![t.root.clone(), t.at("home")]);
+    assert!(stamp.is_current());
+    assert!(stamp.dirs.iter().all(|(_, _, fd)| fd.is_some()), "not held");
+    // An entry made in any of them, not only the last.
+    std::fs::write(t.at("npmrc"), "x").unwrap();
+    assert!(!stamp.is_current());
+    // A directory above renamed away and made again: the path leads elsewhere now.
+    std::thread::sleep(SETTLED_AFTER * 2);
+    let stamp = Stamp::take(vec![t.root.clone(), t.at("home")]);
+    assert!(stamp.is_current());
+    std::fs::rename(t.at("home"), t.at("home-before")).unwrap();
+    std::fs::create_dir(t.at("home")).unwrap();
     assert!(!stamp.is_current());
 }
 

@@ -124,7 +124,23 @@ pub async fn start(
     state: &std::path::Path,
     flags: &[&str],
 ) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    start_of(
+        env!("CARGO_BIN_EXE_agentty").as_ref(),
+        workspace,
+        state,
+        flags,
+    )
+    .await
+}
+
+/// [`start`] with another agentty binary (`AGENTTY_BENCH_AGAINST`: an A/B of a change).
+pub async fn start_of(
+    binary: &std::path::Path,
+    workspace: &std::path::Path,
+    state: &std::path::Path,
+    flags: &[&str],
+) -> (RunningService<RoleClient, ()>, u32) {
+    let mut cmd = tokio::process::Command::new(binary);
     cmd.arg("serve")
         .arg("--workspace")
         .arg(workspace)

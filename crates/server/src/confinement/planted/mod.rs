@@ -30,9 +30,13 @@
 //! temp dir with a fresh repository (2 `.git` entries, 8 in the git dir and one per active hook,
 //! 9 project files, whose inside is looked at only when they exist), 35 µs in a debug build
 //! (`tests::measure_look_and_start`); a directory is searched for git's 28 hook names again, and
-//! a config read again, only when its own stamp changed.
+//! a config read again, only when its own stamp changed. A path absent at the last look is not
+//! looked at while the directory it is in is unchanged (`parents.rs`): in a workspace without a
+//! repository or those files, a look is 2 `lstat`s of directories (and one more per name in a
+//! directory that changed, such as a busy `/tmp` above the root) where it was 11.
 
 mod git_dir;
+mod parents;
 mod stamp;
 pub(crate) mod told;
 
@@ -45,6 +49,7 @@ use std::sync::Mutex;
 use agentty_sandbox::{Plan, Protected};
 
 use git_dir::GitDirState;
+use parents::Parents;
 pub(crate) use stamp::shown;
 use stamp::{Kind, Listed, Stamp, kind, same_object, stamp};
 
@@ -117,6 +122,8 @@ struct State {
     entries: Vec<(Stamp, Option<PathBuf>)>,
     git_dirs: Vec<(PathBuf, GitDirState)>,
     files: Vec<Listed>,
+    /// The directories the entries and files are in, as last seen.
+    parents: Parents,
 }
 
 impl Planted {
@@ -164,11 +171,18 @@ impl Planted {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let first = !state.looked;
         let mut changed = Vec::new();
+        // Their directories first: a name absent in one unchanged since is not looked at.
+        let paths = self.entries.iter().chain(self.files.iter().map(|(p, _)| p));
+        let parents = std::mem::take(&mut state.parents).look(paths.map(PathBuf::as_path));
         // The `.git` entries, and the git dirs they lead to.
         state.entries.resize(self.entries.len(), (None, None));
         let mut wanted = self.linked.clone();
         for (entry, (was, leads_to)) in self.entries.iter().zip(state.entries.iter_mut()) {
-            let now = stamp(entry);
+            let now = if !first && was.is_none() && parents.still_absent(entry) {
+                None
+            } else {
+                stamp(entry)
+            };
             if first || now != *was {
                 let target = now.and_then(|_| agentty_sandbox::git_files::git_dir_of(entry));
                 if !first {
@@ -206,13 +220,19 @@ impl Planted {
         let mut files = Vec::with_capacity(self.files.len());
         for (i, (path, inside)) in self.files.iter().enumerate() {
             let old = state.files.get(i);
-            let now = Listed::read(path.clone(), inside, old);
+            let now = match old {
+                Some(old) if !first && old.stamp.is_none() && parents.still_absent(path) => {
+                    old.clone()
+                }
+                _ => Listed::read(path.clone(), inside, old),
+            };
             if !first && let Some(old) = old {
                 file_changes(&now, old, &mut changed);
             }
             files.push(now);
         }
         state.files = files;
+        state.parents = parents.keep();
         state.looked = true;
         changed
     }

@@ -52,6 +52,23 @@ pub(super) fn stamp(path: &Path) -> Stamp {
     Some((Meta::of(&own), target))
 }
 
+/// Whether what `stamp` saw (itself, or what its symlink leads to) changed within `window` of
+/// `at`, or after it.
+pub(super) fn changed_since(
+    stamp: Stamp,
+    at: std::time::SystemTime,
+    window: std::time::Duration,
+) -> bool {
+    let Ok(now) = at.duration_since(std::time::UNIX_EPOCH) else {
+        return true;
+    };
+    let recent = |m: Meta| {
+        let changed = std::time::Duration::from_nanos(u64::try_from(m.ctime_ns).unwrap_or(0));
+        now.saturating_sub(changed) < window
+    };
+    stamp.is_some_and(|(own, target)| recent(own) || target.is_some_and(recent))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     Absent,

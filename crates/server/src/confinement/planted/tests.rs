@@ -181,6 +181,33 @@ fn project_files_are_told_when_new_or_changed() {
     assert!(text.contains(".claude (new)"), "{text}");
 }
 
+/// A name absent at a look is not looked at again while its directory is unchanged: what is
+/// planted after quiet looks (whose stamps of the directories are trusted) changes the
+/// directory, and is told.
+#[test]
+fn files_planted_after_quiet_looks_are_told() {
+    let f = fixture(|_| {});
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert!(f.planted.changes().is_empty());
+    assert!(f.planted.changes().is_empty());
+    std::fs::write(f.ws.join(".envrc"), "echo hi\n").unwrap();
+    write(&f.ws.join(".vscode/tasks.json"), "{}");
+    plain_repo(&f.tmp.join(".git"));
+    write(&f.tmp.join(".git/hooks/pre-commit"), "#!/bin/sh\n");
+    let text = said(&f.planted.changes());
+    assert!(text.contains(".envrc (new)"), "{text}");
+    assert!(text.contains(".vscode (new)"), "{text}");
+    assert!(
+        text.contains(&format!("{}/.git/hooks/pre-commit", f.tmp.display())),
+        "{text}"
+    );
+    // Quiet again, then one more in the same directory.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert!(f.planted.changes().is_empty());
+    std::fs::write(f.ws.join(".mcp.json"), "{}").unwrap();
+    assert!(said(&f.planted.changes()).contains(".mcp.json (new)"));
+}
+
 #[test]
 fn a_shown_path_has_its_control_characters_escaped() {
     let shown = shown(Path::new(
