@@ -52,7 +52,10 @@ impl Setup {
     /// Another server's shell start-up file (its prompt hooks' nonce), beside this server's
     /// own start-up directory, which its commands may read.
     fn other_startup(&self) -> PathBuf {
-        self.state().join("shells/4-5-6/shell-0a/bashrc")
+        self.state()
+            .join("shells")
+            .join(live_server_name())
+            .join("shell-0a/bashrc")
     }
 
     fn secret(&self) -> PathBuf {
@@ -74,6 +77,16 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
+/// The name of a server that is alive while the test runs (this process stands for its
+/// watchdog: its pid and start tick), so a server starting does not take its directories for
+/// a killed server's leftovers.
+fn live_server_name() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let start_tick = after.split_whitespace().nth(19).unwrap();
+    format!("1-{}-{start_tick}", std::process::id())
+}
+
 async fn serve(who: Who, flags: &[&str]) -> Setup {
     let home = tempfile::Builder::new()
         .prefix("keys-home-")
@@ -88,7 +101,11 @@ async fn serve(who: Who, flags: &[&str]) -> Setup {
     let other = state.path().join("spill/1-2-3");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("c1.log"), OTHER_SPILL).unwrap();
-    let startup = state.path().join("shells/4-5-6/shell-0a");
+    let startup = state
+        .path()
+        .join("shells")
+        .join(live_server_name())
+        .join("shell-0a");
     std::fs::create_dir_all(&startup).unwrap();
     std::fs::write(startup.join("bashrc"), OTHER_STARTUP).unwrap();
     std::fs::create_dir_all(h.join(".aws")).unwrap();
