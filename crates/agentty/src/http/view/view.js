@@ -500,6 +500,7 @@ function appendAnsi(pre, text) {
 
 /** Clears `pre` for a new output. */
 function resetOutput(pre) {
+  endsPassed = [];
   pre.replaceChildren();
   pre.sgr = null;
   pre.shown = 0;
@@ -559,10 +560,40 @@ function keepPlace(pre, heightBefore) {
   else if (heightBefore !== undefined && pre.scrollHeight < heightBefore) pre.scrollTop -= heightBefore - pre.scrollHeight;
 }
 
-// Scrolling up pauses; scrolling back to the end follows again (as does End in the output).
+// Where the end was each time text arrived while paused, for a second: a smooth scroll down
+// (the wheel, End) aims at the end as it was when it began, and its last step lands there
+// after new lines have moved the end further down. Reaching an end so passed is reaching the
+// end.
+const PASSED_END_MS = 1000;
+let endsPassed = [];
+let lastTop = 0;
+
+/** Text is about to arrive while paused: the end it moves. */
+function noteEnd(pre) {
+  const now = performance.now();
+  endsPassed = endsPassed.filter(([at]) => now - at < PASSED_END_MS);
+  endsPassed.push([now, pre.scrollHeight - pre.clientHeight]);
+}
+
+/** Whether a scroll down reached the end, or an end text passed a moment ago. */
+function reachedEnd(pre, down) {
+  if (atEnd(pre)) return true;
+  const now = performance.now();
+  return down && endsPassed.some(([at, top]) => now - at < PASSED_END_MS && pre.scrollTop >= top - 4);
+}
+
+// Scrolling up pauses; scrolling down to the end follows again (as does End in the output).
 $("output").addEventListener("scroll", () => {
-  const end = atEnd($("output"));
-  if (end !== follow) setFollow(end);
+  const pre = $("output");
+  const down = pre.scrollTop > lastTop;
+  lastTop = pre.scrollTop;
+  const end = reachedEnd(pre, down);
+  if (end === follow) return;
+  setFollow(end);
+  if (end) {
+    endsPassed = [];
+    keepPlace(pre);
+  }
 });
 $("follow").addEventListener("click", () => {
   setFollow(!follow);
@@ -817,6 +848,7 @@ function select(session, id, kind) {
       keepPlace(pre);
     },
     append: (data) => {
+      if (!follow) noteEnd(pre);
       appendAnsi(pre, JSON.parse(data).text);
       const height = pre.scrollHeight;
       trimOutput(pre);
