@@ -196,6 +196,16 @@ impl Cleaner {
         cleaner
     }
 
+    /// A cleaner keeping colours that goes on from where `other` is: the line it is writing,
+    /// and a carriage return waiting to start it over. The web view's copy starts so at an
+    /// output's first escape (`crate::view_tap`); the plain text before it is the same.
+    pub fn keeping_colours_from(other: &Cleaner) -> Self {
+        let mut cleaner = Self::keeping_colours();
+        cleaner.line.pending.clone_from(&other.line.pending);
+        cleaner.line.carriage_return = other.line.carriage_return;
+        cleaner
+    }
+
     /// Feeds raw bytes; returns the text of the lines completed by them (possibly empty).
     pub fn feed(&mut self, bytes: &[u8]) -> &str {
         let mut out = std::mem::take(&mut self.out);

@@ -1,0 +1,116 @@
+"""Every call live in the web view, coloured for whoever opens it whenever (docs/BEHAVIOUR.md
+§12). In Debian's Chromium, driven by Playwright (nothing downloads a browser)."""
+
+import os
+
+from test_http import http_server
+from test_view import Agent, base_of, needs_chromium, open_view
+from test_view_watch import browser_page, in_background
+
+RED = "rgb(255, 123, 114)"
+GREEN = "rgb(126, 231, 135)"
+
+
+@needs_chromium
+def test_a_call_on_a_terminal_shows_its_output_while_it_runs():
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server() as (url, token, state):
+        agent = Agent(url, token)
+        gate = os.path.join(state, "go-pty")
+        try:
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p)
+                open_view(page, base_of(url), token)
+                command = (
+                    "printf 'pty-started \\033[32mgreen\\033[0m\\n'; "
+                    f"while [ ! -e {gate} ]; do sleep 0.05; done; echo pty-finished"
+                )
+                result = in_background(
+                    agent.call, "terminal", {"command": command, "pty": True, "timeout_ms": 60000}
+                )
+                item = page.locator("button.job.call", has_text="pty-started")
+                expect(item).to_contain_text("running", timeout=20000)
+                item.click()
+                output = page.locator("#output")
+                # Live, while the command still waits at its gate, and coloured.
+                expect(output).to_contain_text("pty-started", timeout=20000)
+                expect(output.locator("span", has_text="green")).to_have_css("color", GREEN)
+                expect(item).to_contain_text("running")
+                open(gate, "w").close()
+                said = result()
+                assert "pty-finished" in said.text, said.text
+                expect(item).to_contain_text("exited 0", timeout=20000)
+                expect(output).to_contain_text("pty-finished", timeout=20000)
+                assert errors == [], errors
+                browser.close()
+        finally:
+            agent.close()
+
+
+@needs_chromium
+def test_a_viewer_who_opens_a_job_or_a_call_late_sees_its_colours():
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server() as (url, token, state):
+        agent = Agent(url, token)
+        gate = os.path.join(state, "go-late")
+        try:
+            # Nobody watches while these print: a job that ended, plain lines first; a call
+            # still running.
+            job = agent.call(
+                "terminal",
+                {
+                    "command": "echo plain-before; printf 'half '; "
+                    "printf '\\033[31mred-late\\033[0m\\n'; echo plain-after",
+                    "background": True,
+                },
+            ).structured_content["job_id"]
+            agent.call("task_wait", {"id": job, "timeout_ms": 20000})
+            # A job that prints plain text, and colours only once a viewer watches it.
+            switch_gate = os.path.join(state, "go-switch")
+            switch = agent.call(
+                "terminal",
+                {
+                    "command": f"echo switch-plain; while [ ! -e {switch_gate} ]; do sleep 0.05; done; "
+                    "printf '\\033[32mswitch-green\\033[0m\\n'",
+                    "background": True,
+                },
+            ).structured_content["job_id"]
+            call = (
+                "printf '\\033[32mgreen-call\\033[0m\\n'; "
+                f"while [ ! -e {gate} ]; do sleep 0.05; done"
+            )
+            # (The last: one call at a time on this session.)
+            result = in_background(agent.call, "terminal", {"command": call})
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p)
+                open_view(page, base_of(url), token)
+                output = page.locator("#output")
+
+                page.locator(f"button.job[data-id='{job}']").click()
+                expect(output).to_contain_text("plain-after", timeout=20000)
+                expect(output.locator("span", has_text="red-late")).to_have_css("color", RED)
+                assert output.text_content().startswith("plain-before\nhalf red-late\nplain-after")
+
+                item = page.locator("button.job.call", has_text="green-call")
+                expect(item).to_contain_text("running", timeout=20000)
+                item.click()
+                expect(output.locator("span", has_text="green-call")).to_have_css(
+                    "color", GREEN, timeout=20000
+                )
+                assert "opened after" not in output.text_content()
+                open(gate, "w").close()
+                result()
+
+                page.locator(f"button.job[data-id='{switch}']").click()
+                expect(output).to_contain_text("switch-plain", timeout=20000)
+                open(switch_gate, "w").close()
+                expect(output.locator("span", has_text="switch-green")).to_have_css(
+                    "color", GREEN, timeout=20000
+                )
+                assert output.text_content().startswith("switch-plain\n")
+                assert errors == [], errors
+                browser.close()
+        finally:
+            agent.close()
