@@ -5,7 +5,8 @@
 //! job it shows (`/view/stream`), read as fast as they come, over hyper's own client.
 //!
 //! 1. A trivial `terminal({argv:["true"]})`, in blocks alternating without and with 10 viewers
-//!    watching a job that prints a line every 10 ms [≤ 5% slower with viewers].
+//!    watching a job that prints a line every 10 ms [≤ 5% slower with viewers]; then the same
+//!    beside a job flooding its output (`yes`) [≤ 5%].
 //! 2. A background job printing 100 MB, from start to end, without and with 10 viewers watching
 //!    it, alternating [≤ 5% slower]; the server's RSS high-water mark after it with viewers
 //!    [bounded; reported].
@@ -143,31 +144,28 @@ async fn session_of(addr: &str, view_key: &str, id: &str) -> String {
         .unwrap()
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
-    let (mut server, addr, token) = start_http(workspace.path(), state_dir.path());
-    let server_pid = serving_pid(server.id());
-    let view_key = log_in(&addr, &token).await;
-    let mut agent = Session::connect(&addr, &token).await;
-    let got = Arc::new(AtomicU64::new(0));
-
-    // 1. Trivial calls, blocks without and with viewers of a job printing every 10 ms.
-    let ticking = job_id(
+/// Trivial calls in blocks alternating without and with 10 viewers of a job running `command`;
+/// prints the medians and their ratio.
+async fn trivial_beside(
+    agent: &mut Session,
+    addr: &str,
+    view_key: &str,
+    got: &Arc<AtomicU64>,
+    command: &str,
+    what: &str,
+) {
+    let job = job_id(
         &agent
-            .call(
-                "terminal",
-                json!({"command": "while :; do echo tick; sleep 0.01; done", "background": true}),
-            )
+            .call("terminal", json!({"command": command, "background": true}))
             .await,
     );
-    let key = session_of(&addr, &view_key, &ticking).await;
+    let key = session_of(addr, view_key, &job).await;
     for _ in 0..20 {
         agent.trivial().await;
     }
     let (mut alone, mut watched) = (Vec::new(), Vec::new());
     for block in 0..BLOCKS * 2 {
-        let viewers = (block % 2 == 1).then(|| attach(&addr, &view_key, &key, &ticking, &got));
+        let viewers = (block % 2 == 1).then(|| attach(addr, view_key, &key, &job, got));
         tokio::time::sleep(Duration::from_millis(300)).await;
         for _ in 0..CALLS_PER_BLOCK {
             let t = Instant::now();
@@ -183,12 +181,45 @@ async fn main() {
     }
     let (alone, watched) = (median(alone), median(watched));
     println!(
-        "trivial call: {:.0} µs without viewers, {:.0} µs with {VIEWERS} ({:.3}x, target <= 1.05x)",
+        "trivial call beside {what}: {:.0} µs without viewers, {:.0} µs with {VIEWERS} ({:.3}x, target <= 1.05x)",
         micros(alone),
         micros(watched),
         micros(watched) / micros(alone)
     );
-    agent.call("task_stop", json!({"id": ticking})).await;
+    agent.call("task_stop", json!({"id": job})).await;
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
+    let (mut server, addr, token) = start_http(workspace.path(), state_dir.path());
+    let server_pid = serving_pid(server.id());
+    let view_key = log_in(&addr, &token).await;
+    let mut agent = Session::connect(&addr, &token).await;
+    let got = Arc::new(AtomicU64::new(0));
+
+    // 1. Trivial calls, blocks without and with viewers of a job printing every 10 ms.
+    let ticking = "while :; do echo tick; sleep 0.01; done";
+    trivial_beside(
+        &mut agent,
+        &addr,
+        &view_key,
+        &got,
+        ticking,
+        "a job printing every 10 ms",
+    )
+    .await;
+    // 3. The same beside a job flooding its output (what a busy session's viewer watches).
+    let flooding = "yes 'agentty benchmark: a line of build output'";
+    trivial_beside(
+        &mut agent,
+        &addr,
+        &view_key,
+        &got,
+        flooding,
+        "a flooding job",
+    )
+    .await;
 
     // 2. A 100 MB flood in the background, without and with viewers of it.
     let (mut alone, mut watched) = (Vec::new(), Vec::new());
