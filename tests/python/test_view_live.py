@@ -114,3 +114,33 @@ def test_a_viewer_who_opens_a_job_or_a_call_late_sees_its_colours():
                 browser.close()
         finally:
             agent.close()
+
+
+def test_every_refusal_of_the_guard_is_in_the_calls_history():
+    """The command, code in its `env` or `stdin`, code in a shell's `env`, a line typed into a
+    shell: each refusal shows as "blocked by the guard", with what the model was told."""
+    from test_view import get_stream, log_in
+
+    with http_server() as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            shell = agent.call("shell_open", {}).structured_content["id"]
+            tries = [
+                ("terminal", {"command": "rm -rf /"}, "rm -rf /"),
+                ("terminal", {"command": "true", "env": {"PROMPT_COMMAND": "rm -rf /"}}, "true"),
+                ("terminal", {"argv": ["bash"], "stdin": "rm -rf /\n"}, "bash"),
+                ("shell_open", {"env": {"BASH_FUNC_x%%": "() { rm -rf /; }"}}, "shell_open"),
+                ("shell_send", {"id": shell, "input": "rm -rf /\n"}, f"{shell}: rm -rf /"),
+            ]
+            for tool, args, _ in tries:
+                said = agent.call(tool, args)
+                assert "rm -rf" in said.text or "guard" in said.text.lower(), (tool, args, said.text)
+            _, _, events = get_stream(base_of(url) + "/view/events", log_in(base_of(url), token))
+            [session] = [s for s in events["sessions"] if s["calls"]["ran"]]
+            done = session["calls"]["done"]
+            assert [c["label"] for c in done] == [label for _, _, label in tries], done
+            assert all(c["state"] == "blocked by the guard" and c["failed"] for c in done), done
+            assert session["calls"]["failed"] == len(tries), session["calls"]
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()

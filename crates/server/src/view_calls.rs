@@ -181,6 +181,15 @@ impl Calls {
     }
 }
 
+impl crate::server::Agentty {
+    /// The guard refused `label` (a command, code in its `env` or `stdin`, a line typed into a
+    /// shell): in the view's history at once, with what the model was told.
+    pub(crate) fn record_blocked(&self, label: &str, said: &str) {
+        let (call, _) = self.next_call();
+        self.state().view_calls.blocked(&call, label, said);
+    }
+}
+
 /// A call in progress: ended with [`Running::ran`] or [`Running::other`]; dropped without
 /// either (the client gave up while it ran), it is recorded as cancelled.
 pub(crate) struct Running<'a> {

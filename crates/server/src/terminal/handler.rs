@@ -56,10 +56,7 @@ impl Agentty {
             Ok(p) => p,
             Err(refused) => {
                 if refused.by_guard {
-                    let (call, _) = self.next_call();
-                    self.state()
-                        .view_calls
-                        .blocked(&call, &asked, &refused.text);
+                    self.record_blocked(&asked, &refused.text);
                 }
                 return tool_error(refused.text);
             }
