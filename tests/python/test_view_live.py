@@ -1,7 +1,9 @@
-"""Every call live in the web view, coloured for whoever opens it whenever (docs/BEHAVIOUR.md
-§12). In Debian's Chromium, driven by Playwright (nothing downloads a browser)."""
+"""Every call live in the web view, coloured for whoever opens it whenever, every refusal of
+the guard in its history, and the keys a shell needs in the user's hand (docs/BEHAVIOUR.md §12).
+In Debian's Chromium, driven by Playwright (nothing downloads a browser)."""
 
 import os
+import re
 
 from test_http import http_server
 from test_view import Agent, base_of, needs_chromium, open_view
@@ -141,6 +143,74 @@ def test_every_refusal_of_the_guard_is_in_the_calls_history():
             assert [c["label"] for c in done] == [label for _, _, label in tries], done
             assert all(c["state"] == "blocked by the guard" and c["failed"] for c in done), done
             assert session["calls"]["failed"] == len(tries), session["calls"]
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()
+
+
+@needs_chromium
+def test_the_user_at_a_shell_has_tab_arrows_enter_alone_and_ctrl_d_z_and_a_recalled_line_is_not_left_to_the_agent():
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server("--view-control") as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            agent.call("terminal", {"command": "touch zq-unique-file"})
+            shell = agent.call("shell_open", {}).structured_content["id"]
+            with sync_playwright() as p:
+                browser, page, errors = browser_page(p)
+                open_view(page, base_of(url), token)
+                page.locator(f"button.job[data-id='{shell}']").click()
+                page.get_by_role("button", name="Take the keyboard").click()
+                expect(page.get_by_role("button", name="Give it back")).to_be_visible(timeout=20000)
+                output = page.locator("#output")
+                field = page.locator("#keys")
+
+                # Tab completes a file name, then Enter runs the line.
+                field.fill("ls zq-un")
+                page.get_by_role("button", name="Tab").click()
+                expect(output).to_contain_text("ls zq-unique-file", timeout=20000)
+                field.press("Enter")
+                expect(output).to_contain_text(re.compile(r"zq-unique-file\s*\n.*zq-unique-file"), timeout=20000)
+
+                # The up arrow in the field recalls the last line; Enter alone runs it again.
+                field.fill("echo first-$((1+1))")
+                field.press("Enter")
+                expect(output).to_contain_text("first-2", timeout=20000)
+                field.press("ArrowUp")
+                page.wait_for_timeout(500)
+                field.press("Enter")
+                expect(output).to_contain_text(re.compile(r"first-2[\s\S]*first-2"), timeout=20000)
+
+                # Ctrl+D ends a program's input; Ctrl+Z stops a job.
+                field.fill("cat > from-the-page")
+                field.press("Enter")
+                field.fill("typed-into-cat")
+                field.press("Enter")
+                page.get_by_role("button", name="Ctrl+D").click()
+                field.fill("sleep 300")
+                field.press("Enter")
+                page.wait_for_timeout(500)
+                page.get_by_role("button", name="Ctrl+Z").click()
+                expect(output).to_contain_text(re.compile(r"Stopped\s+sleep 300"), timeout=20000)
+                field.fill("kill -9 %1")
+                field.press("Enter")
+
+                # A line recalled by the arrow and left there is cleared when handed back: the
+                # agent's Enter runs nothing the guard did not read.
+                field.fill("echo recalled-$((2+3))")
+                field.press("Enter")
+                expect(output).to_contain_text("recalled-5", timeout=20000)
+                page.get_by_role("button", name="Up arrow").click()
+                expect(output).to_contain_text(re.compile(r"[#$] echo recalled-\$\(\(2\+3\)\)\s*$"), timeout=20000)
+                page.get_by_role("button", name="Give it back").click()
+                expect(page.get_by_role("button", name="Take the keyboard")).to_be_visible(timeout=20000)
+                assert errors == [], errors
+                browser.close()
+            told = agent.call("shell_send", {"id": shell, "input": "\n"})
+            assert "recalled-5" not in told.structured_content["output"], told.structured_content
+            cat = agent.call("shell_send", {"id": shell, "input": "cat from-the-page\n"})
+            assert "typed-into-cat" in cat.text and cat.structured_content["status"] == "done", cat.text
             agent.call("shell_close", {"id": shell})
         finally:
             agent.close()

@@ -339,16 +339,33 @@ function renderKeyboard(s, j) {
   actions.append(give);
 }
 
-$("keys-form").addEventListener("submit", (event) => {
-  event.preventDefault();
+// The keys a shell needs besides lines, as a terminal sends them.
+const KEYS = {
+  Tab: "\t", Up: "\u001b[A", Down: "\u001b[B", Right: "\u001b[C", Left: "\u001b[D", Esc: "\u001b",
+  "Ctrl+C": "\u0003", "Ctrl+D": "\u0004", "Ctrl+Z": "\u001a", Enter: "\n",
+};
+
+/** Types what is in the line field, then `key` (Enter alone with an empty field). */
+function typeKey(key) {
   const form = $("keys-form");
   const field = $("keys");
-  keyboard(form.dataset.session, form.dataset.id, "type", field.value + "\n");
+  keyboard(form.dataset.session, form.dataset.id, "type", field.value + key);
   field.value = "";
+}
+
+$("keys-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  typeKey(KEYS.Enter);
 });
-$("ctrl-c").addEventListener("click", () => {
-  const form = $("keys-form");
-  keyboard(form.dataset.session, form.dataset.id, "type", "\u0003");
+for (const button of document.querySelectorAll("#key-row [data-key]")) {
+  button.addEventListener("click", () => typeKey(KEYS[button.dataset.key]));
+}
+// In the line field the up and down arrows go to the shell (its history); Tab still moves on.
+$("keys").addEventListener("keydown", (event) => {
+  const key = {ArrowUp: "Up", ArrowDown: "Down"}[event.key];
+  if (!key || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  event.preventDefault();
+  typeKey(KEYS[key]);
 });
 
 /** A call's facts: how it ended (or how long it runs), and its full output while kept. */
