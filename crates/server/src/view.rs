@@ -94,7 +94,7 @@ impl Agentty {
     pub fn view_state(&self, viewer: &Viewer) -> Value {
         let escalated_line = self.confinement().line(true);
         let confined_line = self.confinement().line(false);
-        let confining = matches!(self.confinement().confine(false, None), Ok(Some(_)));
+        let confining = self.confinement().confines();
         // Which agentty it is: several agents' sessions share one page (the view's hub).
         let agent = format!(
             "agentty pid {} in {}",
