@@ -47,7 +47,6 @@ def main():
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": 760})
             open_view(page, base_of(url), ops)
-            # Opened first: the view's coloured copy of output is made while it is open.
             alice, bob, carol = (agent(url, tokens[n], c) for n, c in CALLERS.items())
             # alice: tests in the background, coloured, one failing; a few calls before.
             alice("terminal", {"command": "git init -q . && echo '# demo' > README.md && ls"})

@@ -5,7 +5,8 @@
 //! job it shows (`/view/stream`), read as fast as they come, over hyper's own client.
 //!
 //! 1. A trivial `terminal({argv:["true"]})`, in blocks alternating without and with 10 viewers
-//!    watching a job that prints a line every 10 ms [≤ 5% slower with viewers].
+//!    watching a job that prints a line every 10 ms [≤ 5% slower with viewers]; then the same
+//!    beside a job flooding its output (`yes`) [≤ 5%].
 //! 2. A background job printing 100 MB, from start to end, without and with 10 viewers watching
 //!    it, alternating [≤ 5% slower]; the server's RSS high-water mark after it with viewers
 //!    [bounded; reported].
@@ -24,8 +25,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 
-use common::http::{Session, start_http};
-use common::{median, micros, serving_pid, status_kib};
+use common::http::{Session, start_http_of};
+use common::{cpu_time, median, micros, serving_pid, status_kib};
 
 const VIEWERS: usize = 10;
 const BLOCKS: usize = 8;
@@ -143,32 +144,35 @@ async fn session_of(addr: &str, view_key: &str, id: &str) -> String {
         .unwrap()
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
-    let (mut server, addr, token) = start_http(workspace.path(), state_dir.path());
-    let server_pid = serving_pid(server.id());
-    let view_key = log_in(&addr, &token).await;
-    let mut agent = Session::connect(&addr, &token).await;
-    let got = Arc::new(AtomicU64::new(0));
+/// Where the viewers look, and the server whose CPU time is counted.
+struct Watch<'a> {
+    addr: &'a str,
+    view_key: &'a str,
+    got: &'a Arc<AtomicU64>,
+    server_pid: u32,
+}
 
-    // 1. Trivial calls, blocks without and with viewers of a job printing every 10 ms.
-    let ticking = job_id(
+/// Trivial calls in blocks alternating without and with 10 viewers of a job running `command`;
+/// prints the medians and their ratio, and the server's CPU time per second of each kind of
+/// block (the job's output included: what the viewers add to it is their cost).
+async fn trivial_beside(agent: &mut Session, watch: &Watch<'_>, command: &str, what: &str) {
+    let (addr, view_key, got) = (watch.addr, watch.view_key, watch.got);
+    let job = job_id(
         &agent
-            .call(
-                "terminal",
-                json!({"command": "while :; do echo tick; sleep 0.01; done", "background": true}),
-            )
+            .call("terminal", json!({"command": command, "background": true}))
             .await,
     );
-    let key = session_of(&addr, &view_key, &ticking).await;
+    let key = session_of(addr, view_key, &job).await;
     for _ in 0..20 {
         agent.trivial().await;
     }
     let (mut alone, mut watched) = (Vec::new(), Vec::new());
+    // (server CPU time, wall time) of the blocks without and with viewers.
+    let mut busy = [(Duration::ZERO, Duration::ZERO); 2];
     for block in 0..BLOCKS * 2 {
-        let viewers = (block % 2 == 1).then(|| attach(&addr, &view_key, &key, &ticking, &got));
+        let viewers = (block % 2 == 1).then(|| attach(addr, view_key, &key, &job, got));
         tokio::time::sleep(Duration::from_millis(300)).await;
+        let (cpu, wall) = (cpu_time(watch.server_pid), Instant::now());
         for _ in 0..CALLS_PER_BLOCK {
             let t = Instant::now();
             agent.trivial().await;
@@ -179,21 +183,59 @@ async fn main() {
             }
             .push(t.elapsed());
         }
+        let spent = &mut busy[block % 2];
+        spent.0 += cpu_time(watch.server_pid).saturating_sub(cpu);
+        spent.1 += wall.elapsed();
         viewers.into_iter().flatten().for_each(|v| v.abort());
     }
     let (alone, watched) = (median(alone), median(watched));
+    let load = |(cpu, wall): (Duration, Duration)| cpu.as_secs_f64() / wall.as_secs_f64();
     println!(
-        "trivial call: {:.0} µs without viewers, {:.0} µs with {VIEWERS} ({:.3}x, target <= 1.05x)",
+        "trivial call beside {what}: {:.0} µs without viewers, {:.0} µs with {VIEWERS} ({:.3}x, target <= 1.05x); \
+         server CPU {:.2} s/s without, {:.2} s/s with",
         micros(alone),
         micros(watched),
-        micros(watched) / micros(alone)
+        micros(watched) / micros(alone),
+        load(busy[0]),
+        load(busy[1]),
     );
-    agent.call("task_stop", json!({"id": ticking})).await;
+    agent.call("task_stop", json!({"id": job})).await;
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let (workspace, state_dir) = (tempfile::tempdir().unwrap(), agentty_testkit::state_dir());
+    // Another build of agentty to measure with this same bench (the one before a change).
+    let binary = std::env::var_os("AGENTTY_BENCH_SERVER").map_or_else(
+        || env!("CARGO_BIN_EXE_agentty").into(),
+        std::path::PathBuf::from,
+    );
+    println!("server: {}", binary.display());
+    let (mut server, addr, token) = start_http_of(&binary, workspace.path(), state_dir.path());
+    let server_pid = serving_pid(server.id());
+    let view_key = log_in(&addr, &token).await;
+    let mut agent = Session::connect(&addr, &token).await;
+    let got = Arc::new(AtomicU64::new(0));
+
+    // 1. Trivial calls, blocks without and with viewers of a job printing every 10 ms.
+    let ticking = "while :; do echo tick; sleep 0.01; done";
+    let watch = Watch {
+        addr: &addr,
+        view_key: &view_key,
+        got: &got,
+        server_pid,
+    };
+    trivial_beside(&mut agent, &watch, ticking, "a job printing every 10 ms").await;
+    // 3. The same beside a job flooding its output (what a busy session's viewer watches).
+    let flooding = "yes 'agentty benchmark: a line of build output'";
+    trivial_beside(&mut agent, &watch, flooding, "a flooding job").await;
 
     // 2. A 100 MB flood in the background, without and with viewers of it.
     let (mut alone, mut watched) = (Vec::new(), Vec::new());
+    let (mut cpu_alone, mut cpu_watched) = (Vec::new(), Vec::new());
     for run in 0..FLOODS * 2 {
         let with = run % 2 == 1;
+        let cpu = cpu_time(server_pid);
         let t = Instant::now();
         let id = job_id(
             &agent
@@ -215,14 +257,26 @@ async fn main() {
             }
         }
         if with { &mut watched } else { &mut alone }.push(t.elapsed());
+        let cpu = cpu_time(server_pid).saturating_sub(cpu);
+        if with {
+            &mut cpu_watched
+        } else {
+            &mut cpu_alone
+        }
+        .push(cpu);
         viewers.into_iter().for_each(|v| v.abort());
     }
     let (alone, watched) = (median(alone), median(watched));
+    let (cpu_alone, cpu_watched) = (median(cpu_alone), median(cpu_watched));
     println!(
-        "100 MB flood in a job: {:.0} ms without viewers, {:.0} ms with {VIEWERS} ({:.3}x, target <= 1.05x)",
+        "100 MB flood in a job: {:.0} ms without viewers, {:.0} ms with {VIEWERS} ({:.3}x, target <= 1.05x); \
+         server CPU {:.0} ms without, {:.0} ms with ({:.3}x)",
         micros(alone) / 1e3,
         micros(watched) / 1e3,
-        micros(watched) / micros(alone)
+        micros(watched) / micros(alone),
+        micros(cpu_alone) / 1e3,
+        micros(cpu_watched) / 1e3,
+        micros(cpu_watched) / micros(cpu_alone)
     );
     println!(
         "server RSS high-water mark after the floods with {VIEWERS} viewers: {:.1} MiB; viewers received {:.1} MiB",

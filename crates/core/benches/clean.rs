@@ -1,6 +1,8 @@
 //! `cargo bench -p agentty-core --bench clean`: output cleaning throughput per core, against a
 //! plain copy of the same bytes in the same run, for plain text (a log flood), coloured text
 //! (a test runner), a progress bar and non-ASCII text, fed in 128 KiB chunks as a pipe delivers.
+//! Then what the web view's coloured copy (`view_tap`) adds to a job's cleaning into its ring:
+//! for plain text (no escape: one `memchr`), and for coloured text (a second cleaner).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
 
@@ -8,6 +10,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use agentty_core::Cleaner;
+use agentty_core::jobs::OutputRing;
+use agentty_core::view_tap::{Before, ViewTap};
 
 const TOTAL: usize = 256 * 1024 * 1024;
 const CHUNK: usize = 128 * 1024;
@@ -66,6 +70,38 @@ fn main() {
             "{name:<22} {:>5.2} GB/s per core ({:.2}x the copy's time)",
             gbps(clean),
             clean.as_secs_f64() / copy.as_secs_f64()
+        );
+    }
+    // A job's sink: the model's cleaner into the ring, with and without the view's copy.
+    for (name, bytes) in &cases[..2] {
+        let job = |tap: bool| {
+            best_of(3, || {
+                let (mut out, err, ring) = (Cleaner::new(), Cleaner::new(), OutputRing::new(None));
+                let view = ViewTap::default();
+                for chunk in bytes.chunks(CHUNK) {
+                    if tap {
+                        let plain = Some(&ring);
+                        view.feed(
+                            false,
+                            chunk,
+                            Before {
+                                out: &out,
+                                err: &err,
+                                plain,
+                            },
+                        );
+                    }
+                    out.feed_into(chunk, &mut |text| ring.push(text));
+                }
+                black_box(ring.total());
+            })
+        };
+        let (alone, tapped) = (job(false), job(true));
+        println!(
+            "job ring, {name:<22} {:>5.2} GB/s; with the view's copy {:>5.2} GB/s ({:.3}x the time)",
+            gbps(alone),
+            gbps(tapped),
+            tapped.as_secs_f64() / alone.as_secs_f64()
         );
     }
 }

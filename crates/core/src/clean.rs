@@ -61,6 +61,8 @@ struct LineState {
     /// Keep colour and bold (SGR sequences) in the text: the web view's copy only
     /// ([`Cleaner::keeping_colours`]); what a model reads never has them.
     keep_colours: bool,
+    /// The SGR sequence being rebuilt, kept so a coloured flood allocates none per sequence.
+    sgr: String,
 }
 
 impl LineState {
@@ -118,11 +120,12 @@ impl LineState {
     }
 }
 
-/// An SGR sequence rebuilt from its parsed parameters: only digits, `;` and `:` between
-/// `ESC [` and `m`, whatever the command printed.
-fn sgr(params: &vte::Params) -> String {
+/// An SGR sequence rebuilt from its parsed parameters into `seq`: only digits, `;` and `:`
+/// between `ESC [` and `m`, whatever the command printed.
+fn sgr(params: &vte::Params, seq: &mut String) {
     use std::fmt::Write as _;
-    let mut seq = String::from("\x1b[");
+    seq.clear();
+    seq.push_str("\x1b[");
     for (i, param) in params.iter().enumerate() {
         if i > 0 {
             seq.push(';');
@@ -135,7 +138,6 @@ fn sgr(params: &vte::Params) -> String {
         }
     }
     seq.push('m');
-    seq
 }
 
 impl vte::Perform for LineState {
@@ -161,7 +163,10 @@ impl vte::Perform for LineState {
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
         self.settled = true;
         if self.keep_colours && c == 'm' && intermediates.is_empty() && !ignore {
-            self.print_str(&sgr(params));
+            let mut seq = std::mem::take(&mut self.sgr);
+            sgr(params, &mut seq);
+            self.print_str(&seq);
+            self.sgr = seq;
         }
     }
 
@@ -193,6 +198,16 @@ impl Cleaner {
     pub fn keeping_colours() -> Self {
         let mut cleaner = Self::default();
         cleaner.line.keep_colours = true;
+        cleaner
+    }
+
+    /// A cleaner keeping colours that goes on from where `other` is: the line it is writing,
+    /// and a carriage return waiting to start it over. The web view's copy starts so at an
+    /// output's first escape (`crate::view_tap`); the plain text before it is the same.
+    pub fn keeping_colours_from(other: &Cleaner) -> Self {
+        let mut cleaner = Self::keeping_colours();
+        cleaner.line.pending.clone_from(&other.line.pending);
+        cleaner.line.carriage_return = other.line.carriage_return;
         cleaner
     }
 

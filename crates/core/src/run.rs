@@ -45,7 +45,7 @@ pub struct RunRequest {
     /// Also keep each stream's whole cleaned text (up to the capture cap), for a parser that
     /// must read all of it rather than the head and tail the model gets.
     pub keep_whole: bool,
-    /// The web view's coloured copy of the output (fed only while a view is open).
+    /// The web view's copy of the output (`crate::view_tap`).
     pub view: Option<Arc<crate::view_tap::ViewTap>>,
 }
 
@@ -99,14 +99,22 @@ impl Capture {
         let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
         self.captured += take as u64;
         self.last_stream = stream;
+        if let Some(view) = &self.view {
+            let before = crate::view_tap::Before {
+                out: &self.out_cleaner,
+                err: &self.err_cleaner,
+                plain: None,
+            };
+            view.feed(stream == Stream::Err, &bytes[..take], before);
+        }
         let (cleaner, shaper) = match stream {
             Stream::Err => (&mut self.err_cleaner, &mut self.stderr),
             Stream::Out | Stream::Terminal => (&mut self.out_cleaner, &mut self.stdout),
         };
-        if let Some(view) = &self.view {
-            view.feed(stream == Stream::Err, &bytes[..take]);
-        }
         let text = cleaner.feed(&bytes[..take]);
+        if let Some(view) = &self.view {
+            view.plain(text);
+        }
         shaper.push(text);
         if let Some(whole) = &mut self.whole {
             whole.stream(stream).push_str(text);
@@ -178,16 +186,20 @@ impl Capture {
     }
 
     fn finish(mut self) -> Captured {
-        if let Some(view) = &self.view {
-            view.finish();
-        }
         let tail = self.out_cleaner.finish().to_owned();
+        if let Some(view) = &self.view {
+            view.plain(&tail);
+        }
         self.stdout.push(&tail);
         self.merged.push(&tail);
         if let Some(whole) = &mut self.whole {
             whole.stdout.push_str(&tail);
         }
         let tail = self.err_cleaner.finish().to_owned();
+        if let Some(view) = &self.view {
+            view.plain(&tail);
+            view.finish();
+        }
         self.stderr.push(&tail);
         self.merged.push(&tail);
         if let Some(whole) = &mut self.whole {

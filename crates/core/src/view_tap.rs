@@ -1,108 +1,105 @@
 //! The web view's copy of a command's output: cleaned like the model's (carriage returns
-//! collapsed, escapes dropped) but keeping colours and bold, which the page renders. It costs
-//! nothing while nobody watches: [`ViewTap::feed`] looks at one atomic and returns, and the
-//! copy is marked partial ([`ViewTap::whole`] false), so the view shows the model's text
-//! instead. Somebody watches while a view's state was asked for within [`WATCHED_FOR_MS`]:
-//! the page asks every half second while it is open, the hub asks other agents as often.
+//! collapsed, escapes dropped) but keeping colours and bold, which the page renders.
+//!
+//! Why it starts at the first escape: before one, the coloured copy is the plain text the model
+//! gets, byte for byte, so nothing is cleaned twice for output without colours (most of it, and
+//! every flood of plain lines): [`ViewTap::feed`] looks for an ESC byte and returns. At the first
+//! escape the copy starts from the plain text so far and the lines the model's cleaners are
+//! writing ([`Cleaner::keeping_colours_from`]), and from then on a second cleaner keeps the
+//! colours. Why always, not only while a view is open: a person who opens a job after it began
+//! (the usual case) sees its colours too.
+//!
+//! A job keeps its plain text in its own ring, which the copy is started from; a call has no
+//! ring, so its plain text goes into the copy's ([`ViewTap::plain`]), which the view streams.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::clean::Cleaner;
-use crate::jobs::ring::OutputRing;
-
-/// How long after the last look at the view's state the output is still copied for it.
-pub const WATCHED_FOR_MS: u64 = 5_000;
-
-/// Milliseconds since [`epoch`] until which somebody is taken to watch; 0: never watched.
-static WATCHED_UNTIL_MS: AtomicU64 = AtomicU64::new(0);
-
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Somebody looked at the view's state: copy output for it for the next [`WATCHED_FOR_MS`].
-pub fn mark_watched() {
-    WATCHED_UNTIL_MS.fetch_max(now_ms().saturating_add(WATCHED_FOR_MS), Ordering::Relaxed);
-}
-
-/// Whether a view is open now.
-pub fn watched() -> bool {
-    let until = WATCHED_UNTIL_MS.load(Ordering::Relaxed);
-    until != 0 && now_ms() < until
-}
+use crate::jobs::ring::{OutputRing, RING_BYTES};
 
 /// One command's coloured copy for the view.
 pub struct ViewTap {
     ring: OutputRing,
-    cleaners: Mutex<(Cleaner, Cleaner)>,
-    /// Every byte the command printed went into the copy (a view was open all along).
-    whole: AtomicBool,
+    /// The cleaners keeping colours (stdout, stderr), from the first escape on.
+    colour: Mutex<Option<(Cleaner, Cleaner)>>,
+    /// An escape was seen: the copy differs from the plain text and is made by `colour`.
+    started: AtomicBool,
 }
 
 impl Default for ViewTap {
     fn default() -> Self {
         ViewTap {
             ring: OutputRing::new(None),
-            cleaners: Mutex::new((Cleaner::keeping_colours(), Cleaner::keeping_colours())),
-            whole: AtomicBool::new(true),
+            colour: Mutex::new(None),
+            started: AtomicBool::new(false),
         }
     }
 }
 
+/// Where the copy starts from at the first escape: the model's cleaners (their open lines),
+/// and the plain text so far when the copy's ring does not hold it (a job's ring).
+pub struct Before<'a> {
+    pub out: &'a Cleaner,
+    pub err: &'a Cleaner,
+    pub plain: Option<&'a OutputRing>,
+}
+
 impl ViewTap {
-    /// Raw bytes of stdout (`err` false) or stderr, copied only while a view is open.
-    pub fn feed(&self, err: bool, bytes: &[u8]) {
-        if !watched() {
-            if self.whole.load(Ordering::Relaxed) {
-                self.whole.store(false, Ordering::Relaxed);
-            }
+    fn lock(&self) -> MutexGuard<'_, Option<(Cleaner, Cleaner)>> {
+        self.colour
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Raw bytes of stdout (`err` false) or stderr, before the model's cleaners have them.
+    pub fn feed(&self, err: bool, bytes: &[u8], before: Before<'_>) {
+        let started = self.started.load(Ordering::Relaxed);
+        if !started && memchr::memchr(0x1b, bytes).is_none() {
             return;
         }
-        let Ok(mut cleaners) = self.cleaners.lock() else {
-            return;
-        };
-        let cleaner = if err {
-            &mut cleaners.1
-        } else {
-            &mut cleaners.0
-        };
+        let mut colour = self.lock();
+        let (out, errs) = colour.get_or_insert_with(|| {
+            if let Some(ring) = before.plain {
+                self.ring.push(&ring.read(None, RING_BYTES).text);
+            }
+            self.started.store(true, Ordering::Relaxed);
+            (
+                Cleaner::keeping_colours_from(before.out),
+                Cleaner::keeping_colours_from(before.err),
+            )
+        });
+        let cleaner = if err { errs } else { out };
         let ring = &self.ring;
         cleaner.feed_into(bytes, &mut |text| ring.push(text));
     }
 
+    /// Plain text the model's cleaners gave, for a copy with no ring of plain text beside it (a
+    /// call's); nothing once the copy is coloured.
+    pub fn plain(&self, text: &str) {
+        if !self.started.load(Ordering::Relaxed) {
+            self.ring.push(text);
+        }
+    }
+
     /// The command ended: the lines still open go in, and the copy is closed.
     pub fn finish(&self) {
-        if let Ok(mut cleaners) = self.cleaners.lock() {
-            let (out, err) = &mut *cleaners;
-            if watched() {
-                self.ring.push(out.finish());
-                self.ring.push(err.finish());
-            }
+        if let Some((out, err)) = self.lock().as_mut() {
+            self.ring.push(out.finish());
+            self.ring.push(err.finish());
         }
         self.ring.close();
     }
 
-    /// Bytes went by that the copy did not see (a command adopted from a call that timed out).
-    pub fn mark_partial(&self) {
-        self.whole.store(false, Ordering::Relaxed);
-    }
-
-    /// The copy, coloured.
+    /// The copy.
     pub fn ring(&self) -> &OutputRing {
         &self.ring
     }
 
-    /// Whether the copy holds everything the command printed (else the view shows the
-    /// model's text, which does).
-    pub fn whole(&self) -> bool {
-        self.whole.load(Ordering::Relaxed)
+    /// Whether the copy has colours (an escape was printed); before, a job's view reads the
+    /// job's own ring, which is the same text.
+    pub fn coloured(&self) -> bool {
+        self.started.load(Ordering::Relaxed)
     }
 }
 
@@ -110,25 +107,53 @@ impl ViewTap {
 mod tests {
     use super::*;
 
-    /// The only test that marks the view watched (it is process-wide), so the two halves run
-    /// in this order.
-    #[test]
-    fn nothing_is_copied_unwatched_and_colours_are_kept_watched() {
-        let unwatched = ViewTap::default();
-        unwatched.feed(false, b"\x1b[31mred\x1b[0m\n");
-        unwatched.finish();
-        assert_eq!(unwatched.ring().total(), 0, "copied with nobody watching");
-        assert!(!unwatched.whole());
+    fn before<'a>(out: &'a Cleaner, err: &'a Cleaner, plain: Option<&'a OutputRing>) -> Before<'a> {
+        Before { out, err, plain }
+    }
 
-        mark_watched();
+    /// A job: nothing is copied before the first escape; at it, the copy starts from the job's
+    /// ring and the line the model's cleaner was writing, and keeps the colours after.
+    #[test]
+    fn the_copy_starts_at_the_first_escape_from_the_plain_text_so_far() {
+        let (mut out, err) = (Cleaner::new(), Cleaner::new());
+        let job_ring = OutputRing::new(None);
         let tap = ViewTap::default();
-        tap.feed(false, b"\x1b[31mred\x1b[0m\x1b]0;t\x07\n");
-        tap.feed(true, b"half");
+        for chunk in [
+            &b"plain one\nhalf "[..],
+            b"line\n\x1b[31mred\x1b[0m\n",
+            b"tail",
+        ] {
+            tap.feed(false, chunk, before(&out, &err, Some(&job_ring)));
+            out.feed_into(chunk, &mut |text| job_ring.push(text));
+            if chunk.starts_with(b"plain") {
+                assert!(
+                    !tap.coloured() && tap.ring().total() == 0,
+                    "copied before an escape"
+                );
+            }
+        }
         tap.finish();
-        assert!(tap.whole());
+        assert!(tap.coloured());
         assert_eq!(
             tap.ring().read(Some(0), 1024).text,
-            "\x1b[31mred\x1b[0m\nhalf"
+            "plain one\nhalf line\n\x1b[31mred\x1b[0m\ntail"
+        );
+    }
+
+    /// A call: its plain text is the copy until the first escape, then the colours.
+    #[test]
+    fn a_calls_copy_is_its_plain_text_then_its_colours() {
+        let (mut out, err) = (Cleaner::new(), Cleaner::new());
+        let tap = ViewTap::default();
+        for chunk in [&b"a\rb\n"[..], b"\x1b]0;title\x07\x1b[1mbold\x1b[0m\n"] {
+            tap.feed(false, chunk, before(&out, &err, None));
+            let text = out.feed(chunk).to_owned();
+            tap.plain(&text);
+        }
+        tap.finish();
+        assert_eq!(
+            tap.ring().read(Some(0), 1024).text,
+            "b\n\x1b[1mbold\x1b[0m\n"
         );
     }
 }

@@ -92,11 +92,9 @@ impl Agentty {
     /// sessions it followed that the viewer sees, joined with ", "; at most 16 per session, 128
     /// in all), kept after its session ended.
     pub fn view_state(&self, viewer: &Viewer) -> Value {
-        // Somebody looks: commands' output is copied, coloured, for the view from now on.
-        agentty_core::view_tap::mark_watched();
         let escalated_line = self.confinement().line(true, true);
         let confined_line = self.confinement().line(false, true);
-        let confining = matches!(self.confinement().confine(false, None), Ok(Some(_)));
+        let confining = self.confinement().confines();
         // Which agentty it is: several agents' sessions share one page (the view's hub).
         let agent = format!(
             "agentty pid {} in {}",

@@ -1,8 +1,8 @@
 //! A session's foreground `terminal` calls as the web view shows them (docs/BEHAVIOUR.md §12):
 //! those running now (command, start, the coloured copy of their output the view reads) and a
 //! bounded history of those that ended (how, how long, the text the model got, its spill
-//! file). Recording costs a few small copies per call; the output copy itself is only made
-//! while a view is open (`agentty_core::view_tap`).
+//! file). Recording costs a few small copies per call, and the call's output copy
+//! (`agentty_core::view_tap`): its plain text, cleaned once, until it prints an escape.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -26,8 +26,8 @@ pub struct LiveCall {
     pub label: String,
     pub started: Instant,
     pub since: SystemTime,
-    /// Its output, coloured, for the view (a PTY call has none: its text shows at its end).
-    pub view: Option<Arc<ViewTap>>,
+    /// Its output, coloured, for the view.
+    pub view: Arc<ViewTap>,
 }
 
 /// How a call ended.
@@ -119,14 +119,14 @@ impl Calls {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A call starts; `copy`: keep a coloured copy of its output for the view.
-    pub(crate) fn begin(&self, id: &str, label: &str, copy: bool) -> Running<'_> {
+    /// A call starts.
+    pub(crate) fn begin(&self, id: &str, label: &str) -> Running<'_> {
         let live = Arc::new(LiveCall {
             id: id.to_owned(),
             label: label.to_owned(),
             started: Instant::now(),
             since: SystemTime::now(),
-            view: copy.then(|| Arc::new(ViewTap::default())),
+            view: Arc::new(ViewTap::default()),
         });
         self.lock().running.push(live.clone());
         Running {
@@ -181,6 +181,15 @@ impl Calls {
     }
 }
 
+impl crate::server::Agentty {
+    /// The guard refused `label` (a command, code in its `env` or `stdin`, a line typed into a
+    /// shell): in the view's history at once, with what the model was told.
+    pub(crate) fn record_blocked(&self, label: &str, said: &str) {
+        let (call, _) = self.next_call();
+        self.state().view_calls.blocked(&call, label, said);
+    }
+}
+
 /// A call in progress: ended with [`Running::ran`] or [`Running::other`]; dropped without
 /// either (the client gave up while it ran), it is recorded as cancelled.
 pub(crate) struct Running<'a> {
@@ -197,7 +206,7 @@ impl Running<'_> {
     }
 
     pub(crate) fn view(&self) -> Option<Arc<ViewTap>> {
-        self.live.as_ref().and_then(|l| l.view.clone())
+        self.live.as_ref().map(|l| l.view.clone())
     }
 
     /// It ran to an end: `refused` when the sandbox refused a write; `text` what the model got.
@@ -290,10 +299,10 @@ mod tests {
             if n % 2 == 0 {
                 calls.blocked(&id, "rm -rf /", "no");
             } else {
-                drop(calls.begin(&id, "sleep 1", false));
+                drop(calls.begin(&id, "sleep 1"));
             }
         }
-        let running = calls.begin("c99", "make", true);
+        let running = calls.begin("c99", "make");
         assert!(running.view().is_some());
         let summary = calls.summary();
         assert_eq!(summary.done.len(), HISTORY_CALLS);

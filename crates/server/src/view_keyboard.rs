@@ -1,6 +1,7 @@
 //! The user's hand on a shell's keyboard from the web view (`--view-control` only,
-//! docs/BEHAVIOUR.md §12): the person takes a shell, types lines and Ctrl+C into it, and hands
-//! it back. While the person holds it the model's `shell_send` is refused with a sentence that
+//! docs/BEHAVIOUR.md §12): the person takes a shell, types lines and the keys a shell needs
+//! (Tab, arrows, Esc, Ctrl+C/D/Z) into it, and hands it back; a line left edited by such a key
+//! at the prompt is cleared with Ctrl+C then, as the guard never read it. While the person holds it the model's `shell_send` is refused with a sentence that
 //! says so (reading stays allowed); once it is handed back, the model's next result in that
 //! session says what the person typed and what the screen shows. Every keystroke is logged with
 //! the caller's name. The keys go through the shell's own send, the one the model's keys go
@@ -9,6 +10,8 @@
 use std::time::Duration;
 
 use agentty_core::pty::SendRequest;
+use agentty_core::pty::line_editor::editing_key;
+use agentty_core::pty::probe::KeyReader;
 
 use crate::server::Agentty;
 use crate::view::Viewer;
@@ -103,6 +106,19 @@ impl Agentty {
             Keyboard::GiveBack => {
                 let typed = holds(&mut |held| held.remove(id)).ok_or(KeyboardRefused::NotHeld)?;
                 tracing::info!(caller = %who, shell = %id, "the user gave the shell's keyboard back");
+                if edited_since_enter(&typed) && shell.key_reader() == KeyReader::LineEditor {
+                    // An arrow or a Tab made the line one the guard has not read (a line from
+                    // history, a completed word): the agent's Enter would run it unjudged.
+                    let request = SendRequest {
+                        input: "\u{3}",
+                        timeout: Duration::from_millis(USER_SEND_WAIT_MS),
+                        wait_for: None,
+                    };
+                    shell
+                        .send(request)
+                        .await
+                        .map_err(|_| KeyboardRefused::Busy)?;
+                }
                 let screen = shell.screen().text;
                 let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
                 let shown = lines[lines.len().saturating_sub(SCREEN_LINES_TOLD)..].join("\n");
@@ -112,5 +128,28 @@ impl Agentty {
                 Ok(())
             }
         }
+    }
+}
+
+/// Whether the person's keys since their last Enter or Ctrl+C hold a key the line editor edits
+/// the line with (the line at the prompt is then not the one the keys spell).
+fn edited_since_enter(typed: &[String]) -> bool {
+    let keys = typed.concat();
+    let since = keys.rfind(['\n', '\r', '\u{3}']).map_or(0, |at| at + 1);
+    editing_key(&keys[since..], false).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_edited_since_the_last_enter_is_told_apart() {
+        let keys = |k: &[&str]| k.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(edited_since_enter(&keys(&["ls\n", "\u{1b}[A"])));
+        assert!(edited_since_enter(&keys(&["ec\t"])));
+        assert!(!edited_since_enter(&keys(&["\u{1b}[A", "\n"])));
+        assert!(!edited_since_enter(&keys(&["ec\t", "\u{3}", "echo hi"])));
+        assert!(!edited_since_enter(&keys(&[])));
     }
 }

@@ -129,8 +129,6 @@ pub fn adopt(
         },
         started,
     );
-    // What it printed while it was a call is not in the view's copy: the view shows the ring.
-    job.view.mark_partial();
     crate::drivers::spawn(drive(job.clone(), live, shared));
     Ok(job)
 }
@@ -205,12 +203,17 @@ struct RingSink<'a> {
 
 impl Sink for RingSink<'_> {
     fn ingest(&mut self, stream: Stream, bytes: &[u8]) -> bool {
+        let ring = self.ring;
+        let before = crate::view_tap::Before {
+            out: self.out_cleaner,
+            err: self.err_cleaner,
+            plain: Some(ring),
+        };
+        self.view.feed(stream == Stream::Err, bytes, before);
         let cleaner = match stream {
             Stream::Err => &mut *self.err_cleaner,
             Stream::Out | Stream::Terminal => &mut *self.out_cleaner,
         };
-        let ring = self.ring;
-        self.view.feed(stream == Stream::Err, bytes);
         cleaner.feed_into(bytes, &mut |text| ring.push(text));
         true
     }

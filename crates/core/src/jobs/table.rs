@@ -114,7 +114,7 @@ pub struct Job {
     pub output: Arc<OutputRing>,
     /// Started under the sandbox: a "Permission denied" in its output may be the sandbox's.
     pub confined: bool,
-    /// The web view's coloured copy of a command's output (fed only while a view is open).
+    /// The web view's coloured copy of a command's output, from its first escape.
     pub view: crate::view_tap::ViewTap,
     state: watch::Sender<JobState>,
     control: Box<dyn JobControl>,

@@ -37,6 +37,8 @@ pub struct PtyRunRequest {
     pub spill: Option<(Arc<SpillStore>, String)>,
     pub cols: u16,
     pub rows: u16,
+    /// The web view's copy of the output (`crate::view_tap`).
+    pub view: Option<Arc<crate::view_tap::ViewTap>>,
 }
 
 pub struct PtyRunOutcome {
@@ -61,6 +63,7 @@ struct Capture {
     drew_screen: bool,
     /// The last bytes of the previous read, so a sequence split between reads is seen.
     seq_carry: Vec<u8>,
+    view: Option<Arc<crate::view_tap::ViewTap>>,
 }
 
 impl Capture {
@@ -93,7 +96,18 @@ impl Capture {
         }
         self.captured += counted;
         self.cr_counted = take == bytes.len() && bytes.last() == Some(&b'\r');
+        if let Some(view) = &self.view {
+            let before = crate::view_tap::Before {
+                out: &self.cleaner,
+                err: &self.cleaner,
+                plain: None,
+            };
+            view.feed(false, &bytes[..take], before);
+        }
         let text = self.cleaner.feed(&bytes[..take]).to_owned();
+        if let Some(view) = &self.view {
+            view.plain(&text);
+        }
         self.push(&text);
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
     }
@@ -108,6 +122,10 @@ impl Capture {
 
     fn finish(mut self) -> (Finished, u64) {
         let tail = self.cleaner.finish().to_owned();
+        if let Some(view) = &self.view {
+            view.plain(&tail);
+            view.finish();
+        }
         self.push(&tail);
         (self.output.finish(), self.captured)
     }
@@ -174,6 +192,7 @@ pub async fn run(
         spill,
         cols,
         rows,
+        view,
     } = req;
     spec.env.insert(0, ("TERM".into(), "xterm-256color".into()));
     let marker = spec.marker.clone();
@@ -189,6 +208,7 @@ pub async fn run(
         cr_counted: false,
         drew_screen: false,
         seq_carry: Vec::new(),
+        view,
     };
     let mut watch = PromptWatch {
         pid,
@@ -278,6 +298,7 @@ mod tests {
             cr_counted: false,
             drew_screen: false,
             seq_carry: Vec::new(),
+            view: None,
         };
         for chunk in [&b"ab\r"[..], b"\ncd\r\n", b"\r", b"\r\n", b"e\rf"] {
             assert!(capture.take(chunk));

@@ -460,6 +460,7 @@ async fn pty_once_input_nobody_reads_does_not_hold_up_the_timeout_or_the_cancel(
             spill: None,
             cols: 80,
             rows: 24,
+            view: None,
         };
         let cancel = async {
             if cancel_it {
@@ -502,6 +503,7 @@ async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
             spill: None,
             cols: 80,
             rows: 24,
+            view: None,
         },
         std::future::pending(),
     )
@@ -526,6 +528,7 @@ async fn pty_once_runs_on_a_terminal_and_stops_at_a_prompt() {
             spill: None,
             cols: 80,
             rows: 24,
+            view: None,
         },
         std::future::pending(),
     )
@@ -561,6 +564,7 @@ async fn the_capture_cap_does_not_count_the_terminals_carriage_returns() {
             )),
             cols: 80,
             rows: 24,
+            view: None,
         },
         std::future::pending(),
     )

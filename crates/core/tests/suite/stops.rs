@@ -323,6 +323,7 @@ async fn a_terminal_call_dropped_while_its_command_runs_leaves_nothing_running()
             spill: None,
             cols: 80,
             rows: 24,
+            view: None,
         };
         drop_once_running(once::run(req, std::future::pending()), &arg, n).await;
     }

@@ -326,6 +326,12 @@ impl Confinement {
         &self.plan
     }
 
+    /// Whether commands not escalated run confined (what [`Self::confine`] would give them,
+    /// without making their read rules now: the web view asks it for every state it sends).
+    pub fn confines(&self) -> bool {
+        matches!(self.confine, Ok(Some(_)))
+    }
+
     /// The confinement for a call: the session's, or none for an approved escalation. An error
     /// is the 2009 message: the command must not run. `caller`: an HTTP caller's name and the
     /// directories of the state dir its commands may read (its own spill and start-up

@@ -49,7 +49,12 @@ impl Agentty {
         let env =
             match crate::tools::entry::check_env(p.env, &workdir, &self.settings().guard, true) {
                 Ok(env) => env,
-                Err(e) => return tool_error(e),
+                Err(refused) => {
+                    if refused.by_guard {
+                        self.record_blocked("shell_open", &refused.text);
+                    }
+                    return tool_error(refused.text);
+                }
             };
         let shell_path = self.settings().shell.clone();
         // Over the cap the open would be refused after the user approved it: say so first (the

@@ -167,7 +167,9 @@ impl Agentty {
         match verdict {
             Verdict::Block(block) => {
                 crate::metrics::METRICS.guard_blocked(block.rule);
-                Err(tool_error(block.message()))
+                let said = block.message();
+                self.record_blocked(&format!("{}: {line}", send.job.id), &said);
+                Err(tool_error(said))
             }
             Verdict::Allow { .. } => Ok(()),
         }

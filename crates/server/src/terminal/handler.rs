@@ -56,10 +56,7 @@ impl Agentty {
             Ok(p) => p,
             Err(refused) => {
                 if refused.by_guard {
-                    let (call, _) = self.next_call();
-                    self.state()
-                        .view_calls
-                        .blocked(&call, &asked, &refused.text);
+                    self.record_blocked(&asked, &refused.text);
                 }
                 return tool_error(refused.text);
             }
@@ -143,10 +140,7 @@ impl Agentty {
             return self.start_background(&prepared, request, line, &ctx, net);
         }
         // Shown in the web view while it runs, and in its history after.
-        let record = self
-            .state()
-            .view_calls
-            .begin(&call, &prepared.display, !prepared.pty);
+        let record = self.state().view_calls.begin(&call, &prepared.display);
         if prepared.pty {
             return self
                 .terminal_pty(&prepared, request, escalated, &ctx, net, record)
@@ -208,6 +202,7 @@ impl Agentty {
             spill: request.spill,
             cols: COLS_DEFAULT,
             rows: ROWS_DEFAULT,
+            view: record.view(),
         };
         let outcome = match once::run(pty_request, ctx.ct.cancelled()).await {
             Ok(o) => o,

@@ -139,27 +139,7 @@ pub struct Prepared {
     pub line: Analysis,
 }
 
-/// Why a call was refused before anything ran: the sentence for the model, and whether the
-/// guard refused the command (the web view marks those).
-pub(crate) struct Refused {
-    pub(crate) text: String,
-    pub(crate) by_guard: bool,
-}
-
-impl From<String> for Refused {
-    fn from(text: String) -> Self {
-        Refused {
-            text,
-            by_guard: false,
-        }
-    }
-}
-
-impl From<&str> for Refused {
-    fn from(text: &str) -> Self {
-        Refused::from(text.to_owned())
-    }
-}
+pub(crate) use crate::tools::entry::Refused;
 
 /// Checks the arguments; every error is a sentence for the model.
 pub fn prepare(

@@ -30,6 +30,38 @@ const SHELL_OWNED: &[&str] = &[
     "ZDOTDIR",
 ];
 
+/// Why a call was refused before anything ran: the sentence for the model, and whether the
+/// guard refused code it would run (the command, or code in its `env` or `stdin`: the web
+/// view's history marks those).
+pub(crate) struct Refused {
+    pub(crate) text: String,
+    pub(crate) by_guard: bool,
+}
+
+impl Refused {
+    fn by_guard(text: String) -> Self {
+        Refused {
+            text,
+            by_guard: true,
+        }
+    }
+}
+
+impl From<String> for Refused {
+    fn from(text: String) -> Self {
+        Refused {
+            text,
+            by_guard: false,
+        }
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(text: &str) -> Self {
+        Refused::from(text.to_owned())
+    }
+}
+
 /// Checks `env` (names, NUL bytes, what a shell would run from it) and returns it ready for a
 /// spawn. `for_shell`: it is for `shell_open`, whose integration owns some variables.
 pub(crate) fn check_env(
@@ -37,7 +69,7 @@ pub(crate) fn check_env(
     workdir: &Path,
     guard: &GuardConfig,
     for_shell: bool,
-) -> Result<Vec<(OsString, OsString)>, String> {
+) -> Result<Vec<(OsString, OsString)>, Refused> {
     let env = env.unwrap_or_default();
     // The code runs with the server's environment plus these: judged so, as the line is.
     let place =
@@ -45,17 +77,17 @@ pub(crate) fn check_env(
     let mut out = Vec::new();
     for (key, value) in env {
         if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(notice::bad_env_name(&key));
+            return Err(notice::bad_env_name(&key).into());
         }
         if value.contains('\0') {
-            return Err(notice::nul_byte(&format!("env.{key}")));
+            return Err(notice::nul_byte(&format!("env.{key}")).into());
         }
         if for_shell && SHELL_OWNED.contains(&key.as_str()) {
-            return Err(notice::shell_owned_env(&key));
+            return Err(notice::shell_owned_env(&key).into());
         }
         if let Some(code) = code_in_env(&key, &value, workdir)? {
             judge(&code, &place, guard)
-                .map_err(|m| notice::blocked_in(&format!("env.{key}"), &m))?;
+                .map_err(|m| Refused::by_guard(notice::blocked_in(&format!("env.{key}"), &m)))?;
         }
         out.push((OsString::from(key), OsString::from(value)));
     }
@@ -121,13 +153,13 @@ pub(crate) fn check_stdin(
     typed: bool,
     place: &Place,
     guard: &GuardConfig,
-) -> Result<(), String> {
+) -> Result<(), Refused> {
     use agentty_core::pty::line_editor::{edit, editing_key};
     match stdin {
         Some(text) if reads_script() => {
             let script = if typed {
                 if let Some(key) = editing_key(text, false) {
-                    return Err(notice::editing_key_in_stdin(&key));
+                    return Err(notice::editing_key_in_stdin(&key).into());
                 }
                 // What is left without an Enter is read at the end of input too.
                 let edited = edit("", text);
@@ -137,7 +169,8 @@ pub(crate) fn check_stdin(
             } else {
                 text.to_owned()
             };
-            judge(&script, place, guard).map_err(|m| notice::blocked_in("stdin", &m))
+            judge(&script, place, guard)
+                .map_err(|m| Refused::by_guard(notice::blocked_in("stdin", &m)))
         }
         _ => Ok(()),
     }

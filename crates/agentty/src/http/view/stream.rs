@@ -190,43 +190,29 @@ pub fn target(target: Target) -> Response<Body> {
     }
 }
 
-/// What a command's output is read from: a job's coloured copy when it holds everything (a view
-/// was open since the job began), else the job's ring; a running call's coloured copy.
+/// What a command's output is read from: a job's ring, or its coloured copy once it printed
+/// colours (the copy starts then, from the ring's text); a running call's copy.
 enum Source {
     Job(Arc<Job>),
     Call(Arc<agentty_server::view_calls::LiveCall>),
 }
 
 impl Source {
-    fn ring(&self) -> Option<&agentty_core::jobs::OutputRing> {
+    fn ring(&self) -> &agentty_core::jobs::OutputRing {
         match self {
             // A shell's job has no copy (its screen is the view's); an ended shell shows its ring.
-            Source::Job(job) if job.kind == JobKind::Command && job.view.whole() => {
-                Some(job.view.ring())
+            Source::Job(job) if job.kind == JobKind::Command && job.view.coloured() => {
+                job.view.ring()
             }
-            Source::Job(job) => Some(&job.output),
-            Source::Call(call) => call
-                .view
-                .as_deref()
-                .map(agentty_core::view_tap::ViewTap::ring),
+            Source::Job(job) => &job.output,
+            Source::Call(call) => call.view.ring(),
         }
     }
 
     fn running(&self) -> bool {
         match self {
             Source::Job(job) => job.state().is_running(),
-            Source::Call(call) => call.view.as_ref().is_some_and(|v| !v.ring().is_closed()),
-        }
-    }
-
-    /// Said before the output when the copy began after the command did.
-    fn partial(&self) -> Option<&'static str> {
-        match self {
-            Source::Call(call) if call.view.as_ref().is_some_and(|v| !v.whole()) => Some(
-                "[the view was opened after this call began: its output from then on; the text \
-                 the model gets shows here when it ends]\n",
-            ),
-            _ => None,
+            Source::Call(call) => !call.view.ring().is_closed(),
         }
     }
 
@@ -265,29 +251,9 @@ fn state_word(state: &JobState) -> String {
 }
 
 /// The tail first, then what is printed as it is printed; a new snapshot when the viewer fell
-/// behind; an `end` event once the job ended and everything was sent.
+/// behind, or when a job's coloured copy began; an `end` event once the job ended and
+/// everything was sent.
 async fn ring_output(source: Source, mut tx: Sender<Bytes>) {
-    let Some(ring) = source.ring() else {
-        // A PTY call: its text shows once it ends.
-        let text = "(a command on a terminal: its output shows when it ends)\n";
-        if send(
-            &mut tx,
-            "snapshot",
-            &json!({"text": text, "from": 0, "total": 0}),
-        )
-        .await
-        {
-            let mut last = std::time::Instant::now();
-            while source.running() {
-                if !keep_alive(&mut tx, &mut last).await {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            let _ = send(&mut tx, "end", &json!({"state": source.end_word()})).await;
-        }
-        return;
-    };
     let mut marks = MarkCap::default();
     let snapshot = |ring: &agentty_core::jobs::OutputRing, marks: &mut MarkCap| {
         let tail = ring.read(None, CHUNK);
@@ -296,14 +262,7 @@ async fn ring_output(source: Source, mut tx: Sender<Bytes>) {
         let data = json!({"text": text, "from": tail.from, "total": tail.total});
         (tail.next, data)
     };
-    let note = source.partial();
-    let snapshot = |ring: &agentty_core::jobs::OutputRing, marks: &mut MarkCap| {
-        let (next, mut data) = snapshot(ring, marks);
-        if let (Some(note), Some(text)) = (note, data["text"].as_str()) {
-            data["text"] = Value::String(format!("{note}{text}"));
-        }
-        (next, data)
-    };
+    let mut ring = source.ring();
     let (mut cursor, data) = snapshot(ring, &mut marks);
     if !send(&mut tx, "snapshot", &data).await {
         return;
@@ -311,9 +270,12 @@ async fn ring_output(source: Source, mut tx: Sender<Bytes>) {
     let mut last = std::time::Instant::now();
     loop {
         let ended = !source.running();
-        let slice = ring.read(Some(cursor), CHUNK);
-        if slice.dropped > 0 || slice.remaining > 0 {
-            // Behind the ring, or more than one update's worth behind: start from the tail.
+        let now = source.ring();
+        let slice = now.read(Some(cursor), CHUNK);
+        if !std::ptr::eq(now, ring) || slice.dropped > 0 || slice.remaining > 0 {
+            // Another copy, behind the ring, or more than one update's worth behind: start
+            // from the tail.
+            ring = now;
             let (next, data) = snapshot(ring, &mut marks);
             cursor = next;
             if !send(&mut tx, "snapshot", &data).await {

@@ -339,16 +339,33 @@ function renderKeyboard(s, j) {
   actions.append(give);
 }
 
-$("keys-form").addEventListener("submit", (event) => {
-  event.preventDefault();
+// The keys a shell needs besides lines, as a terminal sends them.
+const KEYS = {
+  Tab: "\t", Up: "\u001b[A", Down: "\u001b[B", Right: "\u001b[C", Left: "\u001b[D", Esc: "\u001b",
+  "Ctrl+C": "\u0003", "Ctrl+D": "\u0004", "Ctrl+Z": "\u001a", Enter: "\n",
+};
+
+/** Types what is in the line field, then `key` (Enter alone with an empty field). */
+function typeKey(key) {
   const form = $("keys-form");
   const field = $("keys");
-  keyboard(form.dataset.session, form.dataset.id, "type", field.value + "\n");
+  keyboard(form.dataset.session, form.dataset.id, "type", field.value + key);
   field.value = "";
+}
+
+$("keys-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  typeKey(KEYS.Enter);
 });
-$("ctrl-c").addEventListener("click", () => {
-  const form = $("keys-form");
-  keyboard(form.dataset.session, form.dataset.id, "type", "\u0003");
+for (const button of document.querySelectorAll("#key-row [data-key]")) {
+  button.addEventListener("click", () => typeKey(KEYS[button.dataset.key]));
+}
+// In the line field the up and down arrows go to the shell (its history); Tab still moves on.
+$("keys").addEventListener("keydown", (event) => {
+  const key = {ArrowUp: "Up", ArrowDown: "Down"}[event.key];
+  if (!key || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  event.preventDefault();
+  typeKey(KEYS[key]);
 });
 
 /** A call's facts: how it ended (or how long it runs), and its full output while kept. */
@@ -500,6 +517,7 @@ function appendAnsi(pre, text) {
 
 /** Clears `pre` for a new output. */
 function resetOutput(pre) {
+  endsPassed = [];
   pre.replaceChildren();
   pre.sgr = null;
   pre.shown = 0;
@@ -559,10 +577,40 @@ function keepPlace(pre, heightBefore) {
   else if (heightBefore !== undefined && pre.scrollHeight < heightBefore) pre.scrollTop -= heightBefore - pre.scrollHeight;
 }
 
-// Scrolling up pauses; scrolling back to the end follows again (as does End in the output).
+// Where the end was each time text arrived while paused, for a second: a smooth scroll down
+// (the wheel, End) aims at the end as it was when it began, and its last step lands there
+// after new lines have moved the end further down. Reaching an end so passed is reaching the
+// end.
+const PASSED_END_MS = 1000;
+let endsPassed = [];
+let lastTop = 0;
+
+/** Text is about to arrive while paused: the end it moves. */
+function noteEnd(pre) {
+  const now = performance.now();
+  endsPassed = endsPassed.filter(([at]) => now - at < PASSED_END_MS);
+  endsPassed.push([now, pre.scrollHeight - pre.clientHeight]);
+}
+
+/** Whether a scroll down reached the end, or an end text passed a moment ago. */
+function reachedEnd(pre, down) {
+  if (atEnd(pre)) return true;
+  const now = performance.now();
+  return down && endsPassed.some(([at, top]) => now - at < PASSED_END_MS && pre.scrollTop >= top - 4);
+}
+
+// Scrolling up pauses; scrolling down to the end follows again (as does End in the output).
 $("output").addEventListener("scroll", () => {
-  const end = atEnd($("output"));
-  if (end !== follow) setFollow(end);
+  const pre = $("output");
+  const down = pre.scrollTop > lastTop;
+  lastTop = pre.scrollTop;
+  const end = reachedEnd(pre, down);
+  if (end === follow) return;
+  setFollow(end);
+  if (end) {
+    endsPassed = [];
+    keepPlace(pre);
+  }
 });
 $("follow").addEventListener("click", () => {
   setFollow(!follow);
@@ -817,6 +865,7 @@ function select(session, id, kind) {
       keepPlace(pre);
     },
     append: (data) => {
+      if (!follow) noteEnd(pre);
       appendAnsi(pre, JSON.parse(data).text);
       const height = pre.scrollHeight;
       trimOutput(pre);
