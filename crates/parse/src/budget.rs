@@ -29,8 +29,13 @@ pub(crate) trait Encode: Send {
     /// Drops records from the middle until the model's text of the value is at most
     /// `max_bytes` (or no record is left), keeping as many from each end; no record before
     /// `gap` is taken as one of the last, nor one after it as one of the first (a [`Keeper`]
-    /// already dropped records there). `None` when it fitted whole.
-    fn fit(&mut self, max_bytes: usize, gap: Option<usize>) -> Option<Cut>;
+    /// already dropped records there). Gives the value as JSON, encoded once, and the cut
+    /// (`None` when it fitted whole).
+    fn fit(
+        &mut self,
+        max_bytes: usize,
+        gap: Option<usize>,
+    ) -> serde_json::Result<(serde_json::Value, Option<Cut>)>;
     fn to_value(&self) -> serde_json::Result<serde_json::Value>;
 }
 
@@ -39,18 +44,23 @@ impl<T: TypedResult> Encode for T {
         T::NAME
     }
 
-    fn fit(&mut self, max_bytes: usize, gap: Option<usize>) -> Option<Cut> {
+    fn fit(
+        &mut self,
+        max_bytes: usize,
+        gap: Option<usize>,
+    ) -> serde_json::Result<(serde_json::Value, Option<Cut>)> {
         let type_name = T::NAME;
-        let whole = serde_json::to_value(&*self).ok()?;
+        let mut whole = serde_json::to_value(&*self)?;
         if gap.is_none() && crate::model_text::text_len(&whole, type_name) <= max_bytes {
-            return None;
+            return Ok((whole, None));
         }
         let skip = crate::registry::record_skips(type_name);
-        let records = whole.get(T::RECORDS).and_then(serde_json::Value::as_array);
         // Each record adds its row (an upper bound: a cell shared by every record kept goes
         // to `same`, once) and a comma; the rest of the value costs what it does with the
         // array empty.
-        let rows: Vec<usize> = records
+        let rows: Vec<usize> = whole
+            .get(T::RECORDS)
+            .and_then(serde_json::Value::as_array)
             .map(|r| {
                 r.iter()
                     .map(|record| crate::model_text::row_len(record, &skip) + 1)
@@ -68,11 +78,20 @@ impl<T: TypedResult> Encode for T {
             all.drain(head..total - tail);
         }
         *self.records() = all;
-        Some(Cut {
+        // The records kept are those of `whole`'s array, whose other records go: no second
+        // encoding. With none kept, the type may leave its empty array out: encode it again.
+        match whole.get_mut(T::RECORDS) {
+            Some(serde_json::Value::Array(records)) if kept > 0 && records.len() == total => {
+                records.drain(head..total - tail);
+            }
+            _ => whole = serde_json::to_value(&*self)?,
+        }
+        let cut = Cut {
             kept,
             omitted: total - kept,
             head,
-        })
+        };
+        Ok((whole, Some(cut)))
     }
 
     fn to_value(&self) -> serde_json::Result<serde_json::Value> {
@@ -115,66 +134,117 @@ fn ends_within(rows: &[usize], room: usize, gap: Option<usize>) -> (usize, usize
 /// the text exactly.
 const DATA_PER_TEXT: usize = 2;
 
-/// Collects a parser's records: the first ones while they fit the budget, then a sliding window
-/// of the last ones; those that slide out of it are only counted. What it keeps is about twice
+/// Collects a parser's records: the first ones, built, while they fit the budget; then the
+/// last ones, as the parser read them (`P`: a line) and built only at the end, from the last
+/// back, as far as they fit. The records between are only counted: a listing a hundred times
+/// the budget builds about as many records as one at the budget. What it keeps is about twice
 /// what the model will read; [`Encode::fit`] cuts the rest from the middle.
-pub(crate) struct Keeper<T> {
+///
+/// A record's cost is its compact JSON and a comma ([`cost`]); the last ones are those whose
+/// costs, summed from the end, stay within the budget (at least one).
+pub(crate) struct Keeper<T, P = T> {
     head: Vec<T>,
     head_used: usize,
-    tail: VecDeque<(T, usize)>,
-    tail_used: usize,
+    first_done: bool,
+    /// The records after the first, not built yet, each with a lower bound of its cost: a
+    /// record whose lower bounds from it to the newest pass the budget cannot be one of the
+    /// last, and slides out.
+    tail: VecDeque<(P, usize)>,
+    tail_at_least: usize,
     max_bytes: usize,
     dropped: usize,
 }
 
-impl<T: serde::Serialize> Keeper<T> {
+/// The record read last, as [`Keeper::newest`] gives it: built, or as it was read.
+pub(crate) enum Newest<'k, T, P> {
+    First(&'k mut T),
+    Later(&'k mut P),
+}
+
+impl<T: serde::Serialize, P> Keeper<T, P> {
     pub(crate) fn new(max_bytes: usize) -> Self {
         Keeper {
             head: Vec::new(),
             head_used: 0,
+            first_done: false,
             tail: VecDeque::new(),
-            tail_used: 0,
+            tail_at_least: 0,
             max_bytes: max_bytes.saturating_mul(DATA_PER_TEXT),
             dropped: 0,
         }
     }
 
-    /// Keeps `record`, as one of the first or the newest of the last; an older one of the last
-    /// may slide out and be counted.
-    pub(crate) fn push(&mut self, record: T) {
-        // Its length and a comma.
-        let cost = encoded_len(&record) + 1;
-        if self.tail.is_empty() && self.head_used + cost <= self.max_bytes {
+    /// Whether the next record may be one of the first: the caller builds it and offers it to
+    /// [`Keeper::push_first`]; else it passes it, unbuilt, to [`Keeper::push_later`].
+    pub(crate) fn taking_first(&self) -> bool {
+        !self.first_done
+    }
+
+    /// Keeps `record` as one of the first if it fits. If not, the first records are complete
+    /// and `record` comes back with its cost, for the caller to pass to
+    /// [`Keeper::push_later`] as it read it.
+    pub(crate) fn push_first(&mut self, record: T) -> Result<(), (T, usize)> {
+        let cost = cost(&record);
+        if !self.first_done && self.head_used + cost <= self.max_bytes {
             self.head_used += cost;
             self.head.push(record);
-            return;
+            return Ok(());
         }
-        self.tail_used += cost;
-        self.tail.push_back((record, cost));
-        while self.tail_used > self.max_bytes && self.tail.len() > 1 {
+        self.first_done = true;
+        Err((record, cost))
+    }
+
+    /// A record after the first ones, as read: once built it will cost `at_least` or more.
+    /// Older ones that can no longer be among the last slide out and are counted.
+    pub(crate) fn push_later(&mut self, pending: P, at_least: usize) {
+        self.first_done = true;
+        self.tail_at_least += at_least;
+        self.tail.push_back((pending, at_least));
+        while self.tail_at_least > self.max_bytes && self.tail.len() > 1 {
             if let Some((_, old)) = self.tail.pop_front() {
-                self.tail_used -= old;
+                self.tail_at_least -= old;
                 self.dropped += 1;
             }
         }
     }
 
     /// The record pushed last (a record's continuation line changes it).
-    pub(crate) fn last_mut(&mut self) -> Option<&mut T> {
+    pub(crate) fn newest(&mut self) -> Option<Newest<'_, T, P>> {
         match self.tail.back_mut() {
-            Some((record, _)) => Some(record),
-            None => self.head.last_mut(),
+            Some((pending, _)) => Some(Newest::Later(pending)),
+            None => self.head.last_mut().map(Newest::First),
         }
     }
 
     /// The records kept (the first, then the last), how many were dropped between, and where:
-    /// `Some(index)` of the first of the last when any was dropped.
-    pub(crate) fn finish(self) -> (Vec<T>, usize, Option<usize>) {
+    /// `Some(index)` of the first of the last when any was dropped. `build` makes a record of
+    /// what was read, and gives its [`cost`] as it was when read (before a continuation line
+    /// changed it); it runs for the last records kept and one more.
+    pub(crate) fn finish<E>(
+        mut self,
+        mut build: impl FnMut(P) -> Result<(T, usize), E>,
+    ) -> Result<(Vec<T>, usize, Option<usize>), E> {
+        let mut last = Vec::new();
+        let mut used = 0;
+        while let Some((pending, _)) = self.tail.pop_back() {
+            let (record, cost) = build(pending)?;
+            if !last.is_empty() && used + cost > self.max_bytes {
+                self.dropped += 1 + self.tail.len();
+                break;
+            }
+            used += cost;
+            last.push(record);
+        }
         let gap = (self.dropped > 0).then_some(self.head.len());
         let mut kept = self.head;
-        kept.extend(self.tail.into_iter().map(|(record, _)| record));
-        (kept, self.dropped, gap)
+        kept.extend(last.into_iter().rev());
+        Ok((kept, self.dropped, gap))
     }
+}
+
+/// What a record costs a [`Keeper`]: its compact JSON and a comma.
+pub(crate) fn cost<T: serde::Serialize + ?Sized>(record: &T) -> usize {
+    encoded_len(record) + 1
 }
 
 fn encoded_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {

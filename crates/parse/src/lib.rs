@@ -124,15 +124,17 @@ impl Recognized {
         let mut typed = self
             .parser
             .parse_within(out, ctx, self.filtered, max_bytes)?;
-        let cut = match (typed.value.fit(max_bytes, typed.gap), typed.omitted) {
-            (None, _) => None,
-            (Some(cut), omitted) => Some(Cut {
-                kept: cut.kept,
-                omitted: cut.omitted + omitted,
-                head: cut.head,
-            }),
-        };
-        Ok((typed.encode()?, cut))
+        let type_name = typed.value.type_name();
+        let (data, cut) = typed
+            .value
+            .fit(max_bytes, typed.gap)
+            .map_err(|e| format!("could not encode the parsed {type_name}: {e}"))?;
+        let cut = cut.map(|cut| Cut {
+            kept: cut.kept,
+            omitted: cut.omitted + typed.omitted,
+            head: cut.head,
+        });
+        Ok((Parsed { type_name, data }, cut))
     }
 }
 

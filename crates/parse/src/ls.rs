@@ -17,6 +17,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::budget::Newest;
 use crate::text::number;
 use crate::time::Timestamp;
 use crate::{Context, Keeper, Output, Parser, Stage, Typed};
@@ -176,8 +177,9 @@ impl Parser for LsParser {
         self.parse_within(out, ctx, filtered, usize::MAX)
     }
 
-    /// A recursive listing can be megabytes: entries past the budget are read (a line that is
-    /// no entry still refuses the whole) but only counted.
+    /// A recursive listing can be megabytes: lines past the first entries are read and
+    /// checked (a line that is no entry still refuses the whole), and only those that end up
+    /// among the last are built.
     fn parse_within(
         &self,
         out: &Output<'_>,
@@ -204,7 +206,9 @@ impl Parser for LsParser {
         }
         let mut entries = Keeper::new(max_bytes);
         let mut listing = read_listing(out.stdout, self.layout, ctx, filtered, &mut entries)?;
-        let (mut kept, omitted, gap) = entries.finish();
+        let mut memo = entry::Memo::default();
+        let (mut kept, omitted, gap) =
+            entries.finish(|later| later.build(self.layout, ctx, &mut memo))?;
         for entry in &mut kept {
             finish_name(entry, self.layout.indicators);
         }
@@ -214,14 +218,46 @@ impl Parser for LsParser {
     }
 }
 
+/// An entry past the first ones, as read: built only if it is one of the last.
+struct Later<'a> {
+    number: usize,
+    line: &'a str,
+    directory: Option<Arc<str>>,
+    /// The rest of a name holding newlines, a line each.
+    more: Vec<&'a str>,
+}
+
+/// The least an entry costs the [`Keeper`] once built: an empty name and the shortest type.
+const ENTRY_AT_LEAST: usize = r#"{"name":"","type":"file"},"#.len();
+
+impl Later<'_> {
+    /// The entry, and its cost as it was read (before its name's later lines).
+    fn build(
+        self,
+        layout: Layout,
+        ctx: &Context,
+        memo: &mut entry::Memo,
+    ) -> Result<(Entry, usize), String> {
+        let mut entry = read_entry(self.line, layout, ctx, memo)
+            .map_err(|why| format!("line {} is not an `ls -l` entry: {why}", self.number))?;
+        entry.directory = self.directory;
+        let cost = crate::budget::cost(&entry);
+        for line in self.more {
+            entry.name.push('\n');
+            entry.name.push_str(line);
+        }
+        Ok((entry, cost))
+    }
+}
+
 /// Reads the listing's headers and totals into the result and its entries into `entries`
 /// (their names not yet finished: see [`finish_name`]).
-fn read_listing(
-    text: &str,
+fn read_listing<'a>(
+    text: &'a str,
     layout: Layout,
     ctx: &Context,
     filtered: bool,
-    entries: &mut Keeper<Entry>,
+    entries: &mut Keeper<Entry, Later<'a>>,
 ) -> Result<DirectoryListing, String> {
     let mut reader = Reader {
         layout,
@@ -251,10 +287,10 @@ fn read_listing(
 }
 
 /// What the lines read so far say, and where the next line may fit.
-struct Reader<'a> {
+struct Reader<'a, 'k> {
     layout: Layout,
-    ctx: &'a Context,
-    entries: &'a mut Keeper<Entry>,
+    ctx: &'k Context,
+    entries: &'k mut Keeper<Entry, Later<'a>>,
     listing: DirectoryListing,
     /// The path of the last `dir:` header: the entries under it are its.
     directory: Option<Arc<str>>,
@@ -269,14 +305,14 @@ struct Reader<'a> {
     last_was_entry: bool,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a, '_> {
     /// A line of output a filter may have thinned: entries only; headers and totals are
     /// passed over, since what they belong to may be gone.
-    fn filtered_line(&mut self, number: usize, line: &str) -> Result<(), String> {
-        match read_entry(line, self.layout, self.ctx, &mut self.memo) {
+    fn filtered_line(&mut self, number: usize, line: &'a str) -> Result<(), String> {
+        match self.read(line) {
             Ok(entry) => {
                 self.any_entry = true;
-                self.entries.push(entry);
+                self.keep(entry, number, line);
             }
             Err(_) if line.starts_with("total ") || line.ends_with(':') => {}
             Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
@@ -286,7 +322,7 @@ impl Reader<'_> {
 
     /// Line `index` (0-based) of the whole output, not blank: a header, a total, an entry, or
     /// the rest of an entry's name.
-    fn line(&mut self, index: usize, line: &str) -> Result<(), String> {
+    fn line(&mut self, index: usize, line: &'a str) -> Result<(), String> {
         let number = index + 1;
         if std::mem::take(&mut self.after_blank) {
             // After a blank line `ls` prints nothing but the next directory's header.
@@ -319,12 +355,11 @@ impl Reader<'_> {
 
     /// An entry; or, when it is none, the first line's `dir:` header, or the rest of the last
     /// entry's name.
-    fn entry(&mut self, first: bool, number: usize, line: &str) -> Result<(), String> {
-        match read_entry(line, self.layout, self.ctx, &mut self.memo) {
-            Ok(mut entry) => {
-                entry.directory.clone_from(&self.directory);
+    fn entry(&mut self, first: bool, number: usize, line: &'a str) -> Result<(), String> {
+        match self.read(line) {
+            Ok(entry) => {
                 self.any_entry = true;
-                self.entries.push(entry);
+                self.keep(entry, number, line);
                 self.last_was_entry = true;
             }
             Err(_) if first && line.ends_with(':') && line.len() <= MAX_HEADER => {
@@ -332,14 +367,44 @@ impl Reader<'_> {
             }
             Err(_) if self.last_was_entry => {
                 // The rest of a name holding a newline.
-                if let Some(entry) = self.entries.last_mut() {
-                    entry.name.push('\n');
-                    entry.name.push_str(line);
+                match self.entries.newest() {
+                    Some(Newest::First(entry)) => {
+                        entry.name.push('\n');
+                        entry.name.push_str(line);
+                    }
+                    Some(Newest::Later(later)) => later.more.push(line),
+                    None => {}
                 }
             }
             Err(why) => return Err(format!("line {number} is not an `ls -l` entry: {why}")),
         }
         Ok(())
+    }
+
+    /// An entry line, built whole while it may be one of the first; past them, only checked.
+    fn read(&mut self, line: &str) -> Result<Entry, &'static str> {
+        self.memo.checking = !self.entries.taking_first();
+        read_entry(line, self.layout, self.ctx, &mut self.memo)
+    }
+
+    /// An entry `read` returned: one of the first, or kept as read for the end.
+    fn keep(&mut self, mut entry: Entry, number: usize, line: &'a str) {
+        let at_least = if self.memo.checking {
+            ENTRY_AT_LEAST
+        } else {
+            entry.directory.clone_from(&self.directory);
+            match self.entries.push_first(entry) {
+                Ok(()) => return,
+                Err((_, cost)) => cost,
+            }
+        };
+        let later = Later {
+            number,
+            line,
+            directory: self.directory.clone(),
+            more: Vec::new(),
+        };
+        self.entries.push_later(later, at_least);
     }
 
     /// A `dir:` header: the entries after it are under `path`, and a `total` may follow.

@@ -33,6 +33,9 @@ fn unless_unknown<T>(token: &str, read: impl FnOnce(&str) -> Option<T>) -> Resul
 pub(super) struct Memo {
     names: crate::text::Recent,
     last_date: time_field::LastDate,
+    /// Past the first records: a line is read and checked, but its text is not copied (it is
+    /// built again at the end if it is one of the last, see `Keeper`).
+    pub(super) checking: bool,
 }
 
 pub(super) fn read_entry(
@@ -61,7 +64,7 @@ pub(super) fn read_entry(
         }
         let token = cur.token().ok_or("missing owner or group")?;
         let known = token != "?" || perms.is_some();
-        Ok(known.then(|| memo.names.get(token)))
+        Ok((known && !memo.checking).then(|| memo.names.get(token)))
     };
     let owner = who(layout.owner)?;
     let group = who(layout.group)?;
@@ -70,8 +73,8 @@ pub(super) fn read_entry(
         raw: size_raw,
         device,
     } = read_size(&mut cur, kind, layout.human)?;
-    let modified =
-        time_field::read(&mut cur, ctx, &mut memo.last_date).ok_or("no date in a known style")?;
+    let modified = time_field::read(&mut cur, ctx, &mut memo.last_date, !memo.checking)
+        .ok_or("no date in a known style")?;
     if !cur.skip_space() {
         return Err("no name");
     }
@@ -80,7 +83,11 @@ pub(super) fn read_entry(
         return Err("no name");
     }
     Ok(Entry {
-        name: name.to_owned(),
+        name: if memo.checking {
+            String::new()
+        } else {
+            name.to_owned()
+        },
         kind,
         target: None,
         ambiguous_target: false,

@@ -26,17 +26,19 @@ pub(super) struct LastDate {
 }
 
 /// Reads the date at the cursor: `Some(None)` for `?` (not known), `None` if no style fits.
+/// `keep_raw`: false when the line is only checked (see `Memo::checking`).
 pub(super) fn read(
     cur: &mut Cursor<'_>,
     ctx: &Context,
     last: &mut LastDate,
+    keep_raw: bool,
 ) -> Option<Option<Timestamp>> {
     let (start, first) = cur.token_at()?;
     if first == "?" {
         return Some(None);
     }
     if first.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return locale_default(cur, start, first, ctx, last).map(Some);
+        return locale_default(cur, start, first, ctx, last, keep_raw).map(Some);
     }
     if let Some(date) = full_date(first) {
         if cur.rest().starts_with("  ") {
@@ -72,6 +74,7 @@ fn locale_default(
     month: &str,
     ctx: &Context,
     memo: &mut LastDate,
+    keep_raw: bool,
 ) -> Option<Timestamp> {
     let day = cur.token()?;
     let last = cur.token()?;
@@ -80,7 +83,7 @@ fn locale_default(
         return Some(Timestamp {
             rfc3339: at,
             epoch,
-            raw: Some(raw.to_owned()),
+            raw: keep_raw.then(|| raw.to_owned()),
         });
     }
     let month = month_number(month)?;
