@@ -2,6 +2,7 @@
 JSON-RPC over stdio (docs/BEHAVIOUR.md §13): a command refused a host not on the allowlist
 answers `input_required` with the question and a sealed `requestState`; the retry runs the call
 again with the host allowed once or for the session, or, denied, answers with the first result.
+A shell's command is not asked about (its line is not typed again): it gets `allowlist`.
 
 The host is this machine itself (its own address, which is not loopback and not listed): a
 listener of the test there counts the connections that got through."""
@@ -107,3 +108,39 @@ def test_a_2026_client_that_cannot_ask_gets_the_refusal_with_the_way_to_allow_it
         assert 'allow_net = ["unlisted.invalid:443"]' in text, text
     finally:
         server.close()
+
+
+def test_a_2026_clients_shell_is_allowlist_and_takes_the_sessions_approvals():
+    """A shell's command cannot be asked about with its result (a typed line is not run again):
+    for this client its shell is `allowlist`, says so, and reports the refusal (2010); a host
+    the user approved for the session through a `terminal` call is reached from the shell too."""
+    httpd = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Counted)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    target = f"{own_address()}:{httpd.server_address[1]}"
+    fetch = f"curl -sS --max-time 20 http://{target}/ 2>&1 | tail -n 1"
+    Counted.seen = 0
+    server = Stdio()
+    try:
+        opened = server.call("shell_open", {}, caps=CAPS)
+        line = opened["structuredContent"]["sandbox"]
+        assert "; network allowlist (this client cannot ask the user):" in line, line
+        shell = opened["structuredContent"]["id"]
+        sent = server.call("shell_send", {"id": shell, "input": fetch + "\n"}, caps=CAPS)
+        assert sent.get("resultType") != "input_required", sent
+        text = said(sent)
+        assert sent["structuredContent"]["error_code"] == 2010, text
+        assert target in text and "cannot ask the user" in text, text
+        assert Counted.seen == 0
+
+        # Approved for the session through a terminal call: the shell reaches it too.
+        asked = server.call("terminal", {"command": fetch}, caps=CAPS)
+        assert asked.get("resultType") == "input_required", asked
+        ran = server.call("terminal", {"command": fetch}, caps=CAPS, state=asked["requestState"], answer=answer("session"))
+        assert "host-service" in said(ran), said(ran)
+        sent = server.call("shell_send", {"id": shell, "input": fetch + "\n"}, caps=CAPS)
+        assert "host-service" in said(sent), said(sent)
+        assert sent["structuredContent"].get("error_code") is None, said(sent)
+        assert Counted.seen == 2
+    finally:
+        server.close()
+        httpd.shutdown()

@@ -236,6 +236,17 @@ impl Agentty {
             .line(escalated, self.network_asks(ctx))
     }
 
+    /// The line a shell's commands carry: a question about a host can only be asked while
+    /// its command waits (elicitation), never with a result, so for a 2026-07-28 client a
+    /// shell's network is `allowlist` (docs/BEHAVIOUR.md §13).
+    pub(crate) fn shell_sandbox_line_for(
+        &self,
+        escalated: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> String {
+        self.inner.confinement.line(escalated, self.asks_now(ctx))
+    }
+
     /// Whether the network policy may ask this call's client about a host not listed: over
     /// stdio, a client that declared form elicitation, or a 2026-07-28 client that can be asked
     /// with the result; over HTTP, never (docs/BEHAVIOUR.md §13).
@@ -480,6 +491,32 @@ impl Agentty {
             asker,
             ask_later: later,
             granted,
+        })
+    }
+
+    /// Registers a shell's commands with the network policy for as long as it is open, as
+    /// [`Agentty::network_call`] does a call's: credentials of the shell's own; a host not
+    /// listed is asked while the command waits (elicitation over stdio), never with a result.
+    pub(crate) fn network_shell(
+        &self,
+        marker: &str,
+        call: &str,
+        what: &str,
+        ctx: &RequestContext<RoleServer>,
+        confined: bool,
+    ) -> Option<crate::network::NetCall> {
+        if !confined {
+            return None;
+        }
+        let asker = self.asks_now(ctx).then(|| ctx.peer.clone());
+        self.egress().begin(crate::network::Begin {
+            marker,
+            session: &self.session.name,
+            call,
+            what,
+            asker,
+            ask_later: false,
+            granted: Vec::new(),
         })
     }
 

@@ -27,21 +27,21 @@ use serde_json::{Value, json};
 use super::client::*;
 
 /// A server under test, its log, and (for nobody) the home it owns.
-struct Setup {
-    server: Server,
-    log: Log,
+pub(super) struct Setup {
+    pub(super) server: Server,
+    pub(super) log: Log,
     _home: Option<tempfile::TempDir>,
 }
 
 impl Setup {
-    async fn run(&self, command: &str) -> (String, Value) {
+    pub(super) async fn run(&self, command: &str) -> (String, Value) {
         self.server.terminal(json!({ "command": command })).await
     }
 }
 
 /// A server on a fresh workspace, as `who`, started inside `wrapper` (run as root; for nobody,
 /// the drop to nobody comes after it).
-async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
+pub(super) async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
     let workspace = tempfile::tempdir().unwrap();
     let (server, log, home) = serve_as(who, wrapper, workspace, flags).await;
     Setup {
@@ -53,13 +53,13 @@ async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
 
 /// A TCP listener of the test (unconfined, on the host) that answers each connection with a
 /// tiny HTTP response and counts them.
-struct Listener {
-    at: SocketAddr,
+pub(super) struct Listener {
+    pub(super) at: SocketAddr,
     seen: Arc<AtomicUsize>,
 }
 
 impl Listener {
-    fn on(ip: IpAddr) -> Listener {
+    pub(super) fn on(ip: IpAddr) -> Listener {
         let listener = TcpListener::bind((ip, 0)).unwrap();
         let at = listener.local_addr().unwrap();
         let seen = Arc::new(AtomicUsize::new(0));
@@ -78,7 +78,7 @@ impl Listener {
         Listener { at, seen }
     }
 
-    fn seen(&self) -> usize {
+    pub(super) fn seen(&self) -> usize {
         self.seen.load(Ordering::SeqCst)
     }
 }
@@ -88,17 +88,17 @@ impl Listener {
 /// pid (so parallel tests differ), and a counting listener inside. The pair's near end gives
 /// this machine non-loopback addresses of its own whatever network it has (CI's may have no
 /// IPv6). Removed on drop.
-struct NetnsHost {
+pub(super) struct NetnsHost {
     name: String,
     /// The host's address, inside the namespace.
     ip: std::net::Ipv4Addr,
     /// This machine's own addresses on the pair's near end, IPv4 and IPv6.
-    near: (IpAddr, IpAddr),
+    pub(super) near: (IpAddr, IpAddr),
     listener: Listener,
 }
 
 impl NetnsHost {
-    fn new() -> NetnsHost {
+    pub(super) fn new() -> NetnsHost {
         let pid = std::process::id();
         let name = format!("agentty-t{pid}");
         let base = 0x0a00_0000u32 | ((pid << 2) & 0x00ff_fffc);
@@ -192,7 +192,7 @@ impl Drop for NetnsHost {
     }
 }
 
-fn url_host(ip: IpAddr) -> String {
+pub(super) fn url_host(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
@@ -216,7 +216,7 @@ fn http_get(port: u16) -> String {
 /// The result was refused with error 2010 naming `target` and `why`, and the command's pipe
 /// exited 0 (what `| tail` does to an exit code).
 #[track_caller]
-fn assert_refused(text: &str, s: &Value, target: &str, why: &str) {
+pub(super) fn assert_refused(text: &str, s: &Value, target: &str, why: &str) {
     assert_eq!(s["exit_code"], 0, "{text}");
     assert_eq!(s["error_code"], 2010, "{text}");
     let line = text
@@ -670,9 +670,9 @@ async fn net_package_registries_work_through_the_proxy_needs_registries() {
 
 /// A client that answers each network question with `answer` and counts them.
 #[derive(Clone)]
-struct Answering {
-    answer: Arc<Mutex<&'static str>>,
-    asked: Arc<Mutex<Vec<String>>>,
+pub(super) struct Answering {
+    pub(super) answer: Arc<Mutex<&'static str>>,
+    pub(super) asked: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Answering {
@@ -999,7 +999,7 @@ fn doctor(who: Who, flags: &[&str]) -> String {
 
 /// The line of `text` that starts with `prefix`.
 #[track_caller]
-fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+pub(super) fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
     text.lines()
         .find(|l| l.starts_with(prefix))
         .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{text}"))

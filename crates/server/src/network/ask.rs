@@ -81,7 +81,7 @@ impl Egress {
                 None => {
                     let (tx, rx) = tokio::sync::watch::channel(None);
                     open.insert(key.clone(), rx.clone());
-                    let question = crate::network::notice::network_question(&call.what, target);
+                    let question = crate::network::notice::network_question(&call.what(), target);
                     tokio::spawn(async move {
                         let asked =
                             tokio::time::timeout(ASK_WAIT, peer.elicit::<NetApproval>(question))

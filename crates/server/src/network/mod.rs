@@ -139,8 +139,8 @@ pub(crate) struct CallNet {
     token: String,
     pub(crate) session: String,
     pub(crate) call: String,
-    /// The command, for a question to the user.
-    what: String,
+    /// The command, for a question to the user (a shell's: the line typed last).
+    what: Mutex<String>,
     /// Where to ask the user (a client that can, over stdio); `None`: the list alone.
     asker: Option<Peer<RoleServer>>,
     /// `ask` mode, and a question could go back with the call's result instead.
@@ -151,6 +151,29 @@ pub(crate) struct CallNet {
 }
 
 impl CallNet {
+    /// The command, for a question to the user.
+    fn what(&self) -> String {
+        self.what
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A shell's next command line: what a question names from now on; the hosts the user
+    /// allowed "once" were for the command before.
+    pub(crate) fn next_command(&self, line: &str) {
+        *self.what.lock().unwrap_or_else(PoisonError::into_inner) = line.to_owned();
+        self.once
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// The refusals met so far, emptied.
+    pub(crate) fn take_refusals(&self) -> Vec<Refusal> {
+        std::mem::take(&mut *self.refused.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     fn note_refusal(&self, refusal: Refusal) {
         let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
         if refused.len() < REFUSALS_KEPT && !refused.contains(&refusal) {
@@ -263,7 +286,7 @@ impl Egress {
             token: token.clone(),
             session: session.to_owned(),
             call: call.to_owned(),
-            what: what.to_owned(),
+            what: Mutex::new(what.to_owned()),
             asker: asker.filter(|_| self.mode == Network::Ask),
             ask_later: ask_later && self.mode == Network::Ask,
             once: Mutex::new(granted.into_iter().collect()),
@@ -286,12 +309,25 @@ impl Egress {
         })
     }
 
-    fn end(&self, marker: &str) {
+    /// Lets go of the registration of `marker` (a call that ended, a shell closed): its
+    /// credentials are refused from now on.
+    pub(crate) fn revoke(&self, marker: &str) {
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(gone) = calls.by_marker.remove(marker) {
             calls.by_token.remove(&gone.token);
             calls.order.retain(|m| m != marker);
         }
+    }
+
+    /// The registration of the call (or shell) whose run marker is `marker`, while it is
+    /// registered.
+    pub(crate) fn call_of(&self, marker: &str) -> Option<Arc<CallNet>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .by_marker
+            .get(marker)
+            .cloned()
     }
 
     fn by_token(&self, token: &str) -> Option<Arc<CallNet>> {
@@ -313,13 +349,7 @@ impl Egress {
         let marker = environ
             .split(|b| *b == 0)
             .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))?;
-        let marker = std::str::from_utf8(marker).ok()?;
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .by_marker
-            .get(marker)
-            .cloned()
+        self.call_of(std::str::from_utf8(marker).ok()?)
     }
 
     /// Hosts the user approved for the whole of `session`.
@@ -630,13 +660,7 @@ impl NetCall {
 
     /// The refusals met so far, emptied.
     pub(crate) fn take_refusals(&self) -> Vec<Refusal> {
-        std::mem::take(
-            &mut *self
-                .net
-                .refused
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        self.net.take_refusals()
     }
 
     /// Whether a question about these refusals may go back with the result (a 2026-07-28
@@ -648,6 +672,6 @@ impl NetCall {
 
 impl Drop for NetCall {
     fn drop(&mut self) {
-        self.egress.end(&self.net.marker);
+        self.egress.revoke(&self.net.marker);
     }
 }

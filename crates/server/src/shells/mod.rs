@@ -217,14 +217,21 @@ impl Agentty {
             Ok(p) => p,
             Err(e) => return e,
         };
+        let marker = self.shells().get(&p.id).ok().map(|(_, s)| s.marker.clone());
         match self.shells().close(&p.id).await {
-            Ok(job) => success(
-                say::closed(&job.id),
-                &ShellCloseResult {
-                    id: job.id.clone(),
-                    state: say::state_word(&job.state()),
-                },
-            ),
+            Ok(job) => {
+                // Its proxy credentials end with it, before this reply.
+                if let Some(marker) = marker {
+                    self.egress().revoke(&marker);
+                }
+                success(
+                    say::closed(&job.id),
+                    &ShellCloseResult {
+                        id: job.id.clone(),
+                        state: say::state_word(&job.state()),
+                    },
+                )
+            }
             Err(why) => self.shell_gone(&p.id, &why),
         }
     }

@@ -68,6 +68,11 @@ pub fn line_too_long(len: usize, max: usize) -> String {
     )
 }
 
+/// A shell as the user's questions name it (escalation, a host of network `ask`).
+pub fn shell_what(shell: &str) -> String {
+    format!("an interactive shell ({shell})")
+}
+
 pub const CANCELLED_BEFORE_OPEN: &str = "cancelled before it started: no shell was opened";
 pub const CANCELLED_BEFORE_TYPING: &str = "cancelled before it started: nothing was typed";
 pub fn shell_open_description() -> String {

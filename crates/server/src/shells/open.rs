@@ -14,6 +14,7 @@ use rmcp::service::RequestContext;
 use super::notice as say;
 use crate::escalation;
 use crate::escalation::SandboxPermissions;
+use crate::network::NetCall;
 use crate::server::Agentty;
 use crate::tools::{parse_args, tool_error};
 
@@ -66,7 +67,7 @@ impl Agentty {
         }
         let escalated = match (p.sandbox_permissions, p.justification) {
             (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
-                let what = format!("an interactive shell ({})", shell_path.display());
+                let what = say::shell_what(&shell_path.display().to_string());
                 match escalation::ask(&ctx, &what, &j).await {
                     Ok(()) => true,
                     Err(refusal) => return tool_error(refusal),
@@ -82,6 +83,20 @@ impl Agentty {
             Err(reason) => return tool_error(crate::confinement::notice::sandbox_failed(&reason)),
         };
         let (call, marker) = self.next_call();
+        let label = shell_path.display().to_string();
+        // The shell's commands reach the network as a call's do, with credentials of the
+        // shell's own, let go when it ends.
+        let net = self.network_shell(
+            &marker,
+            &call,
+            &say::shell_what(&label),
+            &ctx,
+            confine.is_some(),
+        );
+        // The proxy's variables first: the shell's own `env` may set them otherwise.
+        let mut env_with_proxy = net.as_ref().map(NetCall::env).unwrap_or_default();
+        env_with_proxy.extend(env);
+        let env = env_with_proxy;
         let output = Arc::new(OutputRing::new(Some((
             self.spill_store().clone(),
             format!("shell-{call}"),
@@ -108,7 +123,6 @@ impl Agentty {
                 .of(Agentty::caller_of(&ctx).as_deref())
                 .startup,
         };
-        let label = shell_path.display().to_string();
         if self.cancelled_already(&ctx) {
             return tool_error(say::CANCELLED_BEFORE_OPEN.into());
         }
@@ -127,8 +141,9 @@ impl Agentty {
             }
         };
         self.watch_job(&job);
+        crate::network::keep_while_running(&job, net);
         let marked = shell.flavor != Flavor::Unknown;
-        let sandbox = self.sandbox_line_for(escalated, &ctx);
+        let sandbox = self.shell_sandbox_line_for(escalated, &ctx);
         let workdir = workdir.display().to_string();
         let ends = match shell.flavor {
             Flavor::Bash | Flavor::Zsh => say::Ends::FromTheShell,

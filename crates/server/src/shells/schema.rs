@@ -133,7 +133,8 @@ pub struct ShellSendResult {
     pub cursor_from: u64,
     pub cursor: u64,
     pub elapsed_ms: u64,
-    /// 2008 when the finished command's output shows a write the sandbox refused.
+    /// 2008 when the finished command's output shows a write the sandbox refused; else 2010
+    /// when the network policy refused a connection of the shell's since the last reply.
     pub error_code: Option<u32>,
     /// What the sandbox refused, in words, with `error_code`.
     pub sandbox_denied: Option<String>,

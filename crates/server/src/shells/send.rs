@@ -123,8 +123,15 @@ impl Agentty {
             },
             None => None,
         };
-        if let Err(refusal) = self.judge_typed(&send) {
-            return refusal;
+        let command = match self.judge_typed(&send) {
+            Ok(command) => command,
+            Err(refusal) => return refusal,
+        };
+        // The shell's registration with the network policy (a confined shell's, while open):
+        // a new command line is what its questions name.
+        let net = self.egress().call_of(&send.shell.marker);
+        if let (Some(net), Some(line)) = (&net, &command) {
+            net.next_command(line);
         }
         let outcome = match self.type_and_wait(&send, &ctx).await {
             Ok(outcome) => outcome,
@@ -132,17 +139,21 @@ impl Agentty {
         };
         let outcome = read_back(&send, outcome, entered.as_ref());
         let said = self.said(&send, &outcome).await;
-        self.reply_sent(&send, outcome, said, entered)
+        // The connections refused since the last reply: this command's, and those of one
+        // still running when an earlier send returned.
+        let refused = net.map(|n| n.take_refusals()).unwrap_or_default();
+        self.reply_sent(&send, outcome, said, entered, &refused)
     }
 
     /// A typed line is a command line: the guard applies as in `terminal`, judged in the
     /// directory the shell is in now, whole even when typed over several sends, and as the
-    /// shell's line editor leaves it.
+    /// shell's line editor leaves it. The line the input completes at the shell's prompt, if
+    /// any: the command it starts.
     #[expect(
         clippy::result_large_err,
         reason = "the error is the tool's answer itself, made once on a failed call"
     )]
-    fn judge_typed(&self, send: &Send) -> Result<(), CallToolResult> {
+    fn judge_typed(&self, send: &Send) -> Result<Option<String>, CallToolResult> {
         // A key the shell's line editor edits with (Ctrl+A, an arrow, Tab) would make it run
         // another line than the one judged here: refused while the editor may read it. A
         // program that reads the keyboard itself (vim, less, a REPL) gets every key; a busy
@@ -155,9 +166,10 @@ impl Agentty {
         if let Some(key) = editing {
             return Err(tool_error(say::editing_key(&key)));
         }
+        let at_prompt = send.shell.key_reader() == KeyReader::LineEditor;
         let pending = send.shell.pending_line();
         let Some(line) = crate::tools::entry::completed_lines(&pending, &send.input) else {
-            return Ok(());
+            return Ok(None);
         };
         let guard = &self.settings().guard;
         let verdict = match shell_cwd(send.shell.pid) {
@@ -171,7 +183,7 @@ impl Agentty {
                 self.record_blocked(&format!("{}: {line}", send.job.id), &said);
                 Err(tool_error(said))
             }
-            Verdict::Allow { .. } => Ok(()),
+            Verdict::Allow { .. } => Ok(at_prompt.then_some(line)),
         }
     }
 
@@ -271,13 +283,15 @@ impl Agentty {
     }
 
     /// The reply: the secret's note, earlier commands' ends, what was left out, the output,
-    /// the state line, untyped keys, a refused write, planted code.
+    /// the state line, untyped keys, a refused write, refused connections (error 2010,
+    /// whatever the exit code), planted code.
     fn reply_sent(
         &self,
         send: &Send,
         outcome: SendOutcome,
         said: Said,
         entered: Option<Entered>,
+        refused: &[crate::network::Refusal],
     ) -> CallToolResult {
         let (job, shell) = (&send.job, &send.shell);
         // A command that finished under the sandbox, and whose output shows a refused write,
@@ -331,6 +345,10 @@ impl Agentty {
             text.push('\n');
             text.push_str(&refused.line());
         }
+        if !refused.is_empty() {
+            text.push('\n');
+            text.push_str(&crate::network::notice::network_refused(refused));
+        }
         if let Some(warning) = self.planted_warning() {
             text.push('\n');
             text.push_str(&warning);
@@ -349,7 +367,8 @@ impl Agentty {
                 elapsed_ms: ms(outcome.elapsed),
                 error_code: sandbox_denied
                     .as_ref()
-                    .and_then(crate::confinement::Refused::code),
+                    .and_then(crate::confinement::Refused::code)
+                    .or((!refused.is_empty()).then_some(crate::network::notice::NETWORK_REFUSED)),
                 sandbox_denied: sandbox_denied
                     .as_ref()
                     .and_then(crate::confinement::Refused::write_sentence)
