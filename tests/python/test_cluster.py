@@ -270,6 +270,17 @@ def test_metrics_are_prometheus_text_with_bounded_labels_that_move_when_calls_ru
             for secret in (token, tag, "sleep", "echo hi", sid["Mcp-Session-Id"], ws):
                 assert secret not in body, secret
 
+            # A refusal of the network policy counts (a UDP socket: refused before anything
+            # is sent).
+            refusals = lambda fams: value(fams, "agentty_network_refusals",  # noqa: E731
+                                          "agentty_network_refusals_total")
+            udp = session_call(url, sid, "terminal", {
+                "command": "python3 -c 'import socket; socket.socket(socket.AF_INET, "
+                           "socket.SOCK_DGRAM)'"})
+            assert "2010" in said(udp), said(udp)
+            _, later = scrape(url, token)
+            assert refusals(later) == refusals(after) + 1, (refusals(after), refusals(later))
+
 
 # What agent-sandbox's sandbox-router does to a request (sandbox_router.py, _proxy_headers and
 # _resolve_target): its own bearer token is checked and consumed, Host, Authorization, the

@@ -189,9 +189,8 @@ impl Metrics {
         self.sandbox_refusals[i].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A confined command was refused a connection (docs/BEHAVIOUR.md §13). The place for the
-    /// network egress work to count its refusals: nothing calls it yet, and the series is
-    /// reported (at 0) so dashboards can be made before it does.
+    /// A confined command was refused a connection or a socket (docs/BEHAVIOUR.md §13): counted
+    /// where every decision of the network policy is logged (`network::Egress::note`).
     pub fn network_refused(&self) {
         self.network_refusals.fetch_add(1, Ordering::Relaxed);
     }

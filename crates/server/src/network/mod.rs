@@ -404,6 +404,7 @@ impl Egress {
             tracing::info!("network: allowed {what} ({rule}); session {session} call {call_id}");
         } else {
             tracing::warn!("network: refused {what} ({rule}); session {session} call {call_id}");
+            crate::metrics::METRICS.network_refused();
         }
         let time = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
