@@ -24,12 +24,13 @@
 
 mod address;
 pub(crate) mod ask;
+mod call;
+mod decisions;
 pub mod list;
 pub(crate) mod notice;
 mod proxy;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -37,6 +38,7 @@ use agentty_sandbox::Network;
 use rmcp::{Peer, RoleServer};
 
 pub use address::Inside;
+pub(crate) use call::{NetCall, keep_while_running};
 pub use list::{Allowlist, Rule, RuleError};
 
 /// Calls kept registered at most (background jobs and shells stay while they run): the
@@ -387,135 +389,6 @@ impl Egress {
         let at = kept.iter().position(|(k, _)| k == key)?;
         kept.remove(at).map(|(_, result)| result)
     }
-
-    /// One decision: a line of the log, an entry for the web view, and a refusal for the
-    /// call's result.
-    fn note(&self, call: Option<&CallNet>, target: &Target, decision: Result<String, Why>) {
-        let (session, call_id) = call.map_or(("unknown", "-"), |c| (&*c.session, &*c.call));
-        let (allowed, rule) = match &decision {
-            Ok(rule) => (true, rule.clone()),
-            Err(why) => (false, crate::network::notice::network_why_short(why)),
-        };
-        let what = match &decision {
-            Err(Why::Socket { what }) => (*what).to_owned(),
-            _ => target.to_string(),
-        };
-        if allowed {
-            tracing::info!("network: allowed {what} ({rule}); session {session} call {call_id}");
-        } else {
-            tracing::warn!("network: refused {what} ({rule}); session {session} call {call_id}");
-            crate::metrics::METRICS.network_refused();
-        }
-        let time = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let seen = Seen {
-            time,
-            target: target.clone(),
-            allowed,
-            rule,
-        };
-        {
-            let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-            let index = match recent.iter().position(|(s, _)| s == session) {
-                Some(i) => i,
-                None => {
-                    if recent.len() >= RECENT_SESSIONS {
-                        recent.pop_front();
-                    }
-                    recent.push_back((session.to_owned(), VecDeque::new()));
-                    recent.len() - 1
-                }
-            };
-            let list = &mut recent[index].1;
-            if list.len() >= RECENT_PER_SESSION {
-                list.pop_front();
-            }
-            list.push_back(seen);
-        }
-        if let (Some(call), Err(why)) = (call, decision) {
-            call.note_refusal(Refusal {
-                target: target.clone(),
-                why,
-            });
-        }
-    }
-
-    /// The decisions seen in `session`, oldest first (the web view).
-    pub fn recent(&self, session: &str) -> Vec<Seen> {
-        self.recent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|(s, _)| s == session)
-            .map(|(_, list)| list.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// The judgement of a direct connection (the supervisor's question).
-    fn judge_direct(&self, pid: u32, to: SocketAddr) -> agentty_sandbox::Verdict {
-        use agentty_sandbox::Verdict;
-        if self.proxy.get() == Some(&to) {
-            return Verdict::Connect;
-        }
-        let call = self.by_pid(pid);
-        let target = Target {
-            host: to.ip().to_string(),
-            port: to.port(),
-        };
-        let decision = if to.ip().is_loopback() {
-            if !self.loopback {
-                Err(Why::LoopbackClosed)
-            } else if to.port() == 53 {
-                Err(Why::LocalDns)
-            } else {
-                Ok("loopback".to_owned())
-            }
-        } else if let Some(rule) = self.list.address_rule(to.ip(), to.port()) {
-            Ok(rule.named())
-        } else {
-            Err(Why::Direct)
-        };
-        let verdict = if decision.is_ok() {
-            Verdict::Connect
-        } else {
-            Verdict::Refuse
-        };
-        self.note(call.as_deref(), &target, decision);
-        verdict
-    }
-}
-
-impl agentty_sandbox::Judge for Egress {
-    fn judge(&self, pid: u32, to: SocketAddr) -> agentty_sandbox::Verdict {
-        self.judge_direct(pid, to)
-    }
-
-    fn refused_socket(&self, pid: u32, family: i32, kind: i32, protocol: i32) {
-        use notice as words;
-        let what = match (family, kind & 0xf) {
-            // `ping` without privileges: a datagram socket of ICMP, not UDP.
-            (libc::AF_INET, libc::SOCK_DGRAM) if protocol == libc::IPPROTO_ICMP => {
-                words::SOCKET_ICMP
-            }
-            (libc::AF_INET6, libc::SOCK_DGRAM) if protocol == libc::IPPROTO_ICMPV6 => {
-                words::SOCKET_ICMPV6
-            }
-            (libc::AF_INET | libc::AF_INET6, libc::SOCK_DGRAM) => words::SOCKET_UDP,
-            (libc::AF_INET | libc::AF_INET6, libc::SOCK_RAW) => words::SOCKET_RAW,
-            (libc::AF_INET | libc::AF_INET6, _) => words::SOCKET_OTHER_IP,
-            (libc::AF_PACKET, _) => words::SOCKET_PACKET,
-            // Unix sockets in plan mode are not the network's business.
-            (libc::AF_UNIX, _) => return,
-            _ => words::SOCKET_OTHER_FAMILY,
-        };
-        let call = self.by_pid(pid);
-        let target = Target {
-            host: "-".to_owned(),
-            port: 0,
-        };
-        self.note(call.as_deref(), &target, Err(Why::Socket { what }));
-    }
 }
 
 impl Target {
@@ -564,19 +437,6 @@ pub(crate) fn read_carried(text: &str) -> (String, Vec<Target>) {
     (key, lines.filter_map(Target::parse).collect())
 }
 
-/// Keeps a background job's (or a shell's) registration while it runs: its connections are
-/// attributed, logged and shown in the web view until it ends.
-pub(crate) fn keep_while_running(job: &Arc<agentty_core::jobs::Job>, net: Option<NetCall>) {
-    let (Some(net), Ok(runtime)) = (net, tokio::runtime::Handle::try_current()) else {
-        return;
-    };
-    let job = Arc::clone(job);
-    runtime.spawn(async move {
-        job.ended().await;
-        drop(net);
-    });
-}
-
 impl Egress {
     /// The answer to a "deny" of the hosts a command was refused: its result as it was, and
     /// the user's refusal.
@@ -604,75 +464,4 @@ pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, S
     }
     agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
         .map_err(|e| e.to_string())
-}
-
-/// A call registered with [`Egress`]; it is let go when dropped.
-pub(crate) struct NetCall {
-    egress: Arc<Egress>,
-    net: Arc<CallNet>,
-}
-
-impl NetCall {
-    /// The variables that point the call's commands at the proxy, with the call's own
-    /// credentials: the usual proxy variables (curl, pip, npm, cargo, go, git over HTTP),
-    /// `NO_PROXY` for loopback, and git's ssh through `agentty proxy-connect` where the server's
-    /// environment does not set it already.
-    pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
-        let Some(at) = self.egress.proxy.get() else {
-            return Vec::new();
-        };
-        let url = format!("http://agentty:{}@{at}", self.net.token);
-        let mut env: Vec<(OsString, OsString)> = [
-            "HTTP_PROXY",
-            "HTTPS_PROXY",
-            "http_proxy",
-            "https_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-            "AGENTTY_PROXY",
-        ]
-        .iter()
-        .map(|name| (OsString::from(name), OsString::from(&url)))
-        .collect();
-        for name in ["NO_PROXY", "no_proxy"] {
-            env.push((name.into(), "localhost,127.0.0.1,::1".into()));
-        }
-        // A path a shell reads as one word, or none: ssh runs the ProxyCommand with a shell.
-        let helper = self
-            .egress
-            .helper
-            .as_ref()
-            .map(|h| h.display().to_string())
-            .filter(|h| {
-                h.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"/._+-".contains(&b))
-            });
-        if let Some(helper) = helper {
-            let unset = |name: &str| std::env::var_os(name).is_none();
-            if unset("GIT_SSH_COMMAND") && unset("GIT_SSH") {
-                env.push((
-                    "GIT_SSH_COMMAND".into(),
-                    format!("ssh -o ProxyCommand='{helper} proxy-connect %h %p'").into(),
-                ));
-            }
-        }
-        env
-    }
-
-    /// The refusals met so far, emptied.
-    pub(crate) fn take_refusals(&self) -> Vec<Refusal> {
-        self.net.take_refusals()
-    }
-
-    /// Whether a question about these refusals may go back with the result (a 2026-07-28
-    /// client in `ask` mode).
-    pub(crate) fn may_ask_later(&self) -> bool {
-        self.net.ask_later
-    }
-}
-
-impl Drop for NetCall {
-    fn drop(&mut self) {
-        self.egress.revoke(&self.net.marker);
-    }
 }
