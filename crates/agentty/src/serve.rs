@@ -339,6 +339,9 @@ async fn serve_until_ended(settings: Settings, session: String, serving: Serving
             "removed shell directories of servers that were killed"
         );
     }
+    if matches!(serving, Serving::Http(..) | Serving::Stdio(Some(_))) {
+        agentty_core::view_tap::serve_view();
+    }
     let agentty = Agentty::new(settings.clone(), session.clone())?;
     match serving {
         Serving::Http(options, tokens) => {

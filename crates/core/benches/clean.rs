@@ -77,7 +77,7 @@ fn main() {
         let job = |tap: bool| {
             best_of(3, || {
                 let (mut out, err, ring) = (Cleaner::new(), Cleaner::new(), OutputRing::new(None));
-                let view = ViewTap::default();
+                let view = ViewTap::new(true);
                 for chunk in bytes.chunks(CHUNK) {
                     if tap {
                         let plain = Some(&ring);

@@ -7,7 +7,9 @@
 //! escape the copy starts from the plain text so far and the lines the model's cleaners are
 //! writing ([`Cleaner::keeping_colours_from`]), and from then on a second cleaner keeps the
 //! colours. Why always, not only while a view is open: a person who opens a job after it began
-//! (the usual case) sees its colours too.
+//! (the usual case) sees its colours too. Why only where a view is served ([`serve_view`]:
+//! `--view`, `--http`): without one nothing ever reads the copy, so a server without a view
+//! pays nothing for it.
 //!
 //! A job keeps its plain text in its own ring, which the copy is started from; a call has no
 //! ring, so its plain text goes into the copy's ([`ViewTap::plain`]), which the view streams.
@@ -18,8 +20,19 @@ use std::sync::{Mutex, MutexGuard};
 use crate::clean::Cleaner;
 use crate::jobs::ring::{OutputRing, RING_BYTES};
 
+/// Whether this process serves a web view: copies are made from [`serve_view`] on.
+static SERVED: AtomicBool = AtomicBool::new(false);
+
+/// This process serves a web view (`--view`, `--http`): the commands started from now on have
+/// their output copied for it. Called once at start, before any command.
+pub fn serve_view() {
+    SERVED.store(true, Ordering::Relaxed);
+}
+
 /// One command's coloured copy for the view.
 pub struct ViewTap {
+    /// A view is served: without one, nothing is copied.
+    on: bool,
     ring: OutputRing,
     /// The cleaners keeping colours (stdout, stderr), from the first escape on.
     colour: Mutex<Option<(Cleaner, Cleaner)>>,
@@ -28,12 +41,9 @@ pub struct ViewTap {
 }
 
 impl Default for ViewTap {
+    /// A copy where this process serves a view ([`serve_view`]), none otherwise.
     fn default() -> Self {
-        ViewTap {
-            ring: OutputRing::new(None),
-            colour: Mutex::new(None),
-            started: AtomicBool::new(false),
-        }
+        ViewTap::new(SERVED.load(Ordering::Relaxed))
     }
 }
 
@@ -46,6 +56,16 @@ pub struct Before<'a> {
 }
 
 impl ViewTap {
+    /// A copy (`on`), or a tap that copies nothing (no view is served).
+    pub fn new(on: bool) -> Self {
+        ViewTap {
+            on,
+            ring: OutputRing::new(None),
+            colour: Mutex::new(None),
+            started: AtomicBool::new(false),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Option<(Cleaner, Cleaner)>> {
         self.colour
             .lock()
@@ -55,7 +75,7 @@ impl ViewTap {
     /// Raw bytes of stdout (`err` false) or stderr, before the model's cleaners have them.
     pub fn feed(&self, err: bool, bytes: &[u8], before: Before<'_>) {
         let started = self.started.load(Ordering::Relaxed);
-        if !started && memchr::memchr(0x1b, bytes).is_none() {
+        if !self.on || !started && memchr::memchr(0x1b, bytes).is_none() {
             return;
         }
         let mut colour = self.lock();
@@ -77,7 +97,7 @@ impl ViewTap {
     /// Plain text the model's cleaners gave, for a copy with no ring of plain text beside it (a
     /// call's); nothing once the copy is coloured.
     pub fn plain(&self, text: &str) {
-        if !self.started.load(Ordering::Relaxed) {
+        if self.on && !self.started.load(Ordering::Relaxed) {
             self.ring.push(text);
         }
     }
@@ -117,7 +137,7 @@ mod tests {
     fn the_copy_starts_at_the_first_escape_from_the_plain_text_so_far() {
         let (mut out, err) = (Cleaner::new(), Cleaner::new());
         let job_ring = OutputRing::new(None);
-        let tap = ViewTap::default();
+        let tap = ViewTap::new(true);
         for chunk in [
             &b"plain one\nhalf "[..],
             b"line\n\x1b[31mred\x1b[0m\n",
@@ -144,7 +164,7 @@ mod tests {
     #[test]
     fn a_calls_copy_is_its_plain_text_then_its_colours() {
         let (mut out, err) = (Cleaner::new(), Cleaner::new());
-        let tap = ViewTap::default();
+        let tap = ViewTap::new(true);
         for chunk in [&b"a\rb\n"[..], b"\x1b]0;title\x07\x1b[1mbold\x1b[0m\n"] {
             tap.feed(false, chunk, before(&out, &err, None));
             let text = out.feed(chunk).to_owned();
@@ -155,5 +175,16 @@ mod tests {
             tap.ring().read(Some(0), 1024).text,
             "b\n\x1b[1mbold\x1b[0m\n"
         );
+    }
+
+    /// Where no view is served, nothing is copied, coloured or not.
+    #[test]
+    fn without_a_view_nothing_is_copied() {
+        let (out, err) = (Cleaner::new(), Cleaner::new());
+        let tap = ViewTap::new(false);
+        tap.feed(false, b"\x1b[31mred\x1b[0m\n", before(&out, &err, None));
+        tap.plain("red\n");
+        tap.finish();
+        assert!(!tap.coloured() && tap.ring().total() == 0);
     }
 }
