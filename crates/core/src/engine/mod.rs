@@ -21,6 +21,7 @@
 //! job's loop goes on where this one stopped.
 
 mod drive;
+mod read_buf;
 mod source;
 mod start;
 

@@ -14,9 +14,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
+use super::read_buf::ReadBuf;
 use crate::mask::{HOLD_MS, Masking, Masks};
 use crate::pty::sys::Master;
 
@@ -42,10 +42,10 @@ enum Raw {
     Pipes {
         out: Option<pipe::Receiver>,
         err: Option<pipe::Receiver>,
-        buf_out: Vec<u8>,
-        buf_err: Vec<u8>,
+        buf_out: ReadBuf,
+        buf_err: ReadBuf,
         /// A stderr chunk read while stdout still held earlier bytes: placed once those are.
-        held_err: Vec<u8>,
+        held_err: ReadBuf,
         /// Bytes of stdout still to place before `held_err`.
         owed_out: usize,
     },
@@ -74,9 +74,9 @@ impl Source {
         Source::of(Raw::Pipes {
             out: Some(out),
             err: Some(err),
-            buf_out: Vec::with_capacity(chunk),
-            buf_err: Vec::with_capacity(chunk),
-            held_err: Vec::new(),
+            buf_out: ReadBuf::new(chunk),
+            buf_err: ReadBuf::new(chunk),
+            held_err: ReadBuf::empty(),
             owed_out: 0,
         })
     }
@@ -268,8 +268,8 @@ impl Raw {
 
     fn bytes(&self, stream: Stream) -> &[u8] {
         match (self, stream) {
-            (Raw::Pipes { buf_out, .. }, Stream::Out) => buf_out,
-            (Raw::Pipes { buf_err, .. }, Stream::Err) => buf_err,
+            (Raw::Pipes { buf_out, .. }, Stream::Out) => buf_out.bytes(),
+            (Raw::Pipes { buf_err, .. }, Stream::Err) => buf_err.bytes(),
             (Raw::Terminal { buf, len, .. }, Stream::Terminal) => &buf[..*len],
             _ => &[],
         }
@@ -366,31 +366,17 @@ impl Raw {
 /// more is there to take (or the pipe is gone), so the held stderr chunk goes next.
 fn take_owed(
     out: &mut Option<pipe::Receiver>,
-    buf: &mut Vec<u8>,
+    buf: &mut ReadBuf,
     owed: &mut usize,
 ) -> Option<Read> {
     let pipe = out.as_ref()?;
-    buf.clear();
-    let want = (*owed).min(buf.capacity().max(1));
-    buf.resize(want, 0);
-    let got = pipe.try_read(buf);
-    match got {
+    match buf.try_read_from(pipe, *owed) {
         Ok(n) if n > 0 => {
-            buf.truncate(n);
             *owed = owed.saturating_sub(n);
             Some(Read::Chunk(Stream::Out))
         }
-        Ok(_) => {
-            buf.clear();
-            *out = None;
-            Some(Read::Closed)
-        }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            buf.clear();
-            None
-        }
-        Err(_) => {
-            buf.clear();
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+        _ => {
             *out = None;
             Some(Read::Closed)
         }
@@ -420,10 +406,9 @@ fn pipe_read(r: io::Result<usize>, pipe: &mut Option<pipe::Receiver>, stream: St
 }
 
 /// Reads into `buf` (cleared first, capacity kept), or waits forever once the pipe is closed.
-async fn read_pipe(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> io::Result<usize> {
-    buf.clear();
+async fn read_pipe(pipe: &mut Option<pipe::Receiver>, buf: &mut ReadBuf) -> io::Result<usize> {
     match pipe {
-        Some(p) => p.read_buf(buf).await,
+        Some(p) => buf.read_from(p).await,
         None => std::future::pending().await,
     }
 }
