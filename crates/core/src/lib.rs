@@ -24,6 +24,7 @@ pub mod view_tap;
 pub mod watchdog;
 
 // The machinery under them, private: what callers need of it is exported by name below.
+mod children;
 mod clean;
 mod drivers;
 mod engine;
