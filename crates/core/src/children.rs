@@ -55,14 +55,21 @@ impl HeldChildren {
     }
 }
 
-/// The children of the server's main thread, where the kernel puts the orphans it adopts as
-/// subreaper: held open for the life of the process (see [`HeldChildren`]).
-pub(crate) fn main_thread_children() -> Vec<i32> {
+/// The children list of the server's main thread, where the kernel puts the orphans it adopts
+/// as subreaper: opened at [`crate::init`] (so its fd is among the server's from the start)
+/// and held for the life of the process (see [`HeldChildren`]).
+pub(crate) fn main_thread_list() -> Option<&'static HeldChildren> {
     static HELD: std::sync::OnceLock<Option<HeldChildren>> = std::sync::OnceLock::new();
-    let main = std::process::id().cast_signed();
-    HELD.get_or_init(|| HeldChildren::open(main, main))
-        .as_ref()
-        .map_or_else(Vec::new, HeldChildren::read)
+    HELD.get_or_init(|| {
+        let main = std::process::id().cast_signed();
+        HeldChildren::open(main, main)
+    })
+    .as_ref()
+}
+
+/// The children of the server's main thread now (see [`main_thread_list`]).
+pub(crate) fn main_thread_children() -> Vec<i32> {
+    main_thread_list().map_or_else(Vec::new, HeldChildren::read)
 }
 
 /// The children of process `pid`, which has one thread, read by its path (where no list is

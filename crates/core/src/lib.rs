@@ -57,5 +57,7 @@ pub fn init() -> Result<(), String> {
             );
         }
     });
+    // Held from the start: the fds a server holds for good are there before its first call.
+    children::main_thread_list();
     reaper::init()
 }
