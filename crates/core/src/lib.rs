@@ -24,6 +24,7 @@ pub mod view_tap;
 pub mod watchdog;
 
 // The machinery under them, private: what callers need of it is exported by name below.
+mod children;
 mod clean;
 mod drivers;
 mod engine;
@@ -56,5 +57,7 @@ pub fn init() -> Result<(), String> {
             );
         }
     });
+    // Held from the start: the fds a server holds for good are there before its first call.
+    children::main_thread_list();
     reaper::init()
 }

@@ -69,6 +69,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
+use crate::children::HeldChildren;
+
 /// How long the end of a session waits for the session init (and so every process of the
 /// namespace) to be gone; a process in uninterruptible sleep cannot die until its I/O returns.
 const END_WAIT: Duration = Duration::from_secs(10);
@@ -122,6 +124,9 @@ pub(crate) struct Namespace {
     /// The init is in a network namespace of its own (a caller's shares the session's):
     /// confined commands enter it too.
     network: bool,
+    /// The init's children list, held open: where the orphans of confined commands go, read
+    /// on every send at a shell's prompt (`pty/shell/reader.rs`).
+    children: Option<HeldChildren>,
 }
 
 /// The session's namespace, and what makes the callers'.
@@ -219,6 +224,24 @@ pub(crate) fn init_pids() -> (Vec<i32>, usize) {
             .map(|(_, ns)| ns.init_pid),
     );
     (pids, made)
+}
+
+/// The children of every namespace's init (the session's and the callers'), read through the
+/// lists held open; an init whose list could not be held, by its pid.
+pub(crate) fn inits_children() -> Vec<Vec<i32>> {
+    let read = |ns: &Namespace| match &ns.children {
+        Some(children) => children.read(),
+        None => crate::children::of_single_threaded(ns.init_pid),
+    };
+    let mut all: Vec<Vec<i32>> = get().map(read).into_iter().collect();
+    all.extend(
+        CALLERS
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, ns)| read(ns)),
+    );
+    all
 }
 
 /// The session init's pid, when there is one: it is the server's child but none of its
@@ -374,6 +397,7 @@ fn create(mounts: &Mounts, network: bool) -> io::Result<Session> {
     Ok(Session {
         namespace: Namespace {
             init_pid: pid,
+            children: children_of_init(pid, &init),
             init,
             of_caller: false,
             network,
@@ -423,12 +447,27 @@ impl Session {
             let init_pid = pid_of(&init)?;
             return Ok(Namespace {
                 init_pid,
+                children: children_of_init(init_pid, &init),
                 init,
                 of_caller: true,
                 network: self.started.network,
             });
         }
     }
+}
+
+/// The children list of the init `pid` that `pidfd` refers to, held open; `None` when the init
+/// ended before the list was opened (the pid may then name another process).
+fn children_of_init(pid: i32, pidfd: &OwnedFd) -> Option<HeldChildren> {
+    let children = HeldChildren::open(pid, pid)?;
+    let mut ended = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one pollfd, not waiting: a pidfd reads as ready once its process ended.
+    let polled = unsafe { libc::poll(&raw mut ended, 1, 0) };
+    (polled == 0).then_some(children)
 }
 
 /// The pid, in this process's namespace, of the process `pidfd` refers to.

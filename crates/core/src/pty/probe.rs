@@ -152,15 +152,11 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
 /// [`descendants`] of a process with one thread (a shell, agentty's namespace init): its
 /// children are read from its one list, with no look at its thread directory first.
 pub(crate) fn descendants_of_single_threaded(root: i32) -> Vec<i32> {
-    let Some(text) = read_small(std::path::Path::new(&format!(
-        "/proc/{root}/task/{root}/children"
-    ))) else {
-        return Vec::new();
-    };
-    let children: Vec<i32> = text
-        .split_ascii_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .collect();
+    with_descendants(crate::children::of_single_threaded(root))
+}
+
+/// `children`, each followed by its [`descendants`].
+pub(crate) fn with_descendants(children: Vec<i32>) -> Vec<i32> {
     let mut out = children.clone();
     for child in children {
         out.extend(descendants(child));

@@ -187,6 +187,9 @@ pub struct Shell {
     pub tty_path: String,
     /// The terminal's file (device and inode), to know it among other processes' fds.
     tty_id: Option<(u64, u64)>,
+    /// The shell's children list, held open from its start (`reader.rs` reads it on every
+    /// send at its prompt; see [`crate::children::HeldChildren`]).
+    children: Option<crate::children::HeldChildren>,
     /// The server's end of the shell's channel (bash, zsh; see `channel.rs`).
     channel: Option<Channel>,
     master: Mutex<Option<Arc<Master>>>,
@@ -269,6 +272,8 @@ impl Shell {
             use std::os::unix::fs::MetadataExt;
             (m.dev(), m.ino())
         });
+        // Opened now, while the shell is a child not yet waited for: its pid is still its own.
+        let children = crate::children::HeldChildren::open(started.pid, started.pid);
         let (changed, _) = watch::channel(0u64);
         let (stop_reader, stop_rx) = watch::channel(false);
         let (ended, _) = watch::channel(false);
@@ -278,6 +283,7 @@ impl Shell {
             flavor,
             tty_path,
             tty_id,
+            children,
             channel,
             master: Mutex::new(Some(master.clone())),
             live: Mutex::new(Live {

@@ -156,20 +156,13 @@ pub(super) fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
 /// them), and what the namespaces' inits adopted (the orphans of confined commands; the
 /// init itself is agentty's own and runs nothing else). Found from these roots rather than
 /// through every thread of the server, whose children lists cost a read each on every send;
-/// `shell`, single-threaded, has its one list read directly.
-fn agentty_processes(shell: i32) -> Vec<i32> {
-    use crate::pty::probe::{descendants, descendants_of_single_threaded, read_small};
-    let main = std::process::id();
+/// the shell, single-threaded, has its one list read directly, through the file it holds
+/// open, as is the main thread's.
+fn agentty_processes(shell: &Shell) -> Vec<i32> {
+    use crate::children::main_thread_children;
+    use crate::pty::probe::{descendants, descendants_of_single_threaded, with_descendants};
     let mut roots = crate::reaper::spawned();
-    let orphans = read_small(std::path::Path::new(&format!(
-        "/proc/{main}/task/{main}/children"
-    )));
-    roots.extend(
-        orphans
-            .iter()
-            .flat_map(|text| text.split_ascii_whitespace())
-            .filter_map(|s| s.parse::<i32>().ok()),
-    );
+    roots.extend(main_thread_children());
     // The namespaces' inits (the session's, and over HTTP each caller's, inside it) are
     // agentty's own and run nothing else: what they adopted is looked at below them.
     let (inits, _) = crate::namespace::init_pids();
@@ -178,14 +171,14 @@ fn agentty_processes(shell: i32) -> Vec<i32> {
     roots.dedup();
     let mut all = roots.clone();
     for root in roots {
-        all.extend(if root == shell {
-            descendants_of_single_threaded(root)
-        } else {
-            descendants(root)
+        all.extend(match &shell.children {
+            Some(children) if root == shell.pid => with_descendants(children.read()),
+            _ if root == shell.pid => descendants_of_single_threaded(root),
+            _ => descendants(root),
         });
     }
-    for init in inits {
-        all.extend(descendants_of_single_threaded(init));
+    for children in crate::namespace::inits_children() {
+        all.extend(with_descendants(children));
     }
     all.sort_unstable();
     all.dedup();
@@ -203,18 +196,13 @@ fn agentty_processes(shell: i32) -> Vec<i32> {
 /// into this one's. The shell itself and `group` are the ones the
 /// person was shown. Zombies are past reading anything.
 pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
-    use crate::pty::probe::{descendants, descendants_of_single_threaded, read_small};
-    let main = std::process::id();
+    use crate::children::main_thread_children;
+    use crate::pty::probe::{descendants, descendants_of_single_threaded};
     let spawned = crate::reaper::spawned();
     let (inits, _) = crate::namespace::init_pids();
     let mut all = descendants_of_single_threaded(shell);
-    let orphans = read_small(std::path::Path::new(&format!(
-        "/proc/{main}/task/{main}/children"
-    )));
-    for orphan in orphans
-        .iter()
-        .flat_map(|text| text.split_ascii_whitespace())
-        .filter_map(|s| s.parse::<i32>().ok())
+    for orphan in main_thread_children()
+        .into_iter()
         .filter(|pid| !spawned.contains(pid) && !inits.contains(pid))
     {
         all.push(orphan);
@@ -400,7 +388,7 @@ impl Shell {
             let who = fg.map_or_else(|| "no process group".to_owned(), named);
             return Some(format!("the terminal's foreground is {who}, not the shell"));
         }
-        agentty_processes(self.pid)
+        agentty_processes(self)
             .into_iter()
             .filter(|&pid| pid != self.pid)
             .find_map(|pid| {
