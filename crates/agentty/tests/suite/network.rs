@@ -702,6 +702,33 @@ impl ClientHandler for Answering {
     }
 }
 
+/// A stdio server (default network `ask`) of `workspace`, its client answering every question
+/// with its `answer` ("once" until a test changes it).
+pub(super) async fn serve_answering(
+    workspace: &Path,
+    state: &Path,
+) -> (
+    Answering,
+    rmcp::service::RunningService<RoleClient, Answering>,
+) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+    cmd.arg("serve")
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--state-dir")
+        .arg(state);
+    let client = Answering {
+        answer: Arc::new(Mutex::new("once")),
+        asked: Arc::default(),
+    };
+    let service_client = client
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    (client, service_client)
+}
+
 #[tokio::test]
 async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
     // A host not on the list that is still this machine: its own address (the near end of a
@@ -712,21 +739,7 @@ async fn net_ask_approves_once_for_the_session_or_denies_over_stdio() {
     let target = format!("{v4}:{}", service.at.port());
     let workspace = tempfile::tempdir().unwrap();
     let state = agentty_testkit::state_dir();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace.path())
-        .arg("--state-dir")
-        .arg(state.path());
-    let client = Answering {
-        answer: Arc::new(Mutex::new("once")),
-        asked: Arc::default(),
-    };
-    let service_client = client
-        .clone()
-        .serve(TokioChildProcess::new(cmd).unwrap())
-        .await
-        .unwrap();
+    let (client, service_client) = serve_answering(workspace.path(), state.path()).await;
     let run = |command: String| {
         let service_client = &service_client;
         async move {

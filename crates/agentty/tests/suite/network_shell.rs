@@ -5,16 +5,15 @@
 //! Packets go only to this machine: a listener of the test on loopback, one on this machine's
 //! own address on a test pair (which the refused attempt must leave untouched), and the proxy.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
 use super::client::*;
-use super::network::{Answering, Listener, NetnsHost, assert_refused, line_of, serve, url_host};
+use super::network::{
+    Listener, NetnsHost, assert_refused, line_of, serve, serve_answering, url_host,
+};
 
 /// In a shell, as `who`, in the default mode (`ask`, nobody to ask: the list alone).
 async fn a_shell_gets_the_network_policy(who: Who) {
@@ -116,21 +115,7 @@ async fn net_a_shell_asks_the_user_over_stdio() {
     let target = format!("{v4}:{}", service.at.port());
     let workspace = tempfile::tempdir().unwrap();
     let state = agentty_testkit::state_dir();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace.path())
-        .arg("--state-dir")
-        .arg(state.path());
-    let client = Answering {
-        answer: Arc::new(Mutex::new("once")),
-        asked: Arc::default(),
-    };
-    let service_client = client
-        .clone()
-        .serve(TokioChildProcess::new(cmd).unwrap())
-        .await
-        .unwrap();
+    let (client, service_client) = serve_answering(workspace.path(), state.path()).await;
     let call = |name: &'static str, args: Value| {
         let service_client = &service_client;
         async move {
