@@ -363,8 +363,17 @@ def test_a_callers_namespace_whose_init_was_killed_is_made_again():
                     {"command": "sleep 300", "background": True, "env": {"HTTPTAG": tags[who]}},
                 )
                 assert not started.get("isError"), said(started)
-            assert wait_until(lambda: all(with_env("HTTPTAG", t) for t in tags.values()))
-            alice_job, bob_job = (with_env("HTTPTAG", tags[w])[0] for w in ("alice", "bob"))
+            # The pids as first seen: a second look may miss a process in the middle of its
+            # exec (its environ unreadable for that instant).
+            found = {}
+
+            def both_seen():
+                for w in ("alice", "bob"):
+                    found[w] = found.get(w) or with_env("HTTPTAG", tags[w])
+                return all(found.values())
+
+            assert wait_until(both_seen)
+            alice_job, bob_job = found["alice"][0], found["bob"][0]
             assert namespace_of(alice_job) != namespace_of(bob_job)
             init = init_of(alice_job)
             assert init, "alice's job is not pid 1's of a namespace of its own"
