@@ -102,11 +102,15 @@ impl Plan {
                 crate::Network::Off => NetFilter::Off,
                 crate::Network::Allowlist | crate::Network::Ask => NetFilter::Supervised,
             };
+            // The command's own TCP connects are refused by its Landlock domain.
+            let own_tcp_refused = ruleset.is_some()
+                && crate::landlock::kernel_abi().is_some_and(|abi| abi >= crate::landlock::ABI_TCP);
             let filter = confining
                 .then(|| {
                     crate::seccomp::Filter::new(crate::seccomp::FilterSpec {
                         network,
                         unix_off: self.mode == crate::Mode::Plan,
+                        own_tcp_refused,
                     })
                 })
                 .flatten();
@@ -119,10 +123,7 @@ impl Plan {
                     mode,
                     held: if filter.is_none() {
                         NetHold::Nothing
-                    } else if ruleset.is_some()
-                        && crate::landlock::kernel_abi()
-                            .is_some_and(|abi| abi >= crate::landlock::ABI_TCP)
-                    {
+                    } else if own_tcp_refused {
                         NetHold::Full
                     } else {
                         NetHold::SupervisorOnly

@@ -26,7 +26,9 @@
 //!   TCP rules do not see): refused by the supervisor, which notes it for the model (a program
 //!   that failed to resolve a name says only that); `sendto`/`sendmsg`/`sendmmsg` with `MSG_FASTOPEN` fail (TCP Fast
 //!   Open connects without `connect`); every `connect` is sent to the server's supervisor
-//!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself;
+//!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself
+//!   (where Landlock refuses the command's own TCP connects, only those given an IP address's
+//!   length: [`IP_ADDRESS_LENGTHS`]);
 //!   and so is every `bind` and `listen`, which the supervisor makes in the server's network
 //!   namespace when the command runs in the session's own (`net/listening.rs`).
 //!   The command's own TCP connects are refused by its Landlock domain (`landlock.rs`), so the
@@ -61,7 +63,22 @@ pub struct FilterSpec {
     pub network: NetFilter,
     /// Refuse new unix sockets (plan mode).
     pub unix_off: bool,
+    /// The command's own TCP connects are refused by its Landlock domain (ABI 4): supervised,
+    /// a `connect` or `bind` whose address length no IP address has is let through without
+    /// asking the supervisor (see [`IP_ADDRESS_LENGTHS`]).
+    pub own_tcp_refused: bool,
 }
+
+/// The address lengths of the `connect` and `bind` calls the supervisor is asked about when the
+/// command's own TCP connects are refused by Landlock: up to `sizeof(struct sockaddr_in6)` (28),
+/// and `sizeof(struct sockaddr_storage)` (128), the lengths IP addresses are given with. Any
+/// other is a unix socket's path (glibc's lookups through nscd give 110, on every `ls -l`,
+/// `id`, `git`) and goes straight to the kernel, sparing the command a round trip to the
+/// supervisor (11 µs each on this 2-core machine). An IP address given with another length
+/// reaches the kernel too, which refuses the command's own TCP connect (Landlock) or binds it
+/// where it is (the session's network namespace, if any): it never reaches another host.
+/// Lengths above 128 fail with EINVAL in the kernel.
+pub const IP_ADDRESS_LENGTHS: (u32, u32) = (28, 128);
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod bpf {
@@ -277,10 +294,16 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     if families.is_some() || spec.unix_off {
         special.push((libc::SYS_socket as u32, socket));
     }
+    // connect and bind: to the supervisor, by their address's length where Landlock holds.
+    let addressed = if spec.own_tcp_refused {
+        asm.label()
+    } else {
+        notify
+    };
     if spec.network == NetFilter::Supervised {
         special.extend([
-            (libc::SYS_connect as u32, notify),
-            (libc::SYS_bind as u32, notify),
+            (libc::SYS_connect as u32, addressed),
+            (libc::SYS_bind as u32, addressed),
             (libc::SYS_listen as u32, notify),
             (libc::SYS_sendto as u32, send_to),
             (libc::SYS_sendmsg as u32, send_msg),
@@ -357,6 +380,18 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         None => {
             asm.jump(libc::BPF_JEQ, libc::AF_UNIX as u32, deny_access, allow);
         }
+    }
+    if spec.network == NetFilter::Supervised && spec.own_tcp_refused {
+        // The kernel reads the length as an `int`: the low word.
+        let (longest_ip, storage) = IP_ADDRESS_LENGTHS;
+        let (long, not_storage) = (asm.label(), asm.label());
+        asm.mark(addressed);
+        asm.stmt(ld(OFFSET_ARG2));
+        asm.jump(libc::BPF_JGT, longest_ip, long, notify);
+        asm.mark(long);
+        asm.jump(libc::BPF_JEQ, storage, notify, not_storage);
+        asm.mark(not_storage);
+        asm.always(allow);
     }
     // sendto/sendmsg/sendmmsg: TCP Fast Open connects without `connect`.
     let sends = [
@@ -554,8 +589,15 @@ mod tests {
     fn every_variant_assembles() {
         for network in [NetFilter::Open, NetFilter::Off, NetFilter::Supervised] {
             for unix_off in [false, true] {
-                let program = assemble(FilterSpec { network, unix_off }).expect("assembles");
-                assert!(program.len() < 140, "{} instructions", program.len());
+                for own_tcp_refused in [false, true] {
+                    let spec = FilterSpec {
+                        network,
+                        unix_off,
+                        own_tcp_refused,
+                    };
+                    let program = assemble(spec).expect("assembles");
+                    assert!(program.len() < 140, "{} instructions", program.len());
+                }
             }
         }
     }

@@ -413,3 +413,51 @@ fn net_landlock_alone_refuses_the_commands_own_tcp_connects() {
         "no filter: the supervisor was not asked"
     );
 }
+
+/// A `connect` whose address length no IP address has (a unix socket's path: glibc's nscd
+/// lookups give 110) goes straight to the kernel, never to the supervisor; an IP address given
+/// with such a length is refused by the command's Landlock domain, so it reaches nothing. Seen
+/// with the supervisor's listener dropped (`apply_in_child`), where a call sent to it fails with
+/// ENOSYS: the unix connect gets the kernel's ENOENT, IP lengths (16, 128) ENOSYS, the odd one
+/// Landlock's EACCES.
+#[test]
+fn net_connects_with_no_ip_address_length_skip_the_supervisor() {
+    let f = Fixture::new();
+    let judge = Arc::new(ListJudge::default());
+    let p = supervised(&f, &judge);
+    let (to, seen) = greeter("127.0.0.1".parse().unwrap());
+    judge.allowed.lock().unwrap().push(to);
+    let script = format!(
+        "import ctypes, socket, struct\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def conn(family, blob, length):\n    \
+             s = socket.socket(family, socket.SOCK_STREAM)\n    \
+             buf = ctypes.create_string_buffer(blob.ljust(128, b'\\0'), 128)\n    \
+             rc = libc.connect(s.fileno(), buf, length)\n    \
+             e = ctypes.get_errno() if rc else 0\n    \
+             s.close()\n    \
+             return str(e)\n\
+         unix = struct.pack('=H', socket.AF_UNIX) + b'/nonexistent/agentty-test.sock'\n\
+         inet = struct.pack('=H', socket.AF_INET) + struct.pack('!H', {port}) + socket.inet_aton('127.0.0.1')\n\
+         print(conn(socket.AF_UNIX, unix, 110), conn(socket.AF_INET, inet, 16), \
+               conn(socket.AF_INET, inet, 64), conn(socket.AF_INET, inet, 128))\n",
+        port = to.port()
+    );
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.args(["-c", &script])
+        .current_dir(&f.ws)
+        .env("HOME", &f.home)
+        .stdin(Stdio::null());
+    super::common::confine(&mut cmd, &p);
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        stdout(&out).trim(),
+        "2 38 13 38",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !seen.join(),
+        "a connect the supervisor never judged got through"
+    );
+}
