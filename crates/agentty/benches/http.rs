@@ -118,7 +118,7 @@ async fn bench() {
         unreachable!("five ways at least")
     };
     println!(
-        "trivial call: raw spawn {raw:.0} µs; HTTP {over_blocking:.0} µs ({:.2}x raw, target <= 1.5x; \
+        "trivial call: raw spawn {raw:.0} µs; HTTP {over_blocking:.0} µs ({:.2}x raw, target <= 1.25x; \
          {:.2}x the floor); the floor (bare HTTP server + spawn) {over_floor:.0} µs ({:.2}x raw); \
          HTTP with hyper's client {over_hyper:.0} µs ({:.2}x raw); stdio with rmcp's client \
          {over_stdio:.0} µs ({:.2}x raw); host steal {steal:.0}% of the CPUs",
