@@ -3,6 +3,7 @@
 client session belongs to the caller that opened it; an unnamed handle is stopped after the grace
 (docs/BEHAVIOUR.md §9)."""
 
+import itertools
 import json
 import os
 import re
@@ -78,16 +79,22 @@ def session(url, token):
     return sid
 
 
+# JSON-RPC ids of session_call: each call its own, so calls running at once on one session
+# (threads) are never two requests with one id.
+CALL_IDS = itertools.count(1000)
+
+
 def session_call(url, sid, tool, arguments):
+    call_id = next(CALL_IDS)
     call = {
         "jsonrpc": "2.0",
-        "id": 3,
+        "id": call_id,
         "method": "tools/call",
         "params": {"name": tool, "arguments": arguments},
     }
     status, _, body = raw(url, call, sid)
     assert status == 200, (status, body)
-    return answer_in(body, 3)["result"]
+    return answer_in(body, call_id)["result"]
 
 
 def test_callers_without_a_session_hold_unguessable_handles_nobody_else_can_use():
