@@ -4,6 +4,7 @@ mod client;
 mod entry;
 mod http;
 mod network;
+mod network_bind;
 mod network_shell;
 mod parse;
 mod planted;

@@ -107,8 +107,8 @@ impl Supervisor {
     }
 
     fn run(&self, judge: &dyn Judge) {
-        // The server's network namespace, where confined commands' listening sockets belong.
-        let home = listening::home_namespace();
+        // The server's namespaces: where confined commands' listening sockets belong.
+        let home = listening::home();
         let mut listeners: Vec<Arc<OwnedFd>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         loop {
@@ -239,11 +239,7 @@ pub(super) enum Step {
 
 /// Receives one notification from `listener` and answers it, or returns the connection it
 /// waits for.
-fn serve_one(
-    judge: &dyn Judge,
-    listener: &Arc<OwnedFd>,
-    home: Option<listening::NamespaceId>,
-) -> Option<Pending> {
+fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) -> Option<Pending> {
     let raw = listener.as_raw_fd();
     // ENOENT: the command was interrupted or killed since; nothing to answer.
     let notif = notify::recv(raw).ok()?;
