@@ -5,6 +5,7 @@ mod entry;
 mod http;
 mod network;
 mod network_bind;
+mod network_callers;
 mod network_shell;
 mod parse;
 mod planted;

@@ -29,8 +29,8 @@ use std::os::unix::fs::MetadataExt as _;
 
 use super::notify::{self, Notif};
 use super::supervisor::{
-    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, set_blocking, set_int_option,
-    socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
+    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, local_address, set_blocking,
+    set_int_option, socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
 };
 
 /// `CAP_NET_BIND_SERVICE`: a port below `ip_unprivileged_port_start` needs it.
@@ -79,24 +79,7 @@ fn elsewhere(pid: u32, home: Home) -> bool {
 
 /// Whether `socket` has a local port already.
 fn bound(socket: &OwnedFd) -> bool {
-    // SAFETY: sockaddr_storage is plain data; the kernel writes at most `length` bytes.
-    let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: as above.
-    let rc = unsafe {
-        libc::getsockname(
-            socket.as_raw_fd(),
-            (&raw mut address).cast(),
-            &raw mut length,
-        )
-    };
-    if rc != 0 {
-        return false;
-    }
-    // SAFETY: the kernel wrote `length` bytes of the address into `address`.
-    let bytes =
-        unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length as usize) };
-    socket_address(bytes).is_some_and(|at| at.port() != 0)
+    local_address(socket).is_some_and(|at| at.port() != 0)
 }
 
 /// Whether thread `pid` may bind a privileged port in the server's network namespace, as the
