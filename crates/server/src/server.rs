@@ -486,6 +486,7 @@ impl Agentty {
         self.egress().begin(crate::network::Begin {
             marker,
             session: &self.session.name,
+            caller: self.session.caller.get().map(|c| c.0.clone()),
             call,
             what,
             asker,
@@ -512,6 +513,7 @@ impl Agentty {
         self.egress().begin(crate::network::Begin {
             marker,
             session: &self.session.name,
+            caller: self.session.caller.get().map(|c| c.0.clone()),
             call,
             what,
             asker,

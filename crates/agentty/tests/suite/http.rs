@@ -13,7 +13,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::client::{processes_with_env, text_of};
+use super::client::{Who, chown_to_nobody, processes_with_env, text_of};
+
+/// The tokens of [`HttpServer::start_callers`]' two callers.
+pub(super) const ALICE: &str = "alice-0123456789abcdef0123456789abcdef";
+pub(super) const BOB: &str = "bob-0123456789abcdef0123456789abcdef0123";
 
 /// A `serve --http` on a free loopback port, stopped (SIGTERM) when dropped.
 pub(super) struct HttpServer {
@@ -78,6 +82,43 @@ impl HttpServer {
             _workspace: workspace,
             state,
         }
+    }
+
+    /// A server of two callers, alice and bob ([`ALICE`], [`BOB`] in its `--token-file`), as
+    /// `who`, with `flags`; and the home that holds its token file and state (nobody's for
+    /// nobody), to keep while it runs.
+    pub(super) fn start_callers(who: Who, flags: &[&str]) -> (Self, tempfile::TempDir) {
+        let home = tempfile::Builder::new()
+            .prefix("keys-callers-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let state = tempfile::Builder::new()
+            .prefix("agentty-")
+            .tempdir_in(home.path())
+            .unwrap();
+        let tokens = home.path().join("tokens");
+        std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+        std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let wrapper: &[&str] = match who {
+            Who::Root => &[],
+            Who::Nobody => {
+                chown_to_nobody(home.path());
+                chown_to_nobody(workspace.path());
+                &[
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "--",
+                ]
+            }
+        };
+        let mut all = vec!["--token-file", tokens.to_str().unwrap()];
+        all.extend(flags);
+        let server = Self::start_with(wrapper, workspace, state, &all, &[("HOME", home.path())]);
+        (server, home)
     }
 
     /// An rmcp client: `initialize` (a session of 2025-11-25) or `server/discover` (2026-07-28,

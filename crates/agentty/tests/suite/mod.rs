@@ -4,6 +4,8 @@ mod client;
 mod entry;
 mod http;
 mod network;
+mod network_bind;
+mod network_callers;
 mod network_shell;
 mod parse;
 mod planted;

@@ -367,41 +367,7 @@ async fn a_token_file_elsewhere_is_unreadable_to_confined_commands_as_nobody() {
 /// and without one), alice can, as root (each caller in a PID namespace of its own) and as
 /// nobody (no namespace, one mount view).
 async fn a_callers_spill_files_are_its_own(who: Who) {
-    const ALICE: &str = "alice-0123456789abcdef0123456789abcdef";
-    const BOB: &str = "bob-0123456789abcdef0123456789abcdef0123";
-    let home = tempfile::Builder::new()
-        .prefix("keys-callers-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let state = tempfile::Builder::new()
-        .prefix("agentty-")
-        .tempdir_in(home.path())
-        .unwrap();
-    let tokens = home.path().join("tokens");
-    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let workspace = tempfile::tempdir().unwrap();
-    let wrapper: &[&str] = match who {
-        Who::Root => &[],
-        Who::Nobody => {
-            chown_to_nobody(home.path());
-            chown_to_nobody(workspace.path());
-            &[
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--",
-            ]
-        }
-    };
-    let server = super::http::HttpServer::start_with(
-        wrapper,
-        workspace,
-        state,
-        &["--token-file", tokens.to_str().unwrap()],
-        &[("HOME", home.path())],
-    );
+    let (server, _home) = super::http::HttpServer::start_callers(who, &[]);
     let stdout = |result: &rmcp::model::CallToolResult| -> String {
         result.structured_content.as_ref().unwrap()["stdout"]
             .as_str()
@@ -410,8 +376,8 @@ async fn a_callers_spill_files_are_its_own(who: Who) {
     };
     for modern in [false, true] {
         let (alice, bob) = (
-            server.connect_as(ALICE, modern).await,
-            server.connect_as(BOB, modern).await,
+            server.connect_as(super::http::ALICE, modern).await,
+            server.connect_as(super::http::BOB, modern).await,
         );
         let spilled = super::http::call(
             &alice,

@@ -257,6 +257,31 @@ pub fn root_of(caller: Option<&str>) -> io::Result<Option<PathBuf>> {
     Ok(of(caller)?.map(|ns| PathBuf::from(format!("/proc/{}/root", ns.init_pid))))
 }
 
+/// The PID namespace `caller`'s confined commands run in, as `stat` names its file (device,
+/// inode), where it was made already: the session's without a caller (stdio), the caller's own
+/// over HTTP. `None` where there is none (an unprivileged server; a caller with no command yet).
+/// Never makes one.
+pub fn pid_namespace_of(caller: Option<&str>) -> Option<(u64, u64)> {
+    let session = session()?;
+    let init = match caller {
+        None => session.namespace.init_pid,
+        Some(caller) => CALLERS
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(name, ns)| **name == *caller && !ns.init_gone())
+            .map(|(_, ns)| ns.init_pid)?,
+    };
+    pid_namespace_of_process(init.unsigned_abs())
+}
+
+/// The PID namespace process `pid` runs in (device, inode of `/proc/<pid>/ns/pid`).
+pub fn pid_namespace_of_process(pid: u32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(format!("/proc/{pid}/ns/pid")).ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
 /// How many callers' namespaces were made so far.
 pub(crate) fn inits_made() -> usize {
     CALLERS_MADE.load(Ordering::Acquire)

@@ -29,8 +29,8 @@ use std::os::unix::fs::MetadataExt as _;
 
 use super::notify::{self, Notif};
 use super::supervisor::{
-    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, set_blocking, set_int_option,
-    socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
+    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, local_address, set_blocking,
+    set_int_option, socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
 };
 
 /// `CAP_NET_BIND_SERVICE`: a port below `ip_unprivileged_port_start` needs it.
@@ -45,51 +45,52 @@ const BIND_OPTIONS: [(i32, i32); 4] = [
     (libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT),
 ];
 
-/// A network namespace, as `stat` names it (device, inode).
+/// A namespace, as `stat` names it (device, inode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct NamespaceId(u64, u64);
+struct NamespaceId(u64, u64);
+
+/// The server's namespaces, as the supervisor's thread sees them (it never leaves them): the
+/// network namespace confined commands' listening sockets belong in, and the user namespace
+/// whose capabilities count there.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Home {
+    net: Option<NamespaceId>,
+    user: Option<NamespaceId>,
+}
 
 fn id_of(path: &str) -> Option<NamespaceId> {
     let meta = std::fs::metadata(path).ok()?;
     Some(NamespaceId(meta.dev(), meta.ino()))
 }
 
-/// The calling thread's network namespace (the server's: the supervisor never leaves it).
-pub(super) fn home_namespace() -> Option<NamespaceId> {
-    id_of("/proc/thread-self/ns/net")
+/// The calling thread's namespaces (the server's: the supervisor never leaves them).
+pub(super) fn home() -> Home {
+    Home {
+        net: id_of("/proc/thread-self/ns/net"),
+        user: id_of("/proc/thread-self/ns/user"),
+    }
 }
 
-/// Whether thread `pid` runs in a network namespace other than `home`. `false` when unknown.
-fn elsewhere(pid: u32, home: Option<NamespaceId>) -> bool {
-    home.is_some_and(|home| id_of(&format!("/proc/{pid}/ns/net")).is_some_and(|id| id != home))
+/// Whether thread `pid` runs in a network namespace other than `home`'s. `false` when unknown.
+fn elsewhere(pid: u32, home: Home) -> bool {
+    home.net
+        .is_some_and(|home| id_of(&format!("/proc/{pid}/ns/net")).is_some_and(|id| id != home))
 }
 
 /// Whether `socket` has a local port already.
 fn bound(socket: &OwnedFd) -> bool {
-    // SAFETY: sockaddr_storage is plain data; the kernel writes at most `length` bytes.
-    let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: as above.
-    let rc = unsafe {
-        libc::getsockname(
-            socket.as_raw_fd(),
-            (&raw mut address).cast(),
-            &raw mut length,
-        )
-    };
-    if rc != 0 {
-        return false;
-    }
-    // SAFETY: the kernel wrote `length` bytes of the address into `address`.
-    let bytes =
-        unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length as usize) };
-    socket_address(bytes).is_some_and(|at| at.port() != 0)
+    local_address(socket).is_some_and(|at| at.port() != 0)
 }
 
-/// Whether thread `pid` may bind a privileged port (`CAP_NET_BIND_SERVICE` in its effective
-/// set), as the kernel would judge its own bind. `false` when unknown.
-fn may_bind_privileged(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+/// Whether thread `pid` may bind a privileged port in the server's network namespace, as the
+/// kernel would judge its own bind there: `CAP_NET_BIND_SERVICE` in its effective set, in the
+/// server's user namespace. A command that made a user namespace of its own holds every
+/// capability in it (and `/proc` shows them) but none in the server's. `false` when unknown.
+fn may_bind_privileged(pid: u32, home: Home) -> bool {
+    let ours = home
+        .user
+        .is_some_and(|home| id_of(&format!("/proc/{pid}/ns/user")) == Some(home));
+    ours && std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
             status
@@ -125,7 +126,7 @@ fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<OwnedFd, i32> {
 }
 
 /// `bind(fd, address, len)` of a confined command.
-pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>) -> Step {
+pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
     let length = (notif.args[2] as u32 as usize).min(ADDRESS_BYTES_MAX);
@@ -139,7 +140,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>
     let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
         return Step::CarryOn;
     };
-    let privileged = may_bind_privileged(pid);
+    let privileged = may_bind_privileged(pid, home);
     let cloexec = notify::fd_cloexec(pid, target_fd);
     let away = elsewhere(pid, home);
     // What was read names the command only if the notification still waits.
@@ -183,7 +184,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>
 /// `listen(fd, backlog)` of a confined command: only an unbound socket is swapped (one bound is
 /// of the server's namespace, or came through a bind the supervisor could not read and listens
 /// where it is).
-pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Option<NamespaceId>) -> Step {
+pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
     let backlog = notif.args[1] as u32 as i32;

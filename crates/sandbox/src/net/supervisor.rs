@@ -18,6 +18,9 @@
 //! (keep-alive and its timings, `TCP_NODELAY`, `SO_LINGER`, `IPV6_V6ONLY`). Not a local address
 //! bound before the connect.
 //!
+//! Before the command holds a socket made for it, the judge is told the address it comes from
+//! ([`Judge::connected`]): the proxy tells by it whose command a connection is.
+//!
 //! Nothing here blocks: connects are non-blocking, and a command whose socket blocks waits, in
 //! the kernel, until the poll loop sees the connection made or [`CONNECT_WAIT`] passed. The
 //! judge is called on this thread and must answer at once.
@@ -44,6 +47,15 @@ pub trait Judge: Send + Sync {
     /// address mapped into IPv6 is given as IPv4). Called on the supervisor's thread: answer at
     /// once, block on nothing.
     fn judge(&self, pid: u32, to: SocketAddr) -> Verdict;
+
+    /// The supervisor connects (or is connecting) for process `pid` to `to` (as given to
+    /// [`Judge::judge`]), from the local address `from` of its socket (IPv4 mapped into IPv6
+    /// given as IPv4): the address a server at `to` sees the connection come from. Told before
+    /// the command holds the socket, so before it can send a byte on it. Called on the
+    /// supervisor's thread: block on nothing.
+    fn connected(&self, pid: u32, from: SocketAddr, to: SocketAddr) {
+        let _ = (pid, from, to);
+    }
 
     /// Process `pid` was refused a socket (`family`, `kind` with its flags, `protocol`): a
     /// UDP socket for a DNS lookup, most often. Told, not asked: the refusal stands.
@@ -107,8 +119,8 @@ impl Supervisor {
     }
 
     fn run(&self, judge: &dyn Judge) {
-        // The server's network namespace, where confined commands' listening sockets belong.
-        let home = listening::home_namespace();
+        // The server's namespaces: where confined commands' listening sockets belong.
+        let home = listening::home();
         let mut listeners: Vec<Arc<OwnedFd>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         loop {
@@ -239,11 +251,7 @@ pub(super) enum Step {
 
 /// Receives one notification from `listener` and answers it, or returns the connection it
 /// waits for.
-fn serve_one(
-    judge: &dyn Judge,
-    listener: &Arc<OwnedFd>,
-    home: Option<listening::NamespaceId>,
-) -> Option<Pending> {
+fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) -> Option<Pending> {
     let raw = listener.as_raw_fd();
     // ENOENT: the command was interrupted or killed since; nothing to answer.
     let notif = notify::recv(raw).ok()?;
@@ -323,7 +331,13 @@ fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Ste
     };
     copy_options(&theirs, &ours, domain);
     drop(theirs);
-    match connect(&ours, connect_to) {
+    let made = connect(&ours, connect_to);
+    if matches!(made, Ok(()) | Err(libc::EINPROGRESS))
+        && let Some(from) = local_address(&ours)
+    {
+        judge.connected(pid, from, to);
+    }
+    match made {
         Ok(()) => {
             if !nonblocking {
                 set_blocking(&ours);
@@ -394,6 +408,28 @@ pub(crate) fn socket_address(bytes: &[u8]) -> Option<SocketAddr> {
         }
         _ => None,
     }
+}
+
+/// The local address of `socket`, IPv4 mapped into IPv6 given as IPv4; `None` when unknown.
+pub(super) fn local_address(socket: &OwnedFd) -> Option<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data; the kernel writes at most `length` bytes.
+    let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: as above.
+    let rc = unsafe {
+        libc::getsockname(
+            socket.as_raw_fd(),
+            (&raw mut address).cast(),
+            &raw mut length,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: the kernel wrote `length` bytes of the address into `address`.
+    let bytes =
+        unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length as usize) };
+    socket_address(bytes).map(|at| SocketAddr::new(at.ip().to_canonical(), at.port()))
 }
 
 pub(super) fn int_option(socket: &OwnedFd, level: i32, name: i32) -> Option<i32> {

@@ -119,6 +119,12 @@ impl agentty_sandbox::Judge for Egress {
         self.judge_direct(pid, to)
     }
 
+    fn connected(&self, pid: u32, from: SocketAddr, to: SocketAddr) {
+        if self.proxy.get() == Some(&to) {
+            self.note_peer(pid, from);
+        }
+    }
+
     fn refused_socket(&self, pid: u32, family: i32, kind: i32, protocol: i32) {
         use notice as words;
         let what = match (family, kind & 0xf) {

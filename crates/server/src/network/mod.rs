@@ -17,10 +17,14 @@
 //! (`notice.rs` words it, error 2010).
 //!
 //! Attribution: the proxy knows the call by its credentials; the supervisor by the run marker
-//! in the process's environment, which a command can forge. Neither grants anything beyond
-//! the list: a call's own approvals ("once") and the session's come from the user, and a
-//! command that borrowed another call's credentials gets what that call may (over stdio, one
-//! session; over HTTP, nothing is asked, so the list alone).
+//! in the process's environment, which a command can forge, believed only where the process
+//! runs in the PID namespace of that call's caller (where there are namespaces: root). Neither
+//! grants anything beyond the list: a call's own approvals ("once") and the session's come from
+//! the user, and a command that borrowed another call's credentials of the same caller gets what
+//! that call may (over stdio, one session; over HTTP, nothing is asked, so the list alone).
+//! Credentials of another caller's call are refused (407) to a connection the supervisor made
+//! (it tells the proxy whose it is, by the address it comes from: [`ProxyPeer`]), the refusal the
+//! connecting command's.
 
 mod address;
 pub(crate) mod ask;
@@ -51,6 +55,8 @@ const RECENT_PER_SESSION: usize = 32;
 const RECENT_SESSIONS: usize = 64;
 /// Results kept for the answers to questions asked with them (2026-07-28 clients).
 const RESULTS_KEPT: usize = 16;
+/// Connections to the proxy whose maker is kept until the proxy reads their request.
+const PEERS_KEPT: usize = 1024;
 /// How many bytes of a process's environment are read to find its run marker.
 const ENVIRON_READ_BYTES: usize = 256 * 1024;
 
@@ -89,6 +95,8 @@ pub enum Why {
     LocalDns,
     /// A socket of a kind commands may not make (UDP, raw, …): `what` names it.
     Socket { what: &'static str },
+    /// Through the proxy with credentials of another caller's call.
+    OthersCredentials,
 }
 
 /// What became of asking the user about a host not on the list.
@@ -123,6 +131,8 @@ pub enum Choice {
 pub(crate) struct Begin<'a> {
     pub marker: &'a str,
     pub session: &'a str,
+    /// The HTTP caller (a token of the token file) whose call it is; `None` over stdio.
+    pub caller: Option<Arc<str>>,
     pub call: &'a str,
     /// The command, for a question to the user.
     pub what: &'a str,
@@ -140,6 +150,8 @@ pub(crate) struct CallNet {
     pub(crate) marker: String,
     token: String,
     pub(crate) session: String,
+    /// The HTTP caller whose call it is; `None` over stdio.
+    caller: Option<Arc<str>>,
     pub(crate) call: String,
     /// The command, for a question to the user (a shell's: the line typed last).
     what: Mutex<String>,
@@ -184,6 +196,14 @@ impl CallNet {
     }
 }
 
+/// Who a connection to the proxy was made for, as the supervisor told it.
+struct ProxyPeer {
+    /// The PID namespace of the process it was made for.
+    pid_ns: Option<(u64, u64)>,
+    /// That process's call (by its run marker, believed as [`Egress::by_pid`] says).
+    call: Option<Arc<CallNet>>,
+}
+
 #[derive(Default)]
 struct Calls {
     by_marker: HashMap<String, Arc<CallNet>>,
@@ -212,6 +232,9 @@ pub struct Egress {
     /// This binary, for git's ssh (`agentty proxy-connect`).
     helper: Option<std::path::PathBuf>,
     calls: Mutex<Calls>,
+    /// Connections to the proxy the supervisor made, by the address they come from, newest
+    /// last: taken when the proxy reads their request.
+    peers: Mutex<VecDeque<(SocketAddr, ProxyPeer)>>,
     /// Hosts the user approved for a whole session, by session.
     approved: Mutex<HashMap<String, HashSet<Target>>>,
     recent: Mutex<VecDeque<(String, VecDeque<Seen>)>>,
@@ -240,6 +263,7 @@ impl Egress {
             proxy: OnceLock::new(),
             helper: std::env::current_exe().ok(),
             calls: Mutex::default(),
+            peers: Mutex::default(),
             approved: Mutex::default(),
             recent: Mutex::default(),
             asking: ask::Pending::default(),
@@ -272,6 +296,7 @@ impl Egress {
         let Begin {
             marker,
             session,
+            caller,
             call,
             what,
             asker,
@@ -287,6 +312,7 @@ impl Egress {
             marker: marker.to_owned(),
             token: token.clone(),
             session: session.to_owned(),
+            caller,
             call: call.to_owned(),
             what: Mutex::new(what.to_owned()),
             asker: asker.filter(|_| self.mode == Network::Ask),
@@ -338,8 +364,22 @@ impl Egress {
         calls.by_marker.get(marker).cloned()
     }
 
-    /// The call a process belongs to, by the run marker in its environment.
+    /// The call a process belongs to, by the run marker in its environment: believed where the
+    /// process runs in the PID namespace of that call's caller, or where either is unknown (no
+    /// namespaces: an unprivileged server). A marker is text another caller's command could
+    /// have copied.
     fn by_pid(&self, pid: u32) -> Option<Arc<CallNet>> {
+        let call = self.by_marker_of(pid)?;
+        let theirs = agentty_core::namespace::pid_namespace_of_process(pid);
+        let callers = agentty_core::namespace::pid_namespace_of(call.caller.as_deref());
+        match (theirs, callers) {
+            (Some(theirs), Some(callers)) if theirs != callers => None,
+            _ => Some(call),
+        }
+    }
+
+    /// The call named by the run marker in process `pid`'s environment.
+    fn by_marker_of(&self, pid: u32) -> Option<Arc<CallNet>> {
         use std::io::Read as _;
         let mut environ = Vec::new();
         std::fs::File::open(format!("/proc/{pid}/environ"))
@@ -352,6 +392,48 @@ impl Egress {
             .split(|b| *b == 0)
             .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))?;
         self.call_of(std::str::from_utf8(marker).ok()?)
+    }
+
+    /// The supervisor connected process `pid` to the proxy from `from`: who that is, kept until
+    /// the proxy reads the request.
+    fn note_peer(&self, pid: u32, from: SocketAddr) {
+        let peer = ProxyPeer {
+            pid_ns: agentty_core::namespace::pid_namespace_of_process(pid),
+            call: self.by_pid(pid),
+        };
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        if peers.len() >= PEERS_KEPT {
+            peers.pop_front();
+        }
+        peers.push_back((from, peer));
+    }
+
+    /// Who the proxy's connection from `from` was made for, taken; `None` for one the supervisor
+    /// did not make (a process of this machine outside the sandbox).
+    fn peer_from(&self, from: SocketAddr) -> Option<ProxyPeer> {
+        let from = SocketAddr::new(from.ip().to_canonical(), from.port());
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = peers.iter().rposition(|(at, _)| *at == from)?;
+        peers.remove(at).map(|(_, peer)| peer)
+    }
+
+    /// Whether the process a proxy connection was made for may use `call`'s credentials: only
+    /// one of the same caller (over stdio, the one; over HTTP, the same token of the token
+    /// file), told by the PID namespace it runs in where there are namespaces, else by its
+    /// run marker.
+    fn may_use(&self, peer: &ProxyPeer, call: &CallNet) -> bool {
+        if peer
+            .call
+            .as_ref()
+            .is_some_and(|theirs| theirs.caller != call.caller)
+        {
+            return false;
+        }
+        let callers = agentty_core::namespace::pid_namespace_of(call.caller.as_deref());
+        match (peer.pid_ns, callers) {
+            (Some(theirs), Some(callers)) => theirs == callers,
+            _ => true,
+        }
     }
 
     /// Hosts the user approved for the whole of `session`.

@@ -11,6 +11,10 @@ pub const PROXY_NO_CREDENTIALS: &str = "agentty's proxy: this request has no val
 Confined commands get them in HTTP_PROXY/HTTPS_PROXY; a command that changed those variables \
 cannot use the proxy.\n";
 
+/// The proxy's answer to a request with credentials of another caller's call (407).
+pub const PROXY_OTHERS_CREDENTIALS: &str = "agentty's proxy: these credentials are another \
+caller's; a command may use only those in its own HTTP_PROXY/HTTPS_PROXY.\n";
+
 /// The rule of a connection the user approved, in the log and the web view.
 pub const APPROVED_ONCE: &str = "approved by the user for this command";
 pub const APPROVED_FOR_SESSION: &str = "approved by the user for this session";
@@ -55,6 +59,7 @@ pub fn network_why_short(why: &super::Why) -> String {
         Why::LoopbackClosed => "loopback is closed".to_owned(),
         Why::LocalDns => "DNS through a resolver on loopback".to_owned(),
         Why::Socket { .. } => "only plain TCP is allowed".to_owned(),
+        Why::OthersCredentials => "with another caller's proxy credentials".to_owned(),
     }
 }
 
@@ -103,6 +108,9 @@ fn network_remedy(refusal: &super::Refusal) -> String {
              support (HTTPS_PROXY is set)."
                 .to_owned()
         }
+        Why::OthersCredentials => "Use the proxy credentials in this command's own HTTPS_PROXY \
+             and HTTP_PROXY."
+            .to_owned(),
         Why::Socket { .. } => "Only plain TCP leaves confined commands (to listed hosts \
              through HTTPS_PROXY); to see whether a host answers, use curl through the proxy, \
              not ping."

@@ -84,6 +84,30 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
         .await;
         return;
     };
+    // The supervisor told who this connection was made for before the command could send
+    // this request.
+    let peer = client
+        .peer_addr()
+        .ok()
+        .and_then(|from| egress.peer_from(from));
+    if let Some(peer) = peer
+        && !egress.may_use(&peer, &call)
+    {
+        egress.note(
+            peer.call.as_deref(),
+            &asked.target,
+            Err(Why::OthersCredentials),
+        );
+        let _ = reply(
+            &mut client,
+            407,
+            "Proxy Authentication Required",
+            &["Proxy-Authenticate: Basic realm=\"agentty\""],
+            crate::network::notice::PROXY_OTHERS_CREDENTIALS,
+        )
+        .await;
+        return;
+    }
     let addresses = match decide(egress, &call, &asked.target).await {
         Ok((addresses, rule)) => {
             egress.note(Some(&call), &asked.target, Ok(rule));

@@ -1,0 +1,140 @@
+//! Binds a confined command asks the server to make (docs/BEHAVIOUR.md §13, `sandbox/src/net/
+//! listening.rs`): as root, in `allowlist` and `ask`, the supervisor binds a command's listening
+//! sockets itself, as the server (root), in the server's network namespace; a port below 1024
+//! only for a command the kernel would let bind it. `bind_probe.py` tries each way: IPv4, IPv6
+//! and IPv4-mapped, loopback and any address, ports 80, 443, 22 and a free one below 1024, the
+//! proxy's own port (with `SO_REUSEPORT` too), and a socket the server handed back already.
+//!
+//! Nothing is sent: the probe only binds, on this machine, and closes.
+
+use super::client::*;
+use super::network::serve;
+
+/// A port below 1024 nothing on this machine is bound to, IPv4 or IPv6.
+fn free_privileged_port() -> u16 {
+    (600..1000)
+        .rev()
+        .find(|&port| {
+            std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+                && std::net::TcpListener::bind(("::1", port)).is_ok()
+        })
+        .expect("a free port below 1024")
+}
+
+/// What `bind_probe.py` prints for a command that may bind a port below 1024 or not (its
+/// capabilities' line left out).
+fn expected(privileged: bool, free: u16) -> String {
+    let mut lines = Vec::new();
+    for port in [80, 443, 22] {
+        for case in ["v4", "v4-any", "v6", "v6-any", "v6-mapped"] {
+            let got = if privileged {
+                format!("ok {port}")
+            } else {
+                "EACCES".into()
+            };
+            lines.push(format!("{case}-{port} {got}"));
+        }
+    }
+    for case in ["v4-free", "v6-free"] {
+        let got = if privileged {
+            format!("ok {free}")
+        } else {
+            "EACCES".into()
+        };
+        lines.push(format!("{case} {got}"));
+    }
+    // The proxy's port is the server's: taken, whatever the options.
+    for case in [
+        "v4-proxy",
+        "v4-proxy-reuse",
+        "v4-any-proxy-reuse",
+        "v6-mapped-proxy-reuse",
+    ] {
+        lines.push(format!("{case} EADDRINUSE"));
+    }
+    // A socket handed back bound: the kernel's own bind, which judges the port first.
+    lines.push(format!(
+        "rebind-80 {}",
+        if privileged { "EINVAL" } else { "EACCES" }
+    ));
+    lines.push(format!(
+        "after-connect-80 {}",
+        if privileged { "ok 80" } else { "EACCES" }
+    ));
+    lines.join("\n")
+}
+
+/// `got` is what `want` says, line by line; where a bind of port 80, 443 or 22 was to succeed,
+/// another service of the machine holding that port (sshd on 22) makes it EADDRINUSE: not
+/// refused either.
+#[track_caller]
+fn assert_same(got: &str, want: &str, what: &str) {
+    let held = |line: &str| {
+        line.ends_with(" ok 80") || line.ends_with(" ok 443") || line.ends_with(" ok 22")
+    };
+    let (got_lines, want_lines): (Vec<_>, Vec<_>) = (got.lines().collect(), want.lines().collect());
+    let same = got_lines.len() == want_lines.len()
+        && got_lines.iter().zip(&want_lines).all(|(g, w)| {
+            g == w || (held(w) && w.split(' ').next() == g.strip_suffix(" EADDRINUSE"))
+        });
+    assert!(same, "{what}:\ngot:\n{got}\nwanted:\n{want}");
+}
+
+/// Runs `bind_probe.py` in a session of `setup`, as `wrapper` makes it, with `options`: what it
+/// printed, its capabilities' line left out.
+async fn probe(setup: &super::network::Setup, wrapper: &str, options: &str, free: u16) -> String {
+    let probe = setup.server.workspace().join("bind_probe.py");
+    if !probe.exists() {
+        std::fs::write(&probe, include_str!("bind_probe.py")).unwrap();
+    }
+    let (text, s) = setup
+        .run(&format!(
+            "{wrapper} /usr/bin/python3 bind_probe.py ${{HTTP_PROXY##*:}} {free} {options} 2>&1"
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    s["stdout"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("caps "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// As root, the supervisor binds for a command only what the kernel would let the command bind
+/// itself: root's commands keep `CAP_NET_BIND_SERVICE` and bind port 80; one that dropped it,
+/// one run as nobody, and nobody in a user namespace of its own (every capability there, none
+/// in the server's) are refused a port below 1024 (EACCES), in `allowlist` and in `ask`. The
+/// proxy's port stays the proxy's.
+#[tokio::test]
+async fn net_a_command_binds_a_port_below_1024_only_as_the_kernel_would_as_root() {
+    let free = free_privileged_port();
+    let nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups --";
+    for flags in [&["--network", "allowlist"][..], &[][..]] {
+        let setup = serve(Who::Root, flags, &[]).await;
+        for (who, wrapper, options, privileged) in [
+            ("root", "", "", true),
+            ("root without the capability", "", "--drop-bind-cap", false),
+            ("nobody", nobody, "", false),
+            ("nobody in a user namespace", nobody, "--userns", false),
+        ] {
+            let got = probe(&setup, wrapper, options, free).await;
+            assert_same(
+                &got,
+                &expected(privileged, free),
+                &format!("{flags:?}: {who}"),
+            );
+        }
+    }
+}
+
+/// An unprivileged server has no session namespace: a command's bind is the kernel's, as
+/// nobody, and the same words come back.
+#[tokio::test]
+async fn net_a_command_binds_a_port_below_1024_only_as_the_kernel_would_as_nobody() {
+    let free = free_privileged_port();
+    let setup = serve(Who::Nobody, &["--network", "allowlist"], &[]).await;
+    let got = probe(&setup, "", "", free).await;
+    assert_same(&got, &expected(false, free), "nobody's server");
+}

@@ -1,0 +1,167 @@
+//! Proxy credentials across HTTP callers (docs/BEHAVIOUR.md §13, §9): each caller's shell gets
+//! credentials of its own; another caller's command that got hold of them (here: alice's shell
+//! leaks them into the shared workspace) is refused (407) and the refusal is its own (error 2010
+//! in bob's result, nothing in alice's), as root (each caller in a PID namespace of its own)
+//! and as nobody (no namespace). Alice's credentials are in no environment bob's commands can
+//! read, and a closed shell's, or guessed ones, are refused.
+//!
+//! Packets go only to this machine: a listener of the test on loopback, the proxy, and a name no
+//! packet is sent for (the proxy refuses it before any lookup).
+
+use rmcp::model::ClientConfig;
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
+
+use super::client::*;
+use super::http::{ALICE, BOB, HttpServer, call};
+use super::network::{Listener, line_of};
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+async fn open_shell(client: &Client) -> String {
+    let opened = call(client, "shell_open", json!({})).await;
+    opened.structured_content.as_ref().unwrap()["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no shell: {}", text_of(&opened)))
+        .to_owned()
+}
+
+async fn send(client: &Client, id: &str, input: &str) -> (String, Value) {
+    let sent = call(client, "shell_send", json!({ "id": id, "input": input })).await;
+    (text_of(&sent), sent.structured_content.unwrap())
+}
+
+/// `curl` through the proxy with the credentials of `proxy` (a shell word): the status line.
+fn through(proxy: &str, url: &str) -> String {
+    format!(
+        "curl -sS --noproxy '' -o /dev/null -w '%{{http_code}}\\n' -x \"{proxy}\" {url} 2>&1 \
+         | tail -n 1\n"
+    )
+}
+
+async fn anothers_credentials_are_refused(who: Who) {
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let local = format!("http://localhost:{}/", service.at.port());
+    let (server, _home) = HttpServer::start_callers(who, &["--network", "allowlist"]);
+    let (alice, bob) = (
+        server.connect_as(ALICE, false).await,
+        server.connect_as(BOB, false).await,
+    );
+    let (alice_shell, bob_shell) = (open_shell(&alice).await, open_shell(&bob).await);
+
+    // Alice's shell leaks its credentials, and its run marker, into the shared workspace.
+    let (text, _) = send(
+        &alice,
+        &alice_shell,
+        "echo \"$HTTP_PROXY\" > alice-cred; echo \"$AGENTTY_RUN\" > alice-marker; cat alice-cred\n",
+    )
+    .await;
+    let credentials = text
+        .lines()
+        .find(|l| l.starts_with("http://agentty:"))
+        .unwrap_or_else(|| panic!("{who:?}: no credentials in alice's shell: {text}"))
+        .to_owned();
+    let token = credentials["http://agentty:".len()..]
+        .split('@')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    // Bob's commands cannot read them from alice's shell: no environment they can read holds
+    // them, not even that of alice's shell named by its pid on this machine.
+    let alice_pids = processes_with_env("HTTP_PROXY", &credentials);
+    assert!(!alice_pids.is_empty(), "{who:?}: alice's shell not found");
+    let (text, _) = send(
+        &bob,
+        &bob_shell,
+        &format!(
+            "echo own $(grep -a -c \"${{HTTP_PROXY%@*}}\" /proc/$$/environ); echo found $(grep -l \
+             -a {token} /proc/[0-9]*/environ 2>/dev/null | wc -l); echo named $(tr '\\0' '\\n' \
+             < /proc/{}/environ 2>/dev/null | grep -c {token})\n",
+            alice_pids[0]
+        ),
+    )
+    .await;
+    // The scan reads what it may (bob's own shell), and finds alice's nowhere.
+    for said in ["own 1\n", "found 0\n", "named 0\n"] {
+        assert!(text.contains(said), "{who:?}: {said:?} not in {text}");
+    }
+
+    // Bob with alice's credentials: refused, to a host not listed and to loopback, and the
+    // refusal is bob's.
+    for (url, target) in [
+        ("http://exfil.invalid/", "exfil.invalid:80".to_owned()),
+        (&local[..], format!("localhost:{}", service.at.port())),
+    ] {
+        let (text, s) = send(&bob, &bob_shell, &through("$(cat alice-cred)", url)).await;
+        assert!(text.starts_with("407\n"), "{who:?} {url}: {text}");
+        assert_eq!(s["error_code"], 2010, "{who:?} {url}: {text}");
+        let line = line_of(&text, "[error 2010] network:");
+        assert!(
+            line.contains(&target) && line.contains("with another caller's proxy credentials"),
+            "{who:?}: {line}"
+        );
+    }
+    // As root, wearing alice's run marker too changes nothing: the PID namespace says whose
+    // the command is.
+    if who == Who::Root {
+        let forged = format!(
+            "AGENTTY_RUN=$(cat alice-marker) {}",
+            through("$(cat alice-cred)", &local)
+        );
+        let (text, _) = send(&bob, &bob_shell, &forged).await;
+        assert!(text.starts_with("407\n"), "{who:?}: {text}");
+    }
+    assert_eq!(
+        service.seen(),
+        0,
+        "{who:?}: alice's credentials carried bob's request"
+    );
+    // Alice's result says nothing of bob's attempts.
+    let (text, s) = send(&alice, &alice_shell, "true\n").await;
+    assert!(
+        s["error_code"].is_null(),
+        "{who:?}: bob's refusals went to alice: {text}"
+    );
+
+    // Each with its own credentials reaches the service.
+    for (client, shell) in [(&alice, &alice_shell), (&bob, &bob_shell)] {
+        let (text, _) = send(client, shell, &through("$HTTP_PROXY", &local)).await;
+        assert!(text.starts_with("200\n"), "{who:?}: {text}");
+    }
+    assert_eq!(service.seen(), 2, "{who:?}");
+
+    // Closed, alice's shell's credentials are nobody's, not even alice's next command's;
+    // guessed ones never were anybody's.
+    let closed = call(&alice, "shell_close", json!({ "id": alice_shell })).await;
+    assert_eq!(closed.is_error, Some(false), "{}", text_of(&closed));
+    let by_alice = call(
+        &alice,
+        "terminal",
+        json!({ "command": through("$(cat alice-cred)", &local) }),
+    )
+    .await;
+    assert!(
+        text_of(&by_alice).starts_with("407\n"),
+        "{who:?}: {}",
+        text_of(&by_alice)
+    );
+    let guessed = format!("http://agentty:{}@${{HTTP_PROXY##*@}}", "0".repeat(32));
+    for proxy in ["$(cat alice-cred)", &guessed[..]] {
+        let (text, _) = send(&bob, &bob_shell, &through(proxy, &local)).await;
+        assert!(text.starts_with("407\n"), "{who:?} {proxy}: {text}");
+    }
+    assert_eq!(service.seen(), 2, "{who:?}");
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_another_callers_proxy_credentials_are_refused_as_root() {
+    anothers_credentials_are_refused(Who::Root).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_another_callers_proxy_credentials_are_refused_as_nobody() {
+    anothers_credentials_are_refused(Who::Nobody).await;
+}
