@@ -5,20 +5,38 @@
 //! gets, byte for byte, so nothing is cleaned twice for output without colours (most of it, and
 //! every flood of plain lines): [`ViewTap::feed`] looks for an ESC byte and returns. At the first
 //! escape the copy starts from the plain text so far and the lines the model's cleaners are
-//! writing ([`Cleaner::keeping_colours_from`]), and from then on a second cleaner keeps the
-//! colours. Why always, not only while a view is open: a person who opens a job after it began
-//! (the usual case) sees its colours too. Why only where a view is served ([`serve_view`]:
-//! `--view`, `--http`): without one nothing ever reads the copy, so a server without a view
-//! pays nothing for it.
+//! writing ([`Cleaner::keeping_colours_from`]).
+//!
+//! Why raw until read: a second cleaner keeping colours costs more than the model's own on
+//! coloured output, and most outputs are never opened. So until the copy is first read
+//! ([`ViewTap::ring`]) the raw chunks after the first escape are only kept, tagged with their
+//! stream, in a tail of [`RAW_BYTES`] (a lock and a copy each); the first read cleans them, in
+//! order, through the cleaners saved at the escape, which gives the copy a watched output gets
+//! byte for byte, and from then on the copy is cleaned as it comes (it stays so once the viewer
+//! leaves). Why a tail: a flood nobody watches must cost no memory past it; when its head was
+//! dropped the copy says so in a line and the kept tail is cleaned from each stream's first
+//! newline on (a dropped head leaves it mid-line, maybe mid-escape). An output that ends unread
+//! keeps its tail until someone opens it: a late viewer (a reload, a shared link, a job opened
+//! after it ended) sees its colours. [`RAW_BYTES`] is the copy's own size, so that tail costs
+//! no more than the copy it stands for.
+//!
+//! Why only where a view is served ([`serve_view`]: `--view`, `--http`): without one nothing
+//! ever reads the copy, so a server without a view keeps nothing for it.
 //!
 //! A job keeps its plain text in its own ring, which the copy is started from; a call has no
 //! ring, so its plain text goes into the copy's ([`ViewTap::plain`]), which the view streams.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::clean::Cleaner;
 use crate::jobs::ring::{OutputRing, RING_BYTES};
+use crate::jobs::tail::Tail;
+
+/// Raw bytes kept per output after its first escape until the copy is read: the copy's ring's
+/// size, which the view opens on the last 64 KiB of.
+pub const RAW_BYTES: usize = RING_BYTES;
 
 /// Whether this process serves a web view: copies are made from [`serve_view`] on.
 static SERVED: AtomicBool = AtomicBool::new(false);
@@ -34,10 +52,39 @@ pub struct ViewTap {
     /// A view is served: without one, nothing is copied.
     on: bool,
     ring: OutputRing,
-    /// The cleaners keeping colours (stdout, stderr), from the first escape on.
-    colour: Mutex<Option<(Cleaner, Cleaner)>>,
-    /// An escape was seen: the copy differs from the plain text and is made by `colour`.
+    state: Mutex<State>,
+    /// An escape was seen: the copy differs from the plain text.
     started: AtomicBool,
+}
+
+struct State {
+    /// The copy was read once: from the first escape on it is cleaned as it comes.
+    read: bool,
+    copy: Copy,
+}
+
+/// Where the copy is.
+enum Copy {
+    /// No escape yet: the copy is the plain text (a job's ring; a call's, in the copy's ring).
+    Plain,
+    /// An escape, and nobody read the copy yet: raw chunks kept, none cleaned.
+    Unread(Box<Unread>),
+    /// Cleaned as it comes, by the cleaners keeping colours (stdout, stderr).
+    Live(Box<[Cleaner; 2]>),
+}
+
+/// The raw output since the first escape, and where cleaning it starts from.
+struct Unread {
+    /// Clones of the model's cleaners at the first escape, keeping colours (stdout, stderr).
+    cleaners: [Cleaner; 2],
+    /// The newest raw bytes, both streams in the order printed.
+    raw: Tail,
+    /// Which stream each run of `raw` came from (true: stderr) and its length, oldest first.
+    runs: VecDeque<(bool, usize)>,
+    /// Bytes of each stream dropped from the head of `raw` (stdout, stderr).
+    lost: [u64; 2],
+    /// The command ended: the copy is closed once cleaned.
+    ended: bool,
 }
 
 impl Default for ViewTap {
@@ -61,13 +108,16 @@ impl ViewTap {
         ViewTap {
             on,
             ring: OutputRing::new(None),
-            colour: Mutex::new(None),
+            state: Mutex::new(State {
+                read: false,
+                copy: Copy::Plain,
+            }),
             started: AtomicBool::new(false),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<(Cleaner, Cleaner)>> {
-        self.colour
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -78,20 +128,36 @@ impl ViewTap {
         if !self.on || !started && memchr::memchr(0x1b, bytes).is_none() {
             return;
         }
-        let mut colour = self.lock();
-        let (out, errs) = colour.get_or_insert_with(|| {
+        let mut state = self.lock();
+        if let Copy::Plain = state.copy {
             if let Some(ring) = before.plain {
                 self.ring.push(&ring.read(None, RING_BYTES).text);
             }
-            self.started.store(true, Ordering::Relaxed);
-            (
+            let cleaners = [
                 Cleaner::keeping_colours_from(before.out),
                 Cleaner::keeping_colours_from(before.err),
-            )
-        });
-        let cleaner = if err { errs } else { out };
-        let ring = &self.ring;
-        cleaner.feed_into(bytes, &mut |text| ring.push(text));
+            ];
+            state.copy = if state.read {
+                Copy::Live(Box::new(cleaners))
+            } else {
+                Copy::Unread(Box::new(Unread {
+                    cleaners,
+                    raw: Tail::new(RAW_BYTES),
+                    runs: VecDeque::new(),
+                    lost: [0; 2],
+                    ended: false,
+                }))
+            };
+            self.started.store(true, Ordering::Relaxed);
+        }
+        match &mut state.copy {
+            Copy::Unread(unread) => unread.keep(err, bytes),
+            Copy::Live(cleaners) => {
+                let ring = &self.ring;
+                cleaners[usize::from(err)].feed_into(bytes, &mut |text| ring.push(text));
+            }
+            Copy::Plain => {}
+        }
     }
 
     /// Plain text the model's cleaners gave, for a copy with no ring of plain text beside it (a
@@ -102,18 +168,77 @@ impl ViewTap {
         }
     }
 
-    /// The command ended: the lines still open go in, and the copy is closed.
+    /// The command ended: the lines still open go in, and the copy is closed (an unread one
+    /// once it is read).
     pub fn finish(&self) {
-        if let Some((out, err)) = self.lock().as_mut() {
-            self.ring.push(out.finish());
-            self.ring.push(err.finish());
+        let mut state = self.lock();
+        match &mut state.copy {
+            Copy::Plain => self.ring.close(),
+            Copy::Unread(unread) => unread.ended = true,
+            Copy::Live(cleaners) => self.close(cleaners),
+        }
+    }
+
+    fn close(&self, cleaners: &mut [Cleaner; 2]) {
+        for cleaner in cleaners {
+            self.ring.push(cleaner.finish());
         }
         self.ring.close();
     }
 
-    /// The copy.
+    /// The copy, for a viewer: the first read cleans what was kept raw, and from then on the
+    /// copy is cleaned as it comes.
     pub fn ring(&self) -> &OutputRing {
+        let mut state = self.lock();
+        state.read = true;
+        if let Copy::Unread(_) = state.copy {
+            state.copy = match std::mem::replace(&mut state.copy, Copy::Plain) {
+                Copy::Unread(unread) => Copy::Live(Box::new(self.catch_up(*unread))),
+                other => other,
+            };
+        }
         &self.ring
+    }
+
+    /// Cleans the kept raw output into the copy, through the cleaners saved at the first escape
+    /// or, for a stream whose head was dropped, a new one from its first newline on.
+    fn catch_up(&self, unread: Unread) -> [Cleaner; 2] {
+        let Unread {
+            mut cleaners,
+            mut raw,
+            runs,
+            lost,
+            ended,
+        } = unread;
+        let ring = &self.ring;
+        let lost_bytes = lost[0] + lost[1];
+        if lost_bytes > 0 {
+            ring.push(&format!(
+                "[… {lost_bytes} earlier bytes not kept for the view (nobody was watching) …]\n"
+            ));
+        }
+        let mut skip = lost.map(|n| n > 0);
+        for (cleaner, _) in cleaners.iter_mut().zip(skip).filter(|(_, lost)| *lost) {
+            *cleaner = Cleaner::keeping_colours();
+        }
+        let mut rest = raw.contiguous();
+        for (err, len) in runs {
+            let (mut run, after) = rest.split_at(len);
+            rest = after;
+            let stream = usize::from(err);
+            if skip[stream] {
+                let Some(newline) = memchr::memchr(b'\n', run) else {
+                    continue;
+                };
+                run = &run[newline + 1..];
+                skip[stream] = false;
+            }
+            cleaners[stream].feed_into(run, &mut |text| ring.push(text));
+        }
+        if ended {
+            self.close(&mut cleaners);
+        }
+        cleaners
     }
 
     /// Whether the copy has colours (an escape was printed); before, a job's view reads the
@@ -123,68 +248,29 @@ impl ViewTap {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn before<'a>(out: &'a Cleaner, err: &'a Cleaner, plain: Option<&'a OutputRing>) -> Before<'a> {
-        Before { out, err, plain }
-    }
-
-    /// A job: nothing is copied before the first escape; at it, the copy starts from the job's
-    /// ring and the line the model's cleaner was writing, and keeps the colours after.
-    #[test]
-    fn the_copy_starts_at_the_first_escape_from_the_plain_text_so_far() {
-        let (mut out, err) = (Cleaner::new(), Cleaner::new());
-        let job_ring = OutputRing::new(None);
-        let tap = ViewTap::new(true);
-        for chunk in [
-            &b"plain one\nhalf "[..],
-            b"line\n\x1b[31mred\x1b[0m\n",
-            b"tail",
-        ] {
-            tap.feed(false, chunk, before(&out, &err, Some(&job_ring)));
-            out.feed_into(chunk, &mut |text| job_ring.push(text));
-            if chunk.starts_with(b"plain") {
-                assert!(
-                    !tap.coloured() && tap.ring().total() == 0,
-                    "copied before an escape"
-                );
+impl Unread {
+    /// Keeps a raw chunk; the oldest bytes go past [`RAW_BYTES`].
+    fn keep(&mut self, err: bool, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut dropped = self.raw.push(bytes);
+        self.runs.push_back((err, bytes.len()));
+        while dropped > 0 {
+            let Some((stream, len)) = self.runs.front_mut() else {
+                break;
+            };
+            let gone = dropped.min(*len);
+            self.lost[usize::from(*stream)] += gone as u64;
+            *len -= gone;
+            dropped -= gone;
+            if *len == 0 {
+                self.runs.pop_front();
             }
         }
-        tap.finish();
-        assert!(tap.coloured());
-        assert_eq!(
-            tap.ring().read(Some(0), 1024).text,
-            "plain one\nhalf line\n\x1b[31mred\x1b[0m\ntail"
-        );
-    }
-
-    /// A call: its plain text is the copy until the first escape, then the colours.
-    #[test]
-    fn a_calls_copy_is_its_plain_text_then_its_colours() {
-        let (mut out, err) = (Cleaner::new(), Cleaner::new());
-        let tap = ViewTap::new(true);
-        for chunk in [&b"a\rb\n"[..], b"\x1b]0;title\x07\x1b[1mbold\x1b[0m\n"] {
-            tap.feed(false, chunk, before(&out, &err, None));
-            let text = out.feed(chunk).to_owned();
-            tap.plain(&text);
-        }
-        tap.finish();
-        assert_eq!(
-            tap.ring().read(Some(0), 1024).text,
-            "b\n\x1b[1mbold\x1b[0m\n"
-        );
-    }
-
-    /// Where no view is served, nothing is copied, coloured or not.
-    #[test]
-    fn without_a_view_nothing_is_copied() {
-        let (out, err) = (Cleaner::new(), Cleaner::new());
-        let tap = ViewTap::new(false);
-        tap.feed(false, b"\x1b[31mred\x1b[0m\n", before(&out, &err, None));
-        tap.plain("red\n");
-        tap.finish();
-        assert!(!tap.coloured() && tap.ring().total() == 0);
     }
 }
+
+#[cfg(test)]
+#[path = "view_tap_tests.rs"]
+mod tests;

@@ -3,7 +3,7 @@
 pub mod command;
 pub mod ring;
 pub mod table;
-mod tail;
+pub(crate) mod tail;
 
 pub use ring::{OutputRing, READ_MAX_BYTES, RING_BYTES, Slice};
 pub use table::{

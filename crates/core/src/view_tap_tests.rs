@@ -1,0 +1,226 @@
+use super::*;
+
+fn before<'a>(out: &'a Cleaner, err: &'a Cleaner, plain: Option<&'a OutputRing>) -> Before<'a> {
+    Before { out, err, plain }
+}
+
+/// A job's sink: the tap first, then the model's cleaners into the job's ring.
+#[derive(Default)]
+struct Job {
+    out: Cleaner,
+    err: Cleaner,
+    ring: Option<OutputRing>,
+}
+
+impl Job {
+    fn feed(&mut self, tap: &ViewTap, err: bool, bytes: &[u8]) {
+        let ring = self.ring.get_or_insert_with(|| OutputRing::new(None));
+        tap.feed(err, bytes, before(&self.out, &self.err, Some(ring)));
+        let cleaner = if err { &mut self.err } else { &mut self.out };
+        cleaner.feed_into(bytes, &mut |text| ring.push(text));
+    }
+
+    fn finish(&mut self, tap: &ViewTap) {
+        let ring = self.ring.get_or_insert_with(|| OutputRing::new(None));
+        ring.push(self.out.finish());
+        ring.push(self.err.finish());
+        tap.finish();
+    }
+}
+
+/// Everything in a copy, read as a viewer does (the first read cleans what was kept).
+fn copy(tap: &ViewTap) -> String {
+    tap.ring().read(Some(0), 4 * RING_BYTES).text
+}
+
+fn unread(tap: &ViewTap) -> bool {
+    matches!(tap.lock().copy, Copy::Unread(_))
+}
+
+/// Plain lines, an open line coloured on, stderr between, a carriage return, an escape and a
+/// character split across chunks, a title, and a line left open at the end.
+const CHUNKS: &[(bool, &[u8])] = &[
+    (false, b"plain one\nhalf "),
+    (true, b"warning: "),
+    (false, b"line\n\x1b[31mred\x1b[0m\n50%\r"),
+    (true, b"\x1b[33mdisk\x1b["),
+    (false, b"100% \xe4\xb8"),
+    (true, b"0m low\n"),
+    (false, b"\x96\x8c done\n\x1b]0;title\x07\x1b[1mbold"),
+    (false, b"\x1b[0m\ntail"),
+];
+
+/// The copy of a job read before it printed anything: cleaned as it comes.
+fn eager() -> String {
+    let (tap, mut job) = (ViewTap::new(true), Job::default());
+    let _ = tap.ring();
+    for &(err, bytes) in CHUNKS {
+        job.feed(&tap, err, bytes);
+    }
+    job.finish(&tap);
+    copy(&tap)
+}
+
+/// A job: nothing is copied before the first escape; at it, the copy starts from the job's
+/// ring and the line the model's cleaner was writing, and keeps the colours after.
+#[test]
+fn the_copy_starts_at_the_first_escape_from_the_plain_text_so_far() {
+    let (tap, mut job) = (ViewTap::new(true), Job::default());
+    for chunk in [
+        &b"plain one\nhalf "[..],
+        b"line\n\x1b[31mred\x1b[0m\n",
+        b"tail",
+    ] {
+        job.feed(&tap, false, chunk);
+        if chunk.starts_with(b"plain") {
+            assert!(
+                !tap.coloured() && tap.ring.total() == 0,
+                "copied before an escape"
+            );
+        }
+    }
+    job.finish(&tap);
+    assert!(tap.coloured());
+    assert_eq!(copy(&tap), "plain one\nhalf line\n\x1b[31mred\x1b[0m\ntail");
+}
+
+/// Nobody reads the copy: from the first escape on the output is kept raw and none of it is
+/// cleaned; the first read cleans it all, and the copy goes on as it comes from then on.
+#[test]
+fn an_unread_copy_is_kept_raw_and_cleaned_when_first_read() {
+    let (tap, mut job) = (ViewTap::new(true), Job::default());
+    job.feed(&tap, false, b"plain\n");
+    job.feed(&tap, false, b"\x1b[32mgreen\x1b[0m\n");
+    let started = tap.ring.total();
+    assert_eq!(
+        started,
+        "plain\n".len() as u64,
+        "the copy starts from the plain text"
+    );
+    for _ in 0..100 {
+        job.feed(&tap, false, b"\x1b[32mmore\x1b[0m\n");
+        job.feed(&tap, true, b"\x1b[31merr\x1b[0m\n");
+    }
+    assert!(unread(&tap), "cleaned with nobody watching");
+    assert_eq!(tap.ring.total(), started, "cleaned with nobody watching");
+    let text = copy(&tap);
+    assert!(!unread(&tap));
+    assert!(text.starts_with("plain\n\x1b[32mgreen\x1b[0m\n\x1b[32mmore\x1b[0m\n\x1b[31merr"));
+    job.feed(&tap, false, b"\x1b[1mlive\x1b[0m\n");
+    let now = tap.ring.read(Some(0), 4 * RING_BYTES).text;
+    assert!(
+        now.ends_with("\x1b[1mlive\x1b[0m\n"),
+        "not cleaned as it comes once read"
+    );
+}
+
+/// However late the copy is first read, between any two chunks, it is the copy a viewer
+/// watching from the start got, byte for byte.
+#[test]
+fn a_copy_read_late_is_the_copy_read_from_the_start() {
+    let eager = eager();
+    assert!(
+        eager.contains("\x1b[31mred\x1b[0m") && eager.ends_with("tail"),
+        "{eager:?}"
+    );
+    for read_at in 0..=CHUNKS.len() {
+        let (tap, mut job) = (ViewTap::new(true), Job::default());
+        for (i, &(err, bytes)) in CHUNKS.iter().enumerate() {
+            if i == read_at {
+                let _ = tap.ring();
+            }
+            job.feed(&tap, err, bytes);
+        }
+        job.finish(&tap);
+        assert_eq!(copy(&tap), eager, "first read before chunk {read_at}");
+    }
+}
+
+/// An output that ended unread: its copy is made, the open lines in, and closed when it is
+/// first read.
+#[test]
+fn an_output_that_ended_unread_is_coloured_and_closed_when_read() {
+    let (tap, mut job) = (ViewTap::new(true), Job::default());
+    for &(err, bytes) in CHUNKS {
+        job.feed(&tap, err, bytes);
+    }
+    job.finish(&tap);
+    assert!(unread(&tap) && !tap.ring.is_closed());
+    assert_eq!(copy(&tap), eager());
+    assert!(tap.ring().is_closed());
+}
+
+/// More raw output than is kept: the copy says so, then goes on from the first whole line of
+/// the kept tail; a stream that lost nothing (stderr here) goes on from where it was.
+#[test]
+fn an_unread_flood_keeps_its_tail_and_says_what_it_lost() {
+    let (tap, mut job) = (ViewTap::new(true), Job::default());
+    job.feed(&tap, false, b"before\n");
+    job.feed(&tap, true, b"err-open ");
+    // Cleaning drops a third of each line (cursor escapes), so the tail fits the copy's ring.
+    let line = b"line \x1b[K\x1b[K\x1b[K\x1b[K\x1b[32mok\x1b[0m\n";
+    let flood: Vec<u8> = line
+        .iter()
+        .copied()
+        .cycle()
+        .take(2 * RAW_BYTES / line.len() * line.len())
+        .collect();
+    let first = b"\x1b[32mfirst\x1b[0m\n";
+    job.feed(&tap, false, first);
+    for chunk in flood.chunks(1000) {
+        job.feed(&tap, false, chunk);
+    }
+    let (warned, last) = (b"\x1b[33mwarned\x1b[0m\n", b"last");
+    job.feed(&tap, true, warned);
+    job.feed(&tap, false, last);
+    job.finish(&tap);
+    let lost = first.len() + flood.len() + warned.len() + last.len() - RAW_BYTES;
+    assert_ne!(
+        (lost - first.len()) % line.len(),
+        0,
+        "the tail starts mid-line"
+    );
+    let text = copy(&tap);
+    let marker =
+        format!("before\n[… {lost} earlier bytes not kept for the view (nobody was watching) …]\n");
+    assert!(text.starts_with(&marker), "{:?}", &text[..200]);
+    let after = &text[marker.len()..];
+    assert!(
+        after.starts_with("line \x1b[32mok\x1b[0m\n"),
+        "{:?}",
+        &after[..100]
+    );
+    assert!(
+        after.lines().all(|l| l == "line \x1b[32mok\x1b[0m"
+            || l == "err-open \x1b[33mwarned\x1b[0m"
+            || l == "last"),
+        "a line cut or uncoloured"
+    );
+    assert!(after.ends_with("line \x1b[32mok\x1b[0m\nerr-open \x1b[33mwarned\x1b[0m\nlast"));
+    assert!(tap.ring().is_closed());
+}
+
+/// A call: its plain text is the copy until the first escape, then the colours.
+#[test]
+fn a_calls_copy_is_its_plain_text_then_its_colours() {
+    let (mut out, err) = (Cleaner::new(), Cleaner::new());
+    let tap = ViewTap::new(true);
+    for chunk in [&b"a\rb\n"[..], b"\x1b]0;title\x07\x1b[1mbold\x1b[0m\n"] {
+        tap.feed(false, chunk, before(&out, &err, None));
+        let text = out.feed(chunk).to_owned();
+        tap.plain(&text);
+    }
+    tap.finish();
+    assert_eq!(copy(&tap), "b\n\x1b[1mbold\x1b[0m\n");
+}
+
+/// Where no view is served, nothing is copied, coloured or not.
+#[test]
+fn without_a_view_nothing_is_copied() {
+    let (out, err) = (Cleaner::new(), Cleaner::new());
+    let tap = ViewTap::new(false);
+    tap.feed(false, b"\x1b[31mred\x1b[0m\n", before(&out, &err, None));
+    tap.plain("red\n");
+    tap.finish();
+    assert!(!tap.coloured() && tap.ring().total() == 0);
+}
