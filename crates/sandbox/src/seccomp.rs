@@ -27,9 +27,9 @@
 //!   that failed to resolve a name says only that); `sendto`/`sendmsg`/`sendmmsg` with `MSG_FASTOPEN` fail (TCP Fast
 //!   Open connects without `connect`); every `connect` is sent to the server's supervisor
 //!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself
-//!   (where Landlock refuses the command's own TCP connects, only those given an IP address's
-//!   length: [`IP_ADDRESS_LENGTHS`]);
-//!   and so is every `bind` and `listen`, which the supervisor makes in the server's network
+//!   (where Landlock refuses the command's own TCP connects, all but those given a unix
+//!   address's full length: [`UNIX_ADDRESS_LENGTH`]);
+//!   and so is every `bind` (but those of that length) and `listen`, which the supervisor makes in the server's network
 //!   namespace when the command runs in the session's own (`net/listening.rs`).
 //!   The command's own TCP connects are refused by its Landlock domain (`landlock.rs`), so the
 //!   supervisor may let the kernel carry on with any call it does not handle.
@@ -64,21 +64,23 @@ pub struct FilterSpec {
     /// Refuse new unix sockets (plan mode).
     pub unix_off: bool,
     /// The command's own TCP connects are refused by its Landlock domain (ABI 4): supervised,
-    /// a `connect` or `bind` whose address length no IP address has is let through without
-    /// asking the supervisor (see [`IP_ADDRESS_LENGTHS`]).
+    /// a `connect` or `bind` given a unix address's full length is let through without asking
+    /// the supervisor (see [`UNIX_ADDRESS_LENGTH`]).
     pub own_tcp_refused: bool,
 }
 
-/// The address lengths of the `connect` and `bind` calls the supervisor is asked about when the
-/// command's own TCP connects are refused by Landlock: up to `sizeof(struct sockaddr_in6)` (28),
-/// and `sizeof(struct sockaddr_storage)` (128), the lengths IP addresses are given with. Any
-/// other is a unix socket's path (glibc's lookups through nscd give 110, on every `ls -l`,
-/// `id`, `git`) and goes straight to the kernel, sparing the command a round trip to the
-/// supervisor (11 µs each on this 2-core machine). An IP address given with another length
-/// reaches the kernel too, which refuses the command's own TCP connect (Landlock) or binds it
-/// where it is (the session's network namespace, if any): it never reaches another host.
-/// Lengths above 128 fail with EINVAL in the kernel.
-pub const IP_ADDRESS_LENGTHS: (u32, u32) = (28, 128);
+/// The address length of the `connect` and `bind` calls the supervisor is not asked about when
+/// the command's own TCP connects are refused by Landlock: `sizeof(struct sockaddr_un)`, which
+/// glibc gives for its lookups through nscd (two or more on every `ls -l`, `id`, `git`, and on
+/// a shell's start), sparing each a round trip to the supervisor (11 µs on this 2-core
+/// machine). An IP address given with that length reaches the kernel too, which refuses the
+/// command's own TCP connect (Landlock) or binds it where it is (the session's network
+/// namespace, if any): it never reaches another host, but an allowed address so given fails
+/// (EACCES, with no 2010 note). Only this length: a program may well give an IP address with
+/// another one it does not have (`sizeof` a union of address types, 112), which the supervisor
+/// still judges, as it does unix addresses given their exact length.
+pub const UNIX_ADDRESS_LENGTH: u32 = 110;
+const _: () = assert!(std::mem::size_of::<libc::sockaddr_un>() == UNIX_ADDRESS_LENGTH as usize);
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod bpf {
@@ -294,7 +296,7 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     if families.is_some() || spec.unix_off {
         special.push((libc::SYS_socket as u32, socket));
     }
-    // connect and bind: to the supervisor, by their address's length where Landlock holds.
+    // connect and bind: to the supervisor, but for a unix address's length where Landlock holds.
     let addressed = if spec.own_tcp_refused {
         asm.label()
     } else {
@@ -383,15 +385,9 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     }
     if spec.network == NetFilter::Supervised && spec.own_tcp_refused {
         // The kernel reads the length as an `int`: the low word.
-        let (longest_ip, storage) = IP_ADDRESS_LENGTHS;
-        let (long, not_storage) = (asm.label(), asm.label());
         asm.mark(addressed);
         asm.stmt(ld(OFFSET_ARG2));
-        asm.jump(libc::BPF_JGT, longest_ip, long, notify);
-        asm.mark(long);
-        asm.jump(libc::BPF_JEQ, storage, notify, not_storage);
-        asm.mark(not_storage);
-        asm.always(allow);
+        asm.jump(libc::BPF_JEQ, UNIX_ADDRESS_LENGTH, allow, notify);
     }
     // sendto/sendmsg/sendmmsg: TCP Fast Open connects without `connect`.
     let sends = [

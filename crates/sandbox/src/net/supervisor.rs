@@ -1,6 +1,7 @@
 //! The supervisor of confined commands' connections (network `allowlist` and `ask`,
 //! docs/BEHAVIOUR.md §13): one thread of the server that answers every `connect` the seccomp
-//! filter sends it (`seccomp.rs`), and every `bind` and `listen` (`listening.rs`).
+//! filter sends it (`seccomp.rs`: all but those given a unix address's full length, where
+//! Landlock refuses the command's own), and the `bind` and `listen` calls (`listening.rs`).
 //!
 //! A confined command's own TCP connects are refused by its Landlock domain (`landlock.rs`, ABI
 //! 4), so the only TCP connections it gets are the ones made here: for an IP address the
