@@ -24,7 +24,7 @@ pub(super) struct HttpServer {
     child: Child,
     url: String,
     token: String,
-    _workspace: tempfile::TempDir,
+    workspace: tempfile::TempDir,
     pub(super) state: tempfile::TempDir,
 }
 
@@ -79,7 +79,7 @@ impl HttpServer {
             child,
             url,
             token: token.trim().to_owned(),
-            _workspace: workspace,
+            workspace,
             state,
         }
     }
@@ -119,6 +119,11 @@ impl HttpServer {
         all.extend(flags);
         let server = Self::start_with(wrapper, workspace, state, &all, &[("HOME", home.path())]);
         (server, home)
+    }
+
+    /// The server's workspace, where commands start.
+    pub(super) fn workspace(&self) -> &std::path::Path {
+        self.workspace.path()
     }
 
     /// An rmcp client: `initialize` (a session of 2025-11-25) or `server/discover` (2026-07-28,

@@ -18,6 +18,30 @@ use super::network::{Listener, line_of};
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
+/// Opens a tunnel through the proxy to the proxy itself with the shell's own credentials, then
+/// asks through it for the URL given with alice's (from `alice-cred`); prints both statuses.
+const CHAIN_THROUGH_THE_PROXY: &str = r#"import base64, os, socket, sys
+from urllib.parse import urlsplit
+
+
+def auth(proxy):
+    p = urlsplit(proxy)
+    return "Basic " + base64.b64encode(f"{p.username}:{p.password}".encode()).decode()
+
+
+own = os.environ["HTTP_PROXY"]
+p = urlsplit(own)
+s = socket.create_connection((p.hostname, p.port))
+s.sendall(f"CONNECT {p.hostname}:{p.port} HTTP/1.1\r\nProxy-Authorization: {auth(own)}\r\n\r\n".encode())
+print("outer", s.recv(4096).split()[1].decode())
+alice = open("alice-cred").read().strip()
+s.sendall(
+    f"GET {sys.argv[1]} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: {auth(alice)}\r\n"
+    "Connection: close\r\n\r\n".encode()
+)
+print("inner", s.recv(4096).split()[1].decode())
+"#;
+
 async fn open_shell(client: &Client) -> String {
     let opened = call(client, "shell_open", json!({})).await;
     opened.structured_content.as_ref().unwrap()["id"]
@@ -102,6 +126,22 @@ async fn anothers_credentials_are_refused(who: Who) {
             "{who:?}: {line}"
         );
     }
+    // Without a run marker, nothing says the command is alice's (as root its PID namespace
+    // says it is bob's; as nobody there is none): refused.
+    let unmarked = format!(
+        "env -u AGENTTY_RUN {}",
+        through("$(cat alice-cred)", &local)
+    );
+    let (text, _) = send(&bob, &bob_shell, &unmarked).await;
+    assert!(text.starts_with("407\n"), "{who:?}: {text}");
+    // Chained through the proxy itself (its connection to itself is none the supervisor
+    // made for a command): refused.
+    std::fs::write(server.workspace().join("chain.py"), CHAIN_THROUGH_THE_PROXY).unwrap();
+    let (text, _) = send(&bob, &bob_shell, &format!("python3 chain.py {local}\n")).await;
+    assert!(
+        text.contains("outer 200\n") && text.contains("inner 407\n"),
+        "{who:?}: {text}"
+    );
     // As root, wearing alice's run marker too changes nothing: the PID namespace says whose
     // the command is.
     if who == Who::Root {
@@ -130,6 +170,11 @@ async fn anothers_credentials_are_refused(who: Who) {
         assert!(text.starts_with("200\n"), "{who:?}: {text}");
     }
     assert_eq!(service.seen(), 2, "{who:?}");
+    // A command in a PID namespace it made below its caller's is still its caller's.
+    let nested = format!("unshare -Upf {}", through("$HTTP_PROXY", &local));
+    let (text, _) = send(&alice, &alice_shell, &nested).await;
+    assert!(text.starts_with("200\n"), "{who:?}: {text}");
+    assert_eq!(service.seen(), 3, "{who:?}");
 
     // Closed, alice's shell's credentials are nobody's, not even alice's next command's;
     // guessed ones never were anybody's.
@@ -151,7 +196,7 @@ async fn anothers_credentials_are_refused(who: Who) {
         let (text, _) = send(&bob, &bob_shell, &through(proxy, &local)).await;
         assert!(text.starts_with("407\n"), "{who:?} {proxy}: {text}");
     }
-    assert_eq!(service.seen(), 2, "{who:?}");
+    assert_eq!(service.seen(), 3, "{who:?}");
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
 }

@@ -282,6 +282,36 @@ pub fn pid_namespace_of_process(pid: u32) -> Option<(u64, u64)> {
     Some((meta.dev(), meta.ino()))
 }
 
+/// Deepest nesting of PID namespaces the kernel allows.
+const PID_NAMESPACE_LEVELS_MAX: usize = 32;
+
+/// The PID namespaces process `pid` runs within: its own first, then each parent up to this
+/// process's own (`NS_GET_PARENT`); empty when `/proc` does not tell. A command may make PID
+/// namespaces of its own (`unshare -p`, bubblewrap, rootless containers) below its session's:
+/// it is still within the session's.
+pub fn pid_namespaces_of_process(pid: u32) -> Vec<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(mut at) = std::fs::File::open(format!("/proc/{pid}/ns/pid")) else {
+        return Vec::new();
+    };
+    let mut chain = Vec::new();
+    while let Ok(meta) = at.metadata() {
+        chain.push((meta.dev(), meta.ino()));
+        if chain.len() == PID_NAMESPACE_LEVELS_MAX {
+            break;
+        }
+        // SAFETY: NS_GET_PARENT on a namespace fd returns a fresh fd (or fails: the initial
+        // namespace, or one above this process's own).
+        let parent = unsafe { libc::ioctl(at.as_raw_fd(), libc::NS_GET_PARENT) };
+        if parent < 0 {
+            break;
+        }
+        // SAFETY: a fresh fd nothing else owns.
+        at = unsafe { std::fs::File::from_raw_fd(parent) };
+    }
+    chain
+}
+
 /// How many callers' namespaces were made so far.
 pub(crate) fn inits_made() -> usize {
     CALLERS_MADE.load(Ordering::Acquire)

@@ -55,8 +55,12 @@ const RECENT_PER_SESSION: usize = 32;
 const RECENT_SESSIONS: usize = 64;
 /// Results kept for the answers to questions asked with them (2026-07-28 clients).
 const RESULTS_KEPT: usize = 16;
-/// Connections to the proxy whose maker is kept until the proxy reads their request.
-const PEERS_KEPT: usize = 1024;
+/// Connections to the proxy whose maker is kept until the proxy has read their request (or
+/// failed to: a note never outlives its connection). Past it the oldest note goes, and over
+/// HTTP that connection's credentials are refused (`Egress::may_use`): a caller holding this
+/// many connections open unread (each for up to the proxy's 30 s wait) can make another's
+/// fail, never make one pass.
+const PEERS_KEPT: usize = 4096;
 /// How many bytes of a process's environment are read to find its run marker.
 const ENVIRON_READ_BYTES: usize = 256 * 1024;
 
@@ -198,8 +202,9 @@ impl CallNet {
 
 /// Who a connection to the proxy was made for, as the supervisor told it.
 struct ProxyPeer {
-    /// The PID namespace of the process it was made for.
-    pid_ns: Option<(u64, u64)>,
+    /// The PID namespaces the process it was made for runs within, its own first (empty where
+    /// there are none to tell).
+    pid_namespaces: Vec<(u64, u64)>,
     /// That process's call (by its run marker, believed as [`Egress::by_pid`] says).
     call: Option<Arc<CallNet>>,
 }
@@ -365,15 +370,22 @@ impl Egress {
     }
 
     /// The call a process belongs to, by the run marker in its environment: believed where the
-    /// process runs in the PID namespace of that call's caller, or where either is unknown (no
-    /// namespaces: an unprivileged server). A marker is text another caller's command could
-    /// have copied.
+    /// process runs within the PID namespace of that call's caller (in it, or in one a command
+    /// of that caller made below it), or where either is unknown (no namespaces: an
+    /// unprivileged server). A marker is text another caller's command could have copied.
     fn by_pid(&self, pid: u32) -> Option<Arc<CallNet>> {
+        self.by_pid_within(
+            pid,
+            &agentty_core::namespace::pid_namespaces_of_process(pid),
+        )
+    }
+
+    /// [`Self::by_pid`] for a process within `namespaces` (its PID namespaces, its own first).
+    fn by_pid_within(&self, pid: u32, namespaces: &[(u64, u64)]) -> Option<Arc<CallNet>> {
         let call = self.by_marker_of(pid)?;
-        let theirs = agentty_core::namespace::pid_namespace_of_process(pid);
         let callers = agentty_core::namespace::pid_namespace_of(call.caller.as_deref());
-        match (theirs, callers) {
-            (Some(theirs), Some(callers)) if theirs != callers => None,
+        match callers {
+            Some(callers) if !namespaces.is_empty() && !namespaces.contains(&callers) => None,
             _ => Some(call),
         }
     }
@@ -395,11 +407,12 @@ impl Egress {
     }
 
     /// The supervisor connected process `pid` to the proxy from `from`: who that is, kept until
-    /// the proxy reads the request.
+    /// the proxy has read the request (or failed to), whatever it was.
     fn note_peer(&self, pid: u32, from: SocketAddr) {
+        let pid_namespaces = agentty_core::namespace::pid_namespaces_of_process(pid);
         let peer = ProxyPeer {
-            pid_ns: agentty_core::namespace::pid_namespace_of_process(pid),
-            call: self.by_pid(pid),
+            call: self.by_pid_within(pid, &pid_namespaces),
+            pid_namespaces,
         };
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
         if peers.len() >= PEERS_KEPT {
@@ -417,11 +430,19 @@ impl Egress {
         peers.remove(at).map(|(_, peer)| peer)
     }
 
-    /// Whether the process a proxy connection was made for may use `call`'s credentials: only
-    /// one of the same caller (over stdio, the one; over HTTP, the same token of the token
-    /// file), told by the PID namespace it runs in where there are namespaces, else by its
-    /// run marker.
-    fn may_use(&self, peer: &ProxyPeer, call: &CallNet) -> bool {
+    /// Whether the process a proxy connection was made for (`None`: a connection the supervisor
+    /// did not make) may use `call`'s credentials: only one of the same caller (over stdio, the
+    /// one; over HTTP, the same token of the token file), told by the PID namespace it runs
+    /// within where there are namespaces, else by its run marker. Over HTTP, where several
+    /// callers share the proxy, what cannot be told is refused: a connection the supervisor
+    /// did not make (every command of an HTTP caller is confined, so each of theirs is made by
+    /// it; another is the proxy's own, chained through itself), and one of a process with no run
+    /// marker where there are no namespaces.
+    fn may_use(&self, peer: Option<&ProxyPeer>, call: &CallNet) -> bool {
+        let one_caller = call.caller.is_none();
+        let Some(peer) = peer else {
+            return one_caller;
+        };
         if peer
             .call
             .as_ref()
@@ -430,9 +451,11 @@ impl Egress {
             return false;
         }
         let callers = agentty_core::namespace::pid_namespace_of(call.caller.as_deref());
-        match (peer.pid_ns, callers) {
-            (Some(theirs), Some(callers)) => theirs == callers,
-            _ => true,
+        match callers {
+            Some(callers) if !peer.pid_namespaces.is_empty() => {
+                peer.pid_namespaces.contains(&callers)
+            }
+            _ => peer.call.is_some() || one_caller,
         }
     }
 

@@ -11,9 +11,11 @@ pub const PROXY_NO_CREDENTIALS: &str = "agentty's proxy: this request has no val
 Confined commands get them in HTTP_PROXY/HTTPS_PROXY; a command that changed those variables \
 cannot use the proxy.\n";
 
-/// The proxy's answer to a request with credentials of another caller's call (407).
-pub const PROXY_OTHERS_CREDENTIALS: &str = "agentty's proxy: these credentials are another \
-caller's; a command may use only those in its own HTTP_PROXY/HTTPS_PROXY.\n";
+/// The proxy's answer to a request with credentials of another caller's call, or on a
+/// connection not shown to be of their caller (407).
+pub const PROXY_OTHERS_CREDENTIALS: &str = "agentty's proxy: these credentials are not this \
+command's; a command may use only those in its own HTTP_PROXY/HTTPS_PROXY, on a connection of \
+its own.\n";
 
 /// The rule of a connection the user approved, in the log and the web view.
 pub const APPROVED_ONCE: &str = "approved by the user for this command";

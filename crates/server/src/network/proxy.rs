@@ -65,7 +65,14 @@ struct Ask {
 }
 
 async fn serve(mut client: TcpStream, egress: &Egress) {
-    let asked = match tokio::time::timeout(HEAD_WAIT, read_request(&mut client)).await {
+    let asked = tokio::time::timeout(HEAD_WAIT, read_request(&mut client)).await;
+    // Who this connection was made for, as the supervisor told before the command could send
+    // anything: taken whatever came, so that no note outlives its connection.
+    let peer = client
+        .peer_addr()
+        .ok()
+        .and_then(|from| egress.peer_from(from));
+    let asked = match asked {
         Ok(Ok(asked)) => asked,
         Ok(Err(reason)) => {
             let _ = reply(&mut client, 400, "Bad Request", &[], reason).await;
@@ -84,17 +91,9 @@ async fn serve(mut client: TcpStream, egress: &Egress) {
         .await;
         return;
     };
-    // The supervisor told who this connection was made for before the command could send
-    // this request.
-    let peer = client
-        .peer_addr()
-        .ok()
-        .and_then(|from| egress.peer_from(from));
-    if let Some(peer) = peer
-        && !egress.may_use(&peer, &call)
-    {
+    if !egress.may_use(peer.as_ref(), &call) {
         egress.note(
-            peer.call.as_deref(),
+            peer.as_ref().and_then(|peer| peer.call.as_deref()),
             &asked.target,
             Err(Why::OthersCredentials),
         );
