@@ -24,8 +24,10 @@ def test_a_call_on_a_terminal_shows_its_output_while_it_runs():
             with sync_playwright() as p:
                 browser, page, errors = browser_page(p)
                 open_view(page, base_of(url), token)
+                # The colour comes in a write after the line began: that open line is the
+                # copy's once, not again at the end.
                 command = (
-                    "printf 'pty-started \\033[32mgreen\\033[0m\\n'; "
+                    "printf 'pty-started '; sleep 0.3; printf '\\033[32mgreen\\033[0m\\n'; "
                     f"while [ ! -e {gate} ]; do sleep 0.05; done; echo pty-finished"
                 )
                 result = in_background(
@@ -44,6 +46,9 @@ def test_a_call_on_a_terminal_shows_its_output_while_it_runs():
                 assert "pty-finished" in said.text, said.text
                 expect(item).to_contain_text("exited 0", timeout=20000)
                 expect(output).to_contain_text("pty-finished", timeout=20000)
+                page.wait_for_timeout(500)  # what the copy's close adds, streamed after the end
+                text = output.text_content()
+                assert text.count("pty-started") == 1, text
                 assert errors == [], errors
                 browser.close()
         finally:

@@ -17,8 +17,11 @@
 //! dropped the copy says so in a line and the kept tail is cleaned from each stream's first
 //! newline on (a dropped head leaves it mid-line, maybe mid-escape). An output that ends unread
 //! keeps its tail until someone opens it: a late viewer (a reload, a shared link, a job opened
-//! after it ended) sees its colours. [`RAW_BYTES`] is the copy's own size, so that tail costs
-//! no more than the copy it stands for.
+//! after it ended) sees its colours. What an unread output holds: the plain text up to its
+//! first escape (a call's; at most the copy's [`RING_BYTES`]), the raw tail ([`RAW_BYTES`]),
+//! the lines the saved cleaners had open (each at most a pending line's 64 KiB), and the runs
+//! telling the streams apart (at most [`RUNS_MAX`], 64 KiB): about twice the copy it stands
+//! for at worst, once in the usual case (a job, whose plain text is its own ring's).
 //!
 //! Why only where a view is served ([`serve_view`]: `--view`, `--http`): without one nothing
 //! ever reads the copy, so a server without a view keeps nothing for it.
@@ -37,6 +40,11 @@ use crate::jobs::tail::Tail;
 /// Raw bytes kept per output after its first escape until the copy is read: the copy's ring's
 /// size, which the view opens on the last 64 KiB of.
 pub const RAW_BYTES: usize = RING_BYTES;
+
+/// Runs (stretches of one stream) kept per unread output: past it the oldest run's bytes count
+/// as dropped. Without it a writer alternating stdout and stderr a byte at a time kept 16 bytes
+/// of bookkeeping per byte of its tail; with it, at most 64 KiB.
+const RUNS_MAX: usize = 4096;
 
 /// Whether this process serves a web view: copies are made from [`serve_view`] on.
 static SERVED: AtomicBool = AtomicBool::new(false);
@@ -79,8 +87,11 @@ struct Unread {
     cleaners: [Cleaner; 2],
     /// The newest raw bytes, both streams in the order printed.
     raw: Tail,
-    /// Which stream each run of `raw` came from (true: stderr) and its length, oldest first.
+    /// Which stream each run of `raw` came from (true: stderr) and its length, oldest first;
+    /// a chunk of the stream of the run before it lengthens that run. At most [`RUNS_MAX`].
     runs: VecDeque<(bool, usize)>,
+    /// Bytes at the head of `raw` whose run went past [`RUNS_MAX`] (counted in `lost`).
+    orphaned: usize,
     /// Bytes of each stream dropped from the head of `raw` (stdout, stderr).
     lost: [u64; 2],
     /// The command ended: the copy is closed once cleaned.
@@ -144,6 +155,7 @@ impl ViewTap {
                     cleaners,
                     raw: Tail::new(RAW_BYTES),
                     runs: VecDeque::new(),
+                    orphaned: 0,
                     lost: [0; 2],
                     ended: false,
                 }))
@@ -207,6 +219,7 @@ impl ViewTap {
             mut cleaners,
             mut raw,
             runs,
+            orphaned,
             lost,
             ended,
         } = unread;
@@ -221,7 +234,7 @@ impl ViewTap {
         for (cleaner, _) in cleaners.iter_mut().zip(skip).filter(|(_, lost)| *lost) {
             *cleaner = Cleaner::keeping_colours();
         }
-        let mut rest = raw.contiguous();
+        let mut rest = &raw.contiguous()[orphaned..];
         for (err, len) in runs {
             let (mut run, after) = rest.split_at(len);
             rest = after;
@@ -255,7 +268,13 @@ impl Unread {
             return;
         }
         let mut dropped = self.raw.push(bytes);
-        self.runs.push_back((err, bytes.len()));
+        match self.runs.back_mut() {
+            Some((stream, len)) if *stream == err => *len += bytes.len(),
+            _ => self.runs.push_back((err, bytes.len())),
+        }
+        let orphans = dropped.min(self.orphaned);
+        self.orphaned -= orphans;
+        dropped -= orphans;
         while dropped > 0 {
             let Some((stream, len)) = self.runs.front_mut() else {
                 break;
@@ -266,6 +285,12 @@ impl Unread {
             dropped -= gone;
             if *len == 0 {
                 self.runs.pop_front();
+            }
+        }
+        while self.runs.len() > RUNS_MAX {
+            if let Some((stream, len)) = self.runs.pop_front() {
+                self.lost[usize::from(stream)] += len as u64;
+                self.orphaned += len;
             }
         }
     }

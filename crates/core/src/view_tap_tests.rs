@@ -224,3 +224,39 @@ fn without_a_view_nothing_is_copied() {
     tap.finish();
     assert!(!tap.coloured() && tap.ring().total() == 0);
 }
+
+/// A writer alternating stdout and stderr a byte at a time keeps at most `RUNS_MAX` runs of
+/// bookkeeping: the oldest runs' bytes count as dropped, and the copy says how many.
+#[test]
+fn alternating_streams_keep_their_bookkeeping_bounded() {
+    let (tap, mut job) = (ViewTap::new(true), Job::default());
+    let start = b"\x1b[1mstart\x1b[0m ";
+    job.feed(&tap, false, start);
+    for i in 0..3 * RUNS_MAX {
+        job.feed(&tap, i % 2 == 1, if i % 2 == 0 { b"o" } else { b"e" });
+    }
+    {
+        let state = tap.lock();
+        let Copy::Unread(unread) = &state.copy else {
+            panic!("read before it was read")
+        };
+        // The first "o" lengthened the run of `start`, of the same stream.
+        assert_eq!(unread.runs.len(), RUNS_MAX);
+        assert!(
+            unread.runs.capacity() < 4 * RUNS_MAX,
+            "{}",
+            unread.runs.capacity()
+        );
+    }
+    job.feed(&tap, false, b"\nafter\n");
+    job.finish(&tap);
+    let lost = start.len() + 2 * RUNS_MAX + 1;
+    let text = copy(&tap);
+    assert!(
+        text.starts_with(&format!(
+            "[… {lost} earlier bytes not kept for the view (nobody was watching) …]\nafter\n"
+        )),
+        "{:?}",
+        &text[..text.len().min(200)]
+    );
+}

@@ -97,9 +97,12 @@ impl Capture {
         self.captured += counted;
         self.cr_counted = take == bytes.len() && bytes.last() == Some(&b'\r');
         if let Some(view) = &self.view {
+            // A terminal has one stream: no line of stderr is open (giving the same cleaner
+            // twice had the copy's stderr end with stdout's open line again).
+            let no_stderr = Cleaner::new();
             let before = crate::view_tap::Before {
                 out: &self.cleaner,
-                err: &self.cleaner,
+                err: &no_stderr,
                 plain: None,
             };
             view.feed(false, &bytes[..take], before);
