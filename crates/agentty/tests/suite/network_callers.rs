@@ -126,14 +126,15 @@ async fn anothers_credentials_are_refused(who: Who) {
             "{who:?}: {line}"
         );
     }
-    // Without a run marker, nothing says the command is alice's (as root its PID namespace
-    // says it is bob's; as nobody there is none): refused.
+    // Without a run marker of its own the command is its parent's, bob's shell's: refused,
+    // and bob's refusal.
     let unmarked = format!(
         "env -u AGENTTY_RUN {}",
         through("$(cat alice-cred)", &local)
     );
-    let (text, _) = send(&bob, &bob_shell, &unmarked).await;
+    let (text, s) = send(&bob, &bob_shell, &unmarked).await;
     assert!(text.starts_with("407\n"), "{who:?}: {text}");
+    assert_eq!(s["error_code"], 2010, "{who:?}: {text}");
     // Chained through the proxy itself (its connection to itself is none the supervisor
     // made for a command): refused.
     std::fs::write(server.workspace().join("chain.py"), CHAIN_THROUGH_THE_PROXY).unwrap();
@@ -170,11 +171,18 @@ async fn anothers_credentials_are_refused(who: Who) {
         assert!(text.starts_with("200\n"), "{who:?}: {text}");
     }
     assert_eq!(service.seen(), 2, "{who:?}");
-    // A command in a PID namespace it made below its caller's is still its caller's.
+    // A command in a PID namespace it made below its caller's is still its caller's; so is
+    // one started with an environment of its own (no run marker: its parent's says whose).
     let nested = format!("unshare -Upf {}", through("$HTTP_PROXY", &local));
-    let (text, _) = send(&alice, &alice_shell, &nested).await;
-    assert!(text.starts_with("200\n"), "{who:?}: {text}");
-    assert_eq!(service.seen(), 3, "{who:?}");
+    let cleared = format!(
+        "env -i PATH=\"$PATH\" HTTP_PROXY=\"$HTTP_PROXY\" {}",
+        through("$HTTP_PROXY", &local)
+    );
+    for own in [nested, cleared] {
+        let (text, _) = send(&alice, &alice_shell, &own).await;
+        assert!(text.starts_with("200\n"), "{who:?} {own}: {text}");
+    }
+    assert_eq!(service.seen(), 4, "{who:?}");
 
     // Closed, alice's shell's credentials are nobody's, not even alice's next command's;
     // guessed ones never were anybody's.
@@ -196,7 +204,7 @@ async fn anothers_credentials_are_refused(who: Who) {
         let (text, _) = send(&bob, &bob_shell, &through(proxy, &local)).await;
         assert!(text.starts_with("407\n"), "{who:?} {proxy}: {text}");
     }
-    assert_eq!(service.seen(), 3, "{who:?}");
+    assert_eq!(service.seen(), 4, "{who:?}");
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
 }

@@ -61,6 +61,8 @@ const RESULTS_KEPT: usize = 16;
 /// many connections open unread (each for up to the proxy's 30 s wait) can make another's
 /// fail, never make one pass.
 const PEERS_KEPT: usize = 4096;
+/// How many parents of a process with no run marker are looked at for one.
+const MARKER_PARENTS_MAX: usize = 16;
 /// How many bytes of a process's environment are read to find its run marker.
 const ENVIRON_READ_BYTES: usize = 256 * 1024;
 
@@ -390,20 +392,19 @@ impl Egress {
         }
     }
 
-    /// The call named by the run marker in process `pid`'s environment.
+    /// The call named by the run marker in process `pid`'s environment or, for a process with
+    /// none (a tool that starts its children with an environment of its own: `env -i`, tox),
+    /// in its nearest parent's that has one: a process cannot choose its parent, and an orphan
+    /// goes to the session's init, which has none.
     fn by_marker_of(&self, pid: u32) -> Option<Arc<CallNet>> {
-        use std::io::Read as _;
-        let mut environ = Vec::new();
-        std::fs::File::open(format!("/proc/{pid}/environ"))
-            .ok()?
-            .take(ENVIRON_READ_BYTES as u64)
-            .read_to_end(&mut environ)
-            .ok()?;
-        let prefix = format!("{}=", agentty_core::spawn::RUN_MARKER_VAR);
-        let marker = environ
-            .split(|b| *b == 0)
-            .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))?;
-        self.call_of(std::str::from_utf8(marker).ok()?)
+        let mut at = pid;
+        for _ in 0..MARKER_PARENTS_MAX {
+            if let Some(marker) = run_marker_of(at) {
+                return self.call_of(&marker);
+            }
+            at = parent_of(at).filter(|&parent| parent > 1)?;
+        }
+        None
     }
 
     /// The supervisor connected process `pid` to the proxy from `from`: who that is, kept until
@@ -569,4 +570,31 @@ pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, S
     }
     agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
         .map_err(|e| e.to_string())
+}
+
+/// The run marker in process `pid`'s environment, if it has one.
+fn run_marker_of(pid: u32) -> Option<String> {
+    use std::io::Read as _;
+    let mut environ = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .ok()?
+        .take(ENVIRON_READ_BYTES as u64)
+        .read_to_end(&mut environ)
+        .ok()?;
+    let prefix = format!("{}=", agentty_core::spawn::RUN_MARKER_VAR);
+    let marker = environ
+        .split(|b| *b == 0)
+        .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))?;
+    String::from_utf8(marker.to_vec()).ok()
+}
+
+/// Process `pid`'s parent, from `/proc/<pid>/stat` (the field after the command's name, which
+/// may hold spaces and parentheses: read after its last ')').
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
