@@ -407,13 +407,19 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
         .map(|_| &uri[7..])
         .ok_or("only CONNECT and absolute http:// requests are proxied (https goes by CONNECT)")?;
     let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let target = authority(&rest[..split], Some(80)).ok_or("no valid host in the URL")?;
+    let host = &rest[..split];
+    let target = authority(host, Some(80)).ok_or("no valid host in the URL")?;
     let path = match &rest[split..] {
         "" => "/",
         p if p.starts_with('/') => p,
         p => {
             return Ok(Ask {
-                forward: Some(head_for_origin(method, &format!("/{p}"), request.headers)),
+                forward: Some(head_for_origin(
+                    method,
+                    &format!("/{p}"),
+                    host,
+                    request.headers,
+                )),
                 target,
                 early,
                 token,
@@ -421,19 +427,28 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
         }
     };
     Ok(Ask {
-        forward: Some(head_for_origin(method, path, request.headers)),
+        forward: Some(head_for_origin(method, path, host, request.headers)),
         target,
         early,
         token,
     })
 }
 
-/// The head sent to the origin server: origin-form, without the proxy's headers and hop-by-hop
-/// ones, and `Connection: close` (one request per connection, so each is judged).
-fn head_for_origin(method: &str, path: &str, headers: &[httparse::Header<'_>]) -> Vec<u8> {
-    let mut head = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
+/// The head sent to the origin server: origin-form, its `Host` the URL's authority, which was
+/// judged (RFC 9112 §3.2.2: a proxy replaces the `Host` it got; passed on, another one would
+/// let a command reach any site sharing a listed name's servers, a CDN's), without the proxy's
+/// headers and hop-by-hop ones, and `Connection: close` (one request per connection, so each is
+/// judged).
+fn head_for_origin(
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &[httparse::Header<'_>],
+) -> Vec<u8> {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n").into_bytes();
     for header in headers {
         let dropped = [
+            "host",
             "proxy-authorization",
             "proxy-connection",
             "connection",
@@ -583,10 +598,35 @@ mod tests {
         let mut request = httparse::Request::new(&mut headers);
         let raw = b"GET http://h/x HTTP/1.1\r\nHost: h\r\nProxy-Authorization: Basic abc\r\nProxy-Connection: keep-alive\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n";
         request.parse(raw).unwrap();
-        let head = String::from_utf8(head_for_origin("GET", "/x", request.headers)).unwrap();
+        let head = String::from_utf8(head_for_origin("GET", "/x", "h", request.headers)).unwrap();
         assert_eq!(
             head,
             "GET /x HTTP/1.1\r\nHost: h\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
+    }
+
+    /// The origin is told the host that was judged, whatever `Host` (one, several, none, in
+    /// any case) the command sent.
+    #[test]
+    fn the_origin_sees_the_judged_host_only() {
+        for sent in [
+            "Host: attacker.example\r\n",
+            "host: attacker.example\r\nHOST: other.example\r\n",
+            "",
+        ] {
+            let mut headers = [httparse::EMPTY_HEADER; 8];
+            let mut request = httparse::Request::new(&mut headers);
+            let raw = format!("GET http://pypi.org:80/x HTTP/1.1\r\n{sent}Accept: */*\r\n\r\n");
+            request.parse(raw.as_bytes()).unwrap();
+            let ask = {
+                let head = head_for_origin("GET", "/x", "pypi.org:80", request.headers);
+                String::from_utf8(head).unwrap()
+            };
+            assert_eq!(
+                ask,
+                "GET /x HTTP/1.1\r\nHost: pypi.org:80\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+                "{sent:?}"
+            );
+        }
     }
 }
