@@ -270,7 +270,16 @@ impl Unread {
         let mut dropped = self.raw.push(bytes);
         match self.runs.back_mut() {
             Some((stream, len)) if *stream == err => *len += bytes.len(),
-            _ => self.runs.push_back((err, bytes.len())),
+            _ => {
+                // Room first, so the list never grows past its bound.
+                if self.runs.len() == RUNS_MAX
+                    && let Some((stream, len)) = self.runs.pop_front()
+                {
+                    self.lost[usize::from(stream)] += len as u64;
+                    self.orphaned += len;
+                }
+                self.runs.push_back((err, bytes.len()));
+            }
         }
         let orphans = dropped.min(self.orphaned);
         self.orphaned -= orphans;
@@ -285,12 +294,6 @@ impl Unread {
             dropped -= gone;
             if *len == 0 {
                 self.runs.pop_front();
-            }
-        }
-        while self.runs.len() > RUNS_MAX {
-            if let Some((stream, len)) = self.runs.pop_front() {
-                self.lost[usize::from(stream)] += len as u64;
-                self.orphaned += len;
             }
         }
     }
