@@ -33,7 +33,10 @@ own = os.environ["HTTP_PROXY"]
 p = urlsplit(own)
 s = socket.create_connection((p.hostname, p.port))
 s.sendall(f"CONNECT {p.hostname}:{p.port} HTTP/1.1\r\nProxy-Authorization: {auth(own)}\r\n\r\n".encode())
-print("outer", s.recv(4096).split()[1].decode())
+outer = s.recv(4096).split()[1].decode()
+print("outer", outer)
+if outer != "200":
+    sys.exit()
 alice = open("alice-cred").read().strip()
 s.sendall(
     f"GET {sys.argv[1]} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: {auth(alice)}\r\n"
@@ -135,14 +138,26 @@ async fn anothers_credentials_are_refused(who: Who) {
     let (text, s) = send(&bob, &bob_shell, &unmarked).await;
     assert!(text.starts_with("407\n"), "{who:?}: {text}");
     assert_eq!(s["error_code"], 2010, "{who:?}: {text}");
-    // Chained through the proxy itself (its connection to itself is none the supervisor
-    // made for a command): refused.
+    // Chained through the proxy itself: refused (403, and were it let through, the proxy's
+    // connection to itself is none the supervisor made for a command: 407). So is a process of
+    // this machine outside the sandbox with alice's credentials.
     std::fs::write(server.workspace().join("chain.py"), CHAIN_THROUGH_THE_PROXY).unwrap();
     let (text, _) = send(&bob, &bob_shell, &format!("python3 chain.py {local}\n")).await;
-    assert!(
-        text.contains("outer 200\n") && text.contains("inner 407\n"),
-        "{who:?}: {text}"
-    );
+    assert!(text.contains("outer 403\n"), "{who:?}: {text}");
+    let outside = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "--noproxy",
+            "",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(["-x", &credentials, &local])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&outside.stdout), "407", "{who:?}");
     // As root, wearing alice's run marker too changes nothing: the PID namespace says whose
     // the command is.
     if who == Who::Root {

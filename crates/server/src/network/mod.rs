@@ -37,6 +37,7 @@ mod proxy;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use agentty_sandbox::Network;
 use rmcp::{Peer, RoleServer};
@@ -61,6 +62,11 @@ const RESULTS_KEPT: usize = 16;
 /// many connections open unread (each for up to the proxy's 30 s wait) can make another's
 /// fail, never make one pass.
 const PEERS_KEPT: usize = 4096;
+/// How long a note of who a proxy connection is for is kept at most: past the supervisor's
+/// wait for a connection to be made (60 s) and the proxy's for its request (30 s), a note
+/// left is of a connection the proxy never read (its accept loop stalled), whose port another
+/// connection may get later.
+const PEER_NOTE_KEPT: Duration = Duration::from_secs(120);
 /// How many parents of a process with no run marker are looked at for one.
 const MARKER_PARENTS_MAX: usize = 16;
 /// How many bytes of a process's environment are read to find its run marker.
@@ -103,6 +109,8 @@ pub enum Why {
     Socket { what: &'static str },
     /// Through the proxy with credentials of another caller's call.
     OthersCredentials,
+    /// Through the proxy to the proxy itself.
+    ProxyItself,
 }
 
 /// What became of asking the user about a host not on the list.
@@ -241,7 +249,7 @@ pub struct Egress {
     calls: Mutex<Calls>,
     /// Connections to the proxy the supervisor made, by the address they come from, newest
     /// last: taken when the proxy reads their request.
-    peers: Mutex<VecDeque<(SocketAddr, ProxyPeer)>>,
+    peers: Mutex<VecDeque<(SocketAddr, ProxyPeer, Instant)>>,
     /// Hosts the user approved for a whole session, by session.
     approved: Mutex<HashMap<String, HashSet<Target>>>,
     recent: Mutex<VecDeque<(String, VecDeque<Seen>)>>,
@@ -416,10 +424,15 @@ impl Egress {
             pid_namespaces,
         };
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        if peers.len() >= PEERS_KEPT {
+        let now = Instant::now();
+        while peers.len() >= PEERS_KEPT
+            || peers
+                .front()
+                .is_some_and(|(.., at)| now.duration_since(*at) > PEER_NOTE_KEPT)
+        {
             peers.pop_front();
         }
-        peers.push_back((from, peer));
+        peers.push_back((from, peer, now));
     }
 
     /// Who the proxy's connection from `from` was made for, taken; `None` for one the supervisor
@@ -427,8 +440,8 @@ impl Egress {
     fn peer_from(&self, from: SocketAddr) -> Option<ProxyPeer> {
         let from = SocketAddr::new(from.ip().to_canonical(), from.port());
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        let at = peers.iter().rposition(|(at, _)| *at == from)?;
-        peers.remove(at).map(|(_, peer)| peer)
+        let at = peers.iter().rposition(|(at, ..)| *at == from)?;
+        peers.remove(at).map(|(_, peer, _)| peer)
     }
 
     /// Whether the process a proxy connection was made for (`None`: a connection the supervisor

@@ -62,6 +62,7 @@ pub fn network_why_short(why: &super::Why) -> String {
         Why::LocalDns => "DNS through a resolver on loopback".to_owned(),
         Why::Socket { .. } => "only plain TCP is allowed".to_owned(),
         Why::OthersCredentials => "with another caller's proxy credentials".to_owned(),
+        Why::ProxyItself => "agentty's proxy itself".to_owned(),
     }
 }
 
@@ -113,6 +114,9 @@ fn network_remedy(refusal: &super::Refusal) -> String {
         Why::OthersCredentials => "Use the proxy credentials in this command's own HTTPS_PROXY \
              and HTTP_PROXY."
             .to_owned(),
+        Why::ProxyItself => {
+            "Go through agentty's proxy once: ask it for the host itself.".to_owned()
+        }
         Why::Socket { .. } => "Only plain TCP leaves confined commands (to listed hosts \
              through HTTPS_PROXY); to see whether a host answers, use curl through the proxy, \
              not ping."

@@ -232,6 +232,9 @@ async fn decide(
                 Err(Refused::Policy(Why::LoopbackClosed))
             } else if target.port == 53 {
                 Err(Refused::Policy(Why::LocalDns))
+            } else if egress.proxy.get().map(SocketAddr::port) == Some(target.port) {
+                // Through the proxy to itself: a connection the supervisor never made.
+                Err(Refused::Policy(Why::ProxyItself))
             } else {
                 Ok((at, "loopback".to_owned()))
             };
