@@ -233,3 +233,76 @@ async fn net_another_callers_proxy_credentials_are_refused_as_root() {
 async fn net_another_callers_proxy_credentials_are_refused_as_nobody() {
     anothers_credentials_are_refused(Who::Nobody).await;
 }
+
+/// Opens `sys.argv[1]` connections to the proxy, sends nothing on them, says so in the file
+/// `held`, and keeps them open a minute.
+const HOLD_IDLE: &str = r#"import os, resource, socket, sys, time
+from urllib.parse import urlsplit
+
+_, most = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
+p = urlsplit(os.environ["HTTP_PROXY"])
+held = []
+for _ in range(int(sys.argv[1])):
+    try:
+        held.append(socket.create_connection((p.hostname, p.port)))
+    except OSError as e:
+        print("connect", e, flush=True)
+        break
+open("held", "w").write(str(len(held)))
+time.sleep(60)
+"#;
+
+/// A command holding hundreds of idle connections to the proxy (each one of the server's
+/// descriptors for up to 30 s) does not run the server out of them, here 256 (the command may
+/// hold 4096): the oldest idle ones are closed, and a request through the proxy still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_idle_proxy_connections_never_run_the_server_out_of_descriptors() {
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let local = format!("http://localhost:{}/", service.at.port());
+    let server = HttpServer::start_with(
+        &["prlimit", "--nofile=256:4096", "--"],
+        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
+        &["--network", "allowlist"],
+        &[],
+    );
+    let client = server.connect(false).await;
+    std::fs::write(server.workspace().join("hold.py"), HOLD_IDLE).unwrap();
+    let job = call(
+        &client,
+        "terminal",
+        json!({ "command": "python3 hold.py 400", "background": true }),
+    )
+    .await;
+    assert_eq!(job.is_error, Some(false), "{}", text_of(&job));
+    let held = server.workspace().join("held");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = job.structured_content.as_ref().unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    while !held.exists() {
+        if std::time::Instant::now() > deadline {
+            let said = call(&client, "task_wait", json!({ "id": id, "timeout_ms": 100 })).await;
+            panic!("the job never held its connections: {}", text_of(&said));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let proxied = call(
+        &client,
+        "terminal",
+        json!({ "command": format!(
+            "curl -sS --noproxy '' --max-time 20 -o /dev/null -w '%{{http_code}}\\n' -x \"$HTTP_PROXY\" {local}"
+        ) }),
+    )
+    .await;
+    assert!(
+        text_of(&proxied).starts_with("200\n"),
+        "held {}: {}",
+        std::fs::read_to_string(&held).unwrap_or_default(),
+        text_of(&proxied)
+    );
+    assert_eq!(service.seen(), 1);
+    client.cancel().await.unwrap();
+}

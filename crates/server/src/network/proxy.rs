@@ -10,12 +10,14 @@
 //! the answer is 407, and nothing is looked up. A refusal is 403 with the reason as its body
 //! (what `curl -v` or a package manager's error shows); the call's result says it too.
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
 
 use super::{CallNet, Choice, Egress, Target, Why};
 
@@ -36,14 +38,17 @@ pub(super) fn start(egress: Arc<Egress>) -> std::io::Result<SocketAddr> {
     listener.set_nonblocking(true)?;
     let at = listener.local_addr()?;
     let listener = TcpListener::from_std(listener)?;
+    let unread = Arc::new(Mutex::new(Unread::default()));
+    let most = unread_most();
     tokio::spawn(async move {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
                     let egress = Arc::clone(&egress);
+                    let admitted = Admitted::new(&unread, most);
                     tokio::spawn(async move {
                         let _ = stream.set_nodelay(true);
-                        serve(stream, &egress).await;
+                        serve(stream, &egress, admitted).await;
                     });
                 }
                 // Out of fds, most often: let some close.
@@ -52,6 +57,69 @@ pub(super) fn start(egress: Arc<Egress>) -> std::io::Result<SocketAddr> {
         }
     });
     Ok(at)
+}
+
+/// The connections whose request is not read yet, oldest first, each with what closes it.
+#[derive(Default)]
+struct Unread {
+    next: u64,
+    open: VecDeque<(u64, CancellationToken)>,
+}
+
+/// A connection counted among the unread ones until dropped (its request read, or not).
+struct Admitted {
+    id: u64,
+    closed: CancellationToken,
+    unread: Arc<Mutex<Unread>>,
+}
+
+impl Admitted {
+    /// Counts a new connection, closing the oldest unread one when `most` are open: each holds
+    /// one of the server's descriptors for up to [`HEAD_WAIT`], and a command holding a
+    /// thousand idle ones open ran the whole server out of them (every caller's requests
+    /// failed). A client sends its request at once, so a flood of idle ones closes its own.
+    fn new(unread: &Arc<Mutex<Unread>>, most: usize) -> Admitted {
+        let closed = CancellationToken::new();
+        let mut open = unread.lock().unwrap_or_else(PoisonError::into_inner);
+        while open.open.len() >= most {
+            if let Some((_, oldest)) = open.open.pop_front() {
+                oldest.cancel();
+            }
+        }
+        let id = open.next;
+        open.next += 1;
+        open.open.push_back((id, closed.clone()));
+        Admitted {
+            id,
+            closed,
+            unread: Arc::clone(unread),
+        }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self.unread.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = open.open.iter().position(|(id, _)| *id == self.id) {
+            open.open.remove(at);
+        }
+    }
+}
+
+/// How many connections may wait unread: an eighth of the descriptors the process may hold,
+/// between 16 and 512.
+fn unread_most() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only to the struct it is given.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    };
+    (soft / 8).clamp(16, 512)
 }
 
 /// What a client asked for.
@@ -64,14 +132,22 @@ struct Ask {
     token: Option<String>,
 }
 
-async fn serve(mut client: TcpStream, egress: &Egress) {
-    let asked = tokio::time::timeout(HEAD_WAIT, read_request(&mut client)).await;
+async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted) {
+    let asked = tokio::select! {
+        asked = tokio::time::timeout(HEAD_WAIT, read_request(&mut client)) => Some(asked),
+        () = admitted.closed.cancelled() => None,
+    };
+    drop(admitted);
     // Who this connection was made for, as the supervisor told before the command could send
     // anything: taken whatever came, so that no note outlives its connection.
     let peer = client
         .peer_addr()
         .ok()
         .and_then(|from| egress.peer_from(from));
+    // Closed for a newer connection while it sent nothing.
+    let Some(asked) = asked else {
+        return;
+    };
     let asked = match asked {
         Ok(Ok(asked)) => asked,
         Ok(Err(reason)) => {
