@@ -306,3 +306,78 @@ async fn net_idle_proxy_connections_never_run_the_server_out_of_descriptors() {
     assert_eq!(service.seen(), 1);
     client.cancel().await.unwrap();
 }
+
+/// Opens `sys.argv[2]` tunnels through the proxy to `127.0.0.1:sys.argv[1]` and keeps them;
+/// writes the statuses it got (sorted, once each) and how many were 200 in the file `held`.
+const HOLD_TUNNELS: &str = r#"import base64, os, resource, socket, sys, time
+from urllib.parse import urlsplit
+
+_, most = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
+p = urlsplit(os.environ["HTTP_PROXY"])
+auth = "Basic " + base64.b64encode(f"{p.username}:{p.password}".encode()).decode()
+codes, held = [], []
+for _ in range(int(sys.argv[2])):
+    try:
+        s = socket.create_connection((p.hostname, p.port))
+        s.sendall(f"CONNECT 127.0.0.1:{sys.argv[1]} HTTP/1.1\r\nProxy-Authorization: {auth}\r\n\r\n".encode())
+        codes.append(s.recv(4096).split()[1].decode())
+        held.append(s)
+    except (OSError, IndexError) as e:
+        codes.append(type(e).__name__)
+open("held", "w").write(" ".join(sorted(set(codes))) + " " + str(codes.count("200")))
+time.sleep(60)
+"#;
+
+/// Tunnels held open through the proxy (each two of the server's descriptors and two threads,
+/// with no idle end) are counted: past a sixteenth of the descriptors (here 256: 16; one HTTP
+/// caller half of them) the proxy answers 503, and the server keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_tunnels_held_open_never_run_the_server_out_of_descriptors() {
+    // A sink that accepts and keeps every connection.
+    let sink = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let sink_port = sink.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for stream in sink.incoming() {
+            kept.push(stream);
+        }
+    });
+    let server = HttpServer::start_with(
+        &["prlimit", "--nofile=256:4096", "--"],
+        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
+        &["--network", "allowlist"],
+        &[],
+    );
+    let client = server.connect(false).await;
+    std::fs::write(server.workspace().join("tunnels.py"), HOLD_TUNNELS).unwrap();
+    let command = format!("python3 tunnels.py {sink_port} 150");
+    let job = call(
+        &client,
+        "terminal",
+        json!({ "command": command, "background": true }),
+    )
+    .await;
+    assert_eq!(job.is_error, Some(false), "{}", text_of(&job));
+    let held = server.workspace().join("held");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !held.exists() {
+        assert!(std::time::Instant::now() < deadline, "no tunnels held");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let said = std::fs::read_to_string(&held).unwrap();
+    let opened: usize = said.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(
+        said.starts_with("200 503 ") && (1..=16).contains(&opened),
+        "{said}"
+    );
+    let still = call(&client, "terminal", json!({ "command": "echo still-here" })).await;
+    assert!(
+        text_of(&still).starts_with("still-here\n"),
+        "{}",
+        text_of(&still)
+    );
+    client.cancel().await.unwrap();
+}

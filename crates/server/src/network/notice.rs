@@ -17,6 +17,10 @@ pub const PROXY_OTHERS_CREDENTIALS: &str = "agentty's proxy: these credentials a
 command's; a command may use only those in its own HTTP_PROXY/HTTPS_PROXY, on a connection of \
 its own.\n";
 
+/// The proxy's answer when a caller has as many requests open through it as it may (503).
+pub const PROXY_TOO_MANY_OPEN: &str = "agentty's proxy: this caller has as many connections \
+open through the proxy as it may; close some (a tunnel ends when its command closes it).\n";
+
 /// The rule of a connection the user approved, in the log and the web view.
 pub const APPROVED_ONCE: &str = "approved by the user for this command";
 pub const APPROVED_FOR_SESSION: &str = "approved by the user for this session";

@@ -10,7 +10,7 @@
 //! the answer is 407, and nothing is looked up. A refusal is 403 with the reason as its body
 //! (what `curl -v` or a package manager's error shows); the call's result says it too.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -40,15 +40,17 @@ pub(super) fn start(egress: Arc<Egress>) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::from_std(listener)?;
     let unread = Arc::new(Mutex::new(Unread::default()));
     let most = unread_most();
+    let open = Arc::new(Open::new(open_most()));
     tokio::spawn(async move {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
                     let egress = Arc::clone(&egress);
                     let admitted = Admitted::new(&unread, most);
+                    let open = Arc::clone(&open);
                     tokio::spawn(async move {
                         let _ = stream.set_nodelay(true);
-                        serve(stream, &egress, admitted).await;
+                        serve(stream, &egress, admitted, &open).await;
                     });
                 }
                 // Out of fds, most often: let some close.
@@ -109,17 +111,91 @@ impl Drop for Admitted {
 /// How many connections may wait unread: an eighth of the descriptors the process may hold,
 /// between 16 and 512.
 fn unread_most() -> usize {
+    (descriptors_most() / 8).clamp(16, 512)
+}
+
+/// How many requests may be open at once past their head (being decided, connecting, or a
+/// tunnel relayed), each holding two of the server's descriptors and, relayed, two threads: a
+/// sixteenth of the descriptors, between 8 and 256. One HTTP caller may hold half of them.
+fn open_most() -> usize {
+    (descriptors_most() / 16).clamp(8, 256)
+}
+
+/// The descriptors this process may hold (its soft limit; 1024 where it cannot be read).
+fn descriptors_most() -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes only to the struct it is given.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
         usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
     } else {
         1024
-    };
-    (soft / 8).clamp(16, 512)
+    }
+}
+
+/// The requests open past their head, in all and by caller (`None`: stdio's one). Tunnels have
+/// no idle end (a download may pause for minutes), so what bounds them is a count: held open
+/// without one, a caller's command ran the server out of descriptors for every caller.
+struct Open {
+    most: usize,
+    counts: Mutex<(usize, HashMap<Option<String>, usize>)>,
+}
+
+/// One open request's place, given back when dropped (its tunnel's last thread ended).
+struct OpenSlot {
+    open: Arc<Open>,
+    caller: Option<String>,
+}
+
+impl Open {
+    fn new(most: usize) -> Open {
+        Open {
+            most,
+            counts: Mutex::new((0, HashMap::new())),
+        }
+    }
+
+    /// A place for a request of `caller`, if one is left: of all, and of the half one HTTP
+    /// caller may hold.
+    fn take(self: &Arc<Open>, caller: Option<&str>) -> Option<OpenSlot> {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let (all, by_caller) = &mut *counts;
+        let mine = by_caller.entry(caller.map(str::to_owned)).or_default();
+        let own_most = if caller.is_some() {
+            (self.most / 2).max(1)
+        } else {
+            self.most
+        };
+        if *all >= self.most || *mine >= own_most {
+            return None;
+        }
+        *all += 1;
+        *mine += 1;
+        Some(OpenSlot {
+            open: Arc::clone(self),
+            caller: caller.map(str::to_owned),
+        })
+    }
+}
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        let mut counts = self
+            .open
+            .counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (all, by_caller) = &mut *counts;
+        *all = all.saturating_sub(1);
+        if let Some(mine) = by_caller.get_mut(&self.caller) {
+            *mine = mine.saturating_sub(1);
+            if *mine == 0 {
+                by_caller.remove(&self.caller);
+            }
+        }
+    }
 }
 
 /// What a client asked for.
@@ -132,7 +208,7 @@ struct Ask {
     token: Option<String>,
 }
 
-async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted) {
+async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted, open: &Arc<Open>) {
     let asked = tokio::select! {
         asked = tokio::time::timeout(HEAD_WAIT, read_request(&mut client)) => Some(asked),
         () = admitted.closed.cancelled() => None,
@@ -183,6 +259,17 @@ async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted) {
         .await;
         return;
     }
+    let Some(slot) = open.take(call.caller.as_deref()) else {
+        let _ = reply(
+            &mut client,
+            503,
+            "Service Unavailable",
+            &[],
+            crate::network::notice::PROXY_TOO_MANY_OPEN,
+        )
+        .await;
+        return;
+    };
     let addresses = match decide(egress, &call, &asked.target).await {
         Ok((addresses, rule)) => {
             egress.note(Some(&call), &asked.target, Ok(rule));
@@ -224,7 +311,7 @@ async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted) {
     if opened.is_err() || upstream.write_all(&asked.early).await.is_err() {
         return;
     }
-    relay(client, upstream);
+    relay(client, upstream, slot);
 }
 
 /// Relays a tunnel both ways, each way on a blocking thread of its own copying through a
@@ -234,20 +321,28 @@ async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted) {
 /// `splice(2)` through a pipe each way (the bytes never in user space) was 1.73-1.93x, fixed
 /// 256 KiB buffers worse than 1 MiB, and tokio's `copy_bidirectional` 2.63x. The threads are
 /// detached: a tunnel left open holds two sleeping threads and never delays the server's exit.
-fn relay(client: TcpStream, upstream: TcpStream) {
+/// Both share the two sockets (two descriptors a tunnel) and its `slot`, given back when the
+/// last ends.
+fn relay(client: TcpStream, upstream: TcpStream, slot: OpenSlot) {
     let (Ok(client), Ok(upstream)) = (client.into_std(), upstream.into_std()) else {
         return;
     };
     if client.set_nonblocking(false).is_err() || upstream.set_nonblocking(false).is_err() {
         return;
     }
-    let (Ok(client_too), Ok(upstream_too)) = (client.try_clone(), upstream.try_clone()) else {
-        return;
-    };
-    for (from, to) in [(client, upstream), (upstream_too, client_too)] {
+    let (client, upstream, slot) = (Arc::new(client), Arc::new(upstream), Arc::new(slot));
+    let ways = [
+        (Arc::clone(&client), Arc::clone(&upstream)),
+        (upstream, client),
+    ];
+    for (from, to) in ways {
+        let slot = Arc::clone(&slot);
         let spawned = std::thread::Builder::new()
             .name("agentty-relay".into())
-            .spawn(move || pump(&from, &to));
+            .spawn(move || {
+                pump(&from, &to);
+                drop(slot);
+            });
         if spawned.is_err() {
             return;
         }

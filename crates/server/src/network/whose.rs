@@ -98,7 +98,10 @@ impl Egress {
         let from = SocketAddr::new(from.ip().to_canonical(), from.port());
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
         let at = peers.iter().rposition(|(at, ..)| *at == from)?;
-        peers.remove(at).map(|(_, peer, _)| peer)
+        peers
+            .remove(at)
+            .filter(|(.., noted)| noted.elapsed() <= PEER_NOTE_KEPT)
+            .map(|(_, peer, _)| peer)
     }
 
     /// Whether the process a proxy connection was made for (`None`: a connection the supervisor
@@ -150,10 +153,34 @@ fn run_marker_of(pid: u32) -> Option<String> {
 /// Process `pid`'s parent, from `/proc/<pid>/stat` (the field after the command's name, which
 /// may hold spaces and parentheses: read after its last ')').
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..]
+    // Bytes, not text: the name is cut at 15 bytes, maybe inside a character.
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.iter().rposition(|&b| b == b')')? + 1..];
+    std::str::from_utf8(after)
+        .ok()?
         .split_whitespace()
         .nth(1)?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parent is read from `/proc/<pid>/stat` whatever the process's name holds: one cut
+    /// inside a character (the kernel keeps 15 bytes), spaces, parentheses.
+    #[test]
+    fn a_parent_is_found_whatever_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["plain", "éééééééé.sh", "a) b (c"] {
+            let path = dir.path().join(name);
+            std::os::unix::fs::symlink("/bin/sleep", &path).unwrap();
+            let mut child = std::process::Command::new(&path).arg("5").spawn().unwrap();
+            let parent = parent_of(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            assert_eq!(parent, Some(std::process::id()), "{name}");
+        }
+    }
 }
