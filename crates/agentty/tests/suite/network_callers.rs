@@ -381,3 +381,35 @@ async fn net_tunnels_held_open_never_run_the_server_out_of_descriptors() {
     );
     client.cancel().await.unwrap();
 }
+
+/// With loopback closed, the unspecified address (which Linux connects to the machine itself)
+/// is loopback too, even where the list names it: refused through the proxy and directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_the_unspecified_address_is_loopback() {
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let server = HttpServer::start_with(
+        &[],
+        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
+        &[
+            "--network",
+            "allowlist",
+            "--no-loopback",
+            "--allow-net",
+            "0.0.0.0:*",
+        ],
+        &[],
+    );
+    let client = server.connect(false).await;
+    let url = format!("http://0.0.0.0:{}/", service.at.port());
+    for how in ["-x \"$HTTP_PROXY\"", "--noproxy '*'"] {
+        let command =
+            format!("curl -sS --max-time 10 -o /dev/null -w '%{{http_code}}\\n' {how} {url}");
+        let said = call(&client, "terminal", json!({ "command": command })).await;
+        let text = text_of(&said);
+        assert!(!text.starts_with("200"), "{how}: {text}");
+        assert!(text.contains("loopback is closed"), "{how}: {text}");
+    }
+    assert_eq!(service.seen(), 0);
+    client.cancel().await.unwrap();
+}

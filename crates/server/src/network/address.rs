@@ -57,6 +57,13 @@ pub fn inside(ip: IpAddr) -> Option<Inside> {
     })
 }
 
+/// Whether a connect to `ip` reaches this machine's loopback: a loopback address, or the
+/// unspecified one (Linux connects 0.0.0.0 and :: to the machine itself).
+pub(super) fn reaches_loopback(ip: IpAddr) -> bool {
+    let ip = ip.to_canonical();
+    ip.is_loopback() || ip.is_unspecified()
+}
+
 fn inside_v4(ip: Ipv4Addr) -> Option<Inside> {
     let [a, b, ..] = ip.octets();
     if METADATA_V4.contains(&ip) {

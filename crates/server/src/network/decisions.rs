@@ -91,7 +91,7 @@ impl Egress {
             host: to.ip().to_string(),
             port: to.port(),
         };
-        let decision = if to.ip().is_loopback() {
+        let decision = if super::address::reaches_loopback(to.ip()) {
             if !self.loopback {
                 Err(Why::LoopbackClosed)
             } else if to.port() == 53 {

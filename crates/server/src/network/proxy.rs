@@ -398,7 +398,7 @@ async fn decide(
     let literal = literal.or(loopback_name.then_some(IpAddr::from([127, 0, 0, 1])));
     if let Some(ip) = literal {
         let at = vec![SocketAddr::new(ip, target.port)];
-        if ip.to_canonical().is_loopback() {
+        if super::address::reaches_loopback(ip) {
             return if !egress.loopback {
                 Err(Refused::Policy(Why::LoopbackClosed))
             } else if target.port == 53 {
