@@ -43,7 +43,7 @@ pub use spill::{
     SPILL_RETENTION, SpillStore, canonical_prefix, ensure_private_dir, prune,
     remove_dead_servers_dirs,
 };
-pub use tree::has_survivors;
+pub use tree::{has_survivors, parent_of};
 
 /// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and
 /// drops the controlling terminal so no command can open `/dev/tty`. Idempotent; call it before

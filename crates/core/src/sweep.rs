@@ -298,6 +298,12 @@ fn owner(pid: i32) -> Option<u32> {
     fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
 }
 
+/// The run marker in the environment of process `pid`, if it has one (read whole, as the sweep
+/// reads it).
+pub fn run_marker_of(pid: u32) -> Option<String> {
+    crate::tree::with_environ(i32::try_from(pid).ok()?, run_marker).flatten()
+}
+
 /// The run marker in `environ`, if it has one.
 fn run_marker(environ: &[u8]) -> Option<String> {
     let key = format!("{RUN_MARKER_VAR}=");

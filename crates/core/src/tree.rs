@@ -47,10 +47,23 @@ pub(crate) struct ProcStat {
     pub started: Option<u64>,
 }
 
+/// The fields of `/proc/<pid>/stat` after the command's name (from the state on). The name is
+/// in parentheses and may hold spaces and parentheses, and is cut at 15 bytes, maybe inside a
+/// character: read as bytes, split after its last `)`; what follows is ASCII.
+fn stat_after_name(pid: i32) -> Option<String> {
+    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.get(stat.iter().rposition(|&b| b == b')')? + 2..)?;
+    String::from_utf8(rest.to_vec()).ok()
+}
+
+/// The parent of process `pid` (from `/proc`), when it can be read.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let parent = read_stat(i32::try_from(pid).ok()?)?.ppid;
+    u32::try_from(parent).ok()
+}
+
 pub(crate) fn read_stat(pid: i32) -> Option<ProcStat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may itself contain spaces and parentheses.
-    let rest = &text[text.rfind(')')? + 2..];
+    let rest = stat_after_name(pid)?;
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
@@ -150,10 +163,8 @@ const YOUNG: Duration = Duration::from_secs(2);
 
 /// How long ago `pid` started (from `/proc`), when that can be read.
 fn age(pid: i32) -> Option<Duration> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 22 (starttime, clock ticks after boot); fields counted after the `)` of the name.
-    let start: u64 = stat
-        .get(stat.rfind(')')? + 2..)?
+    let start: u64 = stat_after_name(pid)?
         .split_ascii_whitespace()
         .nth(19)?
         .parse()
@@ -518,10 +529,33 @@ fn signal_all(leader: i32, group_is_ours: bool, pids: &[i32], signal: Signal) {
 /// When `pid` started, in clock ticks after boot (`/proc/<pid>/stat`): with the pid, it names a
 /// process exactly, and no change of the wall clock moves it.
 pub(crate) fn start_ticks(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.get(stat.rfind(')')? + 2..)?
+    stat_after_name(pid)?
         .split_ascii_whitespace()
         .nth(19)?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process is read from `/proc/<pid>/stat` whatever its name holds: one cut inside a
+    /// character (the kernel keeps 15 bytes), spaces, parentheses. Read as text, the first
+    /// was not read at all: invisible to the tree's kill and to the parent walk of the proxy.
+    #[test]
+    fn a_process_is_read_whatever_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["plain", "éééééééé.sh", "a) b (c"] {
+            let path = dir.path().join(name);
+            std::os::unix::fs::symlink("/bin/sleep", &path).unwrap();
+            let mut child = std::process::Command::new(&path).arg("5").spawn().unwrap();
+            let parent = parent_of(child.id());
+            let started = start_ticks(i32::try_from(child.id()).unwrap());
+            let _ = child.kill();
+            let _ = child.wait();
+            assert_eq!(parent, Some(std::process::id()), "{name}");
+            assert!(started.is_some(), "{name}");
+        }
+    }
 }

@@ -23,8 +23,6 @@ const PEERS_KEPT: usize = 4096;
 const PEER_NOTE_KEPT: Duration = Duration::from_secs(120);
 /// How many parents of a process with no run marker are looked at for one.
 const MARKER_PARENTS_MAX: usize = 16;
-/// How many bytes of a process's environment are read to find its run marker.
-const ENVIRON_READ_BYTES: usize = 256 * 1024;
 
 /// Who a connection to the proxy was made for, as the supervisor told it.
 pub(super) struct ProxyPeer {
@@ -64,10 +62,10 @@ impl Egress {
     fn by_marker_of(&self, pid: u32) -> Option<Arc<CallNet>> {
         let mut at = pid;
         for _ in 0..MARKER_PARENTS_MAX {
-            if let Some(marker) = run_marker_of(at) {
+            if let Some(marker) = agentty_core::sweep::run_marker_of(at) {
                 return self.call_of(&marker);
             }
-            at = parent_of(at).filter(|&parent| parent > 1)?;
+            at = agentty_core::parent_of(at).filter(|&parent| parent > 1)?;
         }
         None
     }
@@ -130,57 +128,6 @@ impl Egress {
                 peer.pid_namespaces.contains(&callers)
             }
             _ => peer.call.is_some() || one_caller,
-        }
-    }
-}
-
-/// The run marker in process `pid`'s environment, if it has one.
-fn run_marker_of(pid: u32) -> Option<String> {
-    use std::io::Read as _;
-    let mut environ = Vec::new();
-    std::fs::File::open(format!("/proc/{pid}/environ"))
-        .ok()?
-        .take(ENVIRON_READ_BYTES as u64)
-        .read_to_end(&mut environ)
-        .ok()?;
-    let prefix = format!("{}=", agentty_core::spawn::RUN_MARKER_VAR);
-    let marker = environ
-        .split(|b| *b == 0)
-        .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))?;
-    String::from_utf8(marker.to_vec()).ok()
-}
-
-/// Process `pid`'s parent, from `/proc/<pid>/stat` (the field after the command's name, which
-/// may hold spaces and parentheses: read after its last ')').
-fn parent_of(pid: u32) -> Option<u32> {
-    // Bytes, not text: the name is cut at 15 bytes, maybe inside a character.
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.iter().rposition(|&b| b == b')')? + 1..];
-    std::str::from_utf8(after)
-        .ok()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A parent is read from `/proc/<pid>/stat` whatever the process's name holds: one cut
-    /// inside a character (the kernel keeps 15 bytes), spaces, parentheses.
-    #[test]
-    fn a_parent_is_found_whatever_the_name() {
-        let dir = tempfile::tempdir().unwrap();
-        for name in ["plain", "éééééééé.sh", "a) b (c"] {
-            let path = dir.path().join(name);
-            std::os::unix::fs::symlink("/bin/sleep", &path).unwrap();
-            let mut child = std::process::Command::new(&path).arg("5").spawn().unwrap();
-            let parent = parent_of(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
-            assert_eq!(parent, Some(std::process::id()), "{name}");
         }
     }
 }
