@@ -234,6 +234,46 @@ async fn net_another_callers_proxy_credentials_are_refused_as_nobody() {
     anothers_credentials_are_refused(Who::Nobody).await;
 }
 
+/// A server that may hold 256 descriptors (its commands 4096) running `script` (Python, given
+/// `argument`) as a background job, once the job wrote the file `held`: the server, its client
+/// and what the job wrote there.
+async fn held_by_a_job(script: &str, argument: &str) -> (HttpServer, Client, String) {
+    let server = HttpServer::start_with(
+        &["prlimit", "--nofile=256:4096", "--"],
+        tempfile::tempdir().unwrap(),
+        agentty_testkit::state_dir(),
+        &["--network", "allowlist"],
+        &[],
+    );
+    let client = server.connect(false).await;
+    std::fs::write(server.workspace().join("job.py"), script).unwrap();
+    let command = format!("python3 job.py {argument}");
+    let job = call(
+        &client,
+        "terminal",
+        json!({ "command": command, "background": true }),
+    )
+    .await;
+    assert_eq!(job.is_error, Some(false), "{}", text_of(&job));
+    let id = job.structured_content.as_ref().unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let held = server.workspace().join("held");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !held.exists() {
+        if std::time::Instant::now() > deadline {
+            let said = call(&client, "task_wait", json!({ "id": id, "timeout_ms": 100 })).await;
+            panic!("the job wrote nothing in `held`: {}", text_of(&said));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // The file is written in one call; give it a moment to be whole.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let said = std::fs::read_to_string(&held).unwrap();
+    (server, client, said)
+}
+
 /// Opens `sys.argv[1]` connections to the proxy, sends nothing on them, says so in the file
 /// `held`, and keeps them open a minute.
 const HOLD_IDLE: &str = r#"import os, resource, socket, sys, time
@@ -260,35 +300,7 @@ time.sleep(60)
 async fn net_idle_proxy_connections_never_run_the_server_out_of_descriptors() {
     let service = Listener::on("127.0.0.1".parse().unwrap());
     let local = format!("http://localhost:{}/", service.at.port());
-    let server = HttpServer::start_with(
-        &["prlimit", "--nofile=256:4096", "--"],
-        tempfile::tempdir().unwrap(),
-        agentty_testkit::state_dir(),
-        &["--network", "allowlist"],
-        &[],
-    );
-    let client = server.connect(false).await;
-    std::fs::write(server.workspace().join("hold.py"), HOLD_IDLE).unwrap();
-    let job = call(
-        &client,
-        "terminal",
-        json!({ "command": "python3 hold.py 400", "background": true }),
-    )
-    .await;
-    assert_eq!(job.is_error, Some(false), "{}", text_of(&job));
-    let held = server.workspace().join("held");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let id = job.structured_content.as_ref().unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    while !held.exists() {
-        if std::time::Instant::now() > deadline {
-            let said = call(&client, "task_wait", json!({ "id": id, "timeout_ms": 100 })).await;
-            panic!("the job never held its connections: {}", text_of(&said));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let (_server, client, held) = held_by_a_job(HOLD_IDLE, "400").await;
     let proxied = call(
         &client,
         "terminal",
@@ -299,8 +311,7 @@ async fn net_idle_proxy_connections_never_run_the_server_out_of_descriptors() {
     .await;
     assert!(
         text_of(&proxied).starts_with("200\n"),
-        "held {}: {}",
-        std::fs::read_to_string(&held).unwrap_or_default(),
+        "held {held}: {}",
         text_of(&proxied)
     );
     assert_eq!(service.seen(), 1);
@@ -343,31 +354,7 @@ async fn net_tunnels_held_open_never_run_the_server_out_of_descriptors() {
             kept.push(stream);
         }
     });
-    let server = HttpServer::start_with(
-        &["prlimit", "--nofile=256:4096", "--"],
-        tempfile::tempdir().unwrap(),
-        agentty_testkit::state_dir(),
-        &["--network", "allowlist"],
-        &[],
-    );
-    let client = server.connect(false).await;
-    std::fs::write(server.workspace().join("tunnels.py"), HOLD_TUNNELS).unwrap();
-    let command = format!("python3 tunnels.py {sink_port} 150");
-    let job = call(
-        &client,
-        "terminal",
-        json!({ "command": command, "background": true }),
-    )
-    .await;
-    assert_eq!(job.is_error, Some(false), "{}", text_of(&job));
-    let held = server.workspace().join("held");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !held.exists() {
-        assert!(std::time::Instant::now() < deadline, "no tunnels held");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let said = std::fs::read_to_string(&held).unwrap();
+    let (_server, client, said) = held_by_a_job(HOLD_TUNNELS, &format!("{sink_port} 150")).await;
     let opened: usize = said.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(
         said.starts_with("200 503 ") && (1..=16).contains(&opened),
