@@ -478,21 +478,7 @@ impl Agentty {
         confined: bool,
         granted: Vec<crate::network::Target>,
     ) -> Option<crate::network::NetCall> {
-        if !confined {
-            return None;
-        }
-        let asker = self.asks_now(ctx).then(|| ctx.peer.clone());
-        let later = self.asks_later(ctx);
-        self.egress().begin(crate::network::Begin {
-            marker,
-            session: &self.session.name,
-            caller: self.session.caller.get().map(|c| c.0.clone()),
-            call,
-            what,
-            asker,
-            ask_later: later,
-            granted,
-        })
+        self.network_register(marker, call, what, ctx, confined, Some(granted))
     }
 
     /// Registers a shell's commands with the network policy for as long as it is open, as
@@ -506,10 +492,27 @@ impl Agentty {
         ctx: &RequestContext<RoleServer>,
         confined: bool,
     ) -> Option<crate::network::NetCall> {
+        self.network_register(marker, call, what, ctx, confined, None)
+    }
+
+    /// What [`Agentty::network_call`] and [`Agentty::network_shell`] share: confined commands
+    /// registered with the network policy, asked about now where the client can be asked.
+    /// `granted`: a call's (it may also be asked about with its result); `None` for a shell's.
+    fn network_register(
+        &self,
+        marker: &str,
+        call: &str,
+        what: &str,
+        ctx: &RequestContext<RoleServer>,
+        confined: bool,
+        granted: Option<Vec<crate::network::Target>>,
+    ) -> Option<crate::network::NetCall> {
         if !confined {
             return None;
         }
         let asker = self.asks_now(ctx).then(|| ctx.peer.clone());
+        let ask_later = granted.is_some() && self.asks_later(ctx);
+        let granted = granted.unwrap_or_default();
         self.egress().begin(crate::network::Begin {
             marker,
             session: &self.session.name,
@@ -517,8 +520,8 @@ impl Agentty {
             call,
             what,
             asker,
-            ask_later: false,
-            granted: Vec::new(),
+            ask_later,
+            granted,
         })
     }
 
