@@ -66,3 +66,19 @@ pub const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// After SIGTERM, how long stopping waits before SIGKILL. Short: the server is gone (or going)
 /// and nobody waits for these processes' output any more.
 pub const WATCHDOG_GRACE_MS: u64 = 500;
+
+/// The descriptors this process may hold (its soft `RLIMIT_NOFILE`; 1024 where it cannot be
+/// read): what the HTTP server's connections and the network proxy's waiting requests are
+/// sized by.
+pub fn descriptors_most() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only to the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    }
+}

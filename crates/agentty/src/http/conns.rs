@@ -31,17 +31,7 @@ pub const PROVE_WITHIN: Duration = Duration::from_secs(5);
 /// The cap without `--max-connections`: half the descriptors the process may hold (the other
 /// half is for the work), and never more than [`MAX_CONNECTIONS_DEFAULT`] nor fewer than 8.
 pub fn default_cap() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes only to the struct it is given.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
-    } else {
-        1024
-    };
-    (soft / 2).clamp(8, MAX_CONNECTIONS_DEFAULT)
+    (agentty_core::limits::descriptors_most() / 2).clamp(8, MAX_CONNECTIONS_DEFAULT)
 }
 
 /// The most connections by default, however many descriptors there are: a server of one

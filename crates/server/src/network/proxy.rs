@@ -111,28 +111,14 @@ impl Drop for Admitted {
 /// How many connections may wait unread: an eighth of the descriptors the process may hold,
 /// between 16 and 512.
 fn unread_most() -> usize {
-    (descriptors_most() / 8).clamp(16, 512)
+    (agentty_core::limits::descriptors_most() / 8).clamp(16, 512)
 }
 
 /// How many requests may be open at once past their head (being decided, connecting, or a
 /// tunnel relayed), each holding two of the server's descriptors and, relayed, two threads: a
 /// sixteenth of the descriptors, between 8 and 256. One HTTP caller may hold half of them.
 fn open_most() -> usize {
-    (descriptors_most() / 16).clamp(8, 256)
-}
-
-/// The descriptors this process may hold (its soft limit; 1024 where it cannot be read).
-fn descriptors_most() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes only to the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
-        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
-    } else {
-        1024
-    }
+    (agentty_core::limits::descriptors_most() / 16).clamp(8, 256)
 }
 
 /// The requests open past their head, in all and by caller (`None`: stdio's one). Tunnels have
