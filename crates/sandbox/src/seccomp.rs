@@ -72,8 +72,8 @@ pub struct FilterSpec {
 /// The address length of the `connect` and `bind` calls the supervisor is not asked about when
 /// the command's own TCP connects are refused by Landlock: `sizeof(struct sockaddr_un)`, which
 /// glibc gives for its lookups through nscd (two or more on every `ls -l`, `id`, `git`, and on
-/// a shell's start), sparing each a round trip to the supervisor (11 µs on this 2-core
-/// machine). An IP address given with that length reaches the kernel too, which refuses the
+/// a shell's start), sparing each a round trip to the supervisor (docs/BEHAVIOUR.md §13 has
+/// the figures). An IP address given with that length reaches the kernel too, which refuses the
 /// command's own TCP connect (Landlock) or binds it where it is (the session's network
 /// namespace, if any): it never reaches another host, but an allowed address so given fails
 /// (EACCES, with no 2010 note). Only this length: a program may well give an IP address with
