@@ -2,8 +2,9 @@
 //! plain copy of the same bytes in the same run, for plain text (a log flood), coloured text
 //! (a test runner), a progress bar and non-ASCII text, fed in 128 KiB chunks as a pipe delivers.
 //! Then what the web view's coloured copy (`view_tap`) adds to a job's cleaning into its ring:
-//! for plain text (no escape: one `memchr`), and for coloured text, unread (nobody watching: a
-//! raw tail kept) and read from the start (a second cleaner).
+//! for plain text (no escape, which the model's cleaner finds as it cleans: nothing to add),
+//! and for coloured text, unread (nobody watching: a raw tail kept) and read from the start (a
+//! second cleaner).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
 
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agentty_core::Cleaner;
 use agentty_core::jobs::OutputRing;
-use agentty_core::view_tap::{Before, ViewTap};
+use agentty_core::view_tap::{Streams, ViewTap};
 
 const TOTAL: usize = 256 * 1024 * 1024;
 const CHUNK: usize = 128 * 1024;
@@ -86,18 +87,16 @@ fn main() {
             }
             for chunk in bytes.chunks(CHUNK) {
                 if tap.is_some() {
-                    let plain = Some(&ring);
-                    view.feed(
-                        false,
-                        chunk,
-                        Before {
-                            out: &out,
-                            err: &err,
-                            plain,
-                        },
-                    );
+                    let streams = Streams {
+                        err: false,
+                        cleaner: &mut out,
+                        other: &err,
+                        plain: Some(&ring),
+                    };
+                    view.through(streams, chunk, &mut |text| ring.push(text));
+                } else {
+                    out.feed_into(chunk, &mut |text| ring.push(text));
                 }
-                out.feed_into(chunk, &mut |text| ring.push(text));
             }
             view.finish();
             black_box(ring.total());

@@ -34,6 +34,32 @@ pub struct Cleaner {
     one_byte: bool,
     /// What [`Cleaner::feed`] returns.
     out: String,
+    /// The stream's first escape was met and reported ([`Emit::first_escape`]).
+    escape_met: bool,
+}
+
+/// Where a cleaner's text goes ([`Cleaner::feed_to`]).
+pub trait Emit {
+    /// Text of completed lines, in order and possibly in several pieces.
+    fn text(&mut self, text: &str);
+
+    /// The stream's first ESC byte, met before the parser takes it (once per cleaner): `at` is
+    /// the cleaner there (every line completed before it went to [`Emit::text`]), `rest` this
+    /// chunk's raw bytes from the ESC on. The web view's copy starts here (`crate::view_tap`):
+    /// output without an escape is scanned once, by the cleaning itself.
+    fn first_escape(&mut self, at: &Cleaner, rest: &[u8]) {
+        let _ = (at, rest);
+    }
+}
+
+/// A closure taking text as an [`Emit`] with no interest in escapes.
+struct Lines<F>(F);
+
+impl<F: FnMut(&str)> Emit for Lines<F> {
+    #[inline]
+    fn text(&mut self, text: &str) {
+        (self.0)(text);
+    }
 }
 
 impl Default for Cleaner {
@@ -44,6 +70,7 @@ impl Default for Cleaner {
             at_rest: true,
             one_byte: false,
             out: String::new(),
+            escape_met: false,
         }
     }
 }
@@ -224,23 +251,46 @@ impl Cleaner {
     /// possibly in several pieces. Lines that pass through unchanged are handed over as slices
     /// of `bytes`, not copied: a flood is copied once, by the caller, into its buffer.
     pub fn feed_into(&mut self, bytes: &[u8], emit: &mut impl FnMut(&str)) {
+        self.feed_to(bytes, &mut Lines(emit));
+    }
+
+    /// [`Cleaner::feed_into`], telling `emit` of the stream's first escape too.
+    pub fn feed_to(&mut self, bytes: &[u8], emit: &mut impl Emit) {
         let mut rest = bytes;
         while !rest.is_empty() {
             let used = if self.at_rest {
                 self.feed_at_rest(rest, emit)
             } else {
+                // Off rest with no escape met, the parser holds part of a character (it leaves
+                // its ground state only at an ESC) and takes one byte at a time: an ESC here
+                // is the first.
+                if !self.escape_met && rest[0] == 0x1b {
+                    self.meet_escape(rest, emit);
+                }
                 self.feed_parser(rest)
             };
             rest = &rest[used..];
         }
         if !self.line.done.is_empty() {
-            emit(&self.line.done);
+            emit.text(&self.line.done);
             self.line.done.clear();
         }
     }
 
+    /// The first escape, at the start of `rest`: the lines completed before it go out first.
+    #[cold]
+    #[inline(never)]
+    fn meet_escape(&mut self, rest: &[u8], emit: &mut impl Emit) {
+        self.escape_met = true;
+        if !self.line.done.is_empty() {
+            emit.text(&self.line.done);
+            self.line.done.clear();
+        }
+        emit.first_escape(self, rest);
+    }
+
     /// Applies text with no control character but `\n` and `\t`, as `vte` would, in bulk.
-    fn text(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
+    fn text(&mut self, text: &str, emit: &mut impl Emit) {
         let line = &mut self.line;
         let Some(first) = memchr::memchr(b'\n', text.as_bytes()) else {
             line.print_str(text);
@@ -254,17 +304,17 @@ impl Cleaner {
         let last = memchr::memrchr(b'\n', rest.as_bytes()).map_or(0, |i| i + 1);
         if last > 0 {
             if !line.done.is_empty() {
-                emit(&line.done);
+                emit.text(&line.done);
                 line.done.clear();
             }
-            emit(&rest[..last]);
+            emit.text(&rest[..last]);
         }
         line.print_str(&rest[last..]);
     }
 
     /// At rest: text in bulk, or one step through the parser. Returns the bytes used (0 only
     /// when it leaves the rest state, so the next step goes through the parser).
-    fn feed_at_rest(&mut self, bytes: &[u8], emit: &mut impl FnMut(&str)) -> usize {
+    fn feed_at_rest(&mut self, bytes: &[u8], emit: &mut impl Emit) -> usize {
         let ascii = ascii_text_prefix_len(bytes);
         let valid = if ascii == bytes.len() || ends_text(bytes[ascii]) {
             // SAFETY: every byte of the prefix was just checked to be ASCII.
@@ -283,6 +333,9 @@ impl Cleaner {
         }
         match bytes[0] {
             0x1b => {
+                if !self.escape_met {
+                    self.meet_escape(bytes, emit);
+                }
                 self.at_rest = false;
                 0
             }

@@ -36,7 +36,7 @@ mod shape;
 mod spill;
 mod tree;
 
-pub use clean::Cleaner;
+pub use clean::{Cleaner, Emit};
 pub use reaper::{Exit, signal_name};
 pub use shape::Shaped;
 pub use spill::{

@@ -74,6 +74,8 @@ struct Capture {
     /// Only when asked ([`RunRequest::keep_whole`]): stdout and stderr, cleaned, whole.
     whole: Option<Whole>,
     view: Option<Arc<crate::view_tap::ViewTap>>,
+    /// A chunk's text, when the view's copy watches the cleaning.
+    text: String,
 }
 
 impl Capture {
@@ -90,6 +92,7 @@ impl Capture {
             ring: hand_over.then(|| OutputRing::new(None)),
             whole: keep_whole.then(Whole::default),
             view: None,
+            text: String::new(),
         }
     }
 
@@ -99,22 +102,27 @@ impl Capture {
         let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
         self.captured += take as u64;
         self.last_stream = stream;
-        if let Some(view) = &self.view {
-            let before = crate::view_tap::Before {
-                out: &self.out_cleaner,
-                err: &self.err_cleaner,
-                plain: None,
-            };
-            view.feed(stream == Stream::Err, &bytes[..take], before);
-        }
-        let (cleaner, shaper) = match stream {
-            Stream::Err => (&mut self.err_cleaner, &mut self.stderr),
-            Stream::Out | Stream::Terminal => (&mut self.out_cleaner, &mut self.stdout),
+        let (cleaner, other, shaper) = match stream {
+            Stream::Err => (&mut self.err_cleaner, &self.out_cleaner, &mut self.stderr),
+            Stream::Out | Stream::Terminal => {
+                (&mut self.out_cleaner, &self.err_cleaner, &mut self.stdout)
+            }
         };
-        let text = cleaner.feed(&bytes[..take]);
-        if let Some(view) = &self.view {
-            view.plain(text);
-        }
+        let text = match &self.view {
+            None => cleaner.feed(&bytes[..take]),
+            Some(view) => {
+                let streams = crate::view_tap::Streams {
+                    err: stream == Stream::Err,
+                    cleaner,
+                    other,
+                    plain: None,
+                };
+                let text = &mut self.text;
+                text.clear();
+                view.through(streams, &bytes[..take], &mut |t| text.push_str(t));
+                &self.text
+            }
+        };
         shaper.push(text);
         if let Some(whole) = &mut self.whole {
             whole.stream(stream).push_str(text);

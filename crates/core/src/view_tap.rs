@@ -3,9 +3,11 @@
 //!
 //! Why it starts at the first escape: before one, the coloured copy is the plain text the model
 //! gets, byte for byte, so nothing is cleaned twice for output without colours (most of it, and
-//! every flood of plain lines): [`ViewTap::feed`] looks for an ESC byte and returns. At the first
-//! escape the copy starts from the plain text so far and the lines the model's cleaners are
-//! writing ([`Cleaner::keeping_colours_from`]).
+//! every flood of plain lines). Nor is it scanned twice: [`ViewTap::through`] feeds the model's
+//! cleaner, which tells it of the stream's first ESC byte as it meets it ([`Emit::first_escape`]),
+//! so output without one costs what it costs without a view. At the first escape the copy starts
+//! from the plain text so far and the lines the model's cleaners are writing
+//! ([`Cleaner::keeping_colours_from`]), and takes the raw bytes from the escape on.
 //!
 //! Why raw until read: a second cleaner keeping colours costs more than the model's own on
 //! coloured output, and most outputs are never opened. So until the copy is first read
@@ -33,7 +35,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::clean::Cleaner;
+use crate::clean::{Cleaner, Emit};
 use crate::jobs::ring::{OutputRing, RING_BYTES};
 use crate::jobs::tail::Tail;
 
@@ -105,11 +107,16 @@ impl Default for ViewTap {
     }
 }
 
-/// Where the copy starts from at the first escape: the model's cleaners (their open lines),
-/// and the plain text so far when the copy's ring does not hold it (a job's ring).
-pub struct Before<'a> {
-    pub out: &'a Cleaner,
-    pub err: &'a Cleaner,
+/// The model's cleaners, as one of them takes a chunk ([`ViewTap::through`]).
+pub struct Streams<'a> {
+    /// Stderr (true) or stdout.
+    pub err: bool,
+    /// This stream's cleaner, the model's.
+    pub cleaner: &'a mut Cleaner,
+    /// The other stream's, whose open line the copy starts from too.
+    pub other: &'a Cleaner,
+    /// A job's ring of plain text, which the copy starts from at the first escape; none for a
+    /// call, whose plain text goes into the copy's own ring until then.
     pub plain: Option<&'a OutputRing>,
 }
 
@@ -133,35 +140,67 @@ impl ViewTap {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Raw bytes of stdout (`err` false) or stderr, before the model's cleaners have them.
-    pub fn feed(&self, err: bool, bytes: &[u8], before: Before<'_>) {
-        let started = self.started.load(Ordering::Relaxed);
-        if !self.on || !started && memchr::memchr(0x1b, bytes).is_none() {
+    /// Raw bytes of one stream through the model's cleaner, its text to `emit`; the copy takes
+    /// them from the output's first escape on, which the cleaner reports as it meets it.
+    pub fn through(&self, streams: Streams<'_>, bytes: &[u8], emit: &mut impl FnMut(&str)) {
+        let Streams {
+            err,
+            cleaner,
+            other,
+            plain,
+        } = streams;
+        if !self.on || self.started.load(Ordering::Relaxed) {
+            cleaner.feed_into(bytes, emit);
+            if self.on {
+                self.feed(err, bytes);
+            }
             return;
         }
+        cleaner.feed_to(
+            bytes,
+            &mut Watch {
+                tap: self,
+                err,
+                other,
+                plain,
+                emit,
+            },
+        );
+    }
+
+    /// The output's first escape, met by the cleaner `at` of stream `err`: the copy starts from
+    /// the plain text so far and the lines the model's cleaners have open, and takes `rest`.
+    fn start(&self, err: bool, at: &Cleaner, other: &Cleaner, plain: Option<&OutputRing>) {
         let mut state = self.lock();
-        if let Copy::Plain = state.copy {
-            if let Some(ring) = before.plain {
-                self.ring.push(&ring.read(None, RING_BYTES).text);
-            }
-            let cleaners = [
-                Cleaner::keeping_colours_from(before.out),
-                Cleaner::keeping_colours_from(before.err),
-            ];
-            state.copy = if state.read {
-                Copy::Live(Box::new(cleaners))
-            } else {
-                Copy::Unread(Box::new(Unread {
-                    cleaners,
-                    raw: Tail::new(RAW_BYTES),
-                    runs: VecDeque::new(),
-                    orphaned: 0,
-                    lost: [0; 2],
-                    ended: false,
-                }))
-            };
-            self.started.store(true, Ordering::Relaxed);
+        if !matches!(state.copy, Copy::Plain) {
+            return;
         }
+        if let Some(ring) = plain {
+            self.ring.push(&ring.read(None, RING_BYTES).text);
+        }
+        let (out, err_cleaner) = if err { (other, at) } else { (at, other) };
+        let cleaners = [
+            Cleaner::keeping_colours_from(out),
+            Cleaner::keeping_colours_from(err_cleaner),
+        ];
+        state.copy = if state.read {
+            Copy::Live(Box::new(cleaners))
+        } else {
+            Copy::Unread(Box::new(Unread {
+                cleaners,
+                raw: Tail::new(RAW_BYTES),
+                runs: VecDeque::new(),
+                orphaned: 0,
+                lost: [0; 2],
+                ended: false,
+            }))
+        };
+        self.started.store(true, Ordering::Relaxed);
+    }
+
+    /// Raw bytes of stdout (`err` false) or stderr once the copy started.
+    fn feed(&self, err: bool, bytes: &[u8]) {
+        let mut state = self.lock();
         match &mut state.copy {
             Copy::Unread(unread) => unread.keep(err, bytes),
             Copy::Live(cleaners) => {
@@ -258,6 +297,29 @@ impl ViewTap {
     /// job's own ring, which is the same text.
     pub fn coloured(&self) -> bool {
         self.started.load(Ordering::Relaxed)
+    }
+}
+
+/// The model's cleaner's text on its way, watched for the output's first escape.
+struct Watch<'a, F> {
+    tap: &'a ViewTap,
+    err: bool,
+    other: &'a Cleaner,
+    plain: Option<&'a OutputRing>,
+    emit: &'a mut F,
+}
+
+impl<F: FnMut(&str)> Emit for Watch<'_, F> {
+    fn text(&mut self, text: &str) {
+        if self.plain.is_none() {
+            self.tap.plain(text);
+        }
+        (self.emit)(text);
+    }
+
+    fn first_escape(&mut self, at: &Cleaner, rest: &[u8]) {
+        self.tap.start(self.err, at, self.other, self.plain);
+        self.tap.feed(self.err, rest);
     }
 }
 

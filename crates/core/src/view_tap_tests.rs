@@ -1,10 +1,6 @@
 use super::*;
 
-fn before<'a>(out: &'a Cleaner, err: &'a Cleaner, plain: Option<&'a OutputRing>) -> Before<'a> {
-    Before { out, err, plain }
-}
-
-/// A job's sink: the tap first, then the model's cleaners into the job's ring.
+/// A job's sink: the model's cleaners into the job's ring, through the tap.
 #[derive(Default)]
 struct Job {
     out: Cleaner,
@@ -15,9 +11,18 @@ struct Job {
 impl Job {
     fn feed(&mut self, tap: &ViewTap, err: bool, bytes: &[u8]) {
         let ring = self.ring.get_or_insert_with(|| OutputRing::new(None));
-        tap.feed(err, bytes, before(&self.out, &self.err, Some(ring)));
-        let cleaner = if err { &mut self.err } else { &mut self.out };
-        cleaner.feed_into(bytes, &mut |text| ring.push(text));
+        let (cleaner, other) = if err {
+            (&mut self.err, &self.out)
+        } else {
+            (&mut self.out, &self.err)
+        };
+        let streams = Streams {
+            err,
+            cleaner,
+            other,
+            plain: Some(ring),
+        };
+        tap.through(streams, bytes, &mut |text| ring.push(text));
     }
 
     fn finish(&mut self, tap: &ViewTap) {
@@ -200,28 +205,89 @@ fn an_unread_flood_keeps_its_tail_and_says_what_it_lost() {
     assert!(tap.ring().is_closed());
 }
 
+/// A call's chunks through the tap as `run` feeds them: the model's text, one string a chunk.
+fn call(tap: &ViewTap, chunks: &[&[u8]]) -> String {
+    let (mut out, err) = (Cleaner::new(), Cleaner::new());
+    let mut model = String::new();
+    for chunk in chunks {
+        let streams = Streams {
+            err: false,
+            cleaner: &mut out,
+            other: &err,
+            plain: None,
+        };
+        tap.through(streams, chunk, &mut |text| model.push_str(text));
+    }
+    let tail = out.finish();
+    tap.plain(tail);
+    model.push_str(tail);
+    tap.finish();
+    model
+}
+
 /// A call: its plain text is the copy until the first escape, then the colours.
 #[test]
 fn a_calls_copy_is_its_plain_text_then_its_colours() {
-    let (mut out, err) = (Cleaner::new(), Cleaner::new());
     let tap = ViewTap::new(true);
-    for chunk in [&b"a\rb\n"[..], b"\x1b]0;title\x07\x1b[1mbold\x1b[0m\n"] {
-        tap.feed(false, chunk, before(&out, &err, None));
-        let text = out.feed(chunk).to_owned();
-        tap.plain(&text);
-    }
-    tap.finish();
+    let model = call(&tap, &[b"a\rb\n", b"\x1b]0;title\x07\x1b[1mbold\x1b[0m\n"]);
+    assert_eq!(model, "b\nbold\n");
     assert_eq!(copy(&tap), "b\n\x1b[1mbold\x1b[0m\n");
+}
+
+/// The first escape in the middle of a chunk, after whole lines and in an open line: the copy
+/// has the lines before it once, the open line, then the colours; the model's text is the same
+/// as without a view.
+#[test]
+fn a_first_escape_inside_a_chunk_starts_the_copy_there() {
+    let chunk: &[u8] = b"one\ntwo\r2\nopen \x1b[31mred\x1b[0m\nafter\n";
+    for on in [true, false] {
+        let tap = ViewTap::new(on);
+        let _ = tap.ring();
+        let model = call(&tap, &[chunk, b"\x1b[1mmore\x1b[0m"]);
+        assert_eq!(model, "one\n2\nopen red\nafter\nmore");
+        let copy = copy(&tap);
+        if on {
+            assert_eq!(
+                copy,
+                "one\n2\nopen \x1b[31mred\x1b[0m\nafter\n\x1b[1mmore\x1b[0m"
+            );
+        } else {
+            assert_eq!(copy, "", "copied without a view");
+        }
+    }
+    // A job: the same, from its ring, read late or watched from the start.
+    for read_first in [true, false] {
+        let (tap, mut job) = (ViewTap::new(true), Job::default());
+        if read_first {
+            let _ = tap.ring();
+        }
+        job.feed(&tap, true, b"err open ");
+        job.feed(&tap, false, chunk);
+        job.feed(&tap, true, b"\x1b[33mwarn\x1b[0m\n");
+        job.finish(&tap);
+        assert_eq!(
+            copy(&tap),
+            "one\n2\nopen \x1b[31mred\x1b[0m\nafter\nerr open \x1b[33mwarn\x1b[0m\n"
+        );
+    }
+}
+
+/// An escape right after a character cut by the chunk's end, where the parser holds part of
+/// it and takes one byte at a time, is met too: the copy starts there.
+#[test]
+fn a_first_escape_after_a_cut_character_starts_the_copy() {
+    let tap = ViewTap::new(true);
+    let model = call(&tap, &[b"caf\xc3", b"\x1b[32mok\x1b[0m\n"]);
+    assert!(tap.coloured(), "the escape went unseen");
+    assert_eq!(model, "caf\u{fffd}ok\n");
+    assert_eq!(copy(&tap), "caf\x1b[32mok\x1b[0m\n");
 }
 
 /// Where no view is served, nothing is copied, coloured or not.
 #[test]
 fn without_a_view_nothing_is_copied() {
-    let (out, err) = (Cleaner::new(), Cleaner::new());
     let tap = ViewTap::new(false);
-    tap.feed(false, b"\x1b[31mred\x1b[0m\n", before(&out, &err, None));
-    tap.plain("red\n");
-    tap.finish();
+    call(&tap, &[b"plain\n", b"\x1b[31mred\x1b[0m\n"]);
     assert!(!tap.coloured() && tap.ring().total() == 0);
 }
 

@@ -204,17 +204,18 @@ struct RingSink<'a> {
 impl Sink for RingSink<'_> {
     fn ingest(&mut self, stream: Stream, bytes: &[u8]) -> bool {
         let ring = self.ring;
-        let before = crate::view_tap::Before {
-            out: self.out_cleaner,
-            err: self.err_cleaner,
+        let (cleaner, other) = match stream {
+            Stream::Err => (&mut *self.err_cleaner, &*self.out_cleaner),
+            Stream::Out | Stream::Terminal => (&mut *self.out_cleaner, &*self.err_cleaner),
+        };
+        let streams = crate::view_tap::Streams {
+            err: stream == Stream::Err,
+            cleaner,
+            other,
             plain: Some(ring),
         };
-        self.view.feed(stream == Stream::Err, bytes, before);
-        let cleaner = match stream {
-            Stream::Err => &mut *self.err_cleaner,
-            Stream::Out | Stream::Terminal => &mut *self.out_cleaner,
-        };
-        cleaner.feed_into(bytes, &mut |text| ring.push(text));
+        self.view
+            .through(streams, bytes, &mut |text| ring.push(text));
         true
     }
 }

@@ -64,6 +64,8 @@ struct Capture {
     /// The last bytes of the previous read, so a sequence split between reads is seen.
     seq_carry: Vec<u8>,
     view: Option<Arc<crate::view_tap::ViewTap>>,
+    /// A read's text, when the view's copy watches the cleaning.
+    text: String,
 }
 
 impl Capture {
@@ -96,22 +98,25 @@ impl Capture {
         }
         self.captured += counted;
         self.cr_counted = take == bytes.len() && bytes.last() == Some(&b'\r');
-        if let Some(view) = &self.view {
-            // A terminal has one stream: no line of stderr is open (giving the same cleaner
-            // twice had the copy's stderr end with stdout's open line again).
-            let no_stderr = Cleaner::new();
-            let before = crate::view_tap::Before {
-                out: &self.cleaner,
-                err: &no_stderr,
-                plain: None,
-            };
-            view.feed(false, &bytes[..take], before);
-        }
-        let text = self.cleaner.feed(&bytes[..take]).to_owned();
-        if let Some(view) = &self.view {
-            view.plain(&text);
-        }
-        self.push(&text);
+        let text = match &self.view {
+            None => self.cleaner.feed(&bytes[..take]),
+            Some(view) => {
+                // A terminal has one stream: no line of stderr is open (giving the same cleaner
+                // twice had the copy's stderr end with stdout's open line again).
+                let no_stderr = Cleaner::new();
+                let streams = crate::view_tap::Streams {
+                    err: false,
+                    cleaner: &mut self.cleaner,
+                    other: &no_stderr,
+                    plain: None,
+                };
+                let text = &mut self.text;
+                text.clear();
+                view.through(streams, &bytes[..take], &mut |t| text.push_str(t));
+                &self.text
+            }
+        };
+        self.output.push(text);
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
     }
 
@@ -212,6 +217,7 @@ pub async fn run(
         drew_screen: false,
         seq_carry: Vec::new(),
         view,
+        text: String::new(),
     };
     let mut watch = PromptWatch {
         pid,
@@ -302,6 +308,7 @@ mod tests {
             drew_screen: false,
             seq_carry: Vec::new(),
             view: None,
+            text: String::new(),
         };
         for chunk in [&b"ab\r"[..], b"\ncd\r\n", b"\r", b"\r\n", b"e\rf"] {
             assert!(capture.take(chunk));
