@@ -298,10 +298,21 @@ fn owner(pid: i32) -> Option<u32> {
     fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
 }
 
-/// The run marker in the environment of process `pid`, if it has one (read whole, as the sweep
-/// reads it).
-pub fn run_marker_of(pid: u32) -> Option<String> {
-    crate::tree::with_environ(i32::try_from(pid).ok()?, run_marker).flatten()
+/// The run marker in the first `most` bytes of the environment of process `pid`, if it has one
+/// there: agentty puts it first in what it starts; a process that rearranged its environment
+/// may have moved it further. For a look made often on behalf of a command, which could
+/// otherwise have megabytes read at each (the sweep reads environments whole).
+pub fn run_marker_near_start(pid: u32, most: usize) -> Option<String> {
+    crate::tree::with_environ_up_to(i32::try_from(pid).ok()?, most, |environ| {
+        // A read cut at `most` may end inside an entry (a marker cut short): whole ones only.
+        let whole = if environ.len() < most {
+            environ
+        } else {
+            &environ[..memchr::memrchr(0, environ).map_or(0, |end| end + 1)]
+        };
+        run_marker(whole)
+    })
+    .flatten()
 }
 
 /// The run marker in `environ`, if it has one.
@@ -387,6 +398,51 @@ fn ticks_at(time: SystemTime) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process with this environment (and nothing else, in the order of the names: that is
+    /// how `Command` passes it), sleeping until killed.
+    fn sleeper(env: &[(String, String)]) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .spawn()
+            .unwrap()
+    }
+
+    /// The look made on every connect reads only the start of an environment: a marker placed
+    /// first is found, one after a megabyte is not looked for, and one cut by the end of what
+    /// is read is not taken for a shorter one.
+    #[test]
+    fn a_marker_is_looked_for_near_the_start_only_and_never_cut() {
+        let marker = "5-40-100-c1-aa".to_owned();
+        let run = || (RUN_MARKER_VAR.to_owned(), marker.clone());
+        // A megabyte in 16 variables (one may hold 128 KiB), named to sort before the marker
+        // ("AA…") or after it ("Z…").
+        let big = |prefix: &'static str| {
+            (0..16).map(move |i| (format!("{prefix}{i:02}"), "x".repeat(64 << 10)))
+        };
+        let first = sleeper(&std::iter::once(run()).chain(big("Z")).collect::<Vec<_>>());
+        let later = sleeper(&big("AA").chain(std::iter::once(run())).collect::<Vec<_>>());
+        // "AAPAD=…\0AGENTTY_RUN=5-40-100-c" are the first 64 bytes: the marker is cut there.
+        let pad = "p".repeat(64 - "AAPAD=\0AGENTTY_RUN=5-40-100-c".len());
+        let cut = sleeper(&[("AAPAD".to_owned(), pad), run()]);
+        let near = |child: &std::process::Child, most| run_marker_near_start(child.id(), most);
+        assert_eq!(near(&first, 16 << 10).as_deref(), Some(marker.as_str()));
+        assert_eq!(near(&later, 16 << 10), None, "read past the start");
+        assert_eq!(near(&later, 4 << 20).as_deref(), Some(marker.as_str()));
+        assert_eq!(near(&cut, 64), None, "a cut marker taken whole");
+        assert_eq!(
+            near(&cut, 65).as_deref(),
+            None,
+            "the entry still lacks its end"
+        );
+        assert_eq!(near(&cut, 4096).as_deref(), Some(marker.as_str()));
+        for mut child in [first, later, cut] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 
     /// A scan of made-up processes, all of this user and namespace.
     fn scan(procs: &[(i32, i32, u64, Option<&str>)]) -> Scan {

@@ -140,6 +140,15 @@ const ENVIRON_MAX_BYTES: usize = 4 << 20;
 /// process that called `exec` between two reads would show its environment cut short, the run
 /// marker missing, and an escapee caught in `exec` would be taken for someone else's.
 pub(crate) fn with_environ<T>(pid: i32, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    with_environ_up_to(pid, ENVIRON_MAX_BYTES, f)
+}
+
+/// [`with_environ`] with at most the first `most` bytes of the environment.
+pub(crate) fn with_environ_up_to<T>(
+    pid: i32,
+    most: usize,
+    f: impl FnOnce(&[u8]) -> T,
+) -> Option<T> {
     use std::os::unix::fs::FileExt;
     thread_local! {
         // Allocated zeroed and untouched: only the pages an environment fills become resident.
@@ -148,8 +157,9 @@ pub(crate) fn with_environ<T>(pid: i32, f: impl FnOnce(&[u8]) -> T) -> Option<T>
     let file = fs::File::open(format!("/proc/{pid}/environ")).ok()?;
     BUF.with_borrow_mut(|buf| {
         loop {
-            let n = file.read_at(buf, 0).ok()?;
-            if n < buf.len() || buf.len() >= ENVIRON_MAX_BYTES {
+            let room = buf.len().min(most);
+            let n = file.read_at(&mut buf[..room], 0).ok()?;
+            if n < buf.len() || buf.len() >= most {
                 return Some(f(&buf[..n]));
             }
             // Larger than the buffer: read it again, whole, into a larger one.

@@ -23,6 +23,12 @@ const PEERS_KEPT: usize = 4096;
 const PEER_NOTE_KEPT: Duration = Duration::from_secs(120);
 /// How many parents of a process with no run marker are looked at for one.
 const MARKER_PARENTS_MAX: usize = 16;
+/// How much of each one's environment is looked at: the marker is first in what agentty starts,
+/// and a process that moved it further (a shell exporting its variables in its own order) is
+/// passed for its parent. The look runs on the supervisor's thread for every connect, which all
+/// sessions share: whole environments (up to 4 MiB each, 16 deep) let one command slow every
+/// other's connects.
+const MARKER_ENVIRON_BYTES: usize = 16 << 10;
 
 /// Who a connection to the proxy was made for, as the supervisor told it.
 pub(super) struct ProxyPeer {
@@ -62,7 +68,9 @@ impl Egress {
     fn by_marker_of(&self, pid: u32) -> Option<Arc<CallNet>> {
         let mut at = pid;
         for _ in 0..MARKER_PARENTS_MAX {
-            if let Some(marker) = agentty_core::sweep::run_marker_of(at) {
+            if let Some(marker) =
+                agentty_core::sweep::run_marker_near_start(at, MARKER_ENVIRON_BYTES)
+            {
                 return self.call_of(&marker);
             }
             at = agentty_core::parent_of(at).filter(|&parent| parent > 1)?;
