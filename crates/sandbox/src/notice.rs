@@ -174,7 +174,9 @@ pub fn network_report(network: NetEnforcement) -> String {
                 "network: {mode}: listed hosts through agentty's proxy{asked}; {mechanism}\
                  {namespace}. A \
                  command can still send what it reads to a listed host (publish to a registry, \
-                 push to a code host){local}. {ON} gives the open network back"
+                 push to a code host), or to another site on a listed host's servers (a CDN's) \
+                 named inside its TLS, which the proxy does not decrypt{local}. {ON} gives the \
+                 open network back"
             )
         }
     }
