@@ -260,14 +260,10 @@ impl Cleaner {
         while !rest.is_empty() {
             let used = if self.at_rest {
                 self.feed_at_rest(rest, emit)
-            } else {
-                // Off rest with no escape met, the parser holds part of a character (it leaves
-                // its ground state only at an ESC) and takes one byte at a time: an ESC here
-                // is the first.
-                if !self.escape_met && rest[0] == 0x1b {
-                    self.meet_escape(rest, emit);
-                }
+            } else if self.escape_met {
                 self.feed_parser(rest)
+            } else {
+                self.feed_parser_watching(rest, emit)
             };
             rest = &rest[used..];
         }
@@ -277,16 +273,44 @@ impl Cleaner {
         }
     }
 
-    /// The first escape, at the start of `rest`: the lines completed before it go out first.
+    /// Off rest before the stream's first escape (a cut, invalid or C1 character took the
+    /// parser's path): through the parser up to the first ESC, never past it, so that it is
+    /// met however the parser got here. One byte at a time while a character may be cut.
+    #[cold]
+    #[inline(never)]
+    fn feed_parser_watching(&mut self, rest: &[u8], emit: &mut impl Emit) -> usize {
+        if rest[0] == 0x1b {
+            self.meet_escape(rest, emit);
+            return 1;
+        }
+        if self.one_byte {
+            return self.feed_parser(rest);
+        }
+        let end = memchr::memchr(0x1b, rest).unwrap_or(rest.len());
+        self.feed_parser(&rest[..end])
+    }
+
+    /// The stream's first ESC, at the start of `rest`: the parser takes it alone (a character it
+    /// cuts short becomes U+FFFD, in the line the copy starts from), the lines completed before
+    /// it go out, then [`Emit::first_escape`] with `rest` from the ESC on.
     #[cold]
     #[inline(never)]
     fn meet_escape(&mut self, rest: &[u8], emit: &mut impl Emit) {
         self.escape_met = true;
+        self.parser.advance(&mut self.line, &rest[..1]);
+        self.at_rest = false;
+        self.one_byte = false;
         if !self.line.done.is_empty() {
             emit.text(&self.line.done);
             self.line.done.clear();
         }
         emit.first_escape(self, rest);
+    }
+
+    /// The next ESC is reported as the first ([`Emit::first_escape`]): the cleaners of a call
+    /// handed over to a job, whose view copy is a new one (`jobs::command::adopt`).
+    pub fn watch_for_escape_again(&mut self) {
+        self.escape_met = false;
     }
 
     /// Applies text with no control character but `\n` and `\t`, as `vte` would, in bulk.
@@ -332,10 +356,11 @@ impl Cleaner {
             return valid.len();
         }
         match bytes[0] {
+            0x1b if !self.escape_met => {
+                self.meet_escape(bytes, emit);
+                1
+            }
             0x1b => {
-                if !self.escape_met {
-                    self.meet_escape(bytes, emit);
-                }
                 self.at_rest = false;
                 0
             }
@@ -364,7 +389,9 @@ impl Cleaner {
     /// Away from rest: through the parser until it is back on the ground. Back at rest when a
     /// ground-only callback fired and the last byte taken was neither an ESC (which can end a
     /// string and start a sequence in one step) nor a UTF-8 lead byte (which can start a new
-    /// partial character after finishing or replacing one).
+    /// partial character after finishing or replacing one), and the bytes taken do not end
+    /// inside a character (text after a sequence, `\x1b\x18ab\xf0\x9f`, leaves its last one
+    /// cut in the parser though the last byte is no lead byte).
     fn feed_parser(&mut self, bytes: &[u8]) -> usize {
         self.line.settled = false;
         let used = if self.one_byte {
@@ -381,7 +408,10 @@ impl Cleaner {
             }
         };
         let last = bytes[used - 1];
-        self.at_rest = self.line.settled && last != 0x1b && last < 0xc0;
+        self.at_rest = self.line.settled
+            && last != 0x1b
+            && last < 0xc0
+            && incomplete_tail_len(&bytes[..used]) == 0;
         self.one_byte = !self.at_rest && !last.is_ascii();
         used
     }
@@ -474,4 +504,4 @@ pub fn clean_all(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 #[path = "clean_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -273,14 +273,85 @@ fn a_first_escape_inside_a_chunk_starts_the_copy_there() {
 }
 
 /// An escape right after a character cut by the chunk's end, where the parser holds part of
-/// it and takes one byte at a time, is met too: the copy starts there.
+/// it and takes one byte at a time, is met too: the copy starts there, with the U+FFFD the
+/// model's parser printed for the cut character when the ESC ended it; so in one chunk.
 #[test]
 fn a_first_escape_after_a_cut_character_starts_the_copy() {
-    let tap = ViewTap::new(true);
-    let model = call(&tap, &[b"caf\xc3", b"\x1b[32mok\x1b[0m\n"]);
-    assert!(tap.coloured(), "the escape went unseen");
-    assert_eq!(model, "caf\u{fffd}ok\n");
-    assert_eq!(copy(&tap), "caf\x1b[32mok\x1b[0m\n");
+    for chunks in [
+        &[&b"caf\xc3"[..], b"\x1b[32mok\x1b[0m\n"][..],
+        &[b"caf\xc3\x1b[32mok\x1b[0m\n"],
+    ] {
+        let tap = ViewTap::new(true);
+        let model = call(&tap, chunks);
+        assert!(tap.coloured(), "the escape went unseen");
+        assert_eq!(model, "caf\u{fffd}ok\n");
+        assert_eq!(copy(&tap), "caf\u{fffd}\x1b[32mok\x1b[0m\n");
+    }
+}
+
+/// An invalid byte after a cut character, then a control: the parser is back on the ground but
+/// the cleaner off its bulk path, taking many bytes at once; the first escape among them is
+/// still met where it is (a command can print this on purpose).
+#[test]
+fn a_first_escape_after_invalid_bytes_and_a_control_starts_the_copy() {
+    for chunks in [
+        &[&b"\xf0"[..], b"\xff\nx\x1b[31mred\x1b[0m\n"][..],
+        &[b"\xf0", b"\xff\n", b"x\x1b[31mred\x1b[0m\n"],
+    ] {
+        let tap = ViewTap::new(true);
+        let model = call(&tap, chunks);
+        assert_eq!(model, "\u{fffd}\u{fffd}\nxred\n");
+        assert_eq!(
+            copy(&tap),
+            "\u{fffd}\u{fffd}\nx\x1b[31mred\x1b[0m\n",
+            "{chunks:?}"
+        );
+    }
+}
+
+/// For any output of one stream in any chunks, the copy is what a cleaner keeping colours
+/// makes of the whole output, and the model's text what the plain cleaner makes of it: the
+/// copy started at the first escape is the copy made from the start.
+#[test]
+fn any_output_in_any_chunks_is_copied_as_a_colour_cleaner_reads_it_whole() {
+    use crate::clean::tests::{Rng, fragments, random_output};
+    let fragments = fragments();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let rounds = std::env::var("CLEAN_FUZZ_ROUNDS").map_or(800, |v| v.parse().unwrap_or(800));
+    for _ in 0..rounds {
+        let (input, sizes) = random_output(&mut rng, &fragments);
+        if input.len() > RAW_BYTES / 2 {
+            // Past what an unread copy keeps raw: its head is dropped, as tested above.
+            continue;
+        }
+        let mut chunks = Vec::new();
+        let mut rest = &input[..];
+        for size in sizes {
+            if rest.is_empty() {
+                break;
+            }
+            let (chunk, tail) = rest.split_at(size.min(rest.len()));
+            chunks.push(chunk);
+            rest = tail;
+        }
+        let whole = |mut cleaner: Cleaner| {
+            let mut text = cleaner.feed(&input).to_owned();
+            text.push_str(cleaner.finish());
+            text
+        };
+        let tap = ViewTap::new(true);
+        if rng.below(2) == 0 {
+            let _ = tap.ring();
+        }
+        let model = call(&tap, &chunks);
+        assert_eq!(
+            model,
+            whole(Cleaner::new()),
+            "input {input:?} in {chunks:?}"
+        );
+        let expected = whole(Cleaner::keeping_colours());
+        assert_eq!(copy(&tap), expected, "input {input:?} in {chunks:?}");
+    }
 }
 
 /// Where no view is served, nothing is copied, coloured or not.

@@ -106,13 +106,17 @@ pub fn adopt(
         Err(cap) => return Err((Box::new(handover), cap)),
     };
     let Handover {
-        live,
+        mut live,
         ring,
         spill,
         started,
         workdir,
         ..
     } = handover;
+    // The job's view copy is a new one: it starts at the job's first escape, which the call's
+    // cleaners may have met already for the call's.
+    live.out_cleaner.watch_for_escape_again();
+    live.err_cleaner.watch_for_escape_again();
     let id = reserved.id().to_owned();
     spill.apply(&ring, id);
     let pid = live.pid;

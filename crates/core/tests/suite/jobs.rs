@@ -253,6 +253,34 @@ async fn a_timed_out_command_is_handed_over_without_losing_or_doubling_a_byte() 
     assert_eq!(processes_with_marker(&m), Vec::<i32>::new());
 }
 
+/// A call that printed colour, then was handed over: the job's view copy (a new one) starts at
+/// the job's first escape, though the call's cleaners, which the job goes on with, met one.
+#[tokio::test]
+async fn a_handed_over_calls_job_gets_its_colours_in_the_view() {
+    agentty_core::init().unwrap();
+    agentty_core::view_tap::serve_view();
+    let m = marker("jobs-handover-colour");
+    let cmd = "printf '\\033[31mcall\\033[0m\\n'; sleep 0.6; printf '\\033[32mjob\\033[0m\\n'";
+    let mut req = request(cmd, &m, 300);
+    let call_view = Arc::new(agentty_core::view_tap::ViewTap::default());
+    req.view = Some(call_view.clone());
+    let RunEnd::TimedOut(handover) = run::run_until(req, true, std::future::pending(), None)
+        .await
+        .unwrap()
+    else {
+        panic!("not handed over")
+    };
+    assert!(call_view.coloured(), "the call's copy has no colours");
+    let table = JobTable::new();
+    let job = command::adopt(&table, *handover, cmd.into())
+        .map_err(|_| "refused")
+        .unwrap();
+    assert_eq!(ended(&job).await, JobState::Exited(0));
+    assert!(job.view.coloured(), "the job's copy never started");
+    let copy = job.view.ring().read(Some(0), RING_BYTES).text;
+    assert_eq!(copy, "call\n\x1b[32mjob\x1b[0m\n");
+}
+
 #[tokio::test]
 async fn a_refused_hand_over_is_stopped_like_a_timeout() {
     agentty_core::init().unwrap();
