@@ -408,10 +408,9 @@ impl Cleaner {
             }
         };
         let last = bytes[used - 1];
-        self.at_rest = self.line.settled
-            && last != 0x1b
-            && last < 0xc0
-            && incomplete_tail_len(&bytes[..used]) == 0;
+        // Only bytes ending in a non-ASCII one can leave a character cut.
+        let cut = !last.is_ascii() && (last >= 0xc0 || incomplete_tail_len(&bytes[..used]) > 0);
+        self.at_rest = self.line.settled && last != 0x1b && !cut;
         self.one_byte = !self.at_rest && !last.is_ascii();
         used
     }
