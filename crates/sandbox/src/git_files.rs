@@ -222,11 +222,12 @@ fn is_bool(value: &str) -> bool {
     )
 }
 
-/// The first `limit` bytes of `path`, as text; `None` when it cannot be read.
+/// The first `limit` bytes of `path`, as text; `None` when it cannot be read, or a confined
+/// command could not read it (`deputy.rs`: these paths are the workspace's to choose).
 pub fn read_head(path: &Path, limit: u64) -> Option<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    crate::deputy::open(path)
         .ok()?
         .take(limit)
         .read_to_end(&mut bytes)

@@ -14,6 +14,7 @@
 #[cfg(target_os = "linux")]
 mod caps;
 mod denial;
+pub mod deputy;
 mod enforcement;
 mod error;
 pub mod git_files;

@@ -74,6 +74,7 @@ impl Plan {
                     let mut reads = None;
                     let mut refresh = None;
                     if ruleset.is_some() && !self.unreadable.is_empty() {
+                        crate::deputy::keep(&self.unreadable);
                         let (fd, stamp) =
                             crate::landlock::build_reads(&self.writable, &self.unreadable)?;
                         if let Some(fd) = fd {

@@ -275,6 +275,61 @@ async fn planted_commondir_naming_a_copy_is_reported_unprivileged() {
     commondir_naming_a_copy(Who::Nobody).await;
 }
 
+/// The watch and the guard read files a command names, unconfined: never one the command may
+/// not read itself. An attacker's pass made `.git/commondir` a link to agentty's token file and
+/// got its first line back in the warning (and `.git/config` a link to a hidden INI file: its
+/// names), and had the guard quote a hidden `BASH_ENV` script's line. Here a secret in the
+/// state dir (kept from commands' reads) is named all three ways; the result never shows it,
+/// and the planted `commondir` is still reported.
+async fn hidden_files_are_not_read_for_the_watch_or_the_guard(who: Who) {
+    let setup = serve(who, false, &[]).await;
+    let secret = setup.server.state.path().join("probe");
+    std::fs::write(
+        &secret,
+        "SECRET-FIRST-LINE\n[core]\n\tfsmonitor = SECRET-VALUE\n[alias \"secretsub\"]\n\tsecretkey = !true\n",
+    )
+    .unwrap();
+    let (text, _) = setup
+        .run(&format!(
+            "cat {s}; mkdir -p .git && ln -sf {s} .git/commondir && ln -sf {s} .git/config; \
+             echo linked",
+            s = secret.display()
+        ))
+        .await;
+    assert!(text.contains("linked"), "{text}");
+    assert!(text.contains("reading"), "the cat was not refused: {text}");
+    for word in [
+        "SECRET-FIRST-LINE",
+        "SECRET-VALUE",
+        "secretsub",
+        "secretkey",
+    ] {
+        assert!(!text.contains(word), "{word} read for the command: {text}");
+    }
+    assert_warned(&text, &["commondir"]);
+    let refused = setup
+        .server
+        .call(
+            "terminal",
+            json!({"command": "true", "env": {"BASH_ENV": secret}}),
+        )
+        .await;
+    let text = serde_json::to_string(&refused.content).unwrap();
+    assert_eq!(refused.is_error, Some(true), "{text}");
+    assert!(text.contains("could not be read"), "{text}");
+    assert!(!text.contains("SECRET"), "the guard quoted it: {text}");
+}
+
+#[tokio::test]
+async fn hidden_files_are_not_read_for_the_watch_or_the_guard_as_root() {
+    hidden_files_are_not_read_for_the_watch_or_the_guard(Who::Root).await;
+}
+
+#[tokio::test]
+async fn hidden_files_are_not_read_for_the_watch_or_the_guard_unprivileged() {
+    hidden_files_are_not_read_for_the_watch_or_the_guard(Who::Nobody).await;
+}
+
 /// Evasion 5: A background job that plants after the model's last `terminal` call: a hook
 /// (read-only to root's commands) and an `.envrc` (absent at start: watched only). The server
 /// looks when the job ends, tells the user in its log at once, and the model in its next result,

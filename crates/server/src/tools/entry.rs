@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use agentty_guard::{GuardConfig, Place, Verdict};
+use agentty_sandbox::deputy::NotRead;
 
 use super::notice;
 
@@ -112,18 +112,17 @@ fn read_sourced(key: &str, value: &str, workdir: &Path) -> Result<Option<String>
         return Ok(None);
     }
     let path = workdir.join(value);
-    // Never blocks: a FIFO (which a confined command can make) would hold this thread until a
-    // writer came. Only a regular file is read; the shell would wait on anything else.
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&path);
-    let Ok(file) = opened else {
-        return Ok(None); // nothing there for the shell to source either
+    // Never blocks (a FIFO a confined command made would hold this thread until a writer came),
+    // reads only a regular file (the shell would wait on anything else), and none a confined
+    // command could not read: unjudged, refused, its lines never quoted (`deputy.rs`).
+    let file = match agentty_sandbox::deputy::open(&path) {
+        Ok(file) => file,
+        // Nothing there for the shell to source either.
+        Err(NotRead::Missing) => return Ok(None),
+        Err(NotRead::NotAFile | NotRead::Kept) => {
+            return Err(notice::sourced_unreadable(key, &path));
+        }
     };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(notice::sourced_unreadable(key, &path));
-    }
     let mut text = String::new();
     let read = file.take(SOURCED_MAX_BYTES + 1).read_to_string(&mut text);
     if read.is_err() || text.len() as u64 > SOURCED_MAX_BYTES {

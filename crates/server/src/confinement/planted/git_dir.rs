@@ -175,7 +175,7 @@ impl GitDirState {
                 format!("a new git dir's config; it sets {}", self::keys(&keys)),
             ));
         }
-        if self.commondir.1.is_some() {
+        if self.commondir.0.is_some() {
             held.push(Change::new(
                 &dir.join("commondir"),
                 names_common(&self.commondir.1),
@@ -199,10 +199,17 @@ fn keys(keys: &[&str]) -> String {
 }
 
 fn names_common(common: &Option<PathBuf>) -> String {
-    format!(
-        "now names {}: git takes hooks and config from there",
-        common.as_deref().map_or_else(|| "?".to_owned(), shown)
-    )
+    match common {
+        Some(common) => format!(
+            "now names {}: git takes hooks and config from there",
+            shown(common)
+        ),
+        // Not read for commands (`agentty_sandbox::deputy`): a file kept from their reads, or
+        // not a plain file.
+        None => "now there, naming what agentty does not read for commands: git takes hooks \
+                 and config from where it names"
+            .to_owned(),
+    }
 }
 
 /// The files of `now` that are new or changed since `old`, and the directory itself when it
