@@ -29,53 +29,76 @@ fn a_tag() -> String {
 }
 
 /// Reads the memory of the newest process tagged `$4` for `$3` seconds, through `/proc/<pid>/mem`
-/// (`mem`) or `process_vm_readv` (`vm`), and says in `$2` what it found and every error.
+/// (`mem`) or `process_vm_readv` (`vm`), and says in `$2` what it found and every error. Hiding
+/// from the entry's checks as it does (an attacker's pass): `-zombie`, its main thread ends on its
+/// own (`SYS_exit`) so `stat` shows a zombie while a thread reads; `-group`, it joins the
+/// program's process group, which the person is shown. It says `hidden` once so.
 const READER: &str = r#"
-import ctypes, os, re, subprocess, sys, time
+import ctypes, os, re, subprocess, sys, threading, time
 mode, out = sys.argv[1], open(sys.argv[2], "w")
+how, hide = (mode.split("-") + [""])[:2]
 def say(*a): print(*a, file=out, flush=True)
-deadline, pid = time.time() + float(sys.argv[3]), None
-while pid is None and time.time() < deadline:
-    found = subprocess.run(["pgrep", "-n", "-f", "getpass.*" + sys.argv[4]], capture_output=True, text=True).stdout.split()
-    pid = int(found[0]) if found else None
-    time.sleep(0.05)
-say("reading", pid)
 libc = ctypes.CDLL(None, use_errno=True)
-class Iovec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-errors, hit = set(), None
-while hit is None and time.time() < deadline:
-    try:
-        maps = open(f"/proc/{pid}/maps").read().splitlines()
-    except OSError as e:
-        errors.add("maps: " + e.strerror)
-        maps = [f"{a:x}-{a + 4096:x} rw-p" for a in (0x400000,)]
-    for line in maps:
-        start, end = (int(x, 16) for x in line.split()[0].split("-"))
-        if "rw" not in line.split()[1] or end - start > 64 << 20:
-            continue
+deadline, pid = time.time() + float(sys.argv[3]), None
+def find():
+    global pid
+    while pid is None and time.time() < deadline:
+        found = subprocess.run(["pgrep", "-n", "-f", "getpass.*" + sys.argv[4]], capture_output=True, text=True).stdout.split()
+        pid = int(found[0]) if found else None
+        time.sleep(0.05)
+    say("reading", pid)
+def hidden_then_read():
+    find()
+    if hide == "group":
+        os.setpgid(0, os.getpgid(pid))
+        say("hidden")
+    read()
+def read():
+    class Iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    errors, hit = set(), None
+    while hit is None and time.time() < deadline:
         try:
-            if mode == "mem":
-                with open(f"/proc/{pid}/mem", "rb", 0) as f:
-                    f.seek(start)
-                    data = f.read(end - start)
-            else:
-                buf = ctypes.create_string_buffer(end - start)
-                local, remote = Iovec(ctypes.addressof(buf), end - start), Iovec(start, end - start)
-                n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
-                if n < 0:
-                    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-                data = buf.raw[:n]
+            maps = open(f"/proc/{pid}/maps").read().splitlines()
         except OSError as e:
-            errors.add(mode + ": " + e.strerror)
-            continue
-        m = re.search(rb"sealed-[0-9a-f]{16}", data)
-        if m:
-            hit = m.group()
-            break
-    time.sleep(0.05)
-say("found", hit.hex() if hit else None)
-say("errors", sorted(errors))
+            errors.add("maps: " + e.strerror)
+            maps = [f"{a:x}-{a + 4096:x} rw-p" for a in (0x400000,)]
+        for line in maps:
+            start, end = (int(x, 16) for x in line.split()[0].split("-"))
+            if "rw" not in line.split()[1] or end - start > 64 << 20:
+                continue
+            try:
+                if how == "mem":
+                    with open(f"/proc/{pid}/mem", "rb", 0) as f:
+                        f.seek(start)
+                        data = f.read(end - start)
+                else:
+                    buf = ctypes.create_string_buffer(end - start)
+                    local, remote = Iovec(ctypes.addressof(buf), end - start), Iovec(start, end - start)
+                    n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+                    if n < 0:
+                        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+                    data = buf.raw[:n]
+            except OSError as e:
+                errors.add(how + ": " + e.strerror)
+                continue
+            m = re.search(rb"sealed-[0-9a-f]{16}", data)
+            if m:
+                hit = m.group()
+                break
+        time.sleep(0.05)
+    say("found", hit.hex() if hit else None)
+    say("errors", sorted(errors))
+if hide == "zombie":
+    threading.Thread(target=hidden_then_read).start()
+    time.sleep(0.3)
+    say("hidden")
+    libc.syscall(60, 0)
+elif hide:
+    hidden_then_read()
+else:
+    find()
+    read()
 "#;
 
 /// How long an attack started in the background may take to end.
@@ -366,6 +389,57 @@ async fn memory_readers(who: Who) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(same.contains("found None"), "{same}");
+}
+
+/// A reader started in the shell that hides from the entry's checks (an attacker's pass found
+/// both): one whose main thread ended (`stat`: a zombie, a thread reading on), and one that
+/// joined the program's process group (which the checks took for the program's own). The entry
+/// is refused while either runs, and neither finds the secret.
+async fn hidden_memory_readers(who: Who) {
+    for hide in ["zombie", "group"] {
+        let log = format!("{hide}.log");
+        // `exec`: the reader is the shell's own child, with no wrapper around it to be seen.
+        let attack = format!("exec python3 reader.py mem-{hide} {log} 5 TAG");
+        let Prompted { setup, .. } = prompt_after(who, &[], &attack, 3).await;
+        // Hidden before the entry is checked.
+        let path = setup.ws().join(&log);
+        let deadline = tokio::time::Instant::now() + ATTACK_WITHIN;
+        while !std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("hidden")
+        {
+            assert!(tokio::time::Instant::now() < deadline, "{hide}: never hid");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let address = view_address(&setup).await;
+        let key = view_key(&setup, &address);
+        let (status, body) = enter(&address, &key, &a_secret());
+        assert!(status.contains("409"), "{hide}: {status}: {body}");
+        assert!(
+            body.contains("could read the program's memory"),
+            "{hide}: {body}"
+        );
+        let found = loop {
+            let found = std::fs::read_to_string(&path).unwrap_or_default();
+            if found.contains("errors") {
+                break found;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{hide}: {found}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(found.contains("found None"), "{hide}: {found}");
+    }
+}
+
+#[tokio::test]
+async fn sealed_hidden_memory_readers_fail_as_root() {
+    hidden_memory_readers(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_hidden_memory_readers_fail_unprivileged() {
+    hidden_memory_readers(Who::Nobody).await;
 }
 
 #[tokio::test]

@@ -193,8 +193,8 @@ fn agentty_processes(shell: &Shell) -> Vec<i32> {
 /// (`setsid`, then its parent ended), and the commands of other spawns that run unconfined. Not
 /// in reach: the commands of other confined spawns (another shell, a `terminal` call, a
 /// background job), each in a Landlock domain of its own, which the kernel keeps from reading
-/// into this one's. The shell itself and `group` are the ones the
-/// person was shown. Zombies are past reading anything.
+/// into this one's. The shell itself and the reading job (`group`, [`of_the_job`]) are the ones
+/// the person was shown. Zombies are past reading anything, unless a thread of theirs runs on.
 pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
     use crate::children::main_thread_children;
     use crate::pty::probe::{descendants, descendants_of_single_threaded};
@@ -227,8 +227,59 @@ pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
     }
     all.sort_unstable();
     all.dedup();
-    all.retain(|&pid| pid != shell && read_stat(pid).is_some_and(|s| !s.zombie && s.pgid != group));
+    let leader = read_stat(group);
+    all.retain(|&pid| {
+        pid != shell
+            && read_stat(pid).is_some_and(|s| {
+                (!s.zombie || threads_run(pid)) && !of_the_job(&s, shell, leader.as_ref())
+            })
+    });
     all
+}
+
+/// Whether `stat` is a process of the reading job, the group the person was shown: the group's
+/// leader, a process the shell started with it or after it (a pipeline's others: never before
+/// its leader, which made the group), or one started by a process of the group (the reader's
+/// children). Not one that joined the group from elsewhere: `setpgid` lets any process of the
+/// shell's session join it, and an attacker's background job did so to read the secret
+/// (a job started before the reader, or its child left to agentty or an init).
+fn of_the_job(
+    stat: &crate::tree::ProcStat,
+    shell: i32,
+    leader: Option<&crate::tree::ProcStat>,
+) -> bool {
+    let Some(leader) = leader.filter(|l| l.pgid == l.pid) else {
+        return false;
+    };
+    if stat.pgid != leader.pid {
+        return false;
+    }
+    if stat.pid == leader.pid {
+        return true;
+    }
+    if stat.ppid == shell {
+        // Started after the leader: a later clock tick, or the same tick and a later pid.
+        return matches!((stat.started, leader.started), (Some(own), Some(its)) if (own, stat.pid) > (its, leader.pid));
+    }
+    read_stat(stat.ppid).is_some_and(|parent| parent.pgid == leader.pid)
+}
+
+/// Whether a process its `stat` shows a zombie still has a thread running: one whose main
+/// thread ended on its own (`SYS_exit`, not `exit_group`) stays a zombie leader while its other
+/// threads go on, reading what they like (an attacker's pass read a secret so). A thread that
+/// cannot be read is taken for running.
+fn threads_run(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        crate::pty::probe::read_small(&task.path().join("stat")).is_none_or(|stat| {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, after)| after.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X'))
+        })
+    })
 }
 
 /// Whether `pid` runs without a seccomp filter, so unconfined: every confined command has one.
