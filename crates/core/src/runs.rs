@@ -21,11 +21,13 @@
 //! touched every [`HEARTBEAT_MS`] while the record lists a run: a process whose line of marked
 //! ancestors starts after the session was last seen alive was not started by it.
 //!
-//! What is written must not be readable by a confined command (reads are not confined): where
-//! the session has its namespace the runs directory is covered there by an empty read-only
-//! mount ([`crate::namespace`]), and the markers carry 64 random bits, so one cannot be guessed
-//! either. Without the namespace the record is readable, and a confined command could plant a
-//! marker of its own session's: the README says so.
+//! What is written must not be readable by a confined command: where the session has its
+//! namespace the runs directory is covered there by an empty read-only mount
+//! ([`crate::namespace`]); everywhere it lies in the state dir, which Landlock keeps from
+//! confined commands' reads (`agentty_sandbox`'s `unreadable.rs`); and the markers carry 64
+//! random bits, so one cannot be guessed either. Where commands run unconfined (`auto` mode,
+//! `--no-sandbox`) the record is readable, and such a command could plant a marker of its own
+//! session's.
 
 use std::ffi::CString;
 use std::fs::File;
