@@ -11,7 +11,8 @@
 //!   `deny_read`), of any plan this process prepared, by where the opened file really is;
 //! - anything but a regular file: a FIFO would hold the server's thread, a device be read;
 //! - a file of `/proc` or `/sys`, where the server would see its own process (its environment,
-//!   its memory maps) where a command sees its own.
+//!   its memory maps) where a command sees its own. (A path through `/proc/self/fd/` reaches a
+//!   file the server holds open, judged as that file: by where it is.)
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -21,7 +22,9 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::unreadable::Unreadable;
 
-/// The hidden paths of every plan prepared in this process, resolved.
+/// The hidden paths of every plan prepared in this process, as given: resolved at each read,
+/// as Landlock's rules are made again (a symlinked token file rotated, `..data` of a
+/// Kubernetes secret, leads elsewhere later).
 static KEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Why a file a command chose is not read for it.
@@ -39,9 +42,8 @@ pub enum NotRead {
 pub(crate) fn keep(unreadable: &Unreadable) {
     let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
     for hidden in &unreadable.hidden {
-        let path = crate::plan::resolve(&hidden.path);
-        if !kept.contains(&path) {
-            kept.push(path);
+        if !kept.contains(&hidden.path) {
+            kept.push(hidden.path.clone());
         }
     }
 }
@@ -60,8 +62,11 @@ pub fn open(path: &Path) -> Result<File, NotRead> {
     }
     let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .map_err(|_| NotRead::Kept)?;
-    let kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-    if kept.iter().any(|k| real.starts_with(k)) {
+    let kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    if kept
+        .iter()
+        .any(|k| real.starts_with(k) || real.starts_with(crate::plan::resolve(k)))
+    {
         return Err(NotRead::Kept);
     }
     Ok(file)
@@ -117,5 +122,20 @@ mod tests {
             "or it blocked"
         );
         assert_eq!(open(&ws.join("none")).err(), Some(NotRead::Missing));
+        // A hidden path that is a symlink, pointed elsewhere after it was kept (a rotated
+        // secret): what it leads to now is kept.
+        for version in ["v1", "v2"] {
+            std::fs::create_dir(dir.path().join(version)).unwrap();
+            std::fs::write(dir.path().join(version).join("cred"), version).unwrap();
+        }
+        let current = dir.path().join("current");
+        std::os::unix::fs::symlink("v1", &current).unwrap();
+        let mut rotated = Unreadable::default();
+        rotated.hide(current.clone(), HiddenWhy::Configured);
+        keep(&rotated);
+        assert_eq!(open(&dir.path().join("v1/cred")).err(), Some(NotRead::Kept));
+        std::fs::remove_file(&current).unwrap();
+        std::os::unix::fs::symlink("v2", &current).unwrap();
+        assert_eq!(open(&dir.path().join("v2/cred")).err(), Some(NotRead::Kept));
     }
 }

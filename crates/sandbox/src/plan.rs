@@ -420,7 +420,9 @@ fn linked_worktree(dot_git: &Path) -> Option<Vec<PathBuf>> {
 fn read_small(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)
+    // As a confined command could (`deputy.rs`): a FIFO planted as a worktree's `gitdir` held
+    // the next server's start on this workspace forever (an attacker's pass).
+    crate::deputy::open(path)
         .ok()?
         .take(4096)
         .read_to_string(&mut text)

@@ -82,6 +82,43 @@ fn default_mode_collects_roots_temp_caches_devices() {
     assert!(!plan.allows_write(&home.join("file")));
 }
 
+/// A worktree's `gitdir` back-link planted as a FIFO: the plan is made at once (an attacker's
+/// pass held the next server's start on the workspace forever with one), the worktree not
+/// taken for a linked one.
+#[test]
+fn a_fifo_in_a_worktrees_git_dir_holds_nothing() {
+    let base = tempfile::tempdir().unwrap();
+    let common = base.path().join("x");
+    for dir in ["objects", "refs", "worktrees/w/objects", "worktrees/w/refs"] {
+        std::fs::create_dir_all(common.join(dir)).unwrap();
+    }
+    std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(common.join("worktrees/w/HEAD"), "ref: refs/heads/w\n").unwrap();
+    let ws = base.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(
+        ws.join(".git"),
+        format!("gitdir: {}\n", common.join("worktrees/w").display()),
+    )
+    .unwrap();
+    let fifo = std::ffi::CString::new(
+        common
+            .join("worktrees/w/gitdir")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let (done, finished) = std::sync::mpsc::channel();
+    let looked = ws.clone();
+    std::thread::spawn(move || done.send(worktree_git_dirs(&looked, None)));
+    let found = finished
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("held by the FIFO");
+    assert!(found.is_empty(), "{found:?}");
+}
+
 #[test]
 fn a_dotfiles_repo_at_home_is_not_opened_up() {
     let base = tempfile::tempdir().unwrap();
