@@ -111,8 +111,7 @@ fn a_fifo_in_a_worktrees_git_dir_holds_nothing() {
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     let (done, finished) = std::sync::mpsc::channel();
-    let looked = ws.clone();
-    std::thread::spawn(move || done.send(worktree_git_dirs(&looked, None)));
+    std::thread::spawn(move || done.send(worktree_git_dirs(&ws, None)));
     let found = finished
         .recv_timeout(std::time::Duration::from_secs(10))
         .expect("held by the FIFO");
