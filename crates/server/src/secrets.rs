@@ -132,10 +132,17 @@ pub enum EnterRefused {
     )]
     Traced,
     #[error(
-        "another process started in this shell runs (a background job) and could read the \
-         program's memory, where the secret lands: let it end (or stop it) and ask again"
+        "another process started in this shell runs (a background job, another program of the \
+         reading pipeline, or one that joined its process group) and could read the program's \
+         memory, where the secret lands: let it end (or stop it), run the program alone, and \
+         ask again"
     )]
     InReach,
+    #[error(
+        "the program that reads it runs with {0} set, which loads code of the caller's choosing \
+         into it: it may not be the program shown; run it without {0} (env -u {0} …) and ask again"
+    )]
+    Injected(&'static str),
 }
 
 impl From<SecretRefused> for EnterRefused {
@@ -152,6 +159,7 @@ impl From<SecretRefused> for EnterRefused {
             SecretRefused::NotTaken => EnterRefused::NotTaken,
             SecretRefused::Traced => EnterRefused::Traced,
             SecretRefused::InReach => EnterRefused::InReach,
+            SecretRefused::Injected(variable) => EnterRefused::Injected(variable),
         }
     }
 }

@@ -194,6 +194,16 @@ fn enter(address: &str, key: &str, secret: &str) -> (String, String) {
 /// (its output in `attack.log`, then `attack-done`); then the password prompt, waiting.
 /// `TAG` in `attack` is the prompt's tag.
 async fn prompt_after(who: Who, flags: &[&str], attack: &str, hold_s: u32) -> Prompted {
+    prompt_line_after(who, flags, attack, |tag| prompt(hold_s, tag)).await
+}
+
+/// [`prompt_after`] with the line that starts the prompt made from the tag by `line`.
+async fn prompt_line_after(
+    who: Who,
+    flags: &[&str],
+    attack: &str,
+    line: impl Fn(&str) -> String,
+) -> Prompted {
     // bash whoever runs it: a host without $SHELL gives nobody /bin/sh (nobody's login shell is
     // nologin), and the attacks below are written for bash's job control.
     let mut all = vec!["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
@@ -213,7 +223,7 @@ async fn prompt_after(who: Who, flags: &[&str], attack: &str, hold_s: u32) -> Pr
             .await;
         assert!(text.contains("[1]"), "{text}");
     }
-    let (text, s) = setup.server.shell_send(&shell, &prompt(hold_s, &tag)).await;
+    let (text, s) = setup.server.shell_send(&shell, &line(&tag)).await;
     assert_eq!(s["status"], "awaiting_input", "{text}");
     let asked = setup
         .server
@@ -430,6 +440,45 @@ async fn hidden_memory_readers(who: Who) {
         };
         assert!(found.contains("found None"), "{hide}: {found}");
     }
+}
+
+/// The program shown is not alone: a reader piped to it (another program of the job, which the
+/// checks took for the program's own), or code loaded into it by a variable the agent set
+/// (`LD_PRELOAD`: an attacker's pass preloaded a `read()` that copied the password). Refused,
+/// each saying why.
+async fn programs_not_alone(who: Who) {
+    let cases = [
+        (
+            "python3 reader.py mem pipe.log 5 TAG | ",
+            "another program of the reading pipeline",
+        ),
+        (
+            "LD_PRELOAD=/nonexistent-agentty.so ",
+            "runs with LD_PRELOAD set",
+        ),
+    ];
+    for (before, said) in cases {
+        let Prompted { setup, .. } = prompt_line_after(who, &[], "", |tag| {
+            format!("{before}{}", prompt(3, tag)).replace("TAG", tag)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let address = view_address(&setup).await;
+        let key = view_key(&setup, &address);
+        let (status, body) = enter(&address, &key, &a_secret());
+        assert!(status.contains("409"), "{said}: {status}: {body}");
+        assert!(body.contains(said), "{said}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn sealed_programs_not_alone_are_refused_as_root() {
+    programs_not_alone(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_programs_not_alone_are_refused_unprivileged() {
+    programs_not_alone(Who::Nobody).await;
 }
 
 #[tokio::test]

@@ -231,37 +231,38 @@ pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
     all.retain(|&pid| {
         pid != shell
             && read_stat(pid).is_some_and(|s| {
-                (!s.zombie || threads_run(pid)) && !of_the_job(&s, shell, leader.as_ref())
+                (!s.zombie || threads_run(pid)) && !of_the_job(&s, leader.as_ref())
             })
     });
     all
 }
 
 /// Whether `stat` is a process of the reading job, the group the person was shown: the group's
-/// leader, a process the shell started with it or after it (a pipeline's others: never before
-/// its leader, which made the group), or one started by a process of the group (the reader's
-/// children). Not one that joined the group from elsewhere: `setpgid` lets any process of the
-/// shell's session join it, and an attacker's background job did so to read the secret
-/// (a job started before the reader, or its child left to agentty or an init).
-fn of_the_job(
-    stat: &crate::tree::ProcStat,
-    shell: i32,
-    leader: Option<&crate::tree::ProcStat>,
-) -> bool {
+/// leader (the program the shell started) or a process it started, and theirs, down a line of
+/// parents all in the group. Not a process that joined the group (`setpgid` is open to any
+/// process of the shell's session: an attacker's background job did so to read the secret, and
+/// so can one started after the reader, while it is stopped, before `fg`), nor another program
+/// of a pipeline (the shell's child too, as a thief piped to is): the secret goes to a program
+/// alone in its job.
+fn of_the_job(stat: &crate::tree::ProcStat, leader: Option<&crate::tree::ProcStat>) -> bool {
     let Some(leader) = leader.filter(|l| l.pgid == l.pid) else {
         return false;
     };
-    if stat.pgid != leader.pid {
-        return false;
+    let mut at = *stat;
+    // A line of parents is as long as the tree is deep; a bound against a cycle read mid-change.
+    for _ in 0..64 {
+        if at.pgid != leader.pid {
+            return false;
+        }
+        if at.pid == leader.pid {
+            return at.started == leader.started;
+        }
+        match read_stat(at.ppid) {
+            Some(parent) => at = parent,
+            None => return false,
+        }
     }
-    if stat.pid == leader.pid {
-        return true;
-    }
-    if stat.ppid == shell {
-        // Started after the leader: a later clock tick, or the same tick and a later pid.
-        return matches!((stat.started, leader.started), (Some(own), Some(its)) if (own, stat.pid) > (its, leader.pid));
-    }
-    read_stat(stat.ppid).is_some_and(|parent| parent.pgid == leader.pid)
+    false
 }
 
 /// Whether a process its `stat` shows a zombie still has a thread running: one whose main
@@ -279,6 +280,58 @@ fn threads_run(pid: i32) -> bool {
                 .and_then(|(_, after)| after.trim_start().chars().next());
             !matches!(state, Some('Z' | 'X'))
         })
+    })
+}
+
+/// Variables that make a program load code from where its caller chose: the dynamic loader's,
+/// and the interpreters' and runtimes' that ask for a password (`getpass`, `readline-sync`, …).
+/// The agent sets the shell's environment, so the program the person is shown could run the
+/// agent's code: an attacker's pass preloaded a `read()` that copied the password.
+const CODE_LOADING: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "LD_LIBRARY_PATH",
+    "GCONV_PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "BASH_ENV",
+    "ENV",
+];
+
+/// A variable of [`CODE_LOADING`] set (not empty) in the environment of one of `pids` to
+/// another value than agentty's own (a user's `PYTHONPATH`, which agentty and its shells
+/// inherited, is the user's). An environment this server cannot read is of a program that
+/// runs with more privilege than it (`sudo`, setuid), whose loader ignores such variables
+/// (secure execution): taken to have none.
+pub(super) fn code_loading_variable(pids: &[i32]) -> Option<&'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    pids.iter().find_map(|&pid| {
+        crate::tree::with_environ(pid, |environ| {
+            environ.split(|&b| b == 0).find_map(|entry| {
+                CODE_LOADING.iter().copied().find(|name| {
+                    entry
+                        .strip_prefix(name.as_bytes())
+                        .and_then(|rest| rest.strip_prefix(b"="))
+                        .is_some_and(|value| {
+                            !value.is_empty()
+                                && std::env::var_os(name).is_none_or(|own| own.as_bytes() != value)
+                        })
+                })
+            })
+        })
+        .flatten()
     })
 }
 

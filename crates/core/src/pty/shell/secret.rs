@@ -39,7 +39,8 @@ use tokio::time::Instant;
 use crate::pty::sys::{Master, Peer, asks_password, settings};
 
 use super::reader::{
-    Reader, group_members, outside_holders, reader_could_be_overtaken, traced, within_reach,
+    Reader, code_loading_variable, group_members, outside_holders, reader_could_be_overtaken,
+    traced, within_reach,
 };
 use super::*;
 
@@ -76,6 +77,9 @@ pub enum SecretRefused {
     /// Another process started in the shell runs (a background job, an orphan): it could read
     /// the reader's memory (`/proc/<pid>/mem`), where the secret lands.
     InReach,
+    /// A process of the reading group runs with this variable set, which loads code of the
+    /// caller's choosing into it (`LD_PRELOAD`, `PYTHONPATH`, …): not the program shown.
+    Injected(&'static str),
 }
 
 /// How long a secret may wait to be read: a program that asks for a password reads it at
@@ -276,6 +280,9 @@ impl Shell {
             readers.push(group);
             if traced(&readers).is_some() {
                 return Err(SecretRefused::Traced);
+            }
+            if let Some(variable) = code_loading_variable(&readers) {
+                return Err(SecretRefused::Injected(variable));
             }
             if !within_reach(self.pid, group).is_empty() {
                 return Err(SecretRefused::InReach);
