@@ -190,6 +190,15 @@ fn enter(address: &str, key: &str, secret: &str) -> (String, String) {
     )
 }
 
+/// A secret entered on the page for the waiting request is refused (409) saying `said`.
+async fn entry_refused(setup: &Setup, said: &str) {
+    let address = view_address(setup).await;
+    let key = view_key(setup, &address);
+    let (status, body) = enter(&address, &key, &a_secret());
+    assert!(status.contains("409"), "{said}: {status}: {body}");
+    assert!(body.contains(said), "{said}: {body}");
+}
+
 /// A server as `who` with the view on, a shell, and `attack` started in it in the background
 /// (its output in `attack.log`, then `attack-done`); then the password prompt, waiting.
 /// `TAG` in `attack` is the prompt's tag.
@@ -386,11 +395,7 @@ async fn memory_readers(who: Who) {
         .call("shell_send", json!({"id": shell, "secret": "another"}))
         .await;
     assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
-    let address = view_address(&setup).await;
-    let key = view_key(&setup, &address);
-    let (status, body) = enter(&address, &key, &a_secret());
-    assert!(status.contains("409"), "{status}: {body}");
-    assert!(body.contains("could read the program's memory"), "{body}");
+    entry_refused(&setup, "could read the program's memory").await;
     let same = loop {
         let same = std::fs::read_to_string(setup.ws().join("same.log")).unwrap_or_default();
         if same.contains("errors") {
@@ -422,14 +427,7 @@ async fn hidden_memory_readers(who: Who) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let address = view_address(&setup).await;
-        let key = view_key(&setup, &address);
-        let (status, body) = enter(&address, &key, &a_secret());
-        assert!(status.contains("409"), "{hide}: {status}: {body}");
-        assert!(
-            body.contains("could read the program's memory"),
-            "{hide}: {body}"
-        );
+        entry_refused(&setup, "could read the program's memory").await;
         let found = loop {
             let found = std::fs::read_to_string(&path).unwrap_or_default();
             if found.contains("errors") {
@@ -463,11 +461,7 @@ async fn programs_not_alone(who: Who) {
         })
         .await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let address = view_address(&setup).await;
-        let key = view_key(&setup, &address);
-        let (status, body) = enter(&address, &key, &a_secret());
-        assert!(status.contains("409"), "{said}: {status}: {body}");
-        assert!(body.contains(said), "{said}: {body}");
+        entry_refused(&setup, said).await;
     }
 }
 
