@@ -283,10 +283,14 @@ fn threads_run(pid: i32) -> bool {
     })
 }
 
-/// Variables that make a program load code from where its caller chose: the dynamic loader's,
-/// and the interpreters' and runtimes' that ask for a password (`getpass`, `readline-sync`, …).
-/// The agent sets the shell's environment, so the program the person is shown could run the
-/// agent's code: an attacker's pass preloaded a `read()` that copied the password.
+/// Variables that make a program load code or config from where its caller chose: the dynamic
+/// loader's, the interpreters' and runtimes' that ask for a password (`getpass`, …), OpenSSL's
+/// (a provider module), git's (a credential helper), the config homes. The agent sets the
+/// shell's environment, so the program the person is shown could run the agent's code:
+/// attackers' passes preloaded a `read()`, loaded an OpenSSL provider, set a git credential
+/// helper by `GIT_CONFIG_*`, and moved `HOME` to a `usercustomize.py`, each copying the password.
+/// A tripwire, not a wall: code so loaded can remove the variable from its own environment
+/// before the entry is checked (BEHAVIOUR §4).
 const CODE_LOADING: &[&str] = &[
     "LD_PRELOAD",
     "LD_AUDIT",
@@ -308,6 +312,17 @@ const CODE_LOADING: &[&str] = &[
     "_JAVA_OPTIONS",
     "BASH_ENV",
     "ENV",
+    "OPENSSL_CONF",
+    "OPENSSL_MODULES",
+    "OPENSSL_ENGINES",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_EXEC_PATH",
+    "XDG_CONFIG_HOME",
+    // Home selects the user's config and Python's user site: only where agentty has one.
+    "HOME",
 ];
 
 /// A variable of [`CODE_LOADING`] set (not empty) in the environment of one of `pids` to
@@ -325,8 +340,10 @@ pub(super) fn code_loading_variable(pids: &[i32]) -> Option<&'static str> {
                         .strip_prefix(name.as_bytes())
                         .and_then(|rest| rest.strip_prefix(b"="))
                         .is_some_and(|value| {
+                            let own = std::env::var_os(name);
                             !value.is_empty()
-                                && std::env::var_os(name).is_none_or(|own| own.as_bytes() != value)
+                                && own.as_ref().is_none_or(|own| own.as_bytes() != value)
+                                && (*name != "HOME" || own.is_some())
                         })
                 })
             })
