@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// the server read it all (git's own configs are a few KiB).
 pub const CONFIG_READ_BYTES: u64 = 1 << 20;
 /// Bytes of a gitfile or a `commondir` read: git writes one line.
-const POINTER_READ_BYTES: u64 = 4096;
+pub(crate) const POINTER_READ_BYTES: u64 = 4096;
 
 /// The hooks git runs, by name (githooks(5)). A file of another name in a hooks directory is
 /// never run, so only these are looked for: a directory filled with decoys hides nothing.
@@ -225,6 +225,11 @@ fn is_bool(value: &str) -> bool {
 /// The first `limit` bytes of `path`, as text; `None` when it cannot be read, or a confined
 /// command could not read it (`deputy.rs`: these paths are the workspace's to choose).
 pub fn read_head(path: &Path, limit: u64) -> Option<String> {
+    read_head_bytes(path, limit).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// [`read_head`]'s bytes, as they are.
+pub(crate) fn read_head_bytes(path: &Path, limit: u64) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     crate::deputy::open(path)
@@ -232,7 +237,7 @@ pub fn read_head(path: &Path, limit: u64) -> Option<String> {
         .take(limit)
         .read_to_end(&mut bytes)
         .ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    Some(bytes)
 }
 
 /// The config of git dir `dir` (`config`, then `config.worktree`), scanned; what the second

@@ -416,18 +416,12 @@ fn linked_worktree(dot_git: &Path) -> Option<Vec<PathBuf>> {
     Some(vec![gitdir, common])
 }
 
-/// A git dir's control files are a few hundred bytes; anything larger is not one.
+/// A git dir's control files are a few hundred bytes; anything larger is not one. Read as a
+/// confined command could (`deputy.rs`: a FIFO planted as a worktree's `gitdir` held the next
+/// server's start on this workspace forever), as UTF-8 text or not at all.
 fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    // As a confined command could (`deputy.rs`): a FIFO planted as a worktree's `gitdir` held
-    // the next server's start on this workspace forever (an attacker's pass).
-    crate::deputy::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
+    let bytes = crate::git_files::read_head_bytes(path, crate::git_files::POINTER_READ_BYTES)?;
+    String::from_utf8(bytes).ok()
 }
 
 /// A repository's git dir: `HEAD`, `objects` and `refs`, none of them a symlink.
