@@ -110,11 +110,8 @@ pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) 
         if stat.pgid == group {
             return matches!(stat.state, 'T' | 't');
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return false;
-        };
-        tasks.filter_map(Result::ok).any(|task| {
-            let Ok(syscall) = std::fs::read_to_string(task.path().join("syscall")) else {
+        any_thread(pid, |task| {
+            let Ok(syscall) = std::fs::read_to_string(task.join("syscall")) else {
                 return false;
             };
             let mut fields = syscall.split_ascii_whitespace();
@@ -141,12 +138,7 @@ pub(super) fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
         .map(|p| p.pid)
         .filter(|&pid| {
             // Each thread's fd table: a thread may have one of its own (`unshare(CLONE_FILES)`).
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                return false;
-            };
-            tasks
-                .filter_map(Result::ok)
-                .any(|task| holds(&task.path().join("fd"), tty))
+            any_thread(pid, |task| holds(&task.join("fd"), tty))
         })
         .collect()
 }
@@ -270,11 +262,8 @@ fn of_the_job(stat: &crate::tree::ProcStat, leader: Option<&crate::tree::ProcSta
 /// threads go on, reading what they like (an attacker's pass read a secret so). A thread that
 /// cannot be read is taken for running.
 fn threads_run(pid: i32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.flatten().any(|task| {
-        crate::pty::probe::read_small(&task.path().join("stat")).is_none_or(|stat| {
+    any_thread(pid, |task| {
+        crate::pty::probe::read_small(&task.join("stat")).is_none_or(|stat| {
             let state = stat
                 .rsplit_once(')')
                 .and_then(|(_, after)| after.trim_start().chars().next());
@@ -382,11 +371,14 @@ pub(super) fn traced(pids: &[i32]) -> Option<(i32, i32)> {
 
 /// Whether a thread of `pid` has the terminal `tty` among its fds.
 fn holds_terminal_fd(pid: i32, tty: (u64, u64)) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
-        tasks
-            .filter_map(Result::ok)
-            .any(|task| holds(&task.path().join("fd"), tty))
-    })
+    any_thread(pid, |task| holds(&task.join("fd"), tty))
+}
+
+/// Whether `test` holds for a thread of `pid` (its `/proc/<pid>/task/<tid>` directory); false
+/// when they cannot be listed (the process is gone).
+fn any_thread(pid: i32, mut test: impl FnMut(&std::path::Path) -> bool) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .is_ok_and(|tasks| tasks.filter_map(Result::ok).any(|task| test(&task.path())))
 }
 
 /// `pid` as the model is told of it: what it runs, and its pid as the shell sees it (a
