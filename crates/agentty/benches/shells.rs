@@ -3,7 +3,10 @@
 //! run (write `echo hi\r` to bash on a PTY, read until the output and the next prompt), plus the
 //! server's memory per open shell.
 //!
-//! Prints numbers and ratios against the targets (<= 2x raw, <= 5 ms); asserts nothing, since
+//! `AGENTTY_BENCH_AGAINST=<another agentty binary>` also serves that build and times its sends in
+//! the same rounds (an A/B of a change).
+//!
+//! Prints numbers and ratios against the targets (<= 1.5x raw, <= 5 ms); asserts nothing, since
 //! timings belong to the machine, not to the code.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic
@@ -15,11 +18,10 @@ use std::time::{Duration, Instant};
 
 use agentty_core::pty::spawn_on_pty;
 use agentty_core::spawn::{SpawnSpec, StdinMode};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use rmcp::{RoleClient, service::RunningService};
 use serde_json::{Value, json};
 
-use common::{median, micros, serving_pid, status_kib};
+use common::{median, micros, status_kib};
 
 const ROUND_TRIPS: usize = 300;
 const WARMUP: usize = 30;
@@ -92,47 +94,57 @@ impl RawPty {
     }
 }
 
+/// `shell_send("echo hi\n")` to shell `s1` of `client`, timed.
+async fn send_echo(client: &RunningService<RoleClient, ()>) -> Duration {
+    let t = Instant::now();
+    let s = call(
+        client,
+        "shell_send",
+        json!({"id": "s1", "input": "echo hi\n"}),
+    )
+    .await;
+    let elapsed = t.elapsed();
+    assert_eq!(s["output"], "hi\n");
+    elapsed
+}
+
 #[tokio::main]
 async fn main() {
     agentty_core::init().expect("init");
     let workspace = tempfile::tempdir().expect("tempdir");
     let state = agentty_testkit::state_dir();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(workspace.path())
-        .arg("--state-dir")
-        .arg(state.path())
-        .arg("--shell")
-        .arg("/bin/bash");
-    let transport = TokioChildProcess::new(cmd).expect("spawn server");
-    let server_pid = serving_pid(transport.id().expect("server pid"));
-    let client = ().serve(transport).await.expect("initialize");
+    let flags = ["--shell", "/bin/bash"];
+    let (client, server_pid) = common::start(workspace.path(), state.path(), &flags).await;
+    // Another build, measured in the same rounds (an A/B of a change).
+    let against_state = agentty_testkit::state_dir();
+    let against = match std::env::var_os("AGENTTY_BENCH_AGAINST") {
+        Some(binary) => {
+            let binary = std::path::PathBuf::from(binary);
+            let (client, _) =
+                common::start_of(&binary, workspace.path(), against_state.path(), &flags).await;
+            call(&client, "shell_open", json!({})).await;
+            Some((binary, client))
+        }
+        None => None,
+    };
 
     let mut raw = RawPty::start().await;
     let before_open = status_kib(server_pid, "VmRSS");
     call(&client, "shell_open", json!({})).await;
     for _ in 0..WARMUP {
         raw.round_trip().await;
-        call(
-            &client,
-            "shell_send",
-            json!({"id": "s1", "input": "echo hi\n"}),
-        )
-        .await;
+        send_echo(&client).await;
+        if let Some((_, other)) = &against {
+            send_echo(other).await;
+        }
     }
-    let (mut raw_times, mut ours) = (Vec::new(), Vec::new());
+    let (mut raw_times, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUND_TRIPS {
         raw_times.push(raw.round_trip().await);
-        let t = Instant::now();
-        let s = call(
-            &client,
-            "shell_send",
-            json!({"id": "s1", "input": "echo hi\n"}),
-        )
-        .await;
-        ours.push(t.elapsed());
-        assert_eq!(s["output"], "hi\n");
+        ours.push(send_echo(&client).await);
+        if let Some((_, other)) = &against {
+            theirs.push(send_echo(other).await);
+        }
     }
     let (raw_m, ours_m) = (median(raw_times), median(ours));
     println!(
@@ -148,6 +160,17 @@ async fn main() {
         micros(ours_m) / micros(raw_m),
         ours_m.as_secs_f64() * 1e3
     );
+    if let Some((binary, other)) = against {
+        let theirs_m = median(std::mem::take(&mut theirs));
+        println!(
+            "against {}: median {:.0} µs, ratio {:.2}x of raw; this build / that one {:.3}x",
+            binary.display(),
+            micros(theirs_m),
+            micros(theirs_m) / micros(raw_m),
+            micros(ours_m) / micros(theirs_m)
+        );
+        let _ = other.cancel().await;
+    }
 
     for _ in 0..3 {
         call(&client, "shell_open", json!({})).await;
