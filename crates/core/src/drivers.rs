@@ -8,8 +8,9 @@
 //! stays free, the kernel shares the CPUs between the two threads, and a flood can take at most
 //! one core of the server.
 //!
-//! A driver may poll pipes and terminals registered with the runtime that spawned the process;
-//! that runtime's I/O driver only wakes it, the reading and cleaning happen here. Each driver
+//! What a driver reads is registered with this thread's own reactor ([`registering`]), so the
+//! kernel wakes this thread itself; a driver may also poll what another runtime registered (that
+//! runtime's I/O driver then only passes the wake-up on). Each driver
 //! yields after every read ([`fair`]), so one flood cannot hold the others (or a quiet shell's
 //! prompt) back.
 
@@ -42,6 +43,22 @@ where
     match handle() {
         Some(handle) => Some(handle.spawn(driver)),
         None => Handle::try_current().ok().map(|h| h.spawn(driver)),
+    }
+}
+
+/// Runs `make` with the drivers' runtime as the current one, so that what it registers with a
+/// reactor (a terminal, a pipe) is watched by the drivers' thread itself: the kernel wakes that
+/// thread when output comes, not a request worker that would then wake it (a hop less per
+/// chunk). On the caller's runtime if the drivers' thread could not be started. Inside, the
+/// current runtime is the drivers' single thread: `blocking::section` runs in place there, so
+/// nothing slow should happen in `make`.
+pub fn registering<T>(make: impl FnOnce() -> T) -> T {
+    match handle() {
+        Some(handle) => {
+            let _entered = handle.enter();
+            make()
+        }
+        None => make(),
     }
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct SendCapture {
     echo: String,
     /// Output arrived since the send (a line editor echoes what it read).
     pub any_output: bool,
+    /// The send waits for a pattern in the text: any chunk may bring its answer.
+    pub watches_text: bool,
     /// Earlier sends left this many command lines running or queued: the first prompts are
     /// theirs, and everything up to the last of them belongs to them, not to this send.
     stale: u32,
@@ -52,6 +54,7 @@ impl SendCapture {
             marks_start,
             seen_start: false,
             prompts: 0,
+            watches_text: false,
             last: None,
             exit: None,
             text_at_prompt: 0,
@@ -83,6 +86,12 @@ impl SendCapture {
         self.stale
     }
 
+    /// Whether every chunk may bring the send's answer: it watches for a pattern, or its prompt
+    /// came and only the terminal's return to the shell is awaited.
+    pub fn wants_every_chunk(&self) -> bool {
+        self.watches_text || matches!(self.last, Some(Marker::Prompt(_)))
+    }
+
     pub fn bytes(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
@@ -110,8 +119,10 @@ impl SendCapture {
                 let before = self.output(false);
                 let echo = std::mem::take(&mut self.echo);
                 let stale = self.stale - 1;
+                let watches_text = self.watches_text;
                 *self = Self::new("", self.marks_start);
                 self.echo = echo;
+                self.watches_text = watches_text;
                 self.stale = stale;
                 self.any_output = true;
                 self.stale_end = Some((code, before));
@@ -233,6 +244,33 @@ fn strip_echo(out: &mut String, echo: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What wakes a waiting send (`Shell::answers`): every chunk only once its prompt came or
+    /// where it watches for a pattern, which an earlier command's prompt does not undo.
+    #[test]
+    fn every_chunk_is_wanted_after_the_prompt_or_for_a_pattern_only() {
+        let mut c = SendCapture::new("echo hi\n", true);
+        assert!(!c.wants_every_chunk());
+        c.marker(Marker::Start);
+        c.bytes(b"hi\r\n");
+        assert!(
+            !c.wants_every_chunk(),
+            "a start marker and output answer nothing"
+        );
+        c.marker(Marker::Prompt(0));
+        assert!(
+            c.wants_every_chunk(),
+            "after the prompt the terminal's return is awaited"
+        );
+
+        let mut c = SendCapture::new("x\n", true).after_running_commands(1);
+        c.watches_text = true;
+        c.marker(Marker::Prompt(0));
+        assert!(
+            c.wants_every_chunk(),
+            "the earlier command's prompt keeps the pattern"
+        );
+    }
 
     #[test]
     fn start_marker_window_drops_echo_and_prompt() {

@@ -168,7 +168,9 @@ impl Peer {
     }
 }
 
-/// Between two tries on a terminal that tokio once saw hung up: it keeps reporting it ready.
+/// Between two tries on a terminal that tokio once saw hung up (it keeps reporting it ready),
+/// and between two writes to an input queue whose room was gone again, or whose room could not
+/// be waited for (no fd or epoll entry to spare).
 const STALE_HANG_UP_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Whether no slave fd of the terminal is open now (poll(2) at this moment, unlike tokio's
@@ -202,11 +204,32 @@ impl Master {
         }
         // SAFETY: the OwnedFd is open and owned by the AsyncFd until it is dropped, and it
         // always reports the same raw fd.
-        let fd =
-            unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE | Interest::WRITABLE) };
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };
         Ok(Self {
             fd: fd.map_err(io::Error::from)?,
         })
+    }
+
+    /// This master, watched by the drivers' thread's reactor from now on (`drivers.rs`): where
+    /// a driver reads it, the kernel then wakes that thread itself when output comes, not a
+    /// request worker that would only pass the wake-up on.
+    /// Where that registration fails (a full epoll), it stays with the caller's reactor.
+    pub fn watched_by_drivers(self) -> io::Result<Self> {
+        let fd = self.fd.into_inner();
+        // SAFETY (both): as in `new`: the fd is ours, owned by the AsyncFd until it is dropped.
+        let moved = crate::drivers::registering(|| unsafe {
+            AsyncFd::register_with_interest(fd, Interest::READABLE)
+        });
+        match moved {
+            Ok(fd) => Ok(Self { fd }),
+            Err(failed) => {
+                let (fd, e) = failed.into_parts();
+                tracing::warn!("a terminal stays with the request runtime's reactor: {e}");
+                unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+                    .map(|fd| Self { fd })
+                    .map_err(io::Error::from)
+            }
+        }
     }
 
     pub fn raw(&self) -> RawFd {
@@ -261,31 +284,51 @@ impl Master {
     /// something (at least one byte of a non-empty `data`); EIO when the terminal is hung up
     /// with its queue full. Cancel-safe: until it returns, nothing was written.
     pub async fn write_some(&self, data: &[u8]) -> io::Result<usize> {
+        let mut waited = false;
         loop {
-            let mut guard = self.fd.writable().await?;
-            let hung_up = guard.ready().is_write_closed();
-            let result = guard.try_io(|fd| {
-                // SAFETY: write reads at most data.len() bytes from data.
-                let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            });
-            match result {
-                Ok(written) => return written,
-                // The terminal was hung up (its last slave fd closed) with its input queue full:
-                // nobody will take more, and the reactor reports it writable forever. If it was
-                // opened again since, that report is stale: wait a moment between two tries.
-                Err(_would_block) if hung_up => {
-                    if hung_up_now(self.raw()) {
-                        return Err(io::Error::from_raw_os_error(libc::EIO));
-                    }
-                    tokio::time::sleep(STALE_HANG_UP_RETRY).await;
-                }
-                Err(_would_block) => continue,
+            // SAFETY: write reads at most data.len() bytes from data.
+            let n = unsafe { libc::write(self.raw(), data.as_ptr().cast(), data.len()) };
+            if n >= 0 {
+                return Ok(n as usize);
             }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::WouldBlock {
+                return Err(e);
+            }
+            // The terminal was hung up (its last slave fd closed) with its input queue full:
+            // nobody will take more.
+            if hung_up_now(self.raw()) {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            if waited {
+                // Room was reported and gone again before this write: not a busy loop.
+                tokio::time::sleep(STALE_HANG_UP_RETRY).await;
+            }
+            if self.queue_room().await.is_err() {
+                // No fd or epoll entry to spare for the wait: try again a moment later, as
+                // a wait with nothing new to hold would have.
+                tokio::time::sleep(STALE_HANG_UP_RETRY).await;
+            }
+            waited = true;
         }
     }
+
+    /// Waits until the terminal's input queue has room (or the terminal is hung up), on a
+    /// registration made for this wait alone. The master itself is watched for reading only:
+    /// a program that reads its input a byte at a time (readline does) makes room at every
+    /// byte, and a standing interest in writing would wake the reactor's thread for each one,
+    /// eight wake-ups for `echo hi`. A registration reports the state it finds, so room made
+    /// since the write that would have blocked is not missed.
+    async fn queue_room(&self) -> io::Result<()> {
+        let own = self.fd.get_ref().try_clone()?;
+        // SAFETY: `own` is an fd of our own, owned by the AsyncFd until it is dropped.
+        let watch = unsafe { AsyncFd::register_with_interest(own, Interest::WRITABLE) }
+            .map_err(io::Error::from)?;
+        let _ready = watch.writable().await?;
+        Ok(())
+    }
 }
+
+#[cfg(test)]
+#[path = "sys_tests.rs"]
+mod tests;

@@ -1007,3 +1007,48 @@ async fn a_secret_for_the_shells_own_read_is_refused() {
     assert_eq!(typed, Err(SecretRefused::ShellItself));
     t.close_clean().await;
 }
+
+/// A send waits on the shell's answers, not on every chunk: output without a prompt marker
+/// wakes nobody who waits for the command's end (each wake-up a trip across threads), a send
+/// that watches for a pattern is woken by every chunk, and the end of the command by its prompt.
+#[tokio::test]
+async fn a_send_is_woken_by_its_prompt_not_by_every_chunk() {
+    let t = open_one("/bin/bash", "answers").await;
+    let shell = t.shell.clone();
+    // Five lines, each a chunk of its own (a pause between them).
+    let lines = "for i in 1 2 3 4 5; do echo line$i; sleep 0.1; done\n";
+    let (changes, answers) = (shell.changes(), shell.answers());
+    let (changed_before, answered_before) = (*changes.borrow(), *answers.borrow());
+    let out = send(&shell, lines).await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert_eq!(out.output, "line1\nline2\nline3\nline4\nline5\n");
+    let changed = *changes.borrow() - changed_before;
+    let answered = *answers.borrow() - answered_before;
+    assert!(changed >= 6, "{changed} chunks: the lines came apart");
+    assert!(
+        (1..=3).contains(&answered),
+        "answers told {answered} times for {changed} chunks: by the prompt only"
+    );
+
+    // Waiting for a pattern: every chunk may bring it.
+    let pattern = regex::Regex::new("never printed").unwrap();
+    let answered_before = *answers.borrow();
+    let changed_before = *changes.borrow();
+    let out = shell
+        .send(SendRequest {
+            input: lines,
+            timeout: PROMPT,
+            wait_for: Some(&pattern),
+        })
+        .await
+        .expect("send");
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    let changed = *changes.borrow() - changed_before;
+    let answered = *answers.borrow() - answered_before;
+    assert!(changed >= 6, "{changed} chunks");
+    assert!(
+        answered + 1 >= changed,
+        "a pattern's send was told {answered} times for {changed} chunks"
+    );
+    t.close_clean().await;
+}

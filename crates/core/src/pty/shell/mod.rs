@@ -195,8 +195,13 @@ pub struct Shell {
     master: Mutex<Option<Arc<Master>>>,
     live: Mutex<Live>,
     output: Arc<OutputRing>,
-    /// Bumped on every chunk of output and at the end.
+    /// Bumped on every chunk of output and at the end (a watcher of the screen).
     changed: watch::Sender<u64>,
+    /// Bumped where a send or the open may have its answer: a marker, every chunk once the
+    /// send's prompt came or where it watches for a pattern, and the end. A send waits on this,
+    /// not on every chunk: a line editor's echo comes in several, and each wake-up of the
+    /// waiting worker is a trip across threads for nothing.
+    answers: watch::Sender<u64>,
     stop_reader: watch::Sender<bool>,
     end: Mutex<End>,
     ended: watch::Sender<bool>,
@@ -267,7 +272,8 @@ impl Shell {
         let marker = spawn.marker.clone();
         let masks = spawn.masks.clone();
         let (master, tty_path, started) = spawn_on_pty(spawn, cols, rows).await?;
-        let master = Arc::new(master);
+        // Its reader runs on the drivers' thread (below).
+        let master = Arc::new(started.exit.or_kill(master.watched_by_drivers())?);
         let tty_id = std::fs::metadata(&tty_path).ok().map(|m| {
             use std::os::unix::fs::MetadataExt;
             (m.dev(), m.ino())
@@ -275,6 +281,7 @@ impl Shell {
         // Opened now, while the shell is a child not yet waited for: its pid is still its own.
         let children = crate::children::HeldChildren::open(started.pid, started.pid);
         let (changed, _) = watch::channel(0u64);
+        let (answers, _) = watch::channel(0u64);
         let (stop_reader, stop_rx) = watch::channel(false);
         let (ended, _) = watch::channel(false);
         let shell = Arc::new(Shell {
@@ -303,6 +310,7 @@ impl Shell {
             }),
             output,
             changed,
+            answers,
             stop_reader,
             end: Mutex::new(End::default()),
             ended,
@@ -330,7 +338,7 @@ impl Shell {
 
     async fn wait_first_prompt(&self) -> Result<(), PtyError> {
         let deadline = Instant::now() + Duration::from_millis(OPEN_PROMPT_WAIT_MS);
-        let mut rx = self.changed.subscribe();
+        let mut rx = self.answers.subscribe();
         loop {
             {
                 let live = lock(&self.live);
@@ -448,6 +456,11 @@ impl Shell {
     /// Changes with every chunk of output and at the end.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+
+    /// Changes where a send may have its answer (what a send waits on; see `answers`).
+    pub fn answers(&self) -> watch::Receiver<u64> {
+        self.answers.subscribe()
     }
 
     /// Whether a program draws a whole screen now, judged on the raw bytes after `raw_from`.

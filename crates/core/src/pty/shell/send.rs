@@ -50,7 +50,7 @@ impl Shell {
         if self.would_stop_sealed(req.input) {
             return Err(PtyError::StopsSealed);
         }
-        let mut rx = self.changed.subscribe();
+        let mut rx = self.answers.subscribe();
         let cursor_from = self.output.total();
         // Blank lines or Ctrl+C: nothing a shell at its prompt would run.
         let blank = req
@@ -82,7 +82,7 @@ impl Shell {
                 running: None,
             });
         }
-        let begun = self.begin_capture(req.input, blank);
+        let begun = self.begin_capture(req.input, blank, req.wait_for.is_some());
         self.touch();
         if req.input.is_empty() && begun.idle_before {
             // Nothing typed and nothing running: nothing to wait for.
@@ -178,7 +178,8 @@ impl Shell {
     }
 
     /// Starts capturing what `input` brings back, and notes how the shell stood before it.
-    fn begin_capture(&self, input: &str, blank: bool) -> Begun {
+    /// `pattern`: the send waits for a pattern in the output (every chunk may bring it).
+    fn begin_capture(&self, input: &str, blank: bool, pattern: bool) -> Begun {
         let newlines = input.matches('\n').count() as u32;
         let mut live = lock(&self.live);
         let idle_before = live.at_prompt && live.owed_prompts == 0;
@@ -191,6 +192,7 @@ impl Shell {
             live.at_prompt = false;
         }
         let mut cap = SendCapture::new(input, self.flavor.marks_start());
+        cap.watches_text = pattern;
         // Only typed-ahead lines wait behind the earlier commands' prompts; a bare key
         // (Ctrl+C) is for the running command, and its prompt is this send's answer.
         if live.owed_prompts > 0 && newlines > 0 {

@@ -15,7 +15,9 @@ use crate::reaper::Exit;
 use super::*;
 
 impl Shell {
-    pub(super) fn ingest(&self, chunk: &[u8]) {
+    /// Takes a chunk of the terminal's output; whether a send (or the open) may have its
+    /// answer now (see `answers`).
+    pub(super) fn ingest(&self, chunk: &[u8]) -> bool {
         let mut guard = lock(&self.live);
         let live = &mut *guard;
         live.last_output = Instant::now();
@@ -35,6 +37,7 @@ impl Shell {
         );
         let output = &self.output;
         let (channel, pid, hooks) = (self.channel.as_ref(), self.pid, self.flavor.has_hooks());
+        let mut marked = false;
         live.scanner.scan(chunk, |piece| match piece {
             Piece::Bytes(bytes) => {
                 screen.process(bytes);
@@ -55,6 +58,8 @@ impl Shell {
                     Marker::Prompt(_) if hooks => return,
                     other => other,
                 };
+                // A start marker answers nothing.
+                marked |= !matches!(marker, Marker::Start);
                 *at_prompt = matches!(marker, Marker::Prompt(_));
                 if *at_prompt {
                     *held_told = false;
@@ -72,6 +77,19 @@ impl Shell {
                 }
             }
         });
+        marked
+            || live
+                .send
+                .as_ref()
+                .is_some_and(SendCapture::wants_every_chunk)
+    }
+
+    /// Tells the watchers of the screen, and those of an answer where `answer`.
+    pub(super) fn tell(&self, answer: bool) {
+        self.changed.send_modify(|n| *n += 1);
+        if answer {
+            self.answers.send_modify(|n| *n += 1);
+        }
     }
 
     pub(super) fn record_end(&self, exit: Option<Exit>) {
@@ -96,7 +114,7 @@ impl Shell {
         }
         self.output.close();
         self.ended.send_replace(true);
-        self.changed.send_modify(|n| *n += 1);
+        self.tell(true);
     }
 }
 
@@ -109,8 +127,8 @@ impl Sink for ShellSink {
         let Some(shell) = self.0.upgrade() else {
             return false;
         };
-        shell.ingest(bytes);
-        shell.changed.send_modify(|g| *g += 1);
+        let answer = shell.ingest(bytes);
+        shell.tell(answer);
         true
     }
 }
@@ -129,7 +147,7 @@ pub(super) async fn read_loop(
     engine::pump(&mut source, &mut sink, stopped).await;
     if let Some(shell) = shell.upgrade() {
         lock(&shell.live).eof = true;
-        shell.changed.send_modify(|g| *g += 1);
+        shell.tell(true);
     }
 }
 
