@@ -8,9 +8,9 @@
 //! stays free, the kernel shares the CPUs between the two threads, and a flood can take at most
 //! one core of the server.
 //!
-//! What a driver reads is registered with this thread's own reactor ([`registering`]), so the
-//! kernel wakes this thread itself; a driver may also poll what another runtime registered (that
-//! runtime's I/O driver then only passes the wake-up on). Each driver
+//! A shell's terminal is registered with this thread's own reactor ([`registering`]), so the
+//! kernel wakes this thread itself when a prompt comes; a job's pipes stay with the runtime that
+//! started it, whose I/O driver passes the wake-up on (measured cheaper for a flood). Each driver
 //! yields after every read ([`fair`]), so one flood cannot hold the others (or a quiet shell's
 //! prompt) back.
 

@@ -11,7 +11,7 @@
 //! A secret the user typed is masked here ([`crate::mask`]), before any sink sees a chunk.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use tokio::net::unix::pipe;
@@ -88,42 +88,6 @@ impl Source {
             len: 0,
             input: Vec::new(),
         })
-    }
-
-    /// Moves the pipes this reads to the drivers' reactor (`drivers::registering`), where a
-    /// driver reads them from now on. A pipe that cannot be moved stays where it is (read as
-    /// well, a wake-up passed on per chunk). A terminal stays: others hold its master.
-    pub(crate) fn watch_from_drivers(&mut self) {
-        let Raw::Pipes { out, err, .. } = &mut self.raw else {
-            return;
-        };
-        for end in [out, err] {
-            // A second fd of the pipe, to register again here if the move fails half-way (a
-            // full epoll): the stream must not be lost.
-            let Some(spare) = end
-                .as_ref()
-                .and_then(|r| r.as_fd().try_clone_to_owned().ok())
-            else {
-                continue;
-            };
-            let Some(receiver) = end.take() else {
-                continue;
-            };
-            let moved = receiver.into_nonblocking_fd().and_then(|fd| {
-                crate::drivers::registering(|| pipe::Receiver::from_owned_fd_unchecked(fd))
-            });
-            *end = match moved {
-                Ok(receiver) => Some(receiver),
-                Err(e) => {
-                    tracing::warn!("a handed-over job's pipe stays with the request runtime: {e}");
-                    pipe::Receiver::from_owned_fd_unchecked(spare)
-                        .inspect_err(|e| {
-                            tracing::error!("a handed-over job's output is lost: {e}");
-                        })
-                        .ok()
-                }
-            };
-        }
     }
 
     fn of(raw: Raw) -> Self {

@@ -76,10 +76,7 @@ pub fn start(
         marker,
         workdir,
         confined,
-    } = crate::drivers::registering(|| {
-        // Watched by the drivers' reactor, where `drive` reads them (`drivers::registering`).
-        engine::start_on_pipes(spec, stdin, Some(JOB_PIPE_BYTES))
-    })?;
+    } = engine::start_on_pipes(spec, stdin, Some(JOB_PIPE_BYTES))?;
     let live = Live::new(pid, confined, marker, source, exit_watch, None);
     let id = reserved.id().to_owned();
     let output = Arc::new(OutputRing::new(spill.map(|store| (store, id))));
@@ -120,8 +117,6 @@ pub fn adopt(
     // cleaners may have met already for the call's.
     live.out_cleaner.watch_for_escape_again();
     live.err_cleaner.watch_for_escape_again();
-    // Its output is read on the drivers' thread from now on: watched by that thread's reactor.
-    live.source.watch_from_drivers();
     let id = reserved.id().to_owned();
     spill.apply(&ring, id);
     let pid = live.pid;
