@@ -380,9 +380,10 @@ impl Agentty {
         &self.state().tasks
     }
 
-    /// Whether this server confines commands at all (so an unconfined job was escalated).
+    /// Whether this server confines commands at all (so an unconfined job was escalated),
+    /// without making read rules as a spawn's `confine` does.
     pub(crate) fn confines(&self) -> bool {
-        matches!(self.confinement().confine(false, None), Ok(Some(_)))
+        self.confinement().confines()
     }
 
     pub(crate) fn shells(&self) -> &Arc<agentty_core::pty::Shells> {
