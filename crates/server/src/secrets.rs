@@ -111,8 +111,9 @@ pub enum EnterRefused {
     )]
     ShellItself,
     #[error(
-        "a process outside the shell's session holds the terminal open and could read the \
-         secret first"
+        "another process than the program shown could read the secret first: it holds the \
+         terminal open from outside the shell's session, or waits in a read of a terminal \
+         started before the program's"
     )]
     OtherReader,
     #[error(
@@ -121,8 +122,8 @@ pub enum EnterRefused {
     )]
     Pending,
     #[error(
-        "the program did not read it within {} s, so it was taken back out of the terminal's \
-         input: nothing of it is left for another program to read",
+        "the program did not read it within {} s: nothing of it is left in the terminal's \
+         input for another program to read",
         agentty_core::pty::SECRET_TYPE_MS / 1000
     )]
     NotTaken,

@@ -729,10 +729,11 @@ async fn let_it_end(t: &Opened, go: &std::path::Path) -> String {
     t.shell.raw_tail(1 << 20)
 }
 
-/// A secret the program does not read in time is taken back out of the terminal's input:
-/// once the program ends, the shell does not read it as a command (and show it).
+/// A secret the program does not read in time (it never starts its read) is not left in the
+/// terminal's input: once the program ends, the shell does not read it as a command (and show
+/// it).
 #[tokio::test]
-async fn a_secret_nobody_reads_is_taken_back_so_the_shell_never_runs_it() {
+async fn a_secret_nobody_reads_is_not_left_for_the_shell_to_run() {
     let (t, go) = shell_asking_without_reading("secret-unread").await;
     let typed = t
         .shell
@@ -992,6 +993,166 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
     assert_eq!(typed, Err(SecretRefused::OtherReader));
     let stolen = std::fs::read(&got).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
+    t.close_clean().await;
+}
+
+/// A process the shell never started, a background job of another shell (another spawn's
+/// command, as an attacker's pass wrote it): it opens the terminal, starts a read of it in a
+/// thread, waits until that thread sleeps in `wchan` (`wait_woken`: first in line; `n_tty_read`:
+/// queued behind a reader), then closes its fd while the read goes on (no fd table shows it)
+/// and makes `armed`. What it reads lands in `got`. Returns the other shell's name.
+async fn terminal_thief(
+    t: &Opened,
+    wchan: &str,
+    armed: &std::path::Path,
+    got: &std::path::Path,
+) -> String {
+    let script = t.file("thief.py");
+    std::fs::write(
+        &script,
+        "import os, sys, threading, time\n\
+         path, wanted, armed, got = sys.argv[1:5]\n\
+         fd = os.open(path, os.O_RDONLY | os.O_NOCTTY)\n\
+         def take(): open(got, 'wb').write(os.read(fd, 100))\n\
+         t = threading.Thread(target=take, daemon=True)\nt.start()\n\
+         wchan = '/proc/self/task/%d/wchan' % t.native_id\n\
+         while open(wchan).read() != wanted: time.sleep(0.005)\n\
+         os.close(fd)\nopen(armed, 'w').close()\ntime.sleep(60)\n",
+    )
+    .unwrap();
+    // A marker of its own: closing a shell stops every process that carries its marker.
+    let mut spec = open_spec("/bin/bash", &marker("secret-thief"));
+    spec.spawn.confine = Some(Arc::new(SeccompAllowingAll));
+    let (name, other) = t.shells.open(spec, "/bin/bash".into()).await.expect("open");
+    let job = format!(
+        "python3 {} {} {wchan} {} {} < /dev/null &\n",
+        script.display(),
+        t.shell.tty_path,
+        armed.display(),
+        got.display()
+    );
+    let out = send(&other, &job).await;
+    assert!(out.output.contains("[1]"), "{out:?}");
+    name.id.clone()
+}
+
+/// A spawn's "confinement" that only installs a seccomp filter allowing every call: its
+/// processes show `Seccomp: 2`, as a confined command's do (another spawn's commands that run
+/// unconfined are within reach of a sealed program's memory, and refused before any reader
+/// is looked at).
+struct SeccompAllowingAll;
+
+impl agentty_core::spawn::Confine for SeccompAllowingAll {
+    fn apply_own(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> std::io::Result<()> {
+        let mut allow = [libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        }];
+        let program = libc::sock_fprog {
+            len: 1,
+            filter: allow.as_mut_ptr(),
+        };
+        // SAFETY: prctl with integer arguments, then a pointer to a filter that outlives the call.
+        let rc = unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+                | libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &raw const program,
+                )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+/// Whether a `head` carrying `marker` waits queued behind another reader of a terminal.
+fn queued_head(marker: &str) -> bool {
+    agentty_testkit::processes_with_env(agentty_core::spawn::RUN_MARKER_VAR, marker)
+        .into_iter()
+        .any(|pid| {
+            let read =
+                |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+            read("comm") == "head\n" && read("wchan") == "n_tty_read"
+        })
+}
+
+/// Waits (bounded) until `armed` exists.
+async fn until_armed(armed: &std::path::Path) {
+    let started = Instant::now();
+    while !armed.exists() {
+        assert!(
+            started.elapsed() < PROMPT,
+            "the thief never waited in its read"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A line goes to whoever waits first: a [`terminal_thief`] whose read started before the
+/// program's gets the secret, though no fd table shows it holds the terminal. The secret is
+/// refused, and the thief gets nothing.
+#[tokio::test]
+async fn a_secret_is_refused_while_a_process_waits_to_read_the_terminal_before_the_program() {
+    let t = open_one("/bin/bash", "secret-first").await;
+    let (armed, got) = (t.file("armed"), t.file("got"));
+    // Nobody reads the terminal while this waits (the shell waits for its job): the thief's read
+    // comes first; then the program's, behind it.
+    let program = format!(
+        "stty -echo; sh -c 'while [ ! -e \"{}\" ]; do sleep 0.02; done'; {READER}; stty echo\n",
+        armed.display()
+    );
+    send_for(&t.shell, &program, 50).await;
+    let other = terminal_thief(&t, "wait_woken", &armed, &got).await;
+    until_armed(&armed).await;
+    // The program (`head`, the foreground now) waits behind the thief's read.
+    let started = Instant::now();
+    while !queued_head(&t.marker) {
+        assert!(
+            started.elapsed() < PROMPT,
+            "the program never read behind the thief"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let typed = t.shell.type_secret(b"hunter2", None).await;
+    t.shells.close(&other).await.expect("close");
+    assert!(
+        leftovers_after(&marker("secret-thief"), PROMPT)
+            .await
+            .is_empty()
+    );
+    assert_eq!(typed, Err(SecretRefused::OtherReader));
+    let stolen = std::fs::read(&got).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
+    t.close_clean().await;
+}
+
+/// A [`terminal_thief`] queued behind the program's read would take the line should that read
+/// end without it (a signal the program handles) before the program reads again: refused too.
+#[tokio::test]
+async fn a_secret_is_refused_while_a_process_waits_queued_for_a_terminal_read() {
+    let t = open_one("/bin/bash", "secret-queued").await;
+    let (armed, got) = (t.file("armed"), t.file("got"));
+    ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
+    let other = terminal_thief(&t, "n_tty_read", &armed, &got).await;
+    until_armed(&armed).await;
+    let typed = t.shell.type_secret(b"hunter2", None).await;
+    t.shells.close(&other).await.expect("close");
+    assert!(
+        leftovers_after(&marker("secret-thief"), PROMPT)
+            .await
+            .is_empty()
+    );
+    assert_eq!(typed, Err(SecretRefused::OtherReader));
     t.close_clean().await;
 }
 

@@ -125,6 +125,82 @@ pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) 
     })
 }
 
+/// Where a thread asleep in a read of a terminal sleeps (`wchan`): the one reader that waits for
+/// input holds the line discipline's read lock and sleeps in `wait_woken`; a reader queued behind
+/// it sleeps on that lock, which `wchan` names by its caller, `n_tty_read`.
+const WAITS_FIRST: &str = "wait_woken";
+const WAITS_BEHIND: &str = "n_tty_read";
+
+/// Where a process group stands among the readers of a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReadOrder {
+    /// A thread of it waits in a read of the terminal, holding its read lock: a line typed now
+    /// goes to it.
+    First,
+    /// A thread of it waits in a read of the terminal behind another reader's, which started
+    /// first (and may have closed its fd since: no fd table shows it): that one gets the line.
+    Behind,
+    /// None of it reads the terminal (yet).
+    NotReading,
+}
+
+/// Where `readers` (a process group's processes) stand among the readers of the terminal
+/// `tty_path`. A thread counts when its system call is a read of the terminal; one whose system
+/// call cannot be read (a setuid program, such as `sudo`) by where it sleeps alone.
+pub(super) fn read_order(readers: &[i32], tty_path: &str) -> ReadOrder {
+    use crate::pty::probe::{READ_CALLS, fd_is_tty, read_small};
+    let mut order = ReadOrder::NotReading;
+    for &pid in readers {
+        any_thread(pid, |task| {
+            let here = match read_small(&task.join("wchan")).as_deref() {
+                Some(WAITS_FIRST) => ReadOrder::First,
+                Some(WAITS_BEHIND) => ReadOrder::Behind,
+                _ => return false,
+            };
+            let reads_the_terminal = match read_small(&task.join("syscall")) {
+                Some(syscall) => {
+                    let mut fields = syscall.split_ascii_whitespace();
+                    let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
+                    let fd = fields
+                        .next()
+                        .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+                    nr.is_some_and(|nr| READ_CALLS.contains(&nr))
+                        && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path))
+                }
+                None => true,
+            };
+            if reads_the_terminal && order != ReadOrder::First {
+                order = here;
+            }
+            order == ReadOrder::First
+        });
+        if order == ReadOrder::First {
+            break;
+        }
+    }
+    order
+}
+
+impl Shell {
+    /// Processes agentty started (every spawn's, [`agentty_processes`]) other than `readers`
+    /// with a thread queued behind another reader of a terminal (`WAITS_BEHIND`). Which terminal
+    /// cannot be told (a queued reader may have closed its fd): any. Such a thread takes the
+    /// next line of that terminal should the first reader's read end without one (a signal it
+    /// handles), before that reader reads again.
+    pub(super) fn queued_readers(&self, readers: &[i32]) -> Vec<i32> {
+        use crate::pty::probe::read_small;
+        agentty_processes(self)
+            .into_iter()
+            .filter(|pid| !readers.contains(pid))
+            .filter(|&pid| {
+                any_thread(pid, |task| {
+                    read_small(&task.join("wchan")).as_deref() == Some(WAITS_BEHIND)
+                })
+            })
+            .collect()
+    }
+}
+
 /// Processes outside session `session` (and other than this server) that hold the terminal
 /// (`tty`: its device and inode) open. A process of the terminal's session that is not in its
 /// foreground group is stopped (`SIGTTIN`) or refused (`EIO`) when it reads; one outside has no

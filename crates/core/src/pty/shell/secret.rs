@@ -9,6 +9,11 @@
 //! - the reader must be the one the person was shown (same process group, same leader), and
 //!   no process outside the shell's session may hold the terminal open (job control does not
 //!   stop its reads);
+//! - that reader must be waiting in its read of the terminal first: a line goes to whoever
+//!   waits first, and another spawn's command could start a read of the terminal before the
+//!   program's (found by its wait for input) and close its fd while it waits (so no fd table
+//!   shows it); nor may any other process agentty started wait queued for a terminal's read,
+//!   to take the line should the program's read end without it;
 //! - the terminal must read a password as `getpass` leaves it: lines edited by the terminal,
 //!   echo off, Enter ending the line; and no character of the secret may be one of the keys the
 //!   terminal acts on (`stty eol a` would cut the line at an `a`);
@@ -39,8 +44,8 @@ use tokio::time::Instant;
 use crate::pty::sys::{Master, Peer, asks_password, settings};
 
 use super::reader::{
-    Reader, code_loading_variable, group_members, outside_holders, reader_could_be_overtaken,
-    traced, within_reach,
+    ReadOrder, Reader, code_loading_variable, group_members, outside_holders, read_order,
+    reader_could_be_overtaken, traced, within_reach,
 };
 use super::*;
 
@@ -66,11 +71,14 @@ pub enum SecretRefused {
     ShellItself,
     /// Another process than the one shown could read the line first: it holds the terminal
     /// open outside the shell's session (`setsid`, unhindered by job control), or waits in a
-    /// read of it outside the reading group (it started the read in that group, then left),
-    /// or a process of the reading group is stopped (its read would wait while another joins).
+    /// read of it outside the reading group (it started the read in that group, then left, or
+    /// it started it before the program did, from anywhere), or waits queued for a terminal's
+    /// read, or a process of the reading group is stopped (its read would wait while another
+    /// joins).
     OtherReader,
-    /// The program did not read it within [`SECRET_TYPE_MS`]: it was taken back out of the
-    /// input queue, so no later reader (the shell, once the program ends) gets it.
+    /// The program did not read it within [`SECRET_TYPE_MS`]: it never started its read (the
+    /// secret was not typed), or what was typed was taken back out of the input queue; either
+    /// way no later reader (the shell, once the program ends) gets it.
     NotTaken,
     /// A tracer is attached to a process of the reading group (`strace -p`, `gdb -p`).
     Traced,
@@ -86,7 +94,7 @@ pub enum SecretRefused {
 /// once, so only one that does not waits this long.
 pub const SECRET_TYPE_MS: u64 = 5_000;
 
-/// Between two looks at whether the program has read the secret.
+/// Between two looks at whether the program has read the secret, or has started its read.
 const SECRET_READ_POLL: Duration = Duration::from_millis(5);
 
 /// Input flags that change what is typed on its way to the reader: the 8th bit stripped, and
@@ -162,7 +170,8 @@ impl Shell {
     ) -> Result<(), SecretRefused> {
         let _one_at_a_time = self.send_lock.lock().await;
         let master = self.master().ok_or(SecretRefused::Closed)?;
-        let peer = self.open_for_secret(&master, secret, reader)?;
+        let bound = Instant::now() + bound;
+        let peer = self.open_when_first(&master, secret, reader, bound).await?;
         // From here on, whatever happens (this future dropped included), what is left in the
         // input queue is taken back and the prompt owed for the secret is given back.
         let mut typing = Typing {
@@ -181,7 +190,6 @@ impl Shell {
             masks.add(secret);
         }
         typing.owed_here = self.owe_prompt_for_secret();
-        let bound = Instant::now() + bound;
         let read = self
             .type_and_wait_read(&master, &typing.peer, secret, bound)
             .await?;
@@ -226,14 +234,47 @@ impl Shell {
         alive
     }
 
+    /// [`Shell::open_for_secret`] once the reading group waits first in a read of the terminal
+    /// and no other process waits queued for a terminal's read (the module header); the program
+    /// may start its read until `bound` (`getpass` sets the terminal, then reads).
+    async fn open_when_first(
+        &self,
+        master: &Master,
+        secret: &[u8],
+        reader: Option<&Reader>,
+        bound: Instant,
+    ) -> Result<Peer, SecretRefused> {
+        loop {
+            let (peer, group) = self.open_for_secret(master, secret, reader)?;
+            // Full `/proc` scans: off the worker's other tasks.
+            let order = crate::blocking::section(|| {
+                let mut readers = group_members(group);
+                readers.push(group);
+                match read_order(&readers, &self.tty_path) {
+                    ReadOrder::First if self.queued_readers(&readers).is_empty() => Ok(true),
+                    ReadOrder::NotReading => Ok(false),
+                    ReadOrder::First | ReadOrder::Behind => Err(SecretRefused::OtherReader),
+                }
+            })?;
+            if order {
+                return Ok(peer);
+            }
+            if Instant::now() >= bound {
+                return Err(SecretRefused::NotTaken);
+            }
+            drop(peer);
+            tokio::time::sleep(SECRET_READ_POLL).await;
+        }
+    }
+
     /// Every check made before a byte of the secret is typed (see the module header), in order;
-    /// once all pass, the terminal's slave side, opened for the typing.
+    /// once all pass, the terminal's slave side, opened for the typing, and the reading group.
     fn open_for_secret(
         &self,
         master: &Master,
         secret: &[u8],
         reader: Option<&Reader>,
-    ) -> Result<Peer, SecretRefused> {
+    ) -> Result<(Peer, i32), SecretRefused> {
         let t = settings(master.raw()).ok_or(SecretRefused::Closed)?;
         if !takes_a_line(&t) {
             return Err(SecretRefused::NotAsked);
@@ -267,13 +308,14 @@ impl Shell {
         if overtaken {
             return Err(SecretRefused::OtherReader);
         }
-        self.sealed(group)?;
-        Ok(peer)
+        let group = self.sealed(group)?;
+        Ok((peer, group))
     }
 
     /// The checks that keep the secret out of other processes' reach once the reader has it
     /// (the module header): no tracer on the reading group, no other process of the shell.
-    fn sealed(&self, group: Option<i32>) -> Result<(), SecretRefused> {
+    /// The reading group, once they pass.
+    fn sealed(&self, group: Option<i32>) -> Result<i32, SecretRefused> {
         let group = group.ok_or(SecretRefused::Changed)?;
         crate::blocking::section(|| {
             let mut readers = group_members(group);
@@ -287,7 +329,7 @@ impl Shell {
             if !within_reach(self.pid, group).is_empty() {
                 return Err(SecretRefused::InReach);
             }
-            Ok(())
+            Ok(group)
         })
     }
 
