@@ -170,8 +170,11 @@ impl Shell {
     ) -> Result<(), SecretRefused> {
         let _one_at_a_time = self.send_lock.lock().await;
         let master = self.master().ok_or(SecretRefused::Closed)?;
+        let peer = self
+            .open_when_first(&master, secret, reader, Instant::now() + bound)
+            .await?;
+        // The program has the whole bound to read the line once it waits for it.
         let bound = Instant::now() + bound;
-        let peer = self.open_when_first(&master, secret, reader, bound).await?;
         // From here on, whatever happens (this future dropped included), what is left in the
         // input queue is taken back and the prompt owed for the secret is given back.
         let mut typing = Typing {
@@ -236,7 +239,9 @@ impl Shell {
 
     /// [`Shell::open_for_secret`] once the reading group waits first in a read of the terminal
     /// and no other process waits queued for a terminal's read (the module header); the program
-    /// may start its read until `bound` (`getpass` sets the terminal, then reads).
+    /// may start its read until `bound` (`getpass` sets the terminal, then reads). The checks
+    /// run in full before the wait and again once it is over; the wait itself looks at the
+    /// reading group's threads alone.
     async fn open_when_first(
         &self,
         master: &Master,
@@ -244,27 +249,28 @@ impl Shell {
         reader: Option<&Reader>,
         bound: Instant,
     ) -> Result<Peer, SecretRefused> {
+        let (peer, group) = self.open_for_secret(master, secret, reader)?;
+        drop(peer);
         loop {
-            let (peer, group) = self.open_for_secret(master, secret, reader)?;
-            // Full `/proc` scans: off the worker's other tasks.
-            let order = crate::blocking::section(|| {
-                let mut readers = group_members(group);
-                readers.push(group);
-                match read_order(&readers, &self.tty_path) {
-                    ReadOrder::First if self.queued_readers(&readers).is_empty() => Ok(true),
-                    ReadOrder::NotReading => Ok(false),
-                    ReadOrder::First | ReadOrder::Behind => Err(SecretRefused::OtherReader),
+            // `/proc` reads: off the worker's other tasks.
+            match crate::blocking::section(|| read_order(&reading_group(group), &self.tty_path)) {
+                ReadOrder::First => break,
+                ReadOrder::Behind => return Err(SecretRefused::OtherReader),
+                ReadOrder::NotReading if Instant::now() >= bound => {
+                    return Err(SecretRefused::NotTaken);
                 }
-            })?;
-            if order {
-                return Ok(peer);
+                ReadOrder::NotReading => tokio::time::sleep(SECRET_READ_POLL).await,
             }
-            if Instant::now() >= bound {
-                return Err(SecretRefused::NotTaken);
-            }
-            drop(peer);
-            tokio::time::sleep(SECRET_READ_POLL).await;
         }
+        let (peer, group) = self.open_for_secret(master, secret, reader)?;
+        crate::blocking::section(|| {
+            let readers = reading_group(group);
+            match read_order(&readers, &self.tty_path) {
+                ReadOrder::First if self.queued_readers(&readers).is_empty() => Ok(peer),
+                ReadOrder::NotReading => Err(SecretRefused::NotTaken),
+                ReadOrder::First | ReadOrder::Behind => Err(SecretRefused::OtherReader),
+            }
+        })
     }
 
     /// Every check made before a byte of the secret is typed (see the module header), in order;
@@ -377,6 +383,13 @@ impl Shell {
             },
         }
     }
+}
+
+/// The processes of process group `group`, its leader last.
+fn reading_group(group: i32) -> Vec<i32> {
+    let mut readers = group_members(group);
+    readers.push(group);
+    readers
 }
 
 /// A secret being typed: on drop, what is left of it in the input queue is taken back (the
