@@ -1000,7 +1000,8 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
 /// command, as an attacker's pass wrote it): it opens the terminal, starts a read of it in a
 /// thread, waits until that thread sleeps in `wchan` (`wait_woken`: first in line; `n_tty_read`:
 /// queued behind a reader), then closes its fd while the read goes on (no fd table shows it)
-/// and makes `armed`. What it reads lands in `got`. Returns the other shell's name.
+/// and makes `armed`, which this waits for. What it reads lands in `got`. Returns the other
+/// shell's name.
 async fn terminal_thief(
     t: &Opened,
     wchan: &str,
@@ -1033,7 +1034,25 @@ async fn terminal_thief(
     );
     let out = send(&other, &job).await;
     assert!(out.output.contains("[1]"), "{out:?}");
+    let started = Instant::now();
+    while !armed.exists() {
+        assert!(
+            started.elapsed() < PROMPT,
+            "the thief never waited in its read"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     name.id.clone()
+}
+
+/// Closes the [`terminal_thief`]'s shell and checks nothing of it is left.
+async fn stop_thief(t: &Opened, shell: &str) {
+    t.shells.close(shell).await.expect("close");
+    assert!(
+        leftovers_after(&marker("secret-thief"), PROMPT)
+            .await
+            .is_empty()
+    );
 }
 
 /// A spawn's "confinement" that only installs a seccomp filter allowing every call: its
@@ -1086,18 +1105,6 @@ fn queued_head(marker: &str) -> bool {
         })
 }
 
-/// Waits (bounded) until `armed` exists.
-async fn until_armed(armed: &std::path::Path) {
-    let started = Instant::now();
-    while !armed.exists() {
-        assert!(
-            started.elapsed() < PROMPT,
-            "the thief never waited in its read"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// A line goes to whoever waits first: a [`terminal_thief`] whose read started before the
 /// program's gets the secret, though no fd table shows it holds the terminal. The secret is
 /// refused, and the thief gets nothing.
@@ -1113,7 +1120,6 @@ async fn a_secret_is_refused_while_a_process_waits_to_read_the_terminal_before_t
     );
     send_for(&t.shell, &program, 50).await;
     let other = terminal_thief(&t, "wait_woken", &armed, &got).await;
-    until_armed(&armed).await;
     // The program (`head`, the foreground now) waits behind the thief's read.
     let started = Instant::now();
     while !queued_head(&t.marker) {
@@ -1124,12 +1130,7 @@ async fn a_secret_is_refused_while_a_process_waits_to_read_the_terminal_before_t
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let typed = t.shell.type_secret(b"hunter2", None).await;
-    t.shells.close(&other).await.expect("close");
-    assert!(
-        leftovers_after(&marker("secret-thief"), PROMPT)
-            .await
-            .is_empty()
-    );
+    stop_thief(&t, &other).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));
     let stolen = std::fs::read(&got).unwrap_or_default();
     assert!(!String::from_utf8_lossy(&stolen).contains("hunter2"));
@@ -1144,14 +1145,8 @@ async fn a_secret_is_refused_while_a_process_waits_queued_for_a_terminal_read() 
     let (armed, got) = (t.file("armed"), t.file("got"));
     ask_with(&t.shell, &format!("stty -echo; {READER}; stty echo\n")).await;
     let other = terminal_thief(&t, "n_tty_read", &armed, &got).await;
-    until_armed(&armed).await;
     let typed = t.shell.type_secret(b"hunter2", None).await;
-    t.shells.close(&other).await.expect("close");
-    assert!(
-        leftovers_after(&marker("secret-thief"), PROMPT)
-            .await
-            .is_empty()
-    );
+    stop_thief(&t, &other).await;
     assert_eq!(typed, Err(SecretRefused::OtherReader));
     t.close_clean().await;
 }

@@ -98,11 +98,18 @@ pub(super) fn group_members(group: i32) -> Vec<i32> {
     members
 }
 
+/// The processes of process group `group`: its other processes, then its leader.
+pub(super) fn reading_group(group: i32) -> Vec<i32> {
+    let mut readers = group_members(group);
+    readers.push(group);
+    readers
+}
+
 /// Whether a process started in the shell `shell` could take a line typed now before the
 /// reading group: a thread of it waits in a read of the terminal (`tty_path`) while its process
 /// is outside `group`, or a process of `group` is stopped.
 pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) -> bool {
-    use crate::pty::probe::{READ_CALLS, descendants, fd_is_tty};
+    use crate::pty::probe::descendants;
     descendants(shell).into_iter().any(|pid| {
         let Some(stat) = read_stat(pid) else {
             return false;
@@ -111,18 +118,25 @@ pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) 
             return matches!(stat.state, 'T' | 't');
         }
         any_thread(pid, |task| {
-            let Ok(syscall) = std::fs::read_to_string(task.join("syscall")) else {
-                return false;
-            };
-            let mut fields = syscall.split_ascii_whitespace();
-            let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
-            let fd = fields
-                .next()
-                .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
-            nr.is_some_and(|nr| READ_CALLS.contains(&nr))
-                && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path))
+            reads_the_terminal(pid, task, tty_path) == Some(true)
         })
     })
+}
+
+/// Whether the thread of `pid` whose `/proc` directory is `task` is in a read of the terminal
+/// (`tty_path`) now; `None` when its system call cannot be read (a setuid program).
+fn reads_the_terminal(pid: i32, task: &std::path::Path, tty_path: &str) -> Option<bool> {
+    use crate::pty::probe::{READ_CALLS, fd_is_tty, read_small};
+    let syscall = read_small(&task.join("syscall"))?;
+    let mut fields = syscall.split_ascii_whitespace();
+    let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
+    let fd = fields
+        .next()
+        .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    Some(
+        nr.is_some_and(|nr| READ_CALLS.contains(&nr))
+            && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path)),
+    )
 }
 
 /// Where a thread asleep in a read of a terminal sleeps (`wchan`): the one reader that waits for
@@ -148,7 +162,7 @@ pub(super) enum ReadOrder {
 /// `tty_path`. A thread counts when its system call is a read of the terminal; one whose system
 /// call cannot be read (a setuid program, such as `sudo`) by where it sleeps alone.
 pub(super) fn read_order(readers: &[i32], tty_path: &str) -> ReadOrder {
-    use crate::pty::probe::{READ_CALLS, fd_is_tty, read_small};
+    use crate::pty::probe::read_small;
     let mut order = ReadOrder::NotReading;
     for &pid in readers {
         any_thread(pid, |task| {
@@ -157,19 +171,8 @@ pub(super) fn read_order(readers: &[i32], tty_path: &str) -> ReadOrder {
                 Some(WAITS_BEHIND) => ReadOrder::Behind,
                 _ => return false,
             };
-            let reads_the_terminal = match read_small(&task.join("syscall")) {
-                Some(syscall) => {
-                    let mut fields = syscall.split_ascii_whitespace();
-                    let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
-                    let fd = fields
-                        .next()
-                        .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
-                    nr.is_some_and(|nr| READ_CALLS.contains(&nr))
-                        && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path))
-                }
-                None => true,
-            };
-            if reads_the_terminal && order != ReadOrder::First {
+            if reads_the_terminal(pid, task, tty_path).unwrap_or(true) && order != ReadOrder::First
+            {
                 order = here;
             }
             order == ReadOrder::First

@@ -45,7 +45,7 @@ use crate::pty::sys::{Master, Peer, asks_password, settings};
 
 use super::reader::{
     ReadOrder, Reader, code_loading_variable, group_members, outside_holders, read_order,
-    reader_could_be_overtaken, traced, within_reach,
+    reader_could_be_overtaken, reading_group, traced, within_reach,
 };
 use super::*;
 
@@ -324,8 +324,7 @@ impl Shell {
     fn sealed(&self, group: Option<i32>) -> Result<i32, SecretRefused> {
         let group = group.ok_or(SecretRefused::Changed)?;
         crate::blocking::section(|| {
-            let mut readers = group_members(group);
-            readers.push(group);
+            let readers = reading_group(group);
             if traced(&readers).is_some() {
                 return Err(SecretRefused::Traced);
             }
@@ -383,13 +382,6 @@ impl Shell {
             },
         }
     }
-}
-
-/// The processes of process group `group`, its leader last.
-fn reading_group(group: i32) -> Vec<i32> {
-    let mut readers = group_members(group);
-    readers.push(group);
-    readers
 }
 
 /// A secret being typed: on drop, what is left of it in the input queue is taken back (the
