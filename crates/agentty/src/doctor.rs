@@ -32,6 +32,7 @@ pub fn run(flags: &Flags) -> Result<String> {
         agentty_sandbox::notice::hardening_report(
             agentty_sandbox::landlock_abi(),
             &agentty_sandbox::private_terminals(),
+            &terminal_each(),
             &agentty_sandbox::daemon_sockets()
         )
     )?;
@@ -90,5 +91,17 @@ fn pty_probe() -> String {
         };
         libc::close(fd);
         result
+    }
+}
+
+/// Whether each shell and `pty` command gets a `/dev/pts` of its own here.
+fn terminal_each() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        agentty_core::spawn::own_terminals()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("Linux only".to_owned())
     }
 }

@@ -53,10 +53,12 @@ pub const ABI_TCP: u32 = 4;
 /// support Landlock after all (the crate's best-effort mode then yields no fd). With
 /// `refuse_tcp_connect` (network `allowlist` and `ask`) the domain refuses every TCP connect the
 /// command makes itself, whatever the port: the connections it gets are made by the server's
-/// supervisor (`net/`). Ignored below ABI 4, which has no TCP rules.
+/// supervisor (`net/`). Ignored below ABI 4, which has no TCP rules. `terminals`: the root of
+/// a devpts instance of the command's own (its `/dev/pts`), granted as `/dev/pts` is.
 pub fn build_ruleset(
     writable: &[Writable],
     refuse_tcp_connect: bool,
+    terminals: Option<std::os::fd::BorrowedFd<'_>>,
 ) -> Result<Option<OwnedFd>, SandboxError> {
     let handled: BitFlags<AccessFs> = AccessFs::from_write(HANDLED_ABI);
     // Device nodes are never granted, anywhere: as root, `mknod` in the workspace would make a
@@ -82,6 +84,9 @@ pub fn build_ruleset(
         let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
         let rights = if is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
+    }
+    if let Some(root) = terminals {
+        ruleset = ruleset.add_rule(PathBeneath::new(root, granted))?;
     }
     Ok(ruleset.into())
 }

@@ -48,6 +48,8 @@ pub use mode::{Mode, Network, ParseModeError, ParseNetworkError, Policy};
 #[cfg(target_os = "linux")]
 pub use net::{Judge, Supervisor, Verdict};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
+#[cfg(target_os = "linux")]
+pub use prepared::OwnRules;
 pub use prepared::{Prepared, Ruleset, RulesetNow};
 pub use probe::{ProbeOutcome, ProbeReport, daemon_sockets, probe};
 pub use protected::{

@@ -475,6 +475,7 @@ pub fn protected_report(
 pub fn hardening_report(
     landlock_abi: Option<u32>,
     private_terminals: &Result<(), String>,
+    terminal_each: &Result<(), String>,
     daemon_sockets: &[std::path::PathBuf],
 ) -> String {
     let mut out = String::new();
@@ -486,6 +487,18 @@ pub fn hardening_report(
         Err(why) => writeln!(
             out,
             "other terminals: writable by confined commands (a /dev/pts of their own: {why})"
+        ),
+    };
+    let _ = match terminal_each {
+        Ok(()) => writeln!(
+            out,
+            "a shell's terminal: out of other commands' reach (each shell and pty command has a \
+             /dev/pts of its own)"
+        ),
+        Err(why) => writeln!(
+            out,
+            "a shell's terminal: other commands can write to it and read from it, a typed secret \
+             included (a /dev/pts per terminal: {why})"
         ),
     };
     let _ = match landlock_abi {

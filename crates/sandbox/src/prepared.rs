@@ -35,6 +35,11 @@ pub struct Prepared {
     /// Each command's own ruleset: writes, scopes.
     #[cfg(target_os = "linux")]
     ruleset: Option<OwnedFd>,
+    /// What `ruleset` was made of, to make it again with a rule more
+    /// ([`Prepared::own_with_terminals`]): the writable paths, and whether TCP connects are
+    /// refused.
+    #[cfg(target_os = "linux")]
+    own_made_of: (Vec<crate::plan::Writable>, bool),
     /// The reads' ruleset made by `prepare`, where paths are kept from reads: what
     /// [`Prepared::apply_shared`] applies.
     #[cfg(target_os = "linux")]
@@ -65,7 +70,7 @@ impl Plan {
             let filtered = confining && self.network.filtered();
             let (ruleset, reads, refresh) = match enforcement.state {
                 State::Enforced { .. } | State::Partial { .. } => {
-                    let ruleset = crate::landlock::build_ruleset(&self.writable, filtered)?;
+                    let ruleset = crate::landlock::build_ruleset(&self.writable, filtered, None)?;
                     if ruleset.is_none() {
                         enforcement.state = State::NotEnforced {
                             why: crate::enforcement::NotEnforcedWhy::KernelLacksLandlock,
@@ -136,6 +141,7 @@ impl Plan {
             Ok(Prepared {
                 enforcement,
                 ruleset,
+                own_made_of: (self.writable.clone(), filtered),
                 reads,
                 refresh,
                 filter,
@@ -159,6 +165,19 @@ impl Plan {
             }
             Ok(Prepared { enforcement })
         }
+    }
+}
+
+/// A command's own Landlock rules made for it alone ([`Prepared::own_with_terminals`]).
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct OwnRules(OwnedFd);
+
+#[cfg(target_os = "linux")]
+impl OwnRules {
+    /// [`Prepared::apply_own`] with these rules. Async-signal-safe.
+    pub fn apply(&self) -> std::io::Result<()> {
+        crate::landlock::restrict_self(self.0.as_raw_fd())
     }
 }
 
@@ -205,6 +224,24 @@ impl Prepared {
             crate::landlock::restrict_self(fd.as_raw_fd())?;
         }
         Ok(())
+    }
+
+    /// The command's own part ([`Self::apply_own`]) for a command whose `/dev/pts` is a devpts
+    /// instance of its own, rooted at `terminals` (`agentty-core`'s `spawn/terminals.rs`):
+    /// the same rules made again, and one more there (Landlock binds rules to inodes, and
+    /// the instance is not the one the plan's `/dev/pts` rule was made on). `None` where no
+    /// Landlock domain is made.
+    #[cfg(target_os = "linux")]
+    pub fn own_with_terminals(
+        &self,
+        terminals: std::os::fd::BorrowedFd<'_>,
+    ) -> Result<Option<OwnRules>, SandboxError> {
+        if self.ruleset.is_none() {
+            return Ok(None);
+        }
+        let (writable, refuse_tcp) = &self.own_made_of;
+        let fd = crate::landlock::build_ruleset(writable, *refuse_tcp, Some(terminals))?;
+        Ok(fd.map(OwnRules))
     }
 
     /// The part of the sandbox that may be shared, applied to the calling thread (and so to

@@ -235,6 +235,27 @@ async fn every_tool_works_over_http_and_two_sessions_cannot_reach_each_other() {
     ok(&call(&a, "shell_read", json!({"id": &shell})).await);
     let shells = call(&a, "shell_list", json!({})).await;
     assert!(text_of(&shells).contains(&shell), "{}", text_of(&shells));
+    // B's commands cannot name A's shell's terminal (a /dev/pts of its own), so cannot write
+    // into its screen, nor read the keys typed into it.
+    let forged = call(
+        &b,
+        "terminal",
+        json!({"command": "for f in /dev/pts/[0-9]*; do echo FORGED-B > $f; done 2>/dev/null; echo tried"}),
+    )
+    .await;
+    assert!(text_of(&forged).contains("tried"), "{}", text_of(&forged));
+    call(
+        &a,
+        "shell_send",
+        json!({"id": &shell, "input": "echo after-b\n"}),
+    )
+    .await;
+    let screen = text_of(&call(&a, "shell_read", json!({"id": &shell, "screen": true})).await);
+    assert!(screen.contains("after-b"), "{screen}");
+    assert!(
+        !screen.contains("FORGED"),
+        "B wrote into A's terminal: {screen}"
+    );
 
     // The other session: the same ids answer as ids that never existed, for every tool.
     let never = |id: &str| if id.starts_with('s') { "s99" } else { "t99" };

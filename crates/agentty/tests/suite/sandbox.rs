@@ -1114,6 +1114,38 @@ async fn own_terminals_work_on_every_path_and_other_terminals_are_not_there() {
     );
 }
 
+/// A shell's terminal is out of every other spawn's reach: each PTY has a `/dev/pts` of its
+/// own. Commands on every other path (and another shell) write to every terminal they can name;
+/// none of it shows in the first shell, which would take it as its own output (forged text),
+/// and had they opened it for reading, they would have taken the keys typed into it.
+#[tokio::test]
+async fn no_other_spawn_reaches_a_shells_terminal() {
+    let server = start().await;
+    let shell = server.open_shell().await;
+    let (said, _) = server.shell_send(&shell, "tty\n").await;
+    assert!(said.contains("/dev/pts/0"), "{said}");
+    for path in ["pipe", "pty", "background", "shell"] {
+        let attack = format!(
+            "mine=$(tty 2>/dev/null); for f in /dev/pts/[0-9]*; do \
+             [ \"$f\" = \"$mine\" ] || echo FORGED-{path} > $f; done 2>/dev/null; \
+             ls /dev/pts | tr '\\n' ' '; echo attack-done"
+        );
+        let said = run_on_path(&server, path, &attack).await;
+        assert!(said.contains("attack-done"), "{path}: {said}");
+    }
+    // Its screen shows whatever reached the terminal since it opened, in order.
+    server.shell_send(&shell, "echo still-mine\n").await;
+    let screen = server
+        .call("shell_read", json!({"id": &shell, "screen": true}))
+        .await;
+    let screen = text_of(&screen);
+    assert!(screen.contains("still-mine"), "{screen}");
+    assert!(
+        !screen.contains("FORGED"),
+        "another spawn wrote into the shell's terminal: {screen}"
+    );
+}
+
 /// A refused write inside a pipeline that exits 0 (`cp … 2>&1 | tail -3`, the shape models
 /// write most) is still reported as 2008, on every path; a denial that is not the sandbox's
 /// (`ssh`'s, no path) is not, whatever the exit code.

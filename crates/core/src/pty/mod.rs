@@ -128,14 +128,34 @@ pub enum PtyError {
 }
 
 /// Opens a PTY of the given size and starts `spec` on it; returns the master side, the
-/// terminal's path and the started process. The slave is closed here once the child has it.
+/// terminal's name and the started process. The slave is closed here once the child has it.
+/// Where the server can, the PTY comes from a devpts instance of the spawn's own
+/// (`spawn::terminals`): no other spawn's command reaches it by path.
 pub async fn spawn_on_pty(
-    spec: SpawnSpec,
+    mut spec: SpawnSpec,
     cols: u16,
     rows: u16,
-) -> io::Result<(sys::Master, String, SpawnedPty)> {
-    let pair = sys::open_pair(cols, rows)?;
-    let started = spawn_pty(spec, pair.slave).await?;
+) -> io::Result<(sys::Master, sys::TtyName, SpawnedPty)> {
+    #[cfg(target_os = "linux")]
+    let (pair, own) = match crate::spawn::OwnDevpts::for_spawn()? {
+        Some(devpts) => {
+            let pair = devpts.open_pair(cols, rows)?;
+            if let Some(confine) = &spec.confine
+                && let Some(own) = confine.with_terminals(devpts.root())?
+            {
+                spec.confine = Some(own);
+            }
+            (pair, Some(devpts.into_mount()))
+        }
+        None => (sys::open_pair(cols, rows)?, None),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let (pair, own) = (sys::open_pair(cols, rows)?, None);
+    let started = spawn_pty(spec, pair.slave, own).await?;
     let master = started.exit.or_kill(sys::Master::new(pair.master))?;
-    Ok((master, pair.tty_path, started))
+    let name = sys::TtyName {
+        path: pair.tty_path,
+        id: pair.tty_id,
+    };
+    Ok((master, name, started))
 }

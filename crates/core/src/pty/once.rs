@@ -206,7 +206,7 @@ pub async fn run(
     let marker = spec.marker.clone();
     let start = Instant::now();
     let masks = spec.masks.clone();
-    let (master, tty_path, started) = spawn_on_pty(spec, cols, rows).await?;
+    let (master, tty, started) = spawn_on_pty(spec, cols, rows).await?;
     let pid = started.pid;
     let mut exit_watch = started.exit;
     let mut capture = Capture {
@@ -222,7 +222,7 @@ pub async fn run(
     let mut watch = PromptWatch {
         pid,
         master: master.raw(),
-        tty_path,
+        tty_path: tty.path,
         waiting_probes: 0,
         output_seen: start,
         prompt: None,

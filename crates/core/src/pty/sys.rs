@@ -20,6 +20,39 @@ pub struct PtyPair {
     pub slave: OwnedFd,
     /// `/dev/pts/N`: how the child's file descriptors name the terminal in `/proc`.
     pub tty_path: String,
+    /// The terminal's file (device and inode), to know it in other processes' fds whatever
+    /// path their mount namespace gives it (a spawn's own devpts, `spawn::terminals`, is
+    /// another instance than the server's, where the same path is another terminal).
+    pub tty_id: (u64, u64),
+}
+
+impl PtyPair {
+    /// The pair of `master` and `slave`, named `tty_path`, sized `cols`×`rows`.
+    pub fn new(
+        master: OwnedFd,
+        slave: OwnedFd,
+        tty_path: String,
+        cols: u16,
+        rows: u16,
+    ) -> io::Result<Self> {
+        set_size(master.as_raw_fd(), cols, rows)?;
+        let tty_id = file_id(&slave)?;
+        Ok(Self {
+            master,
+            slave,
+            tty_path,
+            tty_id,
+        })
+    }
+}
+
+/// How a spawn's terminal is known: its path in the spawn's `/proc` links, and its file.
+#[derive(Debug, Clone)]
+pub struct TtyName {
+    /// `/dev/pts/N` as the spawn's processes see it.
+    pub path: String,
+    /// Device and inode (see [`PtyPair::tty_id`]).
+    pub id: (u64, u64),
 }
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -30,7 +63,14 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// Opens a pair sized `cols`×`rows`.
+/// An open file's device and inode.
+fn file_id(fd: &OwnedFd) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Opens a pair sized `cols`×`rows` from the process's `/dev/ptmx`.
 pub fn open_pair(cols: u16, rows: u16) -> io::Result<PtyPair> {
     // SAFETY: plain syscalls on fds we own; ptsname_r writes at most buf.len() bytes.
     unsafe {
@@ -52,12 +92,7 @@ pub fn open_pair(cols: u16, rows: u16) -> io::Result<PtyPair> {
             libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
         ))?;
         let slave = OwnedFd::from_raw_fd(slave_raw);
-        set_size(raw, cols, rows)?;
-        Ok(PtyPair {
-            master,
-            slave,
-            tty_path,
-        })
+        PtyPair::new(master, slave, tty_path, cols, rows)
     }
 }
 
@@ -154,10 +189,7 @@ impl Peer {
     /// The terminal's file (device and inode), to know it in other processes' fds whatever
     /// path their mount namespace gives it.
     pub fn file_id(&self) -> io::Result<(u64, u64)> {
-        use std::os::unix::fs::MetadataExt;
-        let file = std::fs::File::from(self.0.try_clone()?);
-        let meta = file.metadata()?;
-        Ok((meta.dev(), meta.ino()))
+        file_id(&self.0)
     }
 
     /// Drops everything in the input queue, a partial line included (`tcflush(TCIFLUSH)`), as

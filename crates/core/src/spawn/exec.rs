@@ -80,6 +80,10 @@ pub(crate) struct ExecPlan {
     /// The namespaces of a confined child: the session's, or its caller's (see
     /// `crate::namespace`).
     pub namespace: Option<&'static Namespace>,
+    /// A devpts instance (a detached mount) to be the child's `/dev/pts`, in a mount namespace
+    /// of its own (`terminals.rs`): the launcher of this plan alone mounts it
+    /// (`launcher.rs` `start_alone`).
+    pub own_devpts: Option<OwnedFd>,
 }
 
 /// The step at which the child failed, reported through memory shared with the parent.

@@ -204,13 +204,22 @@ fn key(confine: Option<&Arc<dyn Confine>>) -> usize {
 }
 
 /// Hands `plan` to a launcher of its confinement (or of unconfined children), which answers on
-/// `reply`. Given back when there is none (no launcher could be set up): the caller clones the
-/// child itself.
+/// `reply`; a plan with a `/dev/pts` of its own to a launcher of its own ([`start_alone`]).
+/// Given back when there is none (no launcher could be set up): the caller clones the child
+/// itself.
 pub(super) fn hand(
     plan: ExecPlan,
     marker: &str,
     reply: Reply,
 ) -> Result<(), Box<(ExecPlan, Reply)>> {
+    #[cfg(target_os = "linux")]
+    if plan.own_devpts.is_some() {
+        return start_alone(Request {
+            plan,
+            marker: marker.to_owned(),
+            reply,
+        });
+    }
     let confine = plan.confine.clone();
     // The reaper thread starts here if it has not yet, never on a launcher: a thread started
     // there would inherit the launcher's filter and namespaces. (Its error is the spawn's:
@@ -353,6 +362,63 @@ fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::R
         }
     }
     confine.map_or(Ok(()), Confine::apply_to_launcher)
+}
+
+/// Starts `request`'s child from a launcher thread of its own that first makes the plan's devpts
+/// instance its `/dev/pts`, in a mount namespace of its own the child is cloned into
+/// (`terminals.rs`): a pooled launcher cannot, it dropped the capability that takes. The thread
+/// ends once it has answered.
+#[cfg(target_os = "linux")]
+fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
+    let devpts = request.plan.own_devpts.take();
+    let thread = std::thread::Builder::new()
+        .name("agentty-launcher".into())
+        .stack_size(LAUNCHER_STACK_BYTES);
+    let (handed, taken) = sync_channel::<Request>(1);
+    let started = thread.spawn(move || {
+        let Ok(Request {
+            plan,
+            marker,
+            reply,
+        }) = taken.recv()
+        else {
+            return;
+        };
+        let namespace = plan.namespace;
+        let set = (|| {
+            signals::block_signals(signals::ALL_BUT_CHILD_EXITS)?;
+            // SAFETY: unshare(CLONE_FS) changes only this thread's cwd and root (see set_up).
+            crate::namespace::check(unsafe { libc::unshare(libc::CLONE_FS) })?;
+            if let Some(namespace) = namespace {
+                // SAFETY: as in set_up.
+                unsafe {
+                    crate::namespace::check(libc::setns(namespace.init_fd(), namespace.entered()))?;
+                    crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWPID))?;
+                }
+            }
+            if let Some(devpts) = &devpts {
+                super::terminals::attach(devpts)?;
+            }
+            plan.confine
+                .as_deref()
+                .map_or(Ok(()), Confine::apply_to_launcher)
+        })();
+        let started = set.and_then(|()| {
+            reaper::spawn_registered(|| {
+                exec::start_confined(&plan, namespace).map(|(pid, pidfd)| (pid, pidfd, pid))
+            })
+        });
+        drop(plan);
+        reply.send(started, &marker);
+    });
+    match started {
+        Ok(_) => {
+            // The thread is alive and waits for it: the send cannot fail.
+            let _ = handed.send(request);
+            Ok(())
+        }
+        Err(_) => Err(Box::new((request.plan, request.reply))),
+    }
 }
 
 /// Starts each child handed over until the pool lets go of this launcher.

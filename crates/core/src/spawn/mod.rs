@@ -26,6 +26,8 @@ mod launcher;
 pub(crate) mod marker;
 mod prepare;
 mod signals;
+#[cfg(target_os = "linux")]
+mod terminals;
 mod vfork;
 
 use std::ffi::OsString;
@@ -43,6 +45,8 @@ pub use crate::reaper::AfterStart;
 pub use claim::{Claim, Ready};
 pub use marker::RUN_MARKER_VAR;
 pub use prepare::NON_INTERACTIVE_ENV;
+#[cfg(target_os = "linux")]
+pub use terminals::{OwnDevpts, own_terminals};
 
 /// A confinement (the sandbox, docs/BEHAVIOUR.md §5), in two parts: one each command must have
 /// to itself, and one a spawning thread may take once for all the children it clones (see
@@ -73,6 +77,18 @@ pub trait Confine: Send + Sync {
     /// since) returns its shared part's, so its children go to the same launchers.
     fn shared_key(&self) -> usize {
         std::ptr::from_ref(self).cast::<()>() as usize
+    }
+
+    /// This confinement for a command whose `/dev/pts` is a devpts instance of its own, whose
+    /// root is `root` (`terminals.rs`): Landlock binds rules to inodes, so its own domain needs
+    /// a rule there to open terminals (`script`, `tmux`). `None`: this one serves unchanged
+    /// (the default: a confinement without path rules).
+    fn with_terminals(
+        &self,
+        root: std::os::fd::BorrowedFd<'_>,
+    ) -> io::Result<Option<Arc<dyn Confine>>> {
+        let _ = root;
+        Ok(None)
     }
 }
 
@@ -267,9 +283,17 @@ pub struct SpawnedPty {
 /// leader, and job control (Ctrl+C reaching the foreground job, `tcgetpgrp`) works only
 /// through a controlling terminal. As [`spawn_async`], the calling worker thread goes on with
 /// other tasks while a launcher clones the child.
-pub async fn spawn_pty(spec: SpawnSpec, slave: OwnedFd) -> io::Result<SpawnedPty> {
+///
+/// `own_devpts`, a devpts instance the terminal comes from (`terminals.rs`), is mounted on the
+/// child's `/dev/pts` in a mount namespace of its own.
+pub async fn spawn_pty(
+    spec: SpawnSpec,
+    slave: OwnedFd,
+    own_devpts: Option<OwnedFd>,
+) -> io::Result<SpawnedPty> {
     let fd = slave.as_raw_fd();
-    let plan = plan(&spec, [fd, fd, fd], vec![slave], Session::OwnTerminal)?;
+    let mut plan = plan(&spec, [fd, fd, fd], vec![slave], Session::OwnTerminal)?;
+    plan.own_devpts = own_devpts;
     let (pid, exit) = launch_async(plan, &spec.marker).await?;
     Ok(SpawnedPty { pid, exit })
 }

@@ -238,6 +238,7 @@ pub(super) fn plan(
         // Confined commands only: unconfined ones keep the host's `ps` and `kill`. Over HTTP,
         // each caller's are in a namespace of the caller's own.
         namespace,
+        own_devpts: None,
     })
 }
 

@@ -1001,7 +1001,10 @@ async fn a_secret_is_refused_while_a_process_outside_the_group_waits_to_read() {
 /// thread, waits until that thread sleeps in `wchan` (`wait_woken`: first in line; `n_tty_read`:
 /// queued behind a reader), then closes its fd while the read goes on (no fd table shows it)
 /// and makes `armed`, which this waits for. What it reads lands in `got`. Returns the other
-/// shell's name.
+/// shell's name. Each shell's terminal is in a `/dev/pts` of its own where the tests may mount
+/// one (root), so the thief opens it as a process outside both shells could: through the
+/// shell's fd in `/proc` (a confined command cannot, Landlock scopes ptrace to its own tree);
+/// these checks are what holds for such a process.
 async fn terminal_thief(
     t: &Opened,
     wchan: &str,
@@ -1026,9 +1029,9 @@ async fn terminal_thief(
     spec.spawn.confine = Some(Arc::new(SeccompAllowingAll));
     let (name, other) = t.shells.open(spec, "/bin/bash".into()).await.expect("open");
     let job = format!(
-        "python3 {} {} {wchan} {} {} < /dev/null &\n",
+        "python3 {} /proc/{}/fd/0 {wchan} {} {} < /dev/null &\n",
         script.display(),
-        t.shell.tty_path,
+        t.shell.pid,
         armed.display(),
         got.display()
     );

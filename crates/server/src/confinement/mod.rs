@@ -46,10 +46,18 @@ impl Confine for PreparedConfine {
 struct CallConfine {
     shared: Arc<PreparedConfine>,
     reads: Option<Ruleset>,
+    /// The command's own rules, where they are made for it alone (a terminal of its own:
+    /// [`Confine::with_terminals`]); else the server's.
+    #[cfg(target_os = "linux")]
+    own: Option<agentty_sandbox::OwnRules>,
 }
 
 impl Confine for CallConfine {
     fn apply_own(&self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some(own) = &self.own {
+            return own.apply();
+        }
         self.shared.0.apply_own()
     }
 
@@ -67,6 +75,25 @@ impl Confine for CallConfine {
             || Arc::as_ptr(&self.shared).cast::<()>() as usize,
             Ruleset::key,
         )
+    }
+
+    #[cfg(target_os = "linux")]
+    fn with_terminals(
+        &self,
+        root: std::os::fd::BorrowedFd<'_>,
+    ) -> std::io::Result<Option<Arc<dyn Confine>>> {
+        let own = self
+            .shared
+            .0
+            .own_with_terminals(root)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(own.map(|own| {
+            Arc::new(CallConfine {
+                shared: Arc::clone(&self.shared),
+                reads: self.reads.clone(),
+                own: Some(own),
+            }) as Arc<dyn Confine>
+        }))
     }
 }
 
@@ -359,7 +386,12 @@ impl Confinement {
             tracing::warn!("{e}; confined commands keep the read rules made before");
         }
         let reads = now.ruleset().cloned();
-        Ok(Some(Arc::new(CallConfine { shared, reads })))
+        Ok(Some(Arc::new(CallConfine {
+            shared,
+            reads,
+            #[cfg(target_os = "linux")]
+            own: None,
+        })))
     }
 
     /// What holds the network for confined commands.

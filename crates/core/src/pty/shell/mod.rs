@@ -186,7 +186,7 @@ pub struct Shell {
     pub flavor: Flavor,
     pub tty_path: String,
     /// The terminal's file (device and inode), to know it among other processes' fds.
-    tty_id: Option<(u64, u64)>,
+    tty_id: (u64, u64),
     /// The shell's children list, held open from its start (`reader.rs` reads it on every
     /// send at its prompt; see [`crate::children::HeldChildren`]).
     children: Option<crate::children::HeldChildren>,
@@ -271,13 +271,9 @@ impl Shell {
         spawn.env = env;
         let marker = spawn.marker.clone();
         let masks = spawn.masks.clone();
-        let (master, tty_path, started) = spawn_on_pty(spawn, cols, rows).await?;
+        let (master, tty, started) = spawn_on_pty(spawn, cols, rows).await?;
         // Its reader runs on the drivers' thread (below).
         let master = Arc::new(started.exit.or_kill(master.watched_by_drivers())?);
-        let tty_id = std::fs::metadata(&tty_path).ok().map(|m| {
-            use std::os::unix::fs::MetadataExt;
-            (m.dev(), m.ino())
-        });
         // Opened now, while the shell is a child not yet waited for: its pid is still its own.
         let children = crate::children::HeldChildren::open(started.pid, started.pid);
         let (changed, _) = watch::channel(0u64);
@@ -288,8 +284,8 @@ impl Shell {
             pid: started.pid,
             marker,
             flavor,
-            tty_path,
-            tty_id,
+            tty_path: tty.path,
+            tty_id: tty.id,
             children,
             channel,
             master: Mutex::new(Some(master.clone())),

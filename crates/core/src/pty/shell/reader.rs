@@ -593,7 +593,7 @@ impl Shell {
                     } else {
                         return None;
                     }
-                } else if self.tty_id.is_some_and(|tty| holds_terminal_fd(pid, tty)) {
+                } else if holds_terminal_fd(pid, self.tty_id) {
                     "holds the terminal open from outside the shell's session, where job control \
                      does not stop its reads"
                 } else {

@@ -1,0 +1,195 @@
+//! A terminal of one spawn's own: each PTY agentty opens (a shell's, a `pty` command's) comes
+//! from a devpts instance of its own, mounted at `/dev/pts` in a mount namespace only that
+//! spawn's processes are in.
+//!
+//! The server's commands already share a devpts instance apart from the user's
+//! (`agentty-sandbox`'s `terminals.rs`). But inside it every terminal of the session was one
+//! `open("/dev/pts/N")` away from every confined command (`script`, `tmux` and Python's `pty`
+//! need the directory): another spawn's command, or over HTTP another caller's, could write
+//! into a shell's terminal (text the shell's reader takes as the shell's output), or read from
+//! it (keys the agent types, a password the user types into a sealed entry: a reader that
+//! keeps its file in flight over a socket shows in no fd table, and one spinning on
+//! non-blocking reads takes bytes between those of a program that reads a byte at a time).
+//! Now a terminal is reachable by path only from its own spawn's mount namespace; from anywhere
+//! else, only through `/proc/<pid>/fd` of a process holding it, which Landlock's ptrace scope
+//! closes to confined commands.
+//!
+//! How: the server makes the instance as a detached mount (`fsopen("devpts")` with
+//! `newinstance`, `fsmount`), opens the master through it (`ptmx` of the instance) and the
+//! slave with `TIOCGPTPEER`; a launcher thread of this spawn alone (`launcher.rs`
+//! `start_alone`), after entering the session's namespaces, enters a mount namespace of its own
+//! (a copy, its mounts made slaves so nothing propagates out), attaches the instance on
+//! `/dev/pts` there (`move_mount`), takes the shared part of the confinement as every launcher
+//! does, and clones the child into that namespace. Inside, `/dev/pts/0` is the
+//! spawn's terminal (`tty`, `ttyname`, `GPG_TTY` work), `/dev/ptmx` opens more terminals in the
+//! same instance, and nothing else is there. Landlock binds rules to inodes, and its check
+//! does not stop at a directory a mount covers, so a confined spawn's own domain gets a rule
+//! on the instance's root ([`super::Confine::with_terminals`]).
+//!
+//! Both steps need `CAP_SYS_ADMIN`, which a pooled launcher has dropped: so each such spawn has
+//! a launcher of its own, which costs it a thread and the seccomp filter's compile (a shell is
+//! opened once). Without the capability (agentty not run as root, a container without it) terminals
+//! come from the shared `/dev/ptmx` as before; [`own_terminals`] says which.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
+
+/// `fsconfig` commands and `fsopen`/`fsmount`/`move_mount` flags (linux/mount.h).
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_FLAG: libc::c_uint = 0;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
+const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+/// The instance's options: `ptmxmode` lets its `ptmx` node be opened (by the server, and by the
+/// spawn's `/dev/ptmx`); `mode` is the usual one for a new terminal.
+const OPTIONS: &[(&CStr, &CStr)] = &[(c"ptmxmode", c"0666"), (c"mode", c"0620")];
+
+fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Whether PTY spawns get terminals of their own here: `Err` says why not (the capability
+/// missing, a kernel without `fsopen`). Tried once, by the first PTY spawn.
+pub fn own_terminals() -> Result<(), String> {
+    AVAILABLE
+        .get_or_init(|| {
+            OwnDevpts::make()
+                .map(drop)
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::EPERM) => "needs CAP_SYS_ADMIN".to_owned(),
+                    Some(libc::ENOSYS) => "the kernel has no fsopen (Linux 5.2)".to_owned(),
+                    _ => e.to_string(),
+                })
+        })
+        .clone()
+}
+
+static AVAILABLE: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// A new devpts instance, not mounted anywhere yet (a detached mount).
+pub struct OwnDevpts {
+    mount: OwnedFd,
+}
+
+impl OwnDevpts {
+    /// One for a new PTY spawn, where this process can make them ([`own_terminals`]).
+    pub fn for_spawn() -> io::Result<Option<Self>> {
+        if own_terminals().is_err() {
+            return Ok(None);
+        }
+        Self::make().map(Some)
+    }
+
+    fn make() -> io::Result<Self> {
+        // SAFETY: plain system calls on NUL-terminated constants; each fd returned is new.
+        unsafe {
+            let fs = check(libc::syscall(
+                libc::SYS_fsopen,
+                c"devpts".as_ptr(),
+                FSOPEN_CLOEXEC,
+            ))?;
+            let fs = OwnedFd::from_raw_fd(fs as RawFd);
+            let set = |cmd: libc::c_uint, key: &CStr, value: *const libc::c_char| {
+                check(libc::syscall(
+                    libc::SYS_fsconfig,
+                    fs.as_raw_fd(),
+                    cmd,
+                    key.as_ptr(),
+                    value,
+                    0,
+                ))
+            };
+            set(FSCONFIG_SET_FLAG, c"newinstance", std::ptr::null())?;
+            for (key, value) in OPTIONS {
+                set(FSCONFIG_SET_STRING, key, value.as_ptr())?;
+            }
+            check(libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                FSCONFIG_CMD_CREATE,
+                std::ptr::null::<libc::c_char>(),
+                std::ptr::null::<libc::c_char>(),
+                0,
+            ))?;
+            let mount = check(libc::syscall(
+                libc::SYS_fsmount,
+                fs.as_raw_fd(),
+                FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+            ))?;
+            Ok(Self {
+                mount: OwnedFd::from_raw_fd(mount as RawFd),
+            })
+        }
+    }
+
+    /// Opens a terminal of the instance (its first: `/dev/pts/0` as the spawn will see it),
+    /// sized `cols`×`rows`.
+    pub fn open_pair(&self, cols: u16, rows: u16) -> io::Result<crate::pty::sys::PtyPair> {
+        let flags = libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC;
+        // SAFETY: plain system calls on fds we own; TIOCSPTLCK reads and TIOCGPTN writes one int.
+        unsafe {
+            let master =
+                check(libc::openat(self.mount.as_raw_fd(), c"ptmx".as_ptr(), flags).into())?;
+            let master = OwnedFd::from_raw_fd(master as RawFd);
+            let unlock: libc::c_int = 0;
+            check(libc::ioctl(master.as_raw_fd(), libc::TIOCSPTLCK, &unlock).into())?;
+            let mut index: libc::c_int = 0;
+            check(libc::ioctl(master.as_raw_fd(), libc::TIOCGPTN, &mut index).into())?;
+            let slave = check(libc::ioctl(master.as_raw_fd(), libc::TIOCGPTPEER, flags).into())?;
+            let slave = OwnedFd::from_raw_fd(slave as RawFd);
+            crate::pty::sys::PtyPair::new(master, slave, format!("/dev/pts/{index}"), cols, rows)
+        }
+    }
+
+    /// The instance's root: what a confined spawn's Landlock rule is made on.
+    pub fn root(&self) -> BorrowedFd<'_> {
+        self.mount.as_fd()
+    }
+
+    /// The detached mount, for the spawn's launcher to attach ([`attach`]).
+    pub fn into_mount(self) -> OwnedFd {
+        self.mount
+    }
+}
+
+/// Puts the calling thread in a mount namespace of its own (a copy of the one it is in) whose
+/// `/dev/pts` is the instance `mount`; the children it clones afterwards are in it too. The
+/// thread must have a cwd and root of its own (`unshare(CLONE_FS)`).
+pub(super) fn attach(mount: &OwnedFd) -> io::Result<()> {
+    // SAFETY: plain system calls on NUL-terminated constants and an fd we own.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS).into())?;
+        // The copy's mounts become slaves: the attach below cannot propagate to the namespace
+        // this one was copied from (where `/dev/pts` may be a shared mount).
+        check(
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_SLAVE,
+                std::ptr::null(),
+            )
+            .into(),
+        )?;
+        check(libc::syscall(
+            libc::SYS_move_mount,
+            mount.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c"/dev/pts".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        ))?;
+    }
+    Ok(())
+}
