@@ -12,7 +12,9 @@
 //! caller's), up to two per CPU, started as spawns come in at once: threads that enter the
 //! namespaces and apply the shareable part of the confinement (`Confine::apply_shared`) to
 //! themselves once, and then clone each child they are handed. (A launcher cannot move to
-//! another namespace per spawn: `setns` needs `CAP_SYS_ADMIN`, which the shared part drops.)
+//! another namespace per spawn: `setns` needs `CAP_SYS_ADMIN`, which the shared part drops.
+//! So a spawn with a `/dev/pts` of its own, `terminals.rs`, gets a launcher of its own that
+//! mounts it first: `start_alone`.)
 //! A plan goes to the launcher with the fewest plans queued, and it owns all the child uses (its
 //! fds included), so the asker does not wait on the clone: an async task awaits the
 //! answer and its worker thread runs other tasks meanwhile, where it used to sit blocked until
@@ -331,7 +333,7 @@ impl Launcher {
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)
             .spawn(move || {
-                let ready_now = set_up(applied.as_deref(), namespace).is_ok();
+                let ready_now = set_up(applied.as_deref(), namespace, None).is_ok();
                 let _ = ready_tx.send(ready_now);
                 if ready_now {
                     serve(&incoming, &answered, namespace);
@@ -345,21 +347,33 @@ impl Launcher {
 /// The launcher thread's own set-up, once: no signal is ever handled on it (so none can run on
 /// a child's stack, and its children start with every signal blocked until they reset them),
 /// but its children's exits are let through to be dropped (`signals::ALL_BUT_CHILD_EXITS`);
-/// its children go to its namespaces (the session's or a caller's); then the shared part of the
-/// confinement, for good. (Each child still makes its own Landlock domain: `Confine::apply_own`.)
-fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::Result<()> {
+/// its children go to its namespaces (the session's or a caller's), and for a launcher of one
+/// spawn with a `/dev/pts` of its own, to a mount namespace where `devpts` is mounted there;
+/// then the shared part of the confinement, for good. (Each child still makes its own Landlock
+/// domain: `Confine::apply_own`.)
+fn set_up(
+    confine: Option<&dyn Confine>,
+    namespace: Option<&Namespace>,
+    devpts: Option<&std::os::fd::OwnedFd>,
+) -> io::Result<()> {
     signals::block_signals(signals::ALL_BUT_CHILD_EXITS)?;
+    if namespace.is_some() || devpts.is_some() {
+        // SAFETY: unshare(CLONE_FS) gives the thread a cwd and root of its own, which a mount
+        // namespace may only be entered (or made) without.
+        crate::namespace::check(unsafe { libc::unshare(libc::CLONE_FS) })?;
+    }
     if let Some(namespace) = namespace {
-        // SAFETY: plain system calls on this thread's own attributes. unshare(CLONE_FS) gives
-        // the thread a cwd and root of its own, which a mount namespace may only be entered
-        // without; the two setns then move this thread (its cwd to the namespace's root, and
-        // into the session's network namespace where there is one) and where its children are
-        // numbered.
+        // SAFETY: plain system calls on this thread's own attributes. The two setns move this
+        // thread (its cwd to the namespace's root, and into the session's network namespace
+        // where there is one) and where its children are numbered.
         unsafe {
-            crate::namespace::check(libc::unshare(libc::CLONE_FS))?;
             crate::namespace::check(libc::setns(namespace.init_fd(), namespace.entered()))?;
             crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWPID))?;
         }
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(devpts) = devpts {
+        super::terminals::attach(devpts)?;
     }
     confine.map_or(Ok(()), Confine::apply_to_launcher)
 }
@@ -367,7 +381,8 @@ fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::R
 /// Starts `request`'s child from a launcher thread of its own that first makes the plan's devpts
 /// instance its `/dev/pts`, in a mount namespace of its own the child is cloned into
 /// (`terminals.rs`): a pooled launcher cannot, it dropped the capability that takes. The thread
-/// ends once it has answered.
+/// ends once it has answered. Where no thread can start, the plan is given back without the
+/// instance: its child is cloned in the session's namespace, its terminal then named by no path.
 #[cfg(target_os = "linux")]
 fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
     let devpts = request.plan.own_devpts.take();
@@ -385,29 +400,8 @@ fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
             return;
         };
         let namespace = plan.namespace;
-        let set = (|| {
-            signals::block_signals(signals::ALL_BUT_CHILD_EXITS)?;
-            // SAFETY: unshare(CLONE_FS) changes only this thread's cwd and root (see set_up).
-            crate::namespace::check(unsafe { libc::unshare(libc::CLONE_FS) })?;
-            if let Some(namespace) = namespace {
-                // SAFETY: as in set_up.
-                unsafe {
-                    crate::namespace::check(libc::setns(namespace.init_fd(), namespace.entered()))?;
-                    crate::namespace::check(libc::setns(namespace.init_fd(), libc::CLONE_NEWPID))?;
-                }
-            }
-            if let Some(devpts) = &devpts {
-                super::terminals::attach(devpts)?;
-            }
-            plan.confine
-                .as_deref()
-                .map_or(Ok(()), Confine::apply_to_launcher)
-        })();
-        let started = set.and_then(|()| {
-            reaper::spawn_registered(|| {
-                exec::start_confined(&plan, namespace).map(|(pid, pidfd)| (pid, pidfd, pid))
-            })
-        });
+        let set = set_up(plan.confine.as_deref(), namespace, devpts.as_ref());
+        let started = set.and_then(|()| clone_registered(&plan, namespace));
         drop(plan);
         reply.send(started, &marker);
     });
@@ -421,6 +415,13 @@ fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
     }
 }
 
+/// Clones `plan`'s child from this launcher, registered with the reaper.
+fn clone_registered(plan: &ExecPlan, namespace: Option<&Namespace>) -> Started {
+    reaper::spawn_registered(|| {
+        exec::start_confined(plan, namespace).map(|(pid, pidfd)| (pid, pidfd, pid))
+    })
+}
+
 /// Starts each child handed over until the pool lets go of this launcher.
 fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&Namespace>) {
     for Request {
@@ -429,9 +430,7 @@ fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&
         reply,
     } in incoming
     {
-        let started = reaper::spawn_registered(|| {
-            exec::start_confined(&plan, namespace).map(|(pid, pidfd)| (pid, pidfd, pid))
-        });
+        let started = clone_registered(&plan, namespace);
         // The child has its own copies of its fds now (it has exec'd, or failed and was
         // reaped): the server's close here, so the read ends see EOF when the child's do.
         drop(plan);
