@@ -8,6 +8,11 @@
 //! starts a spill file holding *everything* from byte 0, so what scrolled out is not lost.
 //!
 //! The ring holds cleaned text (§7.1): cursors count bytes of that text.
+//!
+//! Once the job has ended with its whole text in the spill file, the ring's bytes are a copy
+//! of the file's tail: the ring lets its buffer go and reads that span from the file instead
+//! (same cursors, same replies). A kept job that overflowed then costs the server a few hundred
+//! bytes rather than its 256 KiB (32 are kept: `cargo bench -p agentty --bench memory`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,6 +56,9 @@ struct Inner {
     /// Bytes in the spill file.
     spilled: u64,
     closed: bool,
+    /// The job ended with every byte in its spill file and `buf` was let go: `[start, end)` is
+    /// read from the file ([`Spill::Done`]'s path).
+    released: bool,
 }
 
 /// What one read returns.
@@ -90,6 +98,7 @@ impl OutputRing {
                 spill: Spill::Idle(spill),
                 spilled: 0,
                 closed: false,
+                released: false,
             }),
             changed: Notify::new(),
         }
@@ -107,6 +116,9 @@ impl OutputRing {
             return;
         }
         let mut inner = self.lock();
+        if inner.released {
+            return; // ended: nothing more comes
+        }
         let overflow = inner.buf.len() + text.len() > RING_BYTES;
         if overflow && let Spill::Idle(Some((store, name))) = &inner.spill {
             let (store, name) = (store.clone(), name.clone());
@@ -185,6 +197,12 @@ impl OutputRing {
             },
             other => other,
         };
+        let complete = matches!(inner.spill, Spill::Done { full_at: None, .. })
+            && inner.spilled == inner.end();
+        if complete {
+            inner.buf = Tail::new(RING_BYTES);
+            inner.released = true;
+        }
         drop(inner);
         self.changed.notify_waiters();
     }
@@ -195,8 +213,7 @@ impl OutputRing {
 
     /// Total bytes written so far.
     pub fn total(&self) -> u64 {
-        let inner = self.lock();
-        inner.start + inner.buf.len() as u64
+        self.lock().end()
     }
 
     /// Reads at most `max` bytes from `since`, or the newest `max` bytes when `since` is `None`.
@@ -209,13 +226,17 @@ impl OutputRing {
         {
             inner.spill = Spill::Failed(e.to_string());
         }
-        let end = inner.start + inner.buf.len() as u64;
+        let end = inner.end();
         let wanted = since.unwrap_or_else(|| end.saturating_sub(max as u64));
         let from_abs = wanted.clamp(inner.start, end);
         let dropped = from_abs.saturating_sub(wanted);
-        let offset = (from_abs - inner.start) as usize;
-        let len = (inner.buf.len() - offset).min(max);
-        let bytes = inner.buf.copy_out(offset, len);
+        let len = usize::try_from(end - from_abs)
+            .unwrap_or(usize::MAX)
+            .min(max);
+        let (bytes, unreadable) = match inner.copy_out(from_abs, len) {
+            Ok(bytes) => (bytes, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
         // Cut at character boundaries: skip a partial character at the start (it scrolled out
         // or was split by the caller's cursor) and leave a partial one at the end for next time.
         let lead = bytes.iter().take_while(|&&b| is_continuation(b)).count();
@@ -228,7 +249,7 @@ impl OutputRing {
             Spill::Full(file) => (Some(file.path().to_owned()), None, Some(inner.spilled)),
             Spill::Failed(e) => (None, Some(e.clone()), None),
             Spill::Idle(_) => (None, None, None),
-            Spill::Done { path, full_at } => (Some(path.clone()), None, *full_at),
+            Spill::Done { path, full_at } => (Some(path.clone()), unreadable, *full_at),
         };
         Slice {
             text,
@@ -250,6 +271,27 @@ impl OutputRing {
 }
 
 impl Inner {
+    /// Absolute offset after the newest byte.
+    fn end(&self) -> u64 {
+        if self.released {
+            self.spilled
+        } else {
+            self.start + self.buf.len() as u64
+        }
+    }
+
+    /// Copies `len` bytes from absolute offset `from` (within `[start, end)`): from the buffer,
+    /// or from the spill file once the buffer was let go.
+    fn copy_out(&self, from: u64, len: usize) -> Result<Vec<u8>, String> {
+        if !self.released {
+            return Ok(self.buf.copy_out((from - self.start) as usize, len));
+        }
+        let Spill::Done { path, .. } = &self.spill else {
+            return Err("the spill file was removed".to_owned());
+        };
+        read_at(path, from, len).map_err(|e| format!("the spill file could not be read: {e}"))
+    }
+
     /// Appends to the spill file, up to [`SPILL_MAX_BYTES`] (cut at a character boundary).
     fn spill_text(&mut self, text: &str) {
         let Spill::Writing(file) = &mut self.spill else {
@@ -273,6 +315,19 @@ impl Inner {
             }
         }
     }
+}
+
+/// `len` bytes of the file at `path` from `offset`. The spill directory is the session's own,
+/// which no command may write; a link there is refused all the same.
+fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut bytes = vec![0; len];
+    file.read_exact_at(&mut bytes, offset)?;
+    Ok(bytes)
 }
 
 fn is_continuation(b: u8) -> bool {
@@ -359,5 +414,57 @@ mod tests {
                 cursor = s.next;
             }
         }
+    }
+
+    /// Reads at a spread of cursors, each as a reader would see it.
+    fn reads(ring: &OutputRing) -> Vec<Slice> {
+        let total = ring.total();
+        let mut cursors: Vec<Option<u64>> = vec![None, Some(0), Some(total), Some(total + 5)];
+        cursors.extend((0..40).map(|i| Some(total * i / 40 + i)));
+        cursors
+            .into_iter()
+            .flat_map(|since| [ring.read(since, READ_MAX_BYTES), ring.read(since, 3)])
+            .collect()
+    }
+
+    #[test]
+    fn an_ended_job_reads_the_same_once_its_buffer_is_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SpillStore::new(dir.path(), "session"));
+        let ring = OutputRing::new(Some((store, "job".to_owned())));
+        for i in 0..30_000 {
+            ring.push(&format!("line {i} — ünïcödé\n"));
+        }
+        assert!(ring.total() > 2 * RING_BYTES as u64);
+        let before = reads(&ring);
+        ring.close();
+        assert!(ring.lock().released, "the buffer was kept");
+        assert_eq!(ring.lock().buf.len(), 0);
+        assert_eq!(reads(&ring), before);
+    }
+
+    #[test]
+    fn an_ended_job_whose_spill_file_is_gone_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SpillStore::new(dir.path(), "session"));
+        let ring = OutputRing::new(Some((store, "job".to_owned())));
+        ring.push(&"x".repeat(RING_BYTES + 10));
+        ring.close();
+        let path = ring.read(None, 10).spill_path.unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let s = ring.read(Some(RING_BYTES as u64), 10);
+        assert_eq!(s.text, "");
+        assert!(s.spill_error.unwrap().contains("could not be read"));
+    }
+
+    #[test]
+    fn a_job_without_a_complete_spill_file_keeps_its_buffer() {
+        // No store: nothing spilled, the ring is all there is.
+        let ring = OutputRing::new(None);
+        ring.push(&"y".repeat(RING_BYTES + 10));
+        let before = reads(&ring);
+        ring.close();
+        assert!(!ring.lock().released);
+        assert_eq!(reads(&ring), before);
     }
 }
