@@ -74,8 +74,6 @@ struct Capture {
     /// Only when asked ([`RunRequest::keep_whole`]): stdout and stderr, cleaned, whole.
     whole: Option<Whole>,
     view: Option<Arc<crate::view_tap::ViewTap>>,
-    /// A chunk's text, when the view's copy watches the cleaning.
-    text: String,
 }
 
 impl Capture {
@@ -92,7 +90,6 @@ impl Capture {
             ring: hand_over.then(|| OutputRing::new(None)),
             whole: keep_whole.then(Whole::default),
             view: None,
-            text: String::new(),
         }
     }
 
@@ -108,8 +105,34 @@ impl Capture {
                 (&mut self.out_cleaner, &self.err_cleaner, &mut self.stdout)
             }
         };
-        let text = match &self.view {
-            None => cleaner.feed(&bytes[..take]),
+        // Each piece of text the cleaner completes goes everywhere it is kept as it comes: whole
+        // lines that pass through unchanged are slices of `bytes`, never gathered into a buffer
+        // first (a flood's text was copied once more for nothing).
+        let (whole, merged, ring, last_line) = (
+            &mut self.whole,
+            &mut self.merged,
+            &self.ring,
+            &mut self.last_line,
+        );
+        let mut keep = |text: &str| {
+            shaper.push(text);
+            if let Some(whole) = whole {
+                whole.stream(stream).push_str(text);
+            }
+            // Pieces end at line ends, so the last non-blank line of the last piece that has
+            // one is the chunk's (but for a line past `PENDING_LINE_MAX_BYTES`, which comes in
+            // pieces: its last piece is shown).
+            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+                last_line.clear();
+                last_line.push_str(line);
+            }
+            merged.push(text);
+            if let Some(ring) = ring {
+                ring.push(text);
+            }
+        };
+        match &self.view {
+            None => cleaner.feed_into(&bytes[..take], &mut keep),
             Some(view) => {
                 let streams = crate::view_tap::Streams {
                     err: stream == Stream::Err,
@@ -117,23 +140,8 @@ impl Capture {
                     other,
                     plain: None,
                 };
-                let text = &mut self.text;
-                text.clear();
-                view.through(streams, &bytes[..take], &mut |t| text.push_str(t));
-                &self.text
+                view.through(streams, &bytes[..take], &mut keep);
             }
-        };
-        shaper.push(text);
-        if let Some(whole) = &mut self.whole {
-            whole.stream(stream).push_str(text);
-        }
-        if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-            self.last_line.clear();
-            self.last_line.push_str(line);
-        }
-        self.merged.push(text);
-        if let Some(ring) = &self.ring {
-            ring.push(text);
         }
         take == bytes.len() && self.captured < CAPTURE_LIMIT_BYTES
     }
