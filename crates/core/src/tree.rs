@@ -13,8 +13,10 @@
 //! ([`crate::reaper::pin`]), so the process group numbered after it is this run's for the whole
 //! stop, whatever `/proc` shows (a process in the middle of `exec` reads an empty environment,
 //! so its marker cannot be seen at that instant). The marker decides only for a run whose
-//! leader was already reaped. And "nothing left" is believed only when two scans a poll apart
-//! agree, so a process caught mid-`exec` by one scan is seen by the next.
+//! leader was already reaped. And "nothing left" is believed only when two scans apart agree,
+//! and not while an orphan of ours is caught mid-`exec` (its marker unreadable), so such a
+//! process is seen by a later scan. Between scans a stop waits for the processes it signalled
+//! to end (their pidfds), up to a poll: a tree that dies at once is confirmed gone at once.
 
 use std::collections::HashSet;
 use std::fs;
@@ -32,6 +34,12 @@ use crate::spawn::marker::RUN_MARKER_VAR;
 const KILL_ROUNDS: usize = 50;
 /// Pause between checks while waiting for a tree to die.
 const POLL_MS: u64 = 10;
+/// The gap between the two scans that must agree that nothing is left. A process created by a
+/// member, or re-parented as one ended, is in `/proc` by the time the first scan is done; one
+/// caught mid-`exec` (its marker unreadable) is waited for apart ([`orphan_mid_exec`]). The
+/// gap is slack on top of that (it was a whole poll: 10 ms of every stop, a capped flood's
+/// included).
+const CONFIRM_MS: u64 = 2;
 
 /// One row of `/proc/<pid>/stat`.
 #[derive(Debug, Clone, Copy)]
@@ -449,17 +457,19 @@ async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> 
     seen.extend(&first);
     stop_gently(leader, group_is_ours, &first);
     let deadline = Instant::now() + grace;
+    let mut signalled = first;
     while Instant::now() < deadline {
-        sleep(Duration::from_millis(POLL_MS)).await;
+        until_gone(&signalled, Duration::from_millis(POLL_MS)).await;
         let (left, group_is_ours) = scan();
         if left.is_empty() && confirmed_empty(&scan, &mut seen, leader).await {
             report.found = seen.len();
             return report;
         }
-        let new: Vec<i32> = left.into_iter().filter(|&p| seen.insert(p)).collect();
+        let new: Vec<i32> = left.iter().copied().filter(|&p| seen.insert(p)).collect();
         if !new.is_empty() {
             stop_gently(leader, group_is_ours, &new);
         }
+        signalled = left;
     }
     let mut empty_scans = 0;
     for _ in 0..KILL_ROUNDS {
@@ -478,15 +488,59 @@ async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> 
             }
             signal_all(leader, group_is_ours, &left, Signal::SIGKILL);
         }
-        sleep(Duration::from_millis(POLL_MS)).await;
+        // Two empty scans apart confirm the end; after a SIGKILL, the next look comes as soon
+        // as those it was sent to are gone.
+        if left.is_empty() {
+            sleep(Duration::from_millis(CONFIRM_MS)).await;
+        } else {
+            until_gone(&left, Duration::from_millis(POLL_MS)).await;
+        }
     }
     report.found = seen.len();
     report.stuck = scan().0.len();
     report
 }
 
-/// After a scan found nothing: looks again a poll later. True when the second scan agrees;
-/// otherwise what it found is stopped gently and counted, and the caller carries on.
+/// Waits until every process of `pids` has ended (one that cannot be opened has), or `bound`
+/// passed; with none named, `bound`. A stop's next look comes as soon as its signals took effect (a tree that dies of SIGPIPE once
+/// its output is closed ends in microseconds), not a whole poll later. A pid reused meanwhile
+/// only makes the wait its bound.
+async fn until_gone(pids: &[i32], bound: Duration) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use tokio::io::unix::AsyncFd;
+    let mut waits = Vec::with_capacity(pids.len());
+    for &pid in pids {
+        // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, libc::O_NONBLOCK) };
+        let Some(fd) = libc::c_int::try_from(fd).ok().filter(|&fd| fd >= 0) else {
+            continue; // gone already
+        };
+        // SAFETY: the fd is ours from here on. An OwnedFd is a valid open fd, owned by the
+        // AsyncFd until it is dropped, and it always reports the same raw fd.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) } {
+            Ok(wait) => waits.push(wait),
+            // No reactor to wait on: a whole poll, as before.
+            Err(_) => {
+                sleep(bound).await;
+                return;
+            }
+        }
+    }
+    if pids.is_empty() {
+        sleep(bound).await;
+        return;
+    }
+    let _ = tokio::time::timeout(bound, async {
+        for wait in &waits {
+            let _ = wait.readable().await;
+        }
+    })
+    .await;
+}
+
+/// After a scan found nothing: looks again [`CONFIRM_MS`] later. True when the second scan
+/// agrees; otherwise what it found is stopped gently and counted, and the caller carries on.
 async fn confirmed_empty(
     scan: &impl Fn() -> (Vec<i32>, bool),
     seen: &mut HashSet<i32>,
@@ -495,8 +549,10 @@ async fn confirmed_empty(
     // While an orphan of ours is caught mid-`exec` (no environment yet, and young), wait for
     // it to show whose it is: under load an `exec` can outlast a poll. Bounded by [`YOUNG`].
     let until = Instant::now() + YOUNG;
+    let mut gap = CONFIRM_MS;
     loop {
-        sleep(Duration::from_millis(POLL_MS)).await;
+        sleep(Duration::from_millis(gap)).await;
+        gap = POLL_MS;
         let (late, group_is_ours) = scan();
         if !late.is_empty() {
             let new: Vec<i32> = late.into_iter().filter(|&p| seen.insert(p)).collect();
