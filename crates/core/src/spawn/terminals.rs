@@ -59,17 +59,29 @@ fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
 }
 
 /// Whether PTY spawns get terminals of their own here: `Err` says why not (the capability
-/// missing, a kernel without `fsopen`). Tried once, by the first PTY spawn.
+/// missing, a kernel without `fsopen`, no `/dev/pts` to mount on). Tried once, by the first PTY
+/// spawn, all the way: an instance made and attached on a short-lived thread, whose mount
+/// namespace ends with it (so a machine where the attach fails keeps shared terminals rather
+/// than failing every PTY spawn).
 pub fn own_terminals() -> Result<(), String> {
     AVAILABLE
         .get_or_init(|| {
-            OwnDevpts::make()
-                .map(drop)
-                .map_err(|e| match e.raw_os_error() {
-                    Some(libc::EPERM) => "needs CAP_SYS_ADMIN".to_owned(),
-                    Some(libc::ENOSYS) => "the kernel has no fsopen (Linux 5.2)".to_owned(),
-                    _ => e.to_string(),
+            let tried = std::thread::Builder::new()
+                .name("agentty-terminals-check".into())
+                .spawn(|| {
+                    let devpts = OwnDevpts::make()?;
+                    // SAFETY: unshare(CLONE_FS) changes only this thread's cwd and root.
+                    check(unsafe { libc::unshare(libc::CLONE_FS) }.into())?;
+                    attach(&devpts.mount)
                 })
+                .map_err(|e| e.to_string())?
+                .join()
+                .map_err(|_| "the check panicked".to_owned())?;
+            tried.map_err(|e| match e.raw_os_error() {
+                Some(libc::EPERM) => "needs CAP_SYS_ADMIN".to_owned(),
+                Some(libc::ENOSYS) => "the kernel has no fsopen (Linux 5.2)".to_owned(),
+                _ => e.to_string(),
+            })
         })
         .clone()
 }
