@@ -85,9 +85,31 @@ pub(crate) fn read_stat(pid: i32) -> Option<ProcStat> {
         pgid,
         sid,
         state,
-        zombie: state == 'Z',
+        // A leader whose own thread ended (`pthread_exit`) reads `Z` while its other threads
+        // run: the process is alive.
+        zombie: state == 'Z' && live_thread(pid).is_none(),
         started,
     })
+}
+
+/// A thread of `pid` other than its leader that has not ended: what keeps a process whose
+/// leader thread exited alive (its `/proc/<pid>` reads as a zombie's, its environment
+/// unreadable there).
+fn live_thread(pid: i32) -> Option<i32> {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .filter_map(|task| task.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&tid| tid != pid)
+        .find(|tid| {
+            fs::read(format!("/proc/{pid}/task/{tid}/stat")).is_ok_and(|stat| {
+                let state = stat
+                    .iter()
+                    .rposition(|&b| b == b')')
+                    .and_then(|at| stat.get(at + 2));
+                state.is_some_and(|&state| state != b'Z' && state != b'X')
+            })
+        })
 }
 
 pub(crate) fn all_processes() -> Vec<ProcStat> {
@@ -162,7 +184,13 @@ pub(crate) fn with_environ_up_to<T>(
         // Allocated zeroed and untouched: only the pages an environment fills become resident.
         static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 256 << 10]);
     }
-    let file = fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+    // A process whose leader thread exited shows its environment through its live threads.
+    let file = fs::File::open(format!("/proc/{pid}/environ"))
+        .or_else(|e| match live_thread(pid) {
+            Some(tid) => fs::File::open(format!("/proc/{pid}/task/{tid}/environ")),
+            None => Err(e),
+        })
+        .ok()?;
     BUF.with_borrow_mut(|buf| {
         loop {
             let room = buf.len().min(most);

@@ -196,6 +196,54 @@ async fn an_escapee_in_the_middle_of_exec_is_still_found() {
     assert_none_left(&arg, "setsid escapee").await;
 }
 
+/// Live processes one of whose threads has `arg` among its arguments: a process whose leader
+/// thread ended shows none in `/proc/<pid>/cmdline`, only through its live threads.
+fn with_arg_in_a_thread(arg: &str) -> Vec<i32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+                tasks.flatten().any(|task| {
+                    std::fs::read(task.path().join("cmdline"))
+                        .is_ok_and(|cmd| cmd.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+                })
+            })
+        })
+        .collect()
+}
+
+/// An escapee whose main thread ended (`pthread_exit`) while another runs on: its `/proc/<pid>`
+/// reads as a zombie's and its environment is unreadable there, so a stop that trusted both
+/// missed it every time (a reviewer's pass: 2 of 2 with a timeout, and `task_stop` said every
+/// process was stopped). It ignores SIGTERM, so only the stop's SIGKILL ends it.
+#[tokio::test]
+async fn an_escapee_whose_main_thread_ended_is_still_stopped() {
+    let arg = unique_sleep(6);
+    let ghost = "import ctypes, os, signal, threading, time\n\
+                 signal.signal(signal.SIGTERM, signal.SIG_IGN)\n\
+                 if os.fork(): os._exit(0)\n\
+                 os.setsid()\n\
+                 if os.fork(): os._exit(0)\n\
+                 threading.Thread(target=time.sleep, args=(60,)).start()\n\
+                 ctypes.CDLL(None).pthread_exit(None)\n";
+    let script = std::env::temp_dir().join(format!("agentty-ghost-{}.py", std::process::id()));
+    std::fs::write(&script, ghost).unwrap();
+    let cmd = format!("python3 {} {arg}; sleep 60", script.display());
+    let out = run_to_end(request(&cmd, &marker("stop-ghost"), 1500)).await;
+    let left = with_arg_in_a_thread(&arg);
+    for &pid in &left {
+        // SAFETY: kill takes a pid and a signal number.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let _ = std::fs::remove_file(&script);
+    assert_eq!(out.status, RunStatus::Timeout);
+    assert!(left.is_empty(), "the stop left {left:?} running");
+}
+
 /// An orphan with no environment (`setsid env -i`) cannot be told to be any run's. Mid-exec
 /// that is a moment, so only a young one counts as a possible survivor: an old one must not
 /// make every later run pay for a stop (an attacker's cheap way to slow the server).
