@@ -150,9 +150,53 @@ pub struct SpillFile {
     can_reserve: bool,
 }
 
+/// How to open a spill file again for reading: by name in its directory, held open since it was
+/// made, never by its path (a directory on the way could have been swapped meanwhile).
+#[derive(Debug, Clone)]
+pub struct SpillHandle {
+    dir: Arc<OwnedFd>,
+    name: CString,
+}
+
+impl SpillHandle {
+    /// The file, opened read-only; a link in its place is refused.
+    pub fn open(&self) -> io::Result<File> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: openat on a directory fd we own with a NUL-terminated single component; the
+        // fd returned is new and ours.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                self.name.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just opened and is owned by nobody else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Removes the file, by name in its directory.
+    pub fn remove(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlinkat on a directory fd we own with a NUL-terminated single component.
+        unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
+    }
+}
+
 impl SpillFile {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How to open this file again once it is finished ([`SpillHandle`]).
+    pub fn handle(&self) -> SpillHandle {
+        SpillHandle {
+            dir: Arc::clone(&self.dir),
+            name: self.name.clone(),
+        }
     }
 
     pub fn write(&mut self, text: &str) -> io::Result<()> {

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use crate::jobs::tail::Tail;
-use crate::spill::{SpillFile, SpillStore};
+use crate::spill::{SpillFile, SpillHandle, SpillStore};
 
 /// Bytes of cleaned output kept per job.
 pub const RING_BYTES: usize = 256 * 1024;
@@ -40,11 +40,14 @@ enum Spill {
     /// The file reached [`SPILL_MAX_BYTES`]; it holds the start, the ring the tail.
     Full(SpillFile),
     Failed(String),
-    /// The job ended: the file is complete and closed (no fd is kept for an ended job).
+    /// The job ended: the file is complete and closed (no fd is kept for an ended job but its
+    /// directory's, which the session holds anyway).
     Done {
         path: std::path::PathBuf,
         /// Where it stopped growing, when it reached [`SPILL_MAX_BYTES`].
         full_at: Option<u64>,
+        /// How reads of a ring that let its buffer go open it ([`Inner::copy_out`]).
+        handle: SpillHandle,
     },
 }
 
@@ -167,10 +170,8 @@ impl OutputRing {
     /// more, and a long session's forgotten jobs must not keep up to 256 MiB each on disk).
     pub fn discard_spill(&self) {
         let mut inner = self.lock();
-        if let Spill::Done { path, .. } = &inner.spill {
-            // The spill directory is the session's own, which no command may write: the path
-            // cannot have been swapped for a link.
-            let _ = std::fs::remove_file(path);
+        if let Spill::Done { handle, .. } = &inner.spill {
+            handle.remove();
             inner.spill = Spill::Failed("the job was forgotten and its spill file removed".into());
         }
     }
@@ -180,21 +181,20 @@ impl OutputRing {
         let mut inner = self.lock();
         inner.closed = true;
         let spilled = inner.spilled;
+        let done = |file: SpillFile, full_at| {
+            let handle = file.handle();
+            match file.finish() {
+                Ok(path) => Spill::Done {
+                    path,
+                    full_at,
+                    handle,
+                },
+                Err(e) => Spill::Failed(e.to_string()),
+            }
+        };
         inner.spill = match std::mem::replace(&mut inner.spill, Spill::Idle(None)) {
-            Spill::Writing(file) => match file.finish() {
-                Ok(path) => Spill::Done {
-                    path,
-                    full_at: None,
-                },
-                Err(e) => Spill::Failed(e.to_string()),
-            },
-            Spill::Full(file) => match file.finish() {
-                Ok(path) => Spill::Done {
-                    path,
-                    full_at: Some(spilled),
-                },
-                Err(e) => Spill::Failed(e.to_string()),
-            },
+            Spill::Writing(file) => done(file, None),
+            Spill::Full(file) => done(file, Some(spilled)),
             other => other,
         };
         let complete = matches!(inner.spill, Spill::Done { full_at: None, .. })
@@ -249,7 +249,7 @@ impl OutputRing {
             Spill::Full(file) => (Some(file.path().to_owned()), None, Some(inner.spilled)),
             Spill::Failed(e) => (None, Some(e.clone()), None),
             Spill::Idle(_) => (None, None, None),
-            Spill::Done { path, full_at } => (Some(path.clone()), unreadable, *full_at),
+            Spill::Done { path, full_at, .. } => (Some(path.clone()), unreadable, *full_at),
         };
         Slice {
             text,
@@ -286,10 +286,10 @@ impl Inner {
         if !self.released {
             return Ok(self.buf.copy_out((from - self.start) as usize, len));
         }
-        let Spill::Done { path, .. } = &self.spill else {
+        let Spill::Done { handle, .. } = &self.spill else {
             return Err("the spill file was removed".to_owned());
         };
-        read_at(path, from, len).map_err(|e| format!("the spill file could not be read: {e}"))
+        read_at(handle, from, len).map_err(|e| format!("the spill file could not be read: {e}"))
     }
 
     /// Appends to the spill file, up to [`SPILL_MAX_BYTES`] (cut at a character boundary).
@@ -317,16 +317,11 @@ impl Inner {
     }
 }
 
-/// `len` bytes of the file at `path` from `offset`. The spill directory is the session's own,
-/// which no command may write; a link there is refused all the same.
-fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
+/// `len` bytes of the spill file `handle` opens, from `offset`.
+fn read_at(handle: &SpillHandle, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
     let mut bytes = vec![0; len];
-    file.read_exact_at(&mut bytes, offset)?;
+    handle.open()?.read_exact_at(&mut bytes, offset)?;
     Ok(bytes)
 }
 
@@ -455,6 +450,24 @@ mod tests {
         let s = ring.read(Some(RING_BYTES as u64), 10);
         assert_eq!(s.text, "");
         assert!(s.spill_error.unwrap().contains("could not be read"));
+    }
+
+    /// Reads of an ended job open its file in the directory held since it was made: a directory
+    /// on its path swapped meanwhile (another one with a file of the same name) is not read.
+    #[test]
+    fn an_ended_job_reads_its_own_file_whatever_its_path_names_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SpillStore::new(dir.path(), "session"));
+        let ring = OutputRing::new(Some((store, "job".to_owned())));
+        ring.push(&"x".repeat(RING_BYTES + 10));
+        ring.close();
+        let path = ring.read(None, 10).spill_path.unwrap();
+        let session = path.parent().unwrap();
+        std::fs::rename(session, dir.path().join("moved")).unwrap();
+        std::fs::create_dir(session).unwrap();
+        std::fs::write(&path, "y".repeat(RING_BYTES + 10)).unwrap();
+        let s = ring.read(Some(RING_BYTES as u64), 10);
+        assert_eq!(s.text, "xxxxxxxxxx");
     }
 
     #[test]
