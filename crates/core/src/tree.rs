@@ -21,6 +21,7 @@
 use std::collections::HashSet;
 use std::fs;
 use std::future::Future;
+use std::io;
 use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 
@@ -529,7 +530,7 @@ async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> 
     report
 }
 
-/// Waits until every process of `pids` has ended (one that cannot be opened has), or `bound`
+/// Waits until every process of `pids` has ended (one with no pid any more has), or `bound`
 /// passed; with none named, `bound`. A stop's next look comes as soon as its signals took effect (a tree that dies of SIGPIPE once
 /// its output is closed ends in microseconds), not a whole poll later. A pid reused meanwhile
 /// only makes the wait its bound.
@@ -541,7 +542,12 @@ async fn until_gone(pids: &[i32], bound: Duration) {
         // SAFETY: pidfd_open returns a fresh fd (or -1) that nothing else owns.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, libc::O_NONBLOCK) };
         let Some(fd) = libc::c_int::try_from(fd).ok().filter(|&fd| fd >= 0) else {
-            continue; // gone already
+            if io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+                continue; // gone already
+            }
+            // Out of file descriptors, say: a whole poll, as before.
+            sleep(bound).await;
+            return;
         };
         // SAFETY: the fd is ours from here on. An OwnedFd is a valid open fd, owned by the
         // AsyncFd until it is dropped, and it always reports the same raw fd.
