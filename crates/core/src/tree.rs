@@ -13,7 +13,9 @@
 //! ([`crate::reaper::pin`]), so the process group numbered after it is this run's for the whole
 //! stop, whatever `/proc` shows (a process in the middle of `exec` reads an empty environment,
 //! so its marker cannot be seen at that instant). The marker decides only for a run whose
-//! leader was already reaped. And "nothing left" is believed only when two scans apart agree,
+//! leader was already reaped. A process a stop found once stays the run's until it ends (its
+//! pid and start time), whatever later scans read of its environment. And "nothing left" is
+//! believed only when two scans apart agree,
 //! and not while an orphan of ours is caught mid-`exec` (its marker unreadable), so such a
 //! process is seen by a later scan. Between scans a stop waits for the processes it signalled
 //! to end (their pidfds), up to a poll: a tree that dies at once is confirmed gone at once.
@@ -474,8 +476,30 @@ pub(crate) fn terminate_detached(
 }
 
 async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> Terminated {
-    // A full `/proc` scan each: off the worker's other tasks.
-    let scan = || crate::blocking::section(|| members(leader, marker, pinned));
+    // A process once found is the run's until it ends: a later scan can miss it (its marker
+    // reads empty while it is in `exec`), and two that miss it in a row must not let it off
+    // (an escapee `exec`ing itself in a loop survived half the stops). Known by pid and start
+    // time, so a pid used again is not taken for it.
+    let known: std::sync::Mutex<std::collections::HashMap<i32, u64>> = Default::default();
+    let scan = || {
+        // A full `/proc` scan each: off the worker's other tasks.
+        let (mut found, group_is_ours) =
+            crate::blocking::section(|| members(leader, marker, pinned));
+        let mut known = known.lock().unwrap_or_else(PoisonError::into_inner);
+        for &pid in &found {
+            if let Some(started) = start_ticks(pid) {
+                known.entry(pid).or_insert(started);
+            }
+        }
+        for (&pid, &started) in known.iter() {
+            if !found.contains(&pid)
+                && read_stat(pid).is_some_and(|s| !s.zombie && s.started == Some(started))
+            {
+                found.push(pid);
+            }
+        }
+        (found, group_is_ours)
+    };
     let mut seen: HashSet<i32> = HashSet::new();
     let mut report = Terminated::default();
     let (first, group_is_ours) = scan();

@@ -244,6 +244,24 @@ async fn an_escapee_whose_main_thread_ended_is_still_stopped() {
     assert!(left.is_empty(), "the stop left {left:?} running");
 }
 
+/// An escapee that answers SIGTERM by `exec`ing into a process with no environment (`env -i`)
+/// is the run's all the same: it was found once, and a process keeps its pid and start time
+/// across `exec`. Before, the scans after the SIGTERM no longer knew it and the stop let it off
+/// (as they did, now and then, an escapee `exec`ing itself in a loop, whose marker reads empty
+/// while it is in `exec`: a reviewer's pass, half of them).
+#[tokio::test]
+async fn an_escapee_that_drops_its_environment_when_stopped_is_still_stopped() {
+    let arg = unique_sleep(8);
+    let _reap = Reap(arg.clone());
+    let cmd = format!(
+        "setsid sh -c 'trap \"exec env -i sleep {arg}\" TERM; while :; do sleep 0.05; done' & \
+         sleep 60"
+    );
+    let out = run_to_end(request(&cmd, &marker("stop-drops-env"), 500)).await;
+    assert_eq!(out.status, RunStatus::Timeout);
+    assert_none_now(&arg, "an escapee that dropped its environment");
+}
+
 /// An orphan with no environment (`setsid env -i`) cannot be told to be any run's. Mid-exec
 /// that is a moment, so only a young one counts as a possible survivor: an old one must not
 /// make every later run pay for a stop (an attacker's cheap way to slow the server).
