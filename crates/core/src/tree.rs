@@ -15,10 +15,10 @@
 //! so its marker cannot be seen at that instant). The marker decides only for a run whose
 //! leader was already reaped. A process a stop found once stays the run's until it ends (its
 //! pid and start time), whatever later scans read of its environment. And "nothing left" is
-//! believed only when two scans apart agree,
-//! and not while an orphan of ours is caught mid-`exec` (its marker unreadable), so such a
-//! process is seen by a later scan. Between scans a stop waits for the processes it signalled
-//! to end (their pidfds), up to a poll: a tree that dies at once is confirmed gone at once.
+//! believed only when two scans apart agree, and not while an orphan of ours is caught
+//! mid-`exec` (its marker unreadable), so such a process is seen by a later scan. Between scans
+//! a stop waits for the processes it signalled to end (their pidfds), up to a poll: a tree that
+//! dies at once is confirmed gone at once.
 
 use std::collections::HashSet;
 use std::fs;
@@ -487,8 +487,10 @@ async fn stop_tree(leader: i32, marker: &str, grace: Duration, pinned: bool) -> 
             crate::blocking::section(|| members(leader, marker, pinned));
         let mut known = known.lock().unwrap_or_else(PoisonError::into_inner);
         for &pid in &found {
-            if let Some(started) = start_ticks(pid) {
-                known.entry(pid).or_insert(started);
+            if let std::collections::hash_map::Entry::Vacant(entry) = known.entry(pid)
+                && let Some(started) = start_ticks(pid)
+            {
+                entry.insert(started);
             }
         }
         for (&pid, &started) in known.iter() {
