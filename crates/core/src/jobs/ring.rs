@@ -438,14 +438,21 @@ mod tests {
         assert_eq!(reads(&ring), before);
     }
 
-    #[test]
-    fn an_ended_job_whose_spill_file_is_gone_says_so() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SpillStore::new(dir.path(), "session"));
+    /// A ring spilling under `dir` that overflowed by a few bytes of `x` and ended; with its
+    /// spill file's path.
+    fn ended_with_a_spill_file(dir: &std::path::Path) -> (OutputRing, PathBuf) {
+        let store = Arc::new(SpillStore::new(dir, "session"));
         let ring = OutputRing::new(Some((store, "job".to_owned())));
         ring.push(&"x".repeat(RING_BYTES + 10));
         ring.close();
         let path = ring.read(None, 10).spill_path.unwrap();
+        (ring, path)
+    }
+
+    #[test]
+    fn an_ended_job_whose_spill_file_is_gone_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ring, path) = ended_with_a_spill_file(dir.path());
         std::fs::remove_file(&path).unwrap();
         let s = ring.read(Some(RING_BYTES as u64), 10);
         assert_eq!(s.text, "");
@@ -457,11 +464,7 @@ mod tests {
     #[test]
     fn an_ended_job_reads_its_own_file_whatever_its_path_names_now() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SpillStore::new(dir.path(), "session"));
-        let ring = OutputRing::new(Some((store, "job".to_owned())));
-        ring.push(&"x".repeat(RING_BYTES + 10));
-        ring.close();
-        let path = ring.read(None, 10).spill_path.unwrap();
+        let (ring, path) = ended_with_a_spill_file(dir.path());
         let session = path.parent().unwrap();
         std::fs::rename(session, dir.path().join("moved")).unwrap();
         std::fs::create_dir(session).unwrap();
