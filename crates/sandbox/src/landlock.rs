@@ -49,14 +49,37 @@ pub fn kernel_abi() -> Option<u32> {
 /// The first ABI with TCP rules (`LANDLOCK_ACCESS_NET_CONNECT_TCP`).
 pub const ABI_TCP: u32 = 4;
 
-/// Builds the ruleset for `writable` and returns its fd, or `None` if the kernel turned out not to
-/// support Landlock after all (the crate's best-effort mode then yields no fd). With
+/// The writable paths, each opened once (`O_PATH`) to anchor its rule, with whether it is a
+/// directory. A ruleset made again for one command ([`build_ruleset`] with `terminals`, for each
+/// spawn with a `/dev/pts` of its own) takes them as they are: the same inodes as the ruleset made
+/// when the plan was prepared, which every other command applies, and no path opened again.
+#[derive(Debug, Default)]
+pub struct Anchors(Vec<(PathFd, bool)>);
+
+impl Anchors {
+    /// Opens each of `writable`; a path that vanished since the plan was made is left out
+    /// (nothing there to write, and its parent is not writable unless covered by another rule).
+    pub fn open(writable: &[Writable]) -> Result<Self, SandboxError> {
+        let mut anchors = Vec::with_capacity(writable.len());
+        for w in writable {
+            if let Some(fd) = open_writable(w)? {
+                let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
+                anchors.push((fd, is_dir));
+            }
+        }
+        Ok(Self(anchors))
+    }
+}
+
+/// Builds the ruleset for the writable paths `anchors` holds and returns its fd, or `None` if the
+/// kernel turned out not to support Landlock after all (the crate's best-effort mode then yields
+/// no fd). With
 /// `refuse_tcp_connect` (network `allowlist` and `ask`) the domain refuses every TCP connect the
 /// command makes itself, whatever the port: the connections it gets are made by the server's
 /// supervisor (`net/`). Ignored below ABI 4, which has no TCP rules. `terminals`: the root of
 /// a devpts instance of the command's own (its `/dev/pts`), granted as `/dev/pts` is.
 pub fn build_ruleset(
-    writable: &[Writable],
+    anchors: &Anchors,
     refuse_tcp_connect: bool,
     terminals: Option<std::os::fd::BorrowedFd<'_>>,
 ) -> Result<Option<OwnedFd>, SandboxError> {
@@ -77,12 +100,8 @@ pub fn build_ruleset(
         ruleset = ruleset.handle_access(AccessNet::ConnectTcp)?;
     }
     let mut ruleset = ruleset.create()?;
-    for w in writable {
-        let Some(fd) = open_writable(w)? else {
-            continue;
-        };
-        let is_dir = std::fs::metadata(&w.path).is_ok_and(|m| m.is_dir());
-        let rights = if is_dir { granted } else { file_rights };
+    for (fd, is_dir) in &anchors.0 {
+        let rights = if *is_dir { granted } else { file_rights };
         ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
     }
     if let Some(root) = terminals {
@@ -129,8 +148,7 @@ pub fn build_reads(
     Ok((ruleset.into(), stamp))
 }
 
-/// A writable path opened to anchor a rule; `None` when it vanished since the plan was made
-/// (nothing there to write, and its parent is not writable unless covered by another rule).
+/// A writable path opened to anchor a rule; `None` when it vanished since the plan was made.
 fn open_writable(w: &Writable) -> Result<Option<PathFd>, SandboxError> {
     match PathFd::new(&w.path) {
         Ok(fd) => Ok(Some(fd)),

@@ -36,10 +36,10 @@ pub struct Prepared {
     #[cfg(target_os = "linux")]
     ruleset: Option<OwnedFd>,
     /// What `ruleset` was made of, to make it again with a rule more
-    /// ([`Prepared::own_with_terminals`]): the writable paths, and whether TCP connects are
-    /// refused.
+    /// ([`Prepared::own_with_terminals`]): the writable paths, opened, and whether TCP connects
+    /// are refused.
     #[cfg(target_os = "linux")]
-    own_made_of: (Vec<crate::plan::Writable>, bool),
+    own_made_of: (crate::landlock::Anchors, bool),
     /// The reads' ruleset made by `prepare`, where paths are kept from reads: what
     /// [`Prepared::apply_shared`] applies.
     #[cfg(target_os = "linux")]
@@ -68,9 +68,10 @@ impl Plan {
         {
             let confining = self.enabled && self.mode != crate::Mode::Auto;
             let filtered = confining && self.network.filtered();
-            let (ruleset, reads, refresh) = match enforcement.state {
+            let (ruleset, anchors, reads, refresh) = match enforcement.state {
                 State::Enforced { .. } | State::Partial { .. } => {
-                    let ruleset = crate::landlock::build_ruleset(&self.writable, filtered, None)?;
+                    let anchors = crate::landlock::Anchors::open(&self.writable)?;
+                    let ruleset = crate::landlock::build_ruleset(&anchors, filtered, None)?;
                     if ruleset.is_none() {
                         enforcement.state = State::NotEnforced {
                             why: crate::enforcement::NotEnforcedWhy::KernelLacksLandlock,
@@ -96,9 +97,9 @@ impl Plan {
                             reads = Some(layer);
                         }
                     }
-                    (ruleset, reads, refresh)
+                    (ruleset, anchors, reads, refresh)
                 }
-                _ => (None, None, None),
+                _ => (None, crate::landlock::Anchors::default(), None, None),
             };
             // The seccomp filter (see `seccomp.rs`) goes with any confinement, Landlock or not;
             // `sandbox.terminal = false` and `auto` both mean "do not confine this command".
@@ -141,7 +142,7 @@ impl Plan {
             Ok(Prepared {
                 enforcement,
                 ruleset,
-                own_made_of: (self.writable.clone(), filtered),
+                own_made_of: (anchors, filtered),
                 reads,
                 refresh,
                 filter,
@@ -239,8 +240,8 @@ impl Prepared {
         if self.ruleset.is_none() {
             return Ok(None);
         }
-        let (writable, refuse_tcp) = &self.own_made_of;
-        let fd = crate::landlock::build_ruleset(writable, *refuse_tcp, Some(terminals))?;
+        let (anchors, refuse_tcp) = &self.own_made_of;
+        let fd = crate::landlock::build_ruleset(anchors, *refuse_tcp, Some(terminals))?;
         Ok(fd.map(OwnRules))
     }
 

@@ -47,7 +47,19 @@ fn fds(pid: i32) -> (usize, usize) {
             continue;
         }
         total += 1;
-        if target.starts_with("/dev/pts") || target == "/dev/ptmx" {
+        // An `O_PATH` fd (the sandbox's anchor of the writable `/dev/pts` and `/dev/ptmx`) can
+        // neither read nor write: no terminal is held through it.
+        let path_only = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            entry.file_name().to_string_lossy()
+        ))
+        .ok()
+        .and_then(|info| {
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .is_some_and(|flags| flags & libc::O_PATH as u32 != 0);
+        if (target.starts_with("/dev/pts") || target == "/dev/ptmx") && !path_only {
             ttys += 1;
         }
     }
