@@ -198,6 +198,42 @@ async fn wait_for(what: impl Fn() -> bool) -> bool {
     what()
 }
 
+/// Each caller's PTY commands run in that caller's namespaces, however the callers take turns:
+/// such a spawn's launcher is made ahead, per namespace (`launcher.rs` `Spare`), and one made
+/// for another caller would put the command in theirs (their processes, their network).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_callers_pty_commands_run_in_that_callers_namespaces() {
+    let (server, _home) = HttpServer::start_callers(Who::Root, &[]);
+    let (a, b) = (
+        server.connect_as(ALICE, false).await,
+        server.connect_as(BOB, false).await,
+    );
+    let namespaces = "readlink /proc/self/ns/pid /proc/self/ns/net | tr '\\n' ' '";
+    let seen = |result: &CallToolResult| ok(result)["stdout"].as_str().unwrap().to_owned();
+    let mut of = Vec::new();
+    for caller in [&a, &b] {
+        of.push(seen(
+            &call(caller, "terminal", json!({"command": namespaces})).await,
+        ));
+    }
+    assert_ne!(of[0], of[1], "the two callers share namespaces");
+    for round in 0..3 {
+        for (caller, own) in [(&a, &of[0]), (&b, &of[1])] {
+            let pty = call(
+                caller,
+                "terminal",
+                json!({"command": namespaces, "pty": true}),
+            )
+            .await;
+            let pty = seen(&pty);
+            assert!(
+                pty.contains(own.trim()),
+                "round {round}: {pty} is not the caller's {own}"
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_works_over_http_and_two_sessions_cannot_reach_each_other() {
     let server = HttpServer::start();

@@ -27,8 +27,9 @@
 //! on the instance's root ([`super::Confine::with_terminals`]).
 //!
 //! Both steps need `CAP_SYS_ADMIN`, which a pooled launcher has dropped: so each such spawn has
-//! a launcher of its own, which costs it a thread and the seccomp filter's compile (a shell is
-//! opened once). Without the capability (agentty not run as root, a container without it) terminals
+//! a launcher of its own, which costs it a thread, the copy of the namespace's mounts and the
+//! seccomp filter's compile. The thread and the copy are made ahead, after the namespace's
+//! previous such spawn (`launcher.rs` `Spare`), so a spawn waits only for the compile. Without the capability (agentty not run as root, a container without it) terminals
 //! come from the shared `/dev/ptmx` as before; [`own_terminals`] says which.
 
 use std::ffi::CStr;
@@ -72,6 +73,7 @@ pub fn own_terminals() -> Result<(), String> {
                     let devpts = OwnDevpts::make()?;
                     // SAFETY: unshare(CLONE_FS) changes only this thread's cwd and root.
                     check(unsafe { libc::unshare(libc::CLONE_FS) }.into())?;
+                    unshare_mounts()?;
                     attach(&devpts.mount)
                 })
                 .map_err(|e| e.to_string())?
@@ -175,15 +177,15 @@ impl OwnDevpts {
     }
 }
 
-/// Puts the calling thread in a mount namespace of its own (a copy of the one it is in) whose
-/// `/dev/pts` is the instance `mount`; the children it clones afterwards are in it too. The
-/// thread must have a cwd and root of its own (`unshare(CLONE_FS)`).
-pub(super) fn attach(mount: &OwnedFd) -> io::Result<()> {
-    // SAFETY: plain system calls on NUL-terminated constants and an fd we own.
+/// Puts the calling thread in a mount namespace of its own, a copy of the one it is in, its
+/// mounts made slaves (nothing mounted there propagates out); the children it clones afterwards
+/// are in it too. The thread must have a cwd and root of its own (`unshare(CLONE_FS)`).
+pub(super) fn unshare_mounts() -> io::Result<()> {
+    // SAFETY: plain system calls on NUL-terminated constants.
     unsafe {
         check(libc::unshare(libc::CLONE_NEWNS).into())?;
-        // The copy's mounts become slaves: the attach below cannot propagate to the namespace
-        // this one was copied from (where `/dev/pts` may be a shared mount).
+        // The attach below cannot propagate to the namespace this one was copied from (where
+        // `/dev/pts` may be a shared mount).
         check(
             libc::mount(
                 std::ptr::null(),
@@ -194,6 +196,15 @@ pub(super) fn attach(mount: &OwnedFd) -> io::Result<()> {
             )
             .into(),
         )?;
+    }
+    Ok(())
+}
+
+/// Makes the instance `mount` the calling thread's `/dev/pts`, in the mount namespace of its
+/// own it entered ([`unshare_mounts`]).
+pub(super) fn attach(mount: &OwnedFd) -> io::Result<()> {
+    // SAFETY: a plain system call on NUL-terminated constants and an fd we own.
+    unsafe {
         check(libc::syscall(
             libc::SYS_move_mount,
             mount.as_raw_fd(),
