@@ -94,11 +94,13 @@ fn pty_probe() -> String {
     }
 }
 
-/// Whether each shell and `pty` command gets a `/dev/pts` of its own here.
-fn terminal_each() -> Result<(), String> {
+/// Whether each shell and `pty` command gets a terminal of its own here: `true` when it is its
+/// `/dev/pts/0`, `false` when no path names it (made in a user namespace).
+fn terminal_each() -> Result<bool, String> {
     #[cfg(target_os = "linux")]
     {
         agentty_core::spawn::own_terminals()
+            .map(|own| own == agentty_core::spawn::OwnTerminals::Named)
     }
     #[cfg(not(target_os = "linux"))]
     {

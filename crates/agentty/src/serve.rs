@@ -398,10 +398,12 @@ async fn drain(agentty: &Agentty, grace: std::time::Duration) {
     }
 }
 
-/// Ends the PID namespace (its init, and every process in it), then stops this subreaper's
-/// children that are left, each given the watchdog's grace.
+/// Ends the PID namespace (its init, and every process in it) and the terminal maker, then
+/// stops this subreaper's children that are left, each given the watchdog's grace.
 fn stop_what_is_left() {
     agentty_core::namespace::end();
+    #[cfg(target_os = "linux")]
+    agentty_core::spawn::end_terminal_maker();
     let grace = std::time::Duration::from_millis(agentty_core::watchdog::WATCHDOG_GRACE_MS);
     let left = agentty_core::watchdog::stop_children(false, grace);
     if left > 0 {

@@ -475,7 +475,7 @@ pub fn protected_report(
 pub fn hardening_report(
     landlock_abi: Option<u32>,
     private_terminals: &Result<(), String>,
-    terminal_each: &Result<(), String>,
+    terminal_each: &Result<bool, String>,
     daemon_sockets: &[std::path::PathBuf],
 ) -> String {
     let mut out = String::new();
@@ -490,10 +490,16 @@ pub fn hardening_report(
         ),
     };
     let _ = match terminal_each {
-        Ok(()) => writeln!(
+        Ok(true) => writeln!(
             out,
             "a shell's terminal: out of other commands' reach (each shell and pty command has a \
              /dev/pts of its own)"
+        ),
+        Ok(false) => writeln!(
+            out,
+            "a shell's terminal: out of other commands' reach (each shell and pty command has a \
+             terminal of its own, made in a user namespace and named by no path: `tty` says \
+             \"not a tty\"; with CAP_SYS_ADMIN it would be its /dev/pts/0)"
         ),
         Err(why) => writeln!(
             out,

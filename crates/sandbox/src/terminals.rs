@@ -15,7 +15,9 @@
 //! It needs `CAP_SYS_ADMIN` (agentty running as root, as in most containers). A user namespace
 //! would give it to anyone, but it shows every file and process of another user as `nobody`
 //! (only one's own id can be mapped), which misleads `ls -l`, `ps` and `id`; so without the
-//! capability the terminals stay shared and `doctor` says so.
+//! capability the session's terminals share the user's devpts and `doctor` says so. (A shell's
+//! and a `pty` command's own terminal is still had then, from a helper in a user namespace:
+//! `agentty-core`'s `spawn/terminal_maker.rs`.)
 
 use std::ffi::CStr;
 use std::io;

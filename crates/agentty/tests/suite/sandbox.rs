@@ -1114,16 +1114,31 @@ async fn own_terminals_work_on_every_path_and_other_terminals_are_not_there() {
     );
 }
 
-/// A shell's terminal is out of every other spawn's reach: each PTY has a `/dev/pts` of its
-/// own. Commands on every other path (and another shell) write to every terminal they can name;
-/// none of it shows in the first shell, which would take it as its own output (forged text),
-/// and had they opened it for reading, they would have taken the keys typed into it.
+/// A shell's terminal is out of every other spawn's reach: each PTY has a terminal of its own,
+/// its `/dev/pts/0` for a root server, named by no path for an unprivileged one (made in a user
+/// namespace). Commands on every other path (and another shell) write to every terminal they
+/// can name; none of it shows in the first shell, which would take it as its own output
+/// (forged text), and had they opened it for reading, they would have taken the keys typed
+/// into it.
 #[tokio::test]
 async fn no_other_spawn_reaches_a_shells_terminal() {
-    let server = start().await;
+    no_other_spawn_reaches_a_shells_terminal_as(Who::Root).await;
+}
+
+#[tokio::test]
+async fn no_other_spawn_reaches_a_shells_terminal_as_nobody() {
+    no_other_spawn_reaches_a_shells_terminal_as(Who::Nobody).await;
+}
+
+async fn no_other_spawn_reaches_a_shells_terminal_as(who: Who) {
+    let (server, _log, _home) = serve_as(who, &[], tempfile::tempdir().unwrap(), &[]).await;
     let shell = server.open_shell().await;
     let (said, _) = server.shell_send(&shell, "tty\n").await;
-    assert!(said.contains("/dev/pts/0"), "{said}");
+    let named = match who {
+        Who::Root => "/dev/pts/0",
+        Who::Nobody => "not a tty",
+    };
+    assert!(said.contains(named), "{said}");
     for path in ["pipe", "pty", "background", "shell"] {
         let attack = format!(
             "mine=$(tty 2>/dev/null); for f in /dev/pts/[0-9]*; do \

@@ -15,7 +15,7 @@ pub(super) const REQUEST_BYTES: usize = 4;
 pub(super) const REPLY_BYTES: usize = 5;
 
 /// A connected pair, both ends close-on-exec: (the server's, the session init's).
-pub(super) fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: socketpair writes two fresh fds into the array on success; nothing else owns them.
     unsafe {
@@ -30,7 +30,7 @@ pub(super) fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Sends `data` as one message, with `fd` passed along when there is one.
-pub(super) fn send(socket: RawFd, data: &[u8], fd: Option<RawFd>) -> io::Result<()> {
+pub(crate) fn send(socket: RawFd, data: &[u8], fd: Option<RawFd>) -> io::Result<()> {
     // A buffer aligned for a `cmsghdr`, with room for one fd.
     let mut control = [0u64; 4];
     let mut iov = libc::iovec {
@@ -65,7 +65,7 @@ pub(super) fn send(socket: RawFd, data: &[u8], fd: Option<RawFd>) -> io::Result<
 
 /// Receives one message into `data`: its length (0 at EOF) and the fd passed along, if any
 /// (close-on-exec).
-pub(super) fn receive(socket: RawFd, data: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+pub(crate) fn receive(socket: RawFd, data: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
     let mut control = [0u64; 4];
     let mut iov = libc::iovec {
         iov_base: data.as_mut_ptr().cast(),

@@ -59,7 +59,7 @@
 //! start threads. Unconfined commands (`auto` mode, an approved escalation) stay in the host's
 //! namespaces, where `ps` and `kill` reach the user's processes, and are tracked as before.
 
-mod control;
+pub(crate) mod control;
 mod init;
 
 use std::io;

@@ -145,7 +145,7 @@ pub async fn spawn_on_pty(
             {
                 spec.confine = Some(own);
             }
-            (pair, Some(devpts.into_mount()))
+            (pair, devpts.into_attachable())
         }
         None => (sys::open_pair(cols, rows)?, None),
     };

@@ -27,6 +27,8 @@ pub(crate) mod marker;
 mod prepare;
 mod signals;
 #[cfg(target_os = "linux")]
+mod terminal_maker;
+#[cfg(target_os = "linux")]
 mod terminals;
 mod vfork;
 
@@ -46,7 +48,9 @@ pub use claim::{Claim, Ready};
 pub use marker::RUN_MARKER_VAR;
 pub use prepare::NON_INTERACTIVE_ENV;
 #[cfg(target_os = "linux")]
-pub use terminals::{OwnDevpts, own_terminals};
+pub use terminal_maker::end_maker as end_terminal_maker;
+#[cfg(target_os = "linux")]
+pub use terminals::{OwnDevpts, OwnTerminals, own_terminals};
 
 /// A confinement (the sandbox, docs/BEHAVIOUR.md §5), in two parts: one each command must have
 /// to itself, and one a spawning thread may take once for all the children it clones (see

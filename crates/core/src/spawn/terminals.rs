@@ -29,8 +29,12 @@
 //! Both steps need `CAP_SYS_ADMIN`, which a pooled launcher has dropped: so each such spawn has
 //! a launcher of its own, which costs it a thread, the copy of the namespace's mounts and the
 //! seccomp filter's compile. The thread and the copy are made ahead, after the namespace's
-//! previous such spawn (`launcher.rs` `Spare`), so a spawn waits only for the compile. Without the capability (agentty not run as root, a container without it) terminals
-//! come from the shared `/dev/ptmx` as before; [`own_terminals`] says which.
+//! previous such spawn (`launcher.rs` `Spare`), so a spawn waits only for the compile.
+//!
+//! Without the capability (agentty not run as root, a container without it) the instance is
+//! made by a helper in a user namespace (`terminal_maker.rs`) and mounted nowhere: no path
+//! names the terminal. Where user namespaces are refused too, terminals come from the shared
+//! `/dev/ptmx` as before. [`own_terminals`] says which.
 
 use std::ffi::CStr;
 use std::io;
@@ -59,22 +63,44 @@ fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
     }
 }
 
-/// Whether PTY spawns get terminals of their own here: `Err` says why not (the capability
-/// missing, a kernel without `fsopen`, no `/dev/pts` to mount on). Tried once, by the first PTY
-/// spawn, all the way: an instance made and attached on a short-lived thread, whose mount
-/// namespace ends with it (so a machine where the attach fails keeps shared terminals rather
-/// than failing every PTY spawn).
-pub fn own_terminals() -> Result<(), String> {
+/// How PTY spawns get terminals of their own here, if they do: `Err` says why not (neither
+/// the capability nor a user namespace).
+pub fn own_terminals() -> Result<OwnTerminals, String> {
+    match mountable() {
+        Ok(()) => Ok(OwnTerminals::Named),
+        Err(no_mount) => match super::terminal_maker::available() {
+            Ok(()) => Ok(OwnTerminals::Unnamed),
+            Err(no_maker) => Err(format!("{no_mount}; made apart: {no_maker}")),
+        },
+    }
+}
+
+/// How a PTY spawn's terminal of its own is had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnTerminals {
+    /// Made and mounted by the server (`CAP_SYS_ADMIN`): `/dev/pts/0` in the spawn's own mount
+    /// namespace.
+    Named,
+    /// Made by a helper in a user namespace (`terminal_maker.rs`), mounted nowhere: no path names it.
+    Unnamed,
+}
+
+/// Whether PTY spawns get terminals of their own mounted on their `/dev/pts`: `Err` says why not
+/// (the capability missing, a kernel without `fsopen`, no `/dev/pts` to mount on). Tried once,
+/// by the first PTY spawn, all the way: an instance made and attached on a short-lived thread,
+/// whose mount namespace ends with it (so a machine where the attach fails does not fail every
+/// PTY spawn).
+fn mountable() -> Result<(), String> {
     AVAILABLE
         .get_or_init(|| {
             let tried = std::thread::Builder::new()
                 .name("agentty-terminals-check".into())
                 .spawn(|| {
-                    let devpts = OwnDevpts::make()?;
+                    let mount = new_instance()?;
                     // SAFETY: unshare(CLONE_FS) changes only this thread's cwd and root.
                     check(unsafe { libc::unshare(libc::CLONE_FS) }.into())?;
                     unshare_mounts()?;
-                    attach(&devpts.mount)
+                    attach(&mount)
                 })
                 .map_err(|e| e.to_string())?
                 .join()
@@ -93,57 +119,23 @@ static AVAILABLE: OnceLock<Result<(), String>> = OnceLock::new();
 /// A new devpts instance, not mounted anywhere yet (a detached mount).
 pub struct OwnDevpts {
     mount: OwnedFd,
+    /// Whether it is to be mounted on the spawn's `/dev/pts` ([`OwnTerminals::Named`]).
+    named: bool,
 }
 
 impl OwnDevpts {
-    /// One for a new PTY spawn, where this process can make them ([`own_terminals`]).
+    /// One for a new PTY spawn, where this process can have them ([`own_terminals`]).
     pub fn for_spawn() -> io::Result<Option<Self>> {
-        if own_terminals().is_err() {
-            return Ok(None);
-        }
-        Self::make().map(Some)
-    }
-
-    fn make() -> io::Result<Self> {
-        // SAFETY: plain system calls on NUL-terminated constants; each fd returned is new.
-        unsafe {
-            let fs = check(libc::syscall(
-                libc::SYS_fsopen,
-                c"devpts".as_ptr(),
-                FSOPEN_CLOEXEC,
-            ))?;
-            let fs = OwnedFd::from_raw_fd(fs as RawFd);
-            let set = |cmd: libc::c_uint, key: &CStr, value: *const libc::c_char| {
-                check(libc::syscall(
-                    libc::SYS_fsconfig,
-                    fs.as_raw_fd(),
-                    cmd,
-                    key.as_ptr(),
-                    value,
-                    0,
-                ))
-            };
-            set(FSCONFIG_SET_FLAG, c"newinstance", std::ptr::null())?;
-            for (key, value) in OPTIONS {
-                set(FSCONFIG_SET_STRING, key, value.as_ptr())?;
-            }
-            check(libc::syscall(
-                libc::SYS_fsconfig,
-                fs.as_raw_fd(),
-                FSCONFIG_CMD_CREATE,
-                std::ptr::null::<libc::c_char>(),
-                std::ptr::null::<libc::c_char>(),
-                0,
-            ))?;
-            let mount = check(libc::syscall(
-                libc::SYS_fsmount,
-                fs.as_raw_fd(),
-                FSMOUNT_CLOEXEC,
-                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
-            ))?;
-            Ok(Self {
-                mount: OwnedFd::from_raw_fd(mount as RawFd),
-            })
+        match own_terminals() {
+            Ok(OwnTerminals::Named) => Ok(Some(Self {
+                mount: new_instance()?,
+                named: true,
+            })),
+            Ok(OwnTerminals::Unnamed) => Ok(Some(Self {
+                mount: super::terminal_maker::make()?,
+                named: false,
+            })),
+            Err(_) => Ok(None),
         }
     }
 
@@ -162,7 +154,14 @@ impl OwnDevpts {
             check(libc::ioctl(master.as_raw_fd(), libc::TIOCGPTN, &mut index).into())?;
             let slave = check(libc::ioctl(master.as_raw_fd(), libc::TIOCGPTPEER, flags).into())?;
             let slave = OwnedFd::from_raw_fd(slave as RawFd);
-            crate::pty::sys::PtyPair::new(master, slave, format!("/dev/pts/{index}"), cols, rows)
+            // How the spawn's links name it: mounted on its `/dev/pts`, or at the root of a
+            // mount no path reaches.
+            let path = if self.named {
+                format!("/dev/pts/{index}")
+            } else {
+                format!("/{index}")
+            };
+            crate::pty::sys::PtyPair::new(master, slave, path, cols, rows)
         }
     }
 
@@ -171,9 +170,54 @@ impl OwnDevpts {
         self.mount.as_fd()
     }
 
-    /// The detached mount, for the spawn's launcher to attach ([`attach`]).
-    pub fn into_mount(self) -> OwnedFd {
-        self.mount
+    /// The detached mount, for the spawn's launcher to attach ([`attach`]); `None` for one
+    /// mounted nowhere ([`OwnTerminals::Unnamed`]).
+    pub fn into_attachable(self) -> Option<OwnedFd> {
+        self.named.then_some(self.mount)
+    }
+}
+
+/// A new devpts instance as a detached mount (`fsopen("devpts")` with `newinstance`, then
+/// `fsmount`). Plain system calls only, no allocation: the terminal maker runs it in a forked
+/// child (`terminal_maker.rs`).
+pub(super) fn new_instance() -> io::Result<OwnedFd> {
+    // SAFETY: plain system calls on NUL-terminated constants; each fd returned is new.
+    unsafe {
+        let fs = check(libc::syscall(
+            libc::SYS_fsopen,
+            c"devpts".as_ptr(),
+            FSOPEN_CLOEXEC,
+        ))?;
+        let fs = OwnedFd::from_raw_fd(fs as RawFd);
+        let set = |cmd: libc::c_uint, key: &CStr, value: *const libc::c_char| {
+            check(libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                cmd,
+                key.as_ptr(),
+                value,
+                0,
+            ))
+        };
+        set(FSCONFIG_SET_FLAG, c"newinstance", std::ptr::null())?;
+        for (key, value) in OPTIONS {
+            set(FSCONFIG_SET_STRING, key, value.as_ptr())?;
+        }
+        check(libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_char>(),
+            0,
+        ))?;
+        let mount = check(libc::syscall(
+            libc::SYS_fsmount,
+            fs.as_raw_fd(),
+            FSMOUNT_CLOEXEC,
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+        ))?;
+        Ok(OwnedFd::from_raw_fd(mount as RawFd))
     }
 }
 

@@ -1,0 +1,246 @@
+//! Terminals of a spawn's own without `CAP_SYS_ADMIN`: devpts instances made by a helper
+//! process in a user namespace of its own, where it holds that capability.
+//!
+//! A devpts instance may be made by whoever has `CAP_SYS_ADMIN` over the mount namespace it is
+//! made in, and a user namespace gives it to anyone the kernel lets make one (Debian, Fedora and
+//! Arch do; Ubuntu's AppArmor may not). A server of one thread could make one itself, but the
+//! server runs many, and a process of many threads cannot enter a user namespace. So the first
+//! PTY spawn that needs it forks a helper, the *maker*: it enters a user namespace and a mount
+//! namespace of its own (its own id mapped to itself, nothing else), and for each request makes
+//! a new instance (`fsopen("devpts")`, `newinstance`, `fsmount`) and hands the detached mount
+//! back over a socket. The server opens the terminal through it as with the capability
+//! (`terminals.rs` `OwnDevpts::open_pair`).
+//!
+//! The instance is mounted nowhere: the server cannot mount in its own namespace, and putting
+//! the command in the maker's would show every file and process of another user as `nobody`.
+//! So no path names the terminal: no other spawn's command can open it, and the command's own
+//! links name it `/0` (`ttyname` fails: `tty` says "not a tty"; `/dev/tty` works, it is the
+//! controlling terminal). A confined command gets a write rule on the instance's root as with
+//! the capability, so `> /dev/stderr` works; reading `/dev/stdin` again by path does not where
+//! paths are kept from reads (that layer has no rule there).
+//!
+//! The maker is a fork of the server, so it runs plain system calls only, on what was made
+//! before the fork: it closes every fd but its socket (a copy of a client's connection would
+//! keep it open) and puts `/dev/null` on its stdio. It ends when the server's end of the socket
+//! closes. It holds no secret and no file of the session's: only its socket.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::{Mutex, PoisonError};
+
+use crate::namespace::control;
+
+/// A request: any one byte.
+const REQUEST: [u8; 1] = [1];
+
+/// The maker running, and how to ask it.
+struct Maker {
+    socket: OwnedFd,
+    pid: i32,
+}
+
+/// The maker once started; `Err` says why there is none (and none is tried again).
+static MAKER: Mutex<Option<Result<Maker, String>>> = Mutex::new(None);
+
+/// Whether terminals of a spawn's own can be made this way here: starts the maker if it has not
+/// been yet. `Err` says why not.
+pub(super) fn available() -> Result<(), String> {
+    let mut maker = MAKER.lock().unwrap_or_else(PoisonError::into_inner);
+    started(&mut maker).map(|_| ())
+}
+
+/// A new devpts instance as a detached mount, from the maker. A maker that went away (killed) is
+/// started again once.
+pub(super) fn make() -> io::Result<OwnedFd> {
+    let mut maker = MAKER.lock().unwrap_or_else(PoisonError::into_inner);
+    let asked = started(&mut maker).map_err(io::Error::other)?;
+    match ask(asked) {
+        Ok(mount) => Ok(mount),
+        Err(_) => {
+            if let Some(Ok(gone)) = maker.take() {
+                end(gone);
+            }
+            ask(started(&mut maker).map_err(io::Error::other)?)
+        }
+    }
+}
+
+/// Ends the maker, if one runs (the server's shutdown): its socket closed, it is reaped.
+pub fn end_maker() {
+    let mut maker = MAKER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(Ok(running)) = maker.take() {
+        end(running);
+    }
+}
+
+fn started(maker: &mut Option<Result<Maker, String>>) -> Result<&Maker, String> {
+    maker
+        .get_or_insert_with(|| start().map_err(|e| why(&e)))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn why(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM | libc::EACCES) => {
+            "no capability, and user namespaces are not allowed here".to_owned()
+        }
+        Some(libc::ENOSPC) => "no more user namespaces allowed (user.max_user_namespaces)".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn ask(maker: &Maker) -> io::Result<OwnedFd> {
+    control::send(maker.socket.as_raw_fd(), &REQUEST, None)?;
+    let mut status = [0u8; 1];
+    match control::receive(maker.socket.as_raw_fd(), &mut status)? {
+        (1, Some(mount)) if status[0] == 0 => Ok(mount),
+        (1, _) if status[0] != 0 => Err(io::Error::from_raw_os_error(i32::from(status[0]))),
+        _ => Err(io::Error::other("the terminal maker went away")),
+    }
+}
+
+/// Ends a maker: closing its socket ends it; it is reaped here.
+fn end(maker: Maker) {
+    drop(maker.socket);
+    // SAFETY: waitpid on the child this process forked and has not reaped.
+    unsafe { libc::waitpid(maker.pid, std::ptr::null_mut(), 0) };
+}
+
+fn start() -> io::Result<Maker> {
+    let (server, theirs) = control::pair()?;
+    // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // Made before the fork: the child must not allocate.
+    let uid_map = format!("{uid} {uid} 1\n");
+    let gid_map = format!("{gid} {gid} 1\n");
+    // SAFETY: the child runs `run` only: plain system calls on data made above, and it never
+    // returns.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        run(theirs.as_raw_fd(), uid_map.as_bytes(), gid_map.as_bytes());
+    }
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    drop(theirs);
+    // Its first message says whether it entered its namespaces (0, or the errno that stopped it).
+    let mut status = [0u8; 1];
+    let maker = Maker {
+        socket: server,
+        pid,
+    };
+    match control::receive(maker.socket.as_raw_fd(), &mut status) {
+        Ok((1, _)) if status[0] == 0 => Ok(maker),
+        Ok((1, _)) => {
+            end(maker);
+            Err(io::Error::from_raw_os_error(i32::from(status[0])))
+        }
+        Ok(_) => {
+            end(maker);
+            Err(io::Error::other("the terminal maker did not start"))
+        }
+        Err(e) => {
+            end(maker);
+            Err(e)
+        }
+    }
+}
+
+/// The maker itself, in the forked child.
+fn run(socket: RawFd, uid_map: &[u8], gid_map: &[u8]) -> ! {
+    // SAFETY: plain system calls in a forked child on fds and buffers it owns; it ends with
+    // `_exit`.
+    unsafe {
+        keep_only(socket);
+        // The server's signal handlers are not this process's: each signal does what it does
+        // by default (a stop ends it), and none is blocked.
+        for signal in 1..libc::SIGRTMAX() {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const none, std::ptr::null_mut());
+        libc::prctl(libc::PR_SET_NAME, c"agentty-ttys".as_ptr());
+        let entered = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0
+            && write_file(c"/proc/self/setgroups", b"deny")
+            && write_file(c"/proc/self/uid_map", uid_map)
+            && write_file(c"/proc/self/gid_map", gid_map);
+        let status = if entered { 0 } else { errno_byte() };
+        if control::send(socket, &[status], None).is_err() || !entered {
+            libc::_exit(1);
+        }
+        loop {
+            let mut request = [0u8; 1];
+            match control::receive(socket, &mut request) {
+                Ok((1, _)) => {}
+                // EOF, or a socket that no longer works: the server is gone.
+                _ => libc::_exit(0),
+            }
+            let reply = match super::terminals::new_instance() {
+                Ok(mount) => control::send(socket, &[0], Some(mount.as_raw_fd())),
+                Err(e) => control::send(socket, &[errno_of(&e)], None),
+            };
+            if reply.is_err() {
+                libc::_exit(0);
+            }
+        }
+    }
+}
+
+/// Closes every fd but `socket`, and puts `/dev/null` on stdin, stdout and stderr.
+///
+/// # Safety
+/// Only in the forked child, which owns every fd it closes.
+unsafe fn keep_only(socket: RawFd) {
+    // SAFETY: see the function's contract.
+    unsafe {
+        let (below, above) = (
+            socket.saturating_sub(1) as libc::c_uint,
+            socket as libc::c_uint + 1,
+        );
+        if socket > 3 {
+            libc::syscall(libc::SYS_close_range, 3u32, below, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, above, libc::c_uint::MAX, 0u32);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for fd in 0..3 {
+                if fd != socket {
+                    libc::dup2(null, fd);
+                }
+            }
+            if null > 2 && null != socket {
+                libc::close(null);
+            }
+        }
+    }
+}
+
+/// Writes `data` to the file `path` in one write.
+///
+/// # Safety
+/// Plain system calls; `path` is NUL-terminated.
+unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> bool {
+    // SAFETY: see the function's contract; `data` is valid for its length.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        libc::close(fd);
+        written == data.len() as isize
+    }
+}
+
+fn errno_byte() -> u8 {
+    errno_of(&io::Error::last_os_error())
+}
+
+fn errno_of(e: &io::Error) -> u8 {
+    e.raw_os_error()
+        .and_then(|n| u8::try_from(n).ok())
+        .filter(|&n| n != 0)
+        .unwrap_or(libc::EIO as u8)
+}
