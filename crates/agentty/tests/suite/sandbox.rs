@@ -1130,6 +1130,45 @@ async fn no_other_spawn_reaches_a_shells_terminal_as_nobody() {
     no_other_spawn_reaches_a_shells_terminal_as(Who::Nobody).await;
 }
 
+/// An unprivileged server's terminal maker (the helper in a user namespace that makes each PTY
+/// spawn's terminal) stopped from outside the sandbox (the user's SIGSTOP): the next PTY spawn
+/// waits for it a bounded time, ends it and takes its terminal from a new one; it used to hold
+/// the server's worker, and every session with it, until the maker went on.
+#[tokio::test]
+async fn a_stopped_terminal_maker_is_replaced() {
+    let (server, _log, _home) = serve_as(Who::Nobody, &[], tempfile::tempdir().unwrap(), &[]).await;
+    let (said, _) = server
+        .terminal(json!({"command": "echo first", "pty": true}))
+        .await;
+    assert!(said.contains("first"), "{said}");
+    let serving = serving_pid(server.pid);
+    let makers = || {
+        agentty_testkit::children(serving)
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|comm| comm.trim() == "agentty-ttys")
+            })
+            .collect::<Vec<i32>>()
+    };
+    let stopped = makers();
+    assert_eq!(stopped.len(), 1, "one maker: {stopped:?}");
+    // SAFETY: kill with a pid of the server's child, found above.
+    assert_eq!(unsafe { libc::kill(stopped[0], libc::SIGSTOP) }, 0);
+    let second = server.terminal(json!({"command": "echo second", "pty": true}));
+    let second = tokio::time::timeout(std::time::Duration::from_secs(30), second).await;
+    let now = makers();
+    if now.contains(&stopped[0]) {
+        // A failed run leaves neither the stopped maker nor, held by it, the server behind.
+        // SAFETY: kill with a pid of the server's child, found again above.
+        unsafe { libc::kill(stopped[0], libc::SIGKILL) };
+    }
+    let (said, _) = second.expect("the PTY spawn waited on the stopped maker");
+    assert!(said.contains("second"), "{said}");
+    assert_eq!(now.len(), 1, "one maker: {now:?}");
+    assert_ne!(now[0], stopped[0], "the stopped maker is still the one");
+}
+
 async fn no_other_spawn_reaches_a_shells_terminal_as(who: Who) {
     let (server, _log, _home) = serve_as(who, &[], tempfile::tempdir().unwrap(), &[]).await;
     let shell = server.open_shell().await;

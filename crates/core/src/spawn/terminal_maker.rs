@@ -33,10 +33,19 @@ use crate::namespace::control;
 /// A request: any one byte.
 const REQUEST: [u8; 1] = [1];
 
+/// How long the server waits on the maker (its start, a request, its answer) before it takes it
+/// for stuck (stopped by a signal from outside the sandbox), ends it and starts another: an
+/// instance takes it about 50 µs, and the wait holds the runtime's worker.
+const MAKER_WAIT: libc::timeval = libc::timeval {
+    tv_sec: 1,
+    tv_usec: 0,
+};
+
 /// The maker running, and how to ask it.
 struct Maker {
     socket: OwnedFd,
-    pid: i32,
+    /// Its pidfd: it is signalled and waited for through it, never by a pid used again.
+    pidfd: OwnedFd,
 }
 
 /// The maker once started; `Err` says why there is none (and none is tried again).
@@ -57,6 +66,7 @@ pub(super) fn make() -> io::Result<OwnedFd> {
     match ask(asked) {
         Ok(mount) => Ok(mount),
         Err(_) => {
+            // Gone (killed), or stuck (stopped): ended, and another started.
             if let Some(Ok(gone)) = maker.take() {
                 end(gone);
             }
@@ -100,11 +110,28 @@ fn ask(maker: &Maker) -> io::Result<OwnedFd> {
     }
 }
 
-/// Ends a maker: closing its socket ends it; it is reaped here.
+/// Ends a maker (killed: it may be stopped) and reaps it, unless the server's reaping of its
+/// children took it first.
 fn end(maker: Maker) {
     drop(maker.socket);
-    // SAFETY: waitpid on the child this process forked and has not reaped.
-    unsafe { libc::waitpid(maker.pid, std::ptr::null_mut(), 0) };
+    // SAFETY: pidfd_send_signal and waitid on the maker's own pidfd; `info` is written by the
+    // kernel.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            maker.pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        );
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PIDFD,
+            maker.pidfd.as_raw_fd() as libc::id_t,
+            &raw mut info,
+            libc::WEXITED,
+        );
+    }
 }
 
 fn start() -> io::Result<Maker> {
@@ -124,12 +151,37 @@ fn start() -> io::Result<Maker> {
         return Err(io::Error::last_os_error());
     }
     drop(theirs);
-    // Its first message says whether it entered its namespaces (0, or the errno that stopped it).
-    let mut status = [0u8; 1];
+    // SAFETY: pidfd_open on the child forked above, not reaped yet (nothing waits for it before
+    // it ends, and it ends only when asked or when its socket closes).
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if pidfd < 0 {
+        let e = io::Error::last_os_error();
+        drop(server);
+        // SAFETY: waitpid on the child forked above: its socket is closed, so it ends.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        return Err(e);
+    }
+    // SAFETY: a fresh pidfd, owned by nobody else.
+    let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd as RawFd) };
     let maker = Maker {
         socket: server,
-        pid,
+        pidfd,
     };
+    let wait = MAKER_WAIT;
+    for option in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        // SAFETY: setsockopt with a timeval of the size given, on the server's end.
+        unsafe {
+            libc::setsockopt(
+                maker.socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&raw const wait).cast(),
+                size_of::<libc::timeval>() as libc::socklen_t,
+            );
+        }
+    }
+    // Its first message says whether it entered its namespaces (0, or the errno that stopped it).
+    let mut status = [0u8; 1];
     match control::receive(maker.socket.as_raw_fd(), &mut status) {
         Ok((1, _)) if status[0] == 0 => Ok(maker),
         Ok((1, _)) => {
@@ -155,13 +207,16 @@ fn run(socket: RawFd, uid_map: &[u8], gid_map: &[u8]) -> ! {
         keep_only(socket);
         // The server's signal handlers are not this process's: each signal does what it does
         // by default (a stop ends it), and none is blocked.
-        for signal in 1..libc::SIGRTMAX() {
+        for signal in 1..=libc::SIGRTMAX() {
             libc::signal(signal, libc::SIG_DFL);
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const none, std::ptr::null_mut());
         libc::prctl(libc::PR_SET_NAME, c"agentty-ttys".as_ptr());
+        // A session of its own: the job-control keys of the terminal the server was started
+        // from (Ctrl+Z) do not stop it.
+        libc::setsid();
         let entered = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0
             && write_file(c"/proc/self/setgroups", b"deny")
             && write_file(c"/proc/self/uid_map", uid_map)
