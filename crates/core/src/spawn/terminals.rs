@@ -81,7 +81,8 @@ pub enum OwnTerminals {
     /// Made and mounted by the server (`CAP_SYS_ADMIN`): `/dev/pts/0` in the spawn's own mount
     /// namespace.
     Named,
-    /// Made by a helper in a user namespace (`terminal_maker.rs`), mounted nowhere: no path names it.
+    /// Made by a helper in a user namespace (`terminal_maker.rs`), mounted nowhere: no path
+    /// names it.
     Unnamed,
 }
 
