@@ -196,7 +196,10 @@ fn start_watchdog(session: &str, runs: &Runs) -> Result<Watchdog, WatchdogError>
 /// Covers the user's other terminals from confined commands, where the kernel lets it.
 fn hide_other_terminals() {
     if let Err(why) = agentty_sandbox::hide_other_terminals() {
-        tracing::info!("commands share the user's terminals: {why}");
+        tracing::info!(
+            "confined commands can write to the user's other terminals (a /dev/pts of the \
+             session's own: {why}); `agentty doctor` says whether each shell's terminal is its own"
+        );
     }
 }
 
