@@ -609,6 +609,20 @@ impl Drop for Entered {
     }
 }
 
+/// Sends SIGKILL to the process `pidfd` holds; a process gone already is no error to anyone.
+pub(crate) fn kill_by_pidfd(pidfd: &OwnedFd) {
+    // SAFETY: pidfd_send_signal on a pidfd the caller holds, with no siginfo.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        );
+    }
+}
+
 /// Ends the session's namespace: kills the session init, which takes every process of the
 /// namespace with it, and waits (bounded) until the kernel has them all gone. Returns whether
 /// there was a namespace to end.
@@ -617,16 +631,7 @@ pub fn end() -> bool {
         return false;
     };
     // The callers' namespaces are inside the session's: they go with it.
-    // SAFETY: pidfd_send_signal and poll on the pidfd this process holds.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            ns.init.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0u32,
-        );
-    }
+    kill_by_pidfd(&ns.init);
     // The init's exit waits for every process of the namespace to be reaped, this server's own
     // children there too (their parent is outside): reap what is left while waiting. The
     // session is over, so no watch is waiting for these.

@@ -114,16 +114,9 @@ fn ask(maker: &Maker) -> io::Result<OwnedFd> {
 /// children took it first.
 fn end(maker: Maker) {
     drop(maker.socket);
-    // SAFETY: pidfd_send_signal and waitid on the maker's own pidfd; `info` is written by the
-    // kernel.
+    crate::namespace::kill_by_pidfd(&maker.pidfd);
+    // SAFETY: waitid on the maker's own pidfd; `info` is written by the kernel.
     unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            maker.pidfd.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0u32,
-        );
         let mut info: libc::siginfo_t = std::mem::zeroed();
         libc::waitid(
             libc::P_PIDFD,
