@@ -1169,6 +1169,39 @@ async fn a_stopped_terminal_maker_is_replaced() {
     assert_ne!(now[0], stopped[0], "the stopped maker is still the one");
 }
 
+/// A process that left a shell's session (`setsid -f`) with the shell's terminal as its input
+/// reads it unhindered by job control: a line typed at the prompt is held, and the reply names
+/// why. Known by the terminal's file: an unprivileged server's terminals are named by no path
+/// (every one's fds read `/0`), a root server's are each `/dev/pts/0` of an instance of its own.
+#[tokio::test]
+async fn a_process_outside_a_shells_session_holding_its_terminal_is_found() {
+    outside_holder_is_found_as(Who::Root).await;
+}
+
+#[tokio::test]
+async fn a_process_outside_a_shells_session_holding_its_terminal_is_found_as_nobody() {
+    outside_holder_is_found_as(Who::Nobody).await;
+}
+
+async fn outside_holder_is_found_as(who: Who) {
+    let (server, _log, _home) = serve_as(who, &[], tempfile::tempdir().unwrap(), &[]).await;
+    let shell = server.open_shell().await;
+    server.shell_send(&shell, "setsid -f sleep 60\n").await;
+    // `setsid -f` returns before its child has left the session: until then, lines are typed.
+    let started = std::time::Instant::now();
+    let said = loop {
+        let (said, s) = server.shell_send(&shell, "true\n").await;
+        if s["status"] != "done" || started.elapsed() > std::time::Duration::from_secs(10) {
+            break said;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        said.contains("holds the terminal open from outside the shell's session"),
+        "{said}"
+    );
+}
+
 async fn no_other_spawn_reaches_a_shells_terminal_as(who: Who) {
     let (server, _log, _home) = serve_as(who, &[], tempfile::tempdir().unwrap(), &[]).await;
     let shell = server.open_shell().await;

@@ -575,3 +575,91 @@ async fn sealed_a_refused_tracer_is_explained_once_needs_strace() {
         .await;
     assert!(!again.contains("may not trace"), "{again}");
 }
+
+/// Holds the first fd handed to it over the unix socket `$1` for `$2` seconds, and says
+/// `holding` in `hand.log` once it does.
+const HOLDER: &str = r#"
+import array, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+c, _ = s.accept()
+fds = array.array("i")
+msg, anc, _, _ = c.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
+fds.frombytes(anc[0][2])
+open("hand.log", "w").write("holding %s\n" % os.readlink("/proc/self/fd/%d" % fds[0]))
+time.sleep(float(sys.argv[2]))
+"#;
+
+/// Hands its stdin (the shell's terminal) to whoever listens on the unix socket `$1`, then ends.
+const HANDER: &str = r#"
+import array, socket, sys, time
+for _ in range(200):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        break
+    except OSError:
+        time.sleep(0.05)
+s.sendmsg([b"t"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0]).tobytes())])
+print("handed")
+"#;
+
+/// A command of the shell hands its terminal over a unix socket to another spawn's command (a
+/// background job, in a Landlock domain and session of its own) and ends: the holder could
+/// read the secret first, unhindered by job control, so the entry is refused. Found by the
+/// terminal's file: as nobody every spawn's terminal reads `/0`.
+async fn handed_terminal(who: Who) {
+    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
+    let setup = serve(who, false, &flags).await;
+    std::fs::write(setup.ws().join("holder.py"), HOLDER).unwrap();
+    std::fs::write(setup.ws().join("hander.py"), HANDER).unwrap();
+    setup
+        .server
+        .background(json!({"command": "python3 holder.py hand.sock 30"}))
+        .await;
+    let shell = setup.server.open_shell().await;
+    let (text, _) = setup
+        .server
+        .shell_send(&shell, "python3 hander.py hand.sock\n")
+        .await;
+    assert!(text.contains("handed"), "{text}");
+    let deadline = tokio::time::Instant::now() + ATTACK_WITHIN;
+    let held = loop {
+        let log = std::fs::read_to_string(setup.ws().join("hand.log")).unwrap_or_default();
+        if log.contains("holding") || tokio::time::Instant::now() > deadline {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(held.contains("holding /"), "{held}");
+    // Told first at the prompt, with nothing typed; the next send, made knowing it, types.
+    let tag = a_tag();
+    let (text, _) = setup.server.shell_send(&shell, &prompt(3, &tag)).await;
+    assert!(text.contains("from outside the shell's session"), "{text}");
+    let (text, s) = setup.server.shell_send(&shell, &prompt(3, &tag)).await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let asked = setup
+        .server
+        .call(
+            "shell_send",
+            json!({"id": shell, "secret": "the test password"}),
+        )
+        .await;
+    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+    entry_refused(
+        &setup,
+        "holds the terminal open from outside the shell's session",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn sealed_a_handed_terminal_refuses_the_entry_as_root() {
+    handed_terminal(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_a_handed_terminal_refuses_the_entry_unprivileged() {
+    handed_terminal(Who::Nobody).await;
+}

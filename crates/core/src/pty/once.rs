@@ -152,6 +152,7 @@ struct PromptWatch {
     pid: i32,
     master: RawFd,
     tty_path: String,
+    tty_id: (u64, u64),
     waiting_probes: u32,
     output_seen: Instant,
     /// The line the command waits on, once it was stopped for it.
@@ -174,7 +175,11 @@ impl Watch<Capture> for PromptWatch {
             self.waiting_probes = 0;
         }
         let fg = sys::foreground_group(self.master);
-        if input_wait(self.pid, fg, &self.tty_path) == InputWait::No {
+        let tty = crate::pty::probe::Terminal {
+            path: &self.tty_path,
+            id: self.tty_id,
+        };
+        if input_wait(self.pid, fg, tty) == InputWait::No {
             self.waiting_probes = 0;
             return None;
         }
@@ -223,6 +228,7 @@ pub async fn run(
         pid,
         master: master.raw(),
         tty_path: tty.path,
+        tty_id: tty.id,
         waiting_probes: 0,
         output_seen: start,
         prompt: None,

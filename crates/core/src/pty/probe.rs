@@ -18,7 +18,8 @@
 //! Limits: a program that watches the terminal *and* other input (an idle ssh client, a dev
 //! server with keyboard shortcuts) counts as waiting once its output is quiet, which is true of
 //! the terminal; a program reading the terminal through another fd number is recognised by the
-//! fd's target (`/proc/<pid>/fd/N` → `/dev/pts/N`), one reading `/dev/tty` the same way.
+//! fd's target (`/proc/<pid>/fd/N` → `/dev/pts/N`, then its device and inode: [`Terminal`]),
+//! one reading `/dev/tty` the same way.
 
 use std::fs;
 
@@ -58,19 +59,19 @@ const EPOLL_CALLS: &[i64] = &[libc::SYS_epoll_pwait, libc::SYS_epoll_pwait2];
 /// Largest `pollfd` array or fd set read from a process: beyond it, not judged (not waiting).
 const WAIT_SET_MAX_FDS: u64 = 65_536;
 
-/// Checks the foreground group `fg` of the terminal `tty_path` whose session leader is `shell`.
-pub fn input_wait(shell: i32, fg: Option<i32>, tty_path: &str) -> InputWait {
+/// Checks the foreground group `fg` of the terminal `tty` whose session leader is `shell`.
+pub fn input_wait(shell: i32, fg: Option<i32>, tty: Terminal) -> InputWait {
     let Some(fg) = fg else {
         return InputWait::No;
     };
-    if fg == shell && blocked_on_tty(shell, tty_path) {
+    if fg == shell && blocked_on_tty(shell, tty) {
         return InputWait::Shell;
     }
     // A program of the foreground group; in the shell's own group too (one that joined it).
     let waiting = descendants(shell)
         .into_iter()
         .filter(|&pid| pgid_of(pid) == Some(fg))
-        .any(|pid| blocked_on_tty(pid, tty_path));
+        .any(|pid| blocked_on_tty(pid, tty));
     if waiting {
         InputWait::Program
     } else {
@@ -98,9 +99,9 @@ pub enum KeyReader {
     Program,
 }
 
-/// Who takes keys typed now into the terminal `tty_path` of the shell `shell`, whose
+/// Who takes keys typed now into the terminal `tty` of the shell `shell`, whose
 /// foreground group is `fg` (see [`KeyReader`]).
-pub fn key_reader(shell: i32, fg: Option<i32>, tty_path: &str) -> KeyReader {
+pub fn key_reader(shell: i32, fg: Option<i32>, tty: Terminal) -> KeyReader {
     let Some(fg) = fg else {
         return KeyReader::LineEditor;
     };
@@ -109,7 +110,7 @@ pub fn key_reader(shell: i32, fg: Option<i32>, tty_path: &str) -> KeyReader {
     }
     let readers: Vec<i32> = descendants(shell)
         .into_iter()
-        .filter(|&pid| pgid_of(pid) == Some(fg) && blocked_on_tty(pid, tty_path))
+        .filter(|&pid| pgid_of(pid) == Some(fg) && blocked_on_tty(pid, tty))
         .collect();
     if readers.is_empty() {
         KeyReader::Busy
@@ -199,25 +200,79 @@ fn pgid_of(pid: i32) -> Option<i32> {
     .map(|(_, pgid)| pgid)
 }
 
-pub(crate) fn fd_is_tty(pid: i32, fd: i64, tty_path: &str) -> bool {
-    fs::read_link(format!("/proc/{pid}/fd/{fd}"))
-        .is_ok_and(|target| target.as_os_str() == tty_path || target.as_os_str() == "/dev/tty")
+/// A terminal as a process's fds show it: the text their links read (`/dev/pts/N`; `/N` for
+/// one named by no path) and its device and inode. The text alone does not tell terminals
+/// apart: each PTY spawn's terminal is the first of a devpts instance of its own, so all read
+/// alike (`/dev/pts/0`, or `/0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terminal<'a> {
+    pub path: &'a str,
+    pub id: (u64, u64),
+}
+
+impl Terminal<'_> {
+    /// Whether fd `fd` of `pid` is this terminal, or `/dev/tty` (its controlling terminal: this
+    /// one for the processes of the terminal's session, where this is asked).
+    pub(crate) fn is_fd_of(&self, pid: i32, fd: i64) -> bool {
+        let link = std::path::PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
+        fs::read_link(&link)
+            .is_ok_and(|target| target.as_os_str() == "/dev/tty" || self.is_file(&link, &target))
+    }
+
+    /// Whether the fd whose `/proc` link is `link` is this terminal.
+    pub(crate) fn is_at(&self, link: &std::path::Path) -> bool {
+        fs::read_link(link).is_ok_and(|target| self.is_file(link, &target))
+    }
+
+    /// Whether the fd whose `/proc` link is `link`, reading `target`, is this terminal: its
+    /// text first (no call into another file's file system), then its device and inode.
+    fn is_file(&self, link: &std::path::Path, target: &std::path::Path) -> bool {
+        (target.as_os_str() == self.path || target.starts_with("/dev/pts/"))
+            && file_id_at(link) == Some(self.id)
+    }
+}
+
+/// The device and inode of the file at `path`, as the kernel last knew them: a file system
+/// that asks a process for them (FUSE, which a command could serve in a user namespace of its
+/// own) is not asked, so a process that never answers cannot hold the caller.
+fn file_id_at(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a zeroed statx is a valid value for the kernel to fill.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stx` a buffer of the right type, both
+    // alive for the call.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_STATX_DONT_SYNC,
+            libc::STATX_INO,
+            &mut stx,
+        )
+    };
+    (rc == 0).then(|| {
+        (
+            libc::makedev(stx.stx_dev_major, stx.stx_dev_minor),
+            stx.stx_ino,
+        )
+    })
 }
 
 /// Whether a thread of `pid` sleeps waiting for the terminal to have input.
-pub(crate) fn blocked_on_tty(pid: i32, tty_path: &str) -> bool {
+pub(crate) fn blocked_on_tty(pid: i32, tty: Terminal) -> bool {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
     tasks.flatten().any(|task| {
         task.file_name()
             .to_str()
-            .is_some_and(|tid| thread_waits_on_tty(pid, tid, tty_path))
+            .is_some_and(|tid| thread_waits_on_tty(pid, tid, tty))
     })
 }
 
 /// Whether thread `tid` of `pid` sleeps in a call that waits for input on the terminal.
-fn thread_waits_on_tty(pid: i32, tid: &str, tty_path: &str) -> bool {
+fn thread_waits_on_tty(pid: i32, tid: &str, tty: Terminal) -> bool {
     let dir = format!("/proc/{pid}/task/{tid}");
     let sleeping = read_small(std::path::Path::new(&format!("{dir}/stat")))
         .and_then(|text| stat(&text))
@@ -240,7 +295,7 @@ fn thread_waits_on_tty(pid: i32, tid: &str, tty_path: &str) -> bool {
         .filter_map(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
         .collect();
     let arg = |i: usize| args.get(i).copied().unwrap_or(0);
-    let is_tty = |fd: u64| i64::try_from(fd).is_ok_and(|fd| fd_is_tty(pid, fd, tty_path));
+    let is_tty = |fd: u64| i64::try_from(fd).is_ok_and(|fd| tty.is_fd_of(pid, fd));
     if READ_CALLS.contains(&nr) {
         is_tty(arg(0))
     } else if POLL_CALLS.contains(&nr) {
@@ -377,5 +432,37 @@ mod tests {
         assert_eq!(selected_for_input(me, 71, at), vec![0, 70]);
         assert_eq!(selected_for_input(me, 70, at), vec![0]);
         assert!(polled_for_input(me, 0, 2).is_empty());
+    }
+
+    /// A terminal is known among a process's fds by its file, not its name alone: every PTY
+    /// spawn's terminal is the first of a devpts instance of its own, so all are named alike.
+    #[test]
+    fn a_terminal_is_known_by_its_file_not_its_name() {
+        let pair = crate::pty::sys::open_pair(80, 24).expect("a pty");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::from(pair.slave.try_clone().unwrap()))
+            .spawn()
+            .expect("sleep");
+        let pid = child.id().cast_signed();
+        let own = Terminal {
+            path: &pair.tty_path,
+            id: pair.tty_id,
+        };
+        let alike = Terminal {
+            id: (pair.tty_id.0, pair.tty_id.1 + 1),
+            ..own
+        };
+        let link = std::path::PathBuf::from(format!("/proc/{pid}/fd/0"));
+        let seen = (
+            own.is_fd_of(pid, 0),
+            own.is_at(&link),
+            alike.is_fd_of(pid, 0),
+            alike.is_at(&link),
+            own.is_fd_of(pid, 1),
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(seen, (true, true, false, false, false));
     }
 }

@@ -228,6 +228,14 @@ fn nz(v: u16) -> NonZeroU16 {
 }
 
 impl Shell {
+    /// Its terminal, as other processes' fds show it.
+    fn terminal(&self) -> crate::pty::probe::Terminal<'_> {
+        crate::pty::probe::Terminal {
+            path: &self.tty_path,
+            id: self.tty_id,
+        }
+    }
+
     /// Starts the shell and returns once it printed its first prompt (bounded by
     /// [`OPEN_PROMPT_WAIT_MS`]): the next send then always sees the same framing.
     pub async fn open(spec: OpenSpec) -> Result<Arc<Shell>, PtyError> {

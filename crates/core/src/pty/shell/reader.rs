@@ -7,6 +7,7 @@
 //! shown must name the reader truly even when a command line is crafted to mislead (`exec -a
 //! sudo`, a right-to-left override), so each word is cut and quoted here.
 
+use crate::pty::probe::Terminal;
 use crate::pty::sys;
 use crate::tree::{all_processes, read_stat};
 
@@ -106,9 +107,9 @@ pub(super) fn reading_group(group: i32) -> Vec<i32> {
 }
 
 /// Whether a process started in the shell `shell` could take a line typed now before the
-/// reading group: a thread of it waits in a read of the terminal (`tty_path`) while its process
+/// reading group: a thread of it waits in a read of the terminal (`tty`) while its process
 /// is outside `group`, or a process of `group` is stopped.
-pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) -> bool {
+pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty: Terminal) -> bool {
     use crate::pty::probe::descendants;
     descendants(shell).into_iter().any(|pid| {
         let Some(stat) = read_stat(pid) else {
@@ -117,16 +118,14 @@ pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty_path: &str) 
         if stat.pgid == group {
             return matches!(stat.state, 'T' | 't');
         }
-        any_thread(pid, |task| {
-            reads_the_terminal(pid, task, tty_path) == Some(true)
-        })
+        any_thread(pid, |task| reads_the_terminal(pid, task, tty) == Some(true))
     })
 }
 
 /// Whether the thread of `pid` whose `/proc` directory is `task` is in a read of the terminal
-/// (`tty_path`) now; `None` when its system call cannot be read (a setuid program).
-fn reads_the_terminal(pid: i32, task: &std::path::Path, tty_path: &str) -> Option<bool> {
-    use crate::pty::probe::{READ_CALLS, fd_is_tty, read_small};
+/// (`tty`) now; `None` when its system call cannot be read (a setuid program).
+fn reads_the_terminal(pid: i32, task: &std::path::Path, tty: Terminal) -> Option<bool> {
+    use crate::pty::probe::{READ_CALLS, read_small};
     let syscall = read_small(&task.join("syscall"))?;
     let mut fields = syscall.split_ascii_whitespace();
     let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
@@ -134,8 +133,7 @@ fn reads_the_terminal(pid: i32, task: &std::path::Path, tty_path: &str) -> Optio
         .next()
         .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
     Some(
-        nr.is_some_and(|nr| READ_CALLS.contains(&nr))
-            && fd.is_some_and(|fd| fd_is_tty(pid, fd, tty_path)),
+        nr.is_some_and(|nr| READ_CALLS.contains(&nr)) && fd.is_some_and(|fd| tty.is_fd_of(pid, fd)),
     )
 }
 
@@ -159,9 +157,9 @@ pub(super) enum ReadOrder {
 }
 
 /// Where `readers` (a process group's processes) stand among the readers of the terminal
-/// `tty_path`. A thread counts when its system call is a read of the terminal; one whose system
+/// `tty`. A thread counts when its system call is a read of the terminal; one whose system
 /// call cannot be read (a setuid program, such as `sudo`) by where it sleeps alone.
-pub(super) fn read_order(readers: &[i32], tty_path: &str) -> ReadOrder {
+pub(super) fn read_order(readers: &[i32], tty: Terminal) -> ReadOrder {
     use crate::pty::probe::read_small;
     let mut order = ReadOrder::NotReading;
     for &pid in readers {
@@ -171,8 +169,7 @@ pub(super) fn read_order(readers: &[i32], tty_path: &str) -> ReadOrder {
                 Some(WAITS_BEHIND) => ReadOrder::Behind,
                 _ => return false,
             };
-            if reads_the_terminal(pid, task, tty_path).unwrap_or(true) && order != ReadOrder::First
-            {
+            if reads_the_terminal(pid, task, tty).unwrap_or(true) && order != ReadOrder::First {
                 order = here;
             }
             order == ReadOrder::First
@@ -209,7 +206,7 @@ impl Shell {
 /// foreground group is stopped (`SIGTTIN`) or refused (`EIO`) when it reads; one outside has no
 /// such bar. Compared by file, not path: a confined command's mount namespace may name another
 /// terminal `/dev/pts/N`.
-pub(super) fn outside_holders(tty: (u64, u64), session: i32) -> Vec<i32> {
+pub(super) fn outside_holders(tty: Terminal, session: i32) -> Vec<i32> {
     let own = std::process::id().cast_signed();
     all_processes()
         .into_iter()
@@ -449,7 +446,7 @@ pub(super) fn traced(pids: &[i32]) -> Option<(i32, i32)> {
 }
 
 /// Whether a thread of `pid` has the terminal `tty` among its fds.
-fn holds_terminal_fd(pid: i32, tty: (u64, u64)) -> bool {
+fn holds_terminal_fd(pid: i32, tty: Terminal) -> bool {
     any_thread(pid, |task| holds(&task.join("fd"), tty))
 }
 
@@ -482,17 +479,11 @@ fn named(pid: i32) -> String {
 }
 
 /// Whether an fd in the fd directory `fds` is the terminal `tty`. Only fds whose link names a
-/// terminal are looked at (a `stat` through any other could hang on a stalled network mount).
-fn holds(fds: &std::path::Path, tty: (u64, u64)) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(fds) = std::fs::read_dir(fds) else {
-        return false;
-    };
-    fds.filter_map(Result::ok).any(|fd| {
-        let names_a_terminal = std::fs::read_link(fd.path())
-            .is_ok_and(|to| to.starts_with("/dev/pts/") || to.starts_with("/dev/tty"));
-        names_a_terminal && std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == tty)
-    })
+/// terminal are looked at ([`Terminal::is_at`]: a `stat` through any other could hang on a
+/// stalled network mount).
+fn holds(fds: &std::path::Path, tty: Terminal) -> bool {
+    std::fs::read_dir(fds)
+        .is_ok_and(|fds| fds.filter_map(Result::ok).any(|fd| tty.is_at(&fd.path())))
 }
 
 impl Shell {
@@ -545,7 +536,7 @@ impl Shell {
             return crate::pty::probe::KeyReader::LineEditor;
         };
         let fg = sys::foreground_group(master.raw());
-        crate::pty::probe::key_reader(self.pid, fg, &self.tty_path)
+        crate::pty::probe::key_reader(self.pid, fg, self.terminal())
     }
 
     /// Whether the shell's own process group reads the terminal: the shell itself (a builtin
@@ -588,12 +579,12 @@ impl Shell {
                 let why = if stat.sid == self.pid {
                     if stat.pgid == self.pid {
                         "joined the shell's process group, so it reads the terminal as the shell does"
-                    } else if crate::pty::probe::blocked_on_tty(pid, &self.tty_path) {
+                    } else if crate::pty::probe::blocked_on_tty(pid, self.terminal()) {
                         "waits to read the terminal"
                     } else {
                         return None;
                     }
-                } else if holds_terminal_fd(pid, self.tty_id) {
+                } else if holds_terminal_fd(pid, self.terminal()) {
                     "holds the terminal open from outside the shell's session, where job control \
                      does not stop its reads"
                 } else {

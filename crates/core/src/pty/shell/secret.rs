@@ -253,7 +253,7 @@ impl Shell {
         drop(peer);
         loop {
             // `/proc` reads: off the worker's other tasks.
-            match crate::blocking::section(|| read_order(&reading_group(group), &self.tty_path)) {
+            match crate::blocking::section(|| read_order(&reading_group(group), self.terminal())) {
                 ReadOrder::First => break,
                 ReadOrder::Behind => return Err(SecretRefused::OtherReader),
                 ReadOrder::NotReading if Instant::now() >= bound => {
@@ -265,7 +265,7 @@ impl Shell {
         let (peer, group) = self.open_for_secret(master, secret, reader)?;
         crate::blocking::section(|| {
             let readers = reading_group(group);
-            match read_order(&readers, &self.tty_path) {
+            match read_order(&readers, self.terminal()) {
                 ReadOrder::First if self.queued_readers(&readers).is_empty() => Ok(peer),
                 ReadOrder::NotReading => Err(SecretRefused::NotTaken),
                 ReadOrder::First | ReadOrder::Behind => Err(SecretRefused::OtherReader),
@@ -305,11 +305,15 @@ impl Shell {
             return Err(SecretRefused::Pending);
         }
         // Full `/proc` scans: off the worker's other tasks.
-        let tty = peer.file_id().map_err(|_| SecretRefused::Closed)?;
+        let id = peer.file_id().map_err(|_| SecretRefused::Closed)?;
+        let tty = crate::pty::probe::Terminal {
+            path: &self.tty_path,
+            id,
+        };
         let group = reader.map_or_else(|| self.reader().map(|r| r.group), |r| Some(r.group));
         let overtaken = crate::blocking::section(|| {
             !outside_holders(tty, self.pid).is_empty()
-                || group.is_none_or(|g| reader_could_be_overtaken(self.pid, g, &self.tty_path))
+                || group.is_none_or(|g| reader_could_be_overtaken(self.pid, g, tty))
         });
         if overtaken {
             return Err(SecretRefused::OtherReader);

@@ -343,7 +343,7 @@ impl Shell {
             return None; // output is still in flight: not quiet after all
         }
         let fg = sys::foreground_group(master.raw());
-        let wait = input_wait(self.pid, fg, &self.tty_path);
+        let wait = input_wait(self.pid, fg, self.terminal());
         let live = lock(&self.live);
         let cap = live.send.as_ref()?;
         match wait {
