@@ -64,13 +64,13 @@ pub(super) fn make() -> io::Result<OwnedFd> {
     let mut maker = MAKER.lock().unwrap_or_else(PoisonError::into_inner);
     let asked = started(&mut maker).map_err(io::Error::other)?;
     match ask(asked) {
-        Ok(mount) => Ok(mount),
+        Ok(answer) => answer,
         Err(_) => {
             // Gone (killed), or stuck (stopped): ended, and another started.
             if let Some(Ok(gone)) = maker.take() {
                 end(gone);
             }
-            ask(started(&mut maker).map_err(io::Error::other)?)
+            ask(started(&mut maker).map_err(io::Error::other)?)?
         }
     }
 }
@@ -100,12 +100,15 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn ask(maker: &Maker) -> io::Result<OwnedFd> {
+/// The maker's answer to one request: an instance's mount, or the error it could not make
+/// one with (passed on: another maker would meet it too). `Err` when it did not answer: it
+/// is gone, or stuck past [`MAKER_WAIT`].
+fn ask(maker: &Maker) -> io::Result<io::Result<OwnedFd>> {
     control::send(maker.socket.as_raw_fd(), &REQUEST, None)?;
     let mut status = [0u8; 1];
     match control::receive(maker.socket.as_raw_fd(), &mut status)? {
-        (1, Some(mount)) if status[0] == 0 => Ok(mount),
-        (1, _) if status[0] != 0 => Err(io::Error::from_raw_os_error(i32::from(status[0]))),
+        (1, Some(mount)) if status[0] == 0 => Ok(Ok(mount)),
+        (1, _) if status[0] != 0 => Ok(Err(io::Error::from_raw_os_error(i32::from(status[0])))),
         _ => Err(io::Error::other("the terminal maker went away")),
     }
 }

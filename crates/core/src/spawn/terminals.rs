@@ -70,7 +70,7 @@ pub fn own_terminals() -> Result<OwnTerminals, String> {
         Ok(()) => Ok(OwnTerminals::Named),
         Err(no_mount) => match super::terminal_maker::available() {
             Ok(()) => Ok(OwnTerminals::Unnamed),
-            Err(no_maker) => Err(format!("{no_mount}; made apart: {no_maker}")),
+            Err(no_maker) => Err(format!("{no_mount}; in a user namespace: {no_maker}")),
         },
     }
 }
