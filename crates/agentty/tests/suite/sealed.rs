@@ -663,3 +663,199 @@ async fn sealed_a_handed_terminal_refuses_the_entry_as_root() {
 async fn sealed_a_handed_terminal_refuses_the_entry_unprivileged() {
     handed_terminal(Who::Nobody).await;
 }
+
+/// Reads a password as `ssh` and `sudo` do: echo off, a line edited by the terminal, read a
+/// byte at a time from `/dev/tty` (here 1 ms apart); then says how long it was, and waits `$1`
+/// seconds.
+const BYTE_READER: &str = r#"
+import os, sys, termios, time
+fd = os.open("/dev/tty", os.O_RDWR)
+old = termios.tcgetattr(fd)
+new = termios.tcgetattr(fd)
+new[3] &= ~termios.ECHO
+termios.tcsetattr(fd, termios.TCSAFLUSH, new)
+os.write(fd, b"Passphrase: ")
+line = b""
+while True:
+    c = os.read(fd, 1)
+    if c in (b"\n", b""):
+        break
+    line += c
+    time.sleep(0.001)  # a loaded machine: the rest of the line waits between two reads
+termios.tcsetattr(fd, termios.TCSAFLUSH, old)
+print("\nread", len(line), "bytes")
+time.sleep(float(sys.argv[1]))
+"#;
+
+/// Takes the first fd handed to it over the unix socket `$1`, opens the terminal again through
+/// it (a file of its own, not blocking, where it may), and for `$2` seconds keeps it in flight
+/// on a socket pair of its own, taking it out every 0.2 ms only to try a read: unseen by any
+/// look at its fds but for that moment. What it read goes to `spin.log`.
+const SPINNER: &str = r#"
+import array, fcntl, os, signal, socket, struct, sys, termios, time
+def late(*_):
+    raise TimeoutError
+signal.signal(signal.SIGALRM, late)
+def fds_of(anc):
+    f = array.array("i")
+    f.frombytes(anc[0][2][: f.itemsize])
+    return f[0]
+def hand(s, fd):
+    s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())])
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(1)
+c, _ = srv.accept()
+_, anc, _, _ = c.recvmsg(1, socket.CMSG_SPACE(4))
+got = fds_of(anc)
+try:
+    t = os.open("/proc/self/fd/%d" % got, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    os.close(got)
+except OSError:
+    t = got  # the shell's own file: read only what waits (`FIONREAD`), never blocking long
+c.close()
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+hand(b, t)
+os.close(t)
+open("spin.log", "w").write("spinning\n")
+stolen = b""
+deadline = time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    _, anc, _, _ = a.recvmsg(1, socket.CMSG_SPACE(4))
+    fd = fds_of(anc)
+    waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+    try:
+        if waiting or t != got:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)  # taken first by another: not held
+            stolen += os.read(fd, 64)
+    except (BlockingIOError, TimeoutError):
+        pass
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    hand(b, fd)
+    os.close(fd)
+    time.sleep(0.0002)  # in flight, out of sight
+open("spin.log", "a").write("stole %d bytes: %r\n" % (len(stolen), stolen))
+"#;
+
+/// The terminal handed to another spawn's command, which keeps it in flight and spins on it,
+/// against a program that reads the password a byte at a time (`ssh`, `sudo`): between two of
+/// its reads the line waits in the terminal for whoever reads first. Whether the entry goes
+/// ahead or is refused (it may see the file at the moment it is out), the spinner gets nothing.
+async fn spun_on(who: Who) {
+    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
+    let setup = serve(who, false, &flags).await;
+    std::fs::write(setup.ws().join("spinner.py"), SPINNER).unwrap();
+    std::fs::write(setup.ws().join("hander.py"), HANDER).unwrap();
+    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
+    setup
+        .server
+        .background(json!({"command": "python3 spinner.py hand.sock 8"}))
+        .await;
+    let shell = setup.server.open_shell().await;
+    // One line: the spinner would take a line typed at the prompt as it took the terminal.
+    let spin_log = || std::fs::read_to_string(setup.ws().join("spin.log")).unwrap_or_default();
+    let (text, s) = setup
+        .server
+        .shell_send(
+            &shell,
+            "python3 hander.py hand.sock && python3 reader.py 3\n",
+        )
+        .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}; {}", spin_log());
+    assert!(spin_log().contains("spinning"), "{text}; {}", spin_log());
+    let address = view_address(&setup).await;
+    let key = view_key(&setup, &address);
+    let secret = format!("{}{}", a_secret(), a_secret());
+    // Refused while the look at every process's fds catches the file out of flight: the agent
+    // asks again, and the person enters it again.
+    let mut tries = 0;
+    let (status, body) = loop {
+        tries += 1;
+        let asked = setup
+            .server
+            .call(
+                "shell_send",
+                json!({"id": shell, "secret": "the test passphrase"}),
+            )
+            .await;
+        assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+        let (status, body) = enter(&address, &key, &secret);
+        if status.contains("200") || tries == 10 {
+            break (status, body);
+        }
+        assert!(status.contains("409"), "{status}: {body}");
+    };
+    eprintln!("tries {tries}");
+    let deadline = tokio::time::Instant::now() + ATTACK_WITHIN;
+    while !spin_log().contains("stole") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the spinner never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let spun = spin_log();
+    eprintln!("entry: {status}: {body}; spinner: {spun}");
+    assert!(spun.contains("stole 0 bytes"), "{status}: {body}; {spun}");
+    if status.contains("200") {
+        let out = shell_output(&setup, &shell, "bytes").await;
+        assert!(
+            out.contains(&format!("read {} bytes", secret.len())),
+            "{out}"
+        );
+    } else {
+        assert!(status.contains("409"), "{status}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn sealed_a_terminal_spun_on_in_flight_gets_nothing_as_root() {
+    spun_on(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_a_terminal_spun_on_in_flight_gets_nothing_unprivileged() {
+    spun_on(Who::Nobody).await;
+}
+
+/// A program that reads the password a byte at a time gets all of it, typed key by key into
+/// its reads.
+async fn read_key_by_key(who: Who) {
+    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
+    let setup = serve(who, false, &flags).await;
+    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
+    let shell = setup.server.open_shell().await;
+    let (text, s) = setup
+        .server
+        .shell_send(&shell, "python3 reader.py 0\n")
+        .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let asked = setup
+        .server
+        .call(
+            "shell_send",
+            json!({"id": shell, "secret": "the test passphrase"}),
+        )
+        .await;
+    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+    let address = view_address(&setup).await;
+    let key = view_key(&setup, &address);
+    let secret = a_secret();
+    let (status, body) = enter(&address, &key, &secret);
+    assert!(status.contains("200"), "{status}: {body}");
+    let out = shell_output(&setup, &shell, "bytes").await;
+    assert!(
+        out.contains(&format!("read {} bytes", secret.len())),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn sealed_a_byte_at_a_time_reader_gets_the_whole_secret_as_root() {
+    read_key_by_key(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_a_byte_at_a_time_reader_gets_the_whole_secret_unprivileged() {
+    read_key_by_key(Who::Nobody).await;
+}

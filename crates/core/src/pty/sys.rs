@@ -174,7 +174,8 @@ impl Peer {
     }
 
     /// Whether a line waits to be read: a whole one, when the terminal reads lines (a partial
-    /// line is not yet readable). Linux's poll first moves what the master wrote into the queue.
+    /// line is not yet readable), else any byte. Linux's poll first moves what the master wrote
+    /// into the queue.
     pub fn line_waiting(&self) -> bool {
         let mut fd = libc::pollfd {
             fd: self.0.as_raw_fd(),
@@ -190,6 +191,18 @@ impl Peer {
     /// path their mount namespace gives it.
     pub fn file_id(&self) -> io::Result<(u64, u64)> {
         file_id(&self.0)
+    }
+
+    /// The terminal's settings now.
+    pub fn settings(&self) -> Option<libc::termios> {
+        settings(self.0.as_raw_fd())
+    }
+
+    /// Sets the terminal's settings now (`tcsetattr(TCSANOW)`): what waits in the input queue
+    /// stays.
+    pub fn apply(&self, t: &libc::termios) -> io::Result<()> {
+        // SAFETY: tcsetattr reads the one termios given, on an fd we own.
+        check(unsafe { libc::tcsetattr(self.0.as_raw_fd(), libc::TCSANOW, t) }).map(drop)
     }
 
     /// Drops everything in the input queue, a partial line included (`tcflush(TCIFLUSH)`), as

@@ -181,6 +181,42 @@ pub(super) fn read_order(readers: &[i32], tty: Terminal) -> ReadOrder {
     order
 }
 
+/// How many bytes the read takes at most in which a thread of `readers` waits first on the
+/// terminal `tty` (holding its read lock, [`ReadOrder::First`]); `None` when none does, or when
+/// its system call cannot be read (a setuid program) or counts no bytes (`readv`).
+pub(super) fn first_read_count(readers: &[i32], tty: Terminal) -> Option<u64> {
+    use crate::pty::probe::read_small;
+    let mut count = None;
+    for &pid in readers {
+        any_thread(pid, |task| {
+            if read_small(&task.join("wchan")).as_deref() != Some(WAITS_FIRST) {
+                return false;
+            }
+            let Some(syscall) = read_small(&task.join("syscall")) else {
+                return false;
+            };
+            let fields: Vec<&str> = syscall.split_ascii_whitespace().collect();
+            let hex = |i: usize| {
+                fields
+                    .get(i)
+                    .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            };
+            let read = fields.first().and_then(|s| s.parse::<i64>().ok()) == Some(libc::SYS_read);
+            let on_tty = hex(1)
+                .and_then(|fd| i64::try_from(fd).ok())
+                .is_some_and(|fd| tty.is_fd_of(pid, fd));
+            if read && on_tty {
+                count = hex(3);
+            }
+            count.is_some()
+        });
+        if count.is_some() {
+            break;
+        }
+    }
+    count
+}
+
 impl Shell {
     /// Processes agentty started (every spawn's, [`agentty_processes`]) other than `readers`
     /// with a thread queued behind another reader of a terminal (`WAITS_BEHIND`). Which terminal

@@ -17,6 +17,10 @@
 //! - the terminal must read a password as `getpass` leaves it: lines edited by the terminal,
 //!   echo off, Enter ending the line; and no character of the secret may be one of the keys the
 //!   terminal acts on (`stty eol a` would cut the line at an `a`);
+//! - a program whose read takes less than the line (`ssh`, `sudo`: a byte at a time) frees the
+//!   read lock between two reads, and the rest of a whole line would wait there for any reader:
+//!   it is typed the line key by key ([`Shell::type_key_by_key`]), each into a read of its that
+//!   waits first;
 //! - no whole line may wait to be read before it (it would go to whoever reads after them),
 //!   and a partial one is dropped first (`echo ` would become its start), as password readers
 //!   do (`TCSAFLUSH`);
@@ -44,8 +48,8 @@ use tokio::time::Instant;
 use crate::pty::sys::{Master, Peer, asks_password, settings};
 
 use super::reader::{
-    ReadOrder, Reader, code_loading_variable, group_members, outside_holders, read_order,
-    reader_could_be_overtaken, reading_group, traced, within_reach,
+    ReadOrder, Reader, code_loading_variable, first_read_count, group_members, outside_holders,
+    read_order, reader_could_be_overtaken, reading_group, traced, within_reach,
 };
 use super::*;
 
@@ -96,6 +100,10 @@ pub const SECRET_TYPE_MS: u64 = 5_000;
 
 /// Between two looks at whether the program has read the secret, or has started its read.
 const SECRET_READ_POLL: Duration = Duration::from_millis(5);
+
+/// Between two looks at whether the program has read a key typed alone, or waits for the next
+/// ([`Shell::type_key_by_key`]).
+const KEY_READ_POLL: Duration = Duration::from_millis(1);
 
 /// Input flags that change what is typed on its way to the reader: the 8th bit stripped, and
 /// (Linux) upper case made lower.
@@ -170,9 +178,15 @@ impl Shell {
     ) -> Result<(), SecretRefused> {
         let _one_at_a_time = self.send_lock.lock().await;
         let master = self.master().ok_or(SecretRefused::Closed)?;
-        let peer = self
+        let (peer, group) = self
             .open_when_first(&master, secret, reader, Instant::now() + bound)
             .await?;
+        // Its read takes the whole line at once (held under the read lock it waits with), or
+        // not: then the secret goes key by key, each into that read.
+        let whole = crate::blocking::section(|| {
+            first_read_count(&reading_group(group), self.terminal())
+                .is_some_and(|count| count > secret.len() as u64)
+        });
         // The program has the whole bound to read the line once it waits for it.
         let bound = Instant::now() + bound;
         // From here on, whatever happens (this future dropped included), what is left in the
@@ -182,6 +196,7 @@ impl Shell {
             shell: self,
             owed_here: false,
             done: false,
+            lines_back: None,
         };
         typing
             .peer
@@ -193,9 +208,13 @@ impl Shell {
             masks.add(secret);
         }
         typing.owed_here = self.owe_prompt_for_secret();
-        let read = self
-            .type_and_wait_read(&master, &typing.peer, secret, bound)
-            .await?;
+        let read = if whole {
+            self.type_and_wait_read(&master, &typing.peer, secret, bound)
+                .await?
+        } else {
+            self.type_key_by_key(&master, &mut typing, secret, group, bound)
+                .await?
+        };
         typing.done = read;
         drop(typing);
         if read {
@@ -248,7 +267,7 @@ impl Shell {
         secret: &[u8],
         reader: Option<&Reader>,
         bound: Instant,
-    ) -> Result<Peer, SecretRefused> {
+    ) -> Result<(Peer, i32), SecretRefused> {
         let (peer, group) = self.open_for_secret(master, secret, reader)?;
         drop(peer);
         loop {
@@ -266,7 +285,7 @@ impl Shell {
         crate::blocking::section(|| {
             let readers = reading_group(group);
             match read_order(&readers, self.terminal()) {
-                ReadOrder::First if self.queued_readers(&readers).is_empty() => Ok(peer),
+                ReadOrder::First if self.queued_readers(&readers).is_empty() => Ok((peer, group)),
                 ReadOrder::NotReading => Err(SecretRefused::NotTaken),
                 ReadOrder::First | ReadOrder::Behind => Err(SecretRefused::OtherReader),
             }
@@ -388,6 +407,93 @@ impl Shell {
     }
 }
 
+impl Shell {
+    /// Types `secret` and Enter for a program whose read takes less than the line (`ssh` and
+    /// `sudo` read a byte at a time): between two of its reads the rest of a whole line would
+    /// wait in the terminal for whoever reads first, such as a command of another spawn handed
+    /// the terminal and keeping it out of sight (in flight on a unix socket) but to read. So
+    /// the terminal reads key by key meanwhile (`ICANON` off, `VMIN` 1), and each key is typed
+    /// only once the program waits first in its read, holding the terminal's read lock (so no
+    /// other read takes it), and the key before was read. Enter ends the line in the program's
+    /// own mode again, alone. Whether the program read it all by `bound`; `OtherReader` when
+    /// another read took the lock between two keys (it got none of them).
+    async fn type_key_by_key(
+        &self,
+        master: &Master,
+        typing: &mut Typing<'_>,
+        secret: &[u8],
+        group: i32,
+        bound: Instant,
+    ) -> Result<bool, SecretRefused> {
+        let lines = settings(master.raw()).ok_or(SecretRefused::Closed)?;
+        let mut keys = lines;
+        keys.c_lflag &= !libc::ICANON;
+        keys.c_cc[libc::VMIN] = 1;
+        keys.c_cc[libc::VTIME] = 0;
+        typing
+            .peer
+            .apply(&keys)
+            .map_err(|_| SecretRefused::Closed)?;
+        typing.lines_back = Some((lines, keys.c_lflag));
+        for &key in secret {
+            if !self
+                .typed_into_first_read(master, &typing.peer, key, group, bound)
+                .await?
+            {
+                return Ok(false);
+            }
+        }
+        if typing.lines_back.take().is_some() {
+            typing
+                .peer
+                .apply(&lines)
+                .map_err(|_| SecretRefused::Closed)?;
+        }
+        let read = self
+            .typed_into_first_read(master, &typing.peer, b'\r', group, bound)
+            .await?;
+        self.touch();
+        Ok(read)
+    }
+
+    /// Types `key` once `group` waits first in a read of the terminal and nothing waits to be
+    /// read, then waits for it to be read; each wait until `bound`. Whether it was read.
+    async fn typed_into_first_read(
+        &self,
+        master: &Master,
+        peer: &Peer,
+        key: u8,
+        group: i32,
+        bound: Instant,
+    ) -> Result<bool, SecretRefused> {
+        loop {
+            let order =
+                crate::blocking::section(|| read_order(&reading_group(group), self.terminal()));
+            match order {
+                ReadOrder::First if !peer.line_waiting() => break,
+                ReadOrder::Behind => return Err(SecretRefused::OtherReader),
+                _ if Instant::now() >= bound => return Ok(false),
+                _ => tokio::time::sleep(KEY_READ_POLL).await,
+            }
+        }
+        if master
+            .write_until(&[key], bound)
+            .await
+            .map_err(|_| SecretRefused::Closed)?
+            == 0
+        {
+            return Ok(false);
+        }
+        while peer.line_waiting() {
+            if Instant::now() >= bound {
+                return Ok(false);
+            }
+            tokio::time::sleep(KEY_READ_POLL).await;
+        }
+        Ok(true)
+    }
+}
+
 /// A secret being typed: on drop, what is left of it in the input queue is taken back (the
 /// program read its line, or did not: nothing legitimate is left there, since the send lock is
 /// held), and when it was not read the prompt owed for it is given back.
@@ -397,10 +503,19 @@ struct Typing<'s> {
     owed_here: bool,
     /// The program read the line.
     done: bool,
+    /// While the terminal reads key by key for the typing ([`Shell::type_key_by_key`]): its
+    /// own settings, which read lines, to give back unless the program set others meanwhile
+    /// (the local modes set for the typing, to tell).
+    lines_back: Option<(libc::termios, libc::tcflag_t)>,
 }
 
 impl Drop for Typing<'_> {
     fn drop(&mut self) {
+        if let Some((lines, keys)) = self.lines_back.take()
+            && self.peer.settings().is_some_and(|now| now.c_lflag == keys)
+        {
+            let _ = self.peer.apply(&lines);
+        }
         let _ = self.peer.discard_input();
         if !self.done && self.owed_here {
             let mut live = lock(&self.shell.live);
