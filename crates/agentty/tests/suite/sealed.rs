@@ -665,25 +665,29 @@ async fn sealed_a_handed_terminal_refuses_the_entry_unprivileged() {
 }
 
 /// Reads a password as `ssh` and `sudo` do: echo off, a line edited by the terminal, read a
-/// byte at a time from `/dev/tty` (here 1 ms apart); then says how long it was, and waits `$1`
-/// seconds.
+/// byte at a time from `/dev/tty` (here 1 ms apart); then says how long it was and how many
+/// SIGWINCH came between its first byte and its last (each ends the read under way: the read
+/// is made again), and waits `$1` seconds.
 const BYTE_READER: &str = r#"
-import os, sys, termios, time
+import os, signal, sys, termios, time
+winch = []
+signal.signal(signal.SIGWINCH, lambda *_: winch.append(1) if line else None)
+line = b""
 fd = os.open("/dev/tty", os.O_RDWR)
 old = termios.tcgetattr(fd)
 new = termios.tcgetattr(fd)
 new[3] &= ~termios.ECHO
 termios.tcsetattr(fd, termios.TCSAFLUSH, new)
 os.write(fd, b"Passphrase: ")
-line = b""
 while True:
     c = os.read(fd, 1)
     if c in (b"\n", b""):
         break
     line += c
     time.sleep(0.001)  # a loaded machine: the rest of the line waits between two reads
+signal.signal(signal.SIGWINCH, signal.SIG_DFL)
 termios.tcsetattr(fd, termios.TCSAFLUSH, old)
-print("\nread", len(line), "bytes")
+print("\nread", len(line), "bytes,", len(winch), "winch")
 time.sleep(float(sys.argv[1]))
 "#;
 
@@ -848,6 +852,64 @@ async fn read_key_by_key(who: Who) {
         out.contains(&format!("read {} bytes", secret.len())),
         "{out}"
     );
+}
+
+/// The model resizes the terminal again and again (`shell_read` with `cols`, which sends the
+/// program SIGWINCH) while the secret is typed: a signal would end the read the program waits
+/// with, and free the terminal's read lock between two keys. Resizes wait for the typing's end;
+/// the last one is made then.
+async fn resized_while_typed(who: Who) {
+    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
+    let setup = serve(who, false, &flags).await;
+    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
+    let shell = setup.server.open_shell().await;
+    let (text, s) = setup
+        .server
+        .shell_send(&shell, "python3 reader.py 0\n")
+        .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let asked = setup
+        .server
+        .call(
+            "shell_send",
+            json!({"id": shell, "secret": "the test passphrase"}),
+        )
+        .await;
+    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+    let address = view_address(&setup).await;
+    let key = view_key(&setup, &address);
+    let secret = format!("{}{}", a_secret(), a_secret());
+    let typed = {
+        let secret = secret.clone();
+        tokio::task::spawn_blocking(move || enter(&address, &key, &secret))
+    };
+    let mut cols = 100;
+    while !typed.is_finished() {
+        cols = if cols == 100 { 101 } else { 100 };
+        setup
+            .server
+            .call("shell_read", json!({"id": shell, "cols": cols, "rows": 30}))
+            .await;
+    }
+    let (status, body) = typed.await.unwrap();
+    assert!(status.contains("200"), "{status}: {body}");
+    let out = shell_output(&setup, &shell, "winch").await;
+    assert!(
+        out.contains(&format!("read {} bytes, 0 winch", secret.len())),
+        "{out}"
+    );
+    let (text, _) = setup.server.shell_send(&shell, "stty size\n").await;
+    assert!(text.contains(&format!("30 {cols}")), "{text}");
+}
+
+#[tokio::test]
+async fn sealed_resizes_wait_for_a_secrets_typing_as_root() {
+    resized_while_typed(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_resizes_wait_for_a_secrets_typing_unprivileged() {
+    resized_while_typed(Who::Nobody).await;
 }
 
 #[tokio::test]

@@ -217,6 +217,18 @@ pub struct Shell {
     /// The process group that last read a secret here: while it lives, it is not stopped by a
     /// key the model types (`secret.rs`).
     sealed: Mutex<Option<i32>>,
+    /// Resizes, held while a secret is typed (see [`Resizes`]).
+    resizes: Mutex<Resizes>,
+}
+
+/// While a secret is typed key by key, each key goes into a read of the program's that holds
+/// the terminal's read lock; a signal would end that read and free the lock for a moment, and a
+/// resize sends the program SIGWINCH. So a resize asked meanwhile (by the model's
+/// `shell_read`, or the view) waits for the typing's end, and only the last one is made then.
+#[derive(Default)]
+struct Resizes {
+    held: bool,
+    asked: Option<(u16, u16)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -325,6 +337,7 @@ impl Shell {
             rows: AtomicU16::new(rows),
             masks,
             sealed: Mutex::new(None),
+            resizes: Mutex::new(Resizes::default()),
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
@@ -413,9 +426,36 @@ impl Shell {
         lock(&self.master).clone()
     }
 
-    /// Resizes the terminal and the emulator (the program gets SIGWINCH).
+    /// Resizes the terminal and the emulator (the program gets SIGWINCH); while a secret is
+    /// typed, once it is ([`Resizes`]).
     pub fn resize(&self, cols: u16, rows: u16) -> Result<(), PtyError> {
         let master = self.master().ok_or(PtyError::Closed)?;
+        let mut resizes = lock(&self.resizes);
+        if resizes.held {
+            resizes.asked = Some((cols, rows));
+            return Ok(());
+        }
+        // Made with the gate held, so none is under way once a typing holds it.
+        self.resize_now(&master, cols, rows)
+    }
+
+    /// Holds resizes from now until [`Shell::release_resizes`] (a secret's typing).
+    pub(super) fn hold_resizes(&self) {
+        lock(&self.resizes).held = true;
+    }
+
+    /// Lets resizes go again, making the last one asked meanwhile.
+    pub(super) fn release_resizes(&self) {
+        let mut resizes = lock(&self.resizes);
+        resizes.held = false;
+        if let (Some((cols, rows)), Some(master)) = (resizes.asked.take(), self.master())
+            && let Err(e) = self.resize_now(&master, cols, rows)
+        {
+            tracing::debug!("a resize held during a secret's typing failed: {e}");
+        }
+    }
+
+    fn resize_now(&self, master: &Master, cols: u16, rows: u16) -> Result<(), PtyError> {
         sys::set_size(master.raw(), cols, rows)?;
         lock(&self.live).screen.set_size(nz(rows), nz(cols));
         self.cols.store(cols, Ordering::Relaxed);

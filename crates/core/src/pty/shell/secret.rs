@@ -20,7 +20,8 @@
 //! - a program whose read takes less than the line (`ssh`, `sudo`: a byte at a time) frees the
 //!   read lock between two reads, and the rest of a whole line would wait there for any reader:
 //!   it is typed the line key by key ([`Shell::type_key_by_key`]), each into a read of its that
-//!   waits first;
+//!   waits first; and no resize is made meanwhile (its SIGWINCH would end that read and free
+//!   the lock): the model's and the view's wait for the typing's end ([`ResizesHeld`]);
 //! - no whole line may wait to be read before it (it would go to whoever reads after them),
 //!   and a partial one is dropped first (`echo ` would become its start), as password readers
 //!   do (`TCSAFLUSH`);
@@ -177,6 +178,7 @@ impl Shell {
         bound: Duration,
     ) -> Result<(), SecretRefused> {
         let _one_at_a_time = self.send_lock.lock().await;
+        let _no_resize = ResizesHeld::new(self);
         let master = self.master().ok_or(SecretRefused::Closed)?;
         let (peer, group) = self
             .open_when_first(&master, secret, reader, Instant::now() + bound)
@@ -521,6 +523,23 @@ impl Drop for Typing<'_> {
             let mut live = lock(&self.shell.live);
             live.owed_prompts = live.owed_prompts.saturating_sub(1);
         }
+    }
+}
+
+/// Resizes held while a secret is typed (a signal to the program would free the terminal's
+/// read lock it waits with: `Resizes` in `mod.rs`), let go when dropped.
+struct ResizesHeld<'s>(&'s Shell);
+
+impl<'s> ResizesHeld<'s> {
+    fn new(shell: &'s Shell) -> Self {
+        shell.hold_resizes();
+        Self(shell)
+    }
+}
+
+impl Drop for ResizesHeld<'_> {
+    fn drop(&mut self) {
+        self.0.release_resizes();
     }
 }
 
