@@ -144,6 +144,12 @@ pub enum EnterRefused {
          into it: it may not be the program shown; run it without {0} (env -u {0} …) and ask again"
     )]
     Injected(&'static str),
+    #[error(
+        "the terminal's settings changed while the secret was typed (another process holds \
+         the terminal and set them): the rest of it was not typed, and what the program had \
+         not read was taken back out; stop that process and ask again"
+    )]
+    SettingsChanged,
 }
 
 impl From<SecretRefused> for EnterRefused {
@@ -161,6 +167,7 @@ impl From<SecretRefused> for EnterRefused {
             SecretRefused::Traced => EnterRefused::Traced,
             SecretRefused::InReach => EnterRefused::InReach,
             SecretRefused::Injected(variable) => EnterRefused::Injected(variable),
+            SecretRefused::SettingsChanged => EnterRefused::SettingsChanged,
         }
     }
 }

@@ -921,3 +921,109 @@ async fn sealed_a_byte_at_a_time_reader_gets_the_whole_secret_as_root() {
 async fn sealed_a_byte_at_a_time_reader_gets_the_whole_secret_unprivileged() {
     read_key_by_key(Who::Nobody).await;
 }
+
+/// Takes the first fd handed to it over the unix socket `$1` and for `$2` seconds keeps it in
+/// flight, taking it out every 0.2 ms: once the terminal reads key by key with echo off (a
+/// secret typed for a byte-at-a-time reader), it turns echo on and writes `|` between the keys
+/// (so their echo never comes out whole, as the mask would catch it).
+const ECHOER: &str = r#"
+import array, os, socket, sys, termios, time
+def fds_of(anc):
+    f = array.array("i")
+    f.frombytes(anc[0][2][: f.itemsize])
+    return f[0]
+def hand(s, fd):
+    s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())])
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(1)
+c, _ = srv.accept()
+_, anc, _, _ = c.recvmsg(1, socket.CMSG_SPACE(4))
+t = fds_of(anc)
+c.close()
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+hand(b, t)
+os.close(t)
+open("spin.log", "w").write("spinning\n")
+deadline = time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    _, anc, _, _ = a.recvmsg(1, socket.CMSG_SPACE(4))
+    fd = fds_of(anc)
+    try:
+        at = termios.tcgetattr(fd)
+        if not at[3] & termios.ICANON:
+            if not at[3] & termios.ECHO:
+                at[3] |= termios.ECHO
+                termios.tcsetattr(fd, termios.TCSANOW, at)
+            os.write(fd, b"|")
+    except OSError:
+        pass
+    hand(b, fd)
+    os.close(fd)
+    time.sleep(0.0002)
+open("spin.log", "a").write("done\n")
+"#;
+
+/// The terminal handed to another spawn's command, which keeps it in flight and, while a
+/// secret is typed key by key, sets the terminal's settings from its fd (echo on): a root
+/// server locks them for the typing (the change does not take); an unprivileged one checks
+/// them around each key and stops at the first change (409). Either way no run of the
+/// secret's characters comes back out.
+async fn echoed(who: Who) {
+    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
+    let setup = serve(who, false, &flags).await;
+    std::fs::write(setup.ws().join("echoer.py"), ECHOER).unwrap();
+    std::fs::write(setup.ws().join("hander.py"), HANDER).unwrap();
+    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
+    setup
+        .server
+        .background(json!({"command": "python3 echoer.py hand.sock 8"}))
+        .await;
+    let shell = setup.server.open_shell().await;
+    let (text, s) = setup
+        .server
+        .shell_send(
+            &shell,
+            "python3 hander.py hand.sock && python3 reader.py 3\n",
+        )
+        .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let address = view_address(&setup).await;
+    let key = view_key(&setup, &address);
+    let secret = format!("{}{}", a_secret(), a_secret());
+    for _ in 0..10 {
+        let asked = setup
+            .server
+            .call(
+                "shell_send",
+                json!({"id": shell, "secret": "the test passphrase"}),
+            )
+            .await;
+        if asked.is_error == Some(true) {
+            break; // the program no longer asks (its terminal's echo is on)
+        }
+        let (status, _) = enter(&address, &key, &secret);
+        if status.contains("200") {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = setup
+        .server
+        .call("shell_read", json!({"id": shell, "since": 0}))
+        .await;
+    let out = text_of(&r).replace(['|', '\r', '\n'], "");
+    let tail = &secret["sealed-".len()..];
+    let shown = (0..tail.len() - 4).find(|&at| out.contains(&tail[at..at + 5]));
+    assert!(shown.is_none(), "the secret's keys came back out: {out}");
+}
+
+#[tokio::test]
+async fn sealed_settings_changed_during_the_typing_show_nothing_as_root() {
+    echoed(Who::Root).await;
+}
+
+#[tokio::test]
+async fn sealed_settings_changed_during_the_typing_show_nothing_unprivileged() {
+    echoed(Who::Nobody).await;
+}

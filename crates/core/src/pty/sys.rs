@@ -205,6 +205,33 @@ impl Peer {
         check(unsafe { libc::tcsetattr(self.0.as_raw_fd(), libc::TCSANOW, t) }).map(drop)
     }
 
+    /// Locks the terminal's settings (`locked`: every flag and key) against `tcsetattr` from
+    /// any fd of it, this one's included, or unlocks them (`TIOCSLCKTRMIOS`: Linux, and it
+    /// needs `CAP_SYS_ADMIN` in the initial user namespace; elsewhere, or without it, an error).
+    pub fn lock_settings(&self, locked: bool) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: a zeroed termios is a valid value; fields are set below.
+            let mut lock: libc::termios = unsafe { std::mem::zeroed() };
+            if locked {
+                lock.c_iflag = !0;
+                lock.c_oflag = !0;
+                lock.c_cflag = !0;
+                lock.c_lflag = !0;
+                lock.c_line = 1;
+                lock.c_cc = [0xff; libc::NCCS];
+            }
+            // SAFETY: TIOCSLCKTRMIOS reads the one termios given, on an fd we own.
+            check(unsafe { libc::ioctl(self.0.as_raw_fd(), libc::TIOCSLCKTRMIOS, &raw const lock) })
+                .map(drop)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = locked;
+            Err(io::Error::from_raw_os_error(libc::ENOTSUP))
+        }
+    }
+
     /// Drops everything in the input queue, a partial line included (`tcflush(TCIFLUSH)`), as
     /// a password reader does when it turns echo off (`TCSAFLUSH`).
     pub fn discard_input(&self) -> io::Result<()> {

@@ -22,6 +22,9 @@
 //!   it is typed the line key by key ([`Shell::type_key_by_key`]), each into a read of its that
 //!   waits first; and no resize is made meanwhile (its SIGWINCH would end that read and free
 //!   the lock): the model's and the view's wait for the typing's end ([`ResizesHeld`]);
+//! - the terminal's settings may not change while the secret goes in (line mode back on would
+//!   hold the keys for another reader; echo on would show them): locked where the server may
+//!   (`Peer::lock_settings`), and checked around each key everywhere ([`SecretRefused::SettingsChanged`]);
 //! - no whole line may wait to be read before it (it would go to whoever reads after them),
 //!   and a partial one is dropped first (`echo ` would become its start), as password readers
 //!   do (`TCSAFLUSH`);
@@ -93,6 +96,10 @@ pub enum SecretRefused {
     /// A process of the reading group runs with this variable set, which loads code of the
     /// caller's choosing into it (`LD_PRELOAD`, `PYTHONPATH`, …): not the program shown.
     Injected(&'static str),
+    /// The terminal's settings changed while the secret was typed: another process holds the
+    /// terminal (one handed its fd, kept out of sight) and set them, to have the keys wait for
+    /// its read (line mode) or come back out (echo). The rest was not typed.
+    SettingsChanged,
 }
 
 /// How long a secret may wait to be read: a program that asks for a password reads it at
@@ -122,6 +129,15 @@ fn takes_a_line(t: &libc::termios) -> bool {
         && t.c_lflag & libc::EXTPROC == 0
         && t.c_iflag & libc::ICRNL != 0
         && t.c_iflag & (libc::IGNCR | libc::INLCR | ALTERING) == 0
+}
+
+/// Whether the terminal's settings `a` and `b` are the same: flags and keys.
+fn same_settings(a: &libc::termios, b: &libc::termios) -> bool {
+    a.c_iflag == b.c_iflag
+        && a.c_oflag == b.c_oflag
+        && a.c_cflag == b.c_cflag
+        && a.c_lflag == b.c_lflag
+        && a.c_cc == b.c_cc
 }
 
 /// Whether a byte of `secret` is a key the terminal acts on rather than types: a line's end,
@@ -199,7 +215,16 @@ impl Shell {
             owed_here: false,
             done: false,
             lines_back: None,
+            locked: false,
         };
+        // No other fd of the terminal may change its settings from here on (a root server; an
+        // unprivileged one checks them around each write instead): as they are now, they must
+        // read a password, as checked before.
+        typing.locked = typing.peer.lock_settings(true).is_ok();
+        let asked = typing.peer.settings().ok_or(SecretRefused::Closed)?;
+        if !takes_a_line(&asked) || has_special_key(&asked, secret) {
+            return Err(SecretRefused::SettingsChanged);
+        }
         typing
             .peer
             .discard_input()
@@ -211,7 +236,7 @@ impl Shell {
         }
         typing.owed_here = self.owe_prompt_for_secret();
         let read = if whole {
-            self.type_and_wait_read(&master, &typing.peer, secret, bound)
+            self.type_and_wait_read(&master, &mut typing, &asked, secret, bound)
                 .await?
         } else {
             self.type_key_by_key(&master, &mut typing, secret, group, bound)
@@ -378,33 +403,52 @@ impl Shell {
     }
 
     /// Types `secret` and Enter until `bound`, then waits (until `bound` too) for the program to
-    /// read the line off the input queue (seen through `peer`): whether it did.
+    /// read the line off the input queue (seen through `typing`'s peer): whether it did. The
+    /// secret goes first, into the terminal's line, which nobody can read before its end; then,
+    /// once the terminal has taken it in (echo judged, under the settings `asked`, locked where
+    /// they can be), the settings are let go, for the program to set its own once it has read,
+    /// and Enter goes.
     async fn type_and_wait_read(
         &self,
         master: &Master,
-        peer: &Peer,
+        typing: &mut Typing<'_>,
+        asked: &libc::termios,
         secret: &[u8],
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
-        let mut keys = Keys(Vec::with_capacity(secret.len() + 1));
-        keys.0.extend_from_slice(secret);
-        keys.0.push(b'\r');
-        let written = master.write_until(&keys.0, bound).await;
-        let whole = keys.0.len();
-        drop(keys);
+        let unchanged = |peer: &Peer| {
+            if peer
+                .settings()
+                .is_some_and(|now| same_settings(&now, asked))
+            {
+                Ok(())
+            } else {
+                Err(SecretRefused::SettingsChanged)
+            }
+        };
+        unchanged(&typing.peer)?;
+        let written = master.write_until(secret, bound).await;
+        if written.map_err(|_| SecretRefused::Closed)? < secret.len() {
+            return Ok(false);
+        }
+        // Its poll moves what the master wrote into the line first.
+        let _ = typing.peer.line_waiting();
+        unchanged(&typing.peer)?;
+        typing.unlock();
+        unchanged(&typing.peer)?;
+        let entered = master.write_until(b"\r", bound).await;
         self.touch();
-        match written {
-            Err(_) => Err(SecretRefused::Closed),
-            Ok(taken) if taken < whole => Ok(false),
-            Ok(_) => loop {
-                if !peer.line_waiting() {
-                    break Ok(true);
-                }
-                if Instant::now() >= bound {
-                    break Ok(false);
-                }
-                tokio::time::sleep(SECRET_READ_POLL).await;
-            },
+        if entered.map_err(|_| SecretRefused::Closed)? == 0 {
+            return Ok(false);
+        }
+        loop {
+            if !typing.peer.line_waiting() {
+                break Ok(true);
+            }
+            if Instant::now() >= bound {
+                break Ok(false);
+            }
+            tokio::time::sleep(SECRET_READ_POLL).await;
         }
     }
 }
@@ -427,48 +471,59 @@ impl Shell {
         group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
-        let lines = settings(master.raw()).ok_or(SecretRefused::Closed)?;
+        let lines = typing.peer.settings().ok_or(SecretRefused::Closed)?;
         let mut keys = lines;
         keys.c_lflag &= !libc::ICANON;
         keys.c_cc[libc::VMIN] = 1;
         keys.c_cc[libc::VTIME] = 0;
-        typing
-            .peer
-            .apply(&keys)
-            .map_err(|_| SecretRefused::Closed)?;
+        typing.set(&keys)?;
         typing.lines_back = Some((lines, keys.c_lflag));
         for &key in secret {
             if !self
-                .typed_into_first_read(master, &typing.peer, key, group, bound)
+                .typed_into_first_read(master, &typing.peer, &keys, key, true, group, bound)
                 .await?
             {
                 return Ok(false);
             }
         }
+        // All read: the settings are let go (the program sets its own once it has Enter), and
+        // its own line mode is given back.
+        typing.unlock();
         if typing.lines_back.take().is_some() {
-            typing
-                .peer
-                .apply(&lines)
-                .map_err(|_| SecretRefused::Closed)?;
+            typing.set(&lines)?;
         }
         let read = self
-            .typed_into_first_read(master, &typing.peer, b'\r', group, bound)
+            .typed_into_first_read(master, &typing.peer, &lines, b'\r', false, group, bound)
             .await?;
         self.touch();
         Ok(read)
     }
 
     /// Types `key` once `group` waits first in a read of the terminal and nothing waits to be
-    /// read, then waits for it to be read; each wait until `bound`. Whether it was read.
+    /// read, then waits for it to be read; each wait until `bound`. Whether it was read. The
+    /// terminal's settings must stay `set` before the key and, for a key of the secret
+    /// (`secret`), until it was read: changed, they could hold the key in a line for another
+    /// reader, or echo it. (Once Enter is read, the program sets its own.)
+    #[allow(clippy::too_many_arguments)]
     async fn typed_into_first_read(
         &self,
         master: &Master,
         peer: &Peer,
+        set: &libc::termios,
         key: u8,
+        secret: bool,
         group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
+        let unchanged = || {
+            if peer.settings().is_some_and(|now| same_settings(&now, set)) {
+                Ok(())
+            } else {
+                Err(SecretRefused::SettingsChanged)
+            }
+        };
         loop {
+            unchanged()?;
             let order =
                 crate::blocking::section(|| read_order(&reading_group(group), self.terminal()));
             match order {
@@ -478,6 +533,7 @@ impl Shell {
                 _ => tokio::time::sleep(KEY_READ_POLL).await,
             }
         }
+        unchanged()?;
         if master
             .write_until(&[key], bound)
             .await
@@ -486,12 +542,15 @@ impl Shell {
         {
             return Ok(false);
         }
+        let unchanged = || if secret { unchanged() } else { Ok(()) };
         while peer.line_waiting() {
+            unchanged()?;
             if Instant::now() >= bound {
                 return Ok(false);
             }
             tokio::time::sleep(KEY_READ_POLL).await;
         }
+        unchanged()?;
         Ok(true)
     }
 }
@@ -509,10 +568,35 @@ struct Typing<'s> {
     /// own settings, which read lines, to give back unless the program set others meanwhile
     /// (the local modes set for the typing, to tell).
     lines_back: Option<(libc::termios, libc::tcflag_t)>,
+    /// The terminal's settings are locked against every fd of it (`Peer::lock_settings`).
+    locked: bool,
+}
+
+impl Typing<'_> {
+    /// Lets the terminal's settings go, if they are locked.
+    fn unlock(&mut self) {
+        if std::mem::take(&mut self.locked) {
+            let _ = self.peer.lock_settings(false);
+        }
+    }
+
+    /// Sets the terminal's settings to `t`, through the lock if it holds one.
+    fn set(&self, t: &libc::termios) -> Result<(), SecretRefused> {
+        let set = if self.locked {
+            self.peer
+                .lock_settings(false)
+                .and_then(|()| self.peer.apply(t))
+                .and_then(|()| self.peer.lock_settings(true))
+        } else {
+            self.peer.apply(t)
+        };
+        set.map_err(|_| SecretRefused::Closed)
+    }
 }
 
 impl Drop for Typing<'_> {
     fn drop(&mut self) {
+        self.unlock();
         if let Some((lines, keys)) = self.lines_back.take()
             && self.peer.settings().is_some_and(|now| now.c_lflag == keys)
         {
@@ -540,15 +624,6 @@ impl<'s> ResizesHeld<'s> {
 impl Drop for ResizesHeld<'_> {
     fn drop(&mut self) {
         self.0.release_resizes();
-    }
-}
-
-/// The keys of a secret, zeroed when dropped.
-struct Keys(Vec<u8>);
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        self.0.fill(0);
     }
 }
 
