@@ -605,19 +605,39 @@ s.sendmsg([b"t"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0]).
 print("handed")
 "#;
 
+/// A server as `who` with the view on and bash as its shell, `files` (name, text) in its
+/// workspace, and `background` started there as a job (another spawn's command) when given.
+async fn serve_with(who: Who, files: &[(&str, &str)], background: Option<&str>) -> Setup {
+    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
+    let setup = serve(who, false, &flags).await;
+    for (name, text) in files {
+        std::fs::write(setup.ws().join(name), text).unwrap();
+    }
+    if let Some(command) = background {
+        setup.server.background(json!({"command": command})).await;
+    }
+    setup
+}
+
+/// The agent asks the user for the secret its shell's program waits for.
+async fn ask_secret(setup: &Setup, shell: &str) {
+    let asked = setup
+        .server
+        .call(
+            "shell_send",
+            json!({"id": shell, "secret": "the test passphrase"}),
+        )
+        .await;
+    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+}
+
 /// A command of the shell hands its terminal over a unix socket to another spawn's command (a
 /// background job, in a Landlock domain and session of its own) and ends: the holder could
 /// read the secret first, unhindered by job control, so the entry is refused. Found by the
 /// terminal's file: as nobody every spawn's terminal reads `/0`.
 async fn handed_terminal(who: Who) {
-    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
-    let setup = serve(who, false, &flags).await;
-    std::fs::write(setup.ws().join("holder.py"), HOLDER).unwrap();
-    std::fs::write(setup.ws().join("hander.py"), HANDER).unwrap();
-    setup
-        .server
-        .background(json!({"command": "python3 holder.py hand.sock 30"}))
-        .await;
+    let files = [("holder.py", HOLDER), ("hander.py", HANDER)];
+    let setup = serve_with(who, &files, Some("python3 holder.py hand.sock 30")).await;
     let shell = setup.server.open_shell().await;
     let (text, _) = setup
         .server
@@ -639,14 +659,7 @@ async fn handed_terminal(who: Who) {
     assert!(text.contains("from outside the shell's session"), "{text}");
     let (text, s) = setup.server.shell_send(&shell, &prompt(3, &tag)).await;
     assert_eq!(s["status"], "awaiting_input", "{text}");
-    let asked = setup
-        .server
-        .call(
-            "shell_send",
-            json!({"id": shell, "secret": "the test password"}),
-        )
-        .await;
-    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+    ask_secret(&setup, &shell).await;
     entry_refused(
         &setup,
         "holds the terminal open from outside the shell's session",
@@ -691,15 +704,14 @@ print("\nread", len(line), "bytes,", len(winch), "winch")
 time.sleep(float(sys.argv[1]))
 "#;
 
-/// Takes the first fd handed to it over the unix socket `$1`, opens the terminal again through
+/// After [`HANDED`]: takes the first fd handed to it over the unix socket `$1`, opens the terminal again through
 /// it (a file of its own, not blocking, where it may), and for `$2` seconds keeps it in flight
 /// on a socket pair of its own, taking it out every 0.2 ms only to try a read: unseen by any
 /// look at its fds but for that moment. What it read goes to `spin.log`.
-const SPINNER: &str = r#"
+/// The start of [`SPINNER`] and [`ECHOER`]: takes the first fd handed to it over the unix
+/// socket `$1` (as `got`), with what keeps a file in flight (`hand` and `fds_of`).
+const HANDED: &str = r#"
 import array, fcntl, os, signal, socket, struct, sys, termios, time
-def late(*_):
-    raise TimeoutError
-signal.signal(signal.SIGALRM, late)
 def fds_of(anc):
     f = array.array("i")
     f.frombytes(anc[0][2][: f.itemsize])
@@ -712,6 +724,12 @@ srv.listen(1)
 c, _ = srv.accept()
 _, anc, _, _ = c.recvmsg(1, socket.CMSG_SPACE(4))
 got = fds_of(anc)
+"#;
+
+const SPINNER: &str = r#"
+def late(*_):
+    raise TimeoutError
+signal.signal(signal.SIGALRM, late)
 try:
     t = os.open("/proc/self/fd/%d" % got, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     os.close(got)
@@ -741,22 +759,27 @@ while time.time() < deadline:
 open("spin.log", "a").write("stole %d bytes: %r\n" % (len(stolen), stolen))
 "#;
 
-/// The terminal handed to another spawn's command, which keeps it in flight and spins on it,
-/// against a program that reads the password a byte at a time (`ssh`, `sudo`): between two of
-/// its reads the line waits in the terminal for whoever reads first. Whether the entry goes
-/// ahead or is refused (it may see the file at the moment it is out), the spinner gets nothing.
-async fn spun_on(who: Who) {
-    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
-    let setup = serve(who, false, &flags).await;
-    std::fs::write(setup.ws().join("spinner.py"), SPINNER).unwrap();
-    std::fs::write(setup.ws().join("hander.py"), HANDER).unwrap();
-    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
-    setup
-        .server
-        .background(json!({"command": "python3 spinner.py hand.sock 8"}))
-        .await;
+/// A server whose shell handed its terminal to another spawn's job (`attack`, after
+/// [`HANDED`], for 8 s), then started [`BYTE_READER`], which waits for a password; with the
+/// view's address and key, and a fresh secret.
+struct Handed {
+    setup: Setup,
+    shell: String,
+    address: String,
+    key: String,
+    secret: String,
+}
+
+async fn handed_to(who: Who, attack: &str) -> Handed {
+    let attack = [HANDED, attack].concat();
+    let files = [
+        ("attack.py", attack.as_str()),
+        ("hander.py", HANDER),
+        ("reader.py", BYTE_READER),
+    ];
+    let setup = serve_with(who, &files, Some("python3 attack.py hand.sock 8")).await;
     let shell = setup.server.open_shell().await;
-    // One line: the spinner would take a line typed at the prompt as it took the terminal.
+    // One line: a line typed at the prompt could be taken as the terminal was.
     let spin_log = || std::fs::read_to_string(setup.ws().join("spin.log")).unwrap_or_default();
     let (text, s) = setup
         .server
@@ -770,19 +793,34 @@ async fn spun_on(who: Who) {
     let address = view_address(&setup).await;
     let key = view_key(&setup, &address);
     let secret = format!("{}{}", a_secret(), a_secret());
+    Handed {
+        setup,
+        shell,
+        address,
+        key,
+        secret,
+    }
+}
+
+/// The terminal handed to another spawn's command, which keeps it in flight and spins on it,
+/// against a program that reads the password a byte at a time (`ssh`, `sudo`): between two of
+/// its reads the line waits in the terminal for whoever reads first. Whether the entry goes
+/// ahead or is refused (it may see the file at the moment it is out), the spinner gets nothing.
+async fn spun_on(who: Who) {
+    let Handed {
+        setup,
+        shell,
+        address,
+        key,
+        secret,
+    } = handed_to(who, SPINNER).await;
+    let spin_log = || std::fs::read_to_string(setup.ws().join("spin.log")).unwrap_or_default();
     // Refused while the look at every process's fds catches the file out of flight: the agent
     // asks again, and the person enters it again.
     let mut tries = 0;
     let (status, body) = loop {
         tries += 1;
-        let asked = setup
-            .server
-            .call(
-                "shell_send",
-                json!({"id": shell, "secret": "the test passphrase"}),
-            )
-            .await;
-        assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+        ask_secret(&setup, &shell).await;
         let (status, body) = enter(&address, &key, &secret);
         if status.contains("200") || tries == 10 {
             break (status, body);
@@ -825,23 +863,14 @@ async fn sealed_a_terminal_spun_on_in_flight_gets_nothing_unprivileged() {
 /// A program that reads the password a byte at a time gets all of it, typed key by key into
 /// its reads.
 async fn read_key_by_key(who: Who) {
-    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
-    let setup = serve(who, false, &flags).await;
-    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
+    let setup = serve_with(who, &[("reader.py", BYTE_READER)], None).await;
     let shell = setup.server.open_shell().await;
     let (text, s) = setup
         .server
         .shell_send(&shell, "python3 reader.py 0\n")
         .await;
     assert_eq!(s["status"], "awaiting_input", "{text}");
-    let asked = setup
-        .server
-        .call(
-            "shell_send",
-            json!({"id": shell, "secret": "the test passphrase"}),
-        )
-        .await;
-    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+    ask_secret(&setup, &shell).await;
     let address = view_address(&setup).await;
     let key = view_key(&setup, &address);
     let secret = a_secret();
@@ -859,23 +888,14 @@ async fn read_key_by_key(who: Who) {
 /// with, and free the terminal's read lock between two keys. Resizes wait for the typing's end;
 /// the last one is made then.
 async fn resized_while_typed(who: Who) {
-    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
-    let setup = serve(who, false, &flags).await;
-    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
+    let setup = serve_with(who, &[("reader.py", BYTE_READER)], None).await;
     let shell = setup.server.open_shell().await;
     let (text, s) = setup
         .server
         .shell_send(&shell, "python3 reader.py 0\n")
         .await;
     assert_eq!(s["status"], "awaiting_input", "{text}");
-    let asked = setup
-        .server
-        .call(
-            "shell_send",
-            json!({"id": shell, "secret": "the test passphrase"}),
-        )
-        .await;
-    assert_eq!(asked.is_error, Some(false), "{}", text_of(&asked));
+    ask_secret(&setup, &shell).await;
     let address = view_address(&setup).await;
     let key = view_key(&setup, &address);
     let secret = format!("{}{}", a_secret(), a_secret());
@@ -922,24 +942,12 @@ async fn sealed_a_byte_at_a_time_reader_gets_the_whole_secret_unprivileged() {
     read_key_by_key(Who::Nobody).await;
 }
 
-/// Takes the first fd handed to it over the unix socket `$1` and for `$2` seconds keeps it in
+/// After [`HANDED`]: takes the first fd handed to it over the unix socket `$1` and for `$2` seconds keeps it in
 /// flight, taking it out every 0.2 ms: once the terminal reads key by key with echo off (a
 /// secret typed for a byte-at-a-time reader), it turns echo on and writes `|` between the keys
 /// (so their echo never comes out whole, as the mask would catch it).
 const ECHOER: &str = r#"
-import array, os, socket, sys, termios, time
-def fds_of(anc):
-    f = array.array("i")
-    f.frombytes(anc[0][2][: f.itemsize])
-    return f[0]
-def hand(s, fd):
-    s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())])
-srv = socket.socket(socket.AF_UNIX)
-srv.bind(sys.argv[1])
-srv.listen(1)
-c, _ = srv.accept()
-_, anc, _, _ = c.recvmsg(1, socket.CMSG_SPACE(4))
-t = fds_of(anc)
+t = got
 c.close()
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
 hand(b, t)
@@ -970,27 +978,13 @@ open("spin.log", "a").write("done\n")
 /// them around each key and stops at the first change (409). Either way no run of the
 /// secret's characters comes back out.
 async fn echoed(who: Who) {
-    let flags = ["--view", "127.0.0.1:0", "--shell", "/bin/bash"];
-    let setup = serve(who, false, &flags).await;
-    std::fs::write(setup.ws().join("echoer.py"), ECHOER).unwrap();
-    std::fs::write(setup.ws().join("hander.py"), HANDER).unwrap();
-    std::fs::write(setup.ws().join("reader.py"), BYTE_READER).unwrap();
-    setup
-        .server
-        .background(json!({"command": "python3 echoer.py hand.sock 8"}))
-        .await;
-    let shell = setup.server.open_shell().await;
-    let (text, s) = setup
-        .server
-        .shell_send(
-            &shell,
-            "python3 hander.py hand.sock && python3 reader.py 3\n",
-        )
-        .await;
-    assert_eq!(s["status"], "awaiting_input", "{text}");
-    let address = view_address(&setup).await;
-    let key = view_key(&setup, &address);
-    let secret = format!("{}{}", a_secret(), a_secret());
+    let Handed {
+        setup,
+        shell,
+        address,
+        key,
+        secret,
+    } = handed_to(who, ECHOER).await;
     for _ in 0..10 {
         let asked = setup
             .server
