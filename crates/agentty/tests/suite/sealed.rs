@@ -745,6 +745,9 @@ deadline = time.time() + float(sys.argv[2])
 while time.time() < deadline:
     _, anc, _, _ = a.recvmsg(1, socket.CMSG_SPACE(4))
     fd = fds_of(anc)
+    if sys.argv[3:] == ["winch"]:  # a resize: SIGWINCH ends the program's read a moment
+        size = struct.pack("HHHH", 30, 100 + int(time.time() * 1e4) % 2, 0, 0)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, size)
     waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
     try:
         if waiting or t != got:
@@ -770,14 +773,15 @@ struct Handed {
     secret: String,
 }
 
-async fn handed_to(who: Who, attack: &str) -> Handed {
+async fn handed_to(who: Who, attack: &str, args: &str) -> Handed {
     let attack = [HANDED, attack].concat();
     let files = [
         ("attack.py", attack.as_str()),
         ("hander.py", HANDER),
         ("reader.py", BYTE_READER),
     ];
-    let setup = serve_with(who, &files, Some("python3 attack.py hand.sock 8")).await;
+    let command = format!("python3 attack.py hand.sock 8 {args}");
+    let setup = serve_with(who, &files, Some(&command)).await;
     let shell = setup.server.open_shell().await;
     // One line: a line typed at the prompt could be taken as the terminal was.
     let spin_log = || std::fs::read_to_string(setup.ws().join("spin.log")).unwrap_or_default();
@@ -806,14 +810,14 @@ async fn handed_to(who: Who, attack: &str) -> Handed {
 /// against a program that reads the password a byte at a time (`ssh`, `sudo`): between two of
 /// its reads the line waits in the terminal for whoever reads first. Whether the entry goes
 /// ahead or is refused (it may see the file at the moment it is out), the spinner gets nothing.
-async fn spun_on(who: Who) {
+async fn spun_on(who: Who, mode: &str) {
     let Handed {
         setup,
         shell,
         address,
         key,
         secret,
-    } = handed_to(who, SPINNER).await;
+    } = handed_to(who, SPINNER, mode).await;
     let spin_log = || std::fs::read_to_string(setup.ws().join("spin.log")).unwrap_or_default();
     // Refused while the look at every process's fds catches the file out of flight: the agent
     // asks again, and the person enters it again.
@@ -852,12 +856,26 @@ async fn spun_on(who: Who) {
 
 #[tokio::test]
 async fn sealed_a_terminal_spun_on_in_flight_gets_nothing_as_root() {
-    spun_on(Who::Root).await;
+    spun_on(Who::Root, "").await;
+}
+
+/// [`spun_on`], the spinner resizing the terminal through its fd before each read (SIGWINCH
+/// ends the program's read for a moment, and its handler runs: the read lock is free then):
+/// a key it took would be missing from the program's count of bytes read, which ends the
+/// typing.
+#[tokio::test]
+async fn sealed_a_terminal_resized_and_spun_on_in_flight_gets_nothing_as_root() {
+    spun_on(Who::Root, "winch").await;
+}
+
+#[tokio::test]
+async fn sealed_a_terminal_resized_and_spun_on_in_flight_gets_nothing_unprivileged() {
+    spun_on(Who::Nobody, "winch").await;
 }
 
 #[tokio::test]
 async fn sealed_a_terminal_spun_on_in_flight_gets_nothing_unprivileged() {
-    spun_on(Who::Nobody).await;
+    spun_on(Who::Nobody, "").await;
 }
 
 /// A program that reads the password a byte at a time gets all of it, typed key by key into
@@ -984,7 +1002,7 @@ async fn echoed(who: Who) {
         address,
         key,
         secret,
-    } = handed_to(who, ECHOER).await;
+    } = handed_to(who, ECHOER, "").await;
     for _ in 0..10 {
         let asked = setup
             .server

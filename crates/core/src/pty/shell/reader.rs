@@ -481,6 +481,21 @@ pub(super) fn traced(pids: &[i32]) -> Option<(i32, i32)> {
     })
 }
 
+/// How many bytes `pids` have read so far, all together (`rchar` in `/proc/<pid>/io`); `None`
+/// when one's cannot be read (a setuid program).
+pub(super) fn bytes_read(pids: &[i32]) -> Option<u64> {
+    pids.iter().try_fold(0u64, |sum, pid| {
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        let rchar = io
+            .lines()
+            .find_map(|line| line.strip_prefix("rchar:"))?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+        Some(sum + rchar)
+    })
+}
+
 /// Whether a thread of `pid` has the terminal `tty` among its fds.
 fn holds_terminal_fd(pid: i32, tty: Terminal) -> bool {
     any_thread(pid, |task| holds(&task.join("fd"), tty))

@@ -52,8 +52,8 @@ use tokio::time::Instant;
 use crate::pty::sys::{Master, Peer, asks_password, settings};
 
 use super::reader::{
-    ReadOrder, Reader, code_loading_variable, first_read_count, group_members, outside_holders,
-    read_order, reader_could_be_overtaken, reading_group, traced, within_reach,
+    ReadOrder, Reader, bytes_read, code_loading_variable, first_read_count, group_members,
+    outside_holders, read_order, reader_could_be_overtaken, reading_group, traced, within_reach,
 };
 use super::*;
 
@@ -112,6 +112,10 @@ const SECRET_READ_POLL: Duration = Duration::from_millis(5);
 /// Between two looks at whether the program has read a key typed alone, or waits for the next
 /// ([`Shell::type_key_by_key`]).
 const KEY_READ_POLL: Duration = Duration::from_millis(1);
+
+/// How long a key gone from the terminal may take to show in the program's count of bytes read
+/// (its read returns a moment after it takes the key); past it, another read took the key.
+const KEY_TAKEN_WAIT: Duration = Duration::from_millis(200);
 
 /// Input flags that change what is typed on its way to the reader: the 8th bit stripped, and
 /// (Linux) upper case made lower.
@@ -534,6 +538,8 @@ impl Shell {
             }
         }
         unchanged()?;
+        let readers = reading_group(group);
+        let before = crate::blocking::section(|| bytes_read(&readers));
         if master
             .write_until(&[key], bound)
             .await
@@ -551,6 +557,25 @@ impl Shell {
             tokio::time::sleep(KEY_READ_POLL).await;
         }
         unchanged()?;
+        // Gone from the terminal: read by the program, whose count of bytes read grows as its
+        // read returns, or by another read that took the lock in a moment the program's read
+        // was ended (a signal it handles, such as SIGWINCH from a resize made through another
+        // fd): then the rest is not typed.
+        if let Some(before) = before {
+            let taken_by_program = async {
+                while crate::blocking::section(|| bytes_read(&readers)).unwrap_or(u64::MAX)
+                    <= before
+                {
+                    tokio::time::sleep(KEY_READ_POLL).await;
+                }
+            };
+            if tokio::time::timeout(KEY_TAKEN_WAIT, taken_by_program)
+                .await
+                .is_err()
+            {
+                return Err(SecretRefused::OtherReader);
+            }
+        }
         Ok(true)
     }
 }
