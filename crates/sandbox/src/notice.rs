@@ -526,7 +526,7 @@ pub fn hardening_report(
         target_os = "linux",
         any(target_arch = "x86_64", target_arch = "aarch64")
     )) {
-        "refused by seccomp: TIOCSTI/TIOCLINUX, xattr and inode-flag changes, io_uring, \
+        "refused by seccomp: TIOCSTI/TIOCLINUX/TIOCSETD, xattr and inode-flag changes, io_uring, \
          32-bit syscalls; in plan mode also new unix sockets"
     } else {
         "no seccomp filter on this platform"

@@ -2,7 +2,9 @@
 //!
 //! Always (in `default` and `plan` mode):
 //! - `ioctl` `TIOCSTI` and `TIOCLINUX`, which type into a terminal: a command could push a line
-//!   into another terminal's shell, which would run it unconfined;
+//!   into another terminal's shell, which would run it unconfined; and `TIOCSETD`, which swaps a
+//!   terminal's line discipline and so ends the read a program waits in (a secret typed for it,
+//!   docs/BEHAVIOUR.md §4, would then wait for whoever reads next);
 //! - the `*setxattr`/`*removexattr` family and the `FS_IOC_SETFLAGS`/`FS_IOC_FSSETXATTR` ioctls:
 //!   Landlock does not cover extended attributes (`security.capability` included) or inode flags
 //!   (`chattr +i`), so they would reach files outside the sandbox. They fail with EOPNOTSUPP, the
@@ -321,6 +323,7 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     for (request, refuse) in [
         (libc::TIOCSTI as u32, deny_perm),
         (libc::TIOCLINUX as u32, deny_perm),
+        (libc::TIOCSETD as u32, deny_perm),
         (FS_IOC_SETFLAGS, no_xattr),
         (FS_IOC32_SETFLAGS, no_xattr),
         (FS_IOC_FSSETXATTR, no_xattr),

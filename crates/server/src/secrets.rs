@@ -146,10 +146,17 @@ pub enum EnterRefused {
     Injected(&'static str),
     #[error(
         "the terminal's settings changed while the secret was typed (another process holds \
-         the terminal and set them): the rest of it was not typed, and what the program had \
-         not read was taken back out; stop that process and ask again"
+         the terminal and set them): none of it reached the program; stop that process and \
+         ask again"
     )]
     SettingsChanged,
+    #[error(
+        "another process acted on the terminal while the secret was typed (it changed the \
+         terminal's settings, or read from it), so the rest of it was not typed; the program \
+         has read the start of it: interrupt it (Ctrl+C), stop that process, start the program \
+         again and ask again"
+    )]
+    CutShort,
 }
 
 impl From<SecretRefused> for EnterRefused {
@@ -168,6 +175,7 @@ impl From<SecretRefused> for EnterRefused {
             SecretRefused::InReach => EnterRefused::InReach,
             SecretRefused::Injected(variable) => EnterRefused::Injected(variable),
             SecretRefused::SettingsChanged => EnterRefused::SettingsChanged,
+            SecretRefused::CutShort => EnterRefused::CutShort,
         }
     }
 }

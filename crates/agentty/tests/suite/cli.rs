@@ -295,7 +295,7 @@ fn doctor_says_which_protections_beyond_writes_are_in_force() {
     };
     assert!(text.contains(wanted), "{text}");
     assert!(
-        text.contains("refused by seccomp: TIOCSTI/TIOCLINUX"),
+        text.contains("refused by seccomp: TIOCSTI/TIOCLINUX/TIOCSETD"),
         "{text}"
     );
     assert!(

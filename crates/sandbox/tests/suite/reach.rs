@@ -49,6 +49,18 @@ fn tiocsti_cannot_type_into_another_terminal() {
         let n = reader.read(&mut buf).unwrap_or(0);
         assert_eq!(&buf[..n], b"", "{mode:?}: typed into the terminal");
     }
+    // Nor can it swap a terminal's line discipline (which ends the read a program waits in),
+    // its own terminal's included.
+    for mode in [Mode::Default, Mode::Plan] {
+        let p = f.prepared(mode);
+        let script = format!(
+            "{} -c 'import fcntl, pty, struct, termios; m, s = pty.openpty(); \
+             fcntl.ioctl(s, termios.TIOCSETD, struct.pack(\"i\", 0))'",
+            python()
+        );
+        let err = refused(&sh(&p, &f.ws, &f.home, &script));
+        assert!(err.contains("Operation not permitted"), "{mode:?}: {err}");
+    }
     // Its own terminal keeps working (`tty`, `stty`, `script`).
     let p = f.prepared(Mode::Default);
     ok(&sh(

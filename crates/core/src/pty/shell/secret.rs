@@ -100,6 +100,10 @@ pub enum SecretRefused {
     /// terminal (one handed its fd, kept out of sight) and set them, to have the keys wait for
     /// its read (line mode) or come back out (echo). The rest was not typed.
     SettingsChanged,
+    /// Another process acted on the terminal while the secret was typed key by key (it changed
+    /// its settings, or read a key), after the program had read some of it, or Enter could not
+    /// follow the secret: the rest was not typed, and the program holds the start of it.
+    CutShort,
 }
 
 /// How long a secret may wait to be read: a program that asks for a password reads it at
@@ -240,7 +244,7 @@ impl Shell {
         }
         typing.owed_here = self.owe_prompt_for_secret();
         let read = if whole {
-            self.type_and_wait_read(&master, &mut typing, &asked, secret, bound)
+            self.type_and_wait_read(&master, &mut typing, &asked, secret, group, bound)
                 .await?
         } else {
             self.type_key_by_key(&master, &mut typing, secret, group, bound)
@@ -418,6 +422,7 @@ impl Shell {
         typing: &mut Typing<'_>,
         asked: &libc::termios,
         secret: &[u8],
+        group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
         let unchanged = |peer: &Peer| {
@@ -440,6 +445,11 @@ impl Shell {
         unchanged(&typing.peer)?;
         typing.unlock();
         unchanged(&typing.peer)?;
+        // Enter makes the line readable: the program must still wait first in its read.
+        let order = crate::blocking::section(|| read_order(&reading_group(group), self.terminal()));
+        if order != ReadOrder::First {
+            return Err(SecretRefused::OtherReader);
+        }
         let entered = master.write_until(b"\r", bound).await;
         self.touch();
         if entered.map_err(|_| SecretRefused::Closed)? == 0 {
@@ -482,11 +492,18 @@ impl Shell {
         keys.c_cc[libc::VTIME] = 0;
         typing.set(&keys)?;
         typing.lines_back = Some((lines, keys.c_lflag));
-        for &key in secret {
-            if !self
-                .typed_into_first_read(master, &typing.peer, &keys, key, true, group, bound)
-                .await?
-            {
+        for (at, &key) in secret.iter().enumerate() {
+            let typed = self
+                .typed_into_first_read(master, &typing.peer, Some(&keys), key, group, bound)
+                .await
+                .map_err(|refused| match refused {
+                    // The program holds the keys before this one.
+                    SecretRefused::OtherReader | SecretRefused::SettingsChanged if at > 0 => {
+                        SecretRefused::CutShort
+                    }
+                    other => other,
+                })?;
+            if !typed {
                 return Ok(false);
             }
         }
@@ -496,35 +513,38 @@ impl Shell {
         if typing.lines_back.take().is_some() {
             typing.set(&lines)?;
         }
+        // The program holds the whole secret now: what stops Enter leaves it so.
         let read = self
-            .typed_into_first_read(master, &typing.peer, &lines, b'\r', false, group, bound)
-            .await?;
+            .typed_into_first_read(master, &typing.peer, None, b'\r', group, bound)
+            .await
+            .map_err(|_| SecretRefused::CutShort)?;
         self.touch();
-        Ok(read)
+        if read {
+            Ok(true)
+        } else {
+            Err(SecretRefused::CutShort)
+        }
     }
 
     /// Types `key` once `group` waits first in a read of the terminal and nothing waits to be
-    /// read, then waits for it to be read; each wait until `bound`. Whether it was read. The
-    /// terminal's settings must stay `set` before the key and, for a key of the secret
-    /// (`secret`), until it was read: changed, they could hold the key in a line for another
-    /// reader, or echo it. (Once Enter is read, the program sets its own.)
-    #[allow(clippy::too_many_arguments)]
+    /// read, then waits for it to be read; each wait until `bound`. Whether it was read. For a
+    /// key of the secret, the terminal's settings must stay `kept` before it and until it was
+    /// read: changed, they could hold the key in a line for another reader, or echo it. (Enter,
+    /// after the secret, is no secret; the program sets its own settings once it has it.)
     async fn typed_into_first_read(
         &self,
         master: &Master,
         peer: &Peer,
-        set: &libc::termios,
+        kept: Option<&libc::termios>,
         key: u8,
-        secret: bool,
         group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
-        let unchanged = || {
-            if peer.settings().is_some_and(|now| same_settings(&now, set)) {
-                Ok(())
-            } else {
+        let unchanged = || match kept {
+            Some(set) if !peer.settings().is_some_and(|now| same_settings(&now, set)) => {
                 Err(SecretRefused::SettingsChanged)
             }
+            _ => Ok(()),
         };
         loop {
             unchanged()?;
@@ -548,7 +568,6 @@ impl Shell {
         {
             return Ok(false);
         }
-        let unchanged = || if secret { unchanged() } else { Ok(()) };
         while peer.line_waiting() {
             unchanged()?;
             if Instant::now() >= bound {
