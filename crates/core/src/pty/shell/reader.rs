@@ -470,12 +470,7 @@ pub(super) fn traced(pids: &[i32]) -> Option<(i32, i32)> {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
         tasks.filter_map(Result::ok).find_map(|task| {
             let status = std::fs::read_to_string(task.path().join("status")).ok()?;
-            let tracer = status
-                .lines()
-                .find_map(|line| line.strip_prefix("TracerPid:"))?
-                .trim()
-                .parse::<i32>()
-                .ok()?;
+            let tracer: i32 = field(&status, "TracerPid:")?;
             (tracer != 0).then_some((pid, tracer))
         })
     })
@@ -486,14 +481,18 @@ pub(super) fn traced(pids: &[i32]) -> Option<(i32, i32)> {
 pub(super) fn bytes_read(pids: &[i32]) -> Option<u64> {
     pids.iter().try_fold(0u64, |sum, pid| {
         let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-        let rchar = io
-            .lines()
-            .find_map(|line| line.strip_prefix("rchar:"))?
-            .trim()
-            .parse::<u64>()
-            .ok()?;
-        Some(sum + rchar)
+        Some(sum + field::<u64>(&io, "rchar:")?)
     })
+}
+
+/// The number on the line of `text` (a `/proc` file of `name: value` lines) that starts with
+/// `name`.
+fn field<T: std::str::FromStr>(text: &str, name: &str) -> Option<T> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Whether a thread of `pid` has the terminal `tty` among its fds.
