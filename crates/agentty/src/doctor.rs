@@ -33,6 +33,7 @@ pub fn run(flags: &Flags) -> Result<String> {
             agentty_sandbox::landlock_abi(),
             &agentty_sandbox::private_terminals(),
             &terminal_each(),
+            agentty_core::pty::sys::settings_lockable(),
             &agentty_sandbox::daemon_sockets()
         )
     )?;

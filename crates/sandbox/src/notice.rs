@@ -476,6 +476,7 @@ pub fn hardening_report(
     landlock_abi: Option<u32>,
     private_terminals: &Result<(), String>,
     terminal_each: &Result<bool, String>,
+    secret_settings_locked: bool,
     daemon_sockets: &[std::path::PathBuf],
 ) -> String {
     let mut out = String::new();
@@ -503,9 +504,24 @@ pub fn hardening_report(
         ),
         Err(why) => writeln!(
             out,
-            "a shell's terminal: other commands can write to it and read from it, a typed secret \
-             included (a /dev/pts per terminal: {why})"
+            "a shell's terminal: other commands can write to it and take keys typed at its \
+             prompt; not a typed secret (below) (a /dev/pts per terminal: {why})"
         ),
+    };
+    let _ = if secret_settings_locked {
+        writeln!(
+            out,
+            "a typed secret: typed into the program's own read (key by key for one that reads a \
+             byte at a time), with the terminal's settings locked meanwhile (TIOCSLCKTRMIOS)"
+        )
+    } else {
+        writeln!(
+            out,
+            "a typed secret: typed into the program's own read (key by key for one that reads a \
+             byte at a time), the terminal's settings checked around each key (locking them \
+             needs CAP_SYS_ADMIN: a process holding the terminal could have one key echoed \
+             before the typing stops)"
+        )
     };
     let _ = match landlock_abi {
         Some(abi) if abi >= 6 => writeln!(

@@ -967,7 +967,7 @@ fn raw_icmp_to(to: std::net::Ipv4Addr) -> std::io::Result<()> {
 }
 
 /// `agentty doctor` as `who`, with `flags`: its output.
-fn doctor(who: Who, flags: &[&str]) -> String {
+pub(super) fn doctor(who: Who, flags: &[&str]) -> String {
     let workspace = tempfile::tempdir().unwrap();
     let state = tempfile::Builder::new()
         .prefix("doctor-state-")

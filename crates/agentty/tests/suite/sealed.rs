@@ -1083,3 +1083,19 @@ async fn sealed_settings_changed_midway_as_root() {
 async fn sealed_settings_changed_midway_unprivileged() {
     echoed_midway(Who::Nobody).await;
 }
+
+/// `doctor` says how a secret's terminal is held while it is typed, as measured: its settings
+/// locked (root), or checked around each key (nobody, who cannot lock them).
+#[test]
+fn doctor_says_how_a_secrets_terminal_settings_are_held() {
+    let root = super::network::doctor(Who::Root, &[]);
+    assert!(
+        root.contains("with the terminal's settings locked meanwhile (TIOCSLCKTRMIOS)"),
+        "{root}"
+    );
+    let nobody = super::network::doctor(Who::Nobody, &[]);
+    assert!(
+        nobody.contains("checked around each key (locking them needs CAP_SYS_ADMIN"),
+        "{nobody}"
+    );
+}

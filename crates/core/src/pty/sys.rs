@@ -96,6 +96,20 @@ pub fn open_pair(cols: u16, rows: u16) -> io::Result<PtyPair> {
     }
 }
 
+/// Whether this process may lock a terminal's settings ([`Peer::lock_settings`]), as a secret's
+/// typing does: tried on a fresh pair.
+pub fn settings_lockable() -> bool {
+    let Ok(pair) = open_pair(80, 24) else {
+        return false;
+    };
+    let Ok(peer) = Peer::open(pair.master.as_raw_fd(), &pair.tty_path) else {
+        return false;
+    };
+    let locked = peer.lock_settings(true).is_ok();
+    let _ = peer.lock_settings(false);
+    locked
+}
+
 /// Sets the terminal's window size (the kernel sends SIGWINCH to the foreground group).
 pub fn set_size(master: RawFd, cols: u16, rows: u16) -> io::Result<()> {
     let size = libc::winsize {
