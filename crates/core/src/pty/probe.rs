@@ -271,6 +271,26 @@ pub(crate) fn blocked_on_tty(pid: i32, tty: Terminal) -> bool {
     })
 }
 
+/// A thread's system call as its `/proc/<pid>/task/<tid>/syscall` says: the number and the six
+/// arguments.
+pub(crate) struct Syscall {
+    pub nr: i64,
+    pub args: [u64; 6],
+}
+
+impl Syscall {
+    /// `None` when the thread runs (`running`) or the text is not a call.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let mut fields = text.split_ascii_whitespace();
+        let nr = fields.next()?.parse().ok()?;
+        let mut args = [0; 6];
+        for (arg, field) in args.iter_mut().zip(fields) {
+            *arg = u64::from_str_radix(field.trim_start_matches("0x"), 16).unwrap_or(0);
+        }
+        Some(Self { nr, args })
+    }
+}
+
 /// Whether thread `tid` of `pid` sleeps in a call that waits for input on the terminal.
 fn thread_waits_on_tty(pid: i32, tid: &str, tty: Terminal) -> bool {
     let dir = format!("/proc/{pid}/task/{tid}");
@@ -280,21 +300,16 @@ fn thread_waits_on_tty(pid: i32, tid: &str, tty: Terminal) -> bool {
     if !sleeping {
         return false;
     }
-    let Some(syscall) = read_small(std::path::Path::new(&format!("{dir}/syscall"))) else {
+    let Some(text) = read_small(std::path::Path::new(&format!("{dir}/syscall"))) else {
         // No access to the syscall (a setuid program such as sudo): fall back to the wait
         // channel of the terminal's line discipline, which only a read of a terminal sleeps in.
         return fs::read_to_string(format!("{dir}/wchan"))
             .is_ok_and(|w| w == "wait_woken" || w == "n_tty_read");
     };
-    let mut fields = syscall.split_ascii_whitespace();
-    let Some(nr) = fields.next().and_then(|s| s.parse::<i64>().ok()) else {
+    let Some(Syscall { nr, args }) = Syscall::parse(&text) else {
         return false; // "running" or unknown
     };
-    let args: Vec<u64> = fields
-        .take(6)
-        .filter_map(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-        .collect();
-    let arg = |i: usize| args.get(i).copied().unwrap_or(0);
+    let arg = |i: usize| args[i];
     let is_tty = |fd: u64| i64::try_from(fd).is_ok_and(|fd| tty.is_fd_of(pid, fd));
     if READ_CALLS.contains(&nr) {
         is_tty(arg(0))

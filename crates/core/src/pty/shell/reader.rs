@@ -125,16 +125,17 @@ pub(super) fn reader_could_be_overtaken(shell: i32, group: i32, tty: Terminal) -
 /// Whether the thread of `pid` whose `/proc` directory is `task` is in a read of the terminal
 /// (`tty`) now; `None` when its system call cannot be read (a setuid program).
 fn reads_the_terminal(pid: i32, task: &std::path::Path, tty: Terminal) -> Option<bool> {
-    use crate::pty::probe::{READ_CALLS, read_small};
-    let syscall = read_small(&task.join("syscall"))?;
-    let mut fields = syscall.split_ascii_whitespace();
-    let nr = fields.next().and_then(|s| s.parse::<i64>().ok());
-    let fd = fields
-        .next()
-        .and_then(|s| i64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    use crate::pty::probe::{READ_CALLS, Syscall, read_small};
+    let text = read_small(&task.join("syscall"))?;
     Some(
-        nr.is_some_and(|nr| READ_CALLS.contains(&nr)) && fd.is_some_and(|fd| tty.is_fd_of(pid, fd)),
+        Syscall::parse(&text)
+            .is_some_and(|call| READ_CALLS.contains(&call.nr) && reads_fd_of(pid, &call, tty)),
     )
+}
+
+/// Whether `call` of `pid`'s reads from the terminal `tty` (its first argument is an fd of it).
+fn reads_fd_of(pid: i32, call: &crate::pty::probe::Syscall, tty: Terminal) -> bool {
+    i64::try_from(call.args[0]).is_ok_and(|fd| tty.is_fd_of(pid, fd))
 }
 
 /// Where a thread asleep in a read of a terminal sleeps (`wchan`): the one reader that waits for
@@ -185,29 +186,17 @@ pub(super) fn read_order(readers: &[i32], tty: Terminal) -> ReadOrder {
 /// terminal `tty` (holding its read lock, [`ReadOrder::First`]); `None` when none does, or when
 /// its system call cannot be read (a setuid program) or counts no bytes (`readv`).
 pub(super) fn first_read_count(readers: &[i32], tty: Terminal) -> Option<u64> {
-    use crate::pty::probe::read_small;
+    use crate::pty::probe::{Syscall, read_small};
     let mut count = None;
     for &pid in readers {
         any_thread(pid, |task| {
             if read_small(&task.join("wchan")).as_deref() != Some(WAITS_FIRST) {
                 return false;
             }
-            let Some(syscall) = read_small(&task.join("syscall")) else {
-                return false;
-            };
-            let fields: Vec<&str> = syscall.split_ascii_whitespace().collect();
-            let hex = |i: usize| {
-                fields
-                    .get(i)
-                    .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-            };
-            let read = fields.first().and_then(|s| s.parse::<i64>().ok()) == Some(libc::SYS_read);
-            let on_tty = hex(1)
-                .and_then(|fd| i64::try_from(fd).ok())
-                .is_some_and(|fd| tty.is_fd_of(pid, fd));
-            if read && on_tty {
-                count = hex(3);
-            }
+            count = read_small(&task.join("syscall"))
+                .and_then(|text| Syscall::parse(&text))
+                .filter(|call| call.nr == libc::SYS_read && reads_fd_of(pid, call, tty))
+                .map(|call| call.args[2]);
             count.is_some()
         });
         if count.is_some() {

@@ -139,13 +139,20 @@ fn takes_a_line(t: &libc::termios) -> bool {
         && t.c_iflag & (libc::IGNCR | libc::INLCR | ALTERING) == 0
 }
 
-/// Whether the terminal's settings `a` and `b` are the same: flags and keys.
-fn same_settings(a: &libc::termios, b: &libc::termios) -> bool {
-    a.c_iflag == b.c_iflag
-        && a.c_oflag == b.c_oflag
-        && a.c_cflag == b.c_cflag
-        && a.c_lflag == b.c_lflag
-        && a.c_cc == b.c_cc
+/// `Ok` while the terminal's settings (seen through `peer`) are still `set`: flags and keys.
+fn settings_kept(peer: &Peer, set: &libc::termios) -> Result<(), SecretRefused> {
+    let same = |now: libc::termios| {
+        now.c_iflag == set.c_iflag
+            && now.c_oflag == set.c_oflag
+            && now.c_cflag == set.c_cflag
+            && now.c_lflag == set.c_lflag
+            && now.c_cc == set.c_cc
+    };
+    if peer.settings().is_some_and(same) {
+        Ok(())
+    } else {
+        Err(SecretRefused::SettingsChanged)
+    }
 }
 
 /// Whether a byte of `secret` is a key the terminal acts on rather than types: a line's end,
@@ -247,7 +254,7 @@ impl Shell {
             self.type_and_wait_read(&master, &mut typing, &asked, secret, group, bound)
                 .await?
         } else {
-            self.type_key_by_key(&master, &mut typing, secret, group, bound)
+            self.type_key_by_key(&master, &mut typing, asked, secret, group, bound)
                 .await?
         };
         typing.done = read;
@@ -425,26 +432,16 @@ impl Shell {
         group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
-        let unchanged = |peer: &Peer| {
-            if peer
-                .settings()
-                .is_some_and(|now| same_settings(&now, asked))
-            {
-                Ok(())
-            } else {
-                Err(SecretRefused::SettingsChanged)
-            }
-        };
-        unchanged(&typing.peer)?;
+        settings_kept(&typing.peer, asked)?;
         let written = master.write_until(secret, bound).await;
         if written.map_err(|_| SecretRefused::Closed)? < secret.len() {
             return Ok(false);
         }
         // Its poll moves what the master wrote into the line first.
         let _ = typing.peer.line_waiting();
-        unchanged(&typing.peer)?;
+        settings_kept(&typing.peer, asked)?;
         typing.unlock();
-        unchanged(&typing.peer)?;
+        settings_kept(&typing.peer, asked)?;
         // Enter makes the line readable: the program must still wait first in its read.
         let order = crate::blocking::section(|| read_order(&reading_group(group), self.terminal()));
         if order != ReadOrder::First {
@@ -475,17 +472,18 @@ impl Shell {
     /// the terminal reads key by key meanwhile (`ICANON` off, `VMIN` 1), and each key is typed
     /// only once the program waits first in its read, holding the terminal's read lock (so no
     /// other read takes it), and the key before was read. Enter ends the line in the program's
-    /// own mode again, alone. Whether the program read it all by `bound`; `OtherReader` when
-    /// another read took the lock between two keys (it got none of them).
+    /// own mode again (`lines`, the settings as the program set them), alone. Whether the
+    /// program read it all by `bound`; `OtherReader` when another read took the lock between two
+    /// keys (it got none of them).
     async fn type_key_by_key(
         &self,
         master: &Master,
         typing: &mut Typing<'_>,
+        lines: libc::termios,
         secret: &[u8],
         group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
-        let lines = typing.peer.settings().ok_or(SecretRefused::Closed)?;
         let mut keys = lines;
         keys.c_lflag &= !libc::ICANON;
         keys.c_cc[libc::VMIN] = 1;
@@ -540,12 +538,7 @@ impl Shell {
         group: i32,
         bound: Instant,
     ) -> Result<bool, SecretRefused> {
-        let unchanged = || match kept {
-            Some(set) if !peer.settings().is_some_and(|now| same_settings(&now, set)) => {
-                Err(SecretRefused::SettingsChanged)
-            }
-            _ => Ok(()),
-        };
+        let unchanged = || kept.map_or(Ok(()), |set| settings_kept(peer, set));
         loop {
             unchanged()?;
             let order =
