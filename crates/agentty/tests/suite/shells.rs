@@ -652,3 +652,101 @@ async fn a_program_reading_the_keyboard_gets_editing_keys() {
     let written = std::fs::read_to_string(server.workspace().join("notes.txt")).unwrap();
     assert_eq!(written, "hello\n");
 }
+
+/// A program that starts waiting for keys after its send returned: a read to the end says so,
+/// with the line it waits at (no newline ends it, so the stream does not hold it yet), and
+/// how to answer; so does the list. A read while it runs, and one at the prompt, say nothing
+/// of the kind.
+#[tokio::test]
+async fn a_read_says_when_a_program_waits_for_keys() {
+    let server = start().await;
+    ok(&server, "shell_open", json!({})).await;
+    let awaited = |s: &Value| s["awaiting_input"] == true;
+    let read_until_awaited = async |what: &str| {
+        let until = Instant::now() + PROMPT;
+        loop {
+            let (text, s) = ok(&server, "shell_read", json!({"id": "s1"})).await;
+            if awaited(&s) {
+                return (text, s);
+            }
+            assert!(Instant::now() < until, "{what}: never said to wait: {text}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "echo start; sleep 1; read -p 'Continue? [y/N] ' x; echo got $x\n", "timeout_ms": 200}),
+    )
+    .await;
+    assert_eq!(s["status"], "running", "{text}");
+    let (text, s) = ok(&server, "shell_read", json!({"id": "s1"})).await;
+    assert!(!awaited(&s), "sleeping is not waiting for keys: {text}");
+    assert!(text.contains("nothing more yet"), "{text}");
+
+    let (text, s) = read_until_awaited("read -p").await;
+    assert_eq!(s["prompt"], "Continue? [y/N]", "{s}");
+    assert!(
+        text.contains(
+            "[awaiting input: the program waits for keyboard input at \"Continue? [y/N]\""
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("nothing more yet"), "{text}");
+    assert!(text.contains("[next read: shell_read("), "{text}");
+    let (list, _) = ok(&server, "shell_list", json!({})).await;
+    assert!(
+        list.contains("waiting for keyboard input at \"Continue? [y/N]\""),
+        "{list}"
+    );
+    let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "y\n"})).await;
+    assert_eq!(s["output"], "got y\n", "{s}");
+    let (text, s) = ok(&server, "shell_read", json!({"id": "s1"})).await;
+    assert!(!awaited(&s), "at its prompt, nobody else waits: {text}");
+    let (list, _) = ok(&server, "shell_list", json!({})).await;
+    assert!(list.contains("at its prompt"), "{list}");
+
+    // A program's password prompt (echo off): the read points at the secret entry.
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "sleep 1; python3 -c \"import getpass; getpass.getpass('Passphrase: ')\"\n", "timeout_ms": 200}),
+    )
+    .await;
+    assert_eq!(s["status"], "running", "{text}");
+    let (text, s) = read_until_awaited("getpass").await;
+    assert_eq!(s["prompt"], "Passphrase:", "{s}");
+    assert!(text.contains("asks for a password"), "{text}");
+    assert!(text.contains("\"secret\""), "{text}");
+    let (list, _) = ok(&server, "shell_list", json!({})).await;
+    assert!(
+        list.contains("· running ")
+            && list.contains("python3")
+            && list.contains(", waiting for keyboard input at \"Passphrase:\""),
+        "the list names the program and its question: {list}"
+    );
+    ok(&server, "shell_send", json!({"id": "s1", "input": "\u{3}"})).await;
+
+    // The shell waiting for the rest of a line (an open quote).
+    let (text, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "echo 'open\n"}),
+    )
+    .await;
+    assert_eq!(s["status"], "awaiting_input", "{text}");
+    let (text, s) = read_until_awaited("continuation").await;
+    assert!(
+        text.contains("the shell waits for the rest of the line"),
+        "{text}"
+    );
+    assert!(s["prompt"].is_string(), "{s}");
+    let (_, s) = ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "closed'\n"}),
+    )
+    .await;
+    assert_eq!(s["status"], "done", "{s}");
+}

@@ -30,8 +30,8 @@ pub use host::{Gone, OpenError, Shells};
 /// `wait_for` patterns: re-exported so callers match with the engine's own regex version.
 pub use regex::Regex;
 pub use shell::{
-    Activity, Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen, SecretRefused,
-    SendOutcome, SendRequest, SendStatus, Shell,
+    Activity, Awaiting, Foreground, Hangup, OpenSpec, Reader, SECRET_TYPE_MS, Screen,
+    SecretRefused, SendOutcome, SendRequest, SendStatus, Shell,
 };
 pub use styled::{Run, Style, StyledScreen};
 

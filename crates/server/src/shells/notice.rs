@@ -98,13 +98,15 @@ matches, or at `timeout_ms`; a command still running keeps running (shell_read r
 pub fn shell_read_description() -> String {
     format!(
         "Read a shell's output without typing anything, as task_output does: at most {} KB per \
-         call, cleaned text, from a byte cursor. Runs nothing.",
+         call, cleaned text, from a byte cursor; read to the end, it also says when a program \
+         waits for keyboard input, and at what line (awaiting_input, prompt). Runs nothing.",
         READ_MAX_BYTES / 1024
     )
 }
 
 pub const SHELL_LIST_DESCRIPTION: &str = "List this session's shells: id, state, shell, \
-workdir, size, idle time and output size. Runs nothing.";
+workdir, what each is doing (at its prompt, running a program, waiting for input), size, idle \
+time and output size. Runs nothing.";
 
 pub const SHELL_CLOSE_DESCRIPTION: &str = "Close a shell: hang up its terminal and stop every \
 process started in it. Its output stays readable with shell_read and task_output.";
@@ -380,6 +382,28 @@ pub fn activity(activity: &agentty_core::pty::Activity) -> String {
     use agentty_core::pty::Activity;
     match activity {
         Activity::AtPrompt => "at its prompt".to_owned(),
+        Activity::AwaitingInput(a, _) if a.by_shell => {
+            format!(
+                "waiting for the rest of the line at {:?}",
+                short_prompt(&a.prompt)
+            )
+        }
+        Activity::AwaitingInput(a, program) => {
+            let waits = if a.full_screen {
+                "waiting for keys (full screen)".to_owned()
+            } else if a.prompt.is_empty() {
+                "waiting for keyboard input (no prompt shown)".to_owned()
+            } else {
+                format!(
+                    "waiting for keyboard input at {:?}",
+                    short_prompt(&a.prompt)
+                )
+            };
+            match program {
+                Some(program) => format!("running {program}, {waits}"),
+                None => waits,
+            }
+        }
         Activity::Running(program) => format!("running {program}"),
         Activity::Busy => "not at its prompt".to_owned(),
     }
@@ -388,6 +412,11 @@ pub fn activity(activity: &agentty_core::pty::Activity) -> String {
 pub const AT_PROMPT: &str = "[at the prompt: no command ran, so there is no exit code]";
 
 pub const END_OF_OUTPUT: &str = "[end of output: the shell is closed]";
+
+/// The cursor to read on from, after a line that says a program waits for keys.
+pub fn next_read(next: u64, id: &str) -> String {
+    format!("[next read: shell_read({{\"id\": \"{id}\", \"since\": {next}}})]")
+}
 
 pub fn read_on(next: u64, id: &str) -> String {
     format!("[nothing more yet; next read: shell_read({{\"id\": \"{id}\", \"since\": {next}}})]")

@@ -56,7 +56,7 @@ impl Agentty {
         {
             return tool_error(say::cursor_past_end(since, total));
         }
-        stream(&job, shell.is_some(), p.since)
+        stream(&job, shell.as_deref(), p.since)
     }
 }
 
@@ -98,12 +98,17 @@ fn not_a_stream(job: &Job, text: String) -> ShellReadResult {
         spill_path: None,
         spill_error: None,
         screen: None,
+        awaiting_input: false,
+        prompt: None,
     }
 }
 
 /// The output stream from `since` (default: the newest), always with the cursor to read on:
-/// a host that shows only the text still lets the model go on reading.
-fn stream(job: &Job, open: bool, since: Option<u64>) -> CallToolResult {
+/// a host that shows only the text still lets the model go on reading. Read to its end while a
+/// program waits for keys (`shell`: the shell, if open), it says so and at what line: a
+/// question without a newline is not in the stream yet, and "nothing more yet" would leave the
+/// model waiting on a program that waits on it.
+fn stream(job: &Job, shell: Option<&Shell>, since: Option<u64>) -> CallToolResult {
     let slice = job.output.read(since, READ_MAX_BYTES);
     let mut text = String::new();
     if slice.dropped > 0 {
@@ -123,9 +128,27 @@ fn stream(job: &Job, open: bool, since: Option<u64>) -> CallToolResult {
     if !text.ends_with('\n') {
         text.push('\n');
     }
+    let awaiting = shell
+        .filter(|_| slice.remaining == 0)
+        .and_then(|shell| Some((shell, shell.awaiting_input()?)));
+    let mut prompt = None;
+    if let Some((shell, awaiting)) = &awaiting {
+        let line = if awaiting.full_screen {
+            say::full_screen(&job.id)
+        } else {
+            let (shown, line) =
+                super::send::awaiting_line(shell, &awaiting.prompt, awaiting.by_shell, &job.id);
+            prompt = Some(shown);
+            line
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
     if slice.remaining > 0 {
         text.push_str(&say::more(slice.next, slice.remaining, &job.id));
-    } else if open {
+    } else if awaiting.is_some() {
+        text.push_str(&say::next_read(slice.next, &job.id));
+    } else if shell.is_some() {
         text.push_str(&say::read_on(slice.next, &job.id));
     } else {
         text.push_str(say::END_OF_OUTPUT);
@@ -144,6 +167,8 @@ fn stream(job: &Job, open: bool, since: Option<u64>) -> CallToolResult {
             spill_path: slice.spill_path.map(|p| p.display().to_string()),
             spill_error: slice.spill_error,
             screen: None,
+            awaiting_input: awaiting.is_some(),
+            prompt,
         },
     )
 }

@@ -249,9 +249,7 @@ impl Agentty {
                 (SendState::AwaitingInput, None, None, say::full_screen(id))
             }
             SendStatus::AwaitingInput { prompt, by_shell } => {
-                let prompt = say::short_prompt(prompt);
-                let asks = asks(&send.shell, &prompt, *by_shell);
-                let line = say::awaiting_input(&prompt, *by_shell, asks, id);
+                let (prompt, line) = awaiting_line(&send.shell, prompt, *by_shell, id);
                 (SendState::AwaitingInput, None, Some(prompt), line)
             }
             SendStatus::Matched => (SendState::Matched, None, None, say::matched(elapsed)),
@@ -387,6 +385,20 @@ impl Agentty {
 /// What the program at a prompt asks for, as the reply words it: a password when it reads a
 /// line with echo off, or when its prompt reads like one; never for the shell's own read (a
 /// `secret` would be refused there: the value would land in a variable the agent reads).
+/// What a reply says of a shell waiting for keys at `prompt`: the prompt as shown (its end) and
+/// the bracketed line saying how to answer (a send's `awaiting_input`, and a read's).
+pub(super) fn awaiting_line(
+    shell: &Shell,
+    prompt: &str,
+    by_shell: bool,
+    id: &str,
+) -> (String, String) {
+    let prompt = say::short_prompt(prompt);
+    let asks = asks(shell, &prompt, by_shell);
+    let line = say::awaiting_input(&prompt, by_shell, asks, id);
+    (prompt, line)
+}
+
 fn asks(shell: &Shell, prompt: &str, by_shell: bool) -> say::Asks {
     if by_shell || shell.reads_itself() {
         say::Asks::Input

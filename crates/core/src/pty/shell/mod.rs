@@ -60,10 +60,27 @@ pub enum Hangup {
 pub enum Activity {
     /// At the prompt it reported last, with the terminal.
     AtPrompt,
+    /// Waiting for keys: a program (or the shell's `read`) at a question, or the shell for the
+    /// rest of a line; with what runs, if a program does (as [`Activity::Running`]).
+    AwaitingInput(Awaiting, Option<String>),
     /// Running a program: its process, command line and pid.
     Running(String),
-    /// Neither: reading the rest of a line, or between a command and its prompt.
+    /// None of these: between a command and its prompt.
     Busy,
+}
+
+/// Who waits for keys now, past the shell's own prompt ([`Shell::awaiting_input`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Awaiting {
+    /// The line it waits at: a program's question as written so far (it need not end in a
+    /// newline, so the output ring does not hold it yet); what was typed, when the shell waits
+    /// for the rest of a line. Empty when a program shows no prompt.
+    pub prompt: String,
+    /// The shell itself waits for the rest of a line (a continuation prompt, a line typed
+    /// without its Enter).
+    pub by_shell: bool,
+    /// A full-screen program waits: its screen, not a line, is what it shows.
+    pub full_screen: bool,
 }
 
 /// How one send ended.
@@ -164,6 +181,9 @@ struct Live {
     ended_unseen: Vec<i32>,
     /// The last marker was a primary prompt: the shell sits at its prompt, running nothing.
     at_prompt: bool,
+    /// The last marker was a command's start: a command line runs (a `read` of the shell is
+    /// that command's, not the shell's prompt).
+    started: bool,
     /// The shell's own reports of ended commands (bash, zsh: number and exit code, from its
     /// channel), oldest first, until their end marker arrives.
     reports: VecDeque<(u64, i32)>,
@@ -320,6 +340,7 @@ impl Shell {
                 owed_prompts: 0,
                 ended_unseen: Vec::new(),
                 at_prompt: false,
+                started: false,
                 reports: VecDeque::new(),
                 held_told: false,
                 eof: false,

@@ -162,13 +162,52 @@ impl Shell {
         true
     }
 
-    /// What the shell is doing now (cheap: no scan for other readers of the terminal).
+    /// What the shell is doing now (no scan for other readers of the terminal).
     pub fn activity(&self) -> Activity {
         if self.idle() && self.holds_terminal() {
             return Activity::AtPrompt;
         }
+        if let Some(awaiting) = self.awaiting_input() {
+            let program = (!awaiting.by_shell)
+                .then(|| self.running_program())
+                .flatten();
+            return Activity::AwaitingInput(awaiting, program);
+        }
         self.running_program()
             .map_or(Activity::Busy, Activity::Running)
+    }
+
+    /// Who waits for keys now, if anyone does but the shell at its prompt with nothing typed:
+    /// a program blocked reading the terminal (or the shell's `read` in a command line) with
+    /// the line it asks at, or the shell for the rest of a line. One look, as a send's probe
+    /// looks: none while output is still in flight.
+    pub fn awaiting_input(&self) -> Option<Awaiting> {
+        let master = self.master()?;
+        if self.has_ended() || sys::unread_output(master.raw()) > 0 {
+            return None;
+        }
+        let wait = input_wait(
+            self.pid,
+            sys::foreground_group(master.raw()),
+            self.terminal(),
+        );
+        let typed = self.pending_line();
+        let live = lock(&self.live);
+        let idle = live.at_prompt && live.owed_prompts == 0;
+        let written = live.ring_cleaner.pending_line().trim_end().to_owned();
+        let (prompt, by_shell) = match wait {
+            InputWait::No => return None,
+            InputWait::Shell if !typed.trim().is_empty() => (typed, true),
+            InputWait::Shell if live.started => (written, false),
+            InputWait::Shell if idle => return None,
+            InputWait::Shell => (written, true),
+            InputWait::Program => (written, false),
+        };
+        Some(Awaiting {
+            prompt,
+            by_shell,
+            full_screen: live.screen.screen().alternate_screen(),
+        })
     }
 
     /// Whether the shell sits at its prompt, running nothing and owing no prompt.

@@ -25,16 +25,16 @@ impl Shell {
         live.raw_total += chunk.len() as u64;
         let excess = live.raw_tail.len().saturating_sub(RAW_TAIL_BYTES);
         live.raw_tail.drain(..excess);
-        let (ring_cleaner, screen, send, owed, ended, at_prompt, reports, held_told) = (
+        let (ring_cleaner, screen, send, owed, ended, reports, held_told) = (
             &mut live.ring_cleaner,
             &mut live.screen,
             &mut live.send,
             &mut live.owed_prompts,
             &mut live.ended_unseen,
-            &mut live.at_prompt,
             &mut live.reports,
             &mut live.held_told,
         );
+        let (at_prompt, started) = (&mut live.at_prompt, &mut live.started);
         let output = &self.output;
         let (channel, pid, hooks) = (self.channel.as_ref(), self.pid, self.flavor.has_hooks());
         let mut marked = false;
@@ -61,6 +61,7 @@ impl Shell {
                 // A start marker answers nothing.
                 marked |= !matches!(marker, Marker::Start);
                 *at_prompt = matches!(marker, Marker::Prompt(_));
+                *started = matches!(marker, Marker::Start);
                 if *at_prompt {
                     *held_told = false;
                 }
