@@ -661,7 +661,7 @@ async fn a_program_reading_the_keyboard_gets_editing_keys() {
 async fn a_read_says_when_a_program_waits_for_keys() {
     let server = start().await;
     ok(&server, "shell_open", json!({})).await;
-    let awaited = |s: &Value| s["awaiting_input"] == true;
+    let awaited = |s: &Value| s["awaiting_input"].is_string();
     let read_until_awaited = async |what: &str| {
         let until = Instant::now() + PROMPT;
         loop {
@@ -686,7 +686,7 @@ async fn a_read_says_when_a_program_waits_for_keys() {
     assert!(text.contains("nothing more yet"), "{text}");
 
     let (text, s) = read_until_awaited("read -p").await;
-    assert_eq!(s["prompt"], "Continue? [y/N]", "{s}");
+    assert_eq!(s["awaiting_input"], "Continue? [y/N]", "{s}");
     assert!(
         text.contains(
             "[awaiting input: the program waits for keyboard input at \"Continue? [y/N]\""
@@ -716,7 +716,7 @@ async fn a_read_says_when_a_program_waits_for_keys() {
     .await;
     assert_eq!(s["status"], "running", "{text}");
     let (text, s) = read_until_awaited("getpass").await;
-    assert_eq!(s["prompt"], "Passphrase:", "{s}");
+    assert_eq!(s["awaiting_input"], "Passphrase:", "{s}");
     assert!(text.contains("asks for a password"), "{text}");
     assert!(text.contains("\"secret\""), "{text}");
     let (list, _) = ok(&server, "shell_list", json!({})).await;
@@ -741,7 +741,7 @@ async fn a_read_says_when_a_program_waits_for_keys() {
         text.contains("the shell waits for the rest of the line"),
         "{text}"
     );
-    assert!(s["prompt"].is_string(), "{s}");
+    assert_eq!(s["awaiting_input"], ">", "the continuation prompt: {s}");
     let (_, s) = ok(
         &server,
         "shell_send",

@@ -98,15 +98,14 @@ matches, or at `timeout_ms`; a command still running keeps running (shell_read r
 pub fn shell_read_description() -> String {
     format!(
         "Read a shell's output without typing anything, as task_output does: at most {} KB per \
-         call, cleaned text, from a byte cursor; read to the end, it also says when a program \
-         waits for keyboard input, and at what line (awaiting_input, prompt). Runs nothing.",
+         call, cleaned text, from a byte cursor; says when a program waits for keys. Runs \
+         nothing.",
         READ_MAX_BYTES / 1024
     )
 }
 
 pub const SHELL_LIST_DESCRIPTION: &str = "List this session's shells: id, state, shell, \
-workdir, what each is doing (at its prompt, running a program, waiting for input), size, idle \
-time and output size. Runs nothing.";
+workdir, size, idle time and output size. Runs nothing.";
 
 pub const SHELL_CLOSE_DESCRIPTION: &str = "Close a shell: hang up its terminal and stop every \
 process started in it. Its output stays readable with shell_read and task_output.";

@@ -98,8 +98,7 @@ fn not_a_stream(job: &Job, text: String) -> ShellReadResult {
         spill_path: None,
         spill_error: None,
         screen: None,
-        awaiting_input: false,
-        prompt: None,
+        awaiting_input: None,
     }
 }
 
@@ -134,6 +133,7 @@ fn stream(job: &Job, shell: Option<&Shell>, since: Option<u64>) -> CallToolResul
     let mut prompt = None;
     if let Some((shell, awaiting)) = &awaiting {
         let line = if awaiting.full_screen {
+            prompt = Some(String::new());
             say::full_screen(&job.id)
         } else {
             let (shown, line) =
@@ -167,8 +167,7 @@ fn stream(job: &Job, shell: Option<&Shell>, since: Option<u64>) -> CallToolResul
             spill_path: slice.spill_path.map(|p| p.display().to_string()),
             spill_error: slice.spill_error,
             screen: None,
-            awaiting_input: awaiting.is_some(),
-            prompt,
+            awaiting_input: prompt,
         },
     )
 }

@@ -179,11 +179,8 @@ pub struct ShellReadResult {
     /// Why the full output could not be saved, when it could not.
     pub spill_error: Option<String>,
     pub screen: Option<ScreenInfo>,
-    /// True when, at the end of the output, a program waits for keyboard input (or the shell
-    /// for the rest of a line): answer with shell_send.
-    pub awaiting_input: bool,
-    /// The line it waits at (awaiting_input), not yet in `text` when it ends without a newline.
-    pub prompt: Option<String>,
+    /// The line a program waits at for keys ("" if none shown).
+    pub awaiting_input: Option<String>,
 }
 
 /// One row of `shell_list`.

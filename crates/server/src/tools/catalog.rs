@@ -9,7 +9,7 @@
 //! definition used once written in place of its `$ref`.
 //!
 //! Output schemas keep their shape (types, required fields, enums) and lose their descriptions
-//! and an integer's `minimum: 0`: a host validates `structuredContent` with them, and the model
+//! and an integer's `minimum: 0` and `maximum`: a host validates `structuredContent` with them, and the model
 //! reads the text result, where every fact is said in words. Their descriptions were ~6 KB of a
 //! ~26 KB `tools/list` that some hosts put in the model's context at every turn.
 
@@ -53,7 +53,7 @@ pub(crate) fn catalog(mut tools: Vec<Tool>) -> Vec<Tool> {
         if let Some(out) = &tool.output_schema {
             let mut out = tidied(out);
             strip_descriptions(std::sync::Arc::make_mut(&mut out));
-            strip_zero_minimum(std::sync::Arc::make_mut(&mut out));
+            strip_integer_bounds(std::sync::Arc::make_mut(&mut out));
             tool.output_schema = Some(out);
         }
     }
@@ -232,18 +232,23 @@ fn optional_without_null(schema: &mut JsonObject) {
     }
 }
 
-/// Removes `"minimum": 0` under `schema`: every count, size and duration the server returns
-/// is unsigned, and saying so for each of them cost ~500 bytes of the list.
-fn strip_zero_minimum(schema: &mut JsonObject) {
+/// Removes `"minimum": 0` and every `maximum` under an output schema: every count, size and
+/// duration the server returns is unsigned, and a value's bound is the server's to keep, not a
+/// host's to check (saying so for each of them cost ~500 bytes of the list, and the bound of a
+/// terminal's size 16 bytes a field).
+fn strip_integer_bounds(schema: &mut JsonObject) {
     if schema.get("minimum") == Some(&Value::from(0)) {
         schema.remove("minimum");
     }
+    if matches!(schema.get("maximum"), Some(Value::Number(_))) {
+        schema.remove("maximum");
+    }
     for value in schema.values_mut() {
         match value {
-            Value::Object(inner) => strip_zero_minimum(inner),
+            Value::Object(inner) => strip_integer_bounds(inner),
             Value::Array(items) => items.iter_mut().for_each(|item| {
                 if let Value::Object(inner) = item {
-                    strip_zero_minimum(inner);
+                    strip_integer_bounds(inner);
                 }
             }),
             _ => {}
