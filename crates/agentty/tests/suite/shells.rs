@@ -700,6 +700,11 @@ async fn a_read_says_when_a_program_waits_for_keys() {
         list.contains("waiting for keyboard input at \"Continue? [y/N]\""),
         "{list}"
     );
+    let (text, _) = ok(&server, "task_output", json!({"id": "s1"})).await;
+    assert!(
+        text.contains("[awaiting input: the program waits for keyboard input at"),
+        "task_output reads the same job: {text}"
+    );
     let (_, s) = ok(&server, "shell_send", json!({"id": "s1", "input": "y\n"})).await;
     assert_eq!(s["output"], "got y\n", "{s}");
     let (text, s) = ok(&server, "shell_read", json!({"id": "s1"})).await;

@@ -27,6 +27,7 @@ mod read;
 mod schema;
 mod secret;
 mod send;
+pub(crate) use read::awaiting_note;
 pub use schema::*;
 
 /// The directory the shell is in now, as the kernel knows it.

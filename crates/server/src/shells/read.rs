@@ -129,19 +129,9 @@ fn stream(job: &Job, shell: Option<&Shell>, since: Option<u64>) -> CallToolResul
     }
     let awaiting = shell
         .filter(|_| slice.remaining == 0)
-        .and_then(|shell| Some((shell, shell.awaiting_input()?)));
-    let mut prompt = None;
-    if let Some((shell, awaiting)) = &awaiting {
-        let line = if awaiting.full_screen {
-            prompt = Some(String::new());
-            say::full_screen(&job.id)
-        } else {
-            let (shown, line) =
-                super::send::awaiting_line(shell, &awaiting.prompt, awaiting.by_shell, &job.id);
-            prompt = Some(shown);
-            line
-        };
-        text.push_str(&line);
+        .and_then(|shell| awaiting_note(shell, &job.id));
+    if let Some((_, line)) = &awaiting {
+        text.push_str(line);
         text.push('\n');
     }
     if slice.remaining > 0 {
@@ -167,7 +157,23 @@ fn stream(job: &Job, shell: Option<&Shell>, since: Option<u64>) -> CallToolResul
             spill_path: slice.spill_path.map(|p| p.display().to_string()),
             spill_error: slice.spill_error,
             screen: None,
-            awaiting_input: prompt,
+            awaiting_input: awaiting.map(|(prompt, _)| prompt),
         },
     )
+}
+
+/// For a read that reached the end of an open shell's output: the line a program waits at for
+/// keys (`""` when it shows none, or draws a whole screen) and the bracketed line that says so
+/// and how to answer, as a send says it; `None` when nobody waits (see `Shell::awaiting_input`).
+pub(crate) fn awaiting_note(shell: &Shell, id: &str) -> Option<(String, String)> {
+    let awaiting = shell.awaiting_input()?;
+    if awaiting.full_screen {
+        return Some((String::new(), say::full_screen(id)));
+    }
+    Some(super::send::awaiting_line(
+        shell,
+        &awaiting.prompt,
+        awaiting.by_shell,
+        id,
+    ))
 }

@@ -176,6 +176,15 @@ impl Agentty {
         if !text.ends_with('\n') {
             text.push('\n');
         }
+        // A shell's job read to its end: a program there may wait for keys at a line the
+        // stream does not hold yet (as `shell_read` says).
+        if s.remaining == 0
+            && let Some(shell) = self.shells().peek(&job.id)
+            && let Some((_, line)) = crate::shells::awaiting_note(&shell, &job.id)
+        {
+            text.push_str(&line);
+            text.push('\n');
+        }
         let state = &job_info.state_text;
         text.push_str(&say::read_footer(
             &job.id,
