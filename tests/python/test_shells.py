@@ -110,3 +110,31 @@ def test_idle_shell_is_reaped_and_terminal_pty():
         assert tty.structured_content["stdout"] == "tty\n"
 
     run(body, "--shell-idle-ms", "400")
+
+
+def test_a_read_says_a_program_waits_for_keys():
+    """A command that comes to a question after its send returned: a model polling with
+    shell_read learns that it waits and at what line (the SDK checks the new field against the
+    output schema)."""
+
+    async def body(session, ws):
+        await ok(session, "shell_open", {})
+        sent = await ok(session, "shell_send", {
+            "id": "s1",
+            "input": "python3 -c \"import time; time.sleep(1); input('Overwrite config? [y/N] ')\"\n",
+            "timeout_ms": 200,
+        })
+        assert sent.structured_content["status"] == "running"
+        read = await ok(session, "shell_read", {"id": "s1"})
+        assert read.structured_content["awaiting_input"] is None, text(read)
+        deadline = time.monotonic() + 20
+        while read.structured_content["awaiting_input"] is None:
+            assert time.monotonic() < deadline, text(read)
+            await asyncio.sleep(0.05)
+            read = await ok(session, "shell_read", {"id": "s1"})
+        assert read.structured_content["awaiting_input"] == "Overwrite config? [y/N]"
+        assert "[awaiting input: the program waits for keyboard input at" in text(read)
+        answered = await ok(session, "shell_send", {"id": "s1", "input": "n\n"})
+        assert answered.structured_content["status"] == "done"
+
+    run(body)
