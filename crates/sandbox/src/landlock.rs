@@ -74,9 +74,9 @@ impl Anchors {
 /// Builds the ruleset for the writable paths `anchors` holds and returns its fd, or `None` if the
 /// kernel turned out not to support Landlock after all (the crate's best-effort mode then yields
 /// no fd). With
-/// `refuse_tcp_connect` (network `allowlist` and `ask`) the domain refuses every TCP connect the
-/// command makes itself, whatever the port: the connections it gets are made by the server's
-/// supervisor (`net/`). Ignored below ABI 4, which has no TCP rules. `terminals`: the root of
+/// `refuse_tcp_connect` (network `allowlist` and `ask`) the domain refuses every TCP connect and
+/// bind the command makes itself, whatever the port: the connections it gets are made, and its
+/// listeners bound (to the loopback), by the server's supervisor (`net/`). Ignored below ABI 4, which has no TCP rules. `terminals`: the root of
 /// a devpts instance of the command's own (its `/dev/pts`), granted as `/dev/pts` is.
 pub fn build_ruleset(
     anchors: &Anchors,
@@ -97,7 +97,9 @@ pub fn build_ruleset(
         .handle_access(handled)?
         .scope(Scope::Signal | Scope::AbstractUnixSocket)?;
     if refuse_tcp_connect {
-        ruleset = ruleset.handle_access(AccessNet::ConnectTcp)?;
+        // Its own binds too: the supervisor binds its listeners, to the loopback only
+        // (`net/listening.rs`).
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?;
     }
     let mut ruleset = ruleset.create()?;
     for (fd, is_dir) in &anchors.0 {

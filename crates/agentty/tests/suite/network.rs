@@ -183,6 +183,24 @@ impl NetnsHost {
     }
 }
 
+impl NetnsHost {
+    /// Whether a TCP connection from inside the namespace to `to` (one of this machine's
+    /// addresses on the pair) is accepted, within a second.
+    pub(super) fn connects_in(&self, to: SocketAddr) -> bool {
+        let path = format!("/var/run/netns/{}", self.name);
+        std::thread::spawn(move || {
+            let ns = std::fs::File::open(&path).unwrap();
+            // SAFETY: setns on an open namespace fd, for this thread only.
+            let rc =
+                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            std::net::TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok()
+        })
+        .join()
+        .unwrap()
+    }
+}
+
 impl Drop for NetnsHost {
     fn drop(&mut self) {
         // Deleting the namespace deletes the veth pair.

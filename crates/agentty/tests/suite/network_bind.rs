@@ -138,3 +138,73 @@ async fn net_a_command_binds_a_port_below_1024_only_as_the_kernel_would_as_nobod
     let got = probe(&setup, "", "", free).await;
     assert_same(&got, &expected(false, free), "nobody's server");
 }
+
+/// A confined command's listeners are on the loopback only (an attacker's pass: a command
+/// listened on every address, and a host the user never allowed connected in and took what it
+/// served). `listen_probe.py` binds the wildcard of each family and listens on unbound sockets,
+/// on a thread other than its main one (whose calls were once left to the kernel: its connects
+/// were refused, its binds on every address), and connects to its own listener from there. A
+/// test host in a network namespace then connects in to this machine's own addresses on those
+/// ports and is refused; this machine's loopback is answered.
+async fn listeners_are_on_the_loopback_only(who: Who) {
+    let host = super::network::NetnsHost::new();
+    let setup = serve(who, &["--network", "allowlist"], &[]).await;
+    let workspace = setup.server.workspace().to_path_buf();
+    std::fs::write(
+        workspace.join("listen_probe.py"),
+        include_str!("listen_probe.py"),
+    )
+    .unwrap();
+    let ran = setup
+        .server
+        .terminal(serde_json::json!({"command": "/usr/bin/python3 listen_probe.py 2>&1"}));
+    let checks = async {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !workspace.join("ready").exists() {
+            assert!(
+                std::time::Instant::now() < until,
+                "the probe never got ready"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let ports = std::fs::read_to_string(workspace.join("ports")).unwrap();
+        assert!(ports.contains("thread-connect ok"), "{ports}");
+        let mut checked = 0;
+        for line in ports.lines().filter(|l| l.starts_with("v")) {
+            let [name, ip, port] = line.split(' ').collect::<Vec<_>>()[..] else {
+                panic!("{line}");
+            };
+            let ip: std::net::IpAddr = ip.parse().unwrap();
+            let port: u16 = port.parse().unwrap();
+            assert!(ip.is_loopback(), "{name} is bound to {ip}: {ports}");
+            let near = if ip.is_ipv4() {
+                host.near.0
+            } else {
+                host.near.1
+            };
+            assert!(
+                !host.connects_in((near, port).into()),
+                "{name}: the test host connected in to {near}:{port}"
+            );
+            assert!(
+                std::net::TcpStream::connect((ip, port)).is_ok(),
+                "{name}: this machine's loopback is not answered at {ip}:{port}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 4, "{ports}");
+        std::fs::write(workspace.join("done"), "").unwrap();
+    };
+    let ((text, s), ()) = tokio::join!(ran, checks);
+    assert_eq!(s["exit_code"], 0, "{text}");
+}
+
+#[tokio::test]
+async fn net_a_commands_listeners_are_on_the_loopback_only_as_root() {
+    listeners_are_on_the_loopback_only(Who::Root).await;
+}
+
+#[tokio::test]
+async fn net_a_commands_listeners_are_on_the_loopback_only_as_nobody() {
+    listeners_are_on_the_loopback_only(Who::Nobody).await;
+}

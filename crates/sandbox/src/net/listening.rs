@@ -1,16 +1,19 @@
-//! A confined command's TCP `bind` and `listen`, where it runs in a network namespace of the
-//! session's own (`agentty-core`'s `namespace`, network `allowlist` and `ask`).
+//! A confined command's TCP `bind` and `listen` (network `allowlist` and `ask`): bound by the
+//! supervisor, to this machine's loopback only ([`loopback_only`]). The command's own TCP binds
+//! are refused by its Landlock domain (`landlock.rs`), so no bind of its reaches the kernel with
+//! an address read again after the check (another thread could change it). A listener on every
+//! address let a host the user never allowed connect in and take what the command served.
 //!
-//! That namespace has nothing but `lo`: a dev server listening there could be reached neither
-//! by the user's browser nor by the agent's next command, whose connections the supervisor
-//! makes from the server's namespace. So an unbound TCP socket of a command in another network
-//! namespace than the server's that binds (or listens unbound, which binds it to a free port)
-//! is swapped for a socket of the server's namespace, made here with the command's options and
-//! bound to the address the command read out (never one the kernel reads again: another thread
-//! could change it), and put in the command's place with `SECCOMP_IOCTL_NOTIF_ADDFD`, as
-//! `connect` does (`supervisor.rs`). It then listens, and accepts, in the server's namespace, as
-//! it did before the namespace existed; a connect from it is still the supervisor's to make,
-//! and its own still refused by Landlock.
+//! In the command's own network namespace (an unprivileged server: the server's), the
+//! command's socket itself is bound, from a copy of its fd. Where it runs in a network namespace
+//! of the session's own (`agentty-core`'s `namespace`), which has nothing but `lo`, a dev server
+//! listening there could be reached neither by the user's browser nor by the agent's next
+//! command, whose connections the supervisor makes from the server's namespace. So an unbound
+//! TCP socket of such a command that binds (or listens unbound) is swapped for a socket of the
+//! server's namespace, made here with the command's options, bound to the loopback, and put in
+//! the command's place with `SECCOMP_IOCTL_NOTIF_ADDFD`, as `connect` does (`supervisor.rs`). It
+//! then listens, and accepts, in the server's namespace; a connect from it is still the
+//! supervisor's to make, and its own still refused by Landlock.
 //!
 //! Which socket is whose is told by the command's thread, not the socket: `SIOCGSKNS` would
 //! name a socket's namespace but needs `CAP_NET_ADMIN`, which a container given `SYS_ADMIN`
@@ -18,12 +21,10 @@
 //! of the server's namespace it holds are those the supervisor handed it, each bound or
 //! connected already. So an unbound TCP socket of such a command is of the session's namespace.
 //!
-//! A command in the server's namespace (no session namespace: an unprivileged server), a socket
-//! bound already (the kernel refuses a second bind, and listens on it where it is), and a socket
-//! that is not TCP (a unix socket), are left to the kernel: the call carries on as the command
-//! made it, which holds nothing the supervisor judged.
+//! A socket that is not TCP (a unix socket) is left to the kernel: the call carries on as the
+//! command made it, which holds nothing the supervisor judged.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt as _;
 
@@ -125,20 +126,67 @@ fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<OwnedFd, i32> {
     Ok(ours)
 }
 
-/// `bind(fd, address, len)` of a confined command.
+/// The address a confined command's listening socket gets for `asked`: this machine's
+/// loopback. A wildcard (`0.0.0.0`, `::`, `::ffff:0.0.0.0`) is bound to the loopback of its
+/// family, so a dev server is reached from this machine (the user's browser, the agent's next
+/// command) and from no other host; a loopback address stays; any other address is refused
+/// (`None`): a listener on one would let a host the user never allowed connect in and take what
+/// the command serves, past every rule on the way out.
+pub(super) fn loopback_only(asked: SocketAddr) -> Option<SocketAddr> {
+    let ip = match asked.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified()) => {
+            IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped())
+        }
+        ip if ip.to_canonical().is_loopback() => ip,
+        _ => return None,
+    };
+    Some(match ip {
+        IpAddr::V4(v4) => SocketAddr::V4(SocketAddrV4::new(v4, asked.port())),
+        IpAddr::V6(v6) => SocketAddr::V6(SocketAddrV6::new(v6, asked.port(), 0, 0)),
+    })
+}
+
+/// The loopback address of a TCP socket's `domain`, any port.
+fn loopback_of(domain: i32) -> SocketAddr {
+    if domain == libc::AF_INET6 {
+        SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 0, 0, 0))
+    } else {
+        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+    }
+}
+
+/// Binds `socket` (a copy of the command's fd: the same socket) to `at`, from the supervisor.
+fn bind_to(socket: &OwnedFd, at: SocketAddr) -> Result<(), i32> {
+    with_sockaddr(at, |address, length| {
+        // SAFETY: `address` points to a valid address of `length` bytes.
+        unsafe { libc::bind(socket.as_raw_fd(), address, length) }
+    })
+}
+
+/// `bind(fd, address, len)` of a confined command. Its own TCP binds are refused by its
+/// Landlock domain (`landlock.rs`, where its own connects are), so a TCP socket is bound here,
+/// to [`loopback_only`]'s address, never by the kernel from an address it reads again (another
+/// thread could change it): in the command's namespace, on the command's own socket; from
+/// another namespace, on a socket of the server's put in its place.
 pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
     let length = (notif.args[2] as u32 as usize).min(ADDRESS_BYTES_MAX);
-    let mut bytes = [0u8; ADDRESS_BYTES_MAX];
-    let Ok(read) = notify::read_memory(pid, notif.args[1], &mut bytes[..length]) else {
-        return Step::CarryOn;
-    };
-    let Some(at) = socket_address(&bytes[..read]) else {
-        return Step::CarryOn;
-    };
     let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
         return Step::CarryOn;
+    };
+    let Some(domain) = tcp_domain(&theirs) else {
+        // Not TCP (a unix socket): the kernel's, and the Landlock domain's.
+        return Step::CarryOn;
+    };
+    let mut bytes = [0u8; ADDRESS_BYTES_MAX];
+    let Ok(read) = notify::read_memory(pid, notif.args[1], &mut bytes[..length]) else {
+        return Step::Fail(libc::EFAULT);
+    };
+    let Some(at) = socket_address(&bytes[..read]) else {
+        return Step::Fail(libc::EAFNOSUPPORT);
     };
     let privileged = may_bind_privileged(pid, home);
     let cloexec = notify::fd_cloexec(pid, target_fd);
@@ -147,13 +195,8 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     if !notify::id_valid(listener, id) {
         return Step::Done;
     }
-    let Some(domain) = tcp_domain(&theirs) else {
-        return Step::CarryOn;
-    };
-    if !away || bound(&theirs) {
-        return Step::CarryOn;
-    }
-    // The kernel's answers to an address of the other family, and to a second bind.
+    // The kernel's answers to an address of the other family, a port the command may not
+    // bind, and a second bind, in its order.
     match (domain, at) {
         (libc::AF_INET, SocketAddr::V6(_)) => return Step::Fail(libc::EAFNOSUPPORT),
         (libc::AF_INET6, SocketAddr::V4(_)) => return Step::Fail(libc::EINVAL),
@@ -163,16 +206,26 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     if at.port() != 0 && at.port() < unprivileged_port_start() && !privileged {
         return Step::Fail(libc::EACCES);
     }
+    let Some(local) = loopback_only(at) else {
+        return Step::Fail(libc::EACCES);
+    };
+    // The command's own socket, in its namespace; and one with a port already (the server's,
+    // handed back: the kernel's EINVAL, or a bind where a failed connect let its port go).
+    if !away || bound(&theirs) {
+        return match bind_to(&theirs, local) {
+            Ok(()) => {
+                let _ = notify::answer(listener, id, 0, 0);
+                Step::Done
+            }
+            Err(errno) => Step::Fail(errno),
+        };
+    }
     let ours = match ours_for(&theirs, domain) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
     };
     drop(theirs);
-    let bound = with_sockaddr(at, |address, length| {
-        // SAFETY: `address` points to a valid address of `length` bytes.
-        unsafe { libc::bind(ours.as_raw_fd(), address, length) }
-    });
-    match bound {
+    match bind_to(&ours, local) {
         Ok(()) => {
             hand_over(listener, id, &ours, target_fd, cloexec, 0);
             Step::Done
@@ -181,9 +234,11 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     }
 }
 
-/// `listen(fd, backlog)` of a confined command: only an unbound socket is swapped (one bound is
-/// of the server's namespace, or came through a bind the supervisor could not read and listens
-/// where it is).
+/// `listen(fd, backlog)` of a confined command. An unbound TCP socket (which the kernel would
+/// bind to every address) is bound to the loopback first: in the command's namespace, the
+/// command's own socket, and the kernel then listens on it; from another namespace, a socket of
+/// the server's, put in its place. A bound one listens where it is, if that is the loopback (it
+/// was bound here, or in a namespace with nothing but `lo`).
 pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
@@ -199,14 +254,28 @@ pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     let Some(domain) = tcp_domain(&theirs) else {
         return Step::CarryOn;
     };
-    if !away || bound(&theirs) {
-        return Step::CarryOn;
+    if bound(&theirs) {
+        return match local_address(&theirs) {
+            Some(at) if at.ip().to_canonical().is_loopback() => Step::CarryOn,
+            _ => Step::Fail(libc::EACCES),
+        };
+    }
+    if !away {
+        // Bound here, the socket cannot be bound elsewhere by anyone: a listen carried on
+        // after this listens on the loopback.
+        return match bind_to(&theirs, loopback_of(domain)) {
+            Ok(()) => Step::CarryOn,
+            Err(errno) => Step::Fail(errno),
+        };
     }
     let ours = match ours_for(&theirs, domain) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
     };
     drop(theirs);
+    if let Err(errno) = bind_to(&ours, loopback_of(domain)) {
+        return Step::Fail(errno);
+    }
     // SAFETY: listen on a socket we own.
     if unsafe { libc::listen(ours.as_raw_fd(), backlog) } != 0 {
         return Step::Fail(

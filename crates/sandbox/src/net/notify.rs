@@ -147,8 +147,14 @@ pub(crate) fn read_memory(pid: u32, address: u64, buf: &mut [u8]) -> io::Result<
 
 /// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).
 pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
+    // A notification names the thread that made the call; the pidfd is its process's: before
+    // Linux 6.9 `pidfd_open` refuses a thread that does not lead its group (EINVAL), which
+    // left every connect and bind of a program's other threads to the kernel, where Landlock
+    // refused them (Go, Java and tokio programs connect from such threads). The threads of a
+    // process share one fd table.
+    let process = thread_group_of(pid)?;
     // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0u32) };
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, process as libc::pid_t, 0u32) };
     if pidfd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -162,6 +168,17 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
     }
     // SAFETY: a fresh fd nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
+}
+
+/// The process (thread group) thread `tid` belongs to, from `/proc/<tid>/status`. A caller
+/// checks afterwards that its notification still waits: then the thread still runs, and the
+/// process read is its own.
+fn thread_group_of(tid: u32) -> io::Result<u32> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))?
+        .lines()
+        .find_map(|line| line.strip_prefix("Tgid:"))
+        .and_then(|id| id.trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no Tgid line"))
 }
 
 /// Whether fd `fd` of process `pid` is close-on-exec, from `/proc/<pid>/fdinfo/<fd>`'s `flags`
