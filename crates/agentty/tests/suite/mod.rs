@@ -6,6 +6,7 @@ mod http;
 mod network;
 mod network_bind;
 mod network_callers;
+mod network_proxy;
 mod network_shell;
 mod parse;
 mod planted;

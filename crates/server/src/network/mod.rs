@@ -30,6 +30,7 @@ mod address;
 pub(crate) mod ask;
 mod call;
 mod decisions;
+mod framing;
 pub mod list;
 pub(crate) mod notice;
 mod proxy;

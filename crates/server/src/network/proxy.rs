@@ -2,7 +2,9 @@
 //! docs/BEHAVIOUR.md §13): HTTP/1.1 on 127.0.0.1 at a port the kernel picks, for `CONNECT
 //! host:port` tunnels (HTTPS, and anything `agentty proxy-connect` carries: git over ssh) and
 //! plain `http://` requests in absolute form, each forwarded on a connection of its own with
-//! `Connection: close`. It resolves names itself, so commands need no DNS.
+//! `Connection: close`, the only request of its connection (`framing.rs`: its body, then
+//! nothing; a cleartext request inside a tunnel the same, with the tunnel's `Host`). It
+//! resolves names itself, so commands need no DNS.
 //!
 //! Every request carries its call's credentials (`Proxy-Authorization: Basic`, from the proxy
 //! URL in the command's environment): another process of the machine cannot use the proxy,
@@ -19,7 +21,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::{CallNet, Choice, Egress, Target, Why};
+use super::{CallNet, Choice, Egress, Target, Why, framing};
 
 /// A request's head larger than this is refused (400).
 const HEAD_MAX_BYTES: usize = 16 * 1024;
@@ -187,11 +189,18 @@ impl Drop for OpenSlot {
 /// What a client asked for.
 struct Ask {
     target: Target,
-    /// `None` for CONNECT; else the request's head rewritten for the origin server.
-    forward: Option<Vec<u8>>,
+    /// For CONNECT, the authority as asked (the `Host` a cleartext request in the tunnel
+    /// gets); else the request's head rewritten for the origin server, and its body's framing.
+    way: Way,
     /// Bytes read past the head (a request body's start, or a TLS hello sent early).
     early: Vec<u8>,
     token: Option<String>,
+}
+
+/// What goes from the client to the origin once it is connected.
+enum Way {
+    Tunnel { authority: String },
+    Forward { head: Vec<u8>, body: framing::Body },
 }
 
 async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted, open: &Arc<Open>) {
@@ -286,18 +295,25 @@ async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted, open:
         return;
     };
     let _ = upstream.set_nodelay(true);
-    let opened = match &asked.forward {
-        None => {
-            client
+    let outgoing = match asked.way {
+        Way::Tunnel { authority } => {
+            if client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await
+                .is_err()
+            {
+                return;
+            }
+            Outgoing::Tunnel { authority }
         }
-        Some(head) => upstream.write_all(head).await,
+        Way::Forward { head, body } => {
+            if upstream.write_all(&head).await.is_err() {
+                return;
+            }
+            Outgoing::Body(framing::BodyEnd::new(body))
+        }
     };
-    if opened.is_err() || upstream.write_all(&asked.early).await.is_err() {
-        return;
-    }
-    relay(client, upstream, slot);
+    relay(client, upstream, slot, (asked.early, outgoing));
 }
 
 /// Relays a tunnel both ways, each way on a blocking thread of its own copying through a
@@ -309,7 +325,12 @@ async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted, open:
 /// detached: a tunnel left open holds two sleeping threads and never delays the server's exit.
 /// Both share the two sockets (two descriptors a tunnel) and its `slot`, given back when the
 /// last ends.
-fn relay(client: TcpStream, upstream: TcpStream, slot: OpenSlot) {
+fn relay(
+    client: TcpStream,
+    upstream: TcpStream,
+    slot: OpenSlot,
+    (early, outgoing): (Vec<u8>, Outgoing),
+) {
     let (Ok(client), Ok(upstream)) = (client.into_std(), upstream.into_std()) else {
         return;
     };
@@ -318,15 +339,19 @@ fn relay(client: TcpStream, upstream: TcpStream, slot: OpenSlot) {
     }
     let (client, upstream, slot) = (Arc::new(client), Arc::new(upstream), Arc::new(slot));
     let ways = [
-        (Arc::clone(&client), Arc::clone(&upstream)),
-        (upstream, client),
+        (
+            Arc::clone(&client),
+            Arc::clone(&upstream),
+            Some((early, outgoing)),
+        ),
+        (upstream, client, None),
     ];
-    for (from, to) in ways {
+    for (from, to, outgoing) in ways {
         let slot = Arc::clone(&slot);
         let spawned = std::thread::Builder::new()
             .name("agentty-relay".into())
             .spawn(move || {
-                pump(&from, &to);
+                pump(&from, &to, outgoing);
                 drop(slot);
             });
         if spawned.is_err() {
@@ -335,16 +360,131 @@ fn relay(client: TcpStream, upstream: TcpStream, slot: OpenSlot) {
     }
 }
 
+/// What of the client's bytes goes to the origin: a tunnel's, unless it carries a cleartext
+/// HTTP request (then that one request, its `Host` the tunnel's); a forwarded request's body.
+enum Outgoing {
+    Tunnel { authority: String },
+    Body(framing::BodyEnd),
+}
+
 /// One direction of a tunnel until its end: then the other side is told (a half close), or,
-/// on an error, the tunnel is closed both ways.
-fn pump(from: &std::net::TcpStream, to: &std::net::TcpStream) {
+/// on an error, the tunnel is closed both ways. The client's direction (`outgoing`: what it
+/// sent with its request's head, and what of the rest goes on) is [`client_to_origin`].
+fn pump(
+    from: &std::net::TcpStream,
+    to: &std::net::TcpStream,
+    outgoing: Option<(Vec<u8>, Outgoing)>,
+) {
     use std::net::Shutdown;
-    if copy_all(from, to).is_ok() {
+    let copied = match outgoing {
+        Some((early, outgoing)) => client_to_origin(from, to, early, outgoing),
+        None => copy_all(from, to),
+    };
+    if copied.is_ok() {
         let _ = to.shutdown(Shutdown::Write);
     } else {
         let _ = from.shutdown(Shutdown::Both);
         let _ = to.shutdown(Shutdown::Both);
     }
+}
+
+/// The client's bytes to the origin (`early`: read with the request's head). A tunnel whose
+/// first bytes are not a cleartext HTTP request (TLS, SSH) is copied whole. A cleartext request,
+/// in a tunnel or forwarded, goes on with its body only, and what follows is read and dropped
+/// (see `framing.rs`); a request in a tunnel first gets the tunnel's `Host` as a forwarded one
+/// gets its URL's. A malformed one ends the connection (the error).
+fn client_to_origin(
+    mut from: &std::net::TcpStream,
+    mut to: &std::net::TcpStream,
+    mut pending: Vec<u8>,
+    outgoing: Outgoing,
+) -> std::io::Result<()> {
+    use std::io::{Read as _, Write as _};
+    let refused = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let mut chunk = vec![0u8; RELAY_BYTES_FIRST];
+    // Reads more of the client's bytes onto `pending`; false at their end.
+    let mut read_more = |pending: &mut Vec<u8>| -> std::io::Result<bool> {
+        loop {
+            match from.read(&mut chunk) {
+                Ok(0) => return Ok(false),
+                Ok(got) => {
+                    pending.extend_from_slice(&chunk[..got]);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let mut end = match outgoing {
+        Outgoing::Body(end) => end,
+        Outgoing::Tunnel { authority } => {
+            let http = loop {
+                match framing::starts_http_request(&pending) {
+                    Some(http) => break http,
+                    None if read_more(&mut pending)? => {}
+                    None => break false,
+                }
+            };
+            if !http {
+                to.write_all(&pending)?;
+                return copy_all(from, to);
+            }
+            let head_end = loop {
+                if let Some(at) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break at + 4;
+                }
+                if pending.len() > HEAD_MAX_BYTES || !read_more(&mut pending)? {
+                    return Err(refused("an unfinished request head in a tunnel"));
+                }
+            };
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut request = httparse::Request::new(&mut headers);
+            if !matches!(
+                request.parse(&pending[..head_end]),
+                Ok(httparse::Status::Complete(_))
+            ) {
+                return Err(refused("not an HTTP/1 request in a tunnel"));
+            }
+            let (Some(method), Some(target)) = (request.method, request.path) else {
+                return Err(refused("no method or target"));
+            };
+            let path = origin_form(target).ok_or_else(|| refused("no path in the target"))?;
+            let body = framing::framing(request.headers).map_err(refused)?;
+            let head = head_for_origin(method, path, &authority, request.headers);
+            to.write_all(&head)?;
+            pending.drain(..head_end);
+            framing::BodyEnd::new(body)
+        }
+    };
+    loop {
+        let taken = end.take(&pending).map_err(refused)?;
+        to.write_all(&pending[..taken])?;
+        pending.clear();
+        if end.done() {
+            break;
+        }
+        if !read_more(&mut pending)? {
+            return Ok(());
+        }
+    }
+    // What follows the request (another one pipelined) is not the origin's.
+    while read_more(&mut pending)? {
+        pending.clear();
+    }
+    Ok(())
+}
+
+/// The path of a request target, as an origin is sent it: origin form as it is, absolute form
+/// without its scheme and authority (an origin must ignore `Host` for one in absolute form);
+/// `None` for the others (`*`, authority form).
+fn origin_form(target: &str) -> Option<&str> {
+    if target.starts_with('/') {
+        return Some(target);
+    }
+    let scheme = target.find("://")?;
+    let rest = &target[scheme + 3..];
+    Some(rest.find('/').map_or("/", |at| &rest[at..]))
 }
 
 /// Moves everything `from` sends to `to`, until `from` ends.
@@ -556,11 +696,14 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
         let target = authority(uri, None).ok_or("CONNECT needs host:port")?;
         return Ok(Ask {
             target,
-            forward: None,
+            way: Way::Tunnel {
+                authority: uri.to_owned(),
+            },
             early,
             token,
         });
     }
+    let body = framing::framing(request.headers)?;
     let rest = uri
         .get(..7)
         .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
@@ -574,12 +717,10 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
         p if p.starts_with('/') => p,
         p => {
             return Ok(Ask {
-                forward: Some(head_for_origin(
-                    method,
-                    &format!("/{p}"),
-                    host,
-                    request.headers,
-                )),
+                way: Way::Forward {
+                    head: head_for_origin(method, &format!("/{p}"), host, request.headers),
+                    body,
+                },
                 target,
                 early,
                 token,
@@ -587,7 +728,10 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
         }
     };
     Ok(Ask {
-        forward: Some(head_for_origin(method, path, host, request.headers)),
+        way: Way::Forward {
+            head: head_for_origin(method, path, host, request.headers),
+            body,
+        },
         target,
         early,
         token,
