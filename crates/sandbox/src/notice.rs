@@ -153,11 +153,16 @@ pub fn network_report(network: NetEnforcement) -> String {
             let namespace = if namespace {
                 "; commands run in a network namespace of the session's own with nothing but \
                  lo, so what the filter does not see (a syscall it does not know, a raw socket) \
-                 has no route out, and agentty makes their listening sockets on this machine, \
-                 where the user's browser reaches a dev server"
+                 has no route out"
             } else {
                 "; no network namespace of the session's own (it needs CAP_SYS_ADMIN): the filter \
                  and Landlock hold alone, and what they do not see would reach the network"
+            };
+            let listening = if held == NetHold::Full {
+                "; agentty binds a command's listening sockets itself, on this machine's \
+                 loopback only: the user's browser reaches a dev server, no other host connects in"
+            } else {
+                ""
             };
             let asked = if mode == crate::Network::Ask {
                 "; hosts not listed are asked of the user where the client can ask"
@@ -165,14 +170,17 @@ pub fn network_report(network: NetEnforcement) -> String {
                 ""
             };
             let local = if loopback {
-                ", and every service listening on this machine's loopback (loopback = false \
-                 closes it)"
+                "; and reach every service listening on this machine's loopback (loopback = \
+                 false closes it), and every one on a unix socket it may open (docker, D-Bus, \
+                 nscd)"
             } else {
-                ""
+                "; and reach every service of this machine on a unix socket it may open (docker, \
+                 D-Bus, nscd), which loopback = false does not close (Landlock scopes them from \
+                 ABI 9)"
             };
             format!(
                 "network: {mode}: listed hosts through agentty's proxy{asked}; {mechanism}\
-                 {namespace}. A \
+                 {namespace}{listening}. A \
                  command can still send what it reads to a listed host (publish to a registry, \
                  push to a code host), or to another site on a listed host's servers (a CDN's) \
                  named inside its TLS, which the proxy does not decrypt{local}. {ON} gives the \

@@ -1069,6 +1069,8 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
                 "Landlock's TCP rule refuses a command's own connect",
                 "can still send what it reads to a listed host",
                 "every service listening on this machine's loopback",
+                "every one on a unix socket it may open",
+                "listening sockets itself, on this machine's loopback only",
                 "network = \"on\" in the [sandbox] section (or --network on)",
             ] {
                 assert!(
@@ -1102,6 +1104,14 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
                 "{who:?} {flags:?}: {namespace:?} not in {line}"
             );
         }
+        // Loopback closed: the unix sockets of the machine's services are not, and it says so.
+        let text = doctor(who, &["--network", "allowlist", "--no-loopback"]);
+        let line = line_of(&text, "network: ");
+        assert!(
+            line.contains("on a unix socket it may open")
+                && line.contains("which loopback = false does not close"),
+            "{who:?}: {line}"
+        );
         let text = doctor(who, &["--network", "on"]);
         let line = line_of(&text, "network: ");
         assert!(line.starts_with("network: open:"), "{who:?}: {line}");
