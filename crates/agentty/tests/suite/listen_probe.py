@@ -1,8 +1,8 @@
 # Run by network_bind.rs inside a session: on a thread other than the main one (a program's
-# other threads make their calls too), binds the wildcard of each family, listens on an unbound
-# socket of each family, and connects to a listener of its own on the loopback. Writes the ports
-# to `ports` ("v4-any P", ...), and its connect's outcome, then `ready`; holds the sockets until
-# the test writes `done` (at most 30 s).
+# other threads make their calls too), binds the wildcard of each family (IPv6 dual-stack and
+# IPv6-only), listens on an unbound socket of each, and connects to a listener of its own on
+# the loopback. Writes the ports to `ports` ("v4-any P", ...), and its connect's outcome,
+# then `ready`; holds the sockets until the test writes `done` (at most 30 s).
 import os
 import socket
 import threading
@@ -12,13 +12,21 @@ lines, held = [], []
 
 
 def work():
-    for name, family, address in (("v4-any", socket.AF_INET, "0.0.0.0"), ("v6-any", socket.AF_INET6, "::")):
+    for name, family, address, v6only in (
+        ("v4-any", socket.AF_INET, "0.0.0.0", None),
+        ("v6-any", socket.AF_INET6, "::", 0),
+        ("v6only-any", socket.AF_INET6, "::", 1),
+    ):
         s = socket.socket(family)
+        if v6only is not None:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, v6only)
         s.bind((address, 0))
         s.listen(8)
         held.append(s)
         lines.append(f"{name} {s.getsockname()[0]} {s.getsockname()[1]}")
         u = socket.socket(family)
+        if v6only is not None:
+            u.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, v6only)
         u.listen(8)
         held.append(u)
         lines.append(f"{name}-unbound {u.getsockname()[0]} {u.getsockname()[1]}")

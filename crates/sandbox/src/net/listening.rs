@@ -131,10 +131,16 @@ fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<OwnedFd, i32> {
 /// family, so a dev server is reached from this machine (the user's browser, the agent's next
 /// command) and from no other host; a loopback address stays; any other address is refused
 /// (`None`): a listener on one would let a host the user never allowed connect in and take what
-/// the command serves, past every rule on the way out.
-pub(super) fn loopback_only(asked: SocketAddr) -> Option<SocketAddr> {
+/// the command serves, past every rule on the way out. A `dual_stack` IPv6 socket's `::` (what
+/// Go, Node and Python's `http.server` bind for "every address") becomes `::ffff:127.0.0.1`:
+/// one socket has one loopback, and `127.0.0.1` is the one programs and people type (a client of
+/// `localhost` tries both).
+pub(super) fn loopback_only(asked: SocketAddr, dual_stack: bool) -> Option<SocketAddr> {
     let ip = match asked.ip() {
         IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() && dual_stack => {
+            IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped())
+        }
         IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified()) => {
             IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped())
@@ -148,13 +154,20 @@ pub(super) fn loopback_only(asked: SocketAddr) -> Option<SocketAddr> {
     })
 }
 
-/// The loopback address of a TCP socket's `domain`, any port.
-fn loopback_of(domain: i32) -> SocketAddr {
-    if domain == libc::AF_INET6 {
-        SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 0, 0, 0))
+/// The loopback address an unbound TCP socket of `domain` listens on, any port: what
+/// [`loopback_only`] gives its wildcard.
+fn loopback_of(domain: i32, dual_stack: bool) -> SocketAddr {
+    let any = if domain == libc::AF_INET6 {
+        SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0))
     } else {
-        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
-    }
+        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+    };
+    loopback_only(any, dual_stack).unwrap_or(any)
+}
+
+/// Whether `socket` (TCP of `domain`) is an IPv6 one that takes IPv4 too (`IPV6_V6ONLY` off).
+fn dual_stack(socket: &OwnedFd, domain: i32) -> bool {
+    domain == libc::AF_INET6 && int_option(socket, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) == Some(0)
 }
 
 /// Binds `socket` (a copy of the command's fd: the same socket) to `at`, from the supervisor.
@@ -206,7 +219,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     if at.port() != 0 && at.port() < unprivileged_port_start() && !privileged {
         return Step::Fail(libc::EACCES);
     }
-    let Some(local) = loopback_only(at) else {
+    let Some(local) = loopback_only(at, dual_stack(&theirs, domain)) else {
         return Step::Fail(libc::EACCES);
     };
     // The command's own socket, in its namespace; and one with a port already (the server's,
@@ -263,17 +276,18 @@ pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     if !away {
         // Bound here, the socket cannot be bound elsewhere by anyone: a listen carried on
         // after this listens on the loopback.
-        return match bind_to(&theirs, loopback_of(domain)) {
+        return match bind_to(&theirs, loopback_of(domain, dual_stack(&theirs, domain))) {
             Ok(()) => Step::CarryOn,
             Err(errno) => Step::Fail(errno),
         };
     }
+    let dual = dual_stack(&theirs, domain);
     let ours = match ours_for(&theirs, domain) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
     };
     drop(theirs);
-    if let Err(errno) = bind_to(&ours, loopback_of(domain)) {
+    if let Err(errno) = bind_to(&ours, loopback_of(domain, dual)) {
         return Step::Fail(errno);
     }
     // SAFETY: listen on a socket we own.
