@@ -247,56 +247,65 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     }
 }
 
-/// `listen(fd, backlog)` of a confined command. An unbound TCP socket (which the kernel would
-/// bind to every address) is bound to the loopback first: in the command's namespace, the
-/// command's own socket, and the kernel then listens on it; from another namespace, a socket of
-/// the server's, put in its place. A bound one listens where it is, if that is the loopback (it
-/// was bound here, or in a namespace with nothing but `lo`).
+/// `listen(fd, backlog)` of a confined command, always made here on the socket checked, never
+/// carried on: the kernel would look the fd up again, and a thread of the command could swap
+/// another socket in meanwhile (`dup2`; an attacker's second pass won that race in about a
+/// second). An unbound TCP socket (which the kernel would bind to every address) is bound to
+/// the loopback first: in the command's namespace, the command's own socket; from another
+/// namespace, a socket of the server's, put in its place. A bound one listens where it is, if
+/// that is the loopback. Another kind of socket (a unix one) listens as it would have.
 pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
     let backlog = notif.args[1] as u32 as i32;
-    let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
-        return Step::CarryOn;
+    let theirs = match notify::copy_fd(pid, target_fd) {
+        Ok(theirs) => theirs,
+        Err(e) => return Step::Fail(e.raw_os_error().unwrap_or(libc::EBADF)),
     };
     let cloexec = notify::fd_cloexec(pid, target_fd);
     let away = elsewhere(pid, home);
     if !notify::id_valid(listener, id) {
         return Step::Done;
     }
+    let listen_on = |socket: &OwnedFd| {
+        // SAFETY: listen on a socket we hold.
+        if unsafe { libc::listen(socket.as_raw_fd(), backlog) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
+        }
+    };
+    let answered = |result: Result<(), i32>| match result {
+        Ok(()) => {
+            let _ = notify::answer(listener, id, 0, 0);
+            Step::Done
+        }
+        Err(errno) => Step::Fail(errno),
+    };
     let Some(domain) = tcp_domain(&theirs) else {
-        return Step::CarryOn;
+        return answered(listen_on(&theirs));
     };
     if bound(&theirs) {
         return match local_address(&theirs) {
-            Some(at) if at.ip().to_canonical().is_loopback() => Step::CarryOn,
+            Some(at) if at.ip().to_canonical().is_loopback() => answered(listen_on(&theirs)),
             _ => Step::Fail(libc::EACCES),
         };
     }
-    if !away {
-        // Bound here, the socket cannot be bound elsewhere by anyone: a listen carried on
-        // after this listens on the loopback.
-        return match bind_to(&theirs, loopback_of(domain, dual_stack(&theirs, domain))) {
-            Ok(()) => Step::CarryOn,
-            Err(errno) => Step::Fail(errno),
-        };
-    }
     let dual = dual_stack(&theirs, domain);
+    if !away {
+        return answered(
+            bind_to(&theirs, loopback_of(domain, dual)).and_then(|()| listen_on(&theirs)),
+        );
+    }
     let ours = match ours_for(&theirs, domain) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
     };
     drop(theirs);
-    if let Err(errno) = bind_to(&ours, loopback_of(domain, dual)) {
+    if let Err(errno) = bind_to(&ours, loopback_of(domain, dual)).and_then(|()| listen_on(&ours)) {
         return Step::Fail(errno);
-    }
-    // SAFETY: listen on a socket we own.
-    if unsafe { libc::listen(ours.as_raw_fd(), backlog) } != 0 {
-        return Step::Fail(
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        );
     }
     hand_over(listener, id, &ours, target_fd, cloexec, 0);
     Step::Done

@@ -147,14 +147,20 @@ pub(crate) fn read_memory(pid: u32, address: u64, buf: &mut [u8]) -> io::Result<
 
 /// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).
 pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
-    // A notification names the thread that made the call; the pidfd is its process's: before
-    // Linux 6.9 `pidfd_open` refuses a thread that does not lead its group (EINVAL), which
-    // left every connect and bind of a program's other threads to the kernel, where Landlock
-    // refused them (Go, Java and tokio programs connect from such threads). The threads of a
-    // process share one fd table.
-    let process = thread_group_of(pid)?;
+    // A notification names the thread that made the call, and the fd is in that thread's table:
+    // a thread may have one of its own (`unshare(CLONE_FILES)`). From Linux 6.9 a pidfd names
+    // the thread itself (`PIDFD_THREAD`); before, `pidfd_open` refuses a thread that does not
+    // lead its process (EINVAL: every connect and bind of a program's other threads fell to the
+    // kernel, where Landlock refused them; Go, Java and tokio programs connect from such
+    // threads), and its process's table is taken, which its threads share but for such a one.
     // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, process as libc::pid_t, 0u32) };
+    let mut pidfd =
+        unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, PIDFD_THREAD) };
+    if pidfd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        let process = thread_group_of(pid)?;
+        // SAFETY: as above.
+        pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, process as libc::pid_t, 0u32) };
+    }
     if pidfd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -169,6 +175,9 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
     // SAFETY: a fresh fd nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
 }
+
+/// `pidfd_open`'s flag for a pidfd of a thread, not its process (Linux 6.9; `O_EXCL`).
+const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
 
 /// The process (thread group) thread `tid` belongs to, from `/proc/<tid>/status`. A caller
 /// checks afterwards that its notification still waits: then the thread still runs, and the
