@@ -38,6 +38,18 @@ send(
     f"CONNECT {origin} HTTP/1.1\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode(),
     b"GET /tunnelled HTTP/1.1\r\nHost: evil-tunnel.test\r\n\r\n" + pipelined,
 )
+# The same as servers also read it: an empty line first; two spaces between the words (a
+# server reading words leniently would take it: the proxy refuses it whole).
+send(
+    "tunnel-crlf",
+    f"CONNECT {origin} HTTP/1.1\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode(),
+    b"\r\nGET /tunnelled-crlf HTTP/1.1\r\nHost: evil-crlf.test\r\n\r\n" + pipelined,
+)
+send(
+    "tunnel-spaces",
+    f"CONNECT {origin} HTTP/1.1\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode(),
+    b"GET  /tunnelled-spaces HTTP/1.1\r\nHost: evil-spaces.test\r\n\r\n" + pipelined,
+)
 # A forwarded request with a body, and a request after the body.
 send(
     "forward",

@@ -186,37 +186,28 @@ impl BodyEnd {
     }
 }
 
-/// Whether `prefix` (the first bytes a command sent in a tunnel) starts an HTTP/1 request line
-/// (`METHOD SP target SP HTTP/`): `None` while it cannot tell yet. TLS (a first byte of 0x16) and
-/// SSH (`SSH-2.0-…` and CRLF, no space) are told at once.
+/// Whether `prefix` (the first bytes a command sent in a tunnel) may start an HTTP/1 request:
+/// `None` while it cannot tell yet. Read as leniently as any server reads a request line (RFC
+/// 9112 §2.2, §3): empty lines before it are skipped, and a method (a token) followed by any
+/// whitespace is taken for one, whatever follows (an attacker's pass got requests with a
+/// leading CRLF or two spaces past a stricter look, which node served). TLS (a first byte of
+/// 0x16) and SSH (`SSH-2.0-…` and CRLF, no space) are told at once; a request that is not well
+/// formed is then refused whole (`proxy.rs`).
 pub(super) fn starts_http_request(prefix: &[u8]) -> Option<bool> {
-    /// An undecided prefix longer than this is taken for a request line (then refused whole if
-    /// it is not one).
+    /// An undecided prefix longer than this is taken for a request (then refused whole if it
+    /// is not one).
     const DECIDE_BYTES: usize = 8192;
     let is_tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    let method_end = prefix.iter().position(|&b| !is_tchar(b));
-    let Some(method_end) = method_end else {
-        return (prefix.len() > DECIDE_BYTES).then_some(true);
-    };
-    if method_end == 0 || prefix[method_end] != b' ' {
-        return Some(false);
-    }
-    let rest = &prefix[method_end + 1..];
-    let Some(target_end) = rest
+    let start = prefix
         .iter()
-        .position(|&b| b == b' ' || b < 0x21 || b == 0x7f)
-    else {
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(prefix.len());
+    let line = &prefix[start..];
+    let Some(method_end) = line.iter().position(|&b| !is_tchar(b)) else {
         return (prefix.len() > DECIDE_BYTES).then_some(true);
     };
-    if target_end == 0 || rest[target_end] != b' ' {
-        return Some(false);
-    }
-    let version = &rest[target_end + 1..];
-    let shown = version.len().min(5);
-    if !version[..shown].eq_ignore_ascii_case(&b"HTTP/"[..shown]) {
-        return Some(false);
-    }
-    (shown == 5).then_some(true)
+    let separated = matches!(line[method_end], b' ' | b'\t' | 0x0b | 0x0c);
+    Some(method_end > 0 && separated)
 }
 
 #[cfg(test)]

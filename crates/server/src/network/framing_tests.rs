@@ -74,15 +74,31 @@ fn the_end_of_a_body_is_found_whatever_the_pieces() {
 
 #[test]
 fn a_request_line_is_told_from_tls_and_ssh() {
-    assert_eq!(starts_http_request(b"GET /b?d=1 HTTP/1.1\r\n"), Some(true));
-    assert_eq!(starts_http_request(b"post http://x/ http/1.0"), Some(true));
-    assert_eq!(starts_http_request(b"PRI * HTTP/2.0\r\n"), Some(true));
+    for http in [
+        &b"GET /b?d=1 HTTP/1.1\r\n"[..],
+        b"post http://x/ http/1.0",
+        b"PRI * HTTP/2.0\r\n",
+        // As leniently as servers read one: empty lines first, any whitespace between words.
+        b"\r\nGET /r1 HTTP/1.1\r\n",
+        b"\n\n\nGET /r1 HTTP/1.1",
+        b"GET  /r2 HTTP/1.1",
+        b"GET /r3  HTTP/1.1",
+        b"GET\t/r4 HTTP/1.1",
+        b"GET /\r\n",
+        b"GET / FTP/1.0\r\n",
+        b"GET ",
+    ] {
+        assert_eq!(
+            starts_http_request(http),
+            Some(true),
+            "{:?}",
+            String::from_utf8_lossy(http)
+        );
+    }
     assert_eq!(starts_http_request(b"G"), None);
-    assert_eq!(starts_http_request(b"GET /b"), None);
-    assert_eq!(starts_http_request(b"GET /b HT"), None);
+    assert_eq!(starts_http_request(b"\r\n"), None);
     assert_eq!(starts_http_request(b"\x16\x03\x01\x02\x00"), Some(false));
     assert_eq!(starts_http_request(b"SSH-2.0-OpenSSH_9.2\r\n"), Some(false));
-    assert_eq!(starts_http_request(b"GET /\r\n"), Some(false));
-    assert_eq!(starts_http_request(b"GET / FTP/1.0\r\n"), Some(false));
+    assert_eq!(starts_http_request(b"\x16GET / HTTP/1.1"), Some(false));
     assert_eq!(starts_http_request(&[b'A'; 9000]), Some(true));
 }

@@ -430,6 +430,12 @@ fn client_to_origin(
                 to.write_all(&pending)?;
                 return copy_all(from, to);
             }
+            // Empty lines before a request line are skipped, as a server skips them.
+            let blank = pending
+                .iter()
+                .position(|&b| b != b'\r' && b != b'\n')
+                .unwrap_or(pending.len());
+            pending.drain(..blank);
             let head_end = loop {
                 if let Some(at) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                     break at + 4;
