@@ -747,7 +747,8 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
 /// The head sent to the origin server: origin-form, its `Host` the URL's authority, which was
 /// judged (RFC 9112 §3.2.2: a proxy replaces the `Host` it got; passed on, another one would
 /// let a command reach any site sharing a listed name's servers, a CDN's), without the proxy's
-/// headers and hop-by-hop ones, and `Connection: close` (one request per connection, so each is
+/// headers, hop-by-hop ones and those a server behind a proxy may pick the site by
+/// (`Forwarded`, `X-Forwarded-Host`, …), and `Connection: close` (one request per connection, so each is
 /// judged).
 fn head_for_origin(
     method: &str,
@@ -763,6 +764,13 @@ fn head_for_origin(
             "proxy-connection",
             "connection",
             "keep-alive",
+            // What a server behind a proxy may pick the site by instead of `Host`: only a
+            // proxy sets them, and this one judged the host.
+            "forwarded",
+            "x-forwarded-host",
+            "x-forwarded-server",
+            "x-host",
+            "x-original-host",
         ]
         .iter()
         .any(|name| header.name.eq_ignore_ascii_case(name));
@@ -922,6 +930,9 @@ mod tests {
         for sent in [
             "Host: attacker.example\r\n",
             "host: attacker.example\r\nHOST: other.example\r\n",
+            // Headers by which servers behind a proxy pick the site, as a host would.
+            "X-Forwarded-Host: attacker.example\r\nForwarded: host=attacker.example\r\n",
+            "X-Host: attacker.example\r\nX-Original-Host: a.example\r\nX-Forwarded-Server: a\r\n",
             "",
         ] {
             let mut headers = [httparse::EMPTY_HEADER; 8];
