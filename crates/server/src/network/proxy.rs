@@ -790,17 +790,24 @@ fn authority(text: &str, default_port: Option<u16>) -> Option<Target> {
     if text.contains('@') {
         return None;
     }
+    // Digits only (`u16`'s own parse takes a sign: `+8080`).
+    let port_of = |text: &str| {
+        text.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| text.parse::<u16>().ok())
+            .flatten()
+    };
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
         host.parse::<std::net::Ipv6Addr>().ok()?;
         match after.strip_prefix(':') {
-            Some(port) => (host.to_owned(), port.parse().ok()?),
+            Some(port) => (host.to_owned(), port_of(port)?),
             None if after.is_empty() => (host.to_owned(), default_port?),
             None => return None,
         }
     } else {
         match text.rsplit_once(':') {
-            Some((host, port)) => (host.to_owned(), port.parse().ok()?),
+            Some((host, port)) => (host.to_owned(), port_of(port)?),
             None => (text.to_owned(), default_port?),
         }
     };
@@ -886,6 +893,9 @@ mod tests {
             ":443",
             "a.com:0",
             "a.com:x",
+            "a.com:+8080",
+            "[::1]:+8080",
+            "a.com:",
             "[::1",
             "a..b:1",
         ] {
