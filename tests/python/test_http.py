@@ -252,15 +252,22 @@ def test_a_quick_reply_comes_whole_and_a_long_one_streams():
     with http_server() as (url, token, _):
         auth = {"Authorization": f"Bearer {token}"}
         sid = raw_session(url, auth)
-        # The caller's first command also makes its namespace (tens of ms on a busy machine,
-        # past the hold): not a quick reply.
-        raw(url, call(1, {"argv": ["true"]}), sid)
-        # Done at once: the head waited for it, and the reply is one body of known length.
-        status, headers, body = raw(url, call(2, {"argv": ["true"]}), sid)
-        assert status == 200 and '"exit_code":0' in body, body
-        assert headers["Content-Type"].startswith("text/event-stream"), headers
-        assert headers["Content-Length"] == str(len(body.encode())), headers
-        assert "Transfer-Encoding" not in headers, headers
+        # Done within the hold (20 ms): the head waited for it, and the reply is one body of
+        # known length. A trivial call is that quick, but not every one on a loaded CI machine
+        # (the caller's first also makes its namespace): of ten, one must come whole, and each
+        # must be whole or streamed, never both.
+        whole = 0
+        for n in range(2, 12):
+            status, headers, body = raw(url, call(n, {"argv": ["true"]}), sid)
+            assert status == 200 and '"exit_code":0' in body, body
+            assert headers["Content-Type"].startswith("text/event-stream"), headers
+            if "Content-Length" in headers:
+                assert headers["Content-Length"] == str(len(body.encode())), headers
+                assert "Transfer-Encoding" not in headers, headers
+                whole += 1
+            else:
+                assert headers.get("Transfer-Encoding") == "chunked", headers
+        assert whole >= 1, "no quick reply came whole"
         # Longer than the hold: the head goes first and the events stream, as before.
         status, headers, body = raw(url, call(3, {"command": "sleep 0.5; echo done"}), sid)
         assert status == 200 and "done" in body and '"exit_code":0' in body, body
