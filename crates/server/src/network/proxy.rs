@@ -457,7 +457,7 @@ fn client_to_origin(
             };
             let path = origin_form(target).ok_or_else(|| refused("no path in the target"))?;
             let body = framing::framing(request.headers).map_err(refused)?;
-            let head = head_for_origin(method, path, &authority, request.headers);
+            let head = head_for_origin(method, &path, &authority, request.headers);
             to.write_all(&head)?;
             pending.drain(..head_end);
             framing::BodyEnd::new(body)
@@ -482,15 +482,28 @@ fn client_to_origin(
 }
 
 /// The path of a request target, as an origin is sent it: origin form as it is, absolute form
-/// without its scheme and authority (an origin must ignore `Host` for one in absolute form);
+/// as [`split_absolute`] gives it (an origin must ignore `Host` for one in absolute form);
 /// `None` for the others (`*`, authority form).
-fn origin_form(target: &str) -> Option<&str> {
+fn origin_form(target: &str) -> Option<std::borrow::Cow<'_, str>> {
     if target.starts_with('/') {
-        return Some(target);
+        return Some(target.into());
     }
-    let scheme = target.find("://")?;
-    let rest = &target[scheme + 3..];
-    Some(rest.find('/').map_or("/", |at| &rest[at..]))
+    split_absolute(target).map(|(_, path)| path)
+}
+
+/// A target in absolute form (`scheme://authority/path?query#fragment`) split into its
+/// authority and what an origin is sent: the path and query in origin form (`/` for an empty
+/// path: `http://host?x` is `/?x`), the fragment left out (a client never sends one).
+fn split_absolute(target: &str) -> Option<(&str, std::borrow::Cow<'_, str>)> {
+    let rest = &target[target.find("://")? + 3..];
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let tail = &tail[..tail.find('#').unwrap_or(tail.len())];
+    let path = if tail.starts_with('/') {
+        tail.into()
+    } else {
+        format!("/{tail}").into()
+    };
+    Some((authority, path))
 }
 
 /// Moves everything `from` sends to `to`, until `from` ends.
@@ -710,32 +723,15 @@ async fn read_request(client: &mut TcpStream) -> Result<Ask, &'static str> {
         });
     }
     let body = framing::framing(request.headers)?;
-    let rest = uri
+    let (host, path) = uri
         .get(..7)
         .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
-        .map(|_| &uri[7..])
+        .and_then(|_| split_absolute(uri))
         .ok_or("only CONNECT and absolute http:// requests are proxied (https goes by CONNECT)")?;
-    let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let host = &rest[..split];
     let target = authority(host, Some(80)).ok_or("no valid host in the URL")?;
-    let path = match &rest[split..] {
-        "" => "/",
-        p if p.starts_with('/') => p,
-        p => {
-            return Ok(Ask {
-                way: Way::Forward {
-                    head: head_for_origin(method, &format!("/{p}"), host, request.headers),
-                    body,
-                },
-                target,
-                early,
-                token,
-            });
-        }
-    };
     Ok(Ask {
         way: Way::Forward {
-            head: head_for_origin(method, path, host, request.headers),
+            head: head_for_origin(method, &path, host, request.headers),
             body,
         },
         target,
@@ -959,5 +955,26 @@ mod tests {
                 "{sent:?}"
             );
         }
+    }
+
+    /// A forwarded request and one in a tunnel send an origin the same path for one target
+    /// in absolute form: its path and query, never its fragment, `/` for an empty path.
+    #[test]
+    fn an_absolute_target_gives_one_origin_form() {
+        for (target, host, path) in [
+            ("http://h/x?y", "h", "/x?y"),
+            ("http://h:8080", "h:8080", "/"),
+            ("http://h?x=/y", "h", "/?x=/y"),
+            ("http://h#f/g", "h", "/"),
+            ("http://h/a#f?g", "h", "/a"),
+            ("HTTP://h/", "h", "/"),
+        ] {
+            let (authority, origin) = split_absolute(target).unwrap();
+            assert_eq!((authority, &*origin), (host, path), "{target}");
+            assert_eq!(origin_form(target).as_deref(), Some(path), "{target}");
+        }
+        assert_eq!(origin_form("/x?y").as_deref(), Some("/x?y"));
+        assert_eq!(origin_form("*"), None);
+        assert_eq!(origin_form("h:443"), None);
     }
 }
