@@ -118,6 +118,7 @@ impl Plan {
                         network,
                         unix_off: self.mode == crate::Mode::Plan,
                         own_tcp_refused,
+                        unix_checked: network == NetFilter::Supervised && !self.loopback,
                     })
                 })
                 .flatten();

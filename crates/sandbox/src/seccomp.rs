@@ -31,6 +31,8 @@
 //!   (`SECCOMP_RET_USER_NOTIF`, see `net/supervisor.rs`), which makes the allowed ones itself
 //!   (where Landlock refuses the command's own TCP connects, all but those given a unix
 //!   address's full length: [`UNIX_ADDRESS_LENGTH`]);
+//!   with loopback closed, every `connect`, that length too: the supervisor checks unix
+//!   sockets (`net/unix.rs`);
 //!   and so is every `bind` (but those of that length) and `listen`, which the supervisor makes in the server's network
 //!   namespace when the command runs in the session's own (`net/listening.rs`).
 //!   The command's own TCP connects are refused by its Landlock domain (`landlock.rs`), so the
@@ -69,6 +71,9 @@ pub struct FilterSpec {
     /// a `connect` or `bind` given a unix address's full length is let through without asking
     /// the supervisor (see [`UNIX_ADDRESS_LENGTH`]).
     pub own_tcp_refused: bool,
+    /// Supervised with loopback closed: every `connect` goes to the supervisor, a unix
+    /// address's full length too, which checks unix sockets (`net/unix.rs`).
+    pub unix_checked: bool,
 }
 
 /// The address length of the `connect` and `bind` calls the supervisor is not asked about when
@@ -305,8 +310,9 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         notify
     };
     if spec.network == NetFilter::Supervised {
+        let connect = if spec.unix_checked { notify } else { addressed };
         special.extend([
-            (libc::SYS_connect as u32, addressed),
+            (libc::SYS_connect as u32, connect),
             (libc::SYS_bind as u32, addressed),
             (libc::SYS_listen as u32, notify),
             (libc::SYS_sendto as u32, send_to),
@@ -589,13 +595,16 @@ mod tests {
         for network in [NetFilter::Open, NetFilter::Off, NetFilter::Supervised] {
             for unix_off in [false, true] {
                 for own_tcp_refused in [false, true] {
-                    let spec = FilterSpec {
-                        network,
-                        unix_off,
-                        own_tcp_refused,
-                    };
-                    let program = assemble(spec).expect("assembles");
-                    assert!(program.len() < 140, "{} instructions", program.len());
+                    for unix_checked in [false, true] {
+                        let spec = FilterSpec {
+                            network,
+                            unix_off,
+                            own_tcp_refused,
+                            unix_checked,
+                        };
+                        let program = assemble(spec).expect("assembles");
+                        assert!(program.len() < 140, "{} instructions", program.len());
+                    }
                 }
             }
         }

@@ -651,6 +651,144 @@ async fn net_local_work_passes_as_nobody() {
     local_work_passes(Who::Nobody).await;
 }
 
+/// A service of the test on a unix socket (a daemon that would forward what it gets): counts
+/// the bytes it reads.
+struct UnixService {
+    bytes: Arc<AtomicUsize>,
+}
+
+impl UnixService {
+    fn on(listener: std::os::unix::net::UnixListener) -> UnixService {
+        let bytes = Arc::new(AtomicUsize::new(0));
+        let read = Arc::clone(&bytes);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                let mut buffer = [0u8; 4096];
+                if let Ok(n) = stream.read(&mut buffer) {
+                    read.fetch_add(n, Ordering::SeqCst);
+                }
+                let _ = stream.write_all(b"host-service");
+            }
+        });
+        UnixService { bytes }
+    }
+
+    fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::SeqCst)
+    }
+}
+
+/// With loopback closed, the machine's services on unix sockets are closed too: a path, an
+/// abstract name, a datagram socket; what the commands themselves listen on is not (a server
+/// of their own, Python's `multiprocessing`). Landlock below ABI 9 cannot scope them: the
+/// supervisor makes each connect, and judges the process listening.
+async fn unix_services_are_closed_with_loopback(who: Who) {
+    use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram, UnixListener};
+    let dir = tempfile::Builder::new()
+        .prefix("unix-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let mode = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    };
+    mode(dir.path(), 0o777);
+    let path = dir.path().join("daemon.sock");
+    let daemon = UnixService::on(UnixListener::bind(&path).unwrap());
+    mode(&path, 0o777);
+    let name = format!("agentty-test-{}", std::process::id());
+    let abstract_daemon = UnixService::on(
+        UnixListener::bind_addr(
+            &<UnixAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(&name).unwrap(),
+        )
+        .unwrap(),
+    );
+    let datagrams = dir.path().join("log.sock");
+    let log = UnixDatagram::bind(&datagrams).unwrap();
+    log.set_nonblocking(true).unwrap();
+    mode(&datagrams, 0o777);
+    let setup = serve(who, &["--network", "allowlist", "--no-loopback"], &[]).await;
+    let send = |kind: &str, to: &str| {
+        format!(
+            "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.{kind}); \
+             s.connect(sys.argv[1].replace(\"@\", chr(0), 1)); s.send(b\"secret\"); print(s.recv(99))' {to} 2>&1 | tail -n 2"
+        )
+    };
+    let shown = path.display().to_string();
+    let (text, s) = setup.run(&send("SOCK_STREAM", &shown)).await;
+    assert_refused(
+        &text,
+        &s,
+        &format!("unix:{shown}"),
+        "a service of this machine on a unix socket",
+    );
+    assert!(text.contains("loopback = true"), "{text}");
+    // A relative path, from the command's working directory.
+    let (text, s) = setup
+        .run(&format!(
+            "cd {} && {}",
+            dir.path().display(),
+            send("SOCK_STREAM", "daemon.sock")
+        ))
+        .await;
+    assert_refused(&text, &s, "unix:daemon.sock", "on a unix socket");
+    let (text, s) = setup.run(&send("SOCK_STREAM", &format!("@{name}"))).await;
+    assert_eq!(s["error_code"], 2010, "{text}");
+    assert!(
+        text.contains("ConnectionRefused") || text.contains("Permission"),
+        "{text}"
+    );
+    let (text, s) = setup
+        .run(&send("SOCK_DGRAM", &datagrams.display().to_string()))
+        .await;
+    assert_refused(
+        &text,
+        &s,
+        &format!("unix:{}", datagrams.display()),
+        "on a unix socket",
+    );
+    assert_eq!(daemon.bytes(), 0, "the daemon got bytes");
+    assert_eq!(abstract_daemon.bytes(), 0, "the abstract daemon got bytes");
+    assert!(
+        log.recv(&mut [0u8; 64]).is_err(),
+        "the datagram socket got one"
+    );
+
+    // What commands listen on themselves: a server of the command's own, and a
+    // multiprocessing manager (a unix socket in a temporary directory, its server a child).
+    let (text, s) = setup
+        .run(
+            "python3 -c '\nimport os, socket, tempfile\np = os.path.join(tempfile.mkdtemp(), \"own.sock\")\n\
+             l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen()\nif os.fork() == 0:\n    \
+             c, _ = l.accept(); c.sendall(c.recv(9) + b\" back\"); os._exit(0)\n\
+             s = socket.socket(socket.AF_UNIX); s.connect(p); s.sendall(b\"own\"); print(s.recv(99).decode())\n'",
+        )
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("own back"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    let (text, s) = setup
+        .run(
+            "python3 -c 'from multiprocessing import Manager\nwith Manager() as m:\n    \
+             d = m.dict(); d[\"k\"] = 41; d[\"k\"] += 1; print(\"manager\", d[\"k\"])'",
+        )
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(text.contains("manager 42"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+}
+
+#[tokio::test]
+async fn net_loopback_closed_closes_the_machines_unix_sockets_as_root() {
+    unix_services_are_closed_with_loopback(Who::Root).await;
+}
+
+#[tokio::test]
+async fn net_loopback_closed_closes_the_machines_unix_sockets_as_nobody() {
+    unix_services_are_closed_with_loopback(Who::Nobody).await;
+}
+
 /// `pip download` and `npm view` from the real registries, through the proxy (default `ask`,
 /// both on the built-in list). Ignored where the registries are not reachable.
 #[tokio::test]
@@ -1104,12 +1242,13 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
                 "{who:?} {flags:?}: {namespace:?} not in {line}"
             );
         }
-        // Loopback closed: the unix sockets of the machine's services are not, and it says so.
+        // Loopback closed: the unix sockets of the machine's services are closed too, but for
+        // datagrams, and it says so.
         let text = doctor(who, &["--network", "allowlist", "--no-loopback"]);
         let line = line_of(&text, "network: ");
         assert!(
-            line.contains("on a unix socket it may open")
-                && line.contains("which loopback = false does not close"),
+            line.contains("refuses those of this machine's services")
+                && line.contains("send datagrams to a unix socket"),
             "{who:?}: {line}"
         );
         let text = doctor(who, &["--network", "on"]);

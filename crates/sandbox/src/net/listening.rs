@@ -73,7 +73,7 @@ pub(super) fn home() -> Home {
 }
 
 /// Whether thread `pid` runs in a network namespace other than `home`'s. `false` when unknown.
-fn elsewhere(pid: u32, home: Home) -> bool {
+pub(super) fn elsewhere(pid: u32, home: Home) -> bool {
     home.net
         .is_some_and(|home| id_of(&format!("/proc/{pid}/ns/net")).is_some_and(|id| id != home))
 }

@@ -1,11 +1,13 @@
 //! Network egress for confined commands (docs/BEHAVIOUR.md §13), the kernel's half: the
 //! supervisor that makes their connections (`supervisor.rs`), and their listening sockets where
-//! they run in a network namespace of the session's own (`listening.rs`), over seccomp user
+//! they run in a network namespace of the session's own (`listening.rs`), and every other connect
+//! where loopback is closed (`unix.rs`), over seccomp user
 //! notification (`notify.rs`). What is allowed is the server's to judge ([`Judge`]); the seccomp filter's
 //! socket rules are in `seccomp.rs`, the Landlock TCP rule in `landlock.rs`.
 
 mod listening;
 mod notify;
 mod supervisor;
+mod unix;
 
 pub use supervisor::{Judge, Supervisor, Verdict};

@@ -61,6 +61,22 @@ pub trait Judge: Send + Sync {
     /// Process `pid` was refused a socket (`family`, `kind` with its flags, `protocol`): a
     /// UDP socket for a DNS lookup, most often. Told, not asked: the refusal stands.
     fn refused_socket(&self, pid: u32, family: i32, kind: i32, protocol: i32);
+
+    /// Whether confined commands' connects to unix sockets are checked (loopback closed):
+    /// then [`Judge::judge_unix`] is asked about each (`unix.rs`). Asked on every connect that
+    /// is not TCP to an IP address.
+    fn unix_checked(&self) -> bool {
+        false
+    }
+
+    /// Process `pid` connects to the unix socket `named` (a path, or `@name` for an abstract
+    /// one), which a confined command of this server listens on when `commands` (else a
+    /// service of the machine, or a datagram socket). Called on the supervisor's thread:
+    /// answer at once.
+    fn judge_unix(&self, pid: u32, named: &str, commands: bool) -> Verdict {
+        let _ = (pid, named, commands);
+        Verdict::Refuse
+    }
 }
 
 /// The judge's answer.
@@ -244,6 +260,8 @@ pub(super) enum Step {
     CarryOn,
     /// Fail the call with this errno.
     Fail(i32),
+    /// The call succeeded (made here).
+    Succeed,
     /// Answered already, or the command is gone.
     Done,
     /// A blocking command waits for this connection.
@@ -277,6 +295,9 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
         Step::Fail(errno) => {
             let _ = notify::answer(raw, notif.id, 0, errno);
         }
+        Step::Succeed => {
+            let _ = notify::answer(raw, notif.id, 0, 0);
+        }
         Step::Done => {}
         Step::Wait(pending) => return Some(pending),
     }
@@ -290,25 +311,39 @@ fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Ste
     // An `int` to the kernel: the low word.
     let target_fd = notif.args[0] as u32 as i32;
     let length = (notif.args[2] as u32 as usize).min(ADDRESS_BYTES_MAX);
+    // Where unix sockets are checked, no connect carries on in the kernel (`unix.rs`).
+    let checked = judge.unix_checked();
+    let carry_on = |errno| {
+        if checked {
+            Step::Fail(errno)
+        } else {
+            Step::CarryOn
+        }
+    };
     let mut bytes = [0u8; ADDRESS_BYTES_MAX];
     let Ok(read) = notify::read_memory(pid, notif.args[1], &mut bytes[..length]) else {
-        return Step::CarryOn;
+        return carry_on(libc::EFAULT);
     };
     if !notify::id_valid(raw, id) {
         return Step::Done;
     }
-    let Some(to) = socket_address(&bytes[..read]) else {
+    let to = socket_address(&bytes[..read]);
+    if to.is_none() && !checked {
         return Step::CarryOn;
-    };
+    }
     let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
-        return Step::CarryOn;
+        return carry_on(libc::EBADF);
     };
     // The pid named the command when the fd was copied only if the notification still waits.
     if !notify::id_valid(raw, id) {
         return Step::Done;
     }
-    let Some(domain) = tcp_domain(&theirs) else {
-        return Step::CarryOn;
+    let (Some(domain), Some(to)) = (tcp_domain(&theirs), to) else {
+        return if checked {
+            super::unix::connect_checked(judge, raw, notif, &theirs, &bytes[..read])
+        } else {
+            Step::CarryOn
+        };
     };
     if peer_of(&theirs) {
         return Step::Fail(libc::EISCONN);

@@ -119,6 +119,32 @@ impl agentty_sandbox::Judge for Egress {
         self.judge_direct(pid, to)
     }
 
+    fn unix_checked(&self) -> bool {
+        !self.loopback
+    }
+
+    /// With loopback closed, a unix socket is reached when a confined command listens on it (a
+    /// test suite's own server, Python's `multiprocessing`); the machine's services (docker,
+    /// D-Bus, ssh-agent) are not.
+    fn judge_unix(&self, pid: u32, named: &str, commands: bool) -> agentty_sandbox::Verdict {
+        let call = self.by_pid(pid);
+        let target = Target {
+            host: format!("unix:{named}"),
+            port: 0,
+        };
+        let decision = if commands {
+            Ok(notice::UNIX_OWN.to_owned())
+        } else {
+            Err(Why::UnixService)
+        };
+        self.note(call.as_deref(), &target, decision);
+        if commands {
+            agentty_sandbox::Verdict::Connect
+        } else {
+            agentty_sandbox::Verdict::Refuse
+        }
+    }
+
     fn connected(&self, pid: u32, from: SocketAddr, to: SocketAddr) {
         if self.proxy.get() == Some(&to) {
             self.note_peer(pid, from);

@@ -71,7 +71,10 @@ pub struct Target {
 
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.host.contains(':') {
+        if self.port == 0 {
+            // A unix socket (`unix:/path`).
+            write!(f, "{}", self.host)
+        } else if self.host.contains(':') {
             write!(f, "[{}]:{}", self.host, self.port)
         } else {
             write!(f, "{}:{}", self.host, self.port)
@@ -92,6 +95,8 @@ pub enum Why {
     Direct,
     /// Loopback, closed by configuration.
     LoopbackClosed,
+    /// A unix socket with loopback closed, not one a confined command listens on.
+    UnixService,
     /// Port 53 on loopback: a local resolver would carry names (and data in them) out.
     LocalDns,
     /// A socket of a kind commands may not make (UDP, raw, …): `what` names it.

@@ -25,6 +25,9 @@ open through the proxy as it may; close some (a tunnel ends when its command clo
 pub const APPROVED_ONCE: &str = "approved by the user for this command";
 pub const APPROVED_FOR_SESSION: &str = "approved by the user for this session";
 
+/// The rule of a unix socket reached with loopback closed, in the log and the web view.
+pub const UNIX_OWN: &str = "a unix socket a confined command listens on";
+
 /// The sockets the filter refuses, as a refusal names them.
 pub const SOCKET_UDP: &str = "a UDP socket (a DNS lookup of the program's own, most often)";
 pub const SOCKET_ICMP: &str = "an ICMP socket (ping, most often)";
@@ -63,6 +66,9 @@ pub fn network_why_short(why: &super::Why) -> String {
         Why::Inside { kind, ip } => format!("it resolves to {} ({ip})", kind.word()),
         Why::Direct => "a direct connection, not through agentty's proxy".to_owned(),
         Why::LoopbackClosed => "loopback is closed".to_owned(),
+        Why::UnixService => {
+            "a service of this machine on a unix socket, and loopback is closed".to_owned()
+        }
         Why::LocalDns => "DNS through a resolver on loopback".to_owned(),
         Why::Socket { .. } => "only plain TCP is allowed".to_owned(),
         Why::OthersCredentials => "with another caller's proxy credentials".to_owned(),
@@ -108,6 +114,10 @@ fn network_remedy(refusal: &super::Refusal) -> String {
         ),
         Why::LoopbackClosed => "The user can open loopback with loopback = true in the \
              [sandbox] section of agentty's config."
+            .to_owned(),
+        Why::UnixService => "The user can open loopback, and with it the unix sockets of this \
+             machine's services, with loopback = true in the [sandbox] section of agentty's \
+             config."
             .to_owned(),
         Why::LocalDns | Why::Socket { what: SOCKET_UDP } => {
             "Names are resolved by agentty's proxy: a program that looks names up itself \

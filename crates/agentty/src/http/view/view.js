@@ -199,7 +199,7 @@ function networkRefused(s) {
   const list = el("ul", "network-refused");
   list.append(el("li", "network-head", "network refused:"));
   for (const n of refused.slice(0, REFUSALS_SHOWN)) {
-    const what = n.port ? n.host + ":" + n.port : "a socket";
+    const what = n.port ? n.host + ":" + n.port : n.host.startsWith("unix:") ? n.host : "a socket";
     list.append(el("li", "", what + " (" + n.rule + ", " + new Date(n.time * 1000).toLocaleTimeString() + ")"));
   }
   return list;

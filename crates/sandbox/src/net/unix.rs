@@ -1,0 +1,290 @@
+//! A confined command's `connect` where loopback is closed (network `allowlist` and `ask` with
+//! `loopback = false`, docs/BEHAVIOUR.md §13), but for TCP to an IP address (`supervisor.rs`).
+//! Landlock scopes pathname unix sockets only from ABI 9, so a service of this machine on one
+//! (docker, D-Bus, ssh-agent, a daemon that forwards what it gets) would stay open with the
+//! loopback closed. Where the judge says unix sockets are checked ([`Judge::unix_checked`]),
+//! the seccomp filter sends every `connect` here (`seccomp.rs`), and nothing of it carries on in
+//! the kernel with an address read from the command (another thread could change it):
+//!
+//! - a unix socket given a unix address: the supervisor opens the path as the command would
+//!   (from its root or its working directory), connects a socket of its own of the same type to
+//!   it, and tells the judge whether the socket at the other end is a confined command's: one
+//!   the supervisor made listen (`listening.rs` makes every `listen` of theirs, so the kernel
+//!   took this process for the listener's: [`listened_here`]). The command gets the socket
+//!   (`ADDFD`, as for TCP) only when the judge lets it, so a refused service sees a connection
+//!   open and close, and not a byte. A datagram socket has no listener to tell: refused;
+//! - any other socket, or address (`AF_UNSPEC`, a datagram socket's disconnect; a netlink
+//!   socket's): the supervisor makes the call on a copy of the command's socket, with the
+//!   address it read, and answers with its outcome. Neither reaches a unix socket.
+//!
+//! An abstract address is connected in the server's network namespace, which the supervisor
+//! never leaves: a command in a session's own namespace (as root) is refused one.
+//!
+//! Not seen: `sendto`/`sendmsg` with an address on a datagram socket (syslog's `/dev/log`,
+//! journald's socket), which the filter lets through.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::notify::{self, Notif};
+use super::supervisor::{
+    Judge, Step, Verdict, hand_over, int_option, set_blocking, set_int_option, status_flags,
+};
+
+/// `SO_PEERPIDFD` (Linux 6.5): a pidfd of the process at the other end of a unix socket.
+const SO_PEERPIDFD: i32 = 77;
+
+/// The options of a unix socket a program sets before it connects, copied to ours.
+const UNIX_OPTIONS: [(i32, i32); 3] = [
+    (libc::SOL_SOCKET, libc::SO_PASSCRED),
+    (libc::SOL_SOCKET, libc::SO_SNDBUF),
+    (libc::SOL_SOCKET, libc::SO_RCVBUF),
+];
+
+/// A unix address as a command passed it.
+#[derive(Debug, PartialEq, Eq)]
+enum UnixAddress<'a> {
+    /// A path, up to its first NUL.
+    Path(&'a [u8]),
+    /// An abstract name (after the leading NUL, all the bytes the length gives).
+    Abstract(&'a [u8]),
+    /// No name: the kernel's EINVAL.
+    Unnamed,
+}
+
+fn unix_address(bytes: &[u8]) -> UnixAddress<'_> {
+    let path = bytes.get(2..).unwrap_or_default();
+    match path.first() {
+        None => UnixAddress::Unnamed,
+        Some(0) => UnixAddress::Abstract(&path[1..]),
+        Some(_) => {
+            UnixAddress::Path(&path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())])
+        }
+    }
+}
+
+/// `connect(fd, address)` of process `notif.pid` whose socket `theirs` (a copy of `fd`) is not
+/// TCP or whose address is not IP, where unix sockets are checked; `address` is what was read.
+pub(super) fn connect_checked(
+    judge: &dyn Judge,
+    raw: std::os::fd::RawFd,
+    notif: &Notif,
+    theirs: &OwnedFd,
+    address: &[u8],
+) -> Step {
+    let family = address
+        .get(..2)
+        .map(|f| i32::from(u16::from_ne_bytes([f[0], f[1]])));
+    let unix = int_option(theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_UNIX);
+    if !unix || family != Some(libc::AF_UNIX) {
+        return on_their_socket(theirs, address);
+    }
+    let (pid, id) = (notif.pid, notif.id);
+    let named = match unix_address(address) {
+        UnixAddress::Unnamed => return on_their_socket(theirs, address),
+        UnixAddress::Path(path) => String::from_utf8_lossy(path).into_owned(),
+        UnixAddress::Abstract(name) => format!("@{}", String::from_utf8_lossy(name)),
+    };
+    // An abstract name is the network namespace's: one of a session's own is not here.
+    if named.starts_with('@') && super::listening::elsewhere(pid, super::listening::home()) {
+        judge.judge_unix(pid, &named, false);
+        return Step::Fail(libc::EACCES);
+    }
+    let kind = int_option(theirs, libc::SOL_SOCKET, libc::SO_TYPE).unwrap_or(libc::SOCK_STREAM);
+    let ours = match connected(pid, kind, theirs, address) {
+        Ok(ours) => ours,
+        Err(errno) => return Step::Fail(errno),
+    };
+    // The path was opened as process `pid` sees it only if it was still the command's then.
+    if !notify::id_valid(raw, id) {
+        return Step::Done;
+    }
+    if judge.judge_unix(pid, &named, listened_here(&ours)) == Verdict::Refuse {
+        return Step::Fail(libc::EACCES);
+    }
+    if status_flags(theirs) & libc::O_NONBLOCK == 0 {
+        set_blocking(&ours);
+    }
+    let target_fd = notif.args[0] as u32 as i32;
+    hand_over(
+        raw,
+        id,
+        &ours,
+        target_fd,
+        notify::fd_cloexec(pid, target_fd),
+        0,
+    );
+    Step::Done
+}
+
+/// The call made on a copy of the command's socket, with the address read: a socket that is
+/// not a unix one, or an address that is not a unix one, reaches no unix socket.
+fn on_their_socket(theirs: &OwnedFd, address: &[u8]) -> Step {
+    // SAFETY: `address` is a live buffer of its length.
+    let rc = unsafe {
+        libc::connect(
+            theirs.as_raw_fd(),
+            address.as_ptr().cast(),
+            address.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Step::Succeed
+    } else {
+        Step::Fail(last_errno())
+    }
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// A new socket of ours (unix, `kind`, with `theirs`'s options, non-blocking) connected to the
+/// unix `address` as process `pid` would reach it; the errno when it is not.
+fn connected(pid: u32, kind: i32, theirs: &OwnedFd, address: &[u8]) -> Result<OwnedFd, i32> {
+    // SAFETY: socket with constant arguments; the fd it returns is ours.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    let ours = unsafe { OwnedFd::from_raw_fd(fd) };
+    for (level, name) in UNIX_OPTIONS {
+        if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
+            set_int_option(&ours, level, name, value);
+        }
+    }
+    let rc = match unix_address(address) {
+        UnixAddress::Path(path) => {
+            let file = open_as(pid, path)?;
+            let via = format!("/proc/self/fd/{}", file.as_raw_fd());
+            with_unix_address(via.as_bytes(), |at, length| {
+                // SAFETY: `at` is a valid unix address of `length` bytes.
+                unsafe { libc::connect(ours.as_raw_fd(), at, length) }
+            })
+        }
+        UnixAddress::Abstract(_) => {
+            // SAFETY: `address` is a live buffer of its length.
+            unsafe {
+                libc::connect(
+                    ours.as_raw_fd(),
+                    address.as_ptr().cast(),
+                    address.len() as libc::socklen_t,
+                )
+            }
+        }
+        UnixAddress::Unnamed => return Err(libc::EINVAL),
+    };
+    if rc == 0 { Ok(ours) } else { Err(last_errno()) }
+}
+
+/// `path` opened (`O_PATH`) as thread `pid` resolves it: an absolute one in its root (its
+/// symbolic links too), a relative one from its working directory. No `/proc` magic link
+/// (`/proc/self/fd/N` would be this process's fd, a socket of the server's): ELOOP.
+fn open_as(pid: u32, path: &[u8]) -> Result<OwnedFd, i32> {
+    let (from, resolve) = if path.starts_with(b"/") {
+        (format!("/proc/{pid}/root"), libc::RESOLVE_IN_ROOT)
+    } else {
+        (format!("/proc/{pid}/cwd"), 0)
+    };
+    let resolve = resolve | libc::RESOLVE_NO_MAGICLINKS;
+    let from = std::fs::File::open(&from).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
+    let path = CString::new(path).map_err(|_| libc::EINVAL)?;
+    // SAFETY: open_how is plain data (non-exhaustive in libc: made zeroed, then set).
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = resolve;
+    // SAFETY: openat2 with a live dirfd, a NUL-terminated path and an `open_how` of its size;
+    // the fd it returns is ours.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            from.as_raw_fd(),
+            path.as_ptr(),
+            &raw const how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Calls `call` with `path` as a `sockaddr_un` and its length; `-1` (EINVAL) when too long.
+fn with_unix_address(
+    path: &[u8],
+    call: impl FnOnce(*const libc::sockaddr, libc::socklen_t) -> libc::c_int,
+) -> libc::c_int {
+    // SAFETY: sockaddr_un is plain data.
+    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if path.len() >= address.sun_path.len() {
+        // SAFETY: sets errno, as the kernel would for a path too long.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return -1;
+    }
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (to, &from) in address.sun_path.iter_mut().zip(path) {
+        *to = from as libc::c_char;
+    }
+    let length = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
+    call((&raw const address).cast(), length as libc::socklen_t)
+}
+
+/// Whether the socket at the other end of `socket` (connected, unix) was made to listen by
+/// this process: by the supervisor, which makes every confined command's `listen`
+/// (`listening.rs`), so the kernel took its credentials for the listener's. A service of the
+/// machine listens itself. Told by `SO_PEERPIDFD` (Linux 6.5), a pidfd of that process: a
+/// process that ended has none, so one whose pid this server got later cannot pass for it, as
+/// it would by `SO_PEERCRED`'s pid. `false` for a datagram socket, and before Linux 6.5.
+fn listened_here(socket: &OwnedFd) -> bool {
+    let Some(pidfd) = int_option(socket, libc::SOL_SOCKET, SO_PEERPIDFD).filter(|&fd| fd >= 0)
+    else {
+        return false;
+    };
+    // SAFETY: the kernel gave us this fd.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("Pid:"))
+                .and_then(|pid| pid.trim().parse::<i64>().ok())
+        })
+        .is_some_and(|pid| pid == i64::from(std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(path: &[u8]) -> Vec<u8> {
+        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        bytes.extend_from_slice(path);
+        bytes
+    }
+
+    #[test]
+    fn unix_addresses_read_as_the_kernel_reads_them() {
+        assert_eq!(
+            unix_address(&address(b"/run/x.sock\0\0\0")),
+            UnixAddress::Path(b"/run/x.sock")
+        );
+        assert_eq!(unix_address(&address(b"rel")), UnixAddress::Path(b"rel"));
+        assert_eq!(
+            unix_address(&address(b"\0name\0x")),
+            UnixAddress::Abstract(b"name\0x")
+        );
+        assert_eq!(unix_address(&address(b"")), UnixAddress::Unnamed);
+        assert_eq!(unix_address(&[]), UnixAddress::Unnamed);
+    }
+}
