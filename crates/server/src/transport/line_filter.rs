@@ -85,11 +85,6 @@ impl<R> LineFilter<R> {
         if text.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        // Checking the syntax allocates nothing; only a tools/call is read into a value.
-        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(text) {
-            self.refuse(Refusal::Parse(e.to_string()));
-            return;
-        }
         // The syntax check does not limit nesting; rmcp's parser does, and would drop such a
         // line silently: a deeply nested one is read fully here, which applies the same limit.
         let deep = text.iter().filter(|&&b| b == b'[' || b == b'{').count() > 100;
@@ -98,10 +93,17 @@ impl<R> LineFilter<R> {
             .windows(REFUSED_MARK_METHOD.len())
             .any(|w| w == REFUSED_MARK_METHOD.as_bytes());
         if !may_be_tool_call && !marked {
+            // Checking the syntax allocates nothing.
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+                self.refuse(Refusal::Parse(e.to_string()));
+                return;
+            }
             self.ready.extend_from_slice(text);
             self.ready.push(b'\n');
             return;
         }
+        // Only a line that may be a tools/call is read into a value, once: that is its syntax
+        // check too.
         match serde_json::from_slice::<serde_json::Value>(text) {
             Err(e) => self.refuse(Refusal::Parse(e.to_string())),
             // A client's own copy of the mark would answer refusals that were never made.
