@@ -509,7 +509,7 @@ pub(super) fn tcp_domain(socket: &OwnedFd) -> Option<i32> {
 }
 
 /// Whether `socket` is connected already.
-fn peer_of(socket: &OwnedFd) -> bool {
+pub(super) fn peer_of(socket: &OwnedFd) -> bool {
     // SAFETY: sockaddr_storage is plain data; the kernel writes at most `length` bytes.
     let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;

@@ -28,7 +28,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::notify::{self, Notif};
 use super::supervisor::{
-    Judge, Step, Verdict, hand_over, int_option, set_blocking, set_int_option, status_flags,
+    Judge, Step, Verdict, hand_over, int_option, peer_of, set_blocking, set_int_option,
+    status_flags,
 };
 
 /// `SO_PEERPIDFD` (Linux 6.5): a pidfd of the process at the other end of a unix socket.
@@ -75,6 +76,12 @@ pub(super) fn connect_checked(
     let family = address
         .get(..2)
         .map(|f| i32::from(u16::from_ne_bytes([f[0], f[1]])));
+    // An IP address here is one the TCP path did not take (too short, or a socket that is not
+    // TCP): the kernel's EINVAL, never a connect made by this process, which Landlock does not
+    // confine.
+    if matches!(family, Some(libc::AF_INET | libc::AF_INET6)) {
+        return Step::Fail(libc::EINVAL);
+    }
     let unix = int_option(theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_UNIX);
     if !unix || family != Some(libc::AF_UNIX) {
         return on_their_socket(theirs, address);
@@ -91,6 +98,14 @@ pub(super) fn connect_checked(
         return Step::Fail(libc::EACCES);
     }
     let kind = int_option(theirs, libc::SOL_SOCKET, libc::SO_TYPE).unwrap_or(libc::SOCK_STREAM);
+    // The kernel's answers for a socket that listens, or is connected (a datagram socket may
+    // connect again): the socket put in its place would end its connection.
+    if int_option(theirs, libc::SOL_SOCKET, libc::SO_ACCEPTCONN) == Some(1) {
+        return Step::Fail(libc::EINVAL);
+    }
+    if kind != libc::SOCK_DGRAM && peer_of(theirs) {
+        return Step::Fail(libc::EISCONN);
+    }
     let ours = match connected(pid, kind, theirs, address) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
