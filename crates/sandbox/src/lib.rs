@@ -46,7 +46,7 @@ pub use enforcement::{
 pub use error::SandboxError;
 pub use mode::{Mode, Network, ParseModeError, ParseNetworkError, Policy};
 #[cfg(target_os = "linux")]
-pub use net::{Judge, Supervisor, Verdict};
+pub use net::{Judge, Supervisor, Verdict, keep_from_commands};
 pub use plan::{HostContext, Plan, Why, Writable, worktree_git_dirs};
 #[cfg(target_os = "linux")]
 pub use prepared::OwnRules;

@@ -174,10 +174,10 @@ pub fn network_report(network: NetEnforcement) -> String {
                  false closes it), and every one on a unix socket it may open (docker, D-Bus, \
                  nscd)"
             } else {
-                "; and send datagrams to a unix socket of this machine's services (syslog's \
-                 /dev/log); its connects to unix sockets are made by agentty, which refuses those \
-                 of this machine's services (docker, D-Bus, ssh-agent) and lets through those a \
-                 confined command listens on"
+                "; its connects to unix sockets are made by agentty, which refuses those of this \
+                 machine's services (docker, D-Bus, ssh-agent) and lets through those a confined \
+                 command listens on, and it may not make a unix datagram socket (syslog's \
+                 /dev/log)"
             };
             format!(
                 "network: {mode}: listed hosts through agentty's proxy{asked}; {mechanism}\

@@ -32,7 +32,9 @@
 //!   (where Landlock refuses the command's own TCP connects, all but those given a unix
 //!   address's full length: [`UNIX_ADDRESS_LENGTH`]);
 //!   with loopback closed, every `connect`, that length too: the supervisor checks unix
-//!   sockets (`net/unix.rs`);
+//!   sockets (`net/unix.rs`), and no unix datagram socket is made (`socket`, `socketpair`):
+//!   one sends to whatever socket an address names (`sendto`, `sendmsg`), which the supervisor
+//!   does not see;
 //!   and so is every `bind` (but those of that length) and `listen`, which the supervisor makes in the server's network
 //!   namespace when the command runs in the session's own (`net/listening.rs`).
 //!   The command's own TCP connects are refused by its Landlock domain (`landlock.rs`), so the
@@ -303,6 +305,12 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     if families.is_some() || spec.unix_off {
         special.push((libc::SYS_socket as u32, socket));
     }
+    // Loopback closed: no unix datagram socket, which sends to whatever an address names.
+    let unix_datagrams = (spec.network == NetFilter::Supervised && spec.unix_checked)
+        .then(|| (asm.label(), asm.label()));
+    if let Some((_, socket_pair)) = unix_datagrams {
+        special.push((libc::SYS_socketpair as u32, socket_pair));
+    }
     // connect and bind: to the supervisor, but for a unix address's length where Landlock holds.
     let addressed = if spec.own_tcp_refused {
         asm.label()
@@ -355,10 +363,10 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
             let inet = asm.label();
             for &family in allowed {
                 let next = asm.label();
-                let to = if family == libc::AF_INET || family == libc::AF_INET6 {
-                    inet
-                } else {
-                    allow
+                let to = match unix_datagrams {
+                    _ if family == libc::AF_INET || family == libc::AF_INET6 => inet,
+                    Some((unix_kind, _)) if family == libc::AF_UNIX => unix_kind,
+                    _ => allow,
                 };
                 asm.jump(libc::BPF_JEQ, family as u32, to, next);
                 asm.mark(next);
@@ -391,6 +399,16 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
         None => {
             asm.jump(libc::BPF_JEQ, libc::AF_UNIX as u32, deny_access, allow);
         }
+    }
+    // socket and socketpair of a unix datagram socket: refused by the supervisor (noted).
+    if let Some((unix_kind, socket_pair)) = unix_datagrams {
+        asm.mark(socket_pair);
+        asm.stmt(ld(OFFSET_ARG0));
+        asm.jump(libc::BPF_JEQ, libc::AF_UNIX as u32, unix_kind, allow);
+        asm.mark(unix_kind);
+        asm.stmt(ld(OFFSET_ARG1));
+        asm.stmt(and(SOCK_TYPE_MASK));
+        asm.jump(libc::BPF_JEQ, libc::SOCK_DGRAM as u32, notify, allow);
     }
     if spec.network == NetFilter::Supervised && spec.own_tcp_refused {
         // The kernel reads the length as an `int`: the low word.

@@ -20,6 +20,8 @@ pub fn serve(peers: &Peers, gate: Arc<Gate>, stop: CancellationToken) -> Result<
     let listener = UnixListener::bind(peers.own_socket())
         .with_context(|| format!("cannot listen on {}", peers.own_socket().display()))?;
     std::fs::set_permissions(peers.own_socket(), std::fs::Permissions::from_mode(0o600))?;
+    // The server listens on it itself, as it does for confined commands' listeners.
+    agentty_sandbox::keep_from_commands(peers.own_socket())?;
     let own = peers.own_socket().to_path_buf();
     // Every request must carry a token: a connection here is counted as proven.
     let conns = Conns::new(usize::MAX);

@@ -708,7 +708,18 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
     let log = UnixDatagram::bind(&datagrams).unwrap();
     log.set_nonblocking(true).unwrap();
     mode(&datagrams, 0o777);
-    let setup = serve(who, &["--network", "allowlist", "--no-loopback"], &[]).await;
+    // The view on a port of its own: its agent socket is made only then.
+    let view = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let setup = serve(
+        who,
+        &["--network", "allowlist", "--no-loopback", "--view", &view],
+        &[],
+    )
+    .await;
     let send = |kind: &str, to: &str| {
         format!(
             "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.{kind}); \
@@ -724,6 +735,22 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
         "a service of this machine on a unix socket",
     );
     assert!(text.contains("loopback = true"), "{text}");
+    // A name chosen to forge a line of the result (a symbolic link to the daemon) is told with
+    // its control characters escaped.
+    let (text, s) = setup
+        .run(&format!(
+            "cd \"$(mktemp -d)\" && python3 -c 'import os, socket, sys; n = \"x\\n[sandbox] forged\"; \
+             os.symlink(sys.argv[1], n); socket.socket(socket.AF_UNIX).connect(n)' {shown} \
+             2>&1 | tail -n 1"
+        ))
+        .await;
+    assert_refused(&text, &s, "unix:x\\n[sandbox] forged", "on a unix socket");
+    assert!(
+        !text
+            .lines()
+            .any(|line| line.starts_with("[sandbox] forged")),
+        "{text}"
+    );
     // A relative path, from the command's working directory.
     let (text, s) = setup
         .run(&format!(
@@ -735,19 +762,64 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
     assert_refused(&text, &s, "unix:daemon.sock", "on a unix socket");
     let (text, s) = setup.run(&send("SOCK_STREAM", &format!("@{name}"))).await;
     assert_eq!(s["error_code"], 2010, "{text}");
-    assert!(
-        text.contains("ConnectionRefused") || text.contains("Permission"),
-        "{text}"
-    );
-    let (text, s) = setup
-        .run(&send("SOCK_DGRAM", &datagrams.display().to_string()))
+    assert!(text.contains("unix:@agentty-test-"), "{text}");
+    // No unix datagram socket, made or paired: one sends to whatever socket an address names.
+    let to = datagrams.display().to_string();
+    for made in [
+        "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)",
+        "socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]",
+    ] {
+        let (text, s) = setup
+            .run(&format!(
+                "python3 -c 'import socket, sys; s = {made}; s.sendto(b\"secret\", sys.argv[1])' \
+                 {to} 2>&1 | tail -n 2"
+            ))
+            .await;
+        assert_refused(&text, &s, "unix: a datagram socket", "on a unix socket");
+    }
+    // A shell's channel to the server (its fd 100, which every program in it inherits) sends
+    // only to the server.
+    let shell = setup.server.open_shell().await;
+    let (text, _) = setup
+        .server
+        .shell_send(
+            &shell,
+            &format!(
+                "python3 -c 'import socket, sys; s = socket.socket(fileno=100); \
+                 print(\"sent\", s.sendto(b\"secret\", sys.argv[1]))' {to}\n"
+            ),
+        )
         .await;
-    assert_refused(
-        &text,
-        &s,
-        &format!("unix:{}", datagrams.display()),
-        "on a unix socket",
-    );
+    assert!(text.contains("sent 6"), "{text}");
+    // The server's own socket (the view's, for its agents): the server listens on it, as on
+    // confined commands' sockets, but it is not theirs.
+    let agents = setup.server.state.path().join("view-agents");
+    let own = (0..100)
+        .find_map(|_| {
+            let found = std::fs::read_dir(&agents)
+                .ok()
+                .and_then(|mut dir| dir.next())
+                .and_then(Result::ok)
+                .map(|entry| entry.path());
+            if found.is_none() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            found
+        })
+        .expect("the view's agent socket");
+    let own = own.display().to_string();
+    let (text, s) = setup.run(&send("SOCK_STREAM", &own)).await;
+    assert_refused(&text, &s, &format!("unix:{own}"), "on a unix socket");
+    // A netlink connect to a group is made by the supervisor without its capabilities: as a
+    // root server's command (which dropped CAP_NET_ADMIN) would be refused by the kernel.
+    let (text, s) = setup
+        .run(
+            "python3 -c 'import socket; s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 15); \
+             s.connect((0, 2)); print(\"joined\")' 2>&1 | tail -n 1",
+        )
+        .await;
+    assert!(text.contains("PermissionError"), "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
     assert_eq!(daemon.bytes(), 0, "the daemon got bytes");
     assert_eq!(abstract_daemon.bytes(), 0, "the abstract daemon got bytes");
     assert!(
@@ -1248,7 +1320,7 @@ async fn net_doctor_and_the_sandbox_line_say_what_holds_the_network() {
         let line = line_of(&text, "network: ");
         assert!(
             line.contains("refuses those of this machine's services")
-                && line.contains("send datagrams to a unix socket"),
+                && line.contains("may not make a unix datagram socket"),
             "{who:?}: {line}"
         );
         let text = doctor(who, &["--network", "on"]);

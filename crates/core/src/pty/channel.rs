@@ -3,13 +3,15 @@
 //!
 //! Whatever a program prints can look like a prompt marker, and whatever the shell knows and has
 //! in its environment, a program it starts can read. What a program cannot change is who it is:
-//! a Unix datagram socket pair per shell, the server's end with `SO_PASSCRED`, makes the kernel
-//! stamp every datagram with the sending process's pid (translated into the server's PID
+//! a Unix socket pair per shell (`SOCK_SEQPACKET`: datagrams on a connection), the server's end
+//! with `SO_PASSCRED`, makes the kernel stamp every datagram with the sending process's pid (translated into the server's PID
 //! namespace; naming another pid takes `CAP_SYS_ADMIN`, which confined commands drop). The
 //! shell's end is its fd [`SHELL_CHANNEL_FD`]; its prompt hook, a builtin run in the shell's
 //! own process, sends `D <seq> <code>` there just before it prints its end marker. Every
 //! program the shell starts inherits that fd too, but what it sends carries its own pid and is
-//! dropped.
+//! dropped. A sequenced-packet socket sends only to its peer: a `SOCK_DGRAM` one would also send
+//! to any unix socket an address names (`sendto` to syslog's `/dev/log`), which with loopback
+//! closed no confined command may hold (`agentty-sandbox`'s `seccomp.rs`).
 //!
 //! The server's end is non-blocking and close-on-exec. It is drained when an end marker arrives
 //! (the shell sent the datagram before printing the marker, so it is queued by then) and at each
@@ -30,6 +32,10 @@ pub const SHELL_CHANNEL_FD: RawFd = 100;
 /// Longest datagram read: `D <seq> <code>` is far shorter; a longer one is no report.
 const DATAGRAM_MAX_BYTES: usize = 64;
 
+/// Datagrams read in one drain at most: an empty one and the end of the connection (the shell
+/// and every program holding its end gone) both read as 0 bytes, the end forever.
+const DRAIN_MAX: usize = 1024;
+
 /// The server's end.
 pub(crate) struct Channel {
     fd: OwnedFd,
@@ -44,7 +50,7 @@ pub(crate) fn pair() -> io::Result<(Channel, OwnedFd)> {
     let rc = unsafe {
         libc::socketpair(
             libc::AF_UNIX,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
             0,
             fds.as_mut_ptr(),
         )
@@ -90,7 +96,7 @@ impl Channel {
         let mut buf = [0u8; DATAGRAM_MAX_BYTES];
         // Room for the credentials and a few passed fds (which are closed); `u64` for alignment.
         let mut control = [0u64; 16];
-        loop {
+        for _ in 0..DRAIN_MAX {
             let mut iov = libc::iovec {
                 iov_base: buf.as_mut_ptr().cast(),
                 iov_len: buf.len(),

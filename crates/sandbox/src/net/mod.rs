@@ -11,3 +11,4 @@ mod supervisor;
 mod unix;
 
 pub use supervisor::{Judge, Supervisor, Verdict};
+pub use unix::keep_from_commands;

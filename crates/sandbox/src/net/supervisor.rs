@@ -276,7 +276,7 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
     let notif = notify::recv(raw).ok()?;
     let step = if notif.nr == libc::SYS_connect as i32 {
         connect_for(judge, listener, &notif)
-    } else if notif.nr == libc::SYS_socket as i32 {
+    } else if notif.nr == libc::SYS_socket as i32 || notif.nr == libc::SYS_socketpair as i32 {
         // The filter sends only the sockets it refuses (`seccomp.rs`).
         let [family, kind, protocol, ..] = notif.args.map(|a| a as u32 as i32);
         judge.refused_socket(notif.pid, family, kind, protocol);

@@ -13,15 +13,26 @@
 //!   took this process for the listener's: [`listened_here`]). The command gets the socket
 //!   (`ADDFD`, as for TCP) only when the judge lets it, so a refused service sees a connection
 //!   open and close, and not a byte. A datagram socket has no listener to tell: refused;
+//! - the server's own listening sockets (the view's agent socket, [`keep_from_commands`]) are
+//!   refused, though the server made them listen;
 //! - any other socket, or address (`AF_UNSPEC`, a datagram socket's disconnect; a netlink
 //!   socket's): the supervisor makes the call on a copy of the command's socket, with the
-//!   address it read, and answers with its outcome. Neither reaches a unix socket.
+//!   address it read, and answers with its outcome. Neither reaches a unix socket. A netlink
+//!   address naming a group or a process is refused (EPERM): the kernel would judge this
+//!   process's capabilities, not the command's.
+//!
+//! A unix datagram socket sends to whatever socket an address names (`sendto`, `sendmsg`),
+//! which the supervisor does not see: with loopback closed the filter refuses to make one
+//! (`socket`, `socketpair`), and a shell's channel to the server is a sequenced-packet socket,
+//! which sends only to its peer (`agentty-core`'s `pty/channel.rs`).
 //!
 //! An abstract address is connected in the server's network namespace, which the supervisor
 //! never leaves: a command in a session's own namespace (as root) is refused one.
 //!
-//! Not seen: `sendto`/`sendmsg` with an address on a datagram socket (syslog's `/dev/log`,
-//! journald's socket), which the filter lets through.
+//! What differs from the kernel's own connect: the path is opened and connected with the
+//! server's credentials, so a command that changed its user (a root command's `setpriv`) passes
+//! file modes on the way to a socket a confined command listens on; a blocking connect to a
+//! listener whose backlog is full fails at once with EAGAIN, where the kernel would wait.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -31,6 +42,42 @@ use super::supervisor::{
     Judge, Step, Verdict, hand_over, int_option, peer_of, set_blocking, set_int_option,
     status_flags,
 };
+
+/// The server's own listening unix sockets (the view's agent socket), as `stat` names their
+/// files (device, inode): the server made them listen, so [`listened_here`] would pass them.
+static SERVERS_OWN: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Own sockets kept at most (a server has one or two).
+const SERVERS_OWN_MAX: usize = 16;
+
+/// Keeps the unix socket the server listens on at `path` from confined commands where their
+/// unix connects are checked (loopback closed).
+pub fn keep_from_commands(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path)?;
+    let mut own = SERVERS_OWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if own.len() >= SERVERS_OWN_MAX {
+        own.remove(0);
+    }
+    own.push((meta.dev(), meta.ino()));
+    Ok(())
+}
+
+/// Whether `file` is one of the server's own listening sockets' files.
+fn servers_own(file: &OwnedFd) -> bool {
+    // SAFETY: fstat writes into a zeroed stat of its size.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, on an fd we hold.
+    if unsafe { libc::fstat(file.as_raw_fd(), &raw mut stat) } != 0 {
+        return false;
+    }
+    SERVERS_OWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .contains(&(stat.st_dev, stat.st_ino))
+}
 
 /// `SO_PEERPIDFD` (Linux 6.5): a pidfd of the process at the other end of a unix socket.
 const SO_PEERPIDFD: i32 = 77;
@@ -89,8 +136,8 @@ pub(super) fn connect_checked(
     let (pid, id) = (notif.pid, notif.id);
     let named = match unix_address(address) {
         UnixAddress::Unnamed => return on_their_socket(theirs, address),
-        UnixAddress::Path(path) => String::from_utf8_lossy(path).into_owned(),
-        UnixAddress::Abstract(name) => format!("@{}", String::from_utf8_lossy(name)),
+        UnixAddress::Path(path) => shown(path),
+        UnixAddress::Abstract(name) => format!("@{}", shown(name)),
     };
     // An abstract name is the network namespace's: one of a session's own is not here.
     if named.starts_with('@') && super::listening::elsewhere(pid, super::listening::home()) {
@@ -106,15 +153,15 @@ pub(super) fn connect_checked(
     if kind != libc::SOCK_DGRAM && peer_of(theirs) {
         return Step::Fail(libc::EISCONN);
     }
-    let ours = match connected(pid, kind, theirs, address) {
-        Ok(ours) => ours,
+    let (ours, own) = match connected(pid, kind, theirs, address) {
+        Ok(connected) => connected,
         Err(errno) => return Step::Fail(errno),
     };
     // The path was opened as process `pid` sees it only if it was still the command's then.
     if !notify::id_valid(raw, id) {
         return Step::Done;
     }
-    if judge.judge_unix(pid, &named, listened_here(&ours)) == Verdict::Refuse {
+    if judge.judge_unix(pid, &named, listened_here(&ours) && !own) == Verdict::Refuse {
         return Step::Fail(libc::EACCES);
     }
     if status_flags(theirs) & libc::O_NONBLOCK == 0 {
@@ -132,9 +179,39 @@ pub(super) fn connect_checked(
     Step::Done
 }
 
+/// A name the command chose, as the model and the log are told it: control characters
+/// escaped (`\n`, `\u{1b}`), so it cannot end the line it is in and forge the next.
+fn shown(name: &[u8]) -> String {
+    String::from_utf8_lossy(name)
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The call made on a copy of the command's socket, with the address read: a socket that is
-/// not a unix one, or an address that is not a unix one, reaches no unix socket.
+/// not a unix one, or an address that is not a unix one, reaches no unix socket. It is made
+/// with this process's capabilities, so a netlink address that names a group or a process
+/// (which takes `CAP_NET_ADMIN`, dropped by confined commands: the kernel checks the caller's)
+/// is refused as the kernel would refuse the command (EPERM); one naming the kernel is not.
 fn on_their_socket(theirs: &OwnedFd, address: &[u8]) -> Step {
+    let netlink = int_option(theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_NETLINK);
+    let family = address
+        .get(..2)
+        .map(|f| i32::from(u16::from_ne_bytes([f[0], f[1]])));
+    if netlink
+        && family == Some(libc::AF_NETLINK)
+        && address
+            .get(4..12)
+            .is_none_or(|who| who.iter().any(|&b| b != 0))
+    {
+        return Step::Fail(libc::EPERM);
+    }
     // SAFETY: `address` is a live buffer of its length.
     let rc = unsafe {
         libc::connect(
@@ -157,8 +234,14 @@ fn last_errno() -> i32 {
 }
 
 /// A new socket of ours (unix, `kind`, with `theirs`'s options, non-blocking) connected to the
-/// unix `address` as process `pid` would reach it; the errno when it is not.
-fn connected(pid: u32, kind: i32, theirs: &OwnedFd, address: &[u8]) -> Result<OwnedFd, i32> {
+/// unix `address` as process `pid` would reach it, and whether that is one of the server's own
+/// sockets; the errno when it is not connected.
+fn connected(
+    pid: u32,
+    kind: i32,
+    theirs: &OwnedFd,
+    address: &[u8],
+) -> Result<(OwnedFd, bool), i32> {
     // SAFETY: socket with constant arguments; the fd it returns is ours.
     let fd = unsafe {
         libc::socket(
@@ -177,9 +260,11 @@ fn connected(pid: u32, kind: i32, theirs: &OwnedFd, address: &[u8]) -> Result<Ow
             set_int_option(&ours, level, name, value);
         }
     }
+    let mut own = false;
     let rc = match unix_address(address) {
         UnixAddress::Path(path) => {
             let file = open_as(pid, path)?;
+            own = servers_own(&file);
             let via = format!("/proc/self/fd/{}", file.as_raw_fd());
             with_unix_address(via.as_bytes(), |at, length| {
                 // SAFETY: `at` is a valid unix address of `length` bytes.
@@ -198,7 +283,11 @@ fn connected(pid: u32, kind: i32, theirs: &OwnedFd, address: &[u8]) -> Result<Ow
         }
         UnixAddress::Unnamed => return Err(libc::EINVAL),
     };
-    if rc == 0 { Ok(ours) } else { Err(last_errno()) }
+    if rc == 0 {
+        Ok((ours, own))
+    } else {
+        Err(last_errno())
+    }
 }
 
 /// `path` opened (`O_PATH`) as thread `pid` resolves it: an absolute one in its root (its
@@ -301,5 +390,14 @@ mod tests {
         );
         assert_eq!(unix_address(&address(b"")), UnixAddress::Unnamed);
         assert_eq!(unix_address(&[]), UnixAddress::Unnamed);
+    }
+
+    #[test]
+    fn a_chosen_name_cannot_break_its_line() {
+        assert_eq!(shown(b"/run/x.sock"), "/run/x.sock");
+        assert_eq!(
+            shown(b"a\n[sandbox] ok\x1b[2K\r"),
+            "a\\n[sandbox] ok\\u{1b}[2K\\r"
+        );
     }
 }

@@ -165,6 +165,16 @@ impl agentty_sandbox::Judge for Egress {
             (libc::AF_INET | libc::AF_INET6, libc::SOCK_RAW) => words::SOCKET_RAW,
             (libc::AF_INET | libc::AF_INET6, _) => words::SOCKET_OTHER_IP,
             (libc::AF_PACKET, _) => words::SOCKET_PACKET,
+            // Loopback closed: a unix datagram socket would send to any daemon's socket.
+            (libc::AF_UNIX, libc::SOCK_DGRAM) if !self.loopback => {
+                let call = self.by_pid(pid);
+                let target = Target {
+                    host: words::UNIX_DATAGRAM.to_owned(),
+                    port: 0,
+                };
+                self.note(call.as_deref(), &target, Err(Why::UnixService));
+                return;
+            }
             // Unix sockets in plan mode are not the network's business.
             (libc::AF_UNIX, _) => return,
             _ => words::SOCKET_OTHER_FAMILY,

@@ -28,6 +28,9 @@ pub const APPROVED_FOR_SESSION: &str = "approved by the user for this session";
 /// The rule of a unix socket reached with loopback closed, in the log and the web view.
 pub const UNIX_OWN: &str = "a unix socket a confined command listens on";
 
+/// A unix datagram socket, refused with loopback closed, as a refusal names it.
+pub const UNIX_DATAGRAM: &str = "unix: a datagram socket (syslog's and journald's kind)";
+
 /// The sockets the filter refuses, as a refusal names them.
 pub const SOCKET_UDP: &str = "a UDP socket (a DNS lookup of the program's own, most often)";
 pub const SOCKET_ICMP: &str = "an ICMP socket (ping, most often)";
