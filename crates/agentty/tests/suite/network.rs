@@ -717,7 +717,8 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
     let setup = serve(
         who,
         &["--network", "allowlist", "--no-loopback", "--view", &view],
-        &[],
+        // bash, whose shells have a channel to the server (nobody's login shell has none).
+        &["env", "SHELL=/bin/bash"],
     )
     .await;
     let send = |kind: &str, to: &str| {
