@@ -120,17 +120,14 @@ pub(super) fn connect_checked(
     theirs: &OwnedFd,
     address: &[u8],
 ) -> Step {
-    let family = address
-        .get(..2)
-        .map(|f| i32::from(u16::from_ne_bytes([f[0], f[1]])));
+    let family = family_of(address);
     // An IP address here is one the TCP path did not take (too short, or a socket that is not
     // TCP): the kernel's EINVAL, never a connect made by this process, which Landlock does not
     // confine.
     if matches!(family, Some(libc::AF_INET | libc::AF_INET6)) {
         return Step::Fail(libc::EINVAL);
     }
-    let unix = int_option(theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_UNIX);
-    if !unix || family != Some(libc::AF_UNIX) {
+    if domain_of(theirs) != Some(libc::AF_UNIX) || family != Some(libc::AF_UNIX) {
         return on_their_socket(theirs, address);
     }
     let (pid, id) = (notif.pid, notif.id);
@@ -179,6 +176,18 @@ pub(super) fn connect_checked(
     Step::Done
 }
 
+/// The family of a socket address as the command passed it.
+fn family_of(address: &[u8]) -> Option<i32> {
+    address
+        .get(..2)
+        .map(|f| i32::from(u16::from_ne_bytes([f[0], f[1]])))
+}
+
+/// The family of `socket`.
+fn domain_of(socket: &OwnedFd) -> Option<i32> {
+    int_option(socket, libc::SOL_SOCKET, libc::SO_DOMAIN)
+}
+
 /// A name the command chose, as the model and the log are told it: control characters
 /// escaped (`\n`, `\u{1b}`), so it cannot end the line it is in and forge the next.
 fn shown(name: &[u8]) -> String {
@@ -200,12 +209,8 @@ fn shown(name: &[u8]) -> String {
 /// (which takes `CAP_NET_ADMIN`, dropped by confined commands: the kernel checks the caller's)
 /// is refused as the kernel would refuse the command (EPERM); one naming the kernel is not.
 fn on_their_socket(theirs: &OwnedFd, address: &[u8]) -> Step {
-    let netlink = int_option(theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_NETLINK);
-    let family = address
-        .get(..2)
-        .map(|f| i32::from(u16::from_ne_bytes([f[0], f[1]])));
-    if netlink
-        && family == Some(libc::AF_NETLINK)
+    if domain_of(theirs) == Some(libc::AF_NETLINK)
+        && family_of(address) == Some(libc::AF_NETLINK)
         && address
             .get(4..12)
             .is_none_or(|who| who.iter().any(|&b| b != 0))
