@@ -30,8 +30,9 @@ use std::os::unix::fs::MetadataExt as _;
 
 use super::notify::{self, Notif};
 use super::supervisor::{
-    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, local_address, set_blocking,
-    set_int_option, socket_address, status_flags, tcp_domain, tcp_socket, with_sockaddr,
+    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, last_errno, local_address,
+    set_blocking, set_int_option, socket_address, status_flags, tcp_domain, tcp_socket,
+    with_sockaddr,
 };
 
 /// `CAP_NET_BIND_SERVICE`: a port below `ip_unprivileged_port_start` needs it.
@@ -226,10 +227,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
     // handed back: the kernel's EINVAL, or a bind where a failed connect let its port go).
     if !away || bound(&theirs) {
         return match bind_to(&theirs, local) {
-            Ok(()) => {
-                let _ = notify::answer(listener, id, 0, 0);
-                Step::Done
-            }
+            Ok(()) => Step::Succeed,
             Err(errno) => Step::Fail(errno),
         };
     }
@@ -272,16 +270,11 @@ pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
         if unsafe { libc::listen(socket.as_raw_fd(), backlog) } == 0 {
             Ok(())
         } else {
-            Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO))
+            Err(last_errno())
         }
     };
     let answered = |result: Result<(), i32>| match result {
-        Ok(()) => {
-            let _ = notify::answer(listener, id, 0, 0);
-            Step::Done
-        }
+        Ok(()) => Step::Succeed,
         Err(errno) => Step::Fail(errno),
     };
     let Some(domain) = tcp_domain(&theirs) else {

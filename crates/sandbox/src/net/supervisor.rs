@@ -647,10 +647,15 @@ pub(super) fn with_sockaddr(
     if call((&raw const storage).cast(), length as libc::socklen_t) == 0 {
         Ok(())
     } else {
-        Err(io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     }
+}
+
+/// The errno of the last failed call on this thread (EIO when there is none to tell).
+pub(super) fn last_errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 #[cfg(test)]

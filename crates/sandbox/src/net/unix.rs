@@ -39,7 +39,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::notify::{self, Notif};
 use super::supervisor::{
-    Judge, Step, Verdict, hand_over, int_option, peer_of, set_blocking, set_int_option,
+    Judge, Step, Verdict, hand_over, int_option, last_errno, peer_of, set_blocking, set_int_option,
     status_flags,
 };
 
@@ -230,12 +230,6 @@ fn on_their_socket(theirs: &OwnedFd, address: &[u8]) -> Step {
     } else {
         Step::Fail(last_errno())
     }
-}
-
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// A new socket of ours (unix, `kind`, with `theirs`'s options, non-blocking) connected to the
