@@ -94,6 +94,30 @@ pub(crate) fn held() -> bool {
     read().is_some_and(|d| d.iter().any(|w| w.permitted != 0))
 }
 
+/// The calling thread's effective capabilities, one bit each.
+pub(crate) fn effective() -> Option<u64> {
+    read().map(|[low, high]| u64::from(low.effective) | (u64::from(high.effective) << 32))
+}
+
+/// Sets the calling thread's effective capabilities (each must be permitted), its other sets
+/// as they are. A raw `capset`: this thread alone.
+pub(crate) fn set_effective(effective: u64) -> std::io::Result<()> {
+    let Some(mut data) = read() else {
+        return Err(std::io::Error::last_os_error());
+    };
+    data[0].effective = effective as u32;
+    data[1].effective = (effective >> 32) as u32;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: capset reads a header and two `Data` for version 3.
+    if unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A mask of the dropped capabilities, per 32-bit word.
 const fn dropped_mask() -> [u32; 2] {
     let mut mask = [0u32; 2];

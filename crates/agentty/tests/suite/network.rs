@@ -862,6 +862,159 @@ async fn net_loopback_closed_closes_the_machines_unix_sockets_as_nobody() {
     unix_services_are_closed_with_loopback(Who::Nobody).await;
 }
 
+/// With loopback closed, a unix connect the supervisor makes for a command is judged as the
+/// kernel judges the command's own: by the command's file credentials (a root command that
+/// became nobody is refused a socket in root's 0700 directory, and reaches one anyone may), and
+/// a socket that blocks waits for room in a listener's full backlog (Python's
+/// `multiprocessing.connection.Listener` has a backlog of 1), until its send timeout.
+async fn unix_connects_are_the_commands(who: Who) {
+    let dir = tempfile::Builder::new()
+        .prefix("unix-as-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let script = dir.path().join("connects.py");
+    std::fs::write(&script, UNIX_CONNECTS).unwrap();
+    let base = dir.path().display().to_string();
+    let setup = serve(
+        who,
+        &[
+            "--network",
+            "allowlist",
+            "--no-loopback",
+            "--add-dir",
+            &base,
+        ],
+        &[],
+    )
+    .await;
+    let (text, s) = setup
+        .run(&format!(
+            "python3 {} {} 2>&1",
+            script.display(),
+            dir.path().display()
+        ))
+        .await;
+    assert_eq!(s["exit_code"], 0, "{text}");
+    assert!(s["error_code"].is_null(), "{text}");
+    if who == Who::Root {
+        assert!(text.contains("root to root-only: connected"), "{text}");
+        assert!(
+            text.contains("nobody to root-only: PermissionError"),
+            "{text}"
+        );
+        assert!(text.contains("nobody to anyone: connected"), "{text}");
+    }
+    assert!(
+        text.contains("backlog: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']"),
+        "{text}"
+    );
+    assert!(text.contains("non-blocking: BlockingIOError"), "{text}");
+    assert!(
+        text.contains("send timeout: BlockingIOError after 0."),
+        "{text}"
+    );
+}
+
+/// What `unix_connects_are_the_commands` runs, confined: `argv[1]` is a directory anyone may
+/// write.
+const UNIX_CONNECTS: &str = r#"
+import os, socket, struct, subprocess, sys, threading, time
+base = sys.argv[1]
+
+def listening(path, mode, backlog=8):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(path)
+    os.chmod(path, mode)
+    s.listen(backlog)
+    return s
+
+ATTEMPT = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print(type(e).__name__)
+"""
+
+def attempt(path, who=()):
+    run = subprocess.run([*who, sys.executable, "-c", ATTEMPT, path], capture_output=True, text=True)
+    return (run.stdout + run.stderr).strip()
+
+if os.geteuid() == 0:
+    closed = os.path.join(base, "closed")
+    os.mkdir(closed, 0o700)
+    root_only = os.path.join(closed, "root-only.sock")
+    kept = [listening(root_only, 0o600)]
+    opened = os.path.join(base, "open")
+    os.mkdir(opened)
+    os.chmod(opened, 0o755)
+    anyone = os.path.join(opened, "anyone.sock")
+    kept.append(listening(anyone, 0o777))
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    print("root to root-only:", attempt(root_only))
+    print("nobody to root-only:", attempt(root_only, nobody))
+    print("nobody to anyone:", attempt(anyone, nobody))
+
+full_path = os.path.join(base, "full.sock")
+full = listening(full_path, 0o777, backlog=1)
+results = []
+def client():
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(full_path)
+        results.append("ok")
+    except OSError as e:
+        results.append(type(e).__name__)
+clients = [threading.Thread(target=client) for _ in range(6)]
+for c in clients:
+    c.start()
+time.sleep(0.5)
+full.settimeout(3)
+accepted = []
+try:
+    while len(accepted) < len(clients):
+        accepted.append(full.accept()[0])
+except socket.timeout:
+    pass
+for c in clients:
+    c.join()
+print("backlog:", sorted(results))
+
+# A backlog of 1 holds two; the rest wait, or not.
+held = [socket.socket(socket.AF_UNIX) for _ in range(2)]
+for s in held:
+    s.connect(full_path)
+s = socket.socket(socket.AF_UNIX)
+s.setblocking(False)
+try:
+    s.connect(full_path); print("non-blocking: connected")
+except OSError as e:
+    print("non-blocking:", type(e).__name__)
+s = socket.socket(socket.AF_UNIX)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 300000))
+began = time.monotonic()
+try:
+    s.connect(full_path); print("send timeout: connected")
+except OSError as e:
+    print("send timeout:", type(e).__name__, "after %.2f" % (time.monotonic() - began))
+"#;
+
+#[tokio::test]
+async fn net_loopback_closed_unix_connects_are_the_commands_as_root() {
+    unix_connects_are_the_commands(Who::Root).await;
+}
+
+#[tokio::test]
+async fn net_loopback_closed_unix_connects_are_the_commands_as_nobody() {
+    unix_connects_are_the_commands(Who::Nobody).await;
+}
+
 /// `pip download` and `npm view` from the real registries, through the proxy (default `ask`,
 /// both on the built-in list). Ignored where the registries are not reachable.
 #[tokio::test]

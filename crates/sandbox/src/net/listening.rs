@@ -79,6 +79,13 @@ pub(super) fn elsewhere(pid: u32, home: Home) -> bool {
         .is_some_and(|home| id_of(&format!("/proc/{pid}/ns/net")).is_some_and(|id| id != home))
 }
 
+/// Whether thread `pid` runs in `home`'s user namespace, where its capabilities count for the
+/// server's files and network namespace. `false` when unknown.
+pub(super) fn same_user_namespace(pid: u32, home: Home) -> bool {
+    home.user
+        .is_some_and(|home| id_of(&format!("/proc/{pid}/ns/user")) == Some(home))
+}
+
 /// Whether `socket` has a local port already.
 fn bound(socket: &OwnedFd) -> bool {
     local_address(socket).is_some_and(|at| at.port() != 0)
@@ -89,18 +96,16 @@ fn bound(socket: &OwnedFd) -> bool {
 /// server's user namespace. A command that made a user namespace of its own holds every
 /// capability in it (and `/proc` shows them) but none in the server's. `false` when unknown.
 fn may_bind_privileged(pid: u32, home: Home) -> bool {
-    let ours = home
-        .user
-        .is_some_and(|home| id_of(&format!("/proc/{pid}/ns/user")) == Some(home));
-    ours && std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("CapEff:"))
-                .and_then(|caps| u64::from_str_radix(caps.trim(), 16).ok())
-        })
-        .is_some_and(|caps| caps & (1 << CAP_NET_BIND_SERVICE) != 0)
+    same_user_namespace(pid, home)
+        && std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("CapEff:"))
+                    .and_then(|caps| u64::from_str_radix(caps.trim(), 16).ok())
+            })
+            .is_some_and(|caps| caps & (1 << CAP_NET_BIND_SERVICE) != 0)
 }
 
 /// The first port an unprivileged bind may take, in the server's namespace.

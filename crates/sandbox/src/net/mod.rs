@@ -5,10 +5,12 @@
 //! notification (`notify.rs`). What is allowed is the server's to judge ([`Judge`]); the seccomp filter's
 //! socket rules are in `seccomp.rs`, the Landlock TCP rule in `landlock.rs`.
 
+mod credentials;
 mod listening;
 mod notify;
 mod supervisor;
 mod unix;
+mod waiting;
 
 pub use supervisor::{Judge, Supervisor, Verdict};
 pub use unix::keep_from_commands;

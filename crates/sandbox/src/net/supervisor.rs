@@ -23,8 +23,8 @@
 //! ([`Judge::connected`]): the proxy tells by it whose command a connection is.
 //!
 //! Nothing here blocks: connects are non-blocking, and a command whose socket blocks waits, in
-//! the kernel, until the poll loop sees the connection made or [`CONNECT_WAIT`] passed. The
-//! judge is called on this thread and must answer at once.
+//! the kernel, while the poll loop goes on (`waiting.rs`). The judge is called on this thread
+//! and must answer at once.
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
@@ -34,10 +34,7 @@ use std::time::{Duration, Instant};
 
 use super::listening;
 use super::notify::{self, Notif};
-
-/// How long a command whose socket blocks waits for a connection the supervisor makes (a
-/// listed address that does not answer): about the kernel's own SYN retries.
-const CONNECT_WAIT: Duration = Duration::from_secs(60);
+use super::waiting::{self, Pending};
 
 /// The bytes of a socket address read from a command at most (`sockaddr_in6` is 28).
 pub(super) const ADDRESS_BYTES_MAX: usize = 128;
@@ -149,14 +146,20 @@ impl Supervisor {
                     .iter()
                     .map(|l| poll_for(l.as_raw_fd(), libc::POLLIN)),
             );
-            fds.extend(
-                pending
-                    .iter()
-                    .map(|p| poll_for(p.socket.as_raw_fd(), libc::POLLOUT)),
-            );
+            // Each pending connect's place in `fds`, if it is polled.
+            let polled: Vec<Option<usize>> = pending
+                .iter()
+                .map(|p| {
+                    p.polled().map(|fd| {
+                        fds.push(poll_for(fd, libc::POLLOUT));
+                        fds.len() - 1
+                    })
+                })
+                .collect();
             let timeout = pending
                 .iter()
-                .map(|p| p.deadline.saturating_duration_since(Instant::now()))
+                .filter_map(Pending::wake_at)
+                .map(|at| at.saturating_duration_since(Instant::now()))
                 .min()
                 .map_or(-1, |d| i32::try_from(d.as_millis() + 1).unwrap_or(i32::MAX));
             // SAFETY: `fds` holds `fds.len()` initialised pollfds.
@@ -182,16 +185,9 @@ impl Supervisor {
                 }
             }
             let now = Instant::now();
-            let offset = 1 + listeners.len();
-            for (j, connecting) in std::mem::take(&mut pending).into_iter().enumerate() {
-                if fds[offset + j].revents != 0 {
-                    connecting.finish();
-                } else if now >= connecting.deadline {
-                    let _ =
-                        notify::answer(connecting.listener(), connecting.id, 0, libc::ETIMEDOUT);
-                } else {
-                    waiting.push(connecting);
-                }
+            for (connecting, at) in std::mem::take(&mut pending).into_iter().zip(polled) {
+                let ready = at.is_some_and(|at| fds[at].revents != 0);
+                waiting.extend(connecting.step(judge, home, ready, now));
             }
             pending = waiting;
             for i in gone.into_iter().rev() {
@@ -216,44 +212,6 @@ fn poll_for(fd: RawFd, events: libc::c_short) -> libc::pollfd {
     }
 }
 
-/// A connection the supervisor is making for a command whose socket blocks: answered when
-/// it is made or fails.
-pub(super) struct Pending {
-    listener: Arc<OwnedFd>,
-    id: u64,
-    target_fd: i32,
-    cloexec: bool,
-    socket: OwnedFd,
-    deadline: Instant,
-}
-
-impl Pending {
-    fn listener(&self) -> RawFd {
-        self.listener.as_raw_fd()
-    }
-
-    /// The socket is writable or failed: hand it over, or say why not.
-    fn finish(self) {
-        let listener = self.listener();
-        match socket_error(&self.socket) {
-            0 => {
-                set_blocking(&self.socket);
-                hand_over(
-                    listener,
-                    self.id,
-                    &self.socket,
-                    self.target_fd,
-                    self.cloexec,
-                    0,
-                );
-            }
-            errno => {
-                let _ = notify::answer(listener, self.id, 0, errno);
-            }
-        }
-    }
-}
-
 /// What to do with one notification.
 pub(super) enum Step {
     /// Let the kernel run the call as the command made it (see the module's doc).
@@ -275,7 +233,7 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
     // ENOENT: the command was interrupted or killed since; nothing to answer.
     let notif = notify::recv(raw).ok()?;
     let step = if notif.nr == libc::SYS_connect as i32 {
-        connect_for(judge, listener, &notif)
+        connect_for(judge, listener, &notif, home)
     } else if notif.nr == libc::SYS_socket as i32 || notif.nr == libc::SYS_socketpair as i32 {
         // The filter sends only the sockets it refuses (`seccomp.rs`).
         let [family, kind, protocol, ..] = notif.args.map(|a| a as u32 as i32);
@@ -288,24 +246,16 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
     } else {
         Step::CarryOn
     };
-    match step {
-        Step::CarryOn => {
-            let _ = notify::carry_on(raw, notif.id);
-        }
-        Step::Fail(errno) => {
-            let _ = notify::answer(raw, notif.id, 0, errno);
-        }
-        Step::Succeed => {
-            let _ = notify::answer(raw, notif.id, 0, 0);
-        }
-        Step::Done => {}
-        Step::Wait(pending) => return Some(pending),
-    }
-    None
+    waiting::answer(raw, notif.id, step)
 }
 
 /// `connect(fd, address, len)` of a confined command.
-fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Step {
+fn connect_for(
+    judge: &dyn Judge,
+    listener: &Arc<OwnedFd>,
+    notif: &Notif,
+    home: listening::Home,
+) -> Step {
     let raw = listener.as_raw_fd();
     let (pid, id) = (notif.pid, notif.id);
     // An `int` to the kernel: the low word.
@@ -340,7 +290,7 @@ fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Ste
     }
     let (Some(domain), Some(to)) = (tcp_domain(&theirs), to) else {
         return if checked {
-            super::unix::connect_checked(judge, raw, notif, &theirs, &bytes[..read])
+            super::unix::connect_checked(judge, listener, notif, &theirs, &bytes[..read], home)
         } else {
             Step::CarryOn
         };
@@ -385,14 +335,9 @@ fn connect_for(judge: &dyn Judge, listener: &Arc<OwnedFd>, notif: &Notif) -> Ste
             hand_over(raw, id, &ours, target_fd, cloexec, libc::EINPROGRESS);
             Step::Done
         }
-        Err(libc::EINPROGRESS) => Step::Wait(Pending {
-            listener: Arc::clone(listener),
-            id,
-            target_fd,
-            cloexec,
-            socket: ours,
-            deadline: Instant::now() + CONNECT_WAIT,
-        }),
+        Err(libc::EINPROGRESS) => {
+            Step::Wait(Pending::connecting(listener, id, ours, target_fd, cloexec))
+        }
         Err(errno) => Step::Fail(errno),
     }
 }
@@ -534,7 +479,7 @@ pub(super) fn set_blocking(fd: &OwnedFd) {
     unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
 }
 
-fn socket_error(socket: &OwnedFd) -> i32 {
+pub(super) fn socket_error(socket: &OwnedFd) -> i32 {
     int_option(socket, libc::SOL_SOCKET, libc::SO_ERROR).unwrap_or(libc::EIO)
 }
 

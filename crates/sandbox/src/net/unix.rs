@@ -29,19 +29,24 @@
 //! An abstract address is connected in the server's network namespace, which the supervisor
 //! never leaves: a command in a session's own namespace (as root) is refused one.
 //!
-//! What differs from the kernel's own connect: the path is opened and connected with the
-//! server's credentials, so a command that changed its user (a root command's `setpriv`) passes
-//! file modes on the way to a socket a confined command listens on; a blocking connect to a
-//! listener whose backlog is full fails at once with EAGAIN, where the kernel would wait.
+//! The path is opened, and the socket connected, with the file credentials of the command's
+//! thread (`credentials.rs`): a root command that became another user is refused a socket its
+//! user may not reach, as the kernel would refuse it. A blocking connect to a listener whose
+//! backlog is full waits for room, until the socket's send timeout (`waiting.rs`).
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
 
+use super::credentials;
+use super::listening::Home;
 use super::notify::{self, Notif};
 use super::supervisor::{
     Judge, Step, Verdict, hand_over, int_option, last_errno, peer_of, set_blocking, set_int_option,
     status_flags,
 };
+use super::waiting::Pending;
 
 /// The server's own listening unix sockets (the view's agent socket), as `stat` names their
 /// files (device, inode): the server made them listen, so [`listened_here`] would pass them.
@@ -115,10 +120,11 @@ fn unix_address(bytes: &[u8]) -> UnixAddress<'_> {
 /// TCP or whose address is not IP, where unix sockets are checked; `address` is what was read.
 pub(super) fn connect_checked(
     judge: &dyn Judge,
-    raw: std::os::fd::RawFd,
+    listener: &Arc<OwnedFd>,
     notif: &Notif,
     theirs: &OwnedFd,
     address: &[u8],
+    home: Home,
 ) -> Step {
     let family = family_of(address);
     // An IP address here is one the TCP path did not take (too short, or a socket that is not
@@ -137,7 +143,7 @@ pub(super) fn connect_checked(
         UnixAddress::Abstract(name) => format!("@{}", shown(name)),
     };
     // An abstract name is the network namespace's: one of a session's own is not here.
-    if named.starts_with('@') && super::listening::elsewhere(pid, super::listening::home()) {
+    if named.starts_with('@') && super::listening::elsewhere(pid, home) {
         judge.judge_unix(pid, &named, false);
         return Step::Fail(libc::EACCES);
     }
@@ -150,30 +156,77 @@ pub(super) fn connect_checked(
     if kind != libc::SOCK_DGRAM && peer_of(theirs) {
         return Step::Fail(libc::EISCONN);
     }
-    let (ours, own) = match connected(pid, kind, theirs, address) {
-        Ok(connected) => connected,
+    let connection = match Connection::new(pid, kind, theirs, address, home) {
+        Ok(connection) => connection,
         Err(errno) => return Step::Fail(errno),
     };
-    // The path was opened as process `pid` sees it only if it was still the command's then.
-    if !notify::id_valid(raw, id) {
-        return Step::Done;
+    let blocking = status_flags(theirs) & libc::O_NONBLOCK == 0;
+    let unix = Unix {
+        connection,
+        named,
+        pid,
+        target_fd: notif.args[0] as u32 as i32,
+        blocking,
+    };
+    match unix.connection.attempt(pid, home) {
+        Ok(()) => unix.made(judge, listener.as_raw_fd(), id),
+        // A listener whose backlog is full: a socket that blocks waits for room, as the
+        // kernel's own connect would, until the command's send timeout.
+        Err(libc::EAGAIN) if blocking && kind != libc::SOCK_DGRAM => Step::Wait(
+            Pending::backlogged(listener, id, send_timeout(theirs), unix),
+        ),
+        Err(errno) => Step::Fail(errno),
     }
-    if judge.judge_unix(pid, &named, listened_here(&ours) && !own) == Verdict::Refuse {
-        return Step::Fail(libc::EACCES);
+}
+
+/// A unix connect the supervisor makes for a command, and what it tells the judge.
+pub(super) struct Unix {
+    connection: Connection,
+    /// The address as the model and the log are told it.
+    named: String,
+    /// The command's thread.
+    pid: u32,
+    /// The command's fd, where the socket goes.
+    target_fd: i32,
+    /// Whether the command's socket blocks.
+    blocking: bool,
+}
+
+impl Unix {
+    /// The connect tried again, after a full backlog: what to answer, or itself while the
+    /// backlog is still full.
+    pub(super) fn again(
+        self,
+        judge: &dyn Judge,
+        listener: RawFd,
+        id: u64,
+        home: Home,
+    ) -> Result<Step, Self> {
+        match self.connection.attempt(self.pid, home) {
+            Ok(()) => Ok(self.made(judge, listener, id)),
+            Err(libc::EAGAIN) => Err(self),
+            Err(errno) => Ok(Step::Fail(errno)),
+        }
     }
-    if status_flags(theirs) & libc::O_NONBLOCK == 0 {
-        set_blocking(&ours);
+
+    /// Connected: the command gets the socket if the judge lets it.
+    fn made(self, judge: &dyn Judge, listener: RawFd, id: u64) -> Step {
+        // The path was opened as the command sees it only if it was still the command's then.
+        if !notify::id_valid(listener, id) {
+            return Step::Done;
+        }
+        let commands = listened_here(&self.connection.ours) && !self.connection.servers_own;
+        if judge.judge_unix(self.pid, &self.named, commands) == Verdict::Refuse {
+            return Step::Fail(libc::EACCES);
+        }
+        let ours = self.connection.ours;
+        if self.blocking {
+            set_blocking(&ours);
+        }
+        let cloexec = notify::fd_cloexec(self.pid, self.target_fd);
+        hand_over(listener, id, &ours, self.target_fd, cloexec, 0);
+        Step::Done
     }
-    let target_fd = notif.args[0] as u32 as i32;
-    hand_over(
-        raw,
-        id,
-        &ours,
-        target_fd,
-        notify::fd_cloexec(pid, target_fd),
-        0,
-    );
-    Step::Done
 }
 
 /// The family of a socket address as the command passed it.
@@ -232,67 +285,91 @@ fn on_their_socket(theirs: &OwnedFd, address: &[u8]) -> Step {
     }
 }
 
-/// A new socket of ours (unix, `kind`, with `theirs`'s options, non-blocking) connected to the
-/// unix `address` as process `pid` would reach it, and whether that is one of the server's own
-/// sockets; the errno when it is not connected.
-fn connected(
-    pid: u32,
-    kind: i32,
-    theirs: &OwnedFd,
-    address: &[u8],
-) -> Result<(OwnedFd, bool), i32> {
-    // SAFETY: socket with constant arguments; the fd it returns is ours.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(last_errno());
-    }
-    // SAFETY: a fresh fd nobody else owns.
-    let ours = unsafe { OwnedFd::from_raw_fd(fd) };
-    for (level, name) in UNIX_OPTIONS {
-        if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
-            set_int_option(&ours, level, name, value);
+/// A socket of ours connecting for a command, to what its address names.
+struct Connection {
+    /// Unix, of the command's socket's type, with its options, non-blocking.
+    ours: OwnedFd,
+    to: Target,
+    /// Whether the target is one of the server's own sockets ([`keep_from_commands`]).
+    servers_own: bool,
+}
+
+/// What a unix address names.
+enum Target {
+    /// A path, opened (`O_PATH`) as the command resolves it.
+    File(OwnedFd),
+    /// An abstract address, as the command gave it.
+    Abstract(Vec<u8>),
+}
+
+impl Connection {
+    /// A new socket for process `pid`'s `theirs`, and the path of the unix `address` opened as
+    /// `pid` would open it; the errno when it cannot be.
+    fn new(pid: u32, kind: i32, theirs: &OwnedFd, address: &[u8], home: Home) -> Result<Self, i32> {
+        // SAFETY: socket with constant arguments; the fd it returns is ours.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_UNIX,
+                kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
         }
-    }
-    let mut own = false;
-    let rc = match unix_address(address) {
-        UnixAddress::Path(path) => {
-            let file = open_as(pid, path)?;
-            own = servers_own(&file);
-            let via = format!("/proc/self/fd/{}", file.as_raw_fd());
-            with_unix_address(via.as_bytes(), |at, length| {
-                // SAFETY: `at` is a valid unix address of `length` bytes.
-                unsafe { libc::connect(ours.as_raw_fd(), at, length) }
-            })
+        // SAFETY: a fresh fd nobody else owns.
+        let ours = unsafe { OwnedFd::from_raw_fd(fd) };
+        for (level, name) in UNIX_OPTIONS {
+            if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
+                set_int_option(&ours, level, name, value);
+            }
         }
-        UnixAddress::Abstract(_) => {
+        let (to, servers_own) = match unix_address(address) {
+            UnixAddress::Path(path) => {
+                let file = open_as(pid, path, home)?;
+                let own = servers_own(&file);
+                (Target::File(file), own)
+            }
+            UnixAddress::Abstract(_) => (Target::Abstract(address.to_vec()), false),
+            UnixAddress::Unnamed => return Err(libc::EINVAL),
+        };
+        Ok(Self {
+            ours,
+            to,
+            servers_own,
+        })
+    }
+
+    /// One connect, with thread `pid`'s file credentials (a socket file's mode is judged by
+    /// the kernel at each).
+    fn attempt(&self, pid: u32, home: Home) -> Result<(), i32> {
+        let rc = match &self.to {
+            Target::File(file) => {
+                let _as_command = credentials::take_on(pid, home)?;
+                let via = format!("/proc/self/fd/{}", file.as_raw_fd());
+                with_unix_address(via.as_bytes(), |at, length| {
+                    // SAFETY: `at` is a valid unix address of `length` bytes.
+                    unsafe { libc::connect(self.ours.as_raw_fd(), at, length) }
+                })
+            }
             // SAFETY: `address` is a live buffer of its length.
-            unsafe {
+            Target::Abstract(address) => unsafe {
                 libc::connect(
-                    ours.as_raw_fd(),
+                    self.ours.as_raw_fd(),
                     address.as_ptr().cast(),
                     address.len() as libc::socklen_t,
                 )
-            }
-        }
-        UnixAddress::Unnamed => return Err(libc::EINVAL),
-    };
-    if rc == 0 {
-        Ok((ours, own))
-    } else {
-        Err(last_errno())
+            },
+        };
+        if rc == 0 { Ok(()) } else { Err(last_errno()) }
     }
 }
 
-/// `path` opened (`O_PATH`) as thread `pid` resolves it: an absolute one in its root (its
-/// symbolic links too), a relative one from its working directory. No `/proc` magic link
-/// (`/proc/self/fd/N` would be this process's fd, a socket of the server's): ELOOP.
-fn open_as(pid: u32, path: &[u8]) -> Result<OwnedFd, i32> {
+/// `path` opened (`O_PATH`) as thread `pid` resolves it, with its file credentials: an
+/// absolute one in its root (its symbolic links too), a relative one from its working
+/// directory. No `/proc` magic link (`/proc/self/fd/N` would be this process's fd, a socket of
+/// the server's): ELOOP.
+fn open_as(pid: u32, path: &[u8], home: Home) -> Result<OwnedFd, i32> {
     let (from, resolve) = if path.starts_with(b"/") {
         (format!("/proc/{pid}/root"), libc::RESOLVE_IN_ROOT)
     } else {
@@ -305,6 +382,7 @@ fn open_as(pid: u32, path: &[u8]) -> Result<OwnedFd, i32> {
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     how.resolve = resolve;
+    let _as_command = credentials::take_on(pid, home)?;
     // SAFETY: openat2 with a live dirfd, a NUL-terminated path and an `open_how` of its size;
     // the fd it returns is ours.
     let fd = unsafe {
@@ -321,6 +399,29 @@ fn open_as(pid: u32, path: &[u8]) -> Result<OwnedFd, i32> {
     }
     // SAFETY: a fresh fd nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// The send timeout of `socket` (`SO_SNDTIMEO`): how long its blocking connect waits for room
+/// in a listener's backlog. `None`: for ever.
+fn send_timeout(socket: &OwnedFd) -> Option<Duration> {
+    let mut value = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut length = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `length` bytes into `value`.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&raw mut value).cast(),
+            &raw mut length,
+        )
+    };
+    let timeout = Duration::from_secs(u64::try_from(value.tv_sec).unwrap_or(0))
+        + Duration::from_micros(u64::try_from(value.tv_usec).unwrap_or(0));
+    (rc == 0 && !timeout.is_zero()).then_some(timeout)
 }
 
 /// Calls `call` with `path` as a `sockaddr_un` and its length; `-1` (EINVAL) when too long.

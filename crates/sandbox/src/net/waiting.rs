@@ -1,0 +1,200 @@
+//! Connects a command waits for, in the kernel, while the supervisor's thread goes on: a TCP
+//! connection being made for a socket that blocks (polled until it is writable, or
+//! [`CONNECT_WAIT`] passed), and a unix connect to a listener whose backlog is full (tried again
+//! every [`BACKLOG_RETRY`] until there is room, or the socket's send timeout passed, as the
+//! kernel's own connect waits).
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::listening::Home;
+use super::notify;
+use super::supervisor::{Judge, Step, hand_over, set_blocking, socket_error};
+use super::unix::Unix;
+
+/// How long a command whose socket blocks waits for a connection the supervisor makes (a
+/// listed address that does not answer): about the kernel's own SYN retries.
+const CONNECT_WAIT: Duration = Duration::from_secs(60);
+
+/// How often a unix connect to a full backlog is tried again: the listener's `accept` makes
+/// room without a sign the supervisor could poll for.
+const BACKLOG_RETRY: Duration = Duration::from_millis(5);
+
+/// A connect a command waits for.
+pub(super) struct Pending {
+    listener: Arc<OwnedFd>,
+    id: u64,
+    /// When the command is told the connect failed (`None`: it waits for ever).
+    deadline: Option<Instant>,
+    on: Awaiting,
+}
+
+enum Awaiting {
+    /// A TCP connection being made, for the command's fd `target_fd`.
+    Connection {
+        socket: OwnedFd,
+        target_fd: i32,
+        cloexec: bool,
+    },
+    /// A unix listener's full backlog, tried again at `next`.
+    Backlog { unix: Unix, next: Instant },
+}
+
+impl Pending {
+    /// A TCP connection in progress on `socket`, for the command's `target_fd`.
+    pub(super) fn connecting(
+        listener: &Arc<OwnedFd>,
+        id: u64,
+        socket: OwnedFd,
+        target_fd: i32,
+        cloexec: bool,
+    ) -> Self {
+        Self {
+            listener: Arc::clone(listener),
+            id,
+            deadline: Some(Instant::now() + CONNECT_WAIT),
+            on: Awaiting::Connection {
+                socket,
+                target_fd,
+                cloexec,
+            },
+        }
+    }
+
+    /// A unix connect that found its listener's backlog full; `timeout` is the command's
+    /// socket's send timeout.
+    pub(super) fn backlogged(
+        listener: &Arc<OwnedFd>,
+        id: u64,
+        timeout: Option<Duration>,
+        unix: Unix,
+    ) -> Self {
+        let now = Instant::now();
+        Self {
+            listener: Arc::clone(listener),
+            id,
+            deadline: timeout.map(|timeout| now + timeout),
+            on: Awaiting::Backlog {
+                unix,
+                next: now + BACKLOG_RETRY,
+            },
+        }
+    }
+
+    fn listener(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
+
+    /// The fd to poll for writing, if it waits for one.
+    pub(super) fn polled(&self) -> Option<RawFd> {
+        match &self.on {
+            Awaiting::Connection { socket, .. } => Some(socket.as_raw_fd()),
+            Awaiting::Backlog { .. } => None,
+        }
+    }
+
+    /// When it must be looked at again without a poll event.
+    pub(super) fn wake_at(&self) -> Option<Instant> {
+        let next = match &self.on {
+            Awaiting::Connection { .. } => None,
+            Awaiting::Backlog { next, .. } => Some(*next),
+        };
+        match (next, self.deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Looked at `now` (`ready`: its polled fd is writable or failed): answered, or still
+    /// waiting.
+    pub(super) fn step(
+        self,
+        judge: &dyn Judge,
+        home: Home,
+        ready: bool,
+        now: Instant,
+    ) -> Option<Self> {
+        let listener = self.listener();
+        let late = self.deadline.is_some_and(|deadline| now >= deadline);
+        match self.on {
+            Awaiting::Connection {
+                socket,
+                target_fd,
+                cloexec,
+            } => {
+                if ready {
+                    match socket_error(&socket) {
+                        0 => {
+                            set_blocking(&socket);
+                            hand_over(listener, self.id, &socket, target_fd, cloexec, 0);
+                        }
+                        errno => {
+                            let _ = notify::answer(listener, self.id, 0, errno);
+                        }
+                    }
+                    None
+                } else if late {
+                    let _ = notify::answer(listener, self.id, 0, libc::ETIMEDOUT);
+                    None
+                } else {
+                    Some(Self {
+                        on: Awaiting::Connection {
+                            socket,
+                            target_fd,
+                            cloexec,
+                        },
+                        ..self
+                    })
+                }
+            }
+            Awaiting::Backlog { unix, next } => {
+                if now < next && !late {
+                    return Some(Self {
+                        on: Awaiting::Backlog { unix, next },
+                        ..self
+                    });
+                }
+                // Interrupted (a signal: the kernel asks again) or killed: nothing to answer.
+                if !notify::id_valid(listener, self.id) {
+                    return None;
+                }
+                match unix.again(judge, listener, self.id, home) {
+                    Ok(step) => {
+                        answer(listener, self.id, step);
+                        None
+                    }
+                    Err(_) if late => {
+                        let _ = notify::answer(listener, self.id, 0, libc::EAGAIN);
+                        None
+                    }
+                    Err(unix) => Some(Self {
+                        on: Awaiting::Backlog {
+                            unix,
+                            next: now + BACKLOG_RETRY,
+                        },
+                        ..self
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Answers notification `id` as `step` says; a step that waits is not answered here.
+pub(super) fn answer(listener: RawFd, id: u64, step: Step) -> Option<Pending> {
+    match step {
+        Step::CarryOn => {
+            let _ = notify::carry_on(listener, id);
+        }
+        Step::Fail(errno) => {
+            let _ = notify::answer(listener, id, 0, errno);
+        }
+        Step::Succeed => {
+            let _ = notify::answer(listener, id, 0, 0);
+        }
+        Step::Done => {}
+        Step::Wait(pending) => return Some(pending),
+    }
+    None
+}
