@@ -18,7 +18,7 @@ const PASS_FILE_MODES: u64 = (1 << 1) | (1 << 2);
 
 /// A thread's credentials that file modes are judged by.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct FileCredentials {
+pub(super) struct FileCredentials {
     uid: u32,
     gid: u32,
     groups: Vec<u32>,
@@ -44,15 +44,14 @@ impl Drop for TakenOn {
     }
 }
 
-/// This thread takes on the file credentials of thread `pid` (of the server's PID namespace),
-/// until the value returned is dropped; `None` when they are this thread's already (a server
-/// that is not root: its commands' are its own). EACCES when they could not be read or taken
-/// on: the connect is refused rather than made with the server's.
-pub(super) fn take_on(pid: u32, home: Home) -> Result<Option<TakenOn>, i32> {
-    let theirs = of_thread(pid, home).ok_or(libc::EACCES)?;
+/// This thread takes on `theirs` (a command thread's, [`of_thread`]) until the value returned
+/// is dropped; `None` when they are this thread's already (a server that is not root: its
+/// commands' are its own). EACCES when they could not be taken on: the connect is refused
+/// rather than made with the server's.
+pub(super) fn take_on(theirs: &FileCredentials) -> Result<Option<TakenOn>, i32> {
     let effective = effective().ok_or(libc::EACCES)?;
     let before = own(effective).ok_or(libc::EACCES)?;
-    if theirs == before {
+    if *theirs == before {
         return Ok(None);
     }
     let taken = TakenOn {
@@ -68,15 +67,20 @@ pub(super) fn take_on(pid: u32, home: Home) -> Result<Option<TakenOn>, i32> {
     set_effective((now & !PASS_FILE_MODES) | (effective & theirs.passes))
         .map_err(|_| libc::EACCES)?;
     let took = self::effective().ok_or(libc::EACCES)?;
-    if own(took).as_ref() != Some(&theirs) {
+    if own(took).as_ref() != Some(theirs) {
         return Err(libc::EACCES);
     }
     Ok(Some(taken))
 }
 
 /// Thread `pid`'s file credentials, from `/proc/<pid>/status` (ids as the server's user
-/// namespace sees them).
-fn of_thread(pid: u32, home: Home) -> Option<FileCredentials> {
+/// namespace sees them). A thread waiting on the supervisor cannot change its own; EACCES when
+/// they cannot be read.
+pub(super) fn of_thread(pid: u32, home: Home) -> Result<FileCredentials, i32> {
+    read_status(pid, home).ok_or(libc::EACCES)
+}
+
+fn read_status(pid: u32, home: Home) -> Option<FileCredentials> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = |name: &str| {
         status
@@ -187,7 +191,7 @@ mod tests {
         )
         .unwrap();
         {
-            let taken = take_on(tid, home).unwrap();
+            let taken = take_on(&of_thread(tid, home).unwrap()).unwrap();
             assert!(taken.is_some());
             let now = own(effective().unwrap()).unwrap();
             assert_eq!(
@@ -204,7 +208,7 @@ mod tests {
         // Another thread's are as they were: nothing of the change reached it.
         // SAFETY: gettid has no preconditions.
         let me = unsafe { libc::gettid() } as u32;
-        assert!(take_on(me, home).unwrap().is_none());
+        assert!(take_on(&of_thread(me, home).unwrap()).unwrap().is_none());
         done.send(()).unwrap();
         other.join().unwrap();
     }

@@ -187,7 +187,7 @@ impl Supervisor {
             let now = Instant::now();
             for (connecting, at) in std::mem::take(&mut pending).into_iter().zip(polled) {
                 let ready = at.is_some_and(|at| fds[at].revents != 0);
-                waiting.extend(connecting.step(judge, home, ready, now));
+                waiting.extend(connecting.step(judge, ready, now));
             }
             pending = waiting;
             for i in gone.into_iter().rev() {

@@ -39,7 +39,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::credentials;
+use super::credentials::{self, FileCredentials};
 use super::listening::Home;
 use super::notify::{self, Notif};
 use super::supervisor::{
@@ -168,7 +168,7 @@ pub(super) fn connect_checked(
         target_fd: notif.args[0] as u32 as i32,
         blocking,
     };
-    match unix.connection.attempt(pid, home) {
+    match unix.connection.attempt() {
         Ok(()) => unix.made(judge, listener.as_raw_fd(), id),
         // A listener whose backlog is full: a socket that blocks waits for room, as the
         // kernel's own connect would, until the command's send timeout.
@@ -195,14 +195,8 @@ pub(super) struct Unix {
 impl Unix {
     /// The connect tried again, after a full backlog: what to answer, or itself while the
     /// backlog is still full.
-    pub(super) fn again(
-        self,
-        judge: &dyn Judge,
-        listener: RawFd,
-        id: u64,
-        home: Home,
-    ) -> Result<Step, Self> {
-        match self.connection.attempt(self.pid, home) {
+    pub(super) fn again(self, judge: &dyn Judge, listener: RawFd, id: u64) -> Result<Step, Self> {
+        match self.connection.attempt() {
             Ok(()) => Ok(self.made(judge, listener, id)),
             Err(libc::EAGAIN) => Err(self),
             Err(errno) => Ok(Step::Fail(errno)),
@@ -292,6 +286,8 @@ struct Connection {
     to: Target,
     /// Whether the target is one of the server's own sockets ([`keep_from_commands`]).
     servers_own: bool,
+    /// The command thread's, which the kernel would judge its connect by.
+    as_command: FileCredentials,
 }
 
 /// What a unix address names.
@@ -324,9 +320,10 @@ impl Connection {
                 set_int_option(&ours, level, name, value);
             }
         }
+        let as_command = credentials::of_thread(pid, home)?;
         let (to, servers_own) = match unix_address(address) {
             UnixAddress::Path(path) => {
-                let file = open_as(pid, path, home)?;
+                let file = open_as(pid, path, &as_command)?;
                 let own = servers_own(&file);
                 (Target::File(file), own)
             }
@@ -337,15 +334,16 @@ impl Connection {
             ours,
             to,
             servers_own,
+            as_command,
         })
     }
 
-    /// One connect, with thread `pid`'s file credentials (a socket file's mode is judged by
+    /// One connect, with the command's file credentials (a socket file's mode is judged by
     /// the kernel at each).
-    fn attempt(&self, pid: u32, home: Home) -> Result<(), i32> {
+    fn attempt(&self) -> Result<(), i32> {
         let rc = match &self.to {
             Target::File(file) => {
-                let _as_command = credentials::take_on(pid, home)?;
+                let _as_command = credentials::take_on(&self.as_command)?;
                 let via = format!("/proc/self/fd/{}", file.as_raw_fd());
                 with_unix_address(via.as_bytes(), |at, length| {
                     // SAFETY: `at` is a valid unix address of `length` bytes.
@@ -365,11 +363,11 @@ impl Connection {
     }
 }
 
-/// `path` opened (`O_PATH`) as thread `pid` resolves it, with its file credentials: an
+/// `path` opened (`O_PATH`) as thread `pid` resolves it, with its file credentials `as_command`: an
 /// absolute one in its root (its symbolic links too), a relative one from its working
 /// directory. No `/proc` magic link (`/proc/self/fd/N` would be this process's fd, a socket of
 /// the server's): ELOOP.
-fn open_as(pid: u32, path: &[u8], home: Home) -> Result<OwnedFd, i32> {
+fn open_as(pid: u32, path: &[u8], as_command: &FileCredentials) -> Result<OwnedFd, i32> {
     let (from, resolve) = if path.starts_with(b"/") {
         (format!("/proc/{pid}/root"), libc::RESOLVE_IN_ROOT)
     } else {
@@ -382,7 +380,7 @@ fn open_as(pid: u32, path: &[u8], home: Home) -> Result<OwnedFd, i32> {
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     how.resolve = resolve;
-    let _as_command = credentials::take_on(pid, home)?;
+    let _as_command = credentials::take_on(as_command)?;
     // SAFETY: openat2 with a live dirfd, a NUL-terminated path and an `open_how` of its size;
     // the fd it returns is ours.
     let fd = unsafe {

@@ -8,7 +8,6 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::listening::Home;
 use super::notify;
 use super::supervisor::{Judge, Step, hand_over, set_blocking, socket_error};
 use super::unix::Unix;
@@ -108,13 +107,7 @@ impl Pending {
 
     /// Looked at `now` (`ready`: its polled fd is writable or failed): answered, or still
     /// waiting.
-    pub(super) fn step(
-        self,
-        judge: &dyn Judge,
-        home: Home,
-        ready: bool,
-        now: Instant,
-    ) -> Option<Self> {
+    pub(super) fn step(self, judge: &dyn Judge, ready: bool, now: Instant) -> Option<Self> {
         let listener = self.listener();
         let late = self.deadline.is_some_and(|deadline| now >= deadline);
         match self.on {
@@ -159,7 +152,7 @@ impl Pending {
                 if !notify::id_valid(listener, self.id) {
                     return None;
                 }
-                match unix.again(judge, listener, self.id, home) {
+                match unix.again(judge, listener, self.id) {
                     Ok(step) => {
                         answer(listener, self.id, step);
                         None
