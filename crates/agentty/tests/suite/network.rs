@@ -908,6 +908,10 @@ async fn unix_connects_are_the_commands(who: Who) {
             "{text}"
         );
         assert!(text.contains("nobody to anyone: connected"), "{text}");
+        assert!(
+            text.contains("peer of nobody: uid 65534 gid 65534"),
+            "{text}"
+        );
     }
     assert!(
         text.contains("backlog: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']"),
@@ -918,6 +922,8 @@ async fn unix_connects_are_the_commands(who: Who) {
         text.contains("send timeout: BlockingIOError after 0."),
         "{text}"
     );
+    assert!(text.contains("meanwhile: connected"), "{text}");
+    assert!(text.contains("crowd: 64 ok, 36 BlockingIOError"), "{text}");
 }
 
 /// What `unix_connects_are_the_commands` runs, confined: `argv[1]` is a directory anyone may
@@ -960,14 +966,17 @@ if os.geteuid() == 0:
     print("root to root-only:", attempt(root_only))
     print("nobody to root-only:", attempt(root_only, nobody))
     print("nobody to anyone:", attempt(anyone, nobody))
+    # What the listener is told of its peer: the command's user and group, as the kernel tells.
+    peer = kept[1].accept()[0].getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    print("peer of nobody: uid %d gid %d" % struct.unpack("3i", peer)[1:])
 
 full_path = os.path.join(base, "full.sock")
 full = listening(full_path, 0o777, backlog=1)
 results = []
-def client():
+def client(path=full_path):
     s = socket.socket(socket.AF_UNIX)
     try:
-        s.connect(full_path)
+        s.connect(path)
         results.append("ok")
     except OSError as e:
         results.append(type(e).__name__)
@@ -1003,6 +1012,33 @@ try:
     s.connect(full_path); print("send timeout: connected")
 except OSError as e:
     print("send timeout:", type(e).__name__, "after %.2f" % (time.monotonic() - began))
+
+# The supervisor serves every session: at most 64 connects wait at once, the rest fail at once,
+# and other connects are served meanwhile.
+crowd_path = os.path.join(base, "crowd.sock")
+crowd = listening(crowd_path, 0o777, backlog=1)
+for s in [socket.socket(socket.AF_UNIX) for _ in range(2)]:
+    s.connect(crowd_path)
+    held.append(s)
+results = []
+clients = [threading.Thread(target=client, args=(crowd_path,)) for _ in range(100)]
+for c in clients:
+    c.start()
+time.sleep(1)
+other_path = os.path.join(base, "other.sock")
+other = listening(other_path, 0o777)
+s = socket.socket(socket.AF_UNIX)
+s.connect(other_path)
+print("meanwhile: connected")
+crowd.settimeout(3)
+try:
+    while True:
+        accepted.append(crowd.accept()[0])
+except socket.timeout:
+    pass
+for c in clients:
+    c.join()
+print("crowd: %d ok, %d BlockingIOError" % (results.count("ok"), results.count("BlockingIOError")))
 "#;
 
 #[tokio::test]

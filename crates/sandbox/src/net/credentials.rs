@@ -1,26 +1,39 @@
-//! The file-system credentials of a confined command's thread, taken on by the supervisor's
-//! thread while it opens and connects a unix socket's path for it (`unix.rs`), so the kernel
-//! judges file modes on the way as it would judge the command's own connect: a root server's
-//! command that changed its user (`setpriv --reuid`) or dropped `CAP_DAC_OVERRIDE` is refused a
-//! socket in a directory it may not enter, or a socket file it may not write.
+//! The credentials of a confined command's thread, taken on by the supervisor's thread while
+//! it opens and connects a unix socket's path for it (`unix.rs`), so the kernel judges the
+//! connect as it would judge the command's own: file modes on the way (a root server's command
+//! that changed its user, `setpriv --reuid`, or dropped `CAP_DAC_OVERRIDE`, is refused a
+//! socket in a directory it may not enter, or a socket file it may not write), and what the
+//! listener is told of its peer (`SO_PEERCRED`'s user and group, `SO_PEERGROUPS`). Not the
+//! peer's pid: the kernel gives the server's, which a command in a PID namespace sees as 0.
 //!
-//! What the kernel looks at when a thread resolves a path and connects to a socket file: its
-//! file-system user and group, its supplementary groups, and the effective capabilities that pass
-//! file modes. Each is the calling thread's own in the kernel, and set here by raw system calls,
-//! which change this thread alone (glibc's `setgroups` would change every thread of the server).
+//! What the kernel looks at: the thread's effective and file-system user and group, its
+//! supplementary groups, and the effective capabilities that pass file modes. Each is the
+//! calling thread's own in the kernel, and set here by raw system calls, which change this
+//! thread alone (glibc's `setresuid` and `setgroups` would change every thread of the server).
 //! Capabilities a command holds in a user namespace of its own count for nothing here: the
 //! kernel counts them only for files whose owners that namespace maps.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::listening::{Home, same_user_namespace};
 
 /// `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH`: what passes a file's mode, or a directory's.
 const PASS_FILE_MODES: u64 = (1 << 1) | (1 << 2);
 
-/// A thread's credentials that file modes are judged by.
+/// Set when this thread could not be given its own credentials back: no connect is made with
+/// a command's from then on (each is refused), since what this thread holds is unknown.
+static UNSURE: AtomicBool = AtomicBool::new(false);
+
+/// "Leave it as it is", for `setresuid` and `setresgid`.
+const AS_IT_IS: u32 = u32::MAX;
+
+/// A thread's credentials that a connect to a unix socket's path is judged by.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct FileCredentials {
-    uid: u32,
-    gid: u32,
+pub(super) struct Credentials {
+    euid: u32,
+    egid: u32,
+    fsuid: u32,
+    fsgid: u32,
     groups: Vec<u32>,
     /// Effective capabilities, of [`PASS_FILE_MODES`] only.
     passes: u64,
@@ -29,18 +42,27 @@ pub(super) struct FileCredentials {
 /// This thread, with a command's credentials until dropped; then with its own again.
 #[derive(Debug)]
 pub(super) struct TakenOn {
-    own: FileCredentials,
+    own: Credentials,
     effective: u64,
 }
 
 impl Drop for TakenOn {
     fn drop(&mut self) {
-        // Raising an effective capability back needs only that it stayed permitted, and the
-        // file-system ids need CAP_SETUID and CAP_SETGID, which were effective to change them.
+        let own = &self.own;
+        // The effective user first: back to the real and saved one (the server's), which needs
+        // no capability, and which gives back every permitted capability when it is root's.
+        let _ = set_res_uid(own.euid);
         let _ = set_effective(self.effective);
-        set_fsuid(self.own.uid);
-        set_fsgid(self.own.gid);
-        let _ = set_groups(&self.own.groups);
+        let _ = set_res_gid(own.egid);
+        set_fsgid(own.fsgid);
+        set_fsuid(own.fsuid);
+        let _ = set_groups(&own.groups);
+        // The capabilities last: a file-system user set back to root raises those that pass
+        // file modes.
+        let _ = set_effective(self.effective);
+        if effective() != Some(self.effective) || current(self.effective).as_ref() != Some(own) {
+            UNSURE.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -48,9 +70,12 @@ impl Drop for TakenOn {
 /// is dropped; `None` when they are this thread's already (a server that is not root: its
 /// commands' are its own). EACCES when they could not be taken on: the connect is refused
 /// rather than made with the server's.
-pub(super) fn take_on(theirs: &FileCredentials) -> Result<Option<TakenOn>, i32> {
+pub(super) fn take_on(theirs: &Credentials) -> Result<Option<TakenOn>, i32> {
+    if UNSURE.load(Ordering::Relaxed) {
+        return Err(libc::EACCES);
+    }
     let effective = effective().ok_or(libc::EACCES)?;
-    let before = own(effective).ok_or(libc::EACCES)?;
+    let before = current(effective).ok_or(libc::EACCES)?;
     if *theirs == before {
         return Ok(None);
     }
@@ -58,29 +83,34 @@ pub(super) fn take_on(theirs: &FileCredentials) -> Result<Option<TakenOn>, i32> 
         own: before,
         effective,
     };
-    set_groups(&theirs.groups).map_err(|_| libc::EACCES)?;
-    set_fsgid(theirs.gid);
-    set_fsuid(theirs.uid);
-    // A file-system user other than root has just lost the capabilities that pass file modes
-    // (the kernel clears them); the command's are given back, or its root's taken away.
-    let now = self::effective().ok_or(libc::EACCES)?;
-    set_effective((now & !PASS_FILE_MODES) | (effective & theirs.passes))
-        .map_err(|_| libc::EACCES)?;
+    let failed = |_| libc::EACCES;
+    set_groups(&theirs.groups).map_err(failed)?;
+    set_res_gid(theirs.egid).map_err(failed)?;
+    set_fsgid(theirs.fsgid);
+    // An effective user other than root loses every effective capability; the real and saved
+    // users are the server's still, so they stay permitted and are raised again to set the
+    // file-system user.
+    set_res_uid(theirs.euid).map_err(failed)?;
+    set_effective(effective).map_err(failed)?;
+    set_fsuid(theirs.fsuid);
+    // A file-system user other than root has just lost the capabilities that pass file modes;
+    // the command's are given back, or its root's taken away.
+    set_effective((effective & !PASS_FILE_MODES) | (effective & theirs.passes)).map_err(failed)?;
     let took = self::effective().ok_or(libc::EACCES)?;
-    if own(took).as_ref() != Some(theirs) {
+    if current(took).as_ref() != Some(theirs) {
         return Err(libc::EACCES);
     }
     Ok(Some(taken))
 }
 
-/// Thread `pid`'s file credentials, from `/proc/<pid>/status` (ids as the server's user
-/// namespace sees them). A thread waiting on the supervisor cannot change its own; EACCES when
-/// they cannot be read.
-pub(super) fn of_thread(pid: u32, home: Home) -> Result<FileCredentials, i32> {
+/// Thread `pid`'s credentials, from `/proc/<pid>/status` (ids as the server's user namespace
+/// sees them). A thread waiting on the supervisor cannot change its own; EACCES when they
+/// cannot be read.
+pub(super) fn of_thread(pid: u32, home: Home) -> Result<Credentials, i32> {
     read_status(pid, home).ok_or(libc::EACCES)
 }
 
-fn read_status(pid: u32, home: Home) -> Option<FileCredentials> {
+fn read_status(pid: u32, home: Home) -> Option<Credentials> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = |name: &str| {
         status
@@ -89,7 +119,7 @@ fn read_status(pid: u32, home: Home) -> Option<FileCredentials> {
             .map(str::trim)
     };
     // Real, effective, saved, file system.
-    let fs_id = |name: &str| line(name)?.split_whitespace().nth(3)?.parse().ok();
+    let id = |name: &str, nth| line(name)?.split_whitespace().nth(nth)?.parse().ok();
     let groups = line("Groups:")?
         .split_whitespace()
         .map(str::parse)
@@ -101,25 +131,36 @@ fn read_status(pid: u32, home: Home) -> Option<FileCredentials> {
     } else {
         0
     };
-    Some(FileCredentials {
-        uid: fs_id("Uid:")?,
-        gid: fs_id("Gid:")?,
+    Some(Credentials {
+        euid: id("Uid:", 1)?,
+        egid: id("Gid:", 1)?,
+        fsuid: id("Uid:", 3)?,
+        fsgid: id("Gid:", 3)?,
         groups: sorted(groups),
         passes,
     })
 }
 
-/// This thread's file credentials, given its effective capabilities.
-fn own(effective: u64) -> Option<FileCredentials> {
+/// This thread's credentials, given its effective capabilities.
+fn current(effective: u64) -> Option<Credentials> {
     // SAFETY: getgroups with a zero size only counts.
     let count = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
     let mut groups = vec![0; usize::try_from(count).ok()?];
     // SAFETY: room for `count` gids.
     let count = unsafe { libc::getgroups(count, groups.as_mut_ptr()) };
     groups.truncate(usize::try_from(count).ok()?);
-    Some(FileCredentials {
-        uid: set_fsuid(u32::MAX),
-        gid: set_fsgid(u32::MAX),
+    let (mut ruid, mut euid, mut suid) = (0, 0, 0);
+    let (mut rgid, mut egid, mut sgid) = (0, 0, 0);
+    // SAFETY: each writes three ids into the variables given.
+    let read = unsafe {
+        libc::getresuid(&raw mut ruid, &raw mut euid, &raw mut suid) == 0
+            && libc::getresgid(&raw mut rgid, &raw mut egid, &raw mut sgid) == 0
+    };
+    read.then(|| Credentials {
+        euid,
+        egid,
+        fsuid: set_fsuid(AS_IT_IS),
+        fsgid: set_fsgid(AS_IT_IS),
         groups: sorted(groups),
         passes: effective & PASS_FILE_MODES,
     })
@@ -131,27 +172,43 @@ fn sorted(mut groups: Vec<u32>) -> Vec<u32> {
     groups
 }
 
-/// `setfsuid` of this thread; returns the one before. `u32::MAX` (not an id) only reads it.
+/// `setfsuid` of this thread; returns the one before. [`AS_IT_IS`] (not an id) only reads it.
 fn set_fsuid(uid: u32) -> u32 {
     // SAFETY: setfsuid takes an integer and cannot fail but by leaving the id as it was.
     unsafe { libc::syscall(libc::SYS_setfsuid, uid) as u32 }
 }
 
-/// `setfsgid` of this thread; returns the one before. `u32::MAX` (not an id) only reads it.
+/// `setfsgid` of this thread; returns the one before. [`AS_IT_IS`] only reads it.
 fn set_fsgid(gid: u32) -> u32 {
     // SAFETY: as for setfsuid.
     unsafe { libc::syscall(libc::SYS_setfsgid, gid) as u32 }
 }
 
-/// The supplementary groups of this thread alone (the raw call; glibc's changes every thread).
-fn set_groups(groups: &[u32]) -> std::io::Result<()> {
-    // SAFETY: a live slice of gids and its length.
-    let rc = unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) };
+/// The effective user of this thread alone (the raw `setresuid`), its real and saved as they
+/// are. The file-system user follows it.
+fn set_res_uid(euid: u32) -> std::io::Result<()> {
+    // SAFETY: setresuid takes three integers.
+    checked(unsafe { libc::syscall(libc::SYS_setresuid, AS_IT_IS, euid, AS_IT_IS) })
+}
+
+/// The effective group of this thread alone (the raw `setresgid`).
+fn set_res_gid(egid: u32) -> std::io::Result<()> {
+    // SAFETY: setresgid takes three integers.
+    checked(unsafe { libc::syscall(libc::SYS_setresgid, AS_IT_IS, egid, AS_IT_IS) })
+}
+
+fn checked(rc: libc::c_long) -> std::io::Result<()> {
     if rc == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// The supplementary groups of this thread alone (the raw call; glibc's changes every thread).
+fn set_groups(groups: &[u32]) -> std::io::Result<()> {
+    // SAFETY: a live slice of gids and its length.
+    checked(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })
 }
 
 fn effective() -> Option<u64> {
@@ -174,16 +231,16 @@ mod tests {
         let (ready, wait) = std::sync::mpsc::channel();
         let (done, end) = std::sync::mpsc::channel::<()>();
         let other = std::thread::spawn(move || {
-            // This thread alone becomes nobody, in its file-system ids and groups.
+            // This thread alone becomes nobody, in its ids and groups.
             set_groups(&[65534]).unwrap();
-            set_fsgid(65534);
-            set_fsuid(65534);
+            set_res_gid(65534).unwrap();
+            set_res_uid(65534).unwrap();
             // SAFETY: gettid has no preconditions.
             ready.send(unsafe { libc::gettid() } as u32).unwrap();
             end.recv().ok();
         });
         let tid = wait.recv().unwrap();
-        let before = own(effective().unwrap()).unwrap();
+        let before = current(effective().unwrap()).unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(
             dir.path(),
@@ -193,17 +250,18 @@ mod tests {
         {
             let taken = take_on(&of_thread(tid, home).unwrap()).unwrap();
             assert!(taken.is_some());
-            let now = own(effective().unwrap()).unwrap();
+            let now = current(effective().unwrap()).unwrap();
             assert_eq!(
-                (now.uid, now.gid, &now.groups[..]),
-                (65534, 65534, &[65534][..])
+                (now.euid, now.egid, now.fsuid, now.fsgid, &now.groups[..]),
+                (65534, 65534, 65534, 65534, &[65534][..])
             );
             assert_eq!(now.passes, 0);
             // Root's directory, mode 0700: refused to nobody.
             let denied = std::fs::read_dir(dir.path()).unwrap_err();
             assert_eq!(denied.raw_os_error(), Some(libc::EACCES));
         }
-        assert_eq!(own(effective().unwrap()).unwrap(), before);
+        assert_eq!(current(effective().unwrap()).unwrap(), before);
+        assert!(!UNSURE.load(Ordering::Relaxed));
         std::fs::read_dir(dir.path()).unwrap();
         // Another thread's are as they were: nothing of the change reached it.
         // SAFETY: gettid has no preconditions.

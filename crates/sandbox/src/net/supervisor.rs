@@ -178,7 +178,18 @@ impl Supervisor {
             for (i, listener) in listeners.iter().enumerate() {
                 let events = fds[1 + i].revents;
                 if events & libc::POLLIN != 0 {
-                    waiting.extend(serve_one(judge, listener, home));
+                    let Some(new) = serve_one(judge, listener, home) else {
+                        continue;
+                    };
+                    let backlogged = pending.iter().chain(&waiting);
+                    if new.waits_for_backlog()
+                        && backlogged.filter(|p| p.waits_for_backlog()).count()
+                            >= waiting::BACKLOG_WAITERS_MAX
+                    {
+                        new.give_up(libc::EAGAIN);
+                    } else {
+                        waiting.push(new);
+                    }
                 } else if events & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
                     // No process is left under that filter.
                     gone.push(i);

@@ -39,7 +39,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::credentials::{self, FileCredentials};
+use super::credentials::{self, Credentials};
 use super::listening::Home;
 use super::notify::{self, Notif};
 use super::supervisor::{
@@ -209,7 +209,12 @@ impl Unix {
         if !notify::id_valid(listener, id) {
             return Step::Done;
         }
-        let commands = listened_here(&self.connection.ours) && !self.connection.servers_own;
+        let commands = match listened_here(&self.connection.ours) {
+            Ok(listened) => listened && !self.connection.servers_own,
+            // Short of fds or memory: a failure of the server's, not a refusal.
+            Err(libc::EMFILE | libc::ENFILE) => return Step::Fail(libc::ENOBUFS),
+            Err(errno) => return Step::Fail(errno),
+        };
         if judge.judge_unix(self.pid, &self.named, commands) == Verdict::Refuse {
             return Step::Fail(libc::EACCES);
         }
@@ -287,7 +292,7 @@ struct Connection {
     /// Whether the target is one of the server's own sockets ([`keep_from_commands`]).
     servers_own: bool,
     /// The command thread's, which the kernel would judge its connect by.
-    as_command: FileCredentials,
+    as_command: Credentials,
 }
 
 /// What a unix address names.
@@ -367,7 +372,7 @@ impl Connection {
 /// absolute one in its root (its symbolic links too), a relative one from its working
 /// directory. No `/proc` magic link (`/proc/self/fd/N` would be this process's fd, a socket of
 /// the server's): ELOOP.
-fn open_as(pid: u32, path: &[u8], as_command: &FileCredentials) -> Result<OwnedFd, i32> {
+fn open_as(pid: u32, path: &[u8], as_command: &Credentials) -> Result<OwnedFd, i32> {
     let (from, resolve) = if path.starts_with(b"/") {
         (format!("/proc/{pid}/root"), libc::RESOLVE_IN_ROOT)
     } else {
@@ -447,22 +452,39 @@ fn with_unix_address(
 /// (`listening.rs`), so the kernel took its credentials for the listener's. A service of the
 /// machine listens itself. Told by `SO_PEERPIDFD` (Linux 6.5), a pidfd of that process: a
 /// process that ended has none, so one whose pid this server got later cannot pass for it, as
-/// it would by `SO_PEERCRED`'s pid. `false` for a datagram socket, and before Linux 6.5.
-fn listened_here(socket: &OwnedFd) -> bool {
-    let Some(pidfd) = int_option(socket, libc::SOL_SOCKET, SO_PEERPIDFD).filter(|&fd| fd >= 0)
-    else {
-        return false;
+/// it would by `SO_PEERCRED`'s pid. `false` for a datagram socket, and before Linux 6.5. The
+/// server short of fds or memory cannot tell: that errno, which the connect fails with rather
+/// than be taken for a refusal.
+fn listened_here(socket: &OwnedFd) -> Result<bool, i32> {
+    let mut pidfd: libc::c_int = -1;
+    let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `length` bytes into `pidfd`.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_PEERPIDFD,
+            (&raw mut pidfd).cast(),
+            &raw mut length,
+        )
     };
+    if rc != 0 || pidfd < 0 {
+        return match last_errno() {
+            errno @ (libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS) if rc != 0 => {
+                Err(errno)
+            }
+            _ => Ok(false),
+        };
+    }
     // SAFETY: the kernel gave us this fd.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|line| line.strip_prefix("Pid:"))
-                .and_then(|pid| pid.trim().parse::<i64>().ok())
-        })
-        .is_some_and(|pid| pid == i64::from(std::process::id()))
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::ENOBUFS))?;
+    Ok(info
+        .lines()
+        .find_map(|line| line.strip_prefix("Pid:"))
+        .and_then(|pid| pid.trim().parse::<i64>().ok())
+        .is_some_and(|pid| pid == i64::from(std::process::id())))
 }
 
 #[cfg(test)]

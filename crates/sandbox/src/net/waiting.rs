@@ -1,8 +1,12 @@
 //! Connects a command waits for, in the kernel, while the supervisor's thread goes on: a TCP
 //! connection being made for a socket that blocks (polled until it is writable, or
-//! [`CONNECT_WAIT`] passed), and a unix connect to a listener whose backlog is full (tried again
-//! every [`BACKLOG_RETRY`] until there is room, or the socket's send timeout passed, as the
-//! kernel's own connect waits).
+//! [`CONNECT_WAIT`] passed), and a unix connect to a listener whose backlog is full (tried again,
+//! from [`BACKLOG_RETRY_FIRST`] to [`BACKLOG_RETRY_MAX`] apart, until there is room, or the
+//! socket's send timeout passed, as the kernel's own connect waits).
+//!
+//! The supervisor's one thread serves every session's commands, and each wait holds two of the
+//! server's fds: at most [`BACKLOG_WAITERS_MAX`] unix connects wait at once. Past that, one fails
+//! at once with EAGAIN, as a non-blocking socket's would.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -16,9 +20,16 @@ use super::unix::Unix;
 /// listed address that does not answer): about the kernel's own SYN retries.
 const CONNECT_WAIT: Duration = Duration::from_secs(60);
 
-/// How often a unix connect to a full backlog is tried again: the listener's `accept` makes
-/// room without a sign the supervisor could poll for.
-const BACKLOG_RETRY: Duration = Duration::from_millis(5);
+/// How soon a unix connect to a full backlog is tried again: the listener's `accept` makes room
+/// without a sign the supervisor could poll for. Each later try waits twice as long, up to
+/// [`BACKLOG_RETRY_MAX`].
+const BACKLOG_RETRY_FIRST: Duration = Duration::from_millis(5);
+
+/// The longest between two tries of a unix connect to a full backlog.
+const BACKLOG_RETRY_MAX: Duration = Duration::from_millis(80);
+
+/// Unix connects that wait for room in a backlog at once, at most.
+pub(super) const BACKLOG_WAITERS_MAX: usize = 64;
 
 /// A connect a command waits for.
 pub(super) struct Pending {
@@ -36,8 +47,12 @@ enum Awaiting {
         target_fd: i32,
         cloexec: bool,
     },
-    /// A unix listener's full backlog, tried again at `next`.
-    Backlog { unix: Unix, next: Instant },
+    /// A unix listener's full backlog, tried again at `next`, then `after` later.
+    Backlog {
+        unix: Unix,
+        next: Instant,
+        after: Duration,
+    },
 }
 
 impl Pending {
@@ -76,9 +91,20 @@ impl Pending {
             deadline: timeout.map(|timeout| now + timeout),
             on: Awaiting::Backlog {
                 unix,
-                next: now + BACKLOG_RETRY,
+                next: now + BACKLOG_RETRY_FIRST,
+                after: BACKLOG_RETRY_FIRST,
             },
         }
+    }
+
+    /// Whether it waits for room in a unix listener's backlog.
+    pub(super) fn waits_for_backlog(&self) -> bool {
+        matches!(self.on, Awaiting::Backlog { .. })
+    }
+
+    /// Fails the connect at once with `errno`.
+    pub(super) fn give_up(self, errno: i32) {
+        let _ = notify::answer(self.listener(), self.id, 0, errno);
     }
 
     fn listener(&self) -> RawFd {
@@ -141,10 +167,10 @@ impl Pending {
                     })
                 }
             }
-            Awaiting::Backlog { unix, next } => {
+            Awaiting::Backlog { unix, next, after } => {
                 if now < next && !late {
                     return Some(Self {
-                        on: Awaiting::Backlog { unix, next },
+                        on: Awaiting::Backlog { unix, next, after },
                         ..self
                     });
                 }
@@ -161,13 +187,17 @@ impl Pending {
                         let _ = notify::answer(listener, self.id, 0, libc::EAGAIN);
                         None
                     }
-                    Err(unix) => Some(Self {
-                        on: Awaiting::Backlog {
-                            unix,
-                            next: now + BACKLOG_RETRY,
-                        },
-                        ..self
-                    }),
+                    Err(unix) => {
+                        let after = (after * 2).min(BACKLOG_RETRY_MAX);
+                        Some(Self {
+                            on: Awaiting::Backlog {
+                                unix,
+                                next: now + after,
+                                after,
+                            },
+                            ..self
+                        })
+                    }
                 }
             }
         }
