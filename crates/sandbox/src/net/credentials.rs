@@ -11,7 +11,8 @@
 //! calling thread's own in the kernel, and set here by raw system calls, which change this
 //! thread alone (glibc's `setresuid` and `setgroups` would change every thread of the server).
 //! Capabilities a command holds in a user namespace of its own count for nothing here: the
-//! kernel counts them only for files whose owners that namespace maps.
+//! kernel counts them only for files whose owners that namespace maps. A change of a thread's
+//! credentials makes the whole process not dumpable; it is given back as it was.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -44,6 +45,10 @@ pub(super) struct Credentials {
 pub(super) struct TakenOn {
     own: Credentials,
     effective: u64,
+    /// Whether the process was dumpable (`PR_GET_DUMPABLE`): a change of a thread's
+    /// credentials makes the whole process not (the kernel's `commit_creds`), which would leave
+    /// its `/proc` files to root alone and its core dumps off.
+    dumpable: libc::c_int,
 }
 
 impl Drop for TakenOn {
@@ -57,6 +62,13 @@ impl Drop for TakenOn {
         set_fsgid(own.fsgid);
         set_fsuid(own.fsuid);
         let _ = set_groups(&own.groups);
+        // SAFETY: prctl with integer arguments (0 or 1: the values it may set).
+        if matches!(self.dumpable, 0 | 1)
+            && unsafe { libc::prctl(libc::PR_GET_DUMPABLE) } != self.dumpable
+        {
+            // SAFETY: as above.
+            unsafe { libc::prctl(libc::PR_SET_DUMPABLE, self.dumpable) };
+        }
         // The capabilities last: a file-system user set back to root raises those that pass
         // file modes.
         let _ = set_effective(self.effective);
@@ -82,6 +94,8 @@ pub(super) fn take_on(theirs: &Credentials) -> Result<Option<TakenOn>, i32> {
     let taken = TakenOn {
         own: before,
         effective,
+        // SAFETY: prctl with integer arguments.
+        dumpable: unsafe { libc::prctl(libc::PR_GET_DUMPABLE) },
     };
     let failed = |_| libc::EACCES;
     set_groups(&theirs.groups).map_err(failed)?;
@@ -240,6 +254,9 @@ mod tests {
             end.recv().ok();
         });
         let tid = wait.recv().unwrap();
+        // That change made the process not dumpable; so would taking it on.
+        // SAFETY: prctl with integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) };
         let before = current(effective().unwrap()).unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(
@@ -262,6 +279,9 @@ mod tests {
         }
         assert_eq!(current(effective().unwrap()).unwrap(), before);
         assert!(!UNSURE.load(Ordering::Relaxed));
+        // The process stays dumpable: a change of credentials made it not (`commit_creds`).
+        // SAFETY: prctl with integer arguments.
+        assert_eq!(unsafe { libc::prctl(libc::PR_GET_DUMPABLE) }, 1);
         std::fs::read_dir(dir.path()).unwrap();
         // Another thread's are as they were: nothing of the change reached it.
         // SAFETY: gettid has no preconditions.
