@@ -99,6 +99,11 @@ pub(crate) fn effective() -> Option<u64> {
     read().map(|[low, high]| u64::from(low.effective) | (u64::from(high.effective) << 32))
 }
 
+/// The calling thread's permitted capabilities, one bit each.
+pub(crate) fn permitted() -> Option<u64> {
+    read().map(|[low, high]| u64::from(low.permitted) | (u64::from(high.permitted) << 32))
+}
+
 /// Sets the calling thread's effective capabilities (each must be permitted), its other sets
 /// as they are. A raw `capset`: this thread alone.
 pub(crate) fn set_effective(effective: u64) -> std::io::Result<()> {

@@ -1,4 +1,5 @@
-//! Proxy credentials across HTTP callers (docs/BEHAVIOUR.md §13, §9): each caller's shell gets
+//! Across HTTP callers (docs/BEHAVIOUR.md §13, §9), the places a unix connect may wait in (one
+//! caller's command cannot take them all), and proxy credentials: each caller's shell gets
 //! credentials of its own; another caller's command that got hold of them (here: alice's shell
 //! leaks them into the shared workspace) is refused (407) and the refusal is its own (error 2010
 //! in bob's result, nothing in alice's), as root (each caller in a PID namespace of its own)
@@ -399,4 +400,104 @@ async fn net_the_unspecified_address_is_loopback() {
     }
     assert_eq!(service.seen(), 0);
     client.cancel().await.unwrap();
+}
+
+/// Alice's background job: 100 threads whose blocking connects wait for room in a unix
+/// listener's backlog that never empties (with loopback closed the supervisor makes them wait),
+/// until it is stopped; it prints `waiting` once they are under way.
+const HOG_THE_WAITS: &str = r#"python3 -c '
+import os, socket, tempfile, threading, time
+p = os.path.join(tempfile.mkdtemp(), "hog.sock")
+l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
+held = [socket.socket(socket.AF_UNIX) for _ in range(2)]
+for s in held:
+    s.connect(p)
+def wait():
+    try:
+        socket.socket(socket.AF_UNIX).connect(p)
+    except OSError:
+        pass
+for _ in range(100):
+    threading.Thread(target=wait, daemon=True).start()
+time.sleep(1)
+print("waiting", flush=True)
+time.sleep(120)
+'"#;
+
+/// Bob's command: six clients at once to a listener of its own with a backlog of 1, accepted
+/// after half a second (Python's `multiprocessing.connection.Listener` has that backlog).
+const SIX_AT_ONCE: &str = r#"python3 -c '
+import os, socket, tempfile, threading, time
+p = os.path.join(tempfile.mkdtemp(), "own.sock")
+l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
+results = []
+def client():
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); results.append("ok")
+    except OSError as e:
+        results.append(type(e).__name__)
+clients = [threading.Thread(target=client) for _ in range(6)]
+for c in clients:
+    c.start()
+time.sleep(0.5)
+l.settimeout(3)
+try:
+    while True:
+        l.accept()
+except socket.timeout:
+    pass
+for c in clients:
+    c.join()
+print("six:", sorted(results))
+'"#;
+
+/// With loopback closed, a connect that waits for room in a unix listener's backlog holds a
+/// place the supervisor keeps for it; one caller's command that fills every place it may take
+/// leaves others' waits alone (bob's six clients all connect while alice's job holds 100).
+async fn anothers_waits_are_left_alone(who: Who) {
+    let (server, _home) =
+        HttpServer::start_callers(who, &["--network", "allowlist", "--no-loopback"]);
+    let (alice, bob) = (
+        server.connect_as(ALICE, false).await,
+        server.connect_as(BOB, false).await,
+    );
+    let started = call(
+        &alice,
+        "terminal",
+        json!({ "command": HOG_THE_WAITS, "background": true }),
+    )
+    .await;
+    let job = started.structured_content.as_ref().unwrap()["job_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{who:?}: no job: {}", text_of(&started)))
+        .to_owned();
+    let mut said = String::new();
+    for _ in 0..100 {
+        let read = call(&alice, "task_output", json!({ "id": job, "since": 0 })).await;
+        said = text_of(&read);
+        if said.contains("waiting") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(said.contains("waiting"), "{who:?}: {said}");
+    let run = call(&bob, "terminal", json!({ "command": SIX_AT_ONCE })).await;
+    let text = text_of(&run);
+    assert!(
+        text.contains("six: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']"),
+        "{who:?}: {text}"
+    );
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_loopback_closed_anothers_unix_waits_are_left_alone_as_root() {
+    anothers_waits_are_left_alone(Who::Root).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_loopback_closed_anothers_unix_waits_are_left_alone_as_nobody() {
+    anothers_waits_are_left_alone(Who::Nobody).await;
 }

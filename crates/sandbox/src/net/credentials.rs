@@ -18,8 +18,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::listening::{Home, same_user_namespace};
 
+/// `CAP_DAC_OVERRIDE`: passes every file's mode and every directory's.
+const CAP_DAC_OVERRIDE: u64 = 1 << 1;
+
 /// `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH`: what passes a file's mode, or a directory's.
-const PASS_FILE_MODES: u64 = (1 << 1) | (1 << 2);
+const PASS_FILE_MODES: u64 = CAP_DAC_OVERRIDE | (1 << 2);
+
+/// What a process may hold that lets its commands' credentials differ from its own:
+/// `CAP_SETGID`, `CAP_SETUID` and [`PASS_FILE_MODES`]. Without any (a server that is not root),
+/// a confined command's are the server's: it starts with them, gains none by `exec`
+/// (`no_new_privs`), and a user namespace of its own changes none the server's files see.
+const MAY_CHANGE: u64 = (1 << 6) | (1 << 7) | PASS_FILE_MODES;
 
 /// Set when this thread could not be given its own credentials back: no connect is made with
 /// a command's from then on (each is refused), since what this thread holds is unknown.
@@ -36,7 +45,7 @@ pub(super) struct Credentials {
     fsuid: u32,
     fsgid: u32,
     groups: Vec<u32>,
-    /// Effective capabilities, of [`PASS_FILE_MODES`] only.
+    /// Effective capabilities of [`PASS_FILE_MODES`], as they count ([`passes`]).
     passes: u64,
 }
 
@@ -62,18 +71,21 @@ impl Drop for TakenOn {
         set_fsgid(own.fsgid);
         set_fsuid(own.fsuid);
         let _ = set_groups(&own.groups);
+        // The capabilities last: a file-system user set back to root raises those that pass
+        // file modes.
+        let _ = set_effective(self.effective);
+        if effective() != Some(self.effective) || current(self.effective).as_ref() != Some(own) {
+            // Not dumpable, as the change left it: a thread of another user in a dumpable
+            // process would have its `/proc` files owned by that user.
+            UNSURE.store(true, Ordering::Relaxed);
+            return;
+        }
         // SAFETY: prctl with integer arguments (0 or 1: the values it may set).
         if matches!(self.dumpable, 0 | 1)
             && unsafe { libc::prctl(libc::PR_GET_DUMPABLE) } != self.dumpable
         {
             // SAFETY: as above.
             unsafe { libc::prctl(libc::PR_SET_DUMPABLE, self.dumpable) };
-        }
-        // The capabilities last: a file-system user set back to root raises those that pass
-        // file modes.
-        let _ = set_effective(self.effective);
-        if effective() != Some(self.effective) || current(self.effective).as_ref() != Some(own) {
-            UNSURE.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -82,6 +94,12 @@ impl Drop for TakenOn {
 /// is dropped; `None` when they are this thread's already (a server that is not root: its
 /// commands' are its own). EACCES when they could not be taken on: the connect is refused
 /// rather than made with the server's.
+///
+/// The effective user and group are taken on only where the kernel then makes the process not
+/// dumpable (`fs.suid_dumpable` 0, the default, or 2): at 1 it would leave the process dumpable,
+/// and this thread's `/proc` files (its `oom_score_adj`, the process's) owned by the command's
+/// user for a moment, for any process of that user to open. The listener's `SO_PEERCRED` then
+/// names the server's user.
 pub(super) fn take_on(theirs: &Credentials) -> Result<Option<TakenOn>, i32> {
     if UNSURE.load(Ordering::Relaxed) {
         return Err(libc::EACCES);
@@ -91,6 +109,16 @@ pub(super) fn take_on(theirs: &Credentials) -> Result<Option<TakenOn>, i32> {
     if *theirs == before {
         return Ok(None);
     }
+    let effective_ids = matches!(suid_dumpable(), Some(0 | 2));
+    let wanted = if effective_ids {
+        theirs.clone()
+    } else {
+        Credentials {
+            euid: before.euid,
+            egid: before.egid,
+            ..theirs.clone()
+        }
+    };
     let taken = TakenOn {
         own: before,
         effective,
@@ -98,30 +126,60 @@ pub(super) fn take_on(theirs: &Credentials) -> Result<Option<TakenOn>, i32> {
         dumpable: unsafe { libc::prctl(libc::PR_GET_DUMPABLE) },
     };
     let failed = |_| libc::EACCES;
-    set_groups(&theirs.groups).map_err(failed)?;
-    set_res_gid(theirs.egid).map_err(failed)?;
-    set_fsgid(theirs.fsgid);
-    // An effective user other than root loses every effective capability; the real and saved
-    // users are the server's still, so they stay permitted and are raised again to set the
-    // file-system user.
-    set_res_uid(theirs.euid).map_err(failed)?;
-    set_effective(effective).map_err(failed)?;
-    set_fsuid(theirs.fsuid);
+    set_groups(&wanted.groups).map_err(failed)?;
+    if effective_ids {
+        set_res_gid(wanted.egid).map_err(failed)?;
+    }
+    set_fsgid(wanted.fsgid);
+    if effective_ids {
+        // An effective user other than root loses every effective capability; the real and
+        // saved users are the server's still, so they stay permitted and are raised again to
+        // set the file-system user.
+        set_res_uid(wanted.euid).map_err(failed)?;
+        set_effective(effective).map_err(failed)?;
+    }
+    set_fsuid(wanted.fsuid);
     // A file-system user other than root has just lost the capabilities that pass file modes;
     // the command's are given back, or its root's taken away.
-    set_effective((effective & !PASS_FILE_MODES) | (effective & theirs.passes)).map_err(failed)?;
+    set_effective((effective & !PASS_FILE_MODES) | (effective & wanted.passes)).map_err(failed)?;
     let took = self::effective().ok_or(libc::EACCES)?;
-    if current(took).as_ref() != Some(theirs) {
+    if current(took).as_ref() != Some(&wanted) {
         return Err(libc::EACCES);
     }
     Ok(Some(taken))
 }
 
+/// `fs.suid_dumpable`: whether a process whose credentials changed stays dumpable (1), or is
+/// dumpable by root only (0, 2). `None` when it cannot be read.
+fn suid_dumpable() -> Option<u8> {
+    std::fs::read_to_string("/proc/sys/fs/suid_dumpable")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Thread `pid`'s credentials, from `/proc/<pid>/status` (ids as the server's user namespace
-/// sees them). A thread waiting on the supervisor cannot change its own; EACCES when they
-/// cannot be read.
-pub(super) fn of_thread(pid: u32, home: Home) -> Result<Credentials, i32> {
-    read_status(pid, home).ok_or(libc::EACCES)
+/// sees them); `None` when they are this server's (it holds nothing of [`MAY_CHANGE`]). A
+/// thread waiting on the supervisor cannot change its own; EACCES when they cannot be read.
+pub(super) fn of_thread(pid: u32, home: Home) -> Result<Option<Credentials>, i32> {
+    static MAY_DIFFER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let may_differ = *MAY_DIFFER
+        .get_or_init(|| crate::caps::permitted().is_none_or(|caps| caps & MAY_CHANGE != 0));
+    if !may_differ {
+        return Ok(None);
+    }
+    read_status(pid, home).map(Some).ok_or(libc::EACCES)
+}
+
+/// The effective capabilities of [`PASS_FILE_MODES`] that count: `CAP_DAC_OVERRIDE` passes
+/// all that `CAP_DAC_READ_SEARCH` does (which confined commands drop), so with it both count.
+fn passes(effective: u64) -> u64 {
+    if effective & CAP_DAC_OVERRIDE == 0 {
+        effective & PASS_FILE_MODES
+    } else {
+        PASS_FILE_MODES
+    }
 }
 
 fn read_status(pid: u32, home: Home) -> Option<Credentials> {
@@ -141,7 +199,7 @@ fn read_status(pid: u32, home: Home) -> Option<Credentials> {
         .ok()?;
     let effective = u64::from_str_radix(line("CapEff:")?, 16).ok()?;
     let passes = if same_user_namespace(pid, home) {
-        effective & PASS_FILE_MODES
+        passes(effective)
     } else {
         0
     };
@@ -176,7 +234,7 @@ fn current(effective: u64) -> Option<Credentials> {
         fsuid: set_fsuid(AS_IT_IS),
         fsgid: set_fsgid(AS_IT_IS),
         groups: sorted(groups),
-        passes: effective & PASS_FILE_MODES,
+        passes: passes(effective),
     })
 }
 
@@ -265,7 +323,7 @@ mod tests {
         )
         .unwrap();
         {
-            let taken = take_on(&of_thread(tid, home).unwrap()).unwrap();
+            let taken = take_on(&of_thread(tid, home).unwrap().unwrap()).unwrap();
             assert!(taken.is_some());
             let now = current(effective().unwrap()).unwrap();
             assert_eq!(
@@ -286,8 +344,30 @@ mod tests {
         // Another thread's are as they were: nothing of the change reached it.
         // SAFETY: gettid has no preconditions.
         let me = unsafe { libc::gettid() } as u32;
-        assert!(take_on(&of_thread(me, home).unwrap()).unwrap().is_none());
+        assert!(
+            take_on(&of_thread(me, home).unwrap().unwrap())
+                .unwrap()
+                .is_none()
+        );
         done.send(()).unwrap();
         other.join().unwrap();
+        // A root thread without CAP_DAC_READ_SEARCH (as confined commands are) passes file
+        // modes as this one does, by CAP_DAC_OVERRIDE: nothing to take on.
+        let (ready, wait) = std::sync::mpsc::channel();
+        let (done, end) = std::sync::mpsc::channel::<()>();
+        let dropped = std::thread::spawn(move || {
+            set_effective(effective().unwrap() & !(1 << 2)).unwrap();
+            // SAFETY: gettid has no preconditions.
+            ready.send(unsafe { libc::gettid() } as u32).unwrap();
+            end.recv().ok();
+        });
+        let tid = wait.recv().unwrap();
+        assert!(
+            take_on(&of_thread(tid, home).unwrap().unwrap())
+                .unwrap()
+                .is_none()
+        );
+        done.send(()).unwrap();
+        dropped.join().unwrap();
     }
 }

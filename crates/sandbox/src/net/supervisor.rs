@@ -181,13 +181,7 @@ impl Supervisor {
                     let Some(new) = serve_one(judge, listener, home) else {
                         continue;
                     };
-                    let backlogged = pending.iter().chain(&waiting);
-                    if new.waits_for_backlog()
-                        && backlogged.filter(|p| p.waits_for_backlog()).count()
-                            >= waiting::BACKLOG_WAITERS_MAX
-                    {
-                        new.give_up(libc::EAGAIN);
-                    } else {
+                    if new.admitted(pending.iter().chain(&waiting)) {
                         waiting.push(new);
                     }
                 } else if events & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {

@@ -291,8 +291,9 @@ struct Connection {
     to: Target,
     /// Whether the target is one of the server's own sockets ([`keep_from_commands`]).
     servers_own: bool,
-    /// The command thread's, which the kernel would judge its connect by.
-    as_command: Credentials,
+    /// The command thread's, which the kernel would judge its connect by (`None`: the
+    /// server's).
+    as_command: Option<Credentials>,
 }
 
 /// What a unix address names.
@@ -328,7 +329,7 @@ impl Connection {
         let as_command = credentials::of_thread(pid, home)?;
         let (to, servers_own) = match unix_address(address) {
             UnixAddress::Path(path) => {
-                let file = open_as(pid, path, &as_command)?;
+                let file = open_as(pid, path, as_command.as_ref())?;
                 let own = servers_own(&file);
                 (Target::File(file), own)
             }
@@ -348,7 +349,11 @@ impl Connection {
     fn attempt(&self) -> Result<(), i32> {
         let rc = match &self.to {
             Target::File(file) => {
-                let _as_command = credentials::take_on(&self.as_command)?;
+                let _as_command = self
+                    .as_command
+                    .as_ref()
+                    .map(credentials::take_on)
+                    .transpose()?;
                 let via = format!("/proc/self/fd/{}", file.as_raw_fd());
                 with_unix_address(via.as_bytes(), |at, length| {
                     // SAFETY: `at` is a valid unix address of `length` bytes.
@@ -372,7 +377,7 @@ impl Connection {
 /// absolute one in its root (its symbolic links too), a relative one from its working
 /// directory. No `/proc` magic link (`/proc/self/fd/N` would be this process's fd, a socket of
 /// the server's): ELOOP.
-fn open_as(pid: u32, path: &[u8], as_command: &Credentials) -> Result<OwnedFd, i32> {
+fn open_as(pid: u32, path: &[u8], as_command: Option<&Credentials>) -> Result<OwnedFd, i32> {
     let (from, resolve) = if path.starts_with(b"/") {
         (format!("/proc/{pid}/root"), libc::RESOLVE_IN_ROOT)
     } else {
@@ -385,7 +390,7 @@ fn open_as(pid: u32, path: &[u8], as_command: &Credentials) -> Result<OwnedFd, i
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     how.resolve = resolve;
-    let _as_command = credentials::take_on(as_command)?;
+    let _as_command = as_command.map(credentials::take_on).transpose()?;
     // SAFETY: openat2 with a live dirfd, a NUL-terminated path and an `open_how` of its size;
     // the fd it returns is ours.
     let fd = unsafe {

@@ -5,8 +5,10 @@
 //! socket's send timeout passed, as the kernel's own connect waits).
 //!
 //! The supervisor's one thread serves every session's commands, and each wait holds two of the
-//! server's fds: at most [`BACKLOG_WAITERS_MAX`] unix connects wait at once. Past that, one fails
-//! at once with EAGAIN, as a non-blocking socket's would.
+//! server's fds: at most [`BACKLOG_WAITERS_MAX`] unix connects wait at once, and at most
+//! [`BACKLOG_WAITERS_PER_FILTER`] of the commands under one seccomp filter (a session's), so one
+//! session cannot take every place. Past that, one fails at once with EAGAIN, as a non-blocking
+//! socket's would.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -29,7 +31,10 @@ const BACKLOG_RETRY_FIRST: Duration = Duration::from_millis(5);
 const BACKLOG_RETRY_MAX: Duration = Duration::from_millis(80);
 
 /// Unix connects that wait for room in a backlog at once, at most.
-pub(super) const BACKLOG_WAITERS_MAX: usize = 64;
+const BACKLOG_WAITERS_MAX: usize = 64;
+
+/// Unix connects of the commands under one filter that wait at once, at most.
+const BACKLOG_WAITERS_PER_FILTER: usize = 16;
 
 /// A connect a command waits for.
 pub(super) struct Pending {
@@ -98,13 +103,27 @@ impl Pending {
     }
 
     /// Whether it waits for room in a unix listener's backlog.
-    pub(super) fn waits_for_backlog(&self) -> bool {
+    fn waits_for_backlog(&self) -> bool {
         matches!(self.on, Awaiting::Backlog { .. })
     }
 
-    /// Fails the connect at once with `errno`.
-    pub(super) fn give_up(self, errno: i32) {
-        let _ = notify::answer(self.listener(), self.id, 0, errno);
+    /// Whether it may wait beside `others`: a wait for a backlog only while there is a place
+    /// for it ([`BACKLOG_WAITERS_MAX`], [`BACKLOG_WAITERS_PER_FILTER`]). If not, the command is
+    /// answered EAGAIN.
+    pub(super) fn admitted<'a>(&self, others: impl Iterator<Item = &'a Pending>) -> bool {
+        if !self.waits_for_backlog() {
+            return true;
+        }
+        let (mut all, mut filter) = (0, 0);
+        for other in others.filter(|other| other.waits_for_backlog()) {
+            all += 1;
+            filter += usize::from(Arc::ptr_eq(&other.listener, &self.listener));
+        }
+        let admitted = all < BACKLOG_WAITERS_MAX && filter < BACKLOG_WAITERS_PER_FILTER;
+        if !admitted {
+            let _ = notify::answer(self.listener(), self.id, 0, libc::EAGAIN);
+        }
+        admitted
     }
 
     fn listener(&self) -> RawFd {
