@@ -878,7 +878,7 @@ async fn unix_connects_are_the_commands(who: Who) {
     )
     .unwrap();
     let script = dir.path().join("connects.py");
-    std::fs::write(&script, UNIX_CONNECTS).unwrap();
+    std::fs::write(&script, format!("{BLOCKING_CLIENTS}{UNIX_CONNECTS}")).unwrap();
     let base = dir.path().display().to_string();
     let setup = serve(
         who,
@@ -926,10 +926,42 @@ async fn unix_connects_are_the_commands(who: Who) {
     assert!(text.contains("crowd: 16 ok, 84 BlockingIOError"), "{text}");
 }
 
-/// What `unix_connects_are_the_commands` runs, confined: `argv[1]` is a directory anyone may
-/// write.
+/// Python that starts blocking unix clients (`blocking_clients`: their threads and how each
+/// connect went) and accepts what comes (`accept_all`), for the scripts that follow it. No
+/// single quote: it goes into `python3 -c '…'`.
+pub(super) const BLOCKING_CLIENTS: &str = r#"
+import os, socket, tempfile, threading, time
+
+def blocking_clients(path, count):
+    results = []
+    def client():
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(path)
+            results.append("ok")
+        except OSError as e:
+            results.append(type(e).__name__)
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(count)]
+    for t in threads:
+        t.start()
+    return threads, results
+
+def accept_all(listener, after, most=None):
+    time.sleep(after)
+    listener.settimeout(3)
+    accepted = []
+    try:
+        while most is None or len(accepted) < most:
+            accepted.append(listener.accept()[0])
+    except socket.timeout:
+        pass
+    return accepted
+"#;
+
+/// What `unix_connects_are_the_commands` runs, confined, after [`BLOCKING_CLIENTS`]: `argv[1]`
+/// is a directory anyone may write.
 const UNIX_CONNECTS: &str = r#"
-import os, socket, struct, subprocess, sys, threading, time
+import struct, subprocess, sys
 base = sys.argv[1]
 
 def listening(path, mode, backlog=8):
@@ -972,25 +1004,8 @@ if os.geteuid() == 0:
 
 full_path = os.path.join(base, "full.sock")
 full = listening(full_path, 0o777, backlog=1)
-results = []
-def client(path=full_path):
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(path)
-        results.append("ok")
-    except OSError as e:
-        results.append(type(e).__name__)
-clients = [threading.Thread(target=client) for _ in range(6)]
-for c in clients:
-    c.start()
-time.sleep(0.5)
-full.settimeout(3)
-accepted = []
-try:
-    while len(accepted) < len(clients):
-        accepted.append(full.accept()[0])
-except socket.timeout:
-    pass
+clients, results = blocking_clients(full_path, 6)
+accepted = accept_all(full, 0.5, len(clients))
 for c in clients:
     c.join()
 print("backlog:", sorted(results))
@@ -1020,22 +1035,14 @@ crowd = listening(crowd_path, 0o777, backlog=1)
 for s in [socket.socket(socket.AF_UNIX) for _ in range(2)]:
     s.connect(crowd_path)
     held.append(s)
-results = []
-clients = [threading.Thread(target=client, args=(crowd_path,)) for _ in range(100)]
-for c in clients:
-    c.start()
+clients, results = blocking_clients(crowd_path, 100)
 time.sleep(1)
 other_path = os.path.join(base, "other.sock")
 other = listening(other_path, 0o777)
 s = socket.socket(socket.AF_UNIX)
 s.connect(other_path)
 print("meanwhile: connected")
-crowd.settimeout(3)
-try:
-    while True:
-        accepted.append(crowd.accept()[0])
-except socket.timeout:
-    pass
+accepted += accept_all(crowd, 0)
 for c in clients:
     c.join()
 print("crowd: %d ok, %d BlockingIOError" % (results.count("ok"), results.count("BlockingIOError")))

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::client::*;
 use super::http::{ALICE, BOB, HttpServer, call};
-use super::network::{Listener, line_of};
+use super::network::{BLOCKING_CLIENTS, Listener, line_of};
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -402,55 +402,33 @@ async fn net_the_unspecified_address_is_loopback() {
     client.cancel().await.unwrap();
 }
 
-/// Alice's background job: 100 threads whose blocking connects wait for room in a unix
-/// listener's backlog that never empties (with loopback closed the supervisor makes them wait),
-/// until it is stopped; it prints `waiting` once they are under way.
-const HOG_THE_WAITS: &str = r#"python3 -c '
-import os, socket, tempfile, threading, time
+/// Alice's background job, after `BLOCKING_CLIENTS`: 100 clients whose blocking connects wait
+/// for room in a unix listener's backlog that never empties (with loopback closed the
+/// supervisor makes them wait), for two minutes; it prints `waiting` once they are under way.
+const HOG_THE_WAITS: &str = r#"
 p = os.path.join(tempfile.mkdtemp(), "hog.sock")
 l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
 held = [socket.socket(socket.AF_UNIX) for _ in range(2)]
 for s in held:
     s.connect(p)
-def wait():
-    try:
-        socket.socket(socket.AF_UNIX).connect(p)
-    except OSError:
-        pass
-for _ in range(100):
-    threading.Thread(target=wait, daemon=True).start()
+blocking_clients(p, 100)
 time.sleep(1)
 print("waiting", flush=True)
 time.sleep(120)
-'"#;
+"#;
 
-/// Bob's command: six clients at once to a listener of its own with a backlog of 1, accepted
-/// after half a second (Python's `multiprocessing.connection.Listener` has that backlog).
-const SIX_AT_ONCE: &str = r#"python3 -c '
-import os, socket, tempfile, threading, time
+/// Bob's command, after `BLOCKING_CLIENTS`: six clients at once to a listener of its own with a
+/// backlog of 1, accepted after half a second (Python's `multiprocessing.connection.Listener`
+/// has that backlog).
+const SIX_AT_ONCE: &str = r#"
 p = os.path.join(tempfile.mkdtemp(), "own.sock")
 l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
-results = []
-def client():
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(p); results.append("ok")
-    except OSError as e:
-        results.append(type(e).__name__)
-clients = [threading.Thread(target=client) for _ in range(6)]
-for c in clients:
-    c.start()
-time.sleep(0.5)
-l.settimeout(3)
-try:
-    while True:
-        l.accept()
-except socket.timeout:
-    pass
+clients, results = blocking_clients(p, 6)
+accept_all(l, 0.5, 6)
 for c in clients:
     c.join()
 print("six:", sorted(results))
-'"#;
+"#;
 
 /// With loopback closed, a connect that waits for room in a unix listener's backlog holds a
 /// place the supervisor keeps for it; one caller's command that fills every place it may take
@@ -465,7 +443,7 @@ async fn anothers_waits_are_left_alone(who: Who) {
     let started = call(
         &alice,
         "terminal",
-        json!({ "command": HOG_THE_WAITS, "background": true }),
+        json!({ "command": format!("python3 -c '{BLOCKING_CLIENTS}{HOG_THE_WAITS}'"), "background": true }),
     )
     .await;
     let job = started.structured_content.as_ref().unwrap()["job_id"]
@@ -482,7 +460,8 @@ async fn anothers_waits_are_left_alone(who: Who) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(said.contains("waiting"), "{who:?}: {said}");
-    let run = call(&bob, "terminal", json!({ "command": SIX_AT_ONCE })).await;
+    let six = format!("python3 -c '{BLOCKING_CLIENTS}{SIX_AT_ONCE}'");
+    let run = call(&bob, "terminal", json!({ "command": six })).await;
     let text = text_of(&run);
     assert!(
         text.contains("six: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']"),

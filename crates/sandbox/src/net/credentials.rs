@@ -295,23 +295,37 @@ fn set_effective(effective: u64) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A thread that makes `change` to itself, then waits until the sender returned is
+    /// dropped or sent to; its id.
+    fn changed_thread(
+        change: impl FnOnce() + Send + 'static,
+    ) -> (
+        u32,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let (ready, wait) = std::sync::mpsc::channel();
+        let (done, end) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            change();
+            // SAFETY: gettid has no preconditions.
+            ready.send(unsafe { libc::gettid() } as u32).unwrap();
+            end.recv().ok();
+        });
+        (wait.recv().unwrap(), done, thread)
+    }
+
     #[test]
     fn a_thread_takes_on_another_threads_credentials_and_gives_them_back() {
         // SAFETY: geteuid has no preconditions.
         assert_eq!(unsafe { libc::geteuid() }, 0, "needs root, as CI runs");
         let home = super::super::listening::home();
-        let (ready, wait) = std::sync::mpsc::channel();
-        let (done, end) = std::sync::mpsc::channel::<()>();
-        let other = std::thread::spawn(move || {
-            // This thread alone becomes nobody, in its ids and groups.
+        // A thread of its own becomes nobody, in its ids and groups.
+        let (tid, done, other) = changed_thread(|| {
             set_groups(&[65534]).unwrap();
             set_res_gid(65534).unwrap();
             set_res_uid(65534).unwrap();
-            // SAFETY: gettid has no preconditions.
-            ready.send(unsafe { libc::gettid() } as u32).unwrap();
-            end.recv().ok();
         });
-        let tid = wait.recv().unwrap();
         // That change made the process not dumpable; so would taking it on.
         // SAFETY: prctl with integer arguments.
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) };
@@ -353,15 +367,9 @@ mod tests {
         other.join().unwrap();
         // A root thread without CAP_DAC_READ_SEARCH (as confined commands are) passes file
         // modes as this one does, by CAP_DAC_OVERRIDE: nothing to take on.
-        let (ready, wait) = std::sync::mpsc::channel();
-        let (done, end) = std::sync::mpsc::channel::<()>();
-        let dropped = std::thread::spawn(move || {
+        let (tid, done, dropped) = changed_thread(|| {
             set_effective(effective().unwrap() & !(1 << 2)).unwrap();
-            // SAFETY: gettid has no preconditions.
-            ready.send(unsafe { libc::gettid() } as u32).unwrap();
-            end.recv().ok();
         });
-        let tid = wait.recv().unwrap();
         assert!(
             take_on(&of_thread(tid, home).unwrap().unwrap())
                 .unwrap()
