@@ -344,16 +344,17 @@ impl Connection {
         })
     }
 
-    /// One connect, with the command's file credentials (a socket file's mode is judged by
-    /// the kernel at each).
+    /// One connect, with the command's credentials (a socket file's mode is judged by the
+    /// kernel at each).
     fn attempt(&self) -> Result<(), i32> {
+        // The listener is told the command's credentials (`SO_PEERCRED`), abstract or not.
+        let _as_command = self
+            .as_command
+            .as_ref()
+            .map(credentials::take_on)
+            .transpose()?;
         let rc = match &self.to {
             Target::File(file) => {
-                let _as_command = self
-                    .as_command
-                    .as_ref()
-                    .map(credentials::take_on)
-                    .transpose()?;
                 let via = format!("/proc/self/fd/{}", file.as_raw_fd());
                 with_unix_address(via.as_bytes(), |at, length| {
                     // SAFETY: `at` is a valid unix address of `length` bytes.
@@ -373,7 +374,7 @@ impl Connection {
     }
 }
 
-/// `path` opened (`O_PATH`) as thread `pid` resolves it, with its file credentials `as_command`: an
+/// `path` opened (`O_PATH`) as thread `pid` resolves it, with its credentials `as_command`: an
 /// absolute one in its root (its symbolic links too), a relative one from its working
 /// directory. No `/proc` magic link (`/proc/self/fd/N` would be this process's fd, a socket of
 /// the server's): ELOOP.
