@@ -402,7 +402,7 @@ async fn net_the_unspecified_address_is_loopback() {
     client.cancel().await.unwrap();
 }
 
-/// Alice's background job, after `BLOCKING_CLIENTS`: 100 clients whose blocking connects wait
+/// Alice's background job, after `BLOCKING_CLIENTS`: 300 clients whose blocking connects wait
 /// for room in a unix listener's backlog that never empties (with loopback closed the
 /// supervisor makes them wait), for two minutes; it prints `waiting` once they are under way.
 const HOG_THE_WAITS: &str = r#"
@@ -411,7 +411,7 @@ l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
 held = [socket.socket(socket.AF_UNIX) for _ in range(2)]
 for s in held:
     s.connect(p)
-blocking_clients(p, 100)
+blocking_clients(p, 300)
 time.sleep(1)
 print("waiting", flush=True)
 time.sleep(120)
@@ -432,7 +432,7 @@ print("six:", sorted(results))
 
 /// With loopback closed, a connect that waits for room in a unix listener's backlog holds a
 /// place the supervisor keeps for it; one caller's command that fills every place it may take
-/// leaves others' waits alone (bob's six clients all connect while alice's job holds 100).
+/// leaves others' waits alone (bob's six clients all connect while alice's job tries 300).
 async fn anothers_waits_are_left_alone(who: Who) {
     let (server, _home) =
         HttpServer::start_callers(who, &["--network", "allowlist", "--no-loopback"]);

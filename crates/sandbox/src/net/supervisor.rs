@@ -228,7 +228,7 @@ pub(super) enum Step {
     /// Answered already, or the command is gone.
     Done,
     /// A blocking command waits for this connection.
-    Wait(Pending),
+    Wait(Box<Pending>),
 }
 
 /// Receives one notification from `listener` and answers it, or returns the connection it
@@ -340,9 +340,9 @@ fn connect_for(
             hand_over(raw, id, &ours, target_fd, cloexec, libc::EINPROGRESS);
             Step::Done
         }
-        Err(libc::EINPROGRESS) => {
-            Step::Wait(Pending::connecting(listener, id, ours, target_fd, cloexec))
-        }
+        Err(libc::EINPROGRESS) => Step::Wait(Box::new(Pending::connecting(
+            listener, id, ours, target_fd, cloexec,
+        ))),
         Err(errno) => Step::Fail(errno),
     }
 }

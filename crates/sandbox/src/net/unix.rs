@@ -169,12 +169,18 @@ pub(super) fn connect_checked(
         blocking,
     };
     match unix.connection.attempt() {
-        Ok(()) => unix.made(judge, listener.as_raw_fd(), id),
+        Ok(ours) => unix.made(ours, judge, listener.as_raw_fd(), id),
         // A listener whose backlog is full: a socket that blocks waits for room, as the
         // kernel's own connect would, until the command's send timeout.
-        Err(libc::EAGAIN) if blocking && kind != libc::SOCK_DGRAM => Step::Wait(
-            Pending::backlogged(listener, id, send_timeout(theirs), unix),
-        ),
+        Err(libc::EAGAIN) if blocking && kind != libc::SOCK_DGRAM => {
+            let timeout = send_timeout(theirs);
+            Step::Wait(Box::new(Pending::backlogged(
+                listener,
+                id,
+                timeout,
+                Box::new(unix),
+            )))
+        }
         Err(errno) => Step::Fail(errno),
     }
 }
@@ -195,21 +201,27 @@ pub(super) struct Unix {
 impl Unix {
     /// The connect tried again, after a full backlog: what to answer, or itself while the
     /// backlog is still full.
-    pub(super) fn again(self, judge: &dyn Judge, listener: RawFd, id: u64) -> Result<Step, Self> {
+    pub(super) fn again(
+        self: Box<Self>,
+        judge: &dyn Judge,
+        listener: RawFd,
+        id: u64,
+    ) -> Result<Step, Box<Self>> {
         match self.connection.attempt() {
-            Ok(()) => Ok(self.made(judge, listener, id)),
-            Err(libc::EAGAIN) => Err(self),
+            Ok(ours) => Ok(self.made(ours, judge, listener, id)),
+            // Still full; or the server short of fds for a try: tried again later.
+            Err(libc::EAGAIN | libc::EMFILE | libc::ENFILE) => Err(self),
             Err(errno) => Ok(Step::Fail(errno)),
         }
     }
 
-    /// Connected: the command gets the socket if the judge lets it.
-    fn made(self, judge: &dyn Judge, listener: RawFd, id: u64) -> Step {
+    /// Connected (`ours`): the command gets the socket if the judge lets it.
+    fn made(self, ours: OwnedFd, judge: &dyn Judge, listener: RawFd, id: u64) -> Step {
         // The path was opened as the command sees it only if it was still the command's then.
         if !notify::id_valid(listener, id) {
             return Step::Done;
         }
-        let commands = match listened_here(&self.connection.ours) {
+        let commands = match listened_here(&ours) {
             Ok(listened) => listened && !self.connection.servers_own,
             // Short of fds or memory: a failure of the server's, not a refusal.
             Err(libc::EMFILE | libc::ENFILE) => return Step::Fail(libc::ENOBUFS),
@@ -218,7 +230,6 @@ impl Unix {
         if judge.judge_unix(self.pid, &self.named, commands) == Verdict::Refuse {
             return Step::Fail(libc::EACCES);
         }
-        let ours = self.connection.ours;
         if self.blocking {
             set_blocking(&ours);
         }
@@ -284,10 +295,13 @@ fn on_their_socket(theirs: &OwnedFd, address: &[u8]) -> Step {
     }
 }
 
-/// A socket of ours connecting for a command, to what its address names.
+/// A connect the supervisor makes for a command, to what its address names: each try with a
+/// socket of its own (unix, of the command's socket's type, with its options, non-blocking), so
+/// a connect that waits holds no socket between tries.
 struct Connection {
-    /// Unix, of the command's socket's type, with its options, non-blocking.
-    ours: OwnedFd,
+    kind: i32,
+    /// The command's socket's [`UNIX_OPTIONS`] that are set: (level, name, value).
+    options: Vec<(i32, i32, i32)>,
     to: Target,
     /// Whether the target is one of the server's own sockets ([`keep_from_commands`]).
     servers_own: bool,
@@ -308,24 +322,13 @@ impl Connection {
     /// A new socket for process `pid`'s `theirs`, and the path of the unix `address` opened as
     /// `pid` would open it; the errno when it cannot be.
     fn new(pid: u32, kind: i32, theirs: &OwnedFd, address: &[u8], home: Home) -> Result<Self, i32> {
-        // SAFETY: socket with constant arguments; the fd it returns is ours.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_UNIX,
-                kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        };
-        if fd < 0 {
-            return Err(last_errno());
-        }
-        // SAFETY: a fresh fd nobody else owns.
-        let ours = unsafe { OwnedFd::from_raw_fd(fd) };
-        for (level, name) in UNIX_OPTIONS {
-            if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
-                set_int_option(&ours, level, name, value);
-            }
-        }
+        let options = UNIX_OPTIONS
+            .iter()
+            .filter_map(|&(level, name)| {
+                let value = int_option(theirs, level, name).filter(|&v| v != 0)?;
+                Some((level, name, value))
+            })
+            .collect();
         let as_command = credentials::of_thread(pid, home)?;
         let (to, servers_own) = match unix_address(address) {
             UnixAddress::Path(path) => {
@@ -337,7 +340,8 @@ impl Connection {
             UnixAddress::Unnamed => return Err(libc::EINVAL),
         };
         Ok(Self {
-            ours,
+            kind,
+            options,
             to,
             servers_own,
             as_command,
@@ -345,8 +349,24 @@ impl Connection {
     }
 
     /// One connect, with the command's credentials (a socket file's mode is judged by the
-    /// kernel at each).
-    fn attempt(&self) -> Result<(), i32> {
+    /// kernel at each): the socket connected, or the errno.
+    fn attempt(&self) -> Result<OwnedFd, i32> {
+        // SAFETY: socket with constant arguments; the fd it returns is ours.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_UNIX,
+                self.kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        let ours = unsafe { OwnedFd::from_raw_fd(fd) };
+        for &(level, name, value) in &self.options {
+            set_int_option(&ours, level, name, value);
+        }
         // The listener is told the command's credentials (`SO_PEERCRED`), abstract or not.
         let _as_command = self
             .as_command
@@ -358,19 +378,19 @@ impl Connection {
                 let via = format!("/proc/self/fd/{}", file.as_raw_fd());
                 with_unix_address(via.as_bytes(), |at, length| {
                     // SAFETY: `at` is a valid unix address of `length` bytes.
-                    unsafe { libc::connect(self.ours.as_raw_fd(), at, length) }
+                    unsafe { libc::connect(ours.as_raw_fd(), at, length) }
                 })
             }
             // SAFETY: `address` is a live buffer of its length.
             Target::Abstract(address) => unsafe {
                 libc::connect(
-                    self.ours.as_raw_fd(),
+                    ours.as_raw_fd(),
                     address.as_ptr().cast(),
                     address.len() as libc::socklen_t,
                 )
             },
         };
-        if rc == 0 { Ok(()) } else { Err(last_errno()) }
+        if rc == 0 { Ok(ours) } else { Err(last_errno()) }
     }
 }
 

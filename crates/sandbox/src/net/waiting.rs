@@ -4,11 +4,13 @@
 //! from [`BACKLOG_RETRY_FIRST`] to [`BACKLOG_RETRY_MAX`] apart, until there is room, or the
 //! socket's send timeout passed, as the kernel's own connect waits).
 //!
-//! The supervisor's one thread serves every session's commands, and each wait holds two of the
-//! server's fds: at most [`BACKLOG_WAITERS_MAX`] unix connects wait at once, and at most
+//! The supervisor's one thread serves every session's commands, and each wait holds one of the
+//! server's fds (the path's; an abstract name's none), and a socket only while it is tried: at
+//! most [`BACKLOG_WAITERS_MAX`] unix connects wait at once, and at most
 //! [`BACKLOG_WAITERS_PER_FILTER`] of the commands under one seccomp filter (a session's), so one
 //! session cannot take every place. Past that, one fails at once with EAGAIN, as a non-blocking
-//! socket's would.
+//! socket's would. A `multiprocessing` pool of 48 workers that reach a manager at once (its
+//! backlog is 16) has about 31 waiting.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -31,10 +33,10 @@ const BACKLOG_RETRY_FIRST: Duration = Duration::from_millis(5);
 const BACKLOG_RETRY_MAX: Duration = Duration::from_millis(80);
 
 /// Unix connects that wait for room in a backlog at once, at most.
-const BACKLOG_WAITERS_MAX: usize = 64;
+const BACKLOG_WAITERS_MAX: usize = 256;
 
 /// Unix connects of the commands under one filter that wait at once, at most.
-const BACKLOG_WAITERS_PER_FILTER: usize = 16;
+const BACKLOG_WAITERS_PER_FILTER: usize = 64;
 
 /// A connect a command waits for.
 pub(super) struct Pending {
@@ -54,7 +56,7 @@ enum Awaiting {
     },
     /// A unix listener's full backlog, tried again at `next`, then `after` later.
     Backlog {
-        unix: Unix,
+        unix: Box<Unix>,
         next: Instant,
         after: Duration,
     },
@@ -87,7 +89,7 @@ impl Pending {
         listener: &Arc<OwnedFd>,
         id: u64,
         timeout: Option<Duration>,
-        unix: Unix,
+        unix: Box<Unix>,
     ) -> Self {
         let now = Instant::now();
         Self {
@@ -236,7 +238,7 @@ pub(super) fn answer(listener: RawFd, id: u64, step: Step) -> Option<Pending> {
             let _ = notify::answer(listener, id, 0, 0);
         }
         Step::Done => {}
-        Step::Wait(pending) => return Some(pending),
+        Step::Wait(pending) => return Some(*pending),
     }
     None
 }
