@@ -924,6 +924,7 @@ async fn unix_connects_are_the_commands(who: Who) {
     );
     assert!(text.contains("meanwhile: connected"), "{text}");
     assert!(text.contains("crowd: 64 ok, 36 BlockingIOError"), "{text}");
+    assert!(text.contains("signalled: 64 ok"), "{text}");
     assert!(text.contains("pool: 480 480"), "{text}");
 }
 
@@ -1047,6 +1048,25 @@ accepted += accept_all(crowd, 0)
 for c in clients:
     c.join()
 print("crowd: %d ok, %d BlockingIOError" % (results.count("ok"), results.count("BlockingIOError")))
+
+# A signal to a waiting connect (restarted, as SA_RESTART has it) finds its place kept: it comes
+# back as a new connect while its old place is not let go yet.
+import signal
+signal.signal(signal.SIGUSR1, lambda *_: None)
+signal.siginterrupt(signal.SIGUSR1, False)
+signalled_path = os.path.join(base, "signalled.sock")
+signalled = listening(signalled_path, 0o777, backlog=1)
+for s in [socket.socket(socket.AF_UNIX) for _ in range(2)]:
+    s.connect(signalled_path)
+    held.append(s)
+clients, results = blocking_clients(signalled_path, 64)
+time.sleep(1)
+signal.pthread_kill(clients[0].ident, signal.SIGUSR1)
+time.sleep(0.5)
+accepted += accept_all(signalled, 0)
+for c in clients:
+    c.join()
+print("signalled: %d ok" % results.count("ok"))
 
 # Real work: 48 pool workers reach a manager (backlog 16) at once.
 from multiprocessing import Manager, Pool

@@ -174,16 +174,12 @@ impl Supervisor {
                 continue;
             }
             let mut waiting: Vec<Pending> = Vec::new();
+            let mut new: Vec<Pending> = Vec::new();
             let mut gone: Vec<usize> = Vec::new();
             for (i, listener) in listeners.iter().enumerate() {
                 let events = fds[1 + i].revents;
                 if events & libc::POLLIN != 0 {
-                    let Some(new) = serve_one(judge, listener, home) else {
-                        continue;
-                    };
-                    if new.admitted(pending.iter().chain(&waiting)) {
-                        waiting.push(new);
-                    }
+                    new.extend(serve_one(judge, listener, home));
                 } else if events & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
                     // No process is left under that filter.
                     gone.push(i);
@@ -193,6 +189,9 @@ impl Supervisor {
             for (connecting, at) in std::mem::take(&mut pending).into_iter().zip(polled) {
                 let ready = at.is_some_and(|at| fds[at].revents != 0);
                 waiting.extend(connecting.step(judge, ready, now));
+            }
+            for one in new {
+                Pending::admit(one, &mut waiting);
             }
             pending = waiting;
             for i in gone.into_iter().rev() {

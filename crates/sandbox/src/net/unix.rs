@@ -158,7 +158,7 @@ pub(super) fn connect_checked(
     }
     let connection = match Connection::new(pid, kind, theirs, address, home) {
         Ok(connection) => connection,
-        Err(errno) => return Step::Fail(errno),
+        Err(errno) => return Step::Fail(of_the_connect(errno)),
     };
     let blocking = status_flags(theirs) & libc::O_NONBLOCK == 0;
     let unix = Unix {
@@ -181,7 +181,7 @@ pub(super) fn connect_checked(
                 Box::new(unix),
             )))
         }
-        Err(errno) => Step::Fail(errno),
+        Err(errno) => Step::Fail(of_the_connect(errno)),
     }
 }
 
@@ -211,7 +211,7 @@ impl Unix {
             Ok(ours) => Ok(self.made(ours, judge, listener, id)),
             // Still full; or the server short of fds for a try: tried again later.
             Err(libc::EAGAIN | libc::EMFILE | libc::ENFILE) => Err(self),
-            Err(errno) => Ok(Step::Fail(errno)),
+            Err(errno) => Ok(Step::Fail(of_the_connect(errno))),
         }
     }
 
@@ -224,8 +224,7 @@ impl Unix {
         let commands = match listened_here(&ours) {
             Ok(listened) => listened && !self.connection.servers_own,
             // Short of fds or memory: a failure of the server's, not a refusal.
-            Err(libc::EMFILE | libc::ENFILE) => return Step::Fail(libc::ENOBUFS),
-            Err(errno) => return Step::Fail(errno),
+            Err(errno) => return Step::Fail(of_the_connect(errno)),
         };
         if judge.judge_unix(self.pid, &self.named, commands) == Verdict::Refuse {
             return Step::Fail(libc::EACCES);
@@ -236,6 +235,15 @@ impl Unix {
         let cloexec = notify::fd_cloexec(self.pid, self.target_fd);
         hand_over(listener, id, &ours, self.target_fd, cloexec, 0);
         Step::Done
+    }
+}
+
+/// The errno a command's connect gets for one of a call made for it: the server short of fds
+/// (EMFILE, ENFILE, which `connect` never gives) is ENOBUFS, a lack of resources it may give.
+fn of_the_connect(errno: i32) -> i32 {
+    match errno {
+        libc::EMFILE | libc::ENFILE => libc::ENOBUFS,
+        errno => errno,
     }
 }
 

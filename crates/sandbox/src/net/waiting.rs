@@ -7,8 +7,8 @@
 //! The supervisor's one thread serves every session's commands, and each wait holds one of the
 //! server's fds (the path's; an abstract name's none), and a socket only while it is tried: at
 //! most [`BACKLOG_WAITERS_MAX`] unix connects wait at once, and at most
-//! [`BACKLOG_WAITERS_PER_FILTER`] of the commands under one seccomp filter (a session's), so one
-//! session cannot take every place. Past that, one fails at once with EAGAIN, as a non-blocking
+//! [`BACKLOG_WAITERS_PER_FILTER`] of the commands under one seccomp filter (a session's over
+//! stdio, a caller's over HTTP), so one cannot take every place. Past that, one fails at once with EAGAIN, as a non-blocking
 //! socket's would. A `multiprocessing` pool of 48 workers that reach a manager at once (its
 //! backlog is 16) has about 31 waiting.
 
@@ -109,23 +109,36 @@ impl Pending {
         matches!(self.on, Awaiting::Backlog { .. })
     }
 
-    /// Whether it may wait beside `others`: a wait for a backlog only while there is a place
-    /// for it ([`BACKLOG_WAITERS_MAX`], [`BACKLOG_WAITERS_PER_FILTER`]). If not, the command is
-    /// answered EAGAIN.
-    pub(super) fn admitted<'a>(&self, others: impl Iterator<Item = &'a Pending>) -> bool {
+    /// Adds `new` to `waiting` if it may wait there: a wait for a backlog only while there is a
+    /// place for it ([`BACKLOG_WAITERS_MAX`], [`BACKLOG_WAITERS_PER_FILTER`]), once the places of
+    /// connects no longer asked for are let go (a signal ended them, and the kernel asks again:
+    /// the new one must not find its own old place taken). If not, the command is answered
+    /// EAGAIN.
+    pub(super) fn admit(new: Self, waiting: &mut Vec<Self>) {
+        if new.has_place(waiting) {
+            waiting.push(new);
+            return;
+        }
+        waiting.retain(|other| {
+            !other.waits_for_backlog() || notify::id_valid(other.listener(), other.id)
+        });
+        if new.has_place(waiting) {
+            waiting.push(new);
+        } else {
+            let _ = notify::answer(new.listener(), new.id, 0, libc::EAGAIN);
+        }
+    }
+
+    fn has_place(&self, others: &[Self]) -> bool {
         if !self.waits_for_backlog() {
             return true;
         }
         let (mut all, mut filter) = (0, 0);
-        for other in others.filter(|other| other.waits_for_backlog()) {
+        for other in others.iter().filter(|other| other.waits_for_backlog()) {
             all += 1;
             filter += usize::from(Arc::ptr_eq(&other.listener, &self.listener));
         }
-        let admitted = all < BACKLOG_WAITERS_MAX && filter < BACKLOG_WAITERS_PER_FILTER;
-        if !admitted {
-            let _ = notify::answer(self.listener(), self.id, 0, libc::EAGAIN);
-        }
-        admitted
+        all < BACKLOG_WAITERS_MAX && filter < BACKLOG_WAITERS_PER_FILTER
     }
 
     fn listener(&self) -> RawFd {
