@@ -901,31 +901,26 @@ async fn unix_connects_are_the_commands(who: Who) {
         .await;
     assert_eq!(s["exit_code"], 0, "{text}");
     assert!(s["error_code"].is_null(), "{text}");
+    let mut said = vec![
+        "backlog: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']",
+        "non-blocking: BlockingIOError",
+        "send timeout: BlockingIOError after 0.",
+        "meanwhile: connected",
+        "crowd: 64 ok, 36 BlockingIOError",
+        "signalled: 64 ok",
+        "pool: 480 480",
+    ];
     if who == Who::Root {
-        assert!(text.contains("root to root-only: connected"), "{text}");
-        assert!(
-            text.contains("nobody to root-only: PermissionError"),
-            "{text}"
-        );
-        assert!(text.contains("nobody to anyone: connected"), "{text}");
-        assert!(
-            text.contains("peer of nobody: uid 65534 gid 65534"),
-            "{text}"
-        );
+        said.extend([
+            "root to root-only: connected",
+            "nobody to root-only: PermissionError",
+            "nobody to anyone: connected",
+            "peer of nobody: uid 65534 gid 65534",
+        ]);
     }
-    assert!(
-        text.contains("backlog: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']"),
-        "{text}"
-    );
-    assert!(text.contains("non-blocking: BlockingIOError"), "{text}");
-    assert!(
-        text.contains("send timeout: BlockingIOError after 0."),
-        "{text}"
-    );
-    assert!(text.contains("meanwhile: connected"), "{text}");
-    assert!(text.contains("crowd: 64 ok, 36 BlockingIOError"), "{text}");
-    assert!(text.contains("signalled: 64 ok"), "{text}");
-    assert!(text.contains("pool: 480 480"), "{text}");
+    for line in said {
+        assert!(text.contains(line), "{who:?}: {line:?} not in {text}");
+    }
 }
 
 /// Python that starts blocking unix clients (`blocking_clients`: their threads and how each
@@ -973,6 +968,18 @@ def listening(path, mode, backlog=8):
     s.listen(backlog)
     return s
 
+def filled(name):
+    """A listener with a backlog of 1, which holds two connects: both made."""
+    path = os.path.join(base, name)
+    listener = listening(path, 0o777, backlog=1)
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        held.append(s)
+    return path, listener
+
+held = []
+
 ATTEMPT = """
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
@@ -1013,9 +1020,10 @@ for c in clients:
 print("backlog:", sorted(results))
 
 # A backlog of 1 holds two; the rest wait, or not.
-held = [socket.socket(socket.AF_UNIX) for _ in range(2)]
-for s in held:
+for _ in range(2):
+    s = socket.socket(socket.AF_UNIX)
     s.connect(full_path)
+    held.append(s)
 s = socket.socket(socket.AF_UNIX)
 s.setblocking(False)
 try:
@@ -1032,11 +1040,7 @@ except OSError as e:
 
 # The supervisor serves every session: at most 64 of a session's connects wait at once, the
 # rest fail at once, and other connects are served meanwhile.
-crowd_path = os.path.join(base, "crowd.sock")
-crowd = listening(crowd_path, 0o777, backlog=1)
-for s in [socket.socket(socket.AF_UNIX) for _ in range(2)]:
-    s.connect(crowd_path)
-    held.append(s)
+crowd_path, crowd = filled("crowd.sock")
 clients, results = blocking_clients(crowd_path, 100)
 time.sleep(1)
 other_path = os.path.join(base, "other.sock")
@@ -1054,11 +1058,7 @@ print("crowd: %d ok, %d BlockingIOError" % (results.count("ok"), results.count("
 import signal
 signal.signal(signal.SIGUSR1, lambda *_: None)
 signal.siginterrupt(signal.SIGUSR1, False)
-signalled_path = os.path.join(base, "signalled.sock")
-signalled = listening(signalled_path, 0o777, backlog=1)
-for s in [socket.socket(socket.AF_UNIX) for _ in range(2)]:
-    s.connect(signalled_path)
-    held.append(s)
+signalled_path, signalled = filled("signalled.sock")
 clients, results = blocking_clients(signalled_path, 64)
 time.sleep(1)
 signal.pthread_kill(clients[0].ident, signal.SIGUSR1)
