@@ -4,8 +4,9 @@
 //! Whatever a program prints can look like a prompt marker, and whatever the shell knows and has
 //! in its environment, a program it starts can read. What a program cannot change is who it is:
 //! a Unix socket pair per shell (`SOCK_SEQPACKET`: datagrams on a connection), the server's end
-//! with `SO_PASSCRED`, makes the kernel stamp every datagram with the sending process's pid (translated into the server's PID
-//! namespace; naming another pid takes `CAP_SYS_ADMIN`, which confined commands drop). The
+//! with `SO_PASSCRED`, makes the kernel stamp every datagram with the sending process's pid
+//! (translated into the server's PID namespace; naming another pid takes `CAP_SYS_ADMIN`, which
+//! confined commands drop). The
 //! shell's end is its fd [`SHELL_CHANNEL_FD`]; its prompt hook, a builtin run in the shell's
 //! own process, sends `D <seq> <code>` there just before it prints its end marker. Every
 //! program the shell starts inherits that fd too, but what it sends carries its own pid and is

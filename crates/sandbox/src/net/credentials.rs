@@ -17,6 +17,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::listening::{Home, same_user_namespace};
+use super::notify;
+use crate::caps::{effective, set_effective};
 
 /// `CAP_DAC_OVERRIDE`: passes every file's mode and every directory's.
 const CAP_DAC_OVERRIDE: u64 = 1 << 1;
@@ -142,7 +144,7 @@ pub(super) fn take_on(theirs: &Credentials) -> Result<Option<TakenOn>, i32> {
     // A file-system user other than root has just lost the capabilities that pass file modes;
     // the command's are given back, or its root's taken away.
     set_effective((effective & !PASS_FILE_MODES) | (effective & wanted.passes)).map_err(failed)?;
-    let took = self::effective().ok_or(libc::EACCES)?;
+    let took = crate::caps::effective().ok_or(libc::EACCES)?;
     if current(took).as_ref() != Some(&wanted) {
         return Err(libc::EACCES);
     }
@@ -183,13 +185,8 @@ fn passes(effective: u64) -> u64 {
 }
 
 fn read_status(pid: u32, home: Home) -> Option<Credentials> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .map(str::trim)
-    };
+    let status = notify::status_of(pid).ok()?;
+    let line = |name: &str| notify::status_field(&status, name);
     // Real, effective, saved, file system.
     let id = |name: &str, nth| line(name)?.split_whitespace().nth(nth)?.parse().ok();
     let groups = line("Groups:")?
@@ -281,14 +278,6 @@ fn checked(rc: libc::c_long) -> std::io::Result<()> {
 fn set_groups(groups: &[u32]) -> std::io::Result<()> {
     // SAFETY: a live slice of gids and its length.
     checked(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })
-}
-
-fn effective() -> Option<u64> {
-    crate::caps::effective()
-}
-
-fn set_effective(effective: u64) -> std::io::Result<()> {
-    crate::caps::set_effective(effective)
 }
 
 #[cfg(test)]

@@ -97,13 +97,11 @@ fn bound(socket: &OwnedFd) -> bool {
 /// capability in it (and `/proc` shows them) but none in the server's. `false` when unknown.
 fn may_bind_privileged(pid: u32, home: Home) -> bool {
     same_user_namespace(pid, home)
-        && std::fs::read_to_string(format!("/proc/{pid}/status"))
+        && notify::status_of(pid)
             .ok()
             .and_then(|status| {
-                status
-                    .lines()
-                    .find_map(|line| line.strip_prefix("CapEff:"))
-                    .and_then(|caps| u64::from_str_radix(caps.trim(), 16).ok())
+                notify::status_field(&status, "CapEff:")
+                    .and_then(|caps| u64::from_str_radix(caps, 16).ok())
             })
             .is_some_and(|caps| caps & (1 << CAP_NET_BIND_SERVICE) != 0)
 }

@@ -179,14 +179,25 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
 /// `pidfd_open`'s flag for a pidfd of a thread, not its process (Linux 6.9; `O_EXCL`).
 const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
 
+/// Thread `tid`'s `/proc/<tid>/status`, for [`status_field`].
+pub(crate) fn status_of(tid: u32) -> io::Result<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+}
+
+/// The value of the line `name` (with its colon: `"Tgid:"`) of a `status` file, trimmed.
+pub(crate) fn status_field<'s>(status: &'s str, name: &str) -> Option<&'s str> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(name))
+        .map(str::trim)
+}
+
 /// The process (thread group) thread `tid` belongs to, from `/proc/<tid>/status`. A caller
 /// checks afterwards that its notification still waits: then the thread still runs, and the
 /// process read is its own.
 fn thread_group_of(tid: u32) -> io::Result<u32> {
-    std::fs::read_to_string(format!("/proc/{tid}/status"))?
-        .lines()
-        .find_map(|line| line.strip_prefix("Tgid:"))
-        .and_then(|id| id.trim().parse().ok())
+    status_field(&status_of(tid)?, "Tgid:")
+        .and_then(|id| id.parse().ok())
         .ok_or_else(|| io::Error::other("no Tgid line"))
 }
 
