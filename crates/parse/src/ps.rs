@@ -239,6 +239,9 @@ fn row(plan: &Plan, line: &str, ctx: &Context) -> Result<Process, String> {
         };
         store(&mut process, column.field, name, raw, value);
     }
+    process.elapsed_seconds = process
+        .elapsed_seconds
+        .map(|elapsed| possible_elapsed(elapsed, ctx));
     match words.rest() {
         None => Ok(process),
         Some(extra) => Err(format!("unexpected `{extra}` after the last column")),
@@ -283,6 +286,14 @@ impl<'a> Words<'a> {
         self.at = self.line.len();
         (!rest.is_empty()).then_some(rest)
     }
+}
+
+/// `elapsed`, or 0 where it is longer than the clock has run since the epoch: procps prints
+/// an unsigned wrap of a negative difference (4123168608 for a process started that instant,
+/// its clock a moment behind the start it read), which only such a process gets.
+fn possible_elapsed(elapsed: u64, ctx: &Context) -> u64 {
+    let since_epoch = u64::try_from(ctx.now.timestamp()).unwrap_or(0);
+    if elapsed > since_epoch { 0 } else { elapsed }
 }
 
 /// A one-word value of the given kind.

@@ -260,6 +260,15 @@ fn start_and_time_shapes() {
     assert_eq!(p[1]["command"], "x y");
     assert_eq!(data["columns"][2]["field"], "other.start");
 
+    // procps's wrap of a negative elapsed time, for a process started that instant (seen
+    // here): no process ran longer than the clock since the epoch.
+    let wrapped = parse(
+        "ps -o pid,lstart,etimes,time,args -p 77",
+        "    PID                  STARTED ELAPSED     TIME COMMAND\n     \
+         77 Sun Dec  6 16:00:00 2026 4123168608 00:00:00 sleep 30\n",
+    );
+    assert_eq!(wrapped["processes"][0]["elapsed_seconds"], 0);
+
     // A time of day later than now is from yesterday (ps ran just before midnight).
     let bsd = parse(
         "ps -o pid,bsdstart",
