@@ -67,6 +67,9 @@ struct Registry {
     abandoned: Vec<(i32, OwnedFd)>,
     /// Children that must not be reaped yet (a stop is under way), with a count of pins.
     pinned: HashMap<i32, usize>,
+    /// What a child's spawn let outlive it, each let go by the sweep once its child is reaped
+    /// ([`keep_until_reaped`]).
+    kept: Vec<(i32, OwnedFd)>,
 }
 
 /// How often orphans are looked for. An orphan that exited stays a zombie (no CPU, no memory
@@ -112,8 +115,43 @@ fn start() -> Result<(), String> {
     ready_rx.recv().map_err(|e| format!("reaper start: {e}"))?
 }
 
-/// Reaps abandoned children and orphans; leaves registered children to their owners.
+/// Keeps `what` open until `pid`, a spawned child, has been reaped, then closes it on the
+/// reaper's thread at its next sweep: for what costs its last holder a lot to let go (a
+/// spawn's copy of the mounts), which the child would otherwise pay at its exit, before its
+/// exit is told. Past [`KEPT_MOST`] kept, the caller lets go of those reaped already itself.
+pub(crate) fn keep_until_reaped(pid: i32, what: OwnedFd) {
+    let mut reg = registry();
+    reg.kept.push((pid, what));
+    if reg.kept.len() > KEPT_MOST {
+        let reaped = reg.take_reaped_keeps();
+        drop(reg);
+        drop(reaped);
+    }
+}
+
+/// How many [`keep_until_reaped`] may hold between sweeps before its callers let go of those
+/// whose child was reaped: a copy of the mounts is about 220 mounts here, and a burst of `pty`
+/// calls makes hundreds in a sweep's interval.
+const KEPT_MOST: usize = 16;
+
+impl Registry {
+    /// What was kept for children reaped since, taken out (to be closed once the lock is let go).
+    fn take_reaped_keeps(&mut self) -> Vec<(i32, OwnedFd)> {
+        let (reaped, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.kept)
+            .into_iter()
+            .partition(|(pid, _)| {
+                !self.owned.contains(pid) && !self.abandoned.iter().any(|(p, _)| p == pid)
+            });
+        self.kept = kept;
+        reaped
+    }
+}
+
+/// Reaps abandoned children and orphans; leaves registered children to their owners. Lets go
+/// of what was kept for children reaped since.
 fn sweep() {
+    let reaped = registry().take_reaped_keeps();
+    drop(reaped);
     let mut reg = registry();
     let Registry {
         abandoned, pinned, ..

@@ -46,6 +46,11 @@ fn fds(pid: i32) -> (usize, usize) {
         if target == "anon_inode:[landlock-ruleset]" || target == "anon_inode:seccomp notify" {
             continue;
         }
+        // A PTY spawn's copy of the mounts, let go at the reaper's next sweep (counted by
+        // `pty_spawns_let_their_mount_copies_go`).
+        if target.starts_with("mnt:[") {
+            continue;
+        }
         total += 1;
         // An `O_PATH` fd (the sandbox's anchor of the writable `/dev/pts` and `/dev/ptmx`) can
         // neither read nor write: no terminal is held through it.
@@ -379,6 +384,52 @@ async fn two_hundred_cycles_leave_no_fd_pty_or_process_behind() {
     }
     assert_eq!(fds(pid), baseline, "fd count back at baseline, no PTY held");
     assert_eq!(agentty_testkit::children(pid), helpers, "no shell left");
+}
+
+/// The server's descriptors of mount namespaces: the session's, the spare launcher's, and the
+/// copies of the mounts PTY spawns keep past their child's exit.
+fn mount_copies(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("mnt:["))
+        .count()
+}
+
+/// A spawn with a `/dev/pts` of its own runs in a copy of the mounts, which the server keeps
+/// past the child's exit so the child does not tear it down before its exit is told. The
+/// server keeps a bounded number, and none a sweep after the last child was reaped.
+#[tokio::test]
+async fn pty_spawns_let_their_mount_copies_go() {
+    let server = start().await;
+    let pid = server_pid(&server);
+    let pty_true = json!({"argv": ["true"], "pty": true});
+    // The first spawn makes the spare launcher, which holds its copy until the next.
+    server.terminal(pty_true.clone()).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let baseline = mount_copies(pid);
+    let mut most = 0;
+    for _ in 0..40 {
+        let (text, _) = server.terminal(pty_true.clone()).await;
+        assert!(text.contains("exit 0"), "{text}");
+        most = most.max(mount_copies(pid) - baseline);
+    }
+    // At most 16 kept between sweeps, and the one of a spawn not yet counted as reaped.
+    assert!(most <= 17, "{most} copies of the mounts held at once");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while mount_copies(pid) > baseline && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        mount_copies(pid),
+        baseline,
+        "copies of the mounts held after their children"
+    );
+    assert!(
+        most > 0,
+        "no copy of the mounts was kept past a child's exit"
+    );
 }
 
 /// A shell that exits during a send: the reply says how it ended, and a shell_list right after

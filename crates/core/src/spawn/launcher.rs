@@ -422,7 +422,7 @@ fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
 /// are made once, when it is (`namespace/init.rs`), so a copy made ahead is the one the spawn
 /// would make; what the host mounts later reaches it as a slave. Then, handed its request, it
 /// attaches the spawn's instance, takes the confinement's shared part, clones the child and
-/// ends.
+/// ends, its copy of the mounts kept until the reaper has reaped the child.
 #[cfg(target_os = "linux")]
 struct Spare {
     namespace: Option<&'static Namespace>,
@@ -444,7 +444,13 @@ impl Spare {
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)
             .spawn(move || {
+                // The host's /proc, which names this thread in any mount namespace.
+                let proc = std::fs::File::open("/proc");
                 let ready = set_up_alone(namespace);
+                let mounts = ready
+                    .as_ref()
+                    .ok()
+                    .and_then(|()| own_mount_namespace(proc.ok()?));
                 let Ok((request, devpts)) = incoming.recv() else {
                     return;
                 };
@@ -461,8 +467,16 @@ impl Spare {
                             .map_or(Ok(()), Confine::apply_to_launcher)
                     });
                 let started = set.and_then(|()| clone_registered(&plan, namespace));
+                let child = started.as_ref().ok().map(|(pid, _)| *pid);
                 drop(plan);
                 reply.send(started, &marker);
+                // The copy of the mounts outlives the child, and is let go by the reaper: its
+                // last holder tears it down (every mount let go, and an expedited RCU grace
+                // period that interrupts every CPU), which the child, as the last, did at its
+                // exit before the exit was told, and the answer waited for it.
+                if let (Some(pid), Some(mounts)) = (child, mounts) {
+                    reaper::keep_until_reaped(pid, mounts);
+                }
             })
             .ok()?;
         Some(Spare {
@@ -492,6 +506,23 @@ impl Spare {
         }
         spares.push(spare);
     }
+}
+
+/// This thread's mount namespace, opened through the host's `proc`; `None` where it cannot be.
+#[cfg(target_os = "linux")]
+fn own_mount_namespace(proc: std::fs::File) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: openat reads a NUL-terminated path relative to an open directory; a descriptor
+    // it returns is owned by nothing else.
+    let fd = unsafe {
+        libc::openat(
+            proc.as_raw_fd(),
+            c"thread-self/ns/mnt".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    // SAFETY: as above, a fresh descriptor when not negative.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Whether two launchers' namespaces are the same (both none, or one namespace).
