@@ -92,8 +92,6 @@ impl Agentty {
     /// sessions it followed that the viewer sees, joined with ", "; at most 16 per session, 128
     /// in all), kept after its session ended.
     pub fn view_state(&self, viewer: &Viewer) -> Value {
-        let escalated_line = self.confinement().line(true, true);
-        let confined_line = self.confinement().line(false, true);
         let confining = self.confinement().confines();
         // Which agentty it is: several agents' sessions share one page (the view's hub).
         let agent = format!(
@@ -107,6 +105,11 @@ impl Agentty {
             .filter_map(|lazy| {
                 let state = lazy.state.get()?;
                 let about = lazy.about.get();
+                // In the words its commands' results had: `ask` is `allowlist` where the
+                // session's client cannot be asked (over HTTP, or without elicitation).
+                let asks = state.client_can_ask.load(std::sync::atomic::Ordering::Relaxed);
+                let escalated_line = self.confinement().line(true, asks);
+                let confined_line = self.confinement().line(false, asks);
                 let held = state
                     .held_by_user
                     .lock()

@@ -1628,3 +1628,53 @@ async fn net_the_proxy_answers_only_a_running_calls_own_credentials() {
         .await;
     assert!(text.contains("host-service"), "{text}");
 }
+
+/// The web view words a job's network as the model's result did: where the client cannot be
+/// asked (no elicitation, as here), `ask` is `allowlist` on both. The page said "the user is
+/// asked for others" of connections that were refused.
+#[tokio::test]
+async fn the_view_words_a_jobs_network_as_its_result_did() {
+    let setup = super::planted::serve(Who::Root, false, &["--view", "127.0.0.1:0"]).await;
+    let started = setup
+        .server
+        .call(
+            "terminal",
+            json!({"command": "sleep 30", "background": true}),
+        )
+        .await;
+    let s = started.structured_content.clone().unwrap_or(Value::Null);
+    let told = s["sandbox"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started:?}"));
+    let network = told
+        .split("; ")
+        .find(|part| part.starts_with("network "))
+        .unwrap_or_else(|| panic!("{told}"));
+    assert!(
+        network.starts_with("network allowlist (this client cannot ask the user)"),
+        "{told}"
+    );
+    let line = logged(
+        &setup.log,
+        &["web view at http://"],
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("the view's address");
+    let address = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_owned();
+    let token = std::fs::read_to_string(setup.server.state.path().join("token")).unwrap();
+    let state = super::planted::view_state(&address, token.trim());
+    let shown = state["sessions"][0]["jobs"][0]["sandbox"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{state}"));
+    assert!(
+        shown.contains(network),
+        "the page: {shown}\nthe result: {told}"
+    );
+    assert!(!shown.contains("asked"), "{shown}");
+}

@@ -508,7 +508,7 @@ pub(super) fn view_request(address: &str, request: &str) -> String {
 }
 
 /// The view's state, as its first `state` event, after logging in with `token`.
-fn view_state(address: &str, token: &str) -> Value {
+pub(super) fn view_state(address: &str, token: &str) -> Value {
     let body = json!({ "token": token }).to_string();
     let login = view_request(
         address,
