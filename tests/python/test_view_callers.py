@@ -154,6 +154,38 @@ def test_a_login_code_works_once_and_a_token_never_makes_one_without_being_a_tok
         os.unlink(tokens)
 
 
+def test_view_prints_the_address_when_no_browser_opens_it():
+    """`agentty view` with a browser opener that fails (`xdg-open` exits 3 where it finds no
+    browser) says so and prints the address, whose code still logs in; it said it had opened
+    the view and printed nothing."""
+    tokens = private_file(f"{ALICE}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            base = base_of(url)
+            view = lambda browser: subprocess.run(  # noqa: E731
+                [BIN, "view", "--url", base, "--token-file", tokens],
+                capture_output=True, text=True, timeout=20,
+                env={**os.environ, "BROWSER": browser},
+            )
+            failed = view("/bin/false")
+            assert failed.returncode == 0, failed.stderr
+            assert "could not open a browser (/bin/false: exit status: 1)" in failed.stderr, (
+                failed.stderr)
+            address = failed.stdout.strip()
+            assert address.startswith(base + "/#code="), (failed.stdout, failed.stderr)
+            status, _, said = get(
+                base + "/view/login", {"Content-Type": "application/json"}, "POST",
+                json.dumps({"code": address.split("#code=")[1]}).encode(),
+            )
+            assert status == 200, said
+            opened = view("/bin/true")
+            assert opened.returncode == 0, opened.stderr
+            assert opened.stdout == "" and "opened the view" in opened.stderr, (
+                opened.stdout, opened.stderr)
+    finally:
+        os.unlink(tokens)
+
+
 def grep_tree(root, needle):
     """The files under `root` whose bytes hold `needle`."""
     found = []

@@ -171,20 +171,47 @@ fn view(
 ) -> Result<()> {
     let token_file = token_file.unwrap_or_else(|| config::default_state_dir().join("token"));
     let address = http::login::address(url, &token_file, caller)?;
-    let opener = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".into());
-    let opened = !print
-        && std::process::Command::new(&opener)
-            .arg(&address)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .is_ok();
-    if opened {
-        eprintln!(
-            "agentty: opened the view (the login code in its address works once, for a minute)"
-        );
-    } else {
-        write_stdout(&format!("{address}\n"))?;
+    if !print {
+        let opener = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".into());
+        match open_with(&opener, &address) {
+            Ok(()) => {
+                eprintln!(
+                    "agentty: opened the view (the login code in its address works once, for a \
+                     minute)"
+                );
+                return Ok(());
+            }
+            Err(why) => eprintln!(
+                "agentty: could not open a browser ({opener}: {why}); open this address \
+                 (its login code works once, for a minute):"
+            ),
+        }
+    }
+    write_stdout(&format!("{address}\n"))
+}
+
+/// How long `agentty view` waits for the browser's opener to fail before taking it as opened:
+/// `xdg-open` answers at once, while a browser started directly runs on.
+const OPENER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Opens `address` with `opener`: an error if it cannot start or ends unsuccessfully within
+/// [`OPENER_WAIT`] (`xdg-open` with no browser to run exits 3). One still running then is
+/// taken as a browser that opened it.
+fn open_with(opener: &str, address: &str) -> std::result::Result<(), String> {
+    let mut child = std::process::Command::new(opener)
+        .arg(address)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let until = std::time::Instant::now() + OPENER_WAIT;
+    while std::time::Instant::now() < until {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(status.to_string()),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
     }
     Ok(())
 }
