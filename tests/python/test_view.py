@@ -295,6 +295,51 @@ def test_planted_code_shows_as_a_banner_at_phone_and_desktop_width_until_dismiss
             agent.close()
 
 
+@needs_chromium
+def test_a_shells_few_lines_show_in_its_pane_at_phone_and_desktop_width():
+    """A shell's screen has its few lines at the top of 40 rows; the pane follows its end, and
+    showed only the blank rows below them (an empty pane at phone width)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    visible = """(text) => {
+        const pre = document.querySelector('#output');
+        const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            const at = node.textContent.indexOf(text);
+            if (at < 0) continue;
+            const range = document.createRange();
+            range.setStart(node, at);
+            range.setEnd(node, at + text.length);
+            const line = range.getBoundingClientRect(), box = pre.getBoundingClientRect();
+            return line.top >= box.top && line.bottom <= box.bottom;
+        }
+        return null;
+    }"""
+    with http_server() as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            shell = agent.call("shell_open", {}).structured_content["id"]
+            said = agent.call("shell_send", {"id": shell, "input": "echo seen-$((6*7))\n"})
+            assert "seen-42" in said.text, said.text
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                for width, height in [(390, 844), (1280, 800)]:
+                    page = browser.new_page(viewport={"width": width, "height": height})
+                    open_view(page, base_of(url), token)
+                    page.click(f"button.job[data-id='{shell}']")
+                    output = page.locator("#output")
+                    expect(output).to_contain_text("seen-42", timeout=20000)
+                    page.wait_for_timeout(300)
+                    assert page.evaluate(visible, "seen-42") is True, (
+                        width, page.evaluate("[...document.querySelectorAll('#output')].map("
+                                             "p => [p.scrollTop, p.scrollHeight, p.clientHeight])"))
+                    page.close()
+                browser.close()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()
+
+
 def test_a_flood_of_combining_marks_reaches_the_page_capped():
     """A character with 30 000 combining marks held a viewer's page for seconds per update: the
     page gets at most 8 on one character."""

@@ -531,9 +531,18 @@ function trimOutput(pre) {
   }
 }
 
+/** A screen row with nothing on it: only spaces, on the default background. */
+function blankRow(runs) {
+  return runs.every(([text, , bg]) => !bg && text.trim() === "");
+}
+
 function drawScreen(pre, screen) {
   const frag = document.createDocumentFragment();
-  screen.lines.forEach((runs, row) => {
+  // The rows below the last written one (and the cursor's) are left out: a shell's few lines
+  // sit at the top of its screen, and the pane follows its end.
+  let last = screen.lines.length - 1;
+  while (last > screen.cursor[0] && blankRow(screen.lines[last])) last--;
+  screen.lines.slice(0, last + 1).forEach((runs, row) => {
     let col = 0;
     for (const [text, fg, bg, flags] of runs) {
       const span = el("span", flags.split("").join(" "), text);
