@@ -239,8 +239,28 @@ impl OutputRing {
         };
         // Cut at character boundaries: skip a partial character at the start (it scrolled out
         // or was split by the caller's cursor) and leave a partial one at the end for next time.
-        let lead = bytes.iter().take_while(|&&b| is_continuation(b)).count();
-        let cut = lead + complete_prefix_len(&bytes[lead..]);
+        let mut lead = bytes.iter().take_while(|&&b| is_continuation(b)).count();
+        let mut cut = lead + complete_prefix_len(&bytes[lead..]);
+        // And at lines, where a line goes on past the read: the newest bytes start after a
+        // newline unless their first line is whole, and a read that more output follows ends
+        // after its last newline. A line longer than the read is cut as it is.
+        let mid_line = || {
+            from_abs > 0
+                && (from_abs == inner.start
+                    || inner.copy_out(from_abs - 1, 1).ok().as_deref() != Some(b"\n".as_slice()))
+        };
+        if since.is_none()
+            && mid_line()
+            && let Some(at) = bytes[lead..cut].iter().position(|&b| b == b'\n')
+            && lead + at + 1 < cut
+        {
+            lead += at + 1;
+        }
+        if from_abs + (len as u64) < end
+            && let Some(at) = bytes[lead..cut].iter().rposition(|&b| b == b'\n')
+        {
+            cut = lead + at + 1;
+        }
         let text = String::from_utf8_lossy(&bytes[lead..cut]).into_owned();
         let from = from_abs + lead as u64;
         let next = from_abs + cut as u64;
@@ -392,6 +412,29 @@ mod tests {
         let newest = ring.read(None, 100);
         assert_eq!(newest.next, total);
         assert_eq!(newest.text.len(), 100);
+    }
+
+    #[test]
+    fn reads_cut_at_lines_where_a_line_goes_on_past_them() {
+        let ring = OutputRing::new(None);
+        ring.push("aaa\nbbb\nccc\n");
+        // The newest bytes start at a line: `b\n` is the end of a line they do not hold.
+        let newest = ring.read(None, 6);
+        assert_eq!((newest.text.as_str(), newest.from), ("ccc\n", 8));
+        // Whole lines already: kept.
+        assert_eq!(ring.read(None, 8).text, "bbb\nccc\n");
+        // A read more output follows ends after its last newline, and the next goes on there.
+        let first = ring.read(Some(0), 6);
+        assert_eq!((first.text.as_str(), first.next), ("aaa\n", 4));
+        assert_eq!(ring.read(Some(first.next), 6).text, "bbb\n");
+        // The end of the output is read as it is, a line still being written included.
+        ring.push("dd");
+        assert_eq!(ring.read(Some(8), 6).text, "ccc\ndd");
+        // A line longer than the read is cut as it is.
+        let long = OutputRing::new(None);
+        long.push(&"x".repeat(20));
+        assert_eq!(long.read(Some(0), 4).text, "xxxx");
+        assert_eq!(long.read(None, 4).text, "xxxx");
     }
 
     #[test]
