@@ -143,6 +143,13 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     assert!(out.contains("42"), "{out}");
     let (list, l) = ok(&server, "shell_list", json!({})).await;
     assert_eq!(l["shells"][0]["cols"], 100, "{list}");
+    // Where the shell is now (it went to src), not where it opened.
+    assert_eq!(
+        l["shells"][0]["workdir"],
+        src.display().to_string(),
+        "{list}"
+    );
+    assert!(list.contains(&format!(" in {} ", src.display())), "{list}");
 
     // A send whose output outgrew the reply and the ring names the file that holds it all.
     let (text, s) = ok(

@@ -161,11 +161,16 @@ impl Agentty {
             let size = shell.as_ref().map(|s| s.size());
             let idle = shell.as_ref().map(|s| s.last_used().elapsed());
             let activity = shell.as_ref().map(|s| say::activity(&s.activity()));
+            // An open shell is where it has gone since (`cd`), not where it opened.
+            let workdir = shell
+                .as_ref()
+                .and_then(|_| shell_cwd(job.pid))
+                .unwrap_or_else(|| job.workdir.clone());
             let mut line = format!(
                 "{} [{state}] {} in {}",
                 job.id,
                 job.label,
-                job.workdir.display()
+                workdir.display()
             );
             if let Some(activity) = &activity {
                 line.push_str(&format!(" · {activity}"));
@@ -182,7 +187,7 @@ impl Agentty {
                 id: job.id.clone(),
                 state,
                 shell: job.label.clone(),
-                workdir: job.workdir.display().to_string(),
+                workdir: workdir.display().to_string(),
                 pid: job.pid,
                 cols: size.map(|s| s.0),
                 rows: size.map(|s| s.1),
