@@ -1,5 +1,16 @@
 //! Wording checks across the tool families: what every family's notices must share.
 
+/// A command moved to the background before it printed anything is not said to have output
+/// "above" that ends at byte 0.
+#[test]
+fn a_move_to_the_background_says_what_was_printed() {
+    let none = crate::terminal::notice::moved_to_background(1000, "t1", 0);
+    assert!(none.contains("It printed nothing yet;"), "{none}");
+    assert!(!none.contains("above"), "{none}");
+    let some = crate::terminal::notice::moved_to_background(1000, "t1", 21);
+    assert!(some.contains("The output above ends at byte 21;"), "{some}");
+}
+
 /// Every `tool({…})` a notice suggests, in every notice of both families.
 fn calls(text: &str) -> Vec<&str> {
     let mut found = Vec::new();

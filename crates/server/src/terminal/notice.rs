@@ -285,9 +285,14 @@ pub fn started(id: &str, pid: i32, display: &str) -> String {
 }
 
 pub fn moved_to_background(timeout_ms: u64, id: &str, cursor: u64) -> String {
+    let read_so_far = if cursor == 0 {
+        "It printed nothing yet".to_owned()
+    } else {
+        format!("The output above ends at byte {cursor}")
+    };
     format!(
         "[timed out after {timeout_ms} ms: moved to the background as {id}, nothing was \
-         stopped. The output above ends at byte {cursor}; continue with \
+         stopped. {read_so_far}; continue with \
          task_output({{\"id\": \"{id}\", \"since\": {cursor}}}), wait with task_wait, stop \
          with task_stop]"
     )
