@@ -150,6 +150,28 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
         "{list}"
     );
     assert!(list.contains(&format!(" in {} ", src.display())), "{list}");
+    // A directory named to look like another shell's line stays in this one's.
+    ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "mkdir -p \"$(printf 'x\\ns9 [open] bash in here')\" && cd x*\n"}),
+    )
+    .await;
+    let (list, l) = ok(&server, "shell_list", json!({})).await;
+    assert!(
+        l["shells"][0]["workdir"]
+            .as_str()
+            .is_some_and(|dir| dir.ends_with("/x\ns9 [open] bash in here")),
+        "{l}"
+    );
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(list.contains("x\\ns9 [open]"), "{list}");
+    ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "cd ..\n"}),
+    )
+    .await;
 
     // A send whose output outgrew the reply and the ring names the file that holds it all.
     let (text, s) = ok(

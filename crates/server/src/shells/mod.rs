@@ -166,12 +166,10 @@ impl Agentty {
                 .as_ref()
                 .and_then(|_| shell_cwd(job.pid))
                 .unwrap_or_else(|| job.workdir.clone());
-            let mut line = format!(
-                "{} [{state}] {} in {}",
-                job.id,
-                job.label,
-                workdir.display()
-            );
+            // A directory's name is the shell's commands' to choose: quoted, with its hidden
+            // characters escaped, as a program's name is (one line per shell).
+            let shown = agentty_core::pty::shell::quoted(&workdir.display().to_string());
+            let mut line = format!("{} [{state}] {} in {shown}", job.id, job.label);
             if let Some(activity) = &activity {
                 line.push_str(&format!(" · {activity}"));
             }

@@ -43,7 +43,7 @@ mod secret;
 mod send;
 mod stream;
 
-pub use reader::{Foreground, Reader};
+pub use reader::{Foreground, Reader, quoted};
 pub use secret::{SECRET_TYPE_MS, SecretRefused};
 
 /// Why a shell ended at our hands.

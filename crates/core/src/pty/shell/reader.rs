@@ -59,7 +59,7 @@ fn shown_word(word: &[u8]) -> String {
 /// run of them would vanish on the page), a control character (a newline), or a character that
 /// is not printed as itself (a right-to-left override that shows `sudo` for `odus`, a zero-width
 /// space), which Rust's debug form escapes.
-fn quoted(text: &str) -> String {
+pub fn quoted(text: &str) -> String {
     let hides = |c: char| {
         c.is_whitespace()
             || c.is_control()
