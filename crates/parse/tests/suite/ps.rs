@@ -45,17 +45,20 @@ impl Sleeper {
             .process_group(0)
             .spawn()
             .unwrap();
-        // The shell has forked its sleep once /proc lists a child of it.
+        // The shell runs its sleep once a child of it has exec'd `sleep` (a child just forked
+        // is still the shell: `ps` showed it as `sh -c sleep 30; …`, and no `sleep 30`).
         let children = format!("/proc/{0}/task/{0}/children", child.id());
+        let sleeping = || {
+            let listed = std::fs::read_to_string(&children).unwrap_or_default();
+            listed.split_whitespace().any(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\030\0")
+            })
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while std::fs::read_to_string(&children)
-            .unwrap_or_default()
-            .trim()
-            .is_empty()
-        {
+        while !sleeping() {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the shell never forked"
+                "the shell never ran its sleep"
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
