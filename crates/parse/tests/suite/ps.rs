@@ -51,7 +51,7 @@ impl Sleeper {
         let sleeping = || {
             let listed = std::fs::read_to_string(&children).unwrap_or_default();
             listed.split_whitespace().any(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\030\0")
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x0030\x00")
             })
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
