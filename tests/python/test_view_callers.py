@@ -182,6 +182,13 @@ def test_view_prints_the_address_when_no_browser_opens_it():
             assert opened.returncode == 0, opened.stderr
             assert opened.stdout == "" and "opened the view" in opened.stderr, (
                 opened.stdout, opened.stderr)
+            # Where no view answers, it says where one is served and how to name it.
+            nobody = subprocess.run(
+                [BIN, "view", "--print", "--url", f"http://127.0.0.1:{free_port()}",
+                 "--token-file", tokens],
+                capture_output=True, text=True, timeout=20,
+            )
+            assert nobody.returncode != 0 and "--url http://ADDR" in nobody.stderr, nobody.stderr
     finally:
         os.unlink(tokens)
 

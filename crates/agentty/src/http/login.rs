@@ -35,7 +35,13 @@ pub fn address(url: &str, token_file: &Path, caller: Option<&str>) -> Result<Str
 async fn ask_code(authority: &str, token: &str) -> Result<String> {
     let stream = tokio::net::TcpStream::connect(authority)
         .await
-        .with_context(|| format!("no agentty view answers at {authority}"))?;
+        .with_context(|| {
+            format!(
+                "no agentty view answers at {authority} (`serve --view [ADDR]` serves it at ADDR, \
+                 127.0.0.1:7338 unless told, and `serve --http ADDR` at ADDR: give that address \
+                 with --url http://ADDR)"
+            )
+        })?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
     tokio::spawn(connection);
