@@ -241,9 +241,11 @@ impl OutputRing {
         // or was split by the caller's cursor) and leave a partial one at the end for next time.
         let mut lead = bytes.iter().take_while(|&&b| is_continuation(b)).count();
         let mut cut = lead + complete_prefix_len(&bytes[lead..]);
-        // And at lines, where a line goes on past the read: the newest bytes start after a
-        // newline unless their first line is whole, and a read that more output follows ends
-        // after its last newline. A line longer than the read is cut as it is.
+        // And at lines, where a line goes on past the read and little is left out for it: the
+        // newest bytes start after a newline unless their first line is whole or more than a
+        // quarter of them (a long last line is what a failed build printed last), and a read
+        // that more output follows ends after its last newline where that keeps at least half
+        // of it. Otherwise the read is cut where it ends, as a line longer than it is.
         let mid_line = || {
             from_abs > 0
                 && (from_abs == inner.start
@@ -252,12 +254,13 @@ impl OutputRing {
         if since.is_none()
             && mid_line()
             && let Some(at) = bytes[lead..cut].iter().position(|&b| b == b'\n')
-            && lead + at + 1 < cut
+            && (at + 1) * 4 <= cut - lead
         {
             lead += at + 1;
         }
         if from_abs + (len as u64) < end
             && let Some(at) = bytes[lead..cut].iter().rposition(|&b| b == b'\n')
+            && (at + 1) * 2 >= cut - lead
         {
             cut = lead + at + 1;
         }
@@ -417,24 +420,34 @@ mod tests {
     #[test]
     fn reads_cut_at_lines_where_a_line_goes_on_past_them() {
         let ring = OutputRing::new(None);
-        ring.push("aaa\nbbb\nccc\n");
+        ring.push("aaa\nbbb\nccc\nddd\neee\n");
         // The newest bytes start at a line: `b\n` is the end of a line they do not hold.
-        let newest = ring.read(None, 6);
-        assert_eq!((newest.text.as_str(), newest.from), ("ccc\n", 8));
+        let newest = ring.read(None, 14);
+        assert_eq!((newest.text.as_str(), newest.from), ("ccc\nddd\neee\n", 8));
         // Whole lines already: kept.
-        assert_eq!(ring.read(None, 8).text, "bbb\nccc\n");
+        assert_eq!(ring.read(None, 16).text, "bbb\nccc\nddd\neee\n");
         // A read more output follows ends after its last newline, and the next goes on there.
-        let first = ring.read(Some(0), 6);
-        assert_eq!((first.text.as_str(), first.next), ("aaa\n", 4));
-        assert_eq!(ring.read(Some(first.next), 6).text, "bbb\n");
+        let first = ring.read(Some(0), 10);
+        assert_eq!((first.text.as_str(), first.next), ("aaa\nbbb\n", 8));
+        assert_eq!(ring.read(Some(first.next), 10).text, "ccc\nddd\n");
         // The end of the output is read as it is, a line still being written included.
-        ring.push("dd");
-        assert_eq!(ring.read(Some(8), 6).text, "ccc\ndd");
+        ring.push("ff");
+        assert_eq!(ring.read(Some(16), 6).text, "eee\nff");
         // A line longer than the read is cut as it is.
         let long = OutputRing::new(None);
         long.push(&"x".repeat(20));
         assert_eq!(long.read(Some(0), 4).text, "xxxx");
         assert_eq!(long.read(None, 4).text, "xxxx");
+        // A long last line is kept with what follows it: only a short head is left out.
+        let tail = OutputRing::new(None);
+        tail.push(&format!("head\n{}\nok\n", "F".repeat(100)));
+        let newest = tail.read(None, 60);
+        assert!(newest.text.starts_with("FFF"), "{:?}", newest.text);
+        assert!(newest.text.ends_with("\nok\n"), "{:?}", newest.text);
+        // A read that would keep less than half of itself is not cut back to a newline.
+        let paged = OutputRing::new(None);
+        paged.push(&format!("{}\n{}\n", "a".repeat(3), "b".repeat(30)));
+        assert_eq!(paged.read(Some(0), 20).next, 20);
     }
 
     #[test]
