@@ -172,6 +172,18 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
         json!({"id": "s1", "input": "cd ..\n"}),
     )
     .await;
+    // A directory the kernel cannot name (past PATH_MAX) is said to be one, not where the
+    // shell opened.
+    let deep = "d=$(printf 'd%.0s' $(seq 250)); for i in $(seq 18); do mkdir $d && cd $d; done\n";
+    ok(&server, "shell_send", json!({"id": "s1", "input": deep})).await;
+    let (list, l) = ok(&server, "shell_list", json!({})).await;
+    assert_eq!(l["shells"][0]["workdir"], "", "{list}");
+    assert!(
+        list.contains(" in a directory agentty cannot read "),
+        "{list}"
+    );
+    let back = format!("cd {}\n", src.display());
+    ok(&server, "shell_send", json!({"id": "s1", "input": back})).await;
 
     // A send whose output outgrew the reply and the ring names the file that holds it all.
     let (text, s) = ok(

@@ -35,6 +35,36 @@ fn shell_cwd(pid: i32) -> Option<std::path::PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
+/// Each open shell with where it is now ([`where_now`]).
+fn where_each(
+    running: &[std::sync::Arc<agentty_core::jobs::Job>],
+) -> Vec<(std::sync::Arc<agentty_core::jobs::Job>, String)> {
+    running
+        .iter()
+        .map(|job| (job.clone(), where_now(job.pid).0))
+        .collect()
+}
+
+/// Where an open shell is, as a list shows it: its current directory (where `cd` took it),
+/// quoted with its hidden characters escaped (a directory's name is its commands' to choose),
+/// its end kept when long; the raw path for `structuredContent`, `None` when the kernel cannot
+/// tell it (a path past `PATH_MAX`).
+fn where_now(pid: i32) -> (String, Option<std::path::PathBuf>) {
+    const SHOWN_MAX_CHARS: usize = 240;
+    let Some(dir) = shell_cwd(pid) else {
+        return (say::CWD_UNKNOWN.to_owned(), None);
+    };
+    let shown = agentty_core::pty::shell::quoted(&dir.display().to_string());
+    let count = shown.chars().count();
+    let shown = if count > SHOWN_MAX_CHARS {
+        let tail: String = shown.chars().skip(count - SHOWN_MAX_CHARS).collect();
+        format!("…{tail}")
+    } else {
+        shown
+    };
+    (shown, Some(dir))
+}
+
 /// How long, past the close grace, a send that saw its shell end waits for the exit status.
 const SHELL_EXIT_WAIT_MS: u64 = 500;
 
@@ -162,13 +192,19 @@ impl Agentty {
             let idle = shell.as_ref().map(|s| s.last_used().elapsed());
             let activity = shell.as_ref().map(|s| say::activity(&s.activity()));
             // An open shell is where it has gone since (`cd`), not where it opened.
-            let workdir = shell
-                .as_ref()
-                .and_then(|_| shell_cwd(job.pid))
-                .unwrap_or_else(|| job.workdir.clone());
-            // A directory's name is the shell's commands' to choose: quoted, with its hidden
-            // characters escaped, as a program's name is (one line per shell).
-            let shown = agentty_core::pty::shell::quoted(&workdir.display().to_string());
+            let (shown, workdir) = match shell {
+                Some(_) => {
+                    let (shown, dir) = where_now(job.pid);
+                    (
+                        shown,
+                        dir.map_or_else(String::new, |d| d.display().to_string()),
+                    )
+                }
+                None => (
+                    agentty_core::pty::shell::quoted(&job.workdir.display().to_string()),
+                    job.workdir.display().to_string(),
+                ),
+            };
             let mut line = format!("{} [{state}] {} in {shown}", job.id, job.label);
             if let Some(activity) = &activity {
                 line.push_str(&format!(" · {activity}"));
@@ -185,7 +221,7 @@ impl Agentty {
                 id: job.id.clone(),
                 state,
                 shell: job.label.clone(),
-                workdir: workdir.display().to_string(),
+                workdir,
                 pid: job.pid,
                 cols: size.map(|s| s.0),
                 rows: size.map(|s| s.1),

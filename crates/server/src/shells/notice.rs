@@ -133,18 +133,17 @@ pub const SEND_CANCELLED: &str = "cancelled; the shell keeps running";
 pub const SEND_PAST_MAX: &str = "the command keeps running at the bound anyway, so send again \
 or read with shell_read to wait longer";
 
-pub fn cap_reached(running: &[std::sync::Arc<Job>]) -> String {
+/// An open shell's directory, where the kernel cannot tell it (`shell_list`).
+pub const CWD_UNKNOWN: &str = "a directory agentty cannot read (a path too long to tell)";
+
+/// The open shells, each with where it is now (`where_now`, as `shell_list` shows it).
+pub fn cap_reached(running: &[(std::sync::Arc<Job>, String)]) -> String {
     let mut text = format!(
         "this session already has {MAX_SHELLS} open shells, the maximum. Close one with \
          shell_close, or reuse one with shell_send:"
     );
-    for job in running {
-        text.push_str(&format!(
-            "\n  {} {} (in {})",
-            job.id,
-            job.label,
-            job.workdir.display()
-        ));
+    for (job, shown) in running {
+        text.push_str(&format!("\n  {} {} (in {shown})", job.id, job.label));
     }
     text
 }

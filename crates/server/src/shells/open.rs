@@ -63,7 +63,7 @@ impl Agentty {
         if p.sandbox_permissions == Some(SandboxPermissions::RequireEscalated)
             && let Err(cap) = self.jobs().check_cap(agentty_core::jobs::JobKind::Shell)
         {
-            return tool_error(say::cap_reached(&cap.running));
+            return tool_error(say::cap_reached(&super::where_each(&cap.running)));
         }
         let escalated = match (p.sandbox_permissions, p.justification) {
             (Some(SandboxPermissions::RequireEscalated), Some(j)) if !j.trim().is_empty() => {
@@ -128,7 +128,9 @@ impl Agentty {
         }
         let (job, shell) = match self.shells().open(spec, label.clone()).await {
             Ok(opened) => opened,
-            Err(OpenError::Cap(cap)) => return tool_error(say::cap_reached(&cap.0.running)),
+            Err(OpenError::Cap(cap)) => {
+                return tool_error(say::cap_reached(&super::where_each(&cap.0.running)));
+            }
             Err(OpenError::Pty(PtyError::NoPrompt(waited))) => {
                 return tool_error(say::no_prompt(waited));
             }

@@ -189,7 +189,8 @@ pub struct ShellEntry {
     pub id: String,
     pub state: String,
     pub shell: String,
-    /// Where it is: an open shell's current directory, else where it opened.
+    /// Where it is: an open shell's current directory (empty when the kernel cannot tell it),
+    /// else where it opened.
     pub workdir: String,
     pub pid: i32,
     #[schemars(range(min = 1, max = agentty_core::pty::SIZE_MAX))]

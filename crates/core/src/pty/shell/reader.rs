@@ -58,18 +58,42 @@ fn shown_word(word: &[u8]) -> String {
 /// `text` as it is, or quoted with its hidden characters escaped when it holds any: a space (a
 /// run of them would vanish on the page), a control character (a newline), or a character that
 /// is not printed as itself (a right-to-left override that shows `sudo` for `odus`, a zero-width
-/// space), which Rust's debug form escapes.
+/// space), which Rust's debug form escapes, or one that prints as blank ([`looks_blank`]), which
+/// it does not.
 pub fn quoted(text: &str) -> String {
     let hides = |c: char| {
         c.is_whitespace()
             || c.is_control()
+            || looks_blank(c)
             || (!matches!(c, '"' | '\\' | '\'') && c.escape_debug().nth(1).is_some())
     };
-    if text.chars().any(hides) {
-        format!("{text:?}")
-    } else {
-        text.to_owned()
+    if !text.chars().any(hides) {
+        return text.to_owned();
     }
+    let mut shown = String::from('"');
+    for c in text.chars() {
+        if looks_blank(c) {
+            shown.extend(c.escape_unicode());
+        } else if c == '\'' {
+            shown.push(c); // as a string's debug form has it
+        } else {
+            shown.extend(c.escape_debug());
+        }
+    }
+    shown.push('"');
+    shown
+}
+
+/// A character Rust prints as itself that shows as nothing or as a space: Unicode's default
+/// ignorables (a Hangul filler, a variation selector) and the blank Braille pattern, with
+/// which a name passes for words apart (`b⠀[open]`).
+fn looks_blank(c: char) -> bool {
+    matches!(c,
+        '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{2800}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}'
+        | '\u{feff}' | '\u{ffa0}' | '\u{fff0}'..='\u{fff8}' | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e0fff}')
 }
 
 /// `pid` as the person is shown it: the file it runs, first (a command line is the process's
@@ -661,6 +685,11 @@ mod tests {
         );
         assert_eq!(super::quoted("su\u{200b}do"), "\"su\\u{200b}do\"");
         assert_eq!(super::quoted("/usr/bin/sudo"), "/usr/bin/sudo");
+        // What prints as blank is escaped too: a name cannot pass for words apart.
+        assert_eq!(
+            super::quoted("b\u{2800}\u{3164}[open]\u{ffa0}bash"),
+            "\"b\\u{2800}\\u{3164}[open]\\u{ffa0}bash\""
+        );
         assert_eq!(super::quoted("it's \"x\""), "\"it's \\\"x\\\"\"");
         assert_eq!(super::quoted("don't"), "don't");
         let long = "y".repeat(100);
