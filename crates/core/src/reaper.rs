@@ -108,6 +108,10 @@ fn start() -> Result<(), String> {
             let _ = ready_tx.send(Ok(()));
             loop {
                 sweep();
+                // Here only, not in the sweeps a dropped watch makes on the caller's thread:
+                // letting go of a copy of the mounts costs its holder the teardown.
+                let reaped = registry().take_reaped_keeps();
+                drop(reaped);
                 std::thread::sleep(SWEEP_INTERVAL);
             }
         })
@@ -116,7 +120,7 @@ fn start() -> Result<(), String> {
 }
 
 /// Keeps `what` open until `pid`, a spawned child, has been reaped, then closes it on the
-/// reaper's thread at its next sweep: for what costs its last holder a lot to let go (a
+/// reaper's thread after its next sweep: for what costs its last holder a lot to let go (a
 /// spawn's copy of the mounts), which the child would otherwise pay at its exit, before its
 /// exit is told. Past [`KEPT_MOST`] kept, the caller lets go of those reaped already itself.
 pub(crate) fn keep_until_reaped(pid: i32, what: OwnedFd) {
@@ -147,11 +151,8 @@ impl Registry {
     }
 }
 
-/// Reaps abandoned children and orphans; leaves registered children to their owners. Lets go
-/// of what was kept for children reaped since.
+/// Reaps abandoned children and orphans; leaves registered children to their owners.
 fn sweep() {
-    let reaped = registry().take_reaped_keeps();
-    drop(reaped);
     let mut reg = registry();
     let Registry {
         abandoned, pinned, ..
