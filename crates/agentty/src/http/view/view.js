@@ -531,9 +531,9 @@ function trimOutput(pre) {
   }
 }
 
-/** A screen row with nothing on it: only spaces, on the default background. */
+/** A screen row with nothing on it: only spaces, on the default background, not reversed. */
 function blankRow(runs) {
-  return runs.every(([text, , bg]) => !bg && text.trim() === "");
+  return runs.every(([text, , bg, flags]) => !bg && !flags.includes("r") && text.trim() === "");
 }
 
 function drawScreen(pre, screen) {
