@@ -1654,21 +1654,7 @@ async fn the_view_words_a_jobs_network_as_its_result_did() {
         network.starts_with("network allowlist (this client cannot ask the user)"),
         "{told}"
     );
-    let line = logged(
-        &setup.log,
-        &["web view at http://"],
-        Duration::from_secs(10),
-    )
-    .await
-    .expect("the view's address");
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap()
-        .to_owned();
-    let token = std::fs::read_to_string(setup.server.state.path().join("token")).unwrap();
-    let state = super::planted::view_state(&address, token.trim());
+    let state = super::planted::view_state_of(&setup).await;
     let shown = state["sessions"][0]["jobs"][0]["sandbox"]
         .as_str()
         .unwrap_or_else(|| panic!("{state}"));

@@ -450,17 +450,7 @@ async fn planted_reports_reach_the_web_view() {
         )
         .await;
     assert_warned(&text, &["pre-commit"]);
-    let line = logged(&setup.log, &["web view at http://"], REPORTED_WITHIN)
-        .await
-        .expect("the view's address");
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap()
-        .to_owned();
-    let token = std::fs::read_to_string(setup.server.state.path().join("token")).unwrap();
-    let state = view_state(&address, token.trim());
+    let state = view_state_of(&setup).await;
     let warnings = state["warnings"].as_array().expect("warnings in the state");
     let found = warnings
         .iter()
@@ -507,8 +497,23 @@ pub(super) fn view_request(address: &str, request: &str) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
+/// The state of the view `setup`'s server serves (`--view`), logged in with its token.
+pub(super) async fn view_state_of(setup: &Setup) -> Value {
+    let line = logged(&setup.log, &["web view at http://"], REPORTED_WITHIN)
+        .await
+        .expect("the view's address");
+    let address = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_owned();
+    let token = std::fs::read_to_string(setup.server.state.path().join("token")).unwrap();
+    view_state(&address, token.trim())
+}
+
 /// The view's state, as its first `state` event, after logging in with `token`.
-pub(super) fn view_state(address: &str, token: &str) -> Value {
+fn view_state(address: &str, token: &str) -> Value {
     let body = json!({ "token": token }).to_string();
     let login = view_request(
         address,
