@@ -67,8 +67,8 @@ struct Registry {
     abandoned: Vec<(i32, OwnedFd)>,
     /// Children that must not be reaped yet (a stop is under way), with a count of pins.
     pinned: HashMap<i32, usize>,
-    /// What a child's spawn let outlive it, each let go by the sweep once its child is reaped
-    /// ([`keep_until_reaped`]).
+    /// What a child's spawn let outlive it, each let go by the reaper's thread once its child
+    /// is reaped ([`keep_until_reaped`]).
     kept: Vec<(i32, OwnedFd)>,
 }
 
