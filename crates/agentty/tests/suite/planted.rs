@@ -400,6 +400,12 @@ async fn planted_git_workflow_keeps_working_under_the_read_only_mounts() {
         text.contains("writable_protected") && text.contains(".git/config"),
         "the result does not say what opens it: {text}"
     );
+    // This client cannot ask the user: the way out named is the setting, not --add-dir
+    // (under which the path stays read-only).
+    assert!(
+        text.contains("leave the path writable as said above") && !text.contains("--add-dir"),
+        "{text}"
+    );
     let config = std::fs::read_to_string(setup.ws().join(".git/config")).unwrap();
     assert!(
         !config.contains("other") && !config.contains("nowhere"),

@@ -464,7 +464,7 @@ impl Confinement {
             let sentence = notice::protected_refused(self.plan.mode(), name);
             return Some(Refused::Write(format!(
                 "{sentence} {}",
-                denial_retry(retry)
+                notice::protected_retry(retry)
             )));
         }
         if !agentty_sandbox::shows_denial_symptom(output, &self.plan) {

@@ -137,6 +137,20 @@ pub fn denial_retry(retry: Retry) -> &'static str {
     }
 }
 
+/// How a command refused a write to a path that runs code later can be run again: as
+/// [`denial_retry`], but where nobody can be asked, not `--add-dir` (a protected path stays
+/// read-only under it): the user's setting the sentence names.
+pub fn protected_retry(retry: Retry) -> &'static str {
+    match retry {
+        Retry::Impossible => {
+            "This MCP client cannot ask the user to lift the sandbox (no elicitation support): if \
+             the write is needed, ask the user to run the command, or to leave the path writable \
+             as said above."
+        }
+        other => denial_retry(other),
+    }
+}
+
 pub fn sandbox_denied(sentence: &str) -> String {
     format!(
         "[error {}] {sentence}",
