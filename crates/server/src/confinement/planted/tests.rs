@@ -269,3 +269,44 @@ fn measure_look_and_start() {
     }
     eprintln!("look: {:?} each", t.elapsed() / looks);
 }
+
+/// A file written again with the same bytes (git rewrites `.git/config` whole when `git init`
+/// runs again: a new inode and ctime) is no change; new bytes of the same length are, and so
+/// are the same bytes with other permissions (a hook made executable).
+#[test]
+fn the_same_bytes_written_again_are_no_change_but_new_bytes_or_modes_are() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = fixture(|ws| plain_repo(&ws.join(".git")));
+    let git = f.ws.join(".git");
+    let config = std::fs::read(git.join("config")).unwrap();
+    let rewrite = |path: &Path, bytes: &[u8]| {
+        let lock = path.with_extension("lock");
+        std::fs::write(&lock, bytes).unwrap();
+        std::fs::rename(&lock, path).unwrap();
+    };
+    write(&git.join("hooks/pre-push"), "#!/bin/sh\n");
+    write(&f.ws.join(".envrc"), "export A=1\n");
+    let text = said(&f.planted.changes());
+    assert!(
+        text.contains("pre-push (new hook)") && text.contains(".envrc (new)"),
+        "{text}"
+    );
+    rewrite(&git.join("config"), &config);
+    rewrite(&git.join("hooks/pre-push"), b"#!/bin/sh\n");
+    rewrite(&f.ws.join(".envrc"), b"export A=1\n");
+    assert_eq!(said(&f.planted.changes()), "");
+    // The same length, other bytes.
+    let mut other = config.clone();
+    let at = other.iter().position(|&b| b == b'0').unwrap();
+    other[at] = b'1';
+    rewrite(&git.join("config"), &other);
+    rewrite(&f.ws.join(".envrc"), b"export A=2\n");
+    let text = said(&f.planted.changes());
+    assert!(text.contains(".git/config (changed)"), "{text}");
+    assert!(text.contains(".envrc (changed)"), "{text}");
+    // The same bytes, now executable.
+    let hook = git.join("hooks/pre-push");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let text = said(&f.planted.changes());
+    assert!(text.contains("pre-push (hook changed)"), "{text}");
+}
