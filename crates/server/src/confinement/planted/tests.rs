@@ -296,7 +296,7 @@ fn the_same_bytes_written_again_are_no_change_but_new_bytes_or_modes_are() {
     rewrite(&f.ws.join(".envrc"), b"export A=1\n");
     assert_eq!(said(&f.planted.changes()), "");
     // The same length, other bytes.
-    let mut other = config;
+    let mut other = config.clone();
     let at = other.iter().position(|&b| b == b'0').unwrap();
     other[at] = b'1';
     rewrite(&git.join("config"), &other);
