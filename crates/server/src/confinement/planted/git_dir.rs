@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use agentty_sandbox::git_files::{self, HOOK_NAMES};
 
 use super::Change;
-use super::digests::Digests;
 use super::stamp::{Kind, Listed, Stamp, kind, now_is, shown, stamp};
 
 /// Files one config includes that are watched at most.
@@ -108,24 +107,8 @@ impl GitDirState {
         self.commondir.1.iter().chain(&self.modules.1)
     }
 
-    /// The files watched here (configs, hooks, `info/`'s, `gitdir`), with their stamps.
-    pub(super) fn files(&self, dir: &Path) -> Vec<(PathBuf, Stamp)> {
-        let mut files = self.configs.clone();
-        for listed in self.hook_dirs.iter().chain(std::iter::once(&self.info)) {
-            files.extend(listed.files());
-        }
-        files.push((dir.join("gitdir"), self.gitdir));
-        files
-    }
-
-    /// What differs from `before`, the state of the same git dir at the last look; a file
-    /// written again with the same bytes does not.
-    pub(super) fn differences(
-        &self,
-        dir: &Path,
-        before: &GitDirState,
-        digests: &mut Digests,
-    ) -> Vec<Change> {
+    /// What differs from `before`, the state of the same git dir at the last look.
+    pub(super) fn differences(&self, dir: &Path, before: &GitDirState) -> Vec<Change> {
         let mut changed = Vec::new();
         let new_keys: Vec<&str> = self
             .runs_code
@@ -140,10 +123,7 @@ impl GitDirState {
                 .iter()
                 .find(|(p, _)| p == path)
                 .map(|(_, s)| *s);
-            if now.is_none()
-                || was == Some(*now)
-                || was.is_some_and(|was| digests.same_bytes(path, was, *now))
-            {
+            if now.is_none() || was == Some(*now) {
                 continue;
             }
             let mut what = if was.flatten().is_none() {
@@ -160,25 +140,16 @@ impl GitDirState {
         }
         for listed in &self.hook_dirs {
             let old = before.hook_dirs.iter().find(|d| d.path == listed.path);
-            listed_differences(listed, old, "hook", digests, &mut changed);
+            listed_differences(listed, old, "hook", &mut changed);
         }
-        listed_differences(
-            &self.info,
-            Some(&before.info),
-            "file",
-            digests,
-            &mut changed,
-        );
+        listed_differences(&self.info, Some(&before.info), "file", &mut changed);
         if self.commondir.0.is_some() && self.commondir.0 != before.commondir.0 {
             changed.push(Change::new(
                 &dir.join("commondir"),
                 names_common(&self.commondir.1),
             ));
         }
-        if self.gitdir.is_some()
-            && self.gitdir != before.gitdir
-            && !digests.same_bytes(&dir.join("gitdir"), before.gitdir, self.gitdir)
-        {
+        if self.gitdir.is_some() && self.gitdir != before.gitdir {
             changed.push(Change::new(&dir.join("gitdir"), "changed".to_owned()));
         }
         changed
@@ -243,13 +214,7 @@ fn names_common(common: &Option<PathBuf>) -> String {
 
 /// The files of `now` that are new or changed since `old`, and the directory itself when it
 /// became something else (a symlink to a directory elsewhere).
-fn listed_differences(
-    now: &Listed,
-    old: Option<&Listed>,
-    noun: &str,
-    digests: &mut Digests,
-    changed: &mut Vec<Change>,
-) {
+fn listed_differences(now: &Listed, old: Option<&Listed>, noun: &str, changed: &mut Vec<Change>) {
     if let Some(old) = old
         && old.stamp.is_some()
         && kind(old.stamp) != kind(now.stamp)
@@ -262,12 +227,11 @@ fn listed_differences(
         if was == Some(*stamp) {
             continue;
         }
-        let path = now.path.join(name);
-        let what = match was {
-            None => format!("new {noun}"),
-            Some(was) if digests.same_bytes(&path, was, *stamp) => continue,
-            Some(_) => format!("{noun} changed"),
+        let what = if was.is_none() {
+            format!("new {noun}")
+        } else {
+            format!("{noun} changed")
         };
-        changed.push(Change::new(&path, what));
+        changed.push(Change::new(&now.path.join(name), what));
     }
 }

@@ -35,7 +35,6 @@
 //! repository or those files, a look is 2 `lstat`s of directories (and one more per name in a
 //! directory that changed, such as a busy `/tmp` above the root) where it was 11.
 
-mod digests;
 mod git_dir;
 mod parents;
 mod stamp;
@@ -49,7 +48,6 @@ use std::sync::Mutex;
 
 use agentty_sandbox::{Plan, Protected};
 
-use digests::Digests;
 use git_dir::GitDirState;
 use parents::Parents;
 pub(crate) use stamp::shown;
@@ -126,8 +124,6 @@ struct State {
     files: Vec<Listed>,
     /// The directories the entries and files are in, as last seen.
     parents: Parents,
-    /// The watched files' bytes as last seen: the same bytes written again are no change.
-    digests: Digests,
 }
 
 impl Planted {
@@ -169,11 +165,10 @@ impl Planted {
 
     /// What changed since the last look; empty when nothing did.
     pub(crate) fn changes(&self) -> Vec<Change> {
-        let mut guard = self
+        let mut state = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let state = &mut *guard;
         let first = !state.looked;
         let mut changed = Vec::new();
         // Their directories first: a name absent in one unchanged since is not looked at.
@@ -213,7 +208,7 @@ impl Planted {
                 .map(|i| before.swap_remove(i).1);
             let now = GitDirState::read(&dir, old.as_ref(), self.home.as_deref());
             match &old {
-                Some(old) => changed.extend(now.differences(&dir, old, &mut state.digests)),
+                Some(old) => changed.extend(now.differences(&dir, old)),
                 None if !first => changed.extend(now.summary(&dir)),
                 None => {}
             }
@@ -232,20 +227,13 @@ impl Planted {
                 _ => Listed::read(path.clone(), inside, old),
             };
             if !first && let Some(old) = old {
-                file_changes(&now, old, &mut state.digests, &mut changed);
+                file_changes(&now, old, &mut changed);
             }
             files.push(now);
         }
         state.files = files;
         state.parents = parents.keep();
         state.looked = true;
-        let watched = state
-            .git_dirs
-            .iter()
-            .flat_map(|(dir, git)| git.files(dir))
-            .chain(state.files.iter().flat_map(Listed::files))
-            .collect();
-        state.digests.note(watched);
         changed
     }
 }
@@ -269,15 +257,14 @@ fn entry_change(entry: &Path, was: Stamp, now: Stamp, target: Option<&Path>) -> 
 }
 
 /// What changed in a protected path outside git dirs: itself (new, changed, or now a symlink),
-/// and the files of known names in it. A file written again with the same bytes is not.
-fn file_changes(now: &Listed, old: &Listed, digests: &mut Digests, changed: &mut Vec<Change>) {
+/// and the files of known names in it.
+fn file_changes(now: &Listed, old: &Listed, changed: &mut Vec<Change>) {
     if now.stamp.is_some() && now.stamp != old.stamp {
         let what = match (kind(old.stamp), kind(now.stamp)) {
             (Kind::Absent, _) => "new".to_owned(),
             (a, b) if a != b => stamp::now_is(&now.path, now.stamp),
             // A directory's own stamp changes with its entries: what matters in it is below.
             (Kind::Dir, Kind::Dir) => String::new(),
-            _ if digests.same_bytes(&now.path, old.stamp, now.stamp) => String::new(),
             _ => "changed".to_owned(),
         };
         if !what.is_empty() {
@@ -286,15 +273,9 @@ fn file_changes(now: &Listed, old: &Listed, digests: &mut Digests, changed: &mut
     }
     for (name, stamp) in &now.present {
         let was = old.had(name);
-        if was == Some(*stamp) {
-            continue;
+        if was != Some(*stamp) {
+            let what = if was.is_none() { "new" } else { "changed" };
+            changed.push(Change::new(&now.path.join(name), what.to_owned()));
         }
-        let path = now.path.join(name);
-        let what = match was {
-            None => "new",
-            Some(was) if digests.same_bytes(&path, was, *stamp) => continue,
-            Some(_) => "changed",
-        };
-        changed.push(Change::new(&path, what.to_owned()));
     }
 }

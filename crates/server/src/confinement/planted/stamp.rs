@@ -81,15 +81,6 @@ pub(super) fn kind(stamp: Stamp) -> Kind {
     stamp.map_or(Kind::Absent, |(own, _)| own.kind())
 }
 
-/// A regular file seen as itself (no symlink to it), and its permissions: what decides whether
-/// two versions with the same bytes run the same (a hook made executable does not).
-pub(super) fn regular_mode(stamp: Stamp) -> Option<u32> {
-    match stamp {
-        Some((own, None)) if own.mode & libc::S_IFMT == libc::S_IFREG => Some(own.mode),
-        _ => None,
-    }
-}
-
 /// The same file or directory (not another put in its place): only its contents may differ.
 pub(super) fn same_object(a: Stamp, b: Stamp) -> bool {
     match (a, b) {
@@ -131,15 +122,6 @@ impl Listed {
             stamp,
             present,
         }
-    }
-
-    /// The directory itself and the files found in it, with their stamps.
-    pub(super) fn files(&self) -> impl Iterator<Item = (PathBuf, Stamp)> + '_ {
-        std::iter::once((self.path.clone(), self.stamp)).chain(
-            self.present
-                .iter()
-                .map(|(name, stamp)| (self.path.join(name), *stamp)),
-        )
     }
 
     /// The stamp `name` had here, when it was there.
