@@ -69,6 +69,19 @@ fn write(value: &Value, skip: &[&str], out: &mut Vec<u8>) {
                             };
                             table(items, &skipped, out);
                         }
+                        // Too few records for a table: each written without the skipped
+                        // columns all the same (one `ls -l` entry kept its `mode`).
+                        Value::Array(items) => {
+                            let columns: Vec<&str> = skip
+                                .iter()
+                                .filter_map(|s| s.split_once('.'))
+                                .filter(|(records, _)| records == key)
+                                .map(|(_, column)| column)
+                                .collect();
+                            delimited(out, b'[', b']', items, |item, out| {
+                                write(item, &columns, out);
+                            });
+                        }
                         other => write(other, &[], out),
                     }
                 });

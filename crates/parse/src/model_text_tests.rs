@@ -55,6 +55,13 @@ fn records_become_a_table_and_times_their_text() {
     // Without skips, mode varies: a column.
     let all: Value = serde_json::from_str(&model_text(&data, &[])).unwrap();
     assert_eq!(cell(&all["entries"], 1, "mode").unwrap(), "0755");
+    // One record is no table: it is written without the skipped columns too.
+    let one = json!({"entries": [{"name": "a", "mode": "0644", "permissions": "-rw-r--r--"}]});
+    let text: Value = serde_json::from_str(&model_text(&one, &["entries.mode"])).unwrap();
+    assert_eq!(
+        text["entries"],
+        json!([{"name": "a", "permissions": "-rw-r--r--"}])
+    );
     // An object that only looks like a time in part is left as it is.
     let other = json!({"rfc3339": "x", "epoch": 1, "zone": "UTC"});
     assert_eq!(model_text(&other, &[]), other.to_string());
