@@ -511,18 +511,15 @@ impl Spare {
 /// This thread's mount namespace, opened through the host's `proc`; `None` where it cannot be.
 #[cfg(target_os = "linux")]
 fn own_mount_namespace(proc: std::fs::File) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    // SAFETY: openat reads a NUL-terminated path relative to an open directory; a descriptor
-    // it returns is owned by nothing else.
-    let fd = unsafe {
-        libc::openat(
-            proc.as_raw_fd(),
-            c"thread-self/ns/mnt".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    // SAFETY: as above, a fresh descriptor when not negative.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    openat(
+        &proc,
+        "thread-self/ns/mnt",
+        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
 }
 
 /// Whether two launchers' namespaces are the same (both none, or one namespace).
