@@ -119,6 +119,7 @@ impl Plan {
                         unix_off: self.mode == crate::Mode::Plan,
                         own_tcp_refused,
                         unix_checked: network == NetFilter::Supervised && !self.loopback,
+                        resizes_supervised: false,
                     })
                 })
                 .flatten();
@@ -184,11 +185,15 @@ impl OwnRules {
 }
 
 impl Prepared {
-    /// Sends the connections of the commands this confines to `supervisor` (network
-    /// `allowlist` and `ask`): launchers hand it their filter's listener
-    /// ([`Self::apply_to_launcher_with`]).
+    /// Sends the connections (network `allowlist` and `ask`) and the terminal resizes of the
+    /// commands this confines to `supervisor` (`seccomp.rs`): launchers hand it their filter's
+    /// listener ([`Self::apply_to_launcher_with`]).
     #[cfg(target_os = "linux")]
     pub fn supervised_by(mut self, supervisor: std::sync::Arc<crate::net::Supervisor>) -> Self {
+        self.filter = self
+            .filter
+            .as_ref()
+            .and_then(crate::seccomp::Filter::with_resizes_supervised);
         self.supervisor = Some(supervisor);
         self
     }

@@ -9,6 +9,9 @@
 //!   Landlock does not cover extended attributes (`security.capability` included) or inode flags
 //!   (`chattr +i`), so they would reach files outside the sandbox. They fail with EOPNOTSUPP, the
 //!   answer of a file system without xattrs, which `cp -a`, `rsync -a` and `tar` pass over;
+//! - with a supervisor (`Prepared::supervised_by`), `ioctl` `TIOCSWINSZ`, which the supervisor
+//!   makes itself, but not while a secret is typed into that terminal: a resize's SIGWINCH
+//!   would end the read the program waits in for a moment, and free it for another reader;
 //! - `io_uring_setup` (ENOSYS, as a kernel without io_uring): its operations (socket, connect,
 //!   setxattr) would bypass every check here;
 //! - syscalls of a foreign ABI (x86 `int 0x80`, x32), whose numbers differ and would bypass the
@@ -76,6 +79,9 @@ pub struct FilterSpec {
     /// Supervised with loopback closed: every `connect` goes to the supervisor, a unix
     /// address's full length too, which checks unix sockets (`net/unix.rs`).
     pub unix_checked: bool,
+    /// Every `ioctl(TIOCSWINSZ)` goes to the supervisor, which makes it but while a secret is
+    /// typed into that terminal (`net/supervisor.rs`).
+    pub resizes_supervised: bool,
 }
 
 /// The address length of the `connect` and `bind` calls the supervisor is not asked about when
@@ -170,8 +176,8 @@ mod bpf {
 pub struct Filter {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     program: Vec<libc::sock_filter>,
-    /// The program sends `connect` to a supervisor: installed with a new listener.
-    notifies: bool,
+    /// What the program was made from.
+    spec: FilterSpec,
 }
 
 // libc implements Debug for `sock_filter` only with its `extra_traits` feature.
@@ -186,16 +192,26 @@ impl Filter {
     pub fn new(spec: FilterSpec) -> Option<Filter> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
-            assemble(spec).map(|program| Filter {
-                program,
-                notifies: spec.network == NetFilter::Supervised,
-            })
+            assemble(spec).map(|program| Filter { program, spec })
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             let _ = spec;
             None
         }
+    }
+
+    /// This filter, sending resizes to the supervisor too ([`FilterSpec::resizes_supervised`]).
+    pub fn with_resizes_supervised(&self) -> Option<Filter> {
+        Filter::new(FilterSpec {
+            resizes_supervised: true,
+            ..self.spec
+        })
+    }
+
+    /// Whether the program sends calls to a supervisor: installed with a new listener.
+    fn notifies(&self) -> bool {
+        self.spec.network == NetFilter::Supervised || self.spec.resizes_supervised
     }
 
     /// Installs the filter on the calling thread. Async-signal-safe: the `sock_fprog` lives on
@@ -215,7 +231,7 @@ impl Filter {
                 len: self.program.len() as libc::c_ushort,
                 filter: self.program.as_ptr().cast_mut(),
             };
-            let flags = if self.notifies {
+            let flags = if self.notifies() {
                 libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
             } else {
                 0
@@ -233,7 +249,7 @@ impl Filter {
             if rc < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if self.notifies {
+            if self.notifies() {
                 // SAFETY: with NEW_LISTENER the syscall returns a fresh fd that nobody else owns.
                 return Ok(Some(unsafe { OwnedFd::from_raw_fd(rc as i32) }));
             }
@@ -334,14 +350,19 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     // ioctl: by request number.
     asm.mark(ioctl);
     asm.stmt(ld(OFFSET_ARG1));
-    for (request, refuse) in [
+    let resize = if spec.resizes_supervised {
+        vec![(libc::TIOCSWINSZ as u32, notify)]
+    } else {
+        Vec::new()
+    };
+    for (request, refuse) in resize.into_iter().chain([
         (libc::TIOCSTI as u32, deny_perm),
         (libc::TIOCLINUX as u32, deny_perm),
         (libc::TIOCSETD as u32, deny_perm),
         (FS_IOC_SETFLAGS, no_xattr),
         (FS_IOC32_SETFLAGS, no_xattr),
         (FS_IOC_FSSETXATTR, no_xattr),
-    ] {
+    ]) {
         let next = asm.label();
         asm.jump(libc::BPF_JEQ, request, refuse, next);
         asm.mark(next);
@@ -613,12 +634,15 @@ mod tests {
         for network in [NetFilter::Open, NetFilter::Off, NetFilter::Supervised] {
             for unix_off in [false, true] {
                 for own_tcp_refused in [false, true] {
-                    for unix_checked in [false, true] {
+                    for (unix_checked, resizes_supervised) in
+                        [(false, false), (false, true), (true, false), (true, true)]
+                    {
                         let spec = FilterSpec {
                             network,
                             unix_off,
                             own_tcp_refused,
                             unix_checked,
+                            resizes_supervised,
                         };
                         let program = assemble(spec).expect("assembles");
                         assert!(program.len() < 140, "{} instructions", program.len());

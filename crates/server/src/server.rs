@@ -119,6 +119,8 @@ impl Agentty {
         let confining = settings.sandbox_enabled && settings.mode != agentty_sandbox::Mode::Auto;
         let supervisor = if confining && egress.filtered() {
             crate::network::start(&egress).map(Some)
+        } else if confining {
+            Ok(crate::network::start_for_resizes(&egress))
         } else {
             Ok(None)
         };

@@ -741,13 +741,17 @@ hand(b, t)
 os.close(t)
 open("spin.log", "w").write("spinning\n")
 stolen = b""
+refused = 0
 deadline = time.time() + float(sys.argv[2])
 while time.time() < deadline:
     _, anc, _, _ = a.recvmsg(1, socket.CMSG_SPACE(4))
     fd = fds_of(anc)
     if sys.argv[3:] == ["winch"]:  # a resize: SIGWINCH ends the program's read a moment
         size = struct.pack("HHHH", 30, 100 + int(time.time() * 1e4) % 2, 0, 0)
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, size)
+        try:
+            fcntl.ioctl(fd, termios.TIOCSWINSZ, size)
+        except OSError:
+            refused += 1
     waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
     try:
         if waiting or t != got:
@@ -759,7 +763,7 @@ while time.time() < deadline:
     hand(b, fd)
     os.close(fd)
     time.sleep(0.0002)  # in flight, out of sight
-open("spin.log", "a").write("stole %d bytes: %r\n" % (len(stolen), stolen))
+open("spin.log", "a").write("stole %d bytes: %r, %d resizes refused\n" % (len(stolen), stolen, refused))
 "#;
 
 /// A server whose shell handed its terminal to another spawn's job (`attack`, after
@@ -845,10 +849,15 @@ async fn spun_on(who: Who, mode: &str) {
     let spun = spin_log();
     eprintln!("entry: {status}: {body}; spinner: {spun}");
     assert!(spun.contains("stole 0 bytes"), "{status}: {body}; {spun}");
+    if mode == "winch" {
+        // Its resizes fail while the secret is typed, and only then.
+        assert!(!spun.contains(", 0 resizes refused"), "{spun}");
+    }
     if status.contains("200") {
         let out = shell_output(&setup, &shell, "bytes").await;
+        // No resize came between the program's first read of the secret and its last.
         assert!(
-            out.contains(&format!("read {} bytes", secret.len())),
+            out.contains(&format!("read {} bytes, 0 winch", secret.len())),
             "{out}"
         );
     } else {
@@ -862,9 +871,9 @@ async fn sealed_a_terminal_spun_on_in_flight_gets_nothing_as_root() {
 }
 
 /// [`spun_on`], the spinner resizing the terminal through its fd before each read (SIGWINCH
-/// ends the program's read for a moment, and its handler runs: the read lock is free then):
-/// a key it took would be missing from the program's count of bytes read, which ends the
-/// typing.
+/// ends the program's read for a moment, and its handler runs: the read lock is free then, and
+/// a key typed in that moment would go to the spinner): its resizes fail while the secret is
+/// typed.
 #[tokio::test]
 async fn sealed_a_terminal_resized_and_spun_on_in_flight_gets_nothing_as_root() {
     spun_on(Who::Root, "winch").await;
@@ -926,10 +935,11 @@ async fn resized_while_typed(who: Who) {
     let mut cols = 100;
     while !typed.is_finished() {
         cols = if cols == 100 { 101 } else { 100 };
-        setup
+        let resized = setup
             .server
             .call("shell_read", json!({"id": shell, "cols": cols, "rows": 30}))
             .await;
+        assert_eq!(resized.is_error, Some(false), "{resized:?}");
     }
     let (status, body) = typed.await.unwrap();
     assert!(status.contains("200"), "{status}: {body}");
@@ -939,7 +949,7 @@ async fn resized_while_typed(who: Who) {
         "{out}"
     );
     let (text, _) = setup.server.shell_send(&shell, "stty size\n").await;
-    assert!(text.contains(&format!("30 {cols}")), "{text}");
+    assert!(text.contains(&format!("30 {cols}")), "{cols}: {text}");
 }
 
 #[tokio::test]
@@ -950,6 +960,51 @@ async fn sealed_resizes_wait_for_a_secrets_typing_as_root() {
 #[tokio::test]
 async fn sealed_resizes_wait_for_a_secrets_typing_unprivileged() {
     resized_while_typed(Who::Nobody).await;
+}
+
+/// Sets the window size of a terminal of its own (`os.openpty`) through the master, as `tmux`
+/// and `script` do, and prints what the slave then has.
+const INNER_RESIZE: &str = r#"
+import fcntl, os, struct, termios
+master, slave = os.openpty()
+fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 12, 34, 0, 0))
+rows, cols, _, _ = struct.unpack("HHHH", fcntl.ioctl(slave, termios.TIOCGWINSZ, b"\0" * 8))
+print("inner", rows, cols)
+"#;
+
+/// Confined commands resize terminals, their own and the shell's, in every network mode (the
+/// server makes their resizes: refused only while a secret is typed into that terminal).
+async fn confined_resizes(who: Who) {
+    for network in ["on", "off", "allowlist"] {
+        let flags = ["--network", network, "--shell", "/bin/bash"];
+        let setup = serve(who, false, &flags).await;
+        std::fs::write(setup.ws().join("inner.py"), INNER_RESIZE).unwrap();
+        let (text, _) = setup
+            .server
+            .terminal(json!({"command": "python3 inner.py"}))
+            .await;
+        assert!(text.contains("inner 12 34"), "{network}: {text}");
+        let shell = setup.server.open_shell().await;
+        let (text, _) = setup
+            .server
+            .shell_send(
+                &shell,
+                "stty cols 123 rows 45; stty size; python3 inner.py\n",
+            )
+            .await;
+        assert!(text.contains("45 123"), "{network}: {text}");
+        assert!(text.contains("inner 12 34"), "{network}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn confined_commands_resize_terminals_in_every_network_mode_as_root() {
+    confined_resizes(Who::Root).await;
+}
+
+#[tokio::test]
+async fn confined_commands_resize_terminals_in_every_network_mode_unprivileged() {
+    confined_resizes(Who::Nobody).await;
 }
 
 #[tokio::test]

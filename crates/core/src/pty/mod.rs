@@ -21,6 +21,7 @@ pub mod shell;
 mod startup;
 pub mod styled;
 pub mod sys;
+pub mod typed_into;
 
 use std::io;
 

@@ -2,6 +2,8 @@
 //! docs/BEHAVIOUR.md §13): one thread of the server that answers every `connect` the seccomp
 //! filter sends it (`seccomp.rs`: all but those given a unix address's full length, where
 //! Landlock refuses the command's own), and the `bind` and `listen` calls (`listening.rs`).
+//! In every network mode it also makes confined commands' terminal resizes ([`resize_for`]),
+//! which the server refuses while a secret is typed into that terminal (§4 *Sealed entry*).
 //!
 //! A confined command's own TCP connects are refused by its Landlock domain (`landlock.rs`, ABI
 //! 4), so the only TCP connections it gets are the ones made here: for an IP address the
@@ -28,7 +30,7 @@
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -73,6 +75,17 @@ pub trait Judge: Send + Sync {
     fn judge_unix(&self, pid: u32, named: &str, commands: bool) -> Verdict {
         let _ = (pid, named, commands);
         Verdict::Refuse
+    }
+
+    /// Sets the window size of `terminal` (a copy of a confined command's fd) to `size`, for
+    /// its `ioctl(TIOCSWINSZ)`; the errno it fails with. The server refuses it while a secret
+    /// is typed into that terminal. Called on the supervisor's thread: block on nothing.
+    fn resize(&self, terminal: BorrowedFd<'_>, size: &libc::winsize) -> io::Result<()> {
+        // SAFETY: TIOCSWINSZ reads one winsize from the pointer.
+        if unsafe { libc::ioctl(terminal.as_raw_fd(), libc::TIOCSWINSZ, size) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 }
 
@@ -247,10 +260,43 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
         listening::bind_for(raw, &notif, home)
     } else if notif.nr == libc::SYS_listen as i32 {
         listening::listen_for(raw, &notif, home)
+    } else if notif.nr == libc::SYS_ioctl as i32 {
+        // The filter sends only `TIOCSWINSZ` (`seccomp.rs`).
+        resize_for(judge, raw, &notif)
     } else {
         Step::CarryOn
     };
     waiting::answer(raw, notif.id, step)
+}
+
+/// `ioctl(fd, TIOCSWINSZ, size)` of a confined command: made here on a copy of its fd, so the
+/// judge's answer holds for the file the command named when it asked (another of its threads
+/// could put another file in that place before the kernel carried on).
+fn resize_for(judge: &dyn Judge, raw: RawFd, notif: &Notif) -> Step {
+    let mut bytes = [0u8; std::mem::size_of::<libc::winsize>()];
+    match notify::read_memory(notif.pid, notif.args[2], &mut bytes) {
+        Ok(read) if read == bytes.len() => {}
+        _ => return Step::Fail(libc::EFAULT),
+    }
+    // An `int` to the kernel: the low word.
+    let Ok(theirs) = notify::copy_fd(notif.pid, notif.args[0] as u32 as i32) else {
+        return Step::Fail(libc::EBADF);
+    };
+    // The pid named the command when its memory was read and its fd copied only if the
+    // notification still waits.
+    if !notify::id_valid(raw, notif.id) {
+        return Step::Done;
+    }
+    let size = libc::winsize {
+        ws_row: u16::from_ne_bytes([bytes[0], bytes[1]]),
+        ws_col: u16::from_ne_bytes([bytes[2], bytes[3]]),
+        ws_xpixel: u16::from_ne_bytes([bytes[4], bytes[5]]),
+        ws_ypixel: u16::from_ne_bytes([bytes[6], bytes[7]]),
+    };
+    match judge.resize(theirs.as_fd(), &size) {
+        Ok(()) => Step::Succeed,
+        Err(e) => Step::Fail(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
 }
 
 /// `connect(fd, address, len)` of a confined command.

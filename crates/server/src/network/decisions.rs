@@ -119,6 +119,15 @@ impl agentty_sandbox::Judge for Egress {
         self.judge_direct(pid, to)
     }
 
+    /// Refused while a secret is typed into that terminal (a shell's `type_secret`).
+    fn resize(
+        &self,
+        terminal: std::os::fd::BorrowedFd<'_>,
+        size: &libc::winsize,
+    ) -> std::io::Result<()> {
+        agentty_core::pty::typed_into::resize_unless_typed_into(terminal, size)
+    }
+
     fn unix_checked(&self) -> bool {
         !self.loopback
     }

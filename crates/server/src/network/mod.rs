@@ -475,3 +475,12 @@ pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, S
     agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
         .map_err(|e| e.to_string())
 }
+
+/// Starts the supervisor of a confining server in `on` or `off`, for confined commands'
+/// terminal resizes alone (`agentty_sandbox::Judge::resize`); `None` where the kernel has no
+/// seccomp user notification: then they are made by the kernel, as the command asks.
+pub fn start_for_resizes(egress: &Arc<Egress>) -> Option<Arc<agentty_sandbox::Supervisor>> {
+    agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
+        .inspect_err(|e| tracing::warn!("confined commands' resizes are not supervised: {e}"))
+        .ok()
+}

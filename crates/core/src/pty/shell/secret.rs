@@ -21,7 +21,8 @@
 //!   read lock between two reads, and the rest of a whole line would wait there for any reader:
 //!   it is typed the line key by key ([`Shell::type_key_by_key`]), each into a read of its that
 //!   waits first; and no resize is made meanwhile (its SIGWINCH would end that read and free
-//!   the lock): the model's and the view's wait for the typing's end ([`ResizesHeld`]);
+//!   the lock): the model's and the view's wait for the typing's end ([`ResizesHeld`]), a
+//!   confined command's fails ([`crate::pty::typed_into`]);
 //! - the terminal's settings may not change while the secret goes in (line mode back on would
 //!   hold the keys for another reader; echo on would show them): locked where the server may
 //!   (`Peer::lock_settings`), and checked around each key everywhere ([`SecretRefused::SettingsChanged`]);
@@ -209,8 +210,8 @@ impl Shell {
         bound: Duration,
     ) -> Result<(), SecretRefused> {
         let _one_at_a_time = self.send_lock.lock().await;
-        let _no_resize = ResizesHeld::new(self);
         let master = self.master().ok_or(SecretRefused::Closed)?;
+        let _no_resize = ResizesHeld::new(self, &master)?;
         let (peer, group) = self
             .open_when_first(&master, secret, reader, Instant::now() + bound)
             .await?;
@@ -355,13 +356,7 @@ impl Shell {
         if self.reads_itself() {
             return Err(SecretRefused::ShellItself);
         }
-        let peer = Peer::open(master.raw(), &self.tty_path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EBUSY) {
-                SecretRefused::Locked
-            } else {
-                SecretRefused::Closed
-            }
-        })?;
+        let peer = self.open_peer(master)?;
         if peer.line_waiting() {
             return Err(SecretRefused::Pending);
         }
@@ -381,6 +376,17 @@ impl Shell {
         }
         let group = self.sealed(group)?;
         Ok((peer, group))
+    }
+
+    /// The terminal's slave side, opened for the typing.
+    fn open_peer(&self, master: &Master) -> Result<Peer, SecretRefused> {
+        Peer::open(master.raw(), &self.tty_path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EBUSY) {
+                SecretRefused::Locked
+            } else {
+                SecretRefused::Closed
+            }
+        })
     }
 
     /// The checks that keep the secret out of other processes' reach once the reader has it
@@ -648,19 +654,31 @@ impl Drop for Typing<'_> {
 }
 
 /// Resizes held while a secret is typed (a signal to the program would free the terminal's
-/// read lock it waits with: `Resizes` in `mod.rs`), let go when dropped.
-struct ResizesHeld<'s>(&'s Shell);
+/// read lock it waits with), let go when dropped: the model's and the view's wait (`Resizes`
+/// in `mod.rs`), confined commands' fail ([`crate::pty::typed_into`]).
+struct ResizesHeld<'s> {
+    shell: &'s Shell,
+    _typing: crate::pty::typed_into::Typing,
+}
 
 impl<'s> ResizesHeld<'s> {
-    fn new(shell: &'s Shell) -> Self {
+    fn new(shell: &'s Shell, master: &Master) -> Result<Self, SecretRefused> {
+        let id = shell
+            .open_peer(master)?
+            .file_id()
+            .map_err(|_| SecretRefused::Closed)?;
+        let typing = crate::pty::typed_into::Typing::new(id);
         shell.hold_resizes();
-        Self(shell)
+        Ok(Self {
+            shell,
+            _typing: typing,
+        })
     }
 }
 
 impl Drop for ResizesHeld<'_> {
     fn drop(&mut self) {
-        self.0.release_resizes();
+        self.shell.release_resizes();
     }
 }
 
