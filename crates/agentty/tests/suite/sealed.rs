@@ -591,9 +591,12 @@ open("hand.log", "w").write("holding %s\n" % os.readlink("/proc/self/fd/%d" % fd
 time.sleep(float(sys.argv[2]))
 "#;
 
-/// Hands its stdin (the shell's terminal) to whoever listens on the unix socket `$1`, then ends.
+/// Hands its stdin (the shell's terminal) to whoever listens on the unix socket `$1`, then ends;
+/// with `tty` as `$2`, a file of its own opened from `/dev/tty` (another inode, the same
+/// terminal).
 const HANDER: &str = r#"
-import array, socket, sys, time
+import array, os, socket, sys, time
+fd = os.open("/dev/tty", os.O_RDWR) if sys.argv[2:] == ["tty"] else 0
 for _ in range(200):
     try:
         s = socket.socket(socket.AF_UNIX)
@@ -601,7 +604,7 @@ for _ in range(200):
         break
     except OSError:
         time.sleep(0.05)
-s.sendmsg([b"t"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0]).tobytes())])
+s.sendmsg([b"t"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())])
 print("handed")
 "#;
 
@@ -778,6 +781,12 @@ struct Handed {
 }
 
 async fn handed_to(who: Who, attack: &str, args: &str) -> Handed {
+    handed_as(who, attack, args, "").await
+}
+
+/// [`handed_to`], the terminal handed as [`HANDER`] is told by `hand` (`tty`: a file opened from
+/// `/dev/tty`).
+async fn handed_as(who: Who, attack: &str, args: &str, hand: &str) -> Handed {
     let attack = [HANDED, attack].concat();
     let files = [
         ("attack.py", attack.as_str()),
@@ -793,7 +802,7 @@ async fn handed_to(who: Who, attack: &str, args: &str) -> Handed {
         .server
         .shell_send(
             &shell,
-            "python3 hander.py hand.sock && python3 reader.py 3\n",
+            &format!("python3 hander.py hand.sock {hand} && python3 reader.py 3\n"),
         )
         .await;
     assert_eq!(s["status"], "awaiting_input", "{text}; {}", spin_log());
@@ -815,13 +824,18 @@ async fn handed_to(who: Who, attack: &str, args: &str) -> Handed {
 /// its reads the line waits in the terminal for whoever reads first. Whether the entry goes
 /// ahead or is refused (it may see the file at the moment it is out), the spinner gets nothing.
 async fn spun_on(who: Who, mode: &str) {
+    spun_on_handed(who, mode, "").await;
+}
+
+/// [`spun_on`], the terminal handed as `hand` says ([`handed_as`]).
+async fn spun_on_handed(who: Who, mode: &str, hand: &str) {
     let Handed {
         setup,
         shell,
         address,
         key,
         secret,
-    } = handed_to(who, SPINNER, mode).await;
+    } = handed_as(who, SPINNER, mode, hand).await;
     let spin_log = || std::fs::read_to_string(setup.ws().join("spin.log")).unwrap_or_default();
     // Refused while the look at every process's fds catches the file out of flight: the agent
     // asks again, and the person enters it again.
@@ -882,6 +896,18 @@ async fn sealed_a_terminal_resized_and_spun_on_in_flight_gets_nothing_as_root() 
 #[tokio::test]
 async fn sealed_a_terminal_resized_and_spun_on_in_flight_gets_nothing_unprivileged() {
     spun_on(Who::Nobody, "winch").await;
+}
+
+/// [`spun_on`] resizing through a file opened from `/dev/tty`: its own inode, the shell's
+/// terminal all the same.
+#[tokio::test]
+async fn sealed_a_terminal_resized_through_dev_tty_gets_nothing_as_root() {
+    spun_on_handed(Who::Root, "winch", "tty").await;
+}
+
+#[tokio::test]
+async fn sealed_a_terminal_resized_through_dev_tty_gets_nothing_unprivileged() {
+    spun_on_handed(Who::Nobody, "winch", "tty").await;
 }
 
 #[tokio::test]
@@ -1153,4 +1179,10 @@ fn doctor_says_how_a_secrets_terminal_settings_are_held() {
         nobody.contains("checked around each key (locking them needs CAP_SYS_ADMIN"),
         "{nobody}"
     );
+    for said in [root, nobody] {
+        assert!(
+            said.contains("a confined command's resize of that terminal fails meanwhile"),
+            "{said}"
+        );
+    }
 }

@@ -162,6 +162,12 @@ pub fn unread_output(master: RawFd) -> usize {
 /// While it is open, reading the master does not report the end, so it is held briefly.
 pub struct Peer(OwnedFd);
 
+impl std::os::fd::AsFd for Peer {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.0)
+    }
+}
+
 impl Peer {
     /// Opens the slave of `master`: `TIOCGPTPEER` on Linux (no path lookup), else `tty_path`.
     pub fn open(master: RawFd, tty_path: &str) -> io::Result<Self> {

@@ -663,11 +663,9 @@ struct ResizesHeld<'s> {
 
 impl<'s> ResizesHeld<'s> {
     fn new(shell: &'s Shell, master: &Master) -> Result<Self, SecretRefused> {
-        let id = shell
-            .open_peer(master)?
-            .file_id()
+        let peer = shell.open_peer(master)?;
+        let typing = crate::pty::typed_into::Typing::new(std::os::fd::AsFd::as_fd(&peer))
             .map_err(|_| SecretRefused::Closed)?;
-        let typing = crate::pty::typed_into::Typing::new(id);
         shell.hold_resizes();
         Ok(Self {
             shell,
