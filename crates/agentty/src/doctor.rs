@@ -34,6 +34,7 @@ pub fn run(flags: &Flags) -> Result<String> {
             &agentty_sandbox::private_terminals(),
             &terminal_each(),
             agentty_core::pty::sys::settings_lockable(),
+            &agentty_sandbox::Supervisor::available(),
             &agentty_sandbox::daemon_sockets()
         )
     )?;

@@ -486,6 +486,7 @@ pub fn hardening_report(
     private_terminals: &Result<(), String>,
     terminal_each: &Result<bool, String>,
     secret_settings_locked: bool,
+    resizes_supervised: &Result<(), String>,
     daemon_sockets: &[std::path::PathBuf],
 ) -> String {
     let mut out = String::new();
@@ -517,21 +518,36 @@ pub fn hardening_report(
              prompt; not a typed secret (below) (a /dev/pts per terminal: {why})"
         ),
     };
-    let _ = if secret_settings_locked {
-        writeln!(
-            out,
-            "a typed secret: typed into the program's own read (key by key for one that reads a \
-             byte at a time), with the terminal's settings locked meanwhile (TIOCSLCKTRMIOS)"
-        )
+    let settings = if secret_settings_locked {
+        "with the terminal's settings locked meanwhile (TIOCSLCKTRMIOS)"
     } else {
-        writeln!(
-            out,
-            "a typed secret: typed into the program's own read (key by key for one that reads a \
-             byte at a time), the terminal's settings checked around each key (locking them \
-             needs CAP_SYS_ADMIN: a process holding the terminal could have one key echoed \
-             before the typing stops)"
-        )
+        "the terminal's settings checked around each key (locking them needs CAP_SYS_ADMIN: a \
+         process holding the terminal could have one key echoed before the typing stops)"
     };
+    let resizes = match resizes_supervised {
+        Ok(()) => "a confined command's resize of that terminal fails meanwhile (made by the \
+                   server: seccomp user notification)"
+            .to_owned(),
+        Err(why) => format!(
+            "a confined command's resize of that terminal is NOT refused meanwhile ({why}): one \
+             holding the terminal could end the read of a program that handles SIGWINCH and \
+             take a key"
+        ),
+    };
+    // Below ABI 6 a confined command of another spawn may signal the reader (SIGSTOP, then
+    // SIGCONT), which ends its read a moment whatever it handles.
+    let signals = if landlock_abi.is_some_and(|abi| abi >= 6) {
+        ""
+    } else {
+        "; NOT held against signals: another command can stop and continue the program \
+         (signals are not scoped below Landlock ABI 6), which frees its read a moment, and take \
+         a key"
+    };
+    let _ = writeln!(
+        out,
+        "a typed secret: typed into the program's own read (key by key for one that reads a byte \
+         at a time), {settings}; {resizes}{signals}"
+    );
     let _ = match landlock_abi {
         Some(abi) if abi >= 6 => writeln!(
             out,

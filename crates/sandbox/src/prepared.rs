@@ -190,10 +190,14 @@ impl Prepared {
     /// listener ([`Self::apply_to_launcher_with`]).
     #[cfg(target_os = "linux")]
     pub fn supervised_by(mut self, supervisor: std::sync::Arc<crate::net::Supervisor>) -> Self {
-        self.filter = self
+        // Every variant assembles (`seccomp.rs`'s tests); were one not to, the filter stays.
+        if let Some(filter) = self
             .filter
             .as_ref()
-            .and_then(crate::seccomp::Filter::with_resizes_supervised);
+            .and_then(crate::seccomp::Filter::with_resizes_supervised)
+        {
+            self.filter = Some(filter);
+        }
         self.supervisor = Some(supervisor);
         self
     }
@@ -257,9 +261,9 @@ impl Prepared {
     /// take it once for all its children (the filter's compile, and the reads' rules, are the
     /// costly steps of a confined spawn); `no_new_privs` comes with it. Async-signal-safe.
     ///
-    /// A filter that sends `connect` to a supervisor comes with a listener, which this drops
-    /// (closed: such a child's connects fail with ENOSYS); a launcher keeps it with
-    /// [`Self::apply_to_launcher_with`].
+    /// A filter that sends calls to a supervisor is installed here without a listener (such a
+    /// child's connects and resizes fail with ENOSYS); a launcher hands its listener to the
+    /// supervisor with [`Self::apply_to_launcher_with`].
     pub fn apply_shared(&self) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
         {
@@ -279,7 +283,7 @@ impl Prepared {
                 reads.apply()?;
             }
             if let Some(filter) = &self.filter {
-                drop(filter.install()?);
+                filter.install_unlistened()?;
             }
             if self.drop_caps {
                 crate::caps::drop_in_child()?;

@@ -176,6 +176,13 @@ mod bpf {
 pub struct Filter {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     program: Vec<libc::sock_filter>,
+    /// The program for a thread that cannot hand a listener to the supervisor (a child between
+    /// clone and exec): what would go to the supervisor fails with ENOSYS instead. Never a
+    /// notifying filter without a live listener: once its listener is closed the kernel lets a
+    /// command install a listener of its own, whose filter, newer, would get the notifications
+    /// and let the calls carry on; an errno outranks any notification.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    unlistened: Vec<libc::sock_filter>,
     /// What the program was made from.
     spec: FilterSpec,
 }
@@ -192,7 +199,11 @@ impl Filter {
     pub fn new(spec: FilterSpec) -> Option<Filter> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
-            assemble(spec).map(|program| Filter { program, spec })
+            Some(Filter {
+                program: assemble(spec, true)?,
+                unlistened: assemble(spec, false)?,
+                spec,
+            })
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
@@ -216,10 +227,20 @@ impl Filter {
 
     /// Installs the filter on the calling thread. Async-signal-safe: the `sock_fprog` lives on
     /// the stack and points into `self`; two syscalls. A filter that notifies comes with its
-    /// listener, close-on-exec: the fd the supervisor reads the notifications from. Dropped,
-    /// the notifying syscall fails with ENOSYS in every process under the filter (it fails
-    /// closed).
+    /// listener, close-on-exec: the fd the supervisor reads the notifications from, which must
+    /// be handed to it (dropped, the notifying syscalls fail with ENOSYS, and a command could
+    /// install a listener of its own: see [`Filter::install_unlistened`]).
     pub fn install(&self) -> std::io::Result<Option<OwnedFd>> {
+        self.install_program(true)
+    }
+
+    /// Installs the filter on the calling thread with no listener: what would go to the
+    /// supervisor fails with ENOSYS. Async-signal-safe, as [`Filter::install`].
+    pub fn install_unlistened(&self) -> std::io::Result<()> {
+        self.install_program(false).map(drop)
+    }
+
+    fn install_program(&self, listened: bool) -> std::io::Result<Option<OwnedFd>> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             // Required to install a filter without CAP_SYS_ADMIN; idempotent.
@@ -227,11 +248,17 @@ impl Filter {
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            let prog = libc::sock_fprog {
-                len: self.program.len() as libc::c_ushort,
-                filter: self.program.as_ptr().cast_mut(),
+            let listened = listened && self.notifies();
+            let program = if listened {
+                &self.program
+            } else {
+                &self.unlistened
             };
-            let flags = if self.notifies() {
+            let prog = libc::sock_fprog {
+                len: program.len() as libc::c_ushort,
+                filter: program.as_ptr().cast_mut(),
+            };
+            let flags = if listened {
                 libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
             } else {
                 0
@@ -249,11 +276,13 @@ impl Filter {
             if rc < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if self.notifies() {
+            if listened {
                 // SAFETY: with NEW_LISTENER the syscall returns a fresh fd that nobody else owns.
                 return Ok(Some(unsafe { OwnedFd::from_raw_fd(rc as i32) }));
             }
         }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let _ = listened;
         Ok(None)
     }
 }
@@ -264,7 +293,7 @@ impl Filter {
 /// (~75 µs). So the syscalls it looks at are found by a binary search over their numbers: an
 /// ordinary syscall passes in about eight instructions.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
+fn assemble(spec: FilterSpec, listened: bool) -> Option<Vec<libc::sock_filter>> {
     use bpf::*;
 
     let mut asm = Asm::default();
@@ -460,9 +489,14 @@ fn assemble(spec: FilterSpec) -> Option<Vec<libc::sock_filter>> {
     }
     reach.assemble(&mut asm, allow, deny_perm, deny_access);
 
+    let to_supervisor = if listened {
+        ret_notify()
+    } else {
+        ret_errno(libc::ENOSYS)
+    };
     for (label, ret) in [
         (allow, ret_allow()),
-        (notify, ret_notify()),
+        (notify, to_supervisor),
         (deny_nosys, ret_errno(libc::ENOSYS)),
         (deny_perm, ret_errno(libc::EPERM)),
         (deny_access, ret_errno(libc::EACCES)),
@@ -644,8 +678,10 @@ mod tests {
                             unix_checked,
                             resizes_supervised,
                         };
-                        let program = assemble(spec).expect("assembles");
-                        assert!(program.len() < 140, "{} instructions", program.len());
+                        for listened in [true, false] {
+                            let program = assemble(spec, listened).expect("assembles");
+                            assert!(program.len() < 140, "{} instructions", program.len());
+                        }
                     }
                 }
             }

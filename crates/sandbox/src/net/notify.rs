@@ -146,7 +146,54 @@ pub(crate) fn read_memory(pid: u32, address: u64, buf: &mut [u8]) -> io::Result<
 }
 
 /// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).
-pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
+/// A copy of a command's fd ([`copy_fd`]), closed off the supervisor's thread: once the command
+/// closed its own, this is the file's last reference, and its close runs the file's release,
+/// which may wait (a TCP socket lingering with unsent data waits for its peer, with no
+/// bound). On the supervisor's thread that wait would hold every confined command's connects
+/// and resizes.
+#[derive(Debug)]
+pub(crate) struct Copied(std::mem::ManuallyDrop<OwnedFd>);
+
+impl std::ops::Deref for Copied {
+    type Target = OwnedFd;
+
+    fn deref(&self) -> &OwnedFd {
+        &self.0
+    }
+}
+
+impl Drop for Copied {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here, and never used again.
+        close_elsewhere(unsafe { std::mem::ManuallyDrop::take(&mut self.0) });
+    }
+}
+
+/// Closes `fd` on the closer's thread (`agentty-closer`), started at the first; on this thread
+/// if it cannot start.
+fn close_elsewhere(fd: OwnedFd) {
+    use std::sync::{Mutex, OnceLock, mpsc};
+    static CLOSER: OnceLock<Option<Mutex<mpsc::Sender<OwnedFd>>>> = OnceLock::new();
+    let closer = CLOSER.get_or_init(|| {
+        let (send, receive) = mpsc::channel::<OwnedFd>();
+        std::thread::Builder::new()
+            .name("agentty-closer".into())
+            .stack_size(64 * 1024)
+            .spawn(move || receive.into_iter().for_each(drop))
+            .ok()
+            .map(|_| Mutex::new(send))
+    });
+    if let Some(send) = closer {
+        let send = send
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(mpsc::SendError(fd)) = send.send(fd) {
+            drop(fd);
+        }
+    }
+}
+
+pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<Copied> {
     // A notification names the thread that made the call, and the fd is in that thread's table:
     // a thread may have one of its own (`unshare(CLONE_FILES)`). From Linux 6.9 a pidfd names
     // the thread itself (`PIDFD_THREAD`); before, `pidfd_open` refuses a thread that does not
@@ -173,7 +220,64 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
+    Ok(Copied(std::mem::ManuallyDrop::new(unsafe {
+        OwnedFd::from_raw_fd(copy as RawFd)
+    })))
+}
+
+/// Whether this process may install a filter with a listener of its own: refused (EBUSY)
+/// where a filter above it has one (a container's syscall interception, agentty inside
+/// agentty), or without seccomp. Tried on a short-lived thread, whose filter ends with it.
+pub(crate) fn listener_allowed() -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("agentty-notify-check".into())
+        .spawn(|| {
+            let allow = [libc::sock_filter {
+                code: (libc::BPF_RET | libc::BPF_K) as u16,
+                jt: 0,
+                jf: 0,
+                k: libc::SECCOMP_RET_ALLOW,
+            }];
+            let prog = libc::sock_fprog {
+                len: 1,
+                filter: allow.as_ptr().cast_mut(),
+            };
+            // SAFETY: plain prctl with integer arguments; on this thread only.
+            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: prog points to one valid instruction that outlives the call.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &raw const prog,
+                )
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: with NEW_LISTENER the syscall returns a fresh fd that nobody else owns.
+            drop(unsafe { OwnedFd::from_raw_fd(rc as RawFd) });
+            Ok(())
+        })?
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the check's thread panicked")))
+}
+
+/// Whether [`copy_fd`] works here (`pidfd_getfd`, Linux 5.6, and ptrace access to this
+/// process's children: Yama's `ptrace_scope` 2 and 3 refuse it to an unprivileged server):
+/// tried on a child of this process.
+pub(crate) fn fds_copyable() -> io::Result<()> {
+    let mut child = std::process::Command::new("/bin/sleep")
+        .arg("10")
+        .stdin(std::process::Stdio::null())
+        .spawn()?;
+    let copied = copy_fd(child.id(), 0).map(drop);
+    let _ = child.kill();
+    let _ = child.wait();
+    copied
 }
 
 /// `pidfd_open`'s flag for a pidfd of a thread, not its process (Linux 6.9; `O_EXCL`).

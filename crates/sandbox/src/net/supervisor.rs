@@ -112,6 +112,22 @@ impl std::fmt::Debug for Supervisor {
 }
 
 impl Supervisor {
+    /// Whether a supervisor can make confined commands' calls here: seccomp user notification
+    /// with structures this code knows ([`Supervisor::start`] checks that first), a listener
+    /// this process may have, and copies of its children's fds.
+    /// Tried once a process (a child is started for the last).
+    pub fn available() -> Result<(), String> {
+        static AVAILABLE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+        AVAILABLE
+            .get_or_init(|| {
+                notify::fits().map_err(|e| format!("seccomp user notification: {e}"))?;
+                notify::listener_allowed()
+                    .map_err(|e| format!("a listener of this process's own: {e}"))?;
+                notify::fds_copyable().map_err(|e| format!("a copy of a child's fd: {e}"))
+            })
+            .clone()
+    }
+
     /// Starts the supervisor's thread (`agentty-netwatch`), which asks `judge`. Start it from a
     /// thread that is not confined: the thread inherits its creator's seccomp filter.
     pub fn start(judge: Arc<dyn Judge>) -> io::Result<Arc<Supervisor>> {
@@ -273,15 +289,17 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
 /// judge's answer holds for the file the command named when it asked (another of its threads
 /// could put another file in that place before the kernel carried on).
 fn resize_for(judge: &dyn Judge, raw: RawFd, notif: &Notif) -> Step {
+    // An `int` to the kernel: the low word. Errors in the kernel's order: the fd, then the
+    // memory.
+    let theirs = match notify::copy_fd(notif.pid, notif.args[0] as u32 as i32) {
+        Ok(fd) => fd,
+        Err(e) => return Step::Fail(e.raw_os_error().unwrap_or(libc::EBADF)),
+    };
     let mut bytes = [0u8; std::mem::size_of::<libc::winsize>()];
     match notify::read_memory(notif.pid, notif.args[2], &mut bytes) {
         Ok(read) if read == bytes.len() => {}
         _ => return Step::Fail(libc::EFAULT),
     }
-    // An `int` to the kernel: the low word.
-    let Ok(theirs) = notify::copy_fd(notif.pid, notif.args[0] as u32 as i32) else {
-        return Step::Fail(libc::EBADF);
-    };
     // The pid named the command when its memory was read and its fd copied only if the
     // notification still waits.
     if !notify::id_valid(raw, notif.id) {

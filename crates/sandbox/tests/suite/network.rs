@@ -474,3 +474,76 @@ fn net_connects_with_a_unix_address_length_skip_the_supervisor() {
         "a connect the supervisor never judged got through"
     );
 }
+
+/// A command confined without the supervisor's listener (`apply_in_child`: a child that cannot
+/// hand it over) installs a filter with a listener of its own (the kernel allows one once no
+/// filter above has a live listener), which gets the calls first (the newest filter wins a tie)
+/// and lets them carry on: a terminal resize and a UDP socket. They still fail (ENOSYS), as
+/// without its filter: the calls meant for the supervisor are an errno in that case, which
+/// outranks any notification.
+#[test]
+fn net_a_listener_of_the_commands_own_gets_nothing_past_the_filter() {
+    let f = Fixture::new();
+    let judge = Arc::new(ListJudge::default());
+    let p = supervised(&f, &judge);
+    let script = r#"
+import ctypes, fcntl, os, platform, socket, struct, termios, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+arm = platform.machine() == "aarch64"
+SYS_seccomp, SYS_ioctl, SYS_socket = (277, 29, 198) if arm else (317, 16, 41)
+def op(code, jt, jf, k):
+    return struct.pack("=HBBI", code, jt, jf, k)
+prog = b"".join([
+    op(0x20, 0, 0, 0),                          # A = nr
+    op(0x15, 3, 0, SYS_socket),                 # socket: notify
+    op(0x15, 0, 3, SYS_ioctl),                  # not ioctl: allow
+    op(0x20, 0, 0, 24),                         # A = request
+    op(0x15, 0, 1, termios.TIOCSWINSZ),         # TIOCSWINSZ: notify
+    op(0x06, 0, 0, 0x7FC00000),                 # SECCOMP_RET_USER_NOTIF
+    op(0x06, 0, 0, 0x7FFF0000),                 # SECCOMP_RET_ALLOW
+])
+buf = ctypes.create_string_buffer(prog)
+fprog = struct.pack("=HxxxxxxQ", len(prog) // 8, ctypes.addressof(buf))
+fprog_buf = ctypes.create_string_buffer(fprog)
+libc.prctl(38, 1, 0, 0, 0)
+listener = libc.syscall(SYS_seccomp, 1, 8, fprog_buf)
+if listener < 0:
+    print("no listener", ctypes.get_errno())
+    raise SystemExit
+def carry_on():
+    while True:
+        notif = ctypes.create_string_buffer(80)
+        if libc.ioctl(listener, ctypes.c_ulong(0xC0502100), notif) != 0:
+            continue
+        nid = struct.unpack_from("=Q", notif.raw)[0]
+        resp = ctypes.create_string_buffer(struct.pack("=QqiI", nid, 0, 0, 1))
+        libc.ioctl(listener, ctypes.c_ulong(0xC0182101), resp)
+threading.Thread(target=carry_on, daemon=True).start()
+master, slave = os.openpty()
+try:
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 12, 34, 0, 0))
+    resized = "resized"
+except OSError as e:
+    resized = "resize %d" % e.errno
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp = "udp made"
+except OSError as e:
+    udp = "udp %d" % e.errno
+print(resized, udp)
+"#;
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.args(["-c", script])
+        .current_dir(&f.ws)
+        .env("HOME", &f.home)
+        .stdin(Stdio::null());
+    super::common::confine(&mut cmd, &p);
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        stdout(&out).trim(),
+        "resize 38 udp 38",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

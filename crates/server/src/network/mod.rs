@@ -477,10 +477,18 @@ pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, S
 }
 
 /// Starts the supervisor of a confining server in `on` or `off`, for confined commands'
-/// terminal resizes alone (`agentty_sandbox::Judge::resize`); `None` where the kernel has no
-/// seccomp user notification: then they are made by the kernel, as the command asks.
+/// terminal resizes alone (`agentty_sandbox::Judge::resize`); `None` where it could not make
+/// them (`Supervisor::available`: no seccomp user notification, a listener above this
+/// process's, no copies of its children's fds): then they are made by the kernel, as the
+/// command asks, and `doctor` says so.
 pub fn start_for_resizes(egress: &Arc<Egress>) -> Option<Arc<agentty_sandbox::Supervisor>> {
-    agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
+    agentty_sandbox::Supervisor::available()
+        .and_then(|()| {
+            agentty_sandbox::Supervisor::start(
+                Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>
+            )
+            .map_err(|e| e.to_string())
+        })
         .inspect_err(|e| tracing::warn!("confined commands' resizes are not supervised: {e}"))
         .ok()
 }
