@@ -144,3 +144,29 @@ def test_a_2026_clients_shell_is_allowlist_and_takes_the_sessions_approvals():
     finally:
         server.close()
         httpd.shutdown()
+
+
+def test_a_2026_clients_background_job_is_allowlist_and_says_so():
+    """A background job outlives its call's result, which is the only place this client can be
+    asked: its connections to hosts not listed are refused without a question, and the start
+    result's `[sandbox]` line says this client cannot ask the user."""
+    httpd = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Counted)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    target = f"{own_address()}:{httpd.server_address[1]}"
+    Counted.seen = 0
+    server = Stdio()
+    try:
+        fetch = f"curl -sS --max-time 20 http://{target}/ 2>&1 | tail -n 1"
+        started = server.call("terminal", {"command": fetch, "background": True}, caps=CAPS)
+        assert started.get("resultType") != "input_required", started
+        line = started["structuredContent"]["sandbox"]
+        assert "; network allowlist (this client cannot ask the user):" in line, line
+        job = started["structuredContent"]["job_id"]
+        ended = server.call("task_wait", {"id": job, "timeout_ms": 30000}, caps=CAPS)
+        assert ended.get("resultType") != "input_required", ended
+        text = said(ended)
+        assert target in text and "error 2010" in text, text
+        assert Counted.seen == 0
+    finally:
+        server.close()
+        httpd.shutdown()

@@ -238,10 +238,11 @@ impl Agentty {
             .line(escalated, self.network_asks(ctx))
     }
 
-    /// The line a shell's commands carry: a question about a host can only be asked while
-    /// its command waits (elicitation), never with a result, so for a 2026-07-28 client a
-    /// shell's network is `allowlist` (docs/BEHAVIOUR.md §13).
-    pub(crate) fn shell_sandbox_line_for(
+    /// The line of commands that outlive their call's result (a shell's, a background job's): a
+    /// question about a host can only be asked while the command waits (elicitation), never
+    /// with a result, so for a 2026-07-28 client their network is `allowlist`
+    /// (docs/BEHAVIOUR.md §13).
+    pub(crate) fn later_sandbox_line_for(
         &self,
         escalated: bool,
         ctx: &RequestContext<RoleServer>,

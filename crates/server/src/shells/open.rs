@@ -145,7 +145,7 @@ impl Agentty {
         self.watch_job(&job);
         crate::network::keep_while_running(&job, net);
         let marked = shell.flavor != Flavor::Unknown;
-        let sandbox = self.shell_sandbox_line_for(escalated, &ctx);
+        let sandbox = self.later_sandbox_line_for(escalated, &ctx);
         let workdir = workdir.display().to_string();
         let ends = match shell.flavor {
             Flavor::Bash | Flavor::Zsh => say::Ends::FromTheShell,

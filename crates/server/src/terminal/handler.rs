@@ -136,7 +136,7 @@ impl Agentty {
             view: None,
         };
         if prepared.background {
-            let line = self.sandbox_line_for(escalated, &ctx);
+            let line = self.later_sandbox_line_for(escalated, &ctx);
             return self.start_background(&prepared, request, line, &ctx, net);
         }
         // Shown in the web view while it runs, and in its history after.
@@ -168,7 +168,7 @@ impl Agentty {
         let outcome = match ran.await {
             Ok(RunEnd::Finished(o)) => o,
             Ok(RunEnd::TimedOut(handover)) => {
-                let line = self.sandbox_line_for(escalated, &ctx);
+                let line = self.later_sandbox_line_for(escalated, &ctx);
                 let result = self.adopt_timed_out(&prepared, handover, line, net).await;
                 record.other(Ending::Backgrounded, &result);
                 return result;
