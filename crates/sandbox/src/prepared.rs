@@ -303,11 +303,17 @@ impl Prepared {
             if let Some(reads) = reads {
                 reads.apply()?;
             }
-            if let Some(filter) = &self.filter
-                && let Some(listener) = filter.install()?
-                && let Some(supervisor) = &self.supervisor
-            {
-                supervisor.adopt(listener);
+            // A listener goes to the supervisor; with none, the filter has no listener (never
+            // one dropped: see `Filter::install_unlistened`).
+            if let Some(filter) = &self.filter {
+                match &self.supervisor {
+                    Some(supervisor) => {
+                        if let Some(listener) = filter.install()? {
+                            supervisor.adopt(listener);
+                        }
+                    }
+                    None => filter.install_unlistened()?,
+                }
             }
             if self.drop_caps {
                 crate::caps::drop_in_child()?;

@@ -8,6 +8,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a notification says: which syscall, of which thread, with which arguments.
 #[derive(Debug, Clone, Copy)]
@@ -169,6 +170,13 @@ impl Drop for Copied {
     }
 }
 
+/// Copies handed to the closer and not closed yet.
+static CLOSING: AtomicUsize = AtomicUsize::new(0);
+
+/// Copies that may wait to be closed at most: past it no fd is copied (EAGAIN), so a close
+/// that never ends (a lingering socket) cannot make the server hold every later copy.
+const CLOSING_MAX: usize = 64;
+
 /// Closes `fd` on the closer's thread (`agentty-closer`), started at the first; on this thread
 /// if it cannot start.
 fn close_elsewhere(fd: OwnedFd) {
@@ -179,21 +187,31 @@ fn close_elsewhere(fd: OwnedFd) {
         std::thread::Builder::new()
             .name("agentty-closer".into())
             .stack_size(64 * 1024)
-            .spawn(move || receive.into_iter().for_each(drop))
+            .spawn(move || {
+                for fd in receive {
+                    drop(fd);
+                    CLOSING.fetch_sub(1, Ordering::Relaxed);
+                }
+            })
             .ok()
             .map(|_| Mutex::new(send))
     });
     if let Some(send) = closer {
+        CLOSING.fetch_add(1, Ordering::Relaxed);
         let send = send
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(mpsc::SendError(fd)) = send.send(fd) {
+            CLOSING.fetch_sub(1, Ordering::Relaxed);
             drop(fd);
         }
     }
 }
 
 pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<Copied> {
+    if CLOSING.load(Ordering::Relaxed) >= CLOSING_MAX {
+        return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+    }
     // A notification names the thread that made the call, and the fd is in that thread's table:
     // a thread may have one of its own (`unshare(CLONE_FILES)`). From Linux 6.9 a pidfd names
     // the thread itself (`PIDFD_THREAD`); before, `pidfd_open` refuses a thread that does not
@@ -266,18 +284,23 @@ pub(crate) fn listener_allowed() -> io::Result<()> {
         .unwrap_or_else(|_| Err(io::Error::other("the check's thread panicked")))
 }
 
-/// Whether [`copy_fd`] works here (`pidfd_getfd`, Linux 5.6, and ptrace access to this
-/// process's children: Yama's `ptrace_scope` 2 and 3 refuse it to an unprivileged server):
-/// tried on a child of this process.
+/// Whether [`copy_fd`] works here: `pidfd_getfd` (Linux 5.6), tried on this process, and
+/// ptrace access to its children, which Yama's `ptrace_scope` 2 and 3 refuse to a server
+/// without `CAP_SYS_PTRACE` (an unprivileged one; a root one keeps the capability).
 pub(crate) fn fds_copyable() -> io::Result<()> {
-    let mut child = std::process::Command::new("/bin/sleep")
-        .arg("10")
-        .stdin(std::process::Stdio::null())
-        .spawn()?;
-    let copied = copy_fd(child.id(), 0).map(drop);
-    let _ = child.kill();
-    let _ = child.wait();
-    copied
+    let probe = std::fs::File::open("/dev/null")?;
+    drop(copy_fd(std::process::id(), probe.as_raw_fd())?);
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    // SAFETY: geteuid reads the caller's effective uid.
+    if scope >= 2 && unsafe { libc::geteuid() } != 0 {
+        return Err(io::Error::other(format!(
+            "Yama's ptrace_scope is {scope}: only a privileged server may copy its children's fds"
+        )));
+    }
+    Ok(())
 }
 
 /// `pidfd_open`'s flag for a pidfd of a thread, not its process (Linux 6.9; `O_EXCL`).

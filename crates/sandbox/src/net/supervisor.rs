@@ -115,17 +115,19 @@ impl Supervisor {
     /// Whether a supervisor can make confined commands' calls here: seccomp user notification
     /// with structures this code knows ([`Supervisor::start`] checks that first), a listener
     /// this process may have, and copies of its children's fds.
-    /// Tried once a process (a child is started for the last).
+    /// Found once a process; a failure (which may pass: a thread that could not start) is
+    /// tried again at the next ask.
     pub fn available() -> Result<(), String> {
-        static AVAILABLE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-        AVAILABLE
-            .get_or_init(|| {
-                notify::fits().map_err(|e| format!("seccomp user notification: {e}"))?;
-                notify::listener_allowed()
-                    .map_err(|e| format!("a listener of this process's own: {e}"))?;
-                notify::fds_copyable().map_err(|e| format!("a copy of a child's fd: {e}"))
-            })
-            .clone()
+        static AVAILABLE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+        if AVAILABLE.get().is_some() {
+            return Ok(());
+        }
+        notify::fits().map_err(|e| format!("seccomp user notification: {e}"))?;
+        notify::listener_allowed()
+            .map_err(|e| format!("a seccomp listener of this process's own: {e}"))?;
+        notify::fds_copyable().map_err(|e| format!("a copy of a child's fd: {e}"))?;
+        let _ = AVAILABLE.set(());
+        Ok(())
     }
 
     /// Starts the supervisor's thread (`agentty-netwatch`), which asks `judge`. Start it from a

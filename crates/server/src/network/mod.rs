@@ -472,6 +472,9 @@ pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, S
             .start_proxy()
             .map_err(|e| format!("the proxy could not listen: {e}"))?;
     }
+    // Said at start where it cannot work (a listener above the server's), rather than by every
+    // command's connects failing.
+    agentty_sandbox::Supervisor::available()?;
     agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
         .map_err(|e| e.to_string())
 }
