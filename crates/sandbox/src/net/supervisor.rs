@@ -115,6 +115,7 @@ impl Supervisor {
     /// Whether a supervisor can make confined commands' calls here: seccomp user notification
     /// with structures this code knows ([`Supervisor::start`] checks that first), a listener
     /// this process may have, and copies of its children's fds.
+    ///
     /// Found once a process; a failure (which may pass: a thread that could not start) is
     /// tried again at the next ask.
     pub fn available() -> Result<(), String> {

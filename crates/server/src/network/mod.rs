@@ -465,6 +465,9 @@ impl Egress {
 /// Starts the network of a confining server in `allowlist` or `ask`: the proxy on this
 /// runtime, and the supervisor that confined commands' connects go to; the error says why not.
 pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, String> {
+    // Said at start where it cannot work (a listener above the server's), rather than by every
+    // command's connects failing; before the proxy listens for nothing.
+    agentty_sandbox::Supervisor::available()?;
     // A server made outside a runtime (a unit test) has no proxy: its commands reach only
     // loopback.
     if tokio::runtime::Handle::try_current().is_ok() {
@@ -472,9 +475,6 @@ pub fn start(egress: &Arc<Egress>) -> Result<Arc<agentty_sandbox::Supervisor>, S
             .start_proxy()
             .map_err(|e| format!("the proxy could not listen: {e}"))?;
     }
-    // Said at start where it cannot work (a listener above the server's), rather than by every
-    // command's connects failing.
-    agentty_sandbox::Supervisor::available()?;
     agentty_sandbox::Supervisor::start(Arc::clone(egress) as Arc<dyn agentty_sandbox::Judge>)
         .map_err(|e| e.to_string())
 }
