@@ -219,6 +219,26 @@ async fn a_shell_keeps_state_reports_exit_codes_and_is_a_job() {
     );
 }
 
+/// A program that sets the terminal's size (`stty cols`) has the screen follow it: what it
+/// draws for that width is not wrapped at the old one, and `shell_list` says the new size.
+#[tokio::test]
+async fn the_screen_follows_a_size_set_inside_the_terminal() {
+    let server = start().await;
+    ok(&server, "shell_open", json!({"cols": 100, "rows": 30})).await;
+    let wide = "0".repeat(130);
+    ok(
+        &server,
+        "shell_send",
+        json!({"id": "s1", "input": "clear; stty cols 133 rows 41; printf '%0130d\\n' 0\n"}),
+    )
+    .await;
+    let (screen, s) = ok(&server, "shell_read", json!({"id": "s1", "screen": true})).await;
+    assert_eq!(s["screen"]["cols"], 133, "{screen}");
+    assert!(screen.lines().any(|line| line == wide), "{screen}");
+    let (list, _) = ok(&server, "shell_list", json!({})).await;
+    assert!(list.contains("133x41"), "{list}");
+}
+
 #[tokio::test]
 async fn prompts_ctrl_c_and_screens() {
     let server = start().await;

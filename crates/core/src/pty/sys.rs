@@ -110,6 +110,16 @@ pub fn settings_lockable() -> bool {
     locked
 }
 
+/// The terminal's window size now, as (cols, rows): whoever set it last (the server, or a
+/// program in it: `stty cols`).
+pub fn window_size(master: RawFd) -> Option<(u16, u16)> {
+    // SAFETY: a zeroed winsize is a valid value for the kernel to fill.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize to the pointer.
+    check(unsafe { libc::ioctl(master, libc::TIOCGWINSZ, &raw mut size) }).ok()?;
+    Some((size.ws_col, size.ws_row))
+}
+
 /// Sets the terminal's window size (the kernel sends SIGWINCH to the foreground group).
 pub fn set_size(master: RawFd, cols: u16, rows: u16) -> io::Result<()> {
     let size = libc::winsize {

@@ -20,6 +20,16 @@ impl Shell {
     pub(super) fn ingest(&self, chunk: &[u8]) -> bool {
         let mut guard = lock(&self.live);
         let live = &mut *guard;
+        // A program in the terminal may have set its size (`stty cols`): what follows is drawn
+        // for that size, so the screen takes it first.
+        if let Some((cols, rows)) = self.master().and_then(|m| sys::window_size(m.raw()))
+            && (cols, rows) != self.size()
+            && let (Some(c), Some(r)) = (NonZeroU16::new(cols), NonZeroU16::new(rows))
+        {
+            live.screen.set_size(r, c);
+            self.cols.store(cols, Ordering::Relaxed);
+            self.rows.store(rows, Ordering::Relaxed);
+        }
         live.last_output = Instant::now();
         live.raw_tail.extend(chunk);
         live.raw_total += chunk.len() as u64;
