@@ -245,41 +245,17 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<Copied> {
 
 /// Whether this process may install a filter with a listener of its own: refused (EBUSY)
 /// where a filter above it has one (a container's syscall interception, agentty inside
-/// agentty), or without seccomp. Tried on a short-lived thread, whose filter ends with it.
+/// agentty), or without seccomp. The filter confined commands get with a supervisor, installed
+/// on a short-lived thread, whose filter ends with it.
 pub(crate) fn listener_allowed() -> io::Result<()> {
+    let filter = crate::seccomp::Filter::new(crate::seccomp::FilterSpec {
+        resizes_supervised: true,
+        ..Default::default()
+    })
+    .ok_or_else(|| io::Error::other("no seccomp filter for this architecture"))?;
     std::thread::Builder::new()
         .name("agentty-notify-check".into())
-        .spawn(|| {
-            let allow = [libc::sock_filter {
-                code: (libc::BPF_RET | libc::BPF_K) as u16,
-                jt: 0,
-                jf: 0,
-                k: libc::SECCOMP_RET_ALLOW,
-            }];
-            let prog = libc::sock_fprog {
-                len: 1,
-                filter: allow.as_ptr().cast_mut(),
-            };
-            // SAFETY: plain prctl with integer arguments; on this thread only.
-            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: prog points to one valid instruction that outlives the call.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                    &raw const prog,
-                )
-            };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: with NEW_LISTENER the syscall returns a fresh fd that nobody else owns.
-            drop(unsafe { OwnedFd::from_raw_fd(rc as RawFd) });
-            Ok(())
-        })?
+        .spawn(move || filter.install().map(drop))?
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the check's thread panicked")))
 }
