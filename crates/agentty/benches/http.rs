@@ -10,6 +10,9 @@
 //! request (`common::http::floor`), what any server of commands over HTTP pays on this machine
 //! before MCP, the sandbox and the capture. Each line says how much of the host's CPU time the
 //! host took for others meanwhile (steal, on a VM): a run with high steal is a noisy run.
+//!
+//! Section 1 also counts the system calls the server's own threads make per trivial call
+//! (`perf stat`, where it may trace).
 //! 3. The server's RSS with 64 idle sessions open [≤ 64 MB].
 //! 4. 1000 requests without the token: all 401, and no process started.
 //!
@@ -44,6 +47,16 @@ const CALLS_PER_SESSION: usize = 200;
 const ROUNDS: usize = 4;
 const IDLE_SESSIONS: usize = 64;
 const UNAUTHORIZED: usize = 1000;
+
+/// The system calls the server at `pid` makes per trivial call of `client`.
+async fn syscalls_per_call(client: &mut Blocking, pid: u32) -> Option<f64> {
+    let calls = async {
+        for _ in 0..CALLS {
+            client.trivial();
+        }
+    };
+    common::syscalls::per_call(pid, CALLS, calls).await.1
+}
 
 fn main() {
     common::http::floor::serve_if_asked();
@@ -136,6 +149,21 @@ async fn bench() {
             over_blocking / theirs,
         );
     }
+
+    // The server's own system calls per trivial HTTP call (the command's are not counted).
+    let ours = syscalls_per_call(&mut blocking, server_pid).await;
+    let theirs = match (&mut other, &against) {
+        (Some(other), Some((.., pid))) => Some(syscalls_per_call(other, *pid).await),
+        _ => None,
+    };
+    println!(
+        "trivial call: system calls per HTTP call by the server's threads {}{}",
+        common::syscalls::said(ours),
+        theirs.map_or_else(String::new, |n| format!(
+            "; against: {}",
+            common::syscalls::said(n)
+        ))
+    );
 
     // 2. 16 sessions at once vs 16 raw loops at once. Where the CPU goes, per call: this
     // process (the clients, or the raw loops' spawning), the server, and the rest of the machine

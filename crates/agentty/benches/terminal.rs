@@ -13,7 +13,8 @@
 //!    interleaved.
 //!
 //! The trivial call is also timed on a server with `--network on` (no network filter), to show
-//! what the filter costs a call that makes no connection.
+//! what the filter costs a call that makes no connection, and the system calls the server's
+//! own threads make per trivial call are counted (`perf stat`, where it may trace).
 //!
 //! `AGENTTY_BENCH_AGAINST=<another agentty binary>` also serves that build, sandboxed and
 //! unconfined, and times its trivial call in the same rounds (an A/B of a change).
@@ -38,6 +39,8 @@ use common::{median, micros, start, status_kib};
 
 const TRIVIAL_CALLS: usize = 400;
 const WARMUP_CALLS: usize = 40;
+/// Calls whose system calls are counted.
+const COUNTED_CALLS: usize = 200;
 const FLOOD_RUNS: usize = 3;
 /// Rounds of the three downloads: on a loaded machine a single transfer swings 2x, so more than
 /// the other parts take.
@@ -55,11 +58,13 @@ async fn main() {
     let (open, _) = start(workspace.path(), state.path(), &["--network", "on"]).await;
     let state_against = agentty_testkit::state_dir();
     let mut against = Vec::new();
+    let mut against_pid = None;
     let against_binary = std::env::var_os("AGENTTY_BENCH_AGAINST").map(std::path::PathBuf::from);
     if let Some(binary) = &against_binary {
         for flags in [&[][..], &["--no-sandbox"][..]] {
-            let (client, _) =
+            let (client, pid) =
                 common::start_of(binary, workspace.path(), state_against.path(), flags).await;
+            against_pid.get_or_insert(pid);
             against.push(client);
         }
     }
@@ -173,6 +178,21 @@ async fn main() {
         );
     }
 
+    // The server's own system calls per trivial call (the command's are not counted).
+    let ours = syscalls_per_trivial_call(&client, server_pid).await;
+    let theirs = match (against.first(), against_pid) {
+        (Some(other), Some(pid)) => Some(syscalls_per_trivial_call(other, pid).await),
+        _ => None,
+    };
+    println!(
+        "trivial call: system calls per call by the server's threads {}{}",
+        common::syscalls::said(ours),
+        theirs.map_or_else(String::new, |n| format!(
+            "; against: {}",
+            common::syscalls::said(n)
+        ))
+    );
+
     // 2. Flood.
     let (mut base, mut ours, mut reply) = (Vec::new(), Vec::new(), 0usize);
     for _ in 0..FLOOD_RUNS {
@@ -211,6 +231,21 @@ async fn main() {
     for other in against {
         let _ = other.cancel().await;
     }
+}
+
+/// The system calls the sandboxed server at `pid` makes per `terminal({argv:["true"]})`.
+async fn syscalls_per_trivial_call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    pid: u32,
+) -> Option<f64> {
+    let calls = async {
+        for _ in 0..COUNTED_CALLS {
+            common::call(client, "terminal", json!({"argv": ["true"]})).await;
+        }
+    };
+    common::syscalls::per_call(pid, COUNTED_CALLS, calls)
+        .await
+        .1
 }
 
 /// A loopback HTTP server of the bench answering every request with `DOWNLOAD_BYTES` bytes.

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each bench uses its own part
 
 pub mod http;
+pub mod syscalls;
 
 use std::time::Duration;
 
