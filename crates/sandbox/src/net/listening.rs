@@ -116,7 +116,7 @@ fn unprivileged_port_start() -> u16 {
 
 /// A socket of the server's namespace in the place of `theirs` (TCP, of `domain`): its options
 /// and blocking mode, unbound.
-fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<OwnedFd, i32> {
+fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<notify::ClosedElsewhere, i32> {
     let ours = tcp_socket(domain).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOBUFS))?;
     copy_options(theirs, &ours, domain);
     for (level, name) in BIND_OPTIONS {

@@ -146,16 +146,23 @@ pub(crate) fn read_memory(pid: u32, address: u64, buf: &mut [u8]) -> io::Result<
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
-/// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).
-/// A copy of a command's fd ([`copy_fd`]), closed off the supervisor's thread: once the command
-/// closed its own, this is the file's last reference, and its close runs the file's release,
-/// which may wait (a TCP socket lingering with unsent data waits for its peer, with no
-/// bound). On the supervisor's thread that wait would hold every confined command's connects
-/// and resizes.
+/// A file the supervisor holds that a command holds too, closed off the supervisor's thread: a
+/// copy of a command's fd ([`copy_fd`]), or a socket the supervisor made and put in a command's
+/// place (`supervisor::tcp_socket`). Once the command closed its own, this is the file's last
+/// reference, and its close runs the file's release, which may wait: a TCP socket lingering
+/// (`SO_LINGER`, which a command sets on its socket, copied to ours, or on the one it was
+/// given) with unsent data waits for its peer, up to the linger time. On the supervisor's
+/// thread that wait would hold every confined command's connects and resizes, every caller's.
 #[derive(Debug)]
-pub(crate) struct Copied(std::mem::ManuallyDrop<OwnedFd>);
+pub(crate) struct ClosedElsewhere(std::mem::ManuallyDrop<OwnedFd>);
 
-impl std::ops::Deref for Copied {
+impl ClosedElsewhere {
+    pub(crate) fn new(fd: OwnedFd) -> Self {
+        Self(std::mem::ManuallyDrop::new(fd))
+    }
+}
+
+impl std::ops::Deref for ClosedElsewhere {
     type Target = OwnedFd;
 
     fn deref(&self) -> &OwnedFd {
@@ -163,18 +170,19 @@ impl std::ops::Deref for Copied {
     }
 }
 
-impl Drop for Copied {
+impl Drop for ClosedElsewhere {
     fn drop(&mut self) {
         // SAFETY: taken once, here, and never used again.
         close_elsewhere(unsafe { std::mem::ManuallyDrop::take(&mut self.0) });
     }
 }
 
-/// Copies handed to the closer and not closed yet.
+/// Files handed to the closer and not closed yet.
 static CLOSING: AtomicUsize = AtomicUsize::new(0);
 
-/// Copies that may wait to be closed at most: past it no fd is copied (EAGAIN), so a close
-/// that never ends (a lingering socket) cannot make the server hold every later copy.
+/// Files that may wait to be closed at most: past it no fd is copied (EAGAIN; every socket the
+/// supervisor makes follows a copy), so a close that never ends (a lingering socket) cannot
+/// make the server hold every later one.
 const CLOSING_MAX: usize = 64;
 
 /// Closes `fd` on the closer's thread (`agentty-closer`), started at the first; on this thread
@@ -208,7 +216,8 @@ fn close_elsewhere(fd: OwnedFd) {
     }
 }
 
-pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<Copied> {
+/// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).
+pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<ClosedElsewhere> {
     if CLOSING.load(Ordering::Relaxed) >= CLOSING_MAX {
         return Err(io::Error::from_raw_os_error(libc::EAGAIN));
     }
@@ -238,9 +247,9 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<Copied> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd nobody else owns.
-    Ok(Copied(std::mem::ManuallyDrop::new(unsafe {
+    Ok(ClosedElsewhere::new(unsafe {
         OwnedFd::from_raw_fd(copy as RawFd)
-    })))
+    }))
 }
 
 /// Whether this process may install a filter with a listener of its own: refused (EBUSY)

@@ -554,8 +554,9 @@ pub(super) fn socket_error(socket: &OwnedFd) -> i32 {
     int_option(socket, libc::SOL_SOCKET, libc::SO_ERROR).unwrap_or(libc::EIO)
 }
 
-/// A new non-blocking, close-on-exec TCP socket of `domain`.
-pub(super) fn tcp_socket(domain: i32) -> io::Result<OwnedFd> {
+/// A new non-blocking, close-on-exec TCP socket of `domain`, closed off this thread: it goes in a
+/// command's place, and its last close may wait ([`notify::ClosedElsewhere`]).
+pub(super) fn tcp_socket(domain: i32) -> io::Result<notify::ClosedElsewhere> {
     // SAFETY: socket with constant arguments; the fd it returns is ours.
     let fd = unsafe {
         libc::socket(
@@ -568,7 +569,9 @@ pub(super) fn tcp_socket(domain: i32) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(notify::ClosedElsewhere::new(unsafe {
+        OwnedFd::from_raw_fd(fd)
+    }))
 }
 
 /// The options a program sets before it connects, copied from its socket to ours.
@@ -703,5 +706,93 @@ mod tests {
         unix[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
         assert_eq!(socket_address(&unix), None);
         assert_eq!(socket_address(&[]), None);
+    }
+
+    /// A socket the supervisor made and put in a command's place, whose last reference it holds
+    /// (the command closed its own), lingering with unsent data: its close waits for the peer
+    /// up to the linger time. Dropped, it must not hold the supervisor's thread that long (every
+    /// confined command's connects and resizes wait there).
+    #[test]
+    fn a_lingering_socket_of_the_supervisors_does_not_hold_its_thread() {
+        use std::time::{Duration, Instant};
+        let set = |fd: RawFd, level: i32, name: i32, value: &[u8]| {
+            // SAFETY: `value` is a live buffer of the option's size.
+            let done = unsafe {
+                libc::setsockopt(
+                    fd,
+                    level,
+                    name,
+                    value.as_ptr().cast(),
+                    value.len() as libc::socklen_t,
+                )
+            };
+            assert_eq!(done, 0, "{}", io::Error::last_os_error());
+        };
+        // A peer that never reads (its connection is never even accepted), with little room.
+        let peer = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set(
+            peer.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            &4096i32.to_ne_bytes(),
+        );
+        let ours = tcp_socket(libc::AF_INET).unwrap();
+        set(
+            ours.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            &4096i32.to_ne_bytes(),
+        );
+        match connect(&ours, peer.local_addr().unwrap()) {
+            Ok(()) | Err(libc::EINPROGRESS) => {}
+            Err(errno) => panic!("connect: errno {errno}"),
+        }
+        let mut pollfd = libc::pollfd {
+            fd: ours.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, alive for the call.
+        assert_eq!(unsafe { libc::poll(&raw mut pollfd, 1, 5000) }, 1);
+        assert_eq!(socket_error(&ours), 0);
+        // Unsent data: written until the peer's window and our buffer are full.
+        let chunk = [0u8; 4096];
+        let mut sent = 0usize;
+        loop {
+            // SAFETY: `chunk` is a live buffer of its length.
+            let n = unsafe {
+                libc::send(
+                    ours.as_raw_fd(),
+                    chunk.as_ptr().cast(),
+                    chunk.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+            sent += n as usize;
+        }
+        assert!(sent > 0);
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 4,
+        };
+        // SAFETY: plain data of the option's size.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&raw const linger).cast::<u8>(),
+                std::mem::size_of::<libc::linger>(),
+            )
+        };
+        set(ours.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, bytes);
+        let started = Instant::now();
+        drop(ours);
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(1),
+            "the close held the dropping thread {took:?}"
+        );
+        drop(peer);
     }
 }

@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::notify;
+use super::notify::{self, ClosedElsewhere};
 use super::supervisor::{Judge, Step, hand_over, set_blocking, socket_error};
 use super::unix::Unix;
 
@@ -50,7 +50,7 @@ pub(super) struct Pending {
 enum Awaiting {
     /// A TCP connection being made, for the command's fd `target_fd`.
     Connection {
-        socket: OwnedFd,
+        socket: ClosedElsewhere,
         target_fd: i32,
         cloexec: bool,
     },
@@ -67,7 +67,7 @@ impl Pending {
     pub(super) fn connecting(
         listener: &Arc<OwnedFd>,
         id: u64,
-        socket: OwnedFd,
+        socket: ClosedElsewhere,
         target_fd: i32,
         cloexec: bool,
     ) -> Self {
