@@ -314,10 +314,15 @@ fn resize_for(judge: &dyn Judge, raw: RawFd, notif: &Notif) -> Step {
         ws_xpixel: u16::from_ne_bytes([bytes[4], bytes[5]]),
         ws_ypixel: u16::from_ne_bytes([bytes[6], bytes[7]]),
     };
-    match judge.resize(theirs.as_fd(), &size) {
+    let made = match judge.resize(theirs.as_fd(), &size) {
         Ok(()) => Step::Succeed,
         Err(e) => Step::Fail(e.raw_os_error().unwrap_or(libc::EIO)),
-    }
+    };
+    // Answered before the copy is let go: handing it to the closer wakes that thread, and an
+    // interactive bash resizes its terminal after every command, waiting.
+    waiting::answer(raw, notif.id, made);
+    drop(theirs);
+    Step::Done
 }
 
 /// `connect(fd, address, len)` of a confined command.
