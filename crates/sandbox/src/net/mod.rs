@@ -5,6 +5,8 @@
 //! notification (`notify.rs`). What is allowed is the server's to judge ([`Judge`]); the seccomp filter's
 //! socket rules are in `seccomp.rs`, the Landlock TCP rule in `landlock.rs`.
 
+#[cfg(test)]
+mod closing_tests;
 mod credentials;
 mod listening;
 mod notify;

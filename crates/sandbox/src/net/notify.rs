@@ -148,17 +148,27 @@ pub(crate) fn read_memory(pid: u32, address: u64, buf: &mut [u8]) -> io::Result<
 
 /// A file the supervisor holds that a command holds too, closed off the supervisor's thread: a
 /// copy of a command's fd ([`copy_fd`]), or a socket the supervisor made and put in a command's
-/// place (`supervisor::tcp_socket`). Once the command closed its own, this is the file's last
-/// reference, and its close runs the file's release, which may wait: a TCP socket lingering
-/// (`SO_LINGER`, which a command sets on its socket, copied to ours, or on the one it was
-/// given) with unsent data waits for its peer, up to the linger time. On the supervisor's
-/// thread that wait would hold every confined command's connects and resizes, every caller's.
+/// place (`supervisor::tcp_socket`, `unix.rs`). Once the command closed its own, this is the
+/// file's last reference, and its close runs the file's release, which may wait: a TCP socket
+/// lingering (`SO_LINGER`, which a command sets on its socket, copied to ours, or on the one it
+/// was given) with unsent data waits for its peer up to the linger time, and so does one a
+/// unix socket holds in flight (`SCM_RIGHTS`), whose last reference goes with the unix
+/// socket's. On the supervisor's thread that wait would hold every confined command's
+/// connects and resizes, every caller's. See [`close_elsewhere`] for where it is closed.
 #[derive(Debug)]
 pub(crate) struct ClosedElsewhere(std::mem::ManuallyDrop<OwnedFd>);
 
 impl ClosedElsewhere {
     pub(crate) fn new(fd: OwnedFd) -> Self {
         Self(std::mem::ManuallyDrop::new(fd))
+    }
+
+    /// The fd, to be closed by whoever holds it (a test's control).
+    #[cfg(test)]
+    pub(crate) fn into_inner(self) -> OwnedFd {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: taken once; `this` is never dropped.
+        unsafe { std::mem::ManuallyDrop::take(&mut this.0) }
     }
 }
 
@@ -181,12 +191,18 @@ impl Drop for ClosedElsewhere {
 static CLOSING: AtomicUsize = AtomicUsize::new(0);
 
 /// Files that may wait to be closed at most: past it no fd is copied (EAGAIN; every socket the
-/// supervisor makes follows a copy), so a close that never ends (a lingering socket) cannot
-/// make the server hold every later one.
-const CLOSING_MAX: usize = 64;
+/// supervisor makes follows a copy). The closer never waits on a linger (see
+/// [`close_elsewhere`]), so this bounds only a burst, or closes a file system holds up.
+const CLOSING_MAX: usize = 256;
 
-/// Closes `fd` on the closer's thread (`agentty-closer`), started at the first; on this thread
-/// if it cannot start.
+/// Closes `fd` off this thread: on the closer's thread (`agentty-closer`), started at the
+/// first (on this thread if it cannot start), where a terminal or a pipe is closed, and any
+/// other file handed to a short-lived thread of its own (`agentty-release`), which takes the
+/// files out of the process's fd table into one of its own (`unshare(CLONE_FILES)`) and ends:
+/// a thread's files are released as it exits, and the kernel does not wait on a socket's
+/// linger for an exiting thread (`inet_release`), nor on one a unix socket had in flight, whose
+/// release is deferred to the same exit. A release that waits all the same (a file system
+/// that holds up a flush) holds that thread only, and what it took; the closer goes on.
 fn close_elsewhere(fd: OwnedFd) {
     use std::sync::{Mutex, OnceLock, mpsc};
     static CLOSER: OnceLock<Option<Mutex<mpsc::Sender<OwnedFd>>>> = OnceLock::new();
@@ -196,9 +212,15 @@ fn close_elsewhere(fd: OwnedFd) {
             .name("agentty-closer".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                for fd in receive {
-                    drop(fd);
-                    CLOSING.fetch_sub(1, Ordering::Relaxed);
+                while let Ok(first) = receive.recv() {
+                    let mut taken = vec![first];
+                    taken.extend(receive.try_iter());
+                    let count = taken.len();
+                    let (plain, others): (Vec<OwnedFd>, Vec<OwnedFd>) =
+                        taken.into_iter().partition(closes_at_once);
+                    drop(plain);
+                    release_on_an_exiting_thread(others);
+                    CLOSING.fetch_sub(count, Ordering::Relaxed);
                 }
             })
             .ok()
@@ -214,6 +236,82 @@ fn close_elsewhere(fd: OwnedFd) {
             drop(fd);
         }
     }
+}
+
+/// Whether `fd`'s last close cannot wait: a pipe, or a pseudo-terminal (either side: a
+/// terminal of a command's, what an interactive shell resizes after every command).
+fn closes_at_once(fd: &OwnedFd) -> bool {
+    // SAFETY: fstat writes one stat into a live, zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+        return false;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => true,
+        libc::S_IFCHR => {
+            let (major, minor) = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
+            // Unix98 pty slaves (136-143), `/dev/ptmx` (5, 2).
+            (136..=143).contains(&major) || (major, minor) == (5, 2)
+        }
+        _ => false,
+    }
+}
+
+/// Hands `files` to a thread of their own, which takes them into an fd table of its own and
+/// ends, releasing them as it exits (see [`close_elsewhere`]). Returns once they are out of
+/// this process's table. If the thread cannot start or take them, they are closed here.
+fn release_on_an_exiting_thread(files: Vec<OwnedFd>) {
+    use std::sync::mpsc;
+    if files.is_empty() {
+        return;
+    }
+    let (unshared, told) = mpsc::sync_channel::<bool>(0);
+    let (go, wait) = mpsc::sync_channel::<()>(0);
+    let mut kept: Vec<u32> = files.iter().map(|fd| fd.as_raw_fd() as u32).collect();
+    kept.sort_unstable();
+    let started = std::thread::Builder::new()
+        .name("agentty-release".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let own = table_of_its_own_with(&kept);
+            let _ = unshared.send(own);
+            if own {
+                // The process's table lets go of them first: then this one holds their last
+                // references when the thread ends.
+                let _ = wait.recv();
+            }
+        });
+    let took = started.is_ok() && told.recv().unwrap_or(false);
+    // Dropped here: the last references when the thread did not take them; else this table's,
+    // which the thread's table holds still.
+    drop(files);
+    if took {
+        let _ = go.send(());
+    }
+}
+
+/// Gives the calling thread an fd table of its own holding only the fds `kept` (sorted): the
+/// first `close_range` unshares the table (`CLOSE_RANGE_UNSHARE`, Linux 5.9, which the
+/// supervisor needs anyway), and each closes the copies between two kept fds. False if it
+/// could not: then the thread shares the process's table still.
+fn table_of_its_own_with(kept: &[u32]) -> bool {
+    const CLOSE_RANGE_UNSHARE: libc::c_uint = 1 << 1;
+    let (mut from, mut own) = (0u32, false);
+    for &fd in kept.iter().chain(std::iter::once(&u32::MAX)) {
+        if fd > from {
+            // SAFETY: close_range closes the fds from..=fd-1 of this thread's table, which after
+            // the first call (CLOSE_RANGE_UNSHARE) is a copy of its own.
+            let rc =
+                unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, CLOSE_RANGE_UNSHARE) };
+            if rc != 0 && !own {
+                return false;
+            }
+            own = true;
+        }
+        from = fd.saturating_add(1);
+    }
+    own
 }
 
 /// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).

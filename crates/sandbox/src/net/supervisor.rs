@@ -240,7 +240,7 @@ impl Supervisor {
     }
 }
 
-fn poll_for(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+pub(super) fn poll_for(fd: RawFd, events: libc::c_short) -> libc::pollfd {
     libc::pollfd {
         fd,
         events,
@@ -625,7 +625,7 @@ pub(super) fn copy_options(theirs: &OwnedFd, ours: &OwnedFd, domain: i32) {
 }
 
 /// `connect` of our non-blocking socket; the errno on failure (EINPROGRESS included).
-fn connect(socket: &OwnedFd, to: SocketAddr) -> Result<(), i32> {
+pub(super) fn connect(socket: &OwnedFd, to: SocketAddr) -> Result<(), i32> {
     with_sockaddr(to, |address, length| {
         // SAFETY: `address` points to a valid address of `length` bytes.
         unsafe { libc::connect(socket.as_raw_fd(), address, length) }
@@ -711,93 +711,5 @@ mod tests {
         unix[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
         assert_eq!(socket_address(&unix), None);
         assert_eq!(socket_address(&[]), None);
-    }
-
-    /// A socket the supervisor made and put in a command's place, whose last reference it holds
-    /// (the command closed its own), lingering with unsent data: its close waits for the peer
-    /// up to the linger time. Dropped, it must not hold the supervisor's thread that long (every
-    /// confined command's connects and resizes wait there).
-    #[test]
-    fn a_lingering_socket_of_the_supervisors_does_not_hold_its_thread() {
-        use std::time::{Duration, Instant};
-        let set = |fd: RawFd, level: i32, name: i32, value: &[u8]| {
-            // SAFETY: `value` is a live buffer of the option's size.
-            let done = unsafe {
-                libc::setsockopt(
-                    fd,
-                    level,
-                    name,
-                    value.as_ptr().cast(),
-                    value.len() as libc::socklen_t,
-                )
-            };
-            assert_eq!(done, 0, "{}", io::Error::last_os_error());
-        };
-        // A peer that never reads (its connection is never even accepted), with little room.
-        let peer = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        set(
-            peer.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            &4096i32.to_ne_bytes(),
-        );
-        let ours = tcp_socket(libc::AF_INET).unwrap();
-        set(
-            ours.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            &4096i32.to_ne_bytes(),
-        );
-        match connect(&ours, peer.local_addr().unwrap()) {
-            Ok(()) | Err(libc::EINPROGRESS) => {}
-            Err(errno) => panic!("connect: errno {errno}"),
-        }
-        let mut pollfd = libc::pollfd {
-            fd: ours.as_raw_fd(),
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one pollfd, alive for the call.
-        assert_eq!(unsafe { libc::poll(&raw mut pollfd, 1, 5000) }, 1);
-        assert_eq!(socket_error(&ours), 0);
-        // Unsent data: written until the peer's window and our buffer are full.
-        let chunk = [0u8; 4096];
-        let mut sent = 0usize;
-        loop {
-            // SAFETY: `chunk` is a live buffer of its length.
-            let n = unsafe {
-                libc::send(
-                    ours.as_raw_fd(),
-                    chunk.as_ptr().cast(),
-                    chunk.len(),
-                    libc::MSG_NOSIGNAL,
-                )
-            };
-            if n <= 0 {
-                break;
-            }
-            sent += n as usize;
-        }
-        assert!(sent > 0);
-        let linger = libc::linger {
-            l_onoff: 1,
-            l_linger: 4,
-        };
-        // SAFETY: plain data of the option's size.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                (&raw const linger).cast::<u8>(),
-                std::mem::size_of::<libc::linger>(),
-            )
-        };
-        set(ours.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, bytes);
-        let started = Instant::now();
-        drop(ours);
-        let took = started.elapsed();
-        assert!(
-            took < Duration::from_secs(1),
-            "the close held the dropping thread {took:?}"
-        );
-        drop(peer);
     }
 }

@@ -215,8 +215,11 @@ impl Unix {
         }
     }
 
-    /// Connected (`ours`): the command gets the socket if the judge lets it.
+    /// Connected (`ours`): the command gets the socket if the judge lets it. Closed off this
+    /// thread, as the socket may be the last reference of files in flight on it
+    /// ([`notify::ClosedElsewhere`]).
     fn made(self, ours: OwnedFd, judge: &dyn Judge, listener: RawFd, id: u64) -> Step {
+        let ours = notify::ClosedElsewhere::new(ours);
         // The path was opened as the command sees it only if it was still the command's then.
         if !notify::id_valid(listener, id) {
             return Step::Done;
