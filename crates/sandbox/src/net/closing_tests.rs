@@ -110,6 +110,28 @@ fn the_closer_goes_on() -> bool {
     unsafe { libc::poll(&raw mut pollfd, 1, 1000) == 1 && pollfd.revents & libc::POLLHUP != 0 }
 }
 
+/// Whether the release threads end within a second (a release waiting on a linger would
+/// hold one for [`LINGER_SECS`]).
+fn the_release_threads_end() -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let alive = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.trim() == "agentty-release")
+            });
+        if !alive {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The peer accepts and reads all that was sent: true if the connection then ends (the
 /// socket was released, not kept), within a few seconds.
 fn released(peer: &std::net::TcpListener) -> bool {
@@ -150,6 +172,7 @@ fn a_lingering_socket_of_the_supervisors_holds_neither_its_thread_nor_the_closer
         the_closer_goes_on(),
         "the closer waits on the lingering socket"
     );
+    assert!(the_release_threads_end(), "a release waits on the linger");
     assert!(released(&peer_of_ours), "the socket was kept, not released");
     drop(peer);
 }
@@ -220,6 +243,7 @@ fn a_socket_in_flight_on_a_unix_socket_does_not_hold_the_closer() {
         the_closer_goes_on(),
         "the closer waits on the socket in flight"
     );
+    assert!(the_release_threads_end(), "a release waits on the linger");
     assert!(released(&peer_of_ours), "the socket was kept, not released");
     drop(peer);
 }

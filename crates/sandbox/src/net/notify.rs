@@ -191,18 +191,29 @@ impl Drop for ClosedElsewhere {
 static CLOSING: AtomicUsize = AtomicUsize::new(0);
 
 /// Files that may wait to be closed at most: past it no fd is copied (EAGAIN; every socket the
-/// supervisor makes follows a copy). The closer never waits on a linger (see
-/// [`close_elsewhere`]), so this bounds only a burst, or closes a file system holds up.
+/// supervisor makes follows a copy). The closer never waits on a release but a terminal's (see
+/// [`close_elsewhere`]), so this bounds a burst, or files whose releases hold up threads.
 const CLOSING_MAX: usize = 256;
 
+/// Release threads ([`close_elsewhere`]) alive at once at most; past it files wait (and then
+/// fds are not copied, [`CLOSING_MAX`]), so releases that never end cannot take every thread.
+const RELEASING_MAX: usize = 64;
+
+/// How long files wait before a release thread is tried again, when none could start.
+const RELEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Closes `fd` off this thread: on the closer's thread (`agentty-closer`), started at the
-/// first (on this thread if it cannot start), where a terminal or a pipe is closed, and any
-/// other file handed to a short-lived thread of its own (`agentty-release`), which takes the
-/// files out of the process's fd table into one of its own (`unshare(CLONE_FILES)`) and ends:
-/// a thread's files are released as it exits, and the kernel does not wait on a socket's
-/// linger for an exiting thread (`inet_release`), nor on one a unix socket had in flight, whose
-/// release is deferred to the same exit. A release that waits all the same (a file system
-/// that holds up a flush) holds that thread only, and what it took; the closer goes on.
+/// first (on this thread if it cannot start), where a pseudo-terminal is closed (what an
+/// interactive shell resizes after every command; its release waits on nothing a command
+/// holds), and any other file handed to a short-lived thread of its own (`agentty-release`),
+/// which takes the files out of the process's fd table into one of its own and ends. A
+/// thread's files are released as it exits, and the kernel waits on no socket's linger for an
+/// exiting thread (`inet_release`), nor on one a unix socket had in flight, whose release is
+/// deferred to the same exit. A release that waits all the same (a pipe whose lock a command
+/// holds, splicing into it) holds that thread and what it took; the closer goes on. Where a
+/// thread cannot start, or [`RELEASING_MAX`] are alive, the files wait and it is tried again;
+/// where a thread cannot have a table of its own (no `close_range`), they are closed on the
+/// closer.
 fn close_elsewhere(fd: OwnedFd) {
     use std::sync::{Mutex, OnceLock, mpsc};
     static CLOSER: OnceLock<Option<Mutex<mpsc::Sender<OwnedFd>>>> = OnceLock::new();
@@ -211,18 +222,7 @@ fn close_elsewhere(fd: OwnedFd) {
         std::thread::Builder::new()
             .name("agentty-closer".into())
             .stack_size(64 * 1024)
-            .spawn(move || {
-                while let Ok(first) = receive.recv() {
-                    let mut taken = vec![first];
-                    taken.extend(receive.try_iter());
-                    let count = taken.len();
-                    let (plain, others): (Vec<OwnedFd>, Vec<OwnedFd>) =
-                        taken.into_iter().partition(closes_at_once);
-                    drop(plain);
-                    release_on_an_exiting_thread(others);
-                    CLOSING.fetch_sub(count, Ordering::Relaxed);
-                }
-            })
+            .spawn(move || close_what_comes(&receive))
             .ok()
             .map(|_| Mutex::new(send))
     });
@@ -238,35 +238,92 @@ fn close_elsewhere(fd: OwnedFd) {
     }
 }
 
-/// Whether `fd`'s last close cannot wait: a pipe, or a pseudo-terminal (either side: a
-/// terminal of a command's, what an interactive shell resizes after every command).
-fn closes_at_once(fd: &OwnedFd) -> bool {
-    // SAFETY: fstat writes one stat into a live, zeroed struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } != 0 {
+/// The closer's loop ([`close_elsewhere`]).
+fn close_what_comes(receive: &std::sync::mpsc::Receiver<OwnedFd>) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut waiting: Vec<OwnedFd> = Vec::new();
+    let mut releasing: Vec<libc::pid_t> = Vec::new();
+    loop {
+        let first = if waiting.is_empty() {
+            match receive.recv() {
+                Ok(fd) => Some(fd),
+                Err(_) => return,
+            }
+        } else {
+            match receive.recv_timeout(RELEASE_RETRY) {
+                Ok(fd) => Some(fd),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(RELEASE_RETRY);
+                    None
+                }
+            }
+        };
+        let (terminals, others): (Vec<OwnedFd>, Vec<OwnedFd>) = first
+            .into_iter()
+            .chain(receive.try_iter())
+            .partition(is_a_pseudo_terminal);
+        let closed = terminals.len();
+        drop(terminals);
+        CLOSING.fetch_sub(closed, Ordering::Relaxed);
+        waiting.extend(others);
+        if waiting.is_empty() {
+            continue;
+        }
+        releasing.retain(|tid| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists());
+        if releasing.len() >= RELEASING_MAX {
+            continue;
+        }
+        let count = waiting.len();
+        match release_on_an_exiting_thread(std::mem::take(&mut waiting)) {
+            Released::Taken(tid) => releasing.push(tid),
+            Released::Here => {}
+            Released::NotStarted(files) => {
+                waiting = files;
+                continue;
+            }
+        }
+        CLOSING.fetch_sub(count, Ordering::Relaxed);
+    }
+}
+
+/// Whether `fd` is a pseudo-terminal (either side): a Unix98 pty slave (136-143) or
+/// `/dev/ptmx` (5, 2). Its file's type only (`statx` without a sync: asks no file system).
+fn is_a_pseudo_terminal(fd: &OwnedFd) -> bool {
+    // SAFETY: statx is plain data, written by the kernel.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: an empty path with AT_EMPTY_PATH names `fd` itself; the kernel writes `st`.
+    let rc = unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC,
+            libc::STATX_TYPE,
+            &raw mut st,
+        )
+    };
+    if rc != 0 || u32::from(st.stx_mode) & libc::S_IFMT != libc::S_IFCHR {
         return false;
     }
-    match st.st_mode & libc::S_IFMT {
-        libc::S_IFIFO => true,
-        libc::S_IFCHR => {
-            let (major, minor) = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
-            // Unix98 pty slaves (136-143), `/dev/ptmx` (5, 2).
-            (136..=143).contains(&major) || (major, minor) == (5, 2)
-        }
-        _ => false,
-    }
+    (136..=143).contains(&st.stx_rdev_major) || (st.stx_rdev_major, st.stx_rdev_minor) == (5, 2)
+}
+
+/// What became of files handed to [`release_on_an_exiting_thread`].
+enum Released {
+    /// A release thread (this thread id) took them.
+    Taken(libc::pid_t),
+    /// No thread could have a table of its own: closed here.
+    Here,
+    /// No thread could start: given back.
+    NotStarted(Vec<OwnedFd>),
 }
 
 /// Hands `files` to a thread of their own, which takes them into an fd table of its own and
 /// ends, releasing them as it exits (see [`close_elsewhere`]). Returns once they are out of
-/// this process's table. If the thread cannot start or take them, they are closed here.
-fn release_on_an_exiting_thread(files: Vec<OwnedFd>) {
+/// this process's table.
+fn release_on_an_exiting_thread(files: Vec<OwnedFd>) -> Released {
     use std::sync::mpsc;
-    if files.is_empty() {
-        return;
-    }
-    let (unshared, told) = mpsc::sync_channel::<bool>(0);
+    let (unshared, told) = mpsc::sync_channel::<Option<libc::pid_t>>(0);
     let (go, wait) = mpsc::sync_channel::<()>(0);
     let mut kept: Vec<u32> = files.iter().map(|fd| fd.as_raw_fd() as u32).collect();
     kept.sort_unstable();
@@ -275,19 +332,27 @@ fn release_on_an_exiting_thread(files: Vec<OwnedFd>) {
         .stack_size(64 * 1024)
         .spawn(move || {
             let own = table_of_its_own_with(&kept);
-            let _ = unshared.send(own);
+            // SAFETY: gettid has no preconditions.
+            let _ = unshared.send(own.then(|| unsafe { libc::gettid() }));
             if own {
                 // The process's table lets go of them first: then this one holds their last
                 // references when the thread ends.
                 let _ = wait.recv();
             }
         });
-    let took = started.is_ok() && told.recv().unwrap_or(false);
-    // Dropped here: the last references when the thread did not take them; else this table's,
-    // which the thread's table holds still.
+    if started.is_err() {
+        return Released::NotStarted(files);
+    }
+    let taken = told.recv().ok().flatten();
+    // Dropped here: the last references when the thread could not take them; else this
+    // table's, which the thread's table holds still.
     drop(files);
-    if took {
-        let _ = go.send(());
+    match taken {
+        Some(tid) => {
+            let _ = go.send(());
+            Released::Taken(tid)
+        }
+        None => Released::Here,
     }
 }
 
