@@ -156,14 +156,7 @@ async fn bench() {
         (Some(other), Some((.., pid))) => Some(syscalls_per_call(other, *pid).await),
         _ => None,
     };
-    println!(
-        "trivial call: system calls per HTTP call by the server's threads {}{}",
-        common::syscalls::said(ours),
-        theirs.map_or_else(String::new, |n| format!(
-            "; against: {}",
-            common::syscalls::said(n)
-        ))
-    );
+    println!("{}", common::syscalls::line("HTTP call", ours, theirs));
 
     // 2. 16 sessions at once vs 16 raw loops at once. Where the CPU goes, per call: this
     // process (the clients, or the raw loops' spawning), the server, and the rest of the machine

@@ -184,14 +184,7 @@ async fn main() {
         (Some(other), Some(pid)) => Some(syscalls_per_trivial_call(other, pid).await),
         _ => None,
     };
-    println!(
-        "trivial call: system calls per call by the server's threads {}{}",
-        common::syscalls::said(ours),
-        theirs.map_or_else(String::new, |n| format!(
-            "; against: {}",
-            common::syscalls::said(n)
-        ))
-    );
+    println!("{}", common::syscalls::line("call", ours, theirs));
 
     // 2. Flood.
     let (mut base, mut ours, mut reply) = (Vec::new(), Vec::new(), 0usize);

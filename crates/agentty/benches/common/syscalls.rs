@@ -49,10 +49,18 @@ pub async fn per_call<F: Future>(pid: u32, calls: usize, work: F) -> (F::Output,
     (output, count.map(|n| n / calls.max(1) as f64))
 }
 
-/// The count as the benches print it.
-pub fn said(count: Option<f64>) -> String {
-    count.map_or_else(
-        || "not counted (needs perf and the right to trace)".to_owned(),
-        |n| format!("{n:.1}"),
+/// The line the benches print: `what`, this build's count and, with `AGENTTY_BENCH_AGAINST`,
+/// the other build's.
+pub fn line(what: &str, ours: Option<f64>, theirs: Option<Option<f64>>) -> String {
+    let said = |count: Option<f64>| {
+        count.map_or_else(
+            || "not counted (needs perf and the right to trace)".to_owned(),
+            |n| format!("{n:.1}"),
+        )
+    };
+    let against = theirs.map_or_else(String::new, |n| format!("; against: {}", said(n)));
+    format!(
+        "trivial call: system calls per {what} by the server's threads {}{against}",
+        said(ours)
     )
 }

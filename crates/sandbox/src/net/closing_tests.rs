@@ -84,11 +84,25 @@ fn lingering_socket() -> (std::net::TcpListener, notify::ClosedElsewhere) {
     (peer, ours)
 }
 
-/// How long closing the last reference `file` takes on a thread of its own.
-fn plain_close_takes(file: OwnedFd) -> std::time::Duration {
+/// The control: closing the last reference `file` plainly, on a thread of its own, waits for
+/// the linger here.
+fn the_control_lingers(file: OwnedFd) {
     let started = std::time::Instant::now();
     std::thread::spawn(move || drop(file)).join().unwrap();
-    started.elapsed()
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(1500),
+        "the control did not linger: {took:?}"
+    );
+}
+
+/// Lets `file` go (the last reference of a lingering socket of `peer`'s, or of one in flight on
+/// it): the closer goes on, no release thread waits, and the socket is released.
+fn let_go_holds_nothing(file: notify::ClosedElsewhere, peer: &std::net::TcpListener) {
+    drop(file);
+    assert!(the_closer_goes_on(), "the closer waits on the socket");
+    assert!(the_release_threads_end(), "a release waits on the linger");
+    assert!(released(peer), "the socket was kept, not released");
 }
 
 /// Whether a file handed to the closer after the others is closed within a second: the
@@ -157,23 +171,10 @@ fn released(peer: &std::net::TcpListener) -> bool {
 /// and it is released.
 #[test]
 fn a_lingering_socket_of_the_supervisors_holds_neither_its_thread_nor_the_closer() {
-    use std::time::Duration;
     let (peer, control) = lingering_socket();
-    let took = plain_close_takes(control.into_inner());
-    assert!(
-        took >= Duration::from_millis(1500),
-        "the control did not linger: {took:?}"
-    );
+    the_control_lingers(control.into_inner());
     let (peer_of_ours, ours) = lingering_socket();
-    let started = std::time::Instant::now();
-    drop(ours);
-    assert!(started.elapsed() < Duration::from_millis(500));
-    assert!(
-        the_closer_goes_on(),
-        "the closer waits on the lingering socket"
-    );
-    assert!(the_release_threads_end(), "a release waits on the linger");
-    assert!(released(&peer_of_ours), "the socket was kept, not released");
+    let_go_holds_nothing(ours, &peer_of_ours);
     drop(peer);
 }
 
@@ -183,7 +184,6 @@ fn a_lingering_socket_of_the_supervisors_holds_neither_its_thread_nor_the_closer
 /// that thread is ending. Let go, it does not hold the closer.
 #[test]
 fn a_socket_in_flight_on_a_unix_socket_does_not_hold_the_closer() {
-    use std::time::Duration;
     let in_flight = |tcp: OwnedFd| -> OwnedFd {
         let mut pair = [0; 2];
         // SAFETY: socketpair writes two fds into `pair`.
@@ -229,21 +229,9 @@ fn a_socket_in_flight_on_a_unix_socket_does_not_hold_the_closer() {
         receiving
     };
     let (peer, control) = lingering_socket();
-    let took = plain_close_takes(in_flight(control.into_inner()));
-    assert!(
-        took >= Duration::from_millis(1500),
-        "the control did not linger: {took:?}"
-    );
+    the_control_lingers(in_flight(control.into_inner()));
     let (peer_of_ours, ours) = lingering_socket();
     let carrier = notify::ClosedElsewhere::new(in_flight(ours.into_inner()));
-    let started = std::time::Instant::now();
-    drop(carrier);
-    assert!(started.elapsed() < Duration::from_millis(500));
-    assert!(
-        the_closer_goes_on(),
-        "the closer waits on the socket in flight"
-    );
-    assert!(the_release_threads_end(), "a release waits on the linger");
-    assert!(released(&peer_of_ours), "the socket was kept, not released");
+    let_go_holds_nothing(carrier, &peer_of_ours);
     drop(peer);
 }
