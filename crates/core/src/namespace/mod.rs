@@ -178,10 +178,13 @@ pub(crate) fn of(caller: Option<&str>) -> io::Result<Option<&'static Namespace>>
     if session.namespace.init_gone() {
         return Err(session.namespace.ended());
     }
+    // A caller's namespace whose init was killed is made again at its next command; one whose
+    // init is still ending (waiting for its last processes to be reaped) counts as ended too,
+    // as no command can start in it any more.
     let live = |callers: &[(std::sync::Arc<str>, &'static Namespace)]| {
         callers
             .iter()
-            .find(|(name, ns)| **name == *caller && !ns.init_gone())
+            .find(|(name, ns)| **name == *caller && !ns.init_gone() && !ns.init_ending())
             .map(|(_, ns)| *ns)
     };
     if let Some(ns) = live(&CALLERS.read().unwrap_or_else(PoisonError::into_inner)) {
@@ -572,6 +575,23 @@ impl Namespace {
         };
         // SAFETY: poll on one pollfd, no wait.
         unsafe { libc::poll(&raw mut fd, 1, 0) == 1 }
+    }
+
+    /// Whether the init is exiting (`PF_EXITING` in its `/proc/<pid>/stat` flags): killed, it
+    /// first waits for every process of its namespace to be reaped, and a clone into the
+    /// namespace fails meanwhile. Its pid is still its own while [`Self::init_gone`] is false.
+    pub(crate) fn init_ending(&self) -> bool {
+        const PF_EXITING: u64 = 0x4;
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.init_pid)) else {
+            return false;
+        };
+        // The fields after the command name (in parentheses, which may hold anything): state
+        // is the first, flags the seventh.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let mut fields = after.split_whitespace();
+        let state = fields.next().unwrap_or_default();
+        let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+        matches!(state, "Z" | "X" | "x") || flags & PF_EXITING != 0
     }
 
     /// Why a confined command cannot start once the init is gone.
