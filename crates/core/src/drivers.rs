@@ -9,8 +9,8 @@
 //! one core of the server.
 //!
 //! A shell's terminal is registered with this thread's own reactor ([`registering`]), so the
-//! kernel wakes this thread itself when a prompt comes; a job's pipes stay with the runtime that
-//! started it, whose I/O driver passes the wake-up on (measured cheaper for a flood). Each driver
+//! kernel wakes this thread itself when a prompt comes; a job's pipes are read on a thread of
+//! their own, which passes each chunk on (`engine/pipe_thread.rs`). Each driver
 //! yields after every read ([`fair`]), so one flood cannot hold the others (or a quiet shell's
 //! prompt) back.
 

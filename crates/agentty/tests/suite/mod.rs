@@ -2,6 +2,7 @@ mod claims;
 mod cli;
 mod client;
 mod entry;
+mod held_pipes;
 mod http;
 mod network;
 mod network_bind;

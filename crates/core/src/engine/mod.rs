@@ -13,7 +13,8 @@
 //! | shell (`pty/shell/mod.rs`), through [`pump`] | ring, screen, send capture | — | until closed |
 //!
 //! Both pipe paths start their command through [`start_on_pipes`] (stdin fed or `/dev/null`,
-//! the output pipes in the reactor). A shell (`pty/shell/`) has no deadline and no end of its
+//! the pipes kept on a thread of their own: `pipe_thread.rs`, whose threads `pipe_pool.rs`
+//! keeps). A shell (`pty/shell/`) has no deadline and no end of its
 //! own (its commands are driven by its sends), so its terminal is read by [`pump`], the same
 //! reading without the stop logic, into a sink that feeds its ring, its screen and the send in
 //! progress. A command that reaches its deadline with hand-over changes owner whole: the same
@@ -21,6 +22,8 @@
 //! job's loop goes on where this one stopped.
 
 mod drive;
+mod pipe_pool;
+mod pipe_thread;
 mod read_buf;
 mod source;
 mod start;

@@ -1,9 +1,10 @@
 //! One pipe's read buffer: on the heap for a one-shot call's reads, a private mapping for a
 //! background job's quarter-megabyte reads.
 //!
-//! Why a mapping for a job: its buffers live as long as the job runs, on the drivers' thread,
-//! and are freed when it ends, while its ring (and 31 others) stays. They were allocated on a
-//! request worker and freed on the drivers' thread, and the allocator kept what they freed:
+//! Why a mapping for a job: its buffers live as long as the job runs, pass between threads (its
+//! pipes' thread reads into them, the drivers' thread takes their bytes) and are freed when it
+//! ends, while its ring (and 31 others) stays. Allocated on one thread and freed on another,
+//! the allocator kept what they freed:
 //! with 32 finished jobs kept, eight of which had run at once, mimalloc's arena held 10.2–10.9
 //! MiB resident (1.6 MiB idle) though 0.98 MiB of the heap was in use; 3.7–4.1 MiB since. A
 //! mapping costs the pages the reads touched and goes back to the system when the job ends. A
@@ -11,9 +12,7 @@
 //! without a system call.
 
 use std::io;
-
-use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use crate::limits::READ_CHUNK_BYTES;
 
@@ -38,8 +37,8 @@ impl ReadBuf {
         buf
     }
 
-    /// No buffer yet (a stderr chunk held back swaps its buffer in here).
-    pub(crate) fn empty() -> Self {
+    /// No buffer yet.
+    fn empty() -> Self {
         Self {
             store: Store::Heap(Vec::new()),
         }
@@ -67,10 +66,6 @@ impl ReadBuf {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.bytes().is_empty()
-    }
-
     pub(crate) fn bytes(&self) -> &[u8] {
         match &self.store {
             Store::Heap(vec) => vec,
@@ -78,40 +73,41 @@ impl ReadBuf {
         }
     }
 
-    /// Replaces the bytes with one read from `pipe`. Cancel-safe: a read that did not complete
-    /// took no bytes.
-    pub(crate) async fn read_from(&mut self, pipe: &mut pipe::Receiver) -> io::Result<usize> {
-        self.clear();
-        match &mut self.store {
-            Store::Heap(vec) => pipe.read_buf(vec).await,
-            Store::Mapped(map, len) => {
-                let n = pipe.read(&mut map[..]).await?;
-                *len = n;
-                Ok(n)
-            }
+    /// How many bytes one read may take.
+    pub(crate) fn capacity(&self) -> usize {
+        match &self.store {
+            Store::Heap(vec) => vec.capacity(),
+            Store::Mapped(map, _) => map.len(),
         }
     }
 
-    /// Replaces the bytes with at most `want` already in `pipe`, without waiting.
-    pub(crate) fn try_read_from(
-        &mut self,
-        pipe: &pipe::Receiver,
-        want: usize,
-    ) -> io::Result<usize> {
+    /// Replaces the bytes with at most `want` read from `fd` (one `read`).
+    pub(crate) fn read_fd(&mut self, fd: BorrowedFd<'_>, want: usize) -> io::Result<usize> {
         self.clear();
+        let spare = match &mut self.store {
+            Store::Heap(vec) => vec.spare_capacity_mut(),
+            // SAFETY: a mapping's bytes are initialised (zero-filled by the kernel).
+            Store::Mapped(map, _) => unsafe { map_as_uninit(map) },
+        };
+        let want = want.min(spare.len());
+        // SAFETY: read writes at most `want` bytes into the spare capacity, which is that long.
+        let n = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), want) };
+        let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
         match &mut self.store {
-            Store::Heap(vec) => {
-                vec.resize(want.min(vec.capacity().max(1)), 0);
-                let got = pipe.try_read(vec);
-                vec.truncate(*got.as_ref().unwrap_or(&0));
-                got
-            }
-            Store::Mapped(map, len) => {
-                let want = want.clamp(1, map.len());
-                let got = pipe.try_read(&mut map[..want]);
-                *len = *got.as_ref().unwrap_or(&0);
-                got
-            }
+            // SAFETY: the first `n` bytes of the spare capacity were just written by read.
+            Store::Heap(vec) => unsafe { vec.set_len(n) },
+            Store::Mapped(_, len) => *len = n,
         }
+        Ok(n)
     }
+}
+
+/// A mapping's bytes as spare room to read into.
+///
+/// # Safety
+/// The bytes are initialised already; the caller only writes through the result.
+unsafe fn map_as_uninit(map: &mut memmap2::MmapMut) -> &mut [std::mem::MaybeUninit<u8>] {
+    let len = map.len();
+    // SAFETY: same memory, same length; MaybeUninit<u8> has u8's layout.
+    unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr().cast(), len) }
 }

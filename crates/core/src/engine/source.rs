@@ -1,22 +1,14 @@
 //! Where a running command's output comes from: its stdout and stderr pipes, or the master side
 //! of its terminal. One type, so the loop that drives a command reads both the same way.
 //!
-//! Two pipes lose the order in which a command wrote to them: what it wrote to stdout may still
-//! sit in the pipe when a later line on stderr is read. A build that floods stdout and then
-//! prints its error on stderr would get that error placed before the flood's last lines, and
-//! the head+tail cut would drop it (docs/BEHAVIOUR.md §7.2). So stdout is read first whenever
-//! it has bytes, and a stderr chunk is placed only after what stdout held when that chunk was
-//! read: for a command that writes one stream after the other, that is the order it wrote in.
+//! Pipes are read on a thread of their own ([`PipeThread`]: a command can hold a pipe's lock
+//! for as long as it likes), which also keeps the order in which the command wrote to them.
 //!
 //! A secret the user typed is masked here ([`crate::mask`]), before any sink sees a chunk.
 
-use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use tokio::net::unix::pipe;
-
-use super::read_buf::ReadBuf;
+use super::pipe_thread::PipeThread;
 use crate::mask::{HOLD_MS, Masking, Masks};
 use crate::pty::sys::Master;
 
@@ -39,16 +31,7 @@ pub(crate) struct Source {
 
 /// The read ends themselves.
 enum Raw {
-    Pipes {
-        out: Option<pipe::Receiver>,
-        err: Option<pipe::Receiver>,
-        buf_out: ReadBuf,
-        buf_err: ReadBuf,
-        /// A stderr chunk read while stdout still held earlier bytes: placed once those are.
-        held_err: ReadBuf,
-        /// Bytes of stdout still to place before `held_err`.
-        owed_out: usize,
-    },
+    Pipes(PipeThread),
     Terminal {
         /// `None` once the terminal is hung up or no longer read.
         master: Option<Arc<Master>>,
@@ -69,16 +52,9 @@ pub(crate) enum Read {
 }
 
 impl Source {
-    /// Pipes read `chunk` bytes at a time at most; the buffers are never zero-filled.
-    pub(crate) fn pipes(out: pipe::Receiver, err: pipe::Receiver, chunk: usize) -> Self {
-        Source::of(Raw::Pipes {
-            out: Some(out),
-            err: Some(err),
-            buf_out: ReadBuf::new(chunk),
-            buf_err: ReadBuf::new(chunk),
-            held_err: ReadBuf::empty(),
-            owed_out: 0,
-        })
+    /// The pipes the thread `pipes` reads.
+    pub(crate) fn pipes(pipes: PipeThread) -> Self {
+        Source::of(Raw::Pipes(pipes))
     }
 
     pub(crate) fn terminal(master: Arc<Master>, chunk: usize) -> Self {
@@ -210,8 +186,7 @@ impl Raw {
     /// Whether `stream` is still read.
     fn is_reading(&self, stream: Stream) -> bool {
         match (self, stream) {
-            (Raw::Pipes { out, .. }, Stream::Out) => out.is_some(),
-            (Raw::Pipes { err, .. }, Stream::Err) => err.is_some(),
+            (Raw::Pipes(pipes), stream) => pipes.is_reading(stream),
             (Raw::Terminal { master, .. }, Stream::Terminal) => master.is_some(),
             _ => false,
         }
@@ -229,21 +204,14 @@ impl Raw {
 
     fn read_in(&mut self, chunk: usize) {
         match self {
-            Raw::Pipes {
-                buf_out, buf_err, ..
-            } => {
-                buf_out.reserve(chunk);
-                buf_err.reserve(chunk);
-            }
+            Raw::Pipes(pipes) => pipes.read_in(chunk),
             Raw::Terminal { buf, .. } => buf.resize(chunk, 0),
         }
     }
 
     fn is_open(&self) -> bool {
         match self {
-            Raw::Pipes {
-                out, err, held_err, ..
-            } => out.is_some() || err.is_some() || !held_err.is_empty(),
+            Raw::Pipes(pipes) => pipes.is_open(),
             Raw::Terminal { master, .. } => master.is_some(),
         }
     }
@@ -252,10 +220,7 @@ impl Raw {
     /// terminal is hung up.
     fn close(&mut self) {
         match self {
-            Raw::Pipes { out, err, .. } => {
-                *out = None;
-                *err = None;
-            }
+            Raw::Pipes(pipes) => pipes.close(),
             Raw::Terminal { master, .. } => *master = None,
         }
     }
@@ -268,8 +233,7 @@ impl Raw {
 
     fn bytes(&self, stream: Stream) -> &[u8] {
         match (self, stream) {
-            (Raw::Pipes { buf_out, .. }, Stream::Out) => buf_out.bytes(),
-            (Raw::Pipes { buf_err, .. }, Stream::Err) => buf_err.bytes(),
+            (Raw::Pipes(pipes), stream) => pipes.bytes(stream),
             (Raw::Terminal { buf, len, .. }, Stream::Terminal) => &buf[..*len],
             _ => &[],
         }
@@ -279,50 +243,7 @@ impl Raw {
     /// Cancel-safe: a read that did not complete took no bytes.
     async fn read(&mut self) -> Read {
         match self {
-            Raw::Pipes {
-                out,
-                err,
-                buf_out,
-                buf_err,
-                held_err,
-                owed_out,
-            } => {
-                // First what a held stderr chunk waits on, then that chunk.
-                if *owed_out > 0 {
-                    match take_owed(out, buf_out, owed_out) {
-                        Some(read) => return read,
-                        None => *owed_out = 0,
-                    }
-                }
-                if !held_err.is_empty() {
-                    std::mem::swap(buf_err, held_err);
-                    held_err.clear();
-                    return Read::Chunk(Stream::Err);
-                }
-                let read = tokio::select! {
-                    biased;
-                    r = read_pipe(out, buf_out) => pipe_read(r, out, Stream::Out),
-                    r = read_pipe(err, buf_err) => pipe_read(r, err, Stream::Err),
-                };
-                if matches!(read, Read::Chunk(Stream::Err)) {
-                    let waiting = out.as_ref().map_or(0, pending_bytes);
-                    if waiting > 0 {
-                        // stdout's readiness was not seen yet: its bytes were written first.
-                        std::mem::swap(buf_err, held_err);
-                        *owed_out = waiting;
-                        return match take_owed(out, buf_out, owed_out) {
-                            Some(read) => read,
-                            None => {
-                                *owed_out = 0;
-                                std::mem::swap(buf_err, held_err);
-                                held_err.clear();
-                                Read::Chunk(Stream::Err)
-                            }
-                        };
-                    }
-                }
-                read
-            }
+            Raw::Pipes(pipes) => pipes.read().await,
             Raw::Terminal {
                 master,
                 buf,
@@ -359,56 +280,5 @@ impl Raw {
                 }
             }
         }
-    }
-}
-
-/// Reads what stdout already holds (at most `owed` bytes) without waiting: `None` when nothing
-/// more is there to take (or the pipe is gone), so the held stderr chunk goes next.
-fn take_owed(
-    out: &mut Option<pipe::Receiver>,
-    buf: &mut ReadBuf,
-    owed: &mut usize,
-) -> Option<Read> {
-    let pipe = out.as_ref()?;
-    match buf.try_read_from(pipe, *owed) {
-        Ok(n) if n > 0 => {
-            *owed = owed.saturating_sub(n);
-            Some(Read::Chunk(Stream::Out))
-        }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-        _ => {
-            *out = None;
-            Some(Read::Closed)
-        }
-    }
-}
-
-/// Bytes waiting in a pipe (`FIONREAD`); 0 when it cannot be told.
-fn pending_bytes(pipe: &pipe::Receiver) -> usize {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD on a pipe fd we own writes one int.
-    let r = unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &raw mut n) };
-    if r == 0 {
-        usize::try_from(n).unwrap_or(0)
-    } else {
-        0
-    }
-}
-
-fn pipe_read(r: io::Result<usize>, pipe: &mut Option<pipe::Receiver>, stream: Stream) -> Read {
-    match r {
-        Ok(n) if n > 0 => Read::Chunk(stream),
-        _ => {
-            *pipe = None;
-            Read::Closed
-        }
-    }
-}
-
-/// Reads into `buf` (cleared first, capacity kept), or waits forever once the pipe is closed.
-async fn read_pipe(pipe: &mut Option<pipe::Receiver>, buf: &mut ReadBuf) -> io::Result<usize> {
-    match pipe {
-        Some(p) => buf.read_from(p).await,
-        None => std::future::pending().await,
     }
 }
