@@ -25,7 +25,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use tokio::sync::mpsc as tokio_mpsc;
@@ -42,8 +42,11 @@ pub(crate) struct PipeThread {
     pieces: tokio_mpsc::UnboundedReceiver<Piece>,
     /// Buffers whose bytes were used, going back to the thread; `None` once closed.
     spent: Option<mpsc::Sender<ReadBuf>>,
-    /// Wakes the thread to close the pipes and end (an eventfd).
-    stop: Arc<OwnedFd>,
+    /// Wakes the thread (an eventfd): to end, once `stopped` is set, or to close the child's
+    /// ends of the pipes sent on `child_ends`.
+    wake: Arc<OwnedFd>,
+    stopped: Arc<AtomicBool>,
+    child_ends: mpsc::Sender<Vec<OwnedFd>>,
     /// How many bytes one read takes from now on.
     chunk: Arc<AtomicUsize>,
     /// The last chunk, until the next read.
@@ -79,7 +82,9 @@ impl PipeThread {
         chunk: usize,
         pipe_bytes: Option<usize>,
     ) -> io::Result<Self> {
-        let stop = Arc::new(eventfd()?);
+        let wake = Arc::new(eventfd()?);
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (child_ends, child_ends_rx) = mpsc::channel();
         let (pieces_tx, pieces) = tokio_mpsc::unbounded_channel();
         let (spent, spent_rx) = mpsc::channel();
         let shared_chunk = Arc::new(AtomicUsize::new(chunk));
@@ -87,7 +92,9 @@ impl PipeThread {
             out: Some(out),
             err: Some(err),
             input: input.map(|i| (i, 0)),
-            stop: stop.clone(),
+            wake: wake.clone(),
+            stopped: stopped.clone(),
+            child_ends: child_ends_rx,
             pieces: pieces_tx,
             spent: spent_rx,
             // The first buffer from the calling thread's heap, which has blocks of that size to
@@ -100,12 +107,29 @@ impl PipeThread {
         Ok(PipeThread {
             pieces,
             spent: Some(spent),
-            stop,
+            wake,
+            stopped,
+            child_ends,
             chunk: shared_chunk,
             current: None,
             early: None,
             out_open: true,
             err_open: true,
+        })
+    }
+
+    /// Takes the plan's copies of the child's ends after the clone (see
+    /// [`crate::spawn::ChildEnds`]): the thread closes them. If it has ended, a thread of the
+    /// pool does.
+    pub(crate) fn closer_of_child_ends(&self) -> crate::spawn::ChildEnds {
+        let to = self.child_ends.clone();
+        let wake = self.wake.clone();
+        Box::new(move |ends| match to.send(ends) {
+            Ok(()) => signal(&wake),
+            // With no thread to be had, they close here, as a last resort.
+            Err(mpsc::SendError(ends)) => {
+                let _ = super::pipe_pool::run(Box::new(move || drop(ends)));
+            }
         })
     }
 
@@ -181,7 +205,8 @@ impl PipeThread {
         self.current = None;
         self.early = None;
         self.spent = None;
-        signal(&self.stop);
+        self.stopped.store(true, Ordering::Release);
+        signal(&self.wake);
     }
 
     /// The last chunk's buffer goes back to the thread.
@@ -196,7 +221,8 @@ impl PipeThread {
 
 impl Drop for PipeThread {
     fn drop(&mut self) {
-        signal(&self.stop);
+        self.stopped.store(true, Ordering::Release);
+        signal(&self.wake);
     }
 }
 
@@ -206,7 +232,10 @@ struct Keeper {
     err: Option<OwnedFd>,
     /// The input and how much of it was written.
     input: Option<(Input, usize)>,
-    stop: Arc<OwnedFd>,
+    wake: Arc<OwnedFd>,
+    stopped: Arc<AtomicBool>,
+    /// The child's ends, to close once the child has its own.
+    child_ends: mpsc::Receiver<Vec<OwnedFd>>,
     pieces: tokio_mpsc::UnboundedSender<Piece>,
     spent: mpsc::Receiver<ReadBuf>,
     /// Buffers at hand.
@@ -238,7 +267,7 @@ impl Keeper {
     fn serve(&mut self) -> Result<(), Gone> {
         while self.out.is_some() || self.err.is_some() || self.input.is_some() {
             let mut fds = [
-                pollfd(Some(&self.stop), libc::POLLIN),
+                pollfd(Some(&self.wake), libc::POLLIN),
                 pollfd(self.out.as_ref(), libc::POLLIN),
                 pollfd(self.err.as_ref(), libc::POLLIN),
                 pollfd(self.input.as_ref().map(|(i, _)| &i.fd), libc::POLLOUT),
@@ -252,7 +281,14 @@ impl Keeper {
                 return Err(Gone);
             }
             if fds[0].revents != 0 {
-                return Err(Gone);
+                drain(&self.wake);
+                // Closed here: the child may hold their lock.
+                while let Ok(ends) = self.child_ends.try_recv() {
+                    drop(ends);
+                }
+                if self.stopped.load(Ordering::Acquire) {
+                    return Err(Gone);
+                }
             }
             if fds[3].revents != 0 {
                 self.feed();
@@ -424,10 +460,17 @@ fn eventfd() -> io::Result<OwnedFd> {
 }
 
 /// Makes the eventfd readable: the thread's poll sees it.
-fn signal(stop: &OwnedFd) {
+fn signal(wake: &OwnedFd) {
     let one: u64 = 1;
     // SAFETY: an 8-byte write to an eventfd we own; failure (the counter full) leaves it set.
-    let _ = unsafe { libc::write(stop.as_raw_fd(), (&raw const one).cast(), 8) };
+    let _ = unsafe { libc::write(wake.as_raw_fd(), (&raw const one).cast(), 8) };
+}
+
+/// Makes the eventfd unreadable again (it is non-blocking).
+fn drain(wake: &OwnedFd) {
+    let mut count: u64 = 0;
+    // SAFETY: an 8-byte read from an eventfd we own into a u64.
+    let _ = unsafe { libc::read(wake.as_raw_fd(), (&raw mut count).cast(), 8) };
 }
 
 /// Bytes waiting in a pipe (`FIONREAD`); 0 when it cannot be told.
@@ -464,3 +507,7 @@ fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "pipe_thread_tests.rs"]
+mod tests;

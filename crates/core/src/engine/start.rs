@@ -7,7 +7,7 @@ use super::Source;
 use super::pipe_thread::{Input, PipeThread};
 use crate::limits::READ_CHUNK_BYTES;
 use crate::reaper::ExitWatch;
-use crate::spawn::{Pipes, SpawnSpec, StdinMode, prepare_on_pipes, spawn};
+use crate::spawn::{Ready, SpawnSpec, StdinMode, prepare_on_pipes};
 
 /// A command started on pipes, ready for [`super::drive`].
 pub(crate) struct Started {
@@ -31,22 +31,14 @@ pub(crate) fn start_on_pipes(
     pipe_bytes: Option<usize>,
 ) -> io::Result<Started> {
     let prologue = Prologue::of(&mut spec, stdin.is_some());
-    let spawned = spawn(spec)?;
-    let exit_watch = spawned.exit;
-    let pipes = Pipes {
-        stdin: spawned.stdin,
-        stdout: spawned.stdout,
-        stderr: spawned.stderr,
-    };
-    // Started already: on a failure here its group is killed at once.
-    let pipes = exit_watch.or_kill(read_on_a_thread(pipes, stdin, pipe_bytes))?;
-    Ok(prologue.started(spawned.pid, exit_watch, pipes))
+    let (ready, pipes) = on_a_thread(&spec, stdin, pipe_bytes)?;
+    let (pid, exit_watch) = ready.start()?;
+    Ok(prologue.started(pid, exit_watch, pipes))
 }
 
 /// [`start_on_pipes`] that lets the worker thread run other tasks while the child is cloned.
 ///
-/// The pipes' thread starts before the command is handed over (a failure there means nothing
-/// ran), and the launcher's answer (pid and exit watch) is claimed only once
+/// The launcher's answer (pid and exit watch) is claimed only once
 /// there is output to read or the output has ended, or after [`CLAIM_AFTER`]. Either comes
 /// after the command's exec, when the launcher has answered already: its answer, sent while
 /// nobody waited for it, woke no one. One wake-up of the worker per command fewer; on a 2-vCPU
@@ -57,8 +49,7 @@ pub(crate) async fn start_on_pipes_async(
     pipe_bytes: Option<usize>,
 ) -> io::Result<Started> {
     let prologue = Prologue::of(&mut spec, stdin.is_some());
-    let (ready, pipes) = prepare_on_pipes(&spec)?;
-    let mut pipes = read_on_a_thread(pipes, stdin, pipe_bytes)?;
+    let (ready, mut pipes) = on_a_thread(&spec, stdin, pipe_bytes)?;
     let claim = ready.hand();
     // The first output, or the end of both streams at the exit of a command that prints
     // nothing, comes after the exec: by then the launcher has answered.
@@ -109,22 +100,27 @@ impl Prologue {
     }
 }
 
-/// The server's ends of `pipes` on a thread of their own, stdin fed `stdin` (then closed),
-/// the output pipes enlarged (best-effort) to `pipe_bytes` and read that much at a time.
-fn read_on_a_thread(
-    pipes: Pipes,
+/// `spec` prepared on pipes, their server's ends on a thread of their own (stdin fed `stdin`,
+/// then closed; the output pipes enlarged, best-effort, to `pipe_bytes` and read that much at a
+/// time), and the child's ends closed there after the clone. All before the command is handed
+/// over: a failure here means nothing ran.
+fn on_a_thread(
+    spec: &SpawnSpec,
     stdin: Option<Vec<u8>>,
     pipe_bytes: Option<usize>,
-) -> io::Result<PipeThread> {
+) -> io::Result<(Ready, PipeThread)> {
+    let (mut ready, pipes) = prepare_on_pipes(spec)?;
     let input = match (pipes.stdin, stdin) {
         (Some(fd), Some(bytes)) => Some(Input { fd, bytes }),
         _ => None,
     };
-    PipeThread::start(
+    let thread = PipeThread::start(
         pipes.stdout,
         pipes.stderr,
         input,
         pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
         pipe_bytes,
-    )
+    )?;
+    ready.child_ends_to(thread.closer_of_child_ends());
+    Ok((ready, thread))
 }

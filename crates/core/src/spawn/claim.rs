@@ -13,8 +13,11 @@ use crate::reaper::{self, ExitWatch};
 
 /// Clones `plan`'s child from this thread, registered with the reaper before anything can reap
 /// it: where no launcher takes the plan.
-fn launch_here(plan: &ExecPlan) -> io::Result<(i32, ExitWatch)> {
-    reaper::spawn_registered(|| exec::start(plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
+fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
+    let started =
+        reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)));
+    plan.let_go_of_child_ends();
+    started
 }
 
 /// What a launcher's answer is when the launcher ended without one (it can only have panicked).
@@ -28,7 +31,7 @@ pub(super) fn launch(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch
     let (reply, answer) = launcher::wait_reply();
     match launcher::hand(plan, marker, reply) {
         Ok(()) => answer.recv().map_err(|_| launcher_gone())?,
-        Err(returned) => launch_here(&returned.0),
+        Err(returned) => launch_here(returned.0),
     }
 }
 
@@ -44,7 +47,7 @@ fn hand(plan: ExecPlan, marker: &str) -> Claim {
         None => Claimed::Started(launch(plan, marker)),
         Some((reply, answer)) => match launcher::hand(plan, marker, reply) {
             Ok(()) => Claimed::Answer(answer),
-            Err(returned) => Claimed::Started(launch_here(&returned.0)),
+            Err(returned) => Claimed::Started(launch_here(returned.0)),
         },
     };
     Claim {
@@ -104,5 +107,16 @@ impl Ready {
     /// Hands the command to a launcher: from here on it may run.
     pub fn hand(self) -> Claim {
         hand(self.plan, &self.marker)
+    }
+
+    /// [`Ready::hand`] and wait for the launcher's answer, on this thread.
+    pub fn start(self) -> io::Result<(i32, ExitWatch)> {
+        launch(self.plan, &self.marker)
+    }
+
+    /// Once the child has its own copies, the plan's copies of its ends go to `to` (see
+    /// [`ExecPlan::let_go_of_child_ends`]).
+    pub fn child_ends_to(&mut self, to: super::ChildEnds) {
+        self.plan.child_ends_to = Some(to);
     }
 }

@@ -70,9 +70,10 @@ pub(crate) struct ExecPlan {
     /// Become fds 0, 1 and 2.
     pub stdio: [RawFd; 3],
     /// The fds behind `stdio` that the plan owns (the child's ends of its pipes, its terminal):
-    /// open until the plan is dropped after the clone, whoever holds it then.
-    #[expect(dead_code, reason = "held open, never read")]
+    /// open until the clone, then let go of ([`ExecPlan::let_go_of_child_ends`]).
     pub keep_open: Vec<OwnedFd>,
+    /// Where `keep_open` goes after the clone; closed where the plan is when `None`.
+    pub child_ends_to: Option<ChildEnds>,
     /// One more fd for the child at a fixed number (see [`super::PassedFd`]).
     pub passed: Option<super::PassedFd>,
     pub session: Session,
@@ -84,6 +85,26 @@ pub(crate) struct ExecPlan {
     /// of its own (`terminals.rs`): the launcher of this plan alone mounts it
     /// (`launcher.rs` `start_alone`).
     pub own_devpts: Option<OwnedFd>,
+}
+
+/// Takes the plan's copies of a child's ends once the child has its own, to close them where a
+/// close may wait (see [`ExecPlan::let_go_of_child_ends`]).
+pub type ChildEnds = Box<dyn FnOnce(Vec<OwnedFd>) + Send>;
+
+impl ExecPlan {
+    /// After the clone (the child has its own copies, or none was made): the plan's copies of
+    /// the child's ends go where [`ExecPlan::child_ends_to`] says. The child can make the plan's
+    /// copy of a pipe's end the last one (it reopens `/proc/self/fd/1` and closes its fd 1) and
+    /// then hold the pipe's lock (a splice from an idle socket into it): closing that copy waits
+    /// for the lock, for as long as the child likes. On a launcher that stalled every command
+    /// after it; the pipes' own thread may wait (`engine/pipe_thread.rs`).
+    pub fn let_go_of_child_ends(&mut self) {
+        let ends = std::mem::take(&mut self.keep_open);
+        match self.child_ends_to.take() {
+            Some(to) => to(ends),
+            None => drop(ends),
+        }
+    }
 }
 
 /// The step at which the child failed, reported through memory shared with the parent.

@@ -540,14 +540,15 @@ fn clone_registered(plan: &ExecPlan, namespace: Option<&Namespace>) -> Started {
 /// Starts each child handed over until the pool lets go of this launcher.
 fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&Namespace>) {
     for Request {
-        plan,
+        mut plan,
         marker,
         reply,
     } in incoming
     {
         let started = clone_registered(&plan, namespace);
         // The child has its own copies of its fds now (it has exec'd, or failed and was
-        // reaped): the server's close here, so the read ends see EOF when the child's do.
+        // reaped): the server's go, so the read ends see EOF when the child's close.
+        plan.let_go_of_child_ends();
         drop(plan);
         queued.fetch_sub(1, Ordering::Relaxed);
         reply.send(started, &marker);

@@ -39,12 +39,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::reaper::ExitWatch;
-use claim::{launch, launch_async};
+use claim::launch_async;
 use exec::{ExecPlan, Session};
 use prepare::plan;
 
 pub use crate::reaper::AfterStart;
 pub use claim::{Claim, Ready};
+pub use exec::ChildEnds;
 pub use marker::RUN_MARKER_VAR;
 pub use prepare::NON_INTERACTIVE_ENV;
 #[cfg(target_os = "linux")]
@@ -258,15 +259,9 @@ fn on_pipes(spec: &SpawnSpec) -> io::Result<(ExecPlan, Pipes)> {
     Ok((plan, ends))
 }
 
-/// Starts `spec` in a process group of its own with piped stdout and stderr.
-pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
-    let (plan, ends) = on_pipes(&spec)?;
-    let (pid, exit) = launch(plan, &spec.marker)?;
-    Ok(ends.spawned(pid, exit))
-}
-
-/// [`spawn`] for a task: the calling worker thread goes on with other tasks while a launcher
-/// clones the child. Dropped before the answer, the child is killed as soon as it has started.
+/// Starts `spec` in a process group of its own with piped stdout and stderr; the calling worker
+/// thread goes on with other tasks while a launcher clones the child. Dropped before the answer,
+/// the child is killed as soon as it has started.
 pub async fn spawn_async(spec: SpawnSpec) -> io::Result<Spawned> {
     let (plan, ends) = on_pipes(&spec)?;
     let (pid, exit) = launch_async(plan, &spec.marker).await?;

@@ -232,6 +232,7 @@ pub(super) fn plan(
         cwd: c_string_of(spec.cwd.as_os_str().as_bytes(), "the workdir")?,
         stdio,
         keep_open,
+        child_ends_to: None,
         passed: spec.pass_fd.clone(),
         session,
         confine: spec.confine.clone(),
