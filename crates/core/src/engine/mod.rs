@@ -22,6 +22,7 @@
 //! job's loop goes on where this one stopped.
 
 mod drive;
+mod left_behind;
 mod pipe_pool;
 mod pipe_thread;
 mod read_buf;

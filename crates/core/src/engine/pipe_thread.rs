@@ -30,6 +30,7 @@ use std::sync::mpsc;
 
 use tokio::sync::mpsc as tokio_mpsc;
 
+use super::left_behind::Account;
 use super::read_buf::ReadBuf;
 use super::source::{Read, Stream};
 
@@ -46,6 +47,7 @@ pub(crate) struct PipeThread {
     /// ends of the pipes sent on `child_ends`.
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
+    account: Arc<Account>,
     child_ends: mpsc::Sender<Vec<OwnedFd>>,
     /// How many bytes one read takes from now on.
     chunk: Arc<AtomicUsize>,
@@ -71,17 +73,28 @@ pub(crate) struct Input {
     pub bytes: Vec<u8>,
 }
 
+/// The server's ends of a command's pipes, and whose command it is.
+pub(crate) struct Ends {
+    pub out: OwnedFd,
+    pub err: OwnedFd,
+    pub input: Option<Input>,
+    /// The caller (`None` over stdio): see [`super::left_behind`].
+    pub caller: Option<Arc<str>>,
+}
+
 impl PipeThread {
-    /// Starts the thread on the read ends `out` and `err` (enlarged first, best-effort, to
+    /// Starts the thread on the read ends of `ends` (enlarged first, best-effort, to
     /// `pipe_bytes`) and the write end of stdin with what to feed it. Reads take `chunk` bytes
-    /// at most. Fails only if the thread cannot start; the fds are closed then.
-    pub(crate) fn start(
-        out: OwnedFd,
-        err: OwnedFd,
-        input: Option<Input>,
-        chunk: usize,
-        pipe_bytes: Option<usize>,
-    ) -> io::Result<Self> {
+    /// at most. Fails if the thread cannot start, or the caller left too many behind
+    /// ([`super::left_behind`]); the fds are closed then (no command has them yet).
+    pub(crate) fn start(ends: Ends, chunk: usize, pipe_bytes: Option<usize>) -> io::Result<Self> {
+        let Ends {
+            out,
+            err,
+            input,
+            caller,
+        } = ends;
+        let account = Account::open(caller)?;
         let wake = Arc::new(eventfd()?);
         let stopped = Arc::new(AtomicBool::new(false));
         let (child_ends, child_ends_rx) = mpsc::channel();
@@ -94,6 +107,7 @@ impl PipeThread {
             input: input.map(|i| (i, 0)),
             wake: wake.clone(),
             stopped: stopped.clone(),
+            account: account.clone(),
             child_ends: child_ends_rx,
             pieces: pieces_tx,
             spent: spent_rx,
@@ -109,6 +123,7 @@ impl PipeThread {
             spent: Some(spent),
             wake,
             stopped,
+            account,
             child_ends,
             chunk: shared_chunk,
             current: None,
@@ -223,6 +238,7 @@ impl Drop for PipeThread {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::Release);
         signal(&self.wake);
+        self.account.let_go();
     }
 }
 
@@ -234,6 +250,7 @@ struct Keeper {
     input: Option<(Input, usize)>,
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
+    account: Arc<Account>,
     /// The child's ends, to close once the child has its own.
     child_ends: mpsc::Receiver<Vec<OwnedFd>>,
     pieces: tokio_mpsc::UnboundedSender<Piece>,
@@ -260,8 +277,15 @@ impl Keeper {
         {
             self.input = None;
         }
-        // The pipes close when this returns, here: a close waits for the pipe's lock too.
         let _ = self.serve();
+        // Closed here: a close waits for the pipe's lock too.
+        self.out = None;
+        self.err = None;
+        self.input = None;
+        while let Ok(ends) = self.child_ends.try_recv() {
+            drop(ends);
+        }
+        self.account.done();
     }
 
     fn serve(&mut self) -> Result<(), Gone> {

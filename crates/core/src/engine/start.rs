@@ -4,7 +4,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::Source;
-use super::pipe_thread::{Input, PipeThread};
+use super::pipe_thread::{Ends, Input, PipeThread};
 use crate::limits::READ_CHUNK_BYTES;
 use crate::reaper::ExitWatch;
 use crate::spawn::{Ready, SpawnSpec, StdinMode, prepare_on_pipes};
@@ -114,13 +114,13 @@ fn on_a_thread(
         (Some(fd), Some(bytes)) => Some(Input { fd, bytes }),
         _ => None,
     };
-    let thread = PipeThread::start(
-        pipes.stdout,
-        pipes.stderr,
+    let ends = Ends {
+        out: pipes.stdout,
+        err: pipes.stderr,
         input,
-        pipe_bytes.unwrap_or(READ_CHUNK_BYTES),
-        pipe_bytes,
-    )?;
+        caller: spec.caller.clone(),
+    };
+    let thread = PipeThread::start(ends, pipe_bytes.unwrap_or(READ_CHUNK_BYTES), pipe_bytes)?;
     ready.child_ends_to(thread.closer_of_child_ends());
     Ok((ready, thread))
 }
