@@ -30,7 +30,7 @@ use std::sync::mpsc;
 
 use tokio::sync::mpsc as tokio_mpsc;
 
-use super::left_behind::Account;
+use super::left_behind::Counted;
 use super::read_buf::ReadBuf;
 use super::source::{Read, Stream};
 
@@ -47,8 +47,8 @@ pub(crate) struct PipeThread {
     /// ends of the pipes sent on `child_ends`.
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
-    account: Arc<Account>,
-    child_ends: mpsc::Sender<Vec<OwnedFd>>,
+    /// Taken by the one closer made ([`PipeThread::closer_of_child_ends`]).
+    child_ends: Option<mpsc::Sender<Vec<OwnedFd>>>,
     /// How many bytes one read takes from now on.
     chunk: Arc<AtomicUsize>,
     /// The last chunk, until the next read.
@@ -94,7 +94,7 @@ impl PipeThread {
             input,
             caller,
         } = ends;
-        let account = Account::open(caller)?;
+        let counted = Counted::open(caller)?;
         let wake = Arc::new(eventfd()?);
         let stopped = Arc::new(AtomicBool::new(false));
         let (child_ends, child_ends_rx) = mpsc::channel();
@@ -107,8 +107,8 @@ impl PipeThread {
             input: input.map(|i| (i, 0)),
             wake: wake.clone(),
             stopped: stopped.clone(),
-            account: account.clone(),
             child_ends: child_ends_rx,
+            counted,
             pieces: pieces_tx,
             spent: spent_rx,
             // The first buffer from the calling thread's heap, which has blocks of that size to
@@ -123,8 +123,7 @@ impl PipeThread {
             spent: Some(spent),
             wake,
             stopped,
-            account,
-            child_ends,
+            child_ends: Some(child_ends),
             chunk: shared_chunk,
             current: None,
             early: None,
@@ -134,16 +133,18 @@ impl PipeThread {
     }
 
     /// Takes the plan's copies of the child's ends after the clone (see
-    /// [`crate::spawn::ChildEnds`]): the thread closes them. If it has ended, a thread of the
-    /// pool does.
-    pub(crate) fn closer_of_child_ends(&self) -> crate::spawn::ChildEnds {
-        let to = self.child_ends.clone();
+    /// [`crate::spawn::ChildEnds`]): the thread closes them, and waits for them (or for the
+    /// plan to be dropped without a clone) before it is done. Made once.
+    pub(crate) fn closer_of_child_ends(&mut self) -> crate::spawn::ChildEnds {
+        let to = self.child_ends.take();
         let wake = self.wake.clone();
-        Box::new(move |ends| match to.send(ends) {
-            Ok(()) => signal(&wake),
-            // With no thread to be had, they close here, as a last resort.
-            Err(mpsc::SendError(ends)) => {
-                let _ = super::pipe_pool::run(Box::new(move || drop(ends)));
+        Box::new(move |ends| {
+            // The thread waits for this sender: the send fails only if it panicked, and then
+            // the ends close here, as a last resort.
+            if let Some(to) = to
+                && to.send(ends).is_ok()
+            {
+                signal(&wake);
             }
         })
     }
@@ -238,7 +239,6 @@ impl Drop for PipeThread {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::Release);
         signal(&self.wake);
-        self.account.let_go();
     }
 }
 
@@ -250,7 +250,6 @@ struct Keeper {
     input: Option<(Input, usize)>,
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
-    account: Arc<Account>,
     /// The child's ends, to close once the child has its own.
     child_ends: mpsc::Receiver<Vec<OwnedFd>>,
     pieces: tokio_mpsc::UnboundedSender<Piece>,
@@ -260,6 +259,10 @@ struct Keeper {
     /// Buffers made so far (at most [`BUFFERS`] live at once).
     made: usize,
     chunk: Arc<AtomicUsize>,
+    /// Counts this thread for its caller until it is done: the last field, dropped after the
+    /// pipes (on a panic too).
+    #[expect(dead_code, reason = "held until the thread is done")]
+    counted: Counted,
 }
 
 /// The loop is gone (or closed the pipes): the thread ends.
@@ -282,10 +285,12 @@ impl Keeper {
         self.out = None;
         self.err = None;
         self.input = None;
-        while let Ok(ends) = self.child_ends.try_recv() {
+        // The child's ends, whenever the launcher lets go of them (at once if it has, or if
+        // the plan was dropped without a clone).
+        while let Ok(ends) = self.child_ends.recv() {
             drop(ends);
         }
-        self.account.done();
+        // Dropped here, `counted` last: the thread is done.
     }
 
     fn serve(&mut self) -> Result<(), Gone> {

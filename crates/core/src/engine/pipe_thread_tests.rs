@@ -1,7 +1,7 @@
 //! The pipes' thread against a command that holds a pipe's lock.
 
 use std::ffi::OsString;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,13 +24,19 @@ fn python(script: &str, tag: &str) -> SpawnSpec {
     }
 }
 
-/// How many processes tagged `tag` wait in `splice(2)`.
+/// How many threads of the processes tagged `tag` wait in `splice(2)`.
 fn in_splice(tag: &str) -> usize {
     let splice = libc::SYS_splice.to_string();
     processes_with_arg(tag)
         .into_iter()
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .flat_map(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("syscall"))
                 .is_ok_and(|s| s.split_whitespace().next() == Some(splice.as_str()))
         })
         .count()
@@ -106,31 +112,43 @@ fn pipe() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
 }
 
-/// A thread of `caller` whose stdout a process outside any command holds the lock of: once
-/// let go, the thread waits in its close of the pipe for as long as that process lives.
-fn held_thread(caller: &Arc<str>, tag: &str) -> (PipeThread, std::process::Child) {
-    let (out, holder_end) = pipe();
+fn ends_of(caller: &Arc<str>, out: OwnedFd) -> Ends {
     let (err, _) = pipe();
-    let holder = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import os,socket; a,b=socket.socketpair(); os.splice(a.fileno(),1,4096)",
-            tag,
-        ])
-        .stdout(std::process::Stdio::from(holder_end))
-        .spawn()
-        .expect("python3");
-    let ends = Ends {
+    Ends {
         out,
         err,
         input: None,
         caller: Some(caller.clone()),
-    };
-    (PipeThread::start(ends, 4096, None).expect("thread"), holder)
+    }
 }
 
-/// Waits at most 20 s for `caller` to have `n` threads left behind.
-fn left_behind_becomes(caller: &Arc<str>, n: usize) -> usize {
+/// Starts `n` pipe threads of `caller` whose stdout one process (tagged `tag`, outside any
+/// command) holds the lock of, a thread of it splicing an idle socket into each.
+fn held_threads(caller: &Arc<str>, n: usize, tag: &str) -> (Vec<PipeThread>, std::process::Child) {
+    let (reads, writes): (Vec<OwnedFd>, Vec<OwnedFd>) = (0..n).map(|_| pipe()).unzip();
+    let numbers: Vec<String> = writes.iter().map(|fd| fd.as_raw_fd().to_string()).collect();
+    for fd in &writes {
+        // SAFETY: F_SETFD on an fd we own: the holder inherits it.
+        assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+    }
+    let script = "import os,socket,sys,threading\n\
+        socks=[]\n\
+        def hold(fd):\n  a,b=socket.socketpair(); socks.append((a,b)); os.splice(a.fileno(),fd,4096)\n\
+        for fd in sys.argv[1].split(','): threading.Thread(target=hold,args=(int(fd),)).start()\n";
+    let holder = std::process::Command::new("python3")
+        .args(["-c", script, &numbers.join(","), tag])
+        .spawn()
+        .expect("python3");
+    drop(writes);
+    let threads = reads
+        .into_iter()
+        .map(|out| PipeThread::start(ends_of(caller, out), 4096, None).expect("thread"))
+        .collect();
+    (threads, holder)
+}
+
+/// Waits at most 20 s for `caller` to have `n` pipe threads.
+fn threads_become(caller: &Arc<str>, n: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(20);
     while super::super::left_behind::of(Some(caller)) != n && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -138,64 +156,47 @@ fn left_behind_becomes(caller: &Arc<str>, n: usize) -> usize {
     super::super::left_behind::of(Some(caller))
 }
 
-/// A caller whose processes hold the pipes of as many finished commands as it may leave behind
-/// gets its next pipe command refused; another caller does not; once those processes end, the
-/// first caller's commands start again. Without the bound the threads (and their descriptors)
-/// piled up without end.
+/// A caller with as many pipe threads as it may have, started at once, gets its next pipe
+/// command refused, and still once their commands let go of them while a process outside
+/// holds the pipes; another caller is not; once that process ends, the first caller's commands
+/// start again. Without the bound the stuck threads (and their descriptors) piled up without
+/// end; counting only those let go of, a burst of commands went past it.
 #[test]
-fn a_caller_that_left_too_many_threads_behind_is_refused_and_no_other_caller() {
-    let caller: Arc<str> = Arc::from(format!("left-{}", std::process::id()).as_str());
+fn a_caller_with_too_many_pipe_threads_is_refused_and_no_other_caller() {
+    let most = super::super::left_behind::THREADS_MAX;
+    let caller: Arc<str> = Arc::from(format!("many-{}", std::process::id()).as_str());
     let other: Arc<str> = Arc::from(format!("other-{}", std::process::id()).as_str());
-    let tag = format!("left-behind-{}", std::process::id());
-    let holders = Holder(tag.clone());
-    let (threads, mut children): (Vec<PipeThread>, Vec<std::process::Child>) = (0
-        ..super::super::left_behind::LEFT_BEHIND_MAX)
-        .map(|_| held_thread(&caller, &tag))
-        .unzip();
-    // Each holder in its splice, holding the lock, before its thread is let go.
+    let tag = format!("many-threads-{}", std::process::id());
+    let kill = Holder(tag.clone());
+    let (threads, mut holder) = held_threads(&caller, most, &tag);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while in_splice(&tag) < threads.len() && Instant::now() < deadline {
+    while in_splice(&tag) < most && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    drop(threads);
-    let most = super::super::left_behind::LEFT_BEHIND_MAX;
-    assert_eq!(left_behind_becomes(&caller, most), most);
-    let (out, _w1) = pipe();
-    let (err, _w2) = pipe();
-    let refused = PipeThread::start(
-        Ends {
-            out,
-            err,
-            input: None,
-            caller: Some(caller.clone()),
-        },
-        4096,
-        None,
-    );
-    assert!(
-        refused.is_err(),
-        "the caller's next command was not refused"
-    );
-    let (out, _w3) = pipe();
-    let (err, _w4) = pipe();
-    let started = PipeThread::start(
-        Ends {
-            out,
-            err,
-            input: None,
-            caller: Some(other),
-        },
-        4096,
-        None,
-    );
-    assert!(started.is_ok(), "another caller was refused");
-    drop(holders);
-    for child in &mut children {
-        let _ = child.wait();
-    }
     assert_eq!(
-        left_behind_becomes(&caller, 0),
-        0,
-        "the threads stayed stuck"
+        in_splice(&tag),
+        most,
+        "the holder's threads are not all in splice"
     );
+    let refused = |why: &str| {
+        let (out, _w) = pipe();
+        let started = PipeThread::start(ends_of(&caller, out), 4096, None);
+        assert!(
+            started.is_err(),
+            "the caller's next command was not refused: {why}"
+        );
+    };
+    refused("its commands run");
+    drop(threads);
+    // Long enough for threads that are not stuck to be done.
+    std::thread::sleep(Duration::from_millis(200));
+    refused("its threads were let go of, stuck in their close");
+    let (out, _w) = pipe();
+    let started = PipeThread::start(ends_of(&other, out), 4096, None);
+    assert!(started.is_ok(), "another caller was refused");
+    drop(kill);
+    let _ = holder.wait();
+    assert_eq!(threads_become(&caller, 0), 0, "the threads stayed stuck");
+    let (out, _w) = pipe();
+    assert!(PipeThread::start(ends_of(&caller, out), 4096, None).is_ok());
 }

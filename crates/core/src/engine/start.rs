@@ -120,7 +120,7 @@ fn on_a_thread(
         input,
         caller: spec.caller.clone(),
     };
-    let thread = PipeThread::start(ends, pipe_bytes.unwrap_or(READ_CHUNK_BYTES), pipe_bytes)?;
+    let mut thread = PipeThread::start(ends, pipe_bytes.unwrap_or(READ_CHUNK_BYTES), pipe_bytes)?;
     ready.child_ends_to(thread.closer_of_child_ends());
     Ok((ready, thread))
 }
