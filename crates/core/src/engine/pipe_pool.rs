@@ -43,21 +43,58 @@ fn idle_threads() -> std::sync::MutexGuard<'static, Idles> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs `work` on an idle thread, or on a new one.
-pub(crate) fn run(mut work: Work) -> io::Result<()> {
-    loop {
-        let idle = idle_threads().threads.pop();
-        let Some(idle) = idle else { break };
-        match idle.work.send(work) {
-            Ok(()) => return Ok(()),
-            // The thread ended (it cannot, while listed; kept for safety): the next one.
-            Err(mpsc::SendError(back)) => work = back,
-        }
+/// A thread set aside for one command's work, which comes later ([`Reserved::run`]): taken
+/// from the idle ones, or started now (on the calling thread, whose rights it inherits: never
+/// on a launcher, which may be in a namespace where no thread can start).
+pub(crate) struct Reserved {
+    work: Option<mpsc::Sender<Work>>,
+}
+
+/// Sets a thread aside: an idle one, or a new one.
+pub(crate) fn reserve() -> io::Result<Reserved> {
+    if let Some(idle) = idle_threads().threads.pop() {
+        return Ok(Reserved {
+            work: Some(idle.work),
+        });
     }
+    let (tx, rx) = mpsc::channel::<Work>();
     std::thread::Builder::new()
         .name("agentty-pipes".into())
         .stack_size(STACK_BYTES)
-        .spawn(move || serve(work))?;
+        .spawn(move || {
+            if let Ok(work) = rx.recv() {
+                serve(work);
+            }
+        })?;
+    Ok(Reserved { work: Some(tx) })
+}
+
+impl Reserved {
+    /// Runs `work` on the thread set aside (on a new one if it is gone, which it cannot be
+    /// while set aside; here as a last resort).
+    pub(crate) fn run(mut self, work: Work) {
+        let Some(to) = self.work.take() else { return };
+        if let Err(mpsc::SendError(work)) = to.send(work) {
+            match reserve() {
+                Ok(other) => other.run(work),
+                Err(_) => work(),
+            }
+        }
+    }
+}
+
+impl Drop for Reserved {
+    /// Never given work: the thread goes back to the idle ones (or ends).
+    fn drop(&mut self) {
+        if let Some(to) = self.work.take() {
+            let _ = to.send(Box::new(|| {}));
+        }
+    }
+}
+
+#[cfg(test)]
+fn run(work: Work) -> io::Result<()> {
+    reserve()?.run(work);
     Ok(())
 }
 

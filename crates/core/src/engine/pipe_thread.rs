@@ -43,12 +43,11 @@ pub(crate) struct PipeThread {
     pieces: tokio_mpsc::UnboundedReceiver<Piece>,
     /// Buffers whose bytes were used, going back to the thread; `None` once closed.
     spent: Option<mpsc::Sender<ReadBuf>>,
-    /// Wakes the thread (an eventfd): to end, once `stopped` is set, or to close the child's
-    /// ends of the pipes sent on `child_ends`.
+    /// Wakes the thread (an eventfd) to end, once `stopped` is set.
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
-    /// Taken by the one closer made ([`PipeThread::closer_of_child_ends`]).
-    child_ends: Option<mpsc::Sender<Vec<OwnedFd>>>,
+    /// The thread's start, until taken by [`PipeThread::starter`] (or the drop).
+    starter: Option<Box<Starter>>,
     /// How many bytes one read takes from now on.
     chunk: Arc<AtomicUsize>,
     /// The last chunk, until the next read.
@@ -97,7 +96,6 @@ impl PipeThread {
         let counted = Counted::open(caller)?;
         let wake = Arc::new(eventfd()?);
         let stopped = Arc::new(AtomicBool::new(false));
-        let (child_ends, child_ends_rx) = mpsc::channel();
         let (pieces_tx, pieces) = tokio_mpsc::unbounded_channel();
         let (spent, spent_rx) = mpsc::channel();
         let shared_chunk = Arc::new(AtomicUsize::new(chunk));
@@ -107,7 +105,7 @@ impl PipeThread {
             input: input.map(|i| (i, 0)),
             wake: wake.clone(),
             stopped: stopped.clone(),
-            child_ends: child_ends_rx,
+            child_ends: Vec::new(),
             counted,
             pieces: pieces_tx,
             spent: spent_rx,
@@ -117,13 +115,17 @@ impl PipeThread {
             made: 1,
             chunk: shared_chunk.clone(),
         };
-        super::pipe_pool::run(Box::new(move || keeper.run(pipe_bytes)))?;
+        let starter = Box::new(Starter(Some((
+            keeper,
+            super::pipe_pool::reserve()?,
+            pipe_bytes,
+        ))));
         Ok(PipeThread {
             pieces,
             spent: Some(spent),
             wake,
             stopped,
-            child_ends: Some(child_ends),
+            starter: Some(starter),
             chunk: shared_chunk,
             current: None,
             early: None,
@@ -132,21 +134,14 @@ impl PipeThread {
         })
     }
 
-    /// Takes the plan's copies of the child's ends after the clone (see
-    /// [`crate::spawn::ChildEnds`]): the thread closes them, and waits for them (or for the
-    /// plan to be dropped without a clone) before it is done. Made once.
-    pub(crate) fn closer_of_child_ends(&mut self) -> crate::spawn::ChildEnds {
-        let to = self.child_ends.take();
-        let wake = self.wake.clone();
-        Box::new(move |ends| {
-            // The thread waits for this sender: the send fails only if it panicked, and then
-            // the ends close here, as a last resort.
-            if let Some(to) = to
-                && to.send(ends).is_ok()
-            {
-                signal(&wake);
-            }
-        })
+    /// What starts the thread once the command is cloned, given the plan's copies of the
+    /// child's ends to close first ([`crate::spawn::ChildEnds`]); dropped unused (nothing was
+    /// cloned), it starts the thread all the same. The launcher's hand-off is the thread's one
+    /// wake-up before the command's output: a thread already polling would need another, to
+    /// take the ends. `None` once taken; a thread whose starter is never taken starts when the
+    /// loop lets go.
+    pub(crate) fn starter(&mut self) -> Option<crate::spawn::ChildEnds> {
+        self.starter.take().map(|s| s as crate::spawn::ChildEnds)
     }
 
     /// Waits until there is output to read or the output has ended, taking nothing.
@@ -239,6 +234,32 @@ impl Drop for PipeThread {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::Release);
         signal(&self.wake);
+        // Never started: it starts to close the pipes and be done.
+        drop(self.starter.take());
+    }
+}
+
+/// The thread's start: its keeper, the thread set aside for it, and the pipes' size to ask for.
+pub(crate) struct Starter(Option<(Keeper, super::pipe_pool::Reserved, Option<usize>)>);
+
+impl Starter {
+    fn start(&mut self, child_ends: Vec<OwnedFd>) {
+        if let Some((mut keeper, thread, pipe_bytes)) = self.0.take() {
+            keeper.child_ends = child_ends;
+            thread.run(Box::new(move || keeper.run(pipe_bytes)));
+        }
+    }
+}
+
+impl crate::spawn::TakeChildEnds for Starter {
+    fn take(mut self: Box<Self>, ends: Vec<OwnedFd>) {
+        self.start(ends);
+    }
+}
+
+impl Drop for Starter {
+    fn drop(&mut self) {
+        self.start(Vec::new());
     }
 }
 
@@ -250,8 +271,8 @@ struct Keeper {
     input: Option<(Input, usize)>,
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
-    /// The child's ends, to close once the child has its own.
-    child_ends: mpsc::Receiver<Vec<OwnedFd>>,
+    /// The plan's copies of the child's ends, closed first thing (the child has its own).
+    child_ends: Vec<OwnedFd>,
     pieces: tokio_mpsc::UnboundedSender<Piece>,
     spent: mpsc::Receiver<ReadBuf>,
     /// Buffers at hand.
@@ -270,6 +291,8 @@ struct Gone;
 
 impl Keeper {
     fn run(mut self, pipe_bytes: Option<usize>) {
+        // Closed here: the child may hold their lock.
+        self.child_ends.clear();
         if let Some(bytes) = pipe_bytes {
             for fd in [&self.out, &self.err].into_iter().flatten() {
                 enlarge(fd.as_fd(), bytes);
@@ -285,11 +308,6 @@ impl Keeper {
         self.out = None;
         self.err = None;
         self.input = None;
-        // The child's ends, whenever the launcher lets go of them (at once if it has, or if
-        // the plan was dropped without a clone).
-        while let Ok(ends) = self.child_ends.recv() {
-            drop(ends);
-        }
         // Dropped here, `counted` last: the thread is done.
     }
 
@@ -310,14 +328,10 @@ impl Keeper {
                 return Err(Gone);
             }
             if fds[0].revents != 0 {
-                drain(&self.wake);
-                // Closed here: the child may hold their lock.
-                while let Ok(ends) = self.child_ends.try_recv() {
-                    drop(ends);
-                }
                 if self.stopped.load(Ordering::Acquire) {
                     return Err(Gone);
                 }
+                drain(&self.wake);
             }
             if fds[3].revents != 0 {
                 self.feed();

@@ -24,6 +24,22 @@ fn python(script: &str, tag: &str) -> SpawnSpec {
     }
 }
 
+/// Passes the child's ends on only once the child waits in its splice.
+struct WhenSplicing {
+    tag: String,
+    then: crate::spawn::ChildEnds,
+}
+
+impl crate::spawn::TakeChildEnds for WhenSplicing {
+    fn take(self: Box<Self>, ends: Vec<OwnedFd>) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while in_splice(&self.tag) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.then.take(ends);
+    }
+}
+
 /// How many threads of the processes tagged `tag` wait in `splice(2)`.
 fn in_splice(tag: &str) -> usize {
     let splice = libc::SYS_splice.to_string();
@@ -60,7 +76,7 @@ impl Drop for Holder {
 /// for the pipe's lock. The launcher lets go of that copy only once the child is in the splice
 /// (the attack's window, made certain); the launcher must still answer, and the command's
 /// output ends once the holder is killed. Closed on the launcher (`drop(ends)` in place of
-/// `closer`), the launcher never answered.
+/// `self.then.take(ends)`), the launcher never answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_childs_ends_close_on_the_pipes_thread_while_the_child_holds_their_lock() {
     crate::init().expect("init");
@@ -79,14 +95,10 @@ async fn the_childs_ends_close_on_the_pipes_thread_while_the_child_holds_their_l
         caller: None,
     };
     let mut thread = PipeThread::start(ends, 4096, None).expect("thread");
-    let closer = thread.closer_of_child_ends();
-    let waiting_for = tag.clone();
-    ready.child_ends_to(Box::new(move |ends| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while in_splice(&waiting_for) == 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        closer(ends);
+    let starter = thread.starter().expect("a starter");
+    ready.child_ends_to(Box::new(WhenSplicing {
+        tag: tag.clone(),
+        then: starter,
     }));
     let claimed = tokio::time::timeout(Duration::from_secs(40), ready.hand().claim()).await;
     let (pid, _exit) = claimed
@@ -142,9 +154,18 @@ fn held_threads(caller: &Arc<str>, n: usize, tag: &str) -> (Vec<PipeThread>, std
     drop(writes);
     let threads = reads
         .into_iter()
-        .map(|out| PipeThread::start(ends_of(caller, out), 4096, None).expect("thread"))
+        .map(|out| running(ends_of(caller, out)).expect("thread"))
         .collect();
     (threads, holder)
+}
+
+/// A pipe thread on `ends`, started as after a clone (no child's ends to close).
+fn running(ends: Ends) -> io::Result<PipeThread> {
+    let mut thread = PipeThread::start(ends, 4096, None)?;
+    if let Some(starter) = thread.starter() {
+        starter.take(Vec::new());
+    }
+    Ok(thread)
 }
 
 /// Waits at most 20 s for `caller` to have `n` pipe threads.
@@ -180,7 +201,7 @@ fn a_caller_with_too_many_pipe_threads_is_refused_and_no_other_caller() {
     );
     let refused = |why: &str| {
         let (out, _w) = pipe();
-        let started = PipeThread::start(ends_of(&caller, out), 4096, None);
+        let started = running(ends_of(&caller, out));
         assert!(
             started.is_err(),
             "the caller's next command was not refused: {why}"
@@ -192,11 +213,11 @@ fn a_caller_with_too_many_pipe_threads_is_refused_and_no_other_caller() {
     std::thread::sleep(Duration::from_millis(200));
     refused("its threads were let go of, stuck in their close");
     let (out, _w) = pipe();
-    let started = PipeThread::start(ends_of(&other, out), 4096, None);
+    let started = running(ends_of(&other, out));
     assert!(started.is_ok(), "another caller was refused");
     drop(kill);
     let _ = holder.wait();
     assert_eq!(threads_become(&caller, 0), 0, "the threads stayed stuck");
     let (out, _w) = pipe();
-    assert!(PipeThread::start(ends_of(&caller, out), 4096, None).is_ok());
+    assert!(running(ends_of(&caller, out)).is_ok());
 }

@@ -121,6 +121,8 @@ fn on_a_thread(
         caller: spec.caller.clone(),
     };
     let mut thread = PipeThread::start(ends, pipe_bytes.unwrap_or(READ_CHUNK_BYTES), pipe_bytes)?;
-    ready.child_ends_to(thread.closer_of_child_ends());
+    if let Some(starter) = thread.starter() {
+        ready.child_ends_to(starter);
+    }
     Ok((ready, thread))
 }

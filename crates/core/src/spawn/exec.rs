@@ -89,7 +89,12 @@ pub(crate) struct ExecPlan {
 
 /// Takes the plan's copies of a child's ends once the child has its own, to close them where a
 /// close may wait (see [`ExecPlan::let_go_of_child_ends`]).
-pub type ChildEnds = Box<dyn FnOnce(Vec<OwnedFd>) + Send>;
+pub trait TakeChildEnds: Send {
+    fn take(self: Box<Self>, ends: Vec<OwnedFd>);
+}
+
+/// Where a plan's copies of its child's ends go after the clone.
+pub type ChildEnds = Box<dyn TakeChildEnds>;
 
 impl ExecPlan {
     /// After the clone (the child has its own copies, or none was made): the plan's copies of
@@ -101,7 +106,7 @@ impl ExecPlan {
     pub fn let_go_of_child_ends(&mut self) {
         let ends = std::mem::take(&mut self.keep_open);
         match self.child_ends_to.take() {
-            Some(to) => to(ends),
+            Some(to) => to.take(ends),
             None => drop(ends),
         }
     }

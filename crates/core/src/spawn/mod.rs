@@ -45,7 +45,7 @@ use prepare::plan;
 
 pub use crate::reaper::AfterStart;
 pub use claim::{Claim, Ready};
-pub use exec::ChildEnds;
+pub use exec::{ChildEnds, TakeChildEnds};
 pub use marker::RUN_MARKER_VAR;
 pub use prepare::NON_INTERACTIVE_ENV;
 #[cfg(target_os = "linux")]
