@@ -149,6 +149,19 @@ pub fn processes_with_arg(arg: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Kills every process with the argument it holds when dropped: a test that fails, wherever
+/// it panics, leaves nothing running (nor a lock such a process held).
+pub struct KillOnDrop(pub String);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in processes_with_arg(&self.0) {
+            // SAFETY: kill takes a pid and a signal number; at worst the pid is gone already.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
 /// Live processes with `needle` anywhere in their command line.
 pub fn processes_naming(needle: &str) -> Vec<i32> {
     live_processes("cmdline")

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::client::*;
-use agentty_testkit::processes_with_arg;
+use agentty_testkit::{KillOnDrop, processes_with_arg};
 
 /// How long a call may take while another command holds its pipe (a trivial call answers in
 /// milliseconds; the stall lasted as long as the holding command).
@@ -39,18 +39,6 @@ fn holds_input(tag: &str) -> String {
         for _ in range(5):\n  os.read(0,4096)\n  \
         try: os.splice(0,a.fileno(),1<<16)\n  except OSError: pass\n";
     format!("python3 -c '{script}' {tag}")
-}
-
-/// Kills the holding command by its tag when dropped, so that a failed test leaves nothing.
-struct Holder(String);
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        for pid in processes_with_arg(&self.0) {
-            // SAFETY: kill on a pid; at worst it is gone already.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
 }
 
 /// Another call, a trivial one, answers in time.
@@ -90,7 +78,7 @@ async fn a_command_holding_its_stdout_or_stderr_stalls_no_other_call() {
     let server = start().await;
     for fd in [1, 2] {
         let tag = tag("held-out");
-        let _holder = Holder(tag.clone());
+        let _holder = KillOnDrop(tag.clone());
         let args = json!({"command": holds_output(fd, &tag), "timeout_ms": 3000});
         let meanwhile = async {
             tokio::time::sleep(Duration::from_millis(700)).await;
@@ -104,7 +92,7 @@ async fn a_command_holding_its_stdout_or_stderr_stalls_no_other_call() {
 async fn a_command_holding_its_stdin_stalls_no_other_call() {
     let server = start().await;
     let tag = tag("held-in");
-    let _holder = Holder(tag.clone());
+    let _holder = KillOnDrop(tag.clone());
     let args = json!({
         "command": holds_input(&tag),
         "stdin": "y".repeat(1 << 20),
@@ -122,7 +110,7 @@ async fn a_command_holding_its_stdin_stalls_no_other_call() {
 async fn a_job_holding_its_stdout_stalls_no_call_and_no_shell() {
     let server = start().await;
     let tag = tag("held-job");
-    let _holder = Holder(tag.clone());
+    let _holder = KillOnDrop(tag.clone());
     let id = server
         .background(json!({"command": holds_output(1, &tag)}))
         .await;

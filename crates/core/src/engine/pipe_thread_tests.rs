@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::spawn::{SpawnSpec, StdinMode, prepare_on_pipes};
-use agentty_testkit::processes_with_arg;
+use agentty_testkit::{KillOnDrop, processes_with_arg};
 
 fn python(script: &str, tag: &str) -> SpawnSpec {
     SpawnSpec {
@@ -58,19 +58,6 @@ fn in_splice(tag: &str) -> usize {
         .count()
 }
 
-/// Kills the tagged process when dropped: a failed test leaves nothing (and lets go of the
-/// lock that a stuck thread waits for).
-struct Holder(String);
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        for pid in processes_with_arg(&self.0) {
-            // SAFETY: kill on a pid; at worst it is gone already.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-}
-
 /// The child reopens its stdout, closes fd 1 and splices an idle socket into the new fd: the
 /// plan's copy of the pipe's write end is now the last one of its file, and closing it waits
 /// for the pipe's lock. The launcher lets go of that copy only once the child is in the splice
@@ -81,7 +68,7 @@ impl Drop for Holder {
 async fn the_childs_ends_close_on_the_pipes_thread_while_the_child_holds_their_lock() {
     crate::init().expect("init");
     let tag = format!("held-end-{}", std::process::id());
-    let holder = Holder(tag.clone());
+    let holder = KillOnDrop(tag.clone());
     let script = "import os,socket\n\
         fd=os.open('/proc/self/fd/1',os.O_WRONLY)\n\
         os.close(1)\n\
@@ -188,7 +175,7 @@ fn a_caller_with_too_many_pipe_threads_is_refused_and_no_other_caller() {
     let caller: Arc<str> = Arc::from(format!("many-{}", std::process::id()).as_str());
     let other: Arc<str> = Arc::from(format!("other-{}", std::process::id()).as_str());
     let tag = format!("many-threads-{}", std::process::id());
-    let kill = Holder(tag.clone());
+    let kill = KillOnDrop(tag.clone());
     let (threads, mut holder) = held_threads(&caller, most, &tag);
     let deadline = Instant::now() + Duration::from_secs(20);
     while in_splice(&tag) < most && Instant::now() < deadline {

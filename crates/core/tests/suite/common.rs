@@ -94,8 +94,6 @@ pub fn processes_with_marker(marker: &str) -> Vec<i32> {
     agentty_testkit::processes_with_env(RUN_MARKER_VAR, marker)
 }
 
-pub use agentty_testkit::live_processes;
-
 /// A confinement that applies nothing and counts the launcher threads that apply its shared
 /// part; it may refuse them (as a thread start refused under a fork bomb would).
 #[derive(Default)]

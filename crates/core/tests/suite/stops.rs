@@ -15,6 +15,7 @@ use agentty_core::pty::once::{self, PtyRunRequest};
 use agentty_core::pty::{Shell, Shells};
 use agentty_core::run::{self, RunStatus};
 use agentty_core::spawn::Confine;
+use agentty_testkit::{KillOnDrop, processes_with_arg};
 
 use super::common::*;
 
@@ -37,32 +38,10 @@ fn unique_sleep(tag: u32) -> String {
     format!("3600.{}{tag:03}", std::process::id())
 }
 
-/// Live processes with `arg` as one of their arguments.
-fn with_arg(arg: &str) -> Vec<i32> {
-    live_processes("cmdline")
-        .into_iter()
-        .filter(|(_, cmd)| cmd.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
-/// Kills every process with `arg` when dropped: a test that fails, wherever it panics, leaves
-/// nothing running.
-struct Reap(String);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        for pid in with_arg(&self.0) {
-            // SAFETY: kill takes a pid and a signal number.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-}
-
 /// Asserts that no process with `arg` is alive right now; kills any found first, so a failing
 /// test leaves nothing behind.
 fn assert_none_now(arg: &str, what: &str) {
-    let left = with_arg(arg);
+    let left = processes_with_arg(arg);
     for &pid in &left {
         // SAFETY: kill takes a pid and a signal number.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -76,9 +55,9 @@ fn assert_none_now(arg: &str, what: &str) {
 /// Asserts that no process with `arg` is alive (two scans apart); kills any found first, so a
 /// failing test leaves nothing behind.
 async fn assert_none_left(arg: &str, what: &str) {
-    let mut left: BTreeSet<i32> = with_arg(arg).into_iter().collect();
+    let mut left: BTreeSet<i32> = processes_with_arg(arg).into_iter().collect();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    left.extend(with_arg(arg));
+    left.extend(processes_with_arg(arg));
     for &pid in &left {
         // SAFETY: kill takes a pid and a signal number.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -93,7 +72,7 @@ async fn assert_none_left(arg: &str, what: &str) {
 #[tokio::test]
 async fn a_timeout_right_after_the_start_stops_the_tree_every_time() {
     let arg = unique_sleep(1);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("stop-timeout");
     for i in 0..TRIES {
         let out = run_to_end(request(&sleeper(&arg, i), &m, 1)).await;
@@ -106,7 +85,7 @@ async fn a_timeout_right_after_the_start_stops_the_tree_every_time() {
 async fn a_cancel_right_after_the_start_stops_the_tree_before_the_call_returns() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(2);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("stop-cancel");
     for i in 0..TRIES {
         let req = request(&sleeper(&arg, i), &m, 60_000);
@@ -125,7 +104,7 @@ async fn a_cancel_right_after_the_start_stops_the_tree_before_the_call_returns()
 async fn a_call_dropped_before_it_claimed_its_command_leaves_nothing_running() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(4);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let no_launcher: Arc<dyn Confine> = Arc::new(CountsLaunchers {
         refuse: Refuse::All,
         ..CountsLaunchers::default()
@@ -146,7 +125,7 @@ async fn a_call_dropped_before_it_claimed_its_command_leaves_nothing_running() {
     // A launcher with plans queued may clone a dropped call's command after this point (and
     // stop it as soon as it finds nobody waiting): what counts is that none keeps running.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !with_arg(&arg).is_empty() && tokio::time::Instant::now() < deadline {
+    while !processes_with_arg(&arg).is_empty() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_none_left(&arg, "a dropped call").await;
@@ -157,7 +136,7 @@ async fn a_task_stop_right_after_the_start_stops_the_tree_and_frees_the_slot() {
     agentty_core::init().unwrap();
     let table = JobTable::new();
     let arg = unique_sleep(3);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("stop-task");
     for i in 0..TRIES {
         let job = command::start(
@@ -172,7 +151,7 @@ async fn a_task_stop_right_after_the_start_stops_the_tree_and_frees_the_slot() {
         .expect("start");
         job.stop().await;
         assert_eq!(
-            with_arg(&arg),
+            processes_with_arg(&arg),
             Vec::<i32>::new(),
             "task_stop returned first"
         );
@@ -185,7 +164,7 @@ async fn a_task_stop_right_after_the_start_stops_the_tree_and_frees_the_slot() {
 #[tokio::test]
 async fn an_escapee_in_the_middle_of_exec_is_still_found() {
     let arg = unique_sleep(4);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("stop-escapee");
     for _ in 0..TRIES / 4 {
         let cmd = format!("setsid sleep {arg} >/dev/null 2>&1 & echo two");
@@ -252,7 +231,7 @@ async fn an_escapee_whose_main_thread_ended_is_still_stopped() {
 #[tokio::test]
 async fn an_escapee_that_drops_its_environment_when_stopped_is_still_stopped() {
     let arg = unique_sleep(8);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let cmd = format!(
         "setsid sh -c 'trap \"exec env -i sleep {arg}\" TERM; while :; do sleep 0.05; done' & \
          sleep 60"
@@ -268,7 +247,7 @@ async fn an_escapee_that_drops_its_environment_when_stopped_is_still_stopped() {
 #[tokio::test]
 async fn an_old_orphan_without_environment_is_not_taken_for_a_survivor() {
     let arg = unique_sleep(5);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("stop-old-orphan");
     // It drops the marker before the run ends (so no stop can attribute it) and outlives it.
     let cmd = format!("setsid env -i sleep {arg} >/dev/null 2>&1 & sleep 1; echo started");
@@ -277,7 +256,7 @@ async fn an_old_orphan_without_environment_is_not_taken_for_a_survivor() {
     // Until the orphan is over two seconds old (judged by its start time in /proc).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let orphan = loop {
-        let found = with_arg(&arg);
+        let found = processes_with_arg(&arg);
         if let Some(&pid) = found.first() {
             let old = std::process::Command::new("ps")
                 .args(["-o", "etimes=", "-p", &pid.to_string()])
@@ -332,7 +311,7 @@ async fn drop_once_running<F: Future>(call: F, arg: &str, n: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let mut polls_after_start = 0;
     while polls_after_start < 10 {
-        if with_arg(arg).len() >= n {
+        if processes_with_arg(arg).len() >= n {
             polls_after_start += 1;
         }
         assert!(
@@ -350,7 +329,7 @@ async fn drop_once_running<F: Future>(call: F, arg: &str, n: usize) {
 /// Waits (bounded) for the stops of dropped calls to finish, then asserts nothing is left.
 async fn assert_dropped_calls_left_nothing(arg: &str, what: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !with_arg(arg).is_empty() && tokio::time::Instant::now() < deadline {
+    while !processes_with_arg(arg).is_empty() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_none_left(arg, what).await;
@@ -363,7 +342,7 @@ async fn assert_dropped_calls_left_nothing(arg: &str, what: &str) {
 async fn a_call_dropped_while_its_command_runs_leaves_nothing_running() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(6);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     for i in 0..DROPS {
         let m = marker(&format!("drop-running-{i}"));
         let (cmd, n) = sleeper_and_escapee(&arg, i);
@@ -378,7 +357,7 @@ async fn a_call_dropped_while_its_command_runs_leaves_nothing_running() {
 async fn a_terminal_call_dropped_while_its_command_runs_leaves_nothing_running() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(7);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     for i in 0..DROPS {
         let m = marker(&format!("drop-pty-{i}"));
         let (cmd, n) = sleeper_and_escapee(&arg, i);
@@ -402,7 +381,7 @@ async fn a_terminal_call_dropped_while_its_command_runs_leaves_nothing_running()
 async fn a_hand_over_nobody_takes_leaves_nothing_running() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(8);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     for i in 0..DROPS {
         let m = marker(&format!("drop-handover-{i}"));
         let (cmd, n) = sleeper_and_escapee(&arg, i);
@@ -411,7 +390,10 @@ async fn a_hand_over_nobody_takes_leaves_nothing_running() {
             .await
             .unwrap();
         assert!(matches!(ended, run::RunEnd::TimedOut(_)), "not handed over");
-        assert!(with_arg(&arg).len() >= n, "the command was not running");
+        assert!(
+            processes_with_arg(&arg).len() >= n,
+            "the command was not running"
+        );
         drop(ended);
     }
     assert_dropped_calls_left_nothing(&arg, "a hand-over nobody took").await;
@@ -428,7 +410,7 @@ fn leader_dies_member_ignores_term(arg: &str) -> String {
 async fn give_up_on_stop<F: Future>(stop: F, arg: &str, n: usize) {
     let mut stop = Box::pin(stop);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while with_arg(arg).len() > n {
+    while processes_with_arg(arg).len() > n {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the stop sent nothing"
@@ -449,7 +431,7 @@ async fn a_task_stop_given_up_on_still_stops_the_whole_tree() {
     agentty_core::init().unwrap();
     let table = JobTable::new();
     let arg = unique_sleep(9);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("stop-given-up");
     let job = command::start(
         &table,
@@ -472,7 +454,7 @@ async fn a_task_stop_given_up_on_still_stops_the_whole_tree() {
 async fn a_shell_close_given_up_on_still_stops_the_whole_tree() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(10);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let shells = Shells::new(Arc::new(JobTable::new()), None);
     let m = marker("close-given-up");
     let (_, shell) = shells
@@ -506,7 +488,7 @@ async fn a_shell_close_given_up_on_still_stops_the_whole_tree() {
 async fn a_shell_nobody_holds_takes_its_tree_with_it() {
     agentty_core::init().unwrap();
     let arg = unique_sleep(11);
-    let _reap = Reap(arg.clone());
+    let _reap = KillOnDrop(arg.clone());
     let m = marker("shell-dropped");
     let shell = Shell::open(open_spec("/bin/bash", &m)).await.expect("open");
     let survivor = format!("(trap '' HUP; exec sleep {arg}) &\n");
@@ -519,7 +501,7 @@ async fn a_shell_nobody_holds_takes_its_tree_with_it() {
 /// Waits (bounded) until `arg` shows in `n` live processes.
 async fn wait_for_arg(arg: &str, n: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while with_arg(arg).len() < n {
+    while processes_with_arg(arg).len() < n {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the command never ran"
