@@ -70,15 +70,14 @@ pub(crate) fn reserve() -> io::Result<Reserved> {
 }
 
 impl Reserved {
-    /// Runs `work` on the thread set aside (on a new one if it is gone, which it cannot be
-    /// while set aside; here as a last resort).
+    /// Runs `work` on the thread set aside. It cannot be gone while set aside; if it were, the
+    /// work is kept from running here (the caller may be a launcher, where a close of the
+    /// command's pipes could wait for as long as the command likes): leaked, and logged.
     pub(crate) fn run(mut self, work: Work) {
         let Some(to) = self.work.take() else { return };
         if let Err(mpsc::SendError(work)) = to.send(work) {
-            match reserve() {
-                Ok(other) => other.run(work),
-                Err(_) => work(),
-            }
+            tracing::error!("a pipe thread set aside was gone; its command's pipes are leaked");
+            std::mem::forget(work);
         }
     }
 }

@@ -208,3 +208,16 @@ fn a_caller_with_too_many_pipe_threads_is_refused_and_no_other_caller() {
     let (out, _w) = pipe();
     assert!(running(ends_of(&caller, out)).is_ok());
 }
+
+/// A command whose thread never started (its call dropped before the clone, its plan dropped
+/// without one) leaves nothing counted: the thread starts on the drop, closes the pipes and is
+/// done.
+#[test]
+fn a_thread_never_started_is_done_when_dropped() {
+    let caller: Arc<str> = Arc::from(format!("unstarted-{}", std::process::id()).as_str());
+    let (out, _w) = pipe();
+    let thread = PipeThread::start(ends_of(&caller, out), 4096, None).expect("thread");
+    assert_eq!(super::super::left_behind::of(Some(&caller)), 1);
+    drop(thread);
+    assert_eq!(threads_become(&caller, 0), 0, "the thread was never done");
+}
