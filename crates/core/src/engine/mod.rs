@@ -23,7 +23,6 @@
 
 mod drive;
 mod left_behind;
-mod pipe_holders;
 mod pipe_pool;
 mod pipe_thread;
 mod read_buf;

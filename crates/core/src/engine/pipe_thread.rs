@@ -46,12 +46,6 @@ pub(crate) struct PipeThread {
     /// Wakes the thread (an eventfd) to end, once `stopped` is set.
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
-    /// The pipes' inode numbers, and whether the thread is done: what holds them is killed
-    /// if it is not, a while after the loop let go ([`super::pipe_holders`]).
-    inodes: Vec<u64>,
-    done: Arc<AtomicBool>,
-    /// [`PipeThread::close`] was called (the output had not ended).
-    closed: bool,
     /// The thread's start, until taken by [`PipeThread::starter`] (or the drop).
     starter: Option<Box<Starter>>,
     /// How many bytes one read takes from now on.
@@ -100,16 +94,6 @@ impl PipeThread {
             caller,
         } = ends;
         let counted = Counted::open(caller)?;
-        let inodes = [
-            Some(out.as_fd()),
-            Some(err.as_fd()),
-            input.as_ref().map(|i| i.fd.as_fd()),
-        ]
-        .into_iter()
-        .flatten()
-        .filter_map(super::pipe_holders::inode)
-        .collect();
-        let done = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(eventfd()?);
         let stopped = Arc::new(AtomicBool::new(false));
         let (pieces_tx, pieces) = tokio_mpsc::unbounded_channel();
@@ -121,7 +105,6 @@ impl PipeThread {
             input: input.map(|i| (i, 0)),
             wake: wake.clone(),
             stopped: stopped.clone(),
-            done: done.clone(),
             child_ends: Vec::new(),
             counted,
             pieces: pieces_tx,
@@ -142,9 +125,6 @@ impl PipeThread {
             spent: Some(spent),
             wake,
             stopped,
-            inodes,
-            done,
-            closed: false,
             starter: Some(starter),
             chunk: shared_chunk,
             current: None,
@@ -231,7 +211,6 @@ impl PipeThread {
     /// Stops reading: the thread closes the pipes (a writer then sees EPIPE) and ends. What it
     /// read and the loop did not take is dropped.
     pub(crate) fn close(&mut self) {
-        self.closed = true;
         self.out_open = false;
         self.err_open = false;
         self.current = None;
@@ -257,11 +236,6 @@ impl Drop for PipeThread {
         signal(&self.wake);
         // Never started: it starts to close the pipes and be done.
         drop(self.starter.take());
-        // Let go of before the output ended: what holds the pipes is killed if the thread
-        // stays busy. (After the end, the thread only has to return.)
-        if (self.is_open() || self.closed) && !self.done.load(Ordering::Acquire) {
-            super::pipe_holders::kill_later(std::mem::take(&mut self.inodes), self.done.clone());
-        }
     }
 }
 
@@ -297,8 +271,6 @@ struct Keeper {
     input: Option<(Input, usize)>,
     wake: Arc<OwnedFd>,
     stopped: Arc<AtomicBool>,
-    /// Set once the pipes are closed.
-    done: Arc<AtomicBool>,
     /// The plan's copies of the child's ends, closed first thing (the child has its own).
     child_ends: Vec<OwnedFd>,
     pieces: tokio_mpsc::UnboundedSender<Piece>,
@@ -336,7 +308,6 @@ impl Keeper {
         self.out = None;
         self.err = None;
         self.input = None;
-        self.done.store(true, Ordering::Release);
         // Dropped here, `counted` last: the thread is done.
     }
 

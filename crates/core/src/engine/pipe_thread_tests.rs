@@ -221,29 +221,3 @@ fn a_thread_never_started_is_done_when_dropped() {
     drop(thread);
     assert_eq!(threads_become(&caller, 0), 0, "the thread was never done");
 }
-
-/// A process outside any command's tree holding a command's pipe is killed a while after the
-/// command's loop let go (it holds the output of a command that is over): the thread is done
-/// and its caller's count back to 0, with nothing else killing it. Without the hunt it lived
-/// on, and the thread with it.
-#[test]
-fn what_holds_a_pipe_after_its_loop_let_go_is_killed() {
-    let caller: Arc<str> = Arc::from(format!("hunted-{}", std::process::id()).as_str());
-    let tag = format!("hunted-{}", std::process::id());
-    let _kill = KillOnDrop(tag.clone());
-    let (threads, mut holder) = held_threads(&caller, 1, &tag);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while in_splice(&tag) < 1 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    drop(threads);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while holder.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        holder.try_wait().ok().flatten().is_some(),
-        "the process holding the pipe was left alive"
-    );
-    assert_eq!(threads_become(&caller, 0), 0, "the thread stayed stuck");
-}
