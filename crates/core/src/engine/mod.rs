@@ -21,8 +21,8 @@
 //! source, exit watch and partial lines move to the job table ([`crate::handover`]), and the
 //! job's loop goes on where this one stopped.
 
+mod caller_threads;
 mod drive;
-mod left_behind;
 mod pipe_pool;
 mod pipe_thread;
 mod read_buf;

@@ -30,7 +30,7 @@ use std::sync::mpsc;
 
 use tokio::sync::mpsc as tokio_mpsc;
 
-use super::left_behind::Counted;
+use super::caller_threads::Counted;
 use super::read_buf::ReadBuf;
 use super::source::{Read, Stream};
 
@@ -77,7 +77,7 @@ pub(crate) struct Ends {
     pub out: OwnedFd,
     pub err: OwnedFd,
     pub input: Option<Input>,
-    /// The caller (`None` over stdio): see [`super::left_behind`].
+    /// The caller (`None` over stdio): see [`super::caller_threads`].
     pub caller: Option<Arc<str>>,
 }
 
@@ -85,7 +85,7 @@ impl PipeThread {
     /// Starts the thread on the read ends of `ends` (enlarged first, best-effort, to
     /// `pipe_bytes`) and the write end of stdin with what to feed it. Reads take `chunk` bytes
     /// at most. Fails if the thread cannot start, or the caller left too many behind
-    /// ([`super::left_behind`]); the fds are closed then (no command has them yet).
+    /// ([`super::caller_threads`]); the fds are closed then (no command has them yet).
     pub(crate) fn start(ends: Ends, chunk: usize, pipe_bytes: Option<usize>) -> io::Result<Self> {
         let Ends {
             out,

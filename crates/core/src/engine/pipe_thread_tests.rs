@@ -158,10 +158,10 @@ fn running(ends: Ends) -> io::Result<PipeThread> {
 /// Waits at most 20 s for `caller` to have `n` pipe threads.
 fn threads_become(caller: &Arc<str>, n: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while super::super::left_behind::of(Some(caller)) != n && Instant::now() < deadline {
+    while super::super::caller_threads::of(Some(caller)) != n && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    super::super::left_behind::of(Some(caller))
+    super::super::caller_threads::of(Some(caller))
 }
 
 /// A caller with as many pipe threads as it may have, started at once, gets its next pipe
@@ -171,7 +171,7 @@ fn threads_become(caller: &Arc<str>, n: usize) -> usize {
 /// end; counting only those let go of, a burst of commands went past it.
 #[test]
 fn a_caller_with_too_many_pipe_threads_is_refused_and_no_other_caller() {
-    let most = super::super::left_behind::THREADS_MAX;
+    let most = super::super::caller_threads::THREADS_MAX;
     let caller: Arc<str> = Arc::from(format!("many-{}", std::process::id()).as_str());
     let other: Arc<str> = Arc::from(format!("other-{}", std::process::id()).as_str());
     let tag = format!("many-threads-{}", std::process::id());
@@ -217,7 +217,7 @@ fn a_thread_never_started_is_done_when_dropped() {
     let caller: Arc<str> = Arc::from(format!("unstarted-{}", std::process::id()).as_str());
     let (out, _w) = pipe();
     let thread = PipeThread::start(ends_of(&caller, out), 4096, None).expect("thread");
-    assert_eq!(super::super::left_behind::of(Some(&caller)), 1);
+    assert_eq!(super::super::caller_threads::of(Some(&caller)), 1);
     drop(thread);
     assert_eq!(threads_become(&caller, 0), 0, "the thread was never done");
 }
