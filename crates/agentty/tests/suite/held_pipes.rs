@@ -62,15 +62,27 @@ async fn ends_by_its_timeout(server: &Server, args: Value, tag: &str) {
         .expect("the holding call never ended");
     let s = result.structured_content.unwrap_or(Value::Null);
     assert_eq!(s["status"], "timeout", "{s}");
+    all_gone(tag, "the holder was left").await;
+}
+
+/// Waits at most 10 s for every process tagged `tag` to be gone.
+async fn all_gone(tag: &str, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !processes_with_arg(tag).is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(
-        processes_with_arg(tag),
-        Vec::<i32>::new(),
-        "the holder was left"
-    );
+    assert_eq!(processes_with_arg(tag), Vec::<i32>::new(), "{what}");
+}
+
+/// Runs the holding call `args` (tagged `tag`) to its timeout while, `after` it started, a
+/// trivial call answers in time.
+async fn others_answer_while_held(server: &Server, args: Value, tag: &str, after: Duration) {
+    let what = format!("{tag} held its pipe");
+    let meanwhile = async {
+        tokio::time::sleep(after).await;
+        a_call_answers(server, &what).await;
+    };
+    tokio::join!(ends_by_its_timeout(server, args, tag), meanwhile);
 }
 
 #[tokio::test]
@@ -80,11 +92,7 @@ async fn a_command_holding_its_stdout_or_stderr_stalls_no_other_call() {
         let tag = tag("held-out");
         let _holder = KillOnDrop(tag.clone());
         let args = json!({"command": holds_output(fd, &tag), "timeout_ms": 3000});
-        let meanwhile = async {
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            a_call_answers(&server, &format!("fd {fd}")).await;
-        };
-        tokio::join!(ends_by_its_timeout(&server, args, &tag), meanwhile);
+        others_answer_while_held(&server, args, &tag, Duration::from_millis(700)).await;
     }
 }
 
@@ -98,11 +106,7 @@ async fn a_command_holding_its_stdin_stalls_no_other_call() {
         "stdin": "y".repeat(1 << 20),
         "timeout_ms": 4000,
     });
-    let meanwhile = async {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        a_call_answers(&server, "stdin").await;
-    };
-    tokio::join!(ends_by_its_timeout(&server, args, &tag), meanwhile);
+    others_answer_while_held(&server, args, &tag, Duration::from_millis(1500)).await;
 }
 
 /// A background job that holds its stdout: other calls, a shell and the job's own stop work.
@@ -130,13 +134,5 @@ async fn a_job_holding_its_stdout_stalls_no_call_and_no_shell() {
     .await
     .expect("stopping the job did not answer");
     assert_eq!(stopped.is_error, Some(false), "{}", text_of(&stopped));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !processes_with_arg(&tag).is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(
-        processes_with_arg(&tag),
-        Vec::<i32>::new(),
-        "the job was left"
-    );
+    all_gone(&tag, "the job was left").await;
 }

@@ -32,34 +32,17 @@ impl ReadBuf {
     /// A buffer for reads of `chunk` bytes: mapped past [`READ_CHUNK_BYTES`] (on the heap if
     /// the mapping fails: no memory, too many mappings).
     pub(crate) fn new(chunk: usize) -> Self {
-        let mut buf = Self::empty();
-        buf.reserve(chunk);
-        buf
-    }
-
-    /// No buffer yet.
-    fn empty() -> Self {
-        Self {
-            store: Store::Heap(Vec::new()),
-        }
-    }
-
-    /// Reads of `chunk` bytes from now on: never fewer than before.
-    pub(crate) fn reserve(&mut self, chunk: usize) {
-        let Store::Heap(vec) = &mut self.store else {
-            return;
+        let mapped = (chunk > READ_CHUNK_BYTES)
+            .then(|| memmap2::MmapMut::map_anon(chunk).ok())
+            .flatten();
+        let store = match mapped {
+            Some(map) => Store::Mapped(map, 0),
+            None => Store::Heap(Vec::with_capacity(chunk)),
         };
-        if chunk > READ_CHUNK_BYTES
-            && let Ok(map) = memmap2::MmapMut::map_anon(chunk)
-        {
-            // Called before a read and never between a read and its use: nothing to carry.
-            self.store = Store::Mapped(map, 0);
-            return;
-        }
-        vec.reserve(chunk.saturating_sub(vec.len()));
+        Self { store }
     }
 
-    pub(crate) fn clear(&mut self) {
+    fn clear(&mut self) {
         match &mut self.store {
             Store::Heap(vec) => vec.clear(),
             Store::Mapped(_, len) => *len = 0,
