@@ -127,6 +127,9 @@ pub(crate) struct Namespace {
     /// The init's children list, held open: where the orphans of confined commands go, read
     /// on every send at a shell's prompt (`pty/shell/reader.rs`).
     children: Option<HeldChildren>,
+    /// The init's `/proc/<pid>/stat`, held open: read before every command of a caller
+    /// ([`Namespace::init_ending`]), where opening and closing it cost twice the read.
+    stat: Option<std::fs::File>,
 }
 
 /// The session's namespace, and what makes the callers'.
@@ -456,6 +459,7 @@ fn create(mounts: &Mounts, network: bool) -> io::Result<Session> {
         namespace: Namespace {
             init_pid: pid,
             children: children_of_init(pid, &init),
+            stat: stat_of_init(pid, &init),
             init,
             of_caller: false,
             network,
@@ -506,6 +510,7 @@ impl Session {
             return Ok(Namespace {
                 init_pid,
                 children: children_of_init(init_pid, &init),
+                stat: stat_of_init(init_pid, &init),
                 init,
                 of_caller: true,
                 network: self.started.network,
@@ -517,15 +522,26 @@ impl Session {
 /// The children list of the init `pid` that `pidfd` refers to, held open; `None` when the init
 /// ended before the list was opened (the pid may then name another process).
 fn children_of_init(pid: i32, pidfd: &OwnedFd) -> Option<HeldChildren> {
-    let children = HeldChildren::open(pid, pid)?;
+    HeldChildren::open(pid, pid).filter(|_| still_runs(pidfd))
+}
+
+/// The `stat` file of the init `pid` that `pidfd` refers to, held open as its children list is
+/// (a file of `/proc/<pid>` stays bound to the process it was opened for).
+fn stat_of_init(pid: i32, pidfd: &OwnedFd) -> Option<std::fs::File> {
+    std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()
+        .filter(|_| still_runs(pidfd))
+}
+
+/// Whether the process `pidfd` refers to has not ended (a pidfd reads as ready once it has).
+fn still_runs(pidfd: &OwnedFd) -> bool {
     let mut ended = libc::pollfd {
         fd: pidfd.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: poll on one pollfd, not waiting: a pidfd reads as ready once its process ended.
-    let polled = unsafe { libc::poll(&raw mut ended, 1, 0) };
-    (polled == 0).then_some(children)
+    // SAFETY: poll on one pollfd, not waiting.
+    unsafe { libc::poll(&raw mut ended, 1, 0) == 0 }
 }
 
 /// The pid, in this process's namespace, of the process `pidfd` refers to.
@@ -568,13 +584,7 @@ impl Namespace {
 
     /// Whether the init has exited (its pidfd reads readable then).
     pub(crate) fn init_gone(&self) -> bool {
-        let mut fd = libc::pollfd {
-            fd: self.init.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll on one pollfd, no wait.
-        unsafe { libc::poll(&raw mut fd, 1, 0) == 1 }
+        !still_runs(&self.init)
     }
 
     /// Whether the init is exiting (`PF_EXITING` in its `/proc/<pid>/stat` flags): killed, it
@@ -582,13 +592,25 @@ impl Namespace {
     /// namespace fails meanwhile. Its pid is still its own while [`Self::init_gone`] is false.
     pub(crate) fn init_ending(&self) -> bool {
         const PF_EXITING: u64 = 0x4;
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.init_pid)) else {
+        let mut buf = [0u8; 1024];
+        let read = match &self.stat {
+            Some(held) => std::os::unix::fs::FileExt::read_at(held, &mut buf, 0),
+            None => std::fs::File::open(format!("/proc/{}/stat", self.init_pid))
+                .and_then(|mut file| std::io::Read::read(&mut file, &mut buf)),
+        };
+        let Ok(len) = read else {
             return false;
         };
         // The fields after the command name (in parentheses, which may hold anything): state
         // is the first, flags the seventh.
-        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let mut fields = after.split_whitespace();
+        let read = &buf[..len];
+        let after = read
+            .iter()
+            .rposition(|&b| b == b')')
+            .map_or(&[][..], |at| &read[at + 1..]);
+        let mut fields = std::str::from_utf8(after)
+            .unwrap_or_default()
+            .split_whitespace();
         let state = fields.next().unwrap_or_default();
         let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
         matches!(state, "Z" | "X" | "x") || flags & PF_EXITING != 0
@@ -721,3 +743,7 @@ pub fn describe(available: &Result<(), String>) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+#[path = "ending_tests.rs"]
+mod ending_tests;
