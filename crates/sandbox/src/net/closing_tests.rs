@@ -1,4 +1,4 @@
-//! The closes of the supervisor's files (`notify::ClosedElsewhere`): a release that waits (a
+//! The closes of the supervisor's files (`closer::ClosedElsewhere`): a release that waits (a
 //! socket lingering with unsent data, or one in flight on a unix socket) holds neither the
 //! supervisor's thread nor the closer. Each test has its control: the same close made plainly,
 //! which waits here.
@@ -6,7 +6,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use super::notify;
+use super::closer;
 use super::supervisor::{connect, poll_for, socket_error, tcp_socket};
 
 const LINGER_SECS: i32 = 2;
@@ -28,7 +28,7 @@ fn set_option(fd: RawFd, level: i32, name: i32, value: &[u8]) {
 /// A connected TCP socket of the supervisor's making (`tcp_socket`), lingering
 /// ([`LINGER_SECS`]) with unsent data: a peer that never reads (its connection is not even
 /// accepted yet) and little room on both sides. Its last close waits for the peer.
-fn lingering_socket() -> (std::net::TcpListener, notify::ClosedElsewhere) {
+fn lingering_socket() -> (std::net::TcpListener, closer::ClosedElsewhere) {
     let peer = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     set_option(
         peer.as_raw_fd(),
@@ -98,7 +98,7 @@ fn the_control_lingers(file: OwnedFd) {
 
 /// Lets `file` go (the last reference of a lingering socket of `peer`'s, or of one in flight on
 /// it): the closer goes on, no release thread waits, and the socket is released.
-fn let_go_holds_nothing(file: notify::ClosedElsewhere, peer: &std::net::TcpListener) {
+fn let_go_holds_nothing(file: closer::ClosedElsewhere, peer: &std::net::TcpListener) {
     drop(file);
     assert!(the_closer_goes_on(), "the closer waits on the socket");
     assert!(the_release_threads_end(), "a release waits on the linger");
@@ -118,7 +118,7 @@ fn the_closer_goes_on() -> bool {
     );
     // SAFETY: fresh fds nobody else owns.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
-    drop(notify::ClosedElsewhere::new(write));
+    drop(closer::ClosedElsewhere::new(write));
     let mut pollfd = poll_for(read.as_raw_fd(), libc::POLLIN);
     // SAFETY: one pollfd, alive for the call.
     unsafe { libc::poll(&raw mut pollfd, 1, 1000) == 1 && pollfd.revents & libc::POLLHUP != 0 }
@@ -231,7 +231,7 @@ fn a_socket_in_flight_on_a_unix_socket_does_not_hold_the_closer() {
     let (peer, control) = lingering_socket();
     the_control_lingers(in_flight(control.into_inner()));
     let (peer_of_ours, ours) = lingering_socket();
-    let carrier = notify::ClosedElsewhere::new(in_flight(ours.into_inner()));
+    let carrier = closer::ClosedElsewhere::new(in_flight(ours.into_inner()));
     let_go_holds_nothing(carrier, &peer_of_ours);
     drop(peer);
 }

@@ -28,6 +28,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt as _;
 
+use super::closer;
 use super::notify::{self, Notif};
 use super::supervisor::{
     ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, last_errno, local_address,
@@ -116,7 +117,7 @@ fn unprivileged_port_start() -> u16 {
 
 /// A socket of the server's namespace in the place of `theirs` (TCP, of `domain`): its options
 /// and blocking mode, unbound.
-fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<notify::ClosedElsewhere, i32> {
+fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<closer::ClosedElsewhere, i32> {
     let ours = tcp_socket(domain).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOBUFS))?;
     copy_options(theirs, &ours, domain);
     for (level, name) in BIND_OPTIONS {

@@ -2,9 +2,10 @@
 //! supervisor that makes their connections (`supervisor.rs`), and their listening sockets where
 //! they run in a network namespace of the session's own (`listening.rs`), and every other connect
 //! where loopback is closed (`unix.rs`), over seccomp user
-//! notification (`notify.rs`). What is allowed is the server's to judge ([`Judge`]); the seccomp filter's
+//! notification (`notify.rs`), closing the files it holds off its thread (`closer.rs`). What is allowed is the server's to judge ([`Judge`]); the seccomp filter's
 //! socket rules are in `seccomp.rs`, the Landlock TCP rule in `landlock.rs`.
 
+mod closer;
 #[cfg(test)]
 mod closing_tests;
 mod credentials;

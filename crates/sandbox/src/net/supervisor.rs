@@ -34,6 +34,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::closer;
 use super::listening;
 use super::notify::{self, Notif};
 use super::waiting::{self, Pending};
@@ -560,8 +561,8 @@ pub(super) fn socket_error(socket: &OwnedFd) -> i32 {
 }
 
 /// A new non-blocking, close-on-exec TCP socket of `domain`, closed off this thread: it goes in a
-/// command's place, and its last close may wait ([`notify::ClosedElsewhere`]).
-pub(super) fn tcp_socket(domain: i32) -> io::Result<notify::ClosedElsewhere> {
+/// command's place, and its last close may wait ([`closer::ClosedElsewhere`]).
+pub(super) fn tcp_socket(domain: i32) -> io::Result<closer::ClosedElsewhere> {
     // SAFETY: socket with constant arguments; the fd it returns is ours.
     let fd = unsafe {
         libc::socket(
@@ -574,7 +575,7 @@ pub(super) fn tcp_socket(domain: i32) -> io::Result<notify::ClosedElsewhere> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd nobody else owns.
-    Ok(notify::ClosedElsewhere::new(unsafe {
+    Ok(closer::ClosedElsewhere::new(unsafe {
         OwnedFd::from_raw_fd(fd)
     }))
 }

@@ -39,6 +39,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::closer;
 use super::credentials::{self, Credentials};
 use super::listening::Home;
 use super::notify::{self, Notif};
@@ -217,9 +218,9 @@ impl Unix {
 
     /// Connected (`ours`): the command gets the socket if the judge lets it. Closed off this
     /// thread, as the socket may be the last reference of files in flight on it
-    /// ([`notify::ClosedElsewhere`]).
+    /// ([`closer::ClosedElsewhere`]).
     fn made(self, ours: OwnedFd, judge: &dyn Judge, listener: RawFd, id: u64) -> Step {
-        let ours = notify::ClosedElsewhere::new(ours);
+        let ours = closer::ClosedElsewhere::new(ours);
         // The path was opened as the command sees it only if it was still the command's then.
         if !notify::id_valid(listener, id) {
             return Step::Done;

@@ -16,7 +16,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::notify::{self, ClosedElsewhere};
+use super::closer::ClosedElsewhere;
+use super::notify;
 use super::supervisor::{Judge, Step, hand_over, set_blocking, socket_error};
 use super::unix::Unix;
 
