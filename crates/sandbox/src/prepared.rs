@@ -296,8 +296,14 @@ impl Prepared {
 
     /// [`Self::apply_shared_with`] for a thread that clones commands (not a child between clone
     /// and exec: this may allocate and lock): the filter's listener, if any, goes to the
-    /// supervisor, which then answers the connects of every command the thread starts.
-    pub fn apply_to_launcher_with(&self, reads: Option<&Ruleset>) -> std::io::Result<()> {
+    /// supervisor, which then answers the connects of every command the thread starts, all of
+    /// them `caller`'s (`None`: the session's), whose share the files it holds for them count
+    /// against.
+    pub fn apply_to_launcher_with(
+        &self,
+        reads: Option<&Ruleset>,
+        caller: Option<&str>,
+    ) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
         {
             if let Some(reads) = reads {
@@ -309,7 +315,7 @@ impl Prepared {
                 match &self.supervisor {
                     Some(supervisor) => {
                         if let Some(listener) = filter.install()? {
-                            supervisor.adopt(listener);
+                            supervisor.adopt(listener, crate::net::owner(caller));
                         }
                     }
                     None => filter.install_unlistened()?,
@@ -320,15 +326,16 @@ impl Prepared {
             }
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = reads;
+        let _ = (reads, caller);
         Ok(())
     }
 
-    /// [`Self::apply_to_launcher_with`] with the reads' ruleset made by `prepare`.
+    /// [`Self::apply_to_launcher_with`] with the reads' ruleset made by `prepare`, for the
+    /// session's commands.
     pub fn apply_to_launcher(&self) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
         {
-            self.apply_to_launcher_with(self.reads.as_ref())
+            self.apply_to_launcher_with(self.reads.as_ref(), None)
         }
         #[cfg(not(target_os = "linux"))]
         {

@@ -9,8 +9,9 @@
 //! (four runs of 1000 each, interleaved; a C program, not kept).
 //!
 //! So each confinement gets a pool of *launchers* per namespace (the session's, or over HTTP each
-//! caller's), up to two per CPU, started as spawns come in at once: threads that enter the
-//! namespaces and apply the shareable part of the confinement (`Confine::apply_shared`) to
+//! caller's) and per caller (`Confine::caller`: what a launcher's filter has the network
+//! supervisor hold for its commands is counted as that caller's), up to two per CPU, started
+//! as spawns come in at once: threads that enter the namespaces and apply the shareable part of the confinement (`Confine::apply_shared`) to
 //! themselves once, and then clone each child they are handed. (A launcher cannot move to
 //! another namespace per spawn: `setns` needs `CAP_SYS_ADMIN`, which the shared part drops.
 //! So a spawn with a `/dev/pts` of its own, `terminals.rs`, gets a launcher of its own that
@@ -180,7 +181,7 @@ struct Launcher {
     queued: Arc<AtomicUsize>,
 }
 
-/// The launchers of one confinement.
+/// The launchers of one confinement, namespace and caller.
 struct Pool {
     /// The confinement's shared key, alive as long as the pool holds it (so it stays unique).
     key: usize,
@@ -228,10 +229,13 @@ pub(super) fn hand(
     // `spawn_registered` asks again.)
     let _ = reaper::init();
     let key = key(confine.as_ref());
+    let caller = confine.as_ref().and_then(|confine| confine.caller());
     let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-    let found = pools
-        .iter()
-        .position(|pool| pool.key == key && same_namespace(pool.namespace, plan.namespace));
+    let found = pools.iter().position(|pool| {
+        pool.key == key
+            && same_namespace(pool.namespace, plan.namespace)
+            && pool.confine.as_ref().and_then(|c| c.caller()) == caller
+    });
     match found {
         // The most recently used last, so the first is the one to let go.
         Some(index) => {

@@ -84,6 +84,13 @@ pub trait Confine: Send + Sync {
         std::ptr::from_ref(self).cast::<()>() as usize
     }
 
+    /// Whose commands these are: an HTTP caller's, `None` for the session's. Launchers clone
+    /// one caller's commands only, so what is held for a launcher's commands is that caller's
+    /// (the network supervisor's share of files, `agentty_sandbox`).
+    fn caller(&self) -> Option<&str> {
+        None
+    }
+
     /// This confinement for a command whose `/dev/pts` is a devpts instance of its own, whose
     /// root is `root` (`terminals.rs`): Landlock binds rules to inodes, so its own domain needs
     /// a rule there to open terminals (`script`, `tmux`). `None`: this one serves unchanged

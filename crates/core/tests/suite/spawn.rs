@@ -355,6 +355,75 @@ impl Confine for MarkNoNewPrivs {
     }
 }
 
+/// Each launcher that took a [`CallersConfine`]: the caller it is for, and its thread.
+type LaunchersSeen = Arc<std::sync::Mutex<Vec<(Option<&'static str>, i32)>>>;
+
+/// A confinement of `caller`'s whose shared part is `key`'s (the same for every caller), and
+/// which notes which caller each launcher that takes it is for, and which thread it is.
+struct CallersConfine {
+    caller: Option<&'static str>,
+    key: Arc<()>,
+    launchers: LaunchersSeen,
+}
+
+impl Confine for CallersConfine {
+    fn apply_own(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_to_launcher(&self) -> io::Result<()> {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.launchers.lock().unwrap().push((self.caller, tid));
+        Ok(())
+    }
+
+    fn shared_key(&self) -> usize {
+        Arc::as_ptr(&self.key) as usize
+    }
+
+    fn caller(&self) -> Option<&str> {
+        self.caller
+    }
+}
+
+/// Two callers' commands never go to the same launcher, even where their confinements share
+/// everything else: what a launcher holds for its commands (the network supervisor's files,
+/// counted per caller) is then one caller's. One caller's next command goes to its own again.
+#[tokio::test(flavor = "current_thread")]
+async fn two_callers_never_share_a_launcher() {
+    agentty_core::init().unwrap();
+    let m = marker("callers-launchers");
+    let (key, launchers) = (Arc::new(()), Arc::default());
+    let of = |caller| -> Arc<dyn Confine> {
+        Arc::new(CallersConfine {
+            caller,
+            key: Arc::clone(&key),
+            launchers: Arc::clone(&launchers),
+        })
+    };
+    for caller in [Some("a"), Some("b"), None, Some("a"), Some("b")] {
+        let mut req = request("echo ran", &m, 10_000);
+        req.spec.confine = Some(of(caller));
+        assert_eq!(text(&run_to_end(req).await.stdout), "ran\n");
+    }
+    let launchers = launchers.lock().unwrap().clone();
+    let callers: Vec<_> = launchers.iter().map(|(caller, _)| *caller).collect();
+    assert_eq!(
+        callers,
+        [Some("a"), Some("b"), None],
+        "one launcher per caller, each set up once: {launchers:?}"
+    );
+    let mut threads: Vec<_> = launchers.iter().map(|(_, tid)| *tid).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    assert_eq!(threads.len(), 3, "{launchers:?}");
+}
+
 /// This process's zombie children that this thread cloned (they bear its name, having never
 /// exec'd).
 fn zombies_cloned_here() -> Vec<i32> {

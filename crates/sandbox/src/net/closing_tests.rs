@@ -36,7 +36,7 @@ fn lingering_socket() -> (std::net::TcpListener, closer::ClosedElsewhere) {
         libc::SO_RCVBUF,
         &4096i32.to_ne_bytes(),
     );
-    let ours = tcp_socket(libc::AF_INET).unwrap();
+    let ours = tcp_socket(libc::AF_INET, &closer::owner(None)).unwrap();
     set_option(
         ours.as_raw_fd(),
         libc::SOL_SOCKET,
@@ -118,7 +118,7 @@ fn the_closer_goes_on() -> bool {
     );
     // SAFETY: fresh fds nobody else owns.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
-    drop(closer::ClosedElsewhere::new(write));
+    drop(closer::ClosedElsewhere::new(write, &closer::owner(None)));
     let mut pollfd = poll_for(read.as_raw_fd(), libc::POLLIN);
     // SAFETY: one pollfd, alive for the call.
     unsafe { libc::poll(&raw mut pollfd, 1, 1000) == 1 && pollfd.revents & libc::POLLHUP != 0 }
@@ -231,7 +231,7 @@ fn a_socket_in_flight_on_a_unix_socket_does_not_hold_the_closer() {
     let (peer, control) = lingering_socket();
     the_control_lingers(in_flight(control.into_inner()));
     let (peer_of_ours, ours) = lingering_socket();
-    let carrier = closer::ClosedElsewhere::new(in_flight(ours.into_inner()));
+    let carrier = closer::ClosedElsewhere::new(in_flight(ours.into_inner()), &closer::owner(None));
     let_go_holds_nothing(carrier, &peer_of_ours);
     drop(peer);
 }

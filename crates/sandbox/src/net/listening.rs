@@ -25,15 +25,16 @@
 //! command made it, which holds nothing the supervisor judged.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt as _;
+use std::sync::Arc;
 
 use super::closer;
 use super::notify::{self, Notif};
 use super::supervisor::{
-    ADDRESS_BYTES_MAX, Step, copy_options, hand_over, int_option, last_errno, local_address,
-    set_blocking, set_int_option, socket_address, status_flags, tcp_domain, tcp_socket,
-    with_sockaddr,
+    ADDRESS_BYTES_MAX, Listener, Step, copy_options, hand_over, int_option, last_errno,
+    local_address, set_blocking, set_int_option, socket_address, status_flags, tcp_domain,
+    tcp_socket, with_sockaddr,
 };
 
 /// `CAP_NET_BIND_SERVICE`: a port below `ip_unprivileged_port_start` needs it.
@@ -117,8 +118,12 @@ fn unprivileged_port_start() -> u16 {
 
 /// A socket of the server's namespace in the place of `theirs` (TCP, of `domain`): its options
 /// and blocking mode, unbound.
-fn ours_for(theirs: &OwnedFd, domain: i32) -> Result<closer::ClosedElsewhere, i32> {
-    let ours = tcp_socket(domain).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOBUFS))?;
+fn ours_for(
+    theirs: &OwnedFd,
+    domain: i32,
+    owner: &Arc<closer::Owner>,
+) -> Result<closer::ClosedElsewhere, i32> {
+    let ours = tcp_socket(domain, owner).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOBUFS))?;
     copy_options(theirs, &ours, domain);
     for (level, name) in BIND_OPTIONS {
         if let Some(value) = int_option(theirs, level, name).filter(|&v| v != 0) {
@@ -188,11 +193,12 @@ fn bind_to(socket: &OwnedFd, at: SocketAddr) -> Result<(), i32> {
 /// to [`loopback_only`]'s address, never by the kernel from an address it reads again (another
 /// thread could change it): in the command's namespace, on the command's own socket; from
 /// another namespace, on a socket of the server's put in its place.
-pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
+pub(super) fn bind_for(listening: &Listener, notif: &Notif, home: Home) -> Step {
+    let listener = listening.as_raw_fd();
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
     let length = (notif.args[2] as u32 as usize).min(ADDRESS_BYTES_MAX);
-    let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
+    let Ok(theirs) = notify::copy_fd(pid, target_fd, &listening.owner) else {
         return Step::CarryOn;
     };
     let Some(domain) = tcp_domain(&theirs) else {
@@ -235,7 +241,7 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
             Err(errno) => Step::Fail(errno),
         };
     }
-    let ours = match ours_for(&theirs, domain) {
+    let ours = match ours_for(&theirs, domain, &listening.owner) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
     };
@@ -256,11 +262,12 @@ pub(super) fn bind_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
 /// the loopback first: in the command's namespace, the command's own socket; from another
 /// namespace, a socket of the server's, put in its place. A bound one listens where it is, if
 /// that is the loopback. Another kind of socket (a unix one) listens as it would have.
-pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
+pub(super) fn listen_for(listening: &Listener, notif: &Notif, home: Home) -> Step {
+    let listener = listening.as_raw_fd();
     let (pid, id) = (notif.pid, notif.id);
     let target_fd = notif.args[0] as u32 as i32;
     let backlog = notif.args[1] as u32 as i32;
-    let theirs = match notify::copy_fd(pid, target_fd) {
+    let theirs = match notify::copy_fd(pid, target_fd, &listening.owner) {
         Ok(theirs) => theirs,
         Err(e) => return Step::Fail(e.raw_os_error().unwrap_or(libc::EBADF)),
     };
@@ -296,7 +303,7 @@ pub(super) fn listen_for(listener: RawFd, notif: &Notif, home: Home) -> Step {
             bind_to(&theirs, loopback_of(domain, dual)).and_then(|()| listen_on(&theirs)),
         );
     }
-    let ours = match ours_for(&theirs, domain) {
+    let ours = match ours_for(&theirs, domain, &listening.owner) {
         Ok(ours) => ours,
         Err(errno) => return Step::Fail(errno),
     };

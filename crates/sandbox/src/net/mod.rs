@@ -11,9 +11,12 @@ mod closing_tests;
 mod credentials;
 mod listening;
 mod notify;
+#[cfg(test)]
+mod shares_tests;
 mod supervisor;
 mod unix;
 mod waiting;
 
+pub(crate) use closer::owner;
 pub use supervisor::{Judge, Supervisor, Verdict};
 pub use unix::keep_from_commands;

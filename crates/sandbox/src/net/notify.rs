@@ -8,9 +8,9 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use super::closer::{CLOSING, CLOSING_MAX, ClosedElsewhere};
+use super::closer::{ClosedElsewhere, Owner};
 
 /// What a notification says: which syscall, of which thread, with which arguments.
 #[derive(Debug, Clone, Copy)]
@@ -148,9 +148,10 @@ pub(crate) fn read_memory(pid: u32, address: u64, buf: &mut [u8]) -> io::Result<
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
-/// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags).
-pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<ClosedElsewhere> {
-    if CLOSING.load(Ordering::Relaxed) >= CLOSING_MAX {
+/// A copy of fd `fd` of process `pid` (the same open file: same socket, same flags), held for
+/// `owner`: EAGAIN where too many of its files wait to be closed ([`Owner::may_hold_more`]).
+pub(crate) fn copy_fd(pid: u32, fd: i32, owner: &Arc<Owner>) -> io::Result<ClosedElsewhere> {
+    if !owner.may_hold_more() {
         return Err(io::Error::from_raw_os_error(libc::EAGAIN));
     }
     // A notification names the thread that made the call, and the fd is in that thread's table:
@@ -179,9 +180,10 @@ pub(crate) fn copy_fd(pid: u32, fd: i32) -> io::Result<ClosedElsewhere> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd nobody else owns.
-    Ok(ClosedElsewhere::new(unsafe {
-        OwnedFd::from_raw_fd(copy as RawFd)
-    }))
+    Ok(ClosedElsewhere::new(
+        unsafe { OwnedFd::from_raw_fd(copy as RawFd) },
+        owner,
+    ))
 }
 
 /// Whether this process may install a filter with a listener of its own: refused (EBUSY)
@@ -206,7 +208,11 @@ pub(crate) fn listener_allowed() -> io::Result<()> {
 /// without `CAP_SYS_PTRACE` (an unprivileged one; a root one keeps the capability).
 pub(crate) fn fds_copyable() -> io::Result<()> {
     let probe = std::fs::File::open("/dev/null")?;
-    drop(copy_fd(std::process::id(), probe.as_raw_fd())?);
+    drop(copy_fd(
+        std::process::id(),
+        probe.as_raw_fd(),
+        &super::closer::owner(None),
+    )?);
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())

@@ -101,7 +101,7 @@ pub enum Verdict {
 
 /// The supervisor: its thread, and where listeners are handed to it.
 pub struct Supervisor {
-    incoming: Mutex<Vec<OwnedFd>>,
+    incoming: Mutex<Vec<Listener>>,
     /// An eventfd that wakes the thread when a listener comes.
     wake: OwnedFd,
 }
@@ -154,12 +154,16 @@ impl Supervisor {
         Ok(supervisor)
     }
 
-    /// Takes the listener of a filter just installed: its commands' connects come here.
-    pub(crate) fn adopt(&self, listener: OwnedFd) {
+    /// Takes the listener of a filter just installed: its commands' connects come here, and
+    /// the files held for them count against `owner`'s share ([`closer::Owner`]).
+    pub(crate) fn adopt(&self, listener: OwnedFd, owner: Arc<closer::Owner>) {
         self.incoming
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(listener);
+            .push(Listener {
+                fd: listener,
+                owner,
+            });
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.wake.as_raw_fd(), (&raw const one).cast(), 8) };
@@ -168,7 +172,7 @@ impl Supervisor {
     fn run(&self, judge: &dyn Judge) {
         // The server's namespaces: where confined commands' listening sockets belong.
         let home = listening::home();
-        let mut listeners: Vec<Arc<OwnedFd>> = Vec::new();
+        let mut listeners: Vec<Arc<Listener>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         loop {
             let mut fds: Vec<libc::pollfd> =
@@ -241,6 +245,19 @@ impl Supervisor {
     }
 }
 
+/// A filter's listener, and whose commands it hears.
+pub(super) struct Listener {
+    fd: OwnedFd,
+    /// Whose the files held for its commands are ([`closer::Owner`]).
+    pub(super) owner: Arc<closer::Owner>,
+}
+
+impl AsRawFd for Listener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 pub(super) fn poll_for(fd: RawFd, events: libc::c_short) -> libc::pollfd {
     libc::pollfd {
         fd,
@@ -265,7 +282,11 @@ pub(super) enum Step {
 
 /// Receives one notification from `listener` and answers it, or returns the connection it
 /// waits for.
-fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) -> Option<Pending> {
+fn serve_one(
+    judge: &dyn Judge,
+    listener: &Arc<Listener>,
+    home: listening::Home,
+) -> Option<Pending> {
     let raw = listener.as_raw_fd();
     // ENOENT: the command was interrupted or killed since; nothing to answer.
     let notif = notify::recv(raw).ok()?;
@@ -277,12 +298,12 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
         judge.refused_socket(notif.pid, family, kind, protocol);
         Step::Fail(libc::EACCES)
     } else if notif.nr == libc::SYS_bind as i32 {
-        listening::bind_for(raw, &notif, home)
+        listening::bind_for(listener, &notif, home)
     } else if notif.nr == libc::SYS_listen as i32 {
-        listening::listen_for(raw, &notif, home)
+        listening::listen_for(listener, &notif, home)
     } else if notif.nr == libc::SYS_ioctl as i32 {
         // The filter sends only `TIOCSWINSZ` (`seccomp.rs`).
-        resize_for(judge, raw, &notif)
+        resize_for(judge, listener, &notif)
     } else {
         Step::CarryOn
     };
@@ -292,10 +313,11 @@ fn serve_one(judge: &dyn Judge, listener: &Arc<OwnedFd>, home: listening::Home) 
 /// `ioctl(fd, TIOCSWINSZ, size)` of a confined command: made here on a copy of its fd, so the
 /// judge's answer holds for the file the command named when it asked (another of its threads
 /// could put another file in that place before the kernel carried on).
-fn resize_for(judge: &dyn Judge, raw: RawFd, notif: &Notif) -> Step {
+fn resize_for(judge: &dyn Judge, listener: &Listener, notif: &Notif) -> Step {
+    let raw = listener.as_raw_fd();
     // An `int` to the kernel: the low word. Errors in the kernel's order: the fd, then the
     // memory.
-    let theirs = match notify::copy_fd(notif.pid, notif.args[0] as u32 as i32) {
+    let theirs = match notify::copy_fd(notif.pid, notif.args[0] as u32 as i32, &listener.owner) {
         Ok(fd) => fd,
         Err(e) => return Step::Fail(e.raw_os_error().unwrap_or(libc::EBADF)),
     };
@@ -329,7 +351,7 @@ fn resize_for(judge: &dyn Judge, raw: RawFd, notif: &Notif) -> Step {
 /// `connect(fd, address, len)` of a confined command.
 fn connect_for(
     judge: &dyn Judge,
-    listener: &Arc<OwnedFd>,
+    listener: &Arc<Listener>,
     notif: &Notif,
     home: listening::Home,
 ) -> Step {
@@ -358,7 +380,7 @@ fn connect_for(
     if to.is_none() && !checked {
         return Step::CarryOn;
     }
-    let Ok(theirs) = notify::copy_fd(pid, target_fd) else {
+    let Ok(theirs) = notify::copy_fd(pid, target_fd, &listener.owner) else {
         return carry_on(libc::EBADF);
     };
     // The pid named the command when the fd was copied only if the notification still waits.
@@ -388,7 +410,7 @@ fn connect_for(
     }
     let nonblocking = status_flags(&theirs) & libc::O_NONBLOCK != 0;
     let cloexec = notify::fd_cloexec(pid, target_fd);
-    let ours = match tcp_socket(domain) {
+    let ours = match tcp_socket(domain, &listener.owner) {
         Ok(socket) => socket,
         Err(e) => return Step::Fail(e.raw_os_error().unwrap_or(libc::ENOBUFS)),
     };
@@ -561,8 +583,11 @@ pub(super) fn socket_error(socket: &OwnedFd) -> i32 {
 }
 
 /// A new non-blocking, close-on-exec TCP socket of `domain`, closed off this thread: it goes in a
-/// command's place, and its last close may wait ([`closer::ClosedElsewhere`]).
-pub(super) fn tcp_socket(domain: i32) -> io::Result<closer::ClosedElsewhere> {
+/// command's place (one of `owner`'s), and its last close may wait ([`closer::ClosedElsewhere`]).
+pub(super) fn tcp_socket(
+    domain: i32,
+    owner: &Arc<closer::Owner>,
+) -> io::Result<closer::ClosedElsewhere> {
     // SAFETY: socket with constant arguments; the fd it returns is ours.
     let fd = unsafe {
         libc::socket(
@@ -575,9 +600,10 @@ pub(super) fn tcp_socket(domain: i32) -> io::Result<closer::ClosedElsewhere> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd nobody else owns.
-    Ok(closer::ClosedElsewhere::new(unsafe {
-        OwnedFd::from_raw_fd(fd)
-    }))
+    Ok(closer::ClosedElsewhere::new(
+        unsafe { OwnedFd::from_raw_fd(fd) },
+        owner,
+    ))
 }
 
 /// The options a program sets before it connects, copied from its socket to ours.

@@ -44,8 +44,8 @@ use super::credentials::{self, Credentials};
 use super::listening::Home;
 use super::notify::{self, Notif};
 use super::supervisor::{
-    Judge, Step, Verdict, hand_over, int_option, last_errno, peer_of, set_blocking, set_int_option,
-    status_flags,
+    Judge, Listener, Step, Verdict, hand_over, int_option, last_errno, peer_of, set_blocking,
+    set_int_option, status_flags,
 };
 use super::waiting::Pending;
 
@@ -121,7 +121,7 @@ fn unix_address(bytes: &[u8]) -> UnixAddress<'_> {
 /// TCP or whose address is not IP, where unix sockets are checked; `address` is what was read.
 pub(super) fn connect_checked(
     judge: &dyn Judge,
-    listener: &Arc<OwnedFd>,
+    listener: &Arc<Listener>,
     notif: &Notif,
     theirs: &OwnedFd,
     address: &[u8],
@@ -164,6 +164,7 @@ pub(super) fn connect_checked(
     let blocking = status_flags(theirs) & libc::O_NONBLOCK == 0;
     let unix = Unix {
         connection,
+        owner: Arc::clone(&listener.owner),
         named,
         pid,
         target_fd: notif.args[0] as u32 as i32,
@@ -189,6 +190,8 @@ pub(super) fn connect_checked(
 /// A unix connect the supervisor makes for a command, and what it tells the judge.
 pub(super) struct Unix {
     connection: Connection,
+    /// Whose command's it is ([`closer::Owner`]).
+    owner: Arc<closer::Owner>,
     /// The address as the model and the log are told it.
     named: String,
     /// The command's thread.
@@ -220,7 +223,7 @@ impl Unix {
     /// thread, as the socket may be the last reference of files in flight on it
     /// ([`closer::ClosedElsewhere`]).
     fn made(self, ours: OwnedFd, judge: &dyn Judge, listener: RawFd, id: u64) -> Step {
-        let ours = closer::ClosedElsewhere::new(ours);
+        let ours = closer::ClosedElsewhere::new(ours, &self.owner);
         // The path was opened as the command sees it only if it was still the command's then.
         if !notify::id_valid(listener, id) {
             return Step::Done;

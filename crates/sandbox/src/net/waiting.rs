@@ -12,13 +12,13 @@
 //! socket's would. A `multiprocessing` pool of 48 workers that reach a manager at once (its
 //! backlog is 16) has about 31 waiting.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::closer::ClosedElsewhere;
 use super::notify;
-use super::supervisor::{Judge, Step, hand_over, set_blocking, socket_error};
+use super::supervisor::{Judge, Listener, Step, hand_over, set_blocking, socket_error};
 use super::unix::Unix;
 
 /// How long a command whose socket blocks waits for a connection the supervisor makes (a
@@ -41,7 +41,7 @@ const BACKLOG_WAITERS_PER_FILTER: usize = 64;
 
 /// A connect a command waits for.
 pub(super) struct Pending {
-    listener: Arc<OwnedFd>,
+    listener: Arc<Listener>,
     id: u64,
     /// When the command is told the connect failed (`None`: it waits for ever).
     deadline: Option<Instant>,
@@ -66,7 +66,7 @@ enum Awaiting {
 impl Pending {
     /// A TCP connection in progress on `socket`, for the command's `target_fd`.
     pub(super) fn connecting(
-        listener: &Arc<OwnedFd>,
+        listener: &Arc<Listener>,
         id: u64,
         socket: ClosedElsewhere,
         target_fd: i32,
@@ -87,7 +87,7 @@ impl Pending {
     /// A unix connect that found its listener's backlog full; `timeout` is the command's
     /// socket's send timeout.
     pub(super) fn backlogged(
-        listener: &Arc<OwnedFd>,
+        listener: &Arc<Listener>,
         id: u64,
         timeout: Option<Duration>,
         unix: Box<Unix>,

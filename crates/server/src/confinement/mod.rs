@@ -46,6 +46,9 @@ impl Confine for PreparedConfine {
 struct CallConfine {
     shared: Arc<PreparedConfine>,
     reads: Option<Ruleset>,
+    /// Whose command it is: an HTTP caller's (its token's name), `None` over stdio. Its
+    /// launchers are its own, and so is its share of what the network supervisor holds.
+    caller: Option<Arc<str>>,
     /// The command's own rules, where they are made for it alone (a terminal of its own:
     /// [`Confine::with_terminals`]); else the server's.
     #[cfg(target_os = "linux")]
@@ -66,7 +69,13 @@ impl Confine for CallConfine {
     }
 
     fn apply_to_launcher(&self) -> std::io::Result<()> {
-        self.shared.0.apply_to_launcher_with(self.reads.as_ref())
+        self.shared
+            .0
+            .apply_to_launcher_with(self.reads.as_ref(), self.caller.as_deref())
+    }
+
+    fn caller(&self) -> Option<&str> {
+        self.caller.as_deref()
     }
 
     /// The reads' ruleset (kept alive by this), else the server's confinement (by `shared`).
@@ -91,6 +100,7 @@ impl Confine for CallConfine {
             Arc::new(CallConfine {
                 shared: Arc::clone(&self.shared),
                 reads: self.reads.clone(),
+                caller: self.caller.clone(),
                 own: Some(own),
             }) as Arc<dyn Confine>
         }))
@@ -389,6 +399,7 @@ impl Confinement {
         Ok(Some(Arc::new(CallConfine {
             shared,
             reads,
+            caller: caller.map(|(name, _)| Arc::from(name)),
             #[cfg(target_os = "linux")]
             own: None,
         })))
