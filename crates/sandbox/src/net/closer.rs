@@ -6,6 +6,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::release;
+
 /// Whose commands the supervisor's files are for: a caller's over HTTP (its token's name), or
 /// the session's (stdio: one caller). Each has a share of the closes that may wait of its own
 /// ([`OWNER_CLOSING_MAX`], [`OWNER_RELEASING_MAX`]), so a caller whose releases never end (a
@@ -14,7 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 #[derive(Debug)]
 pub(crate) struct Owner {
     name: Option<Box<str>>,
-    /// Its files handed to the closer and not closed yet.
+    /// Its place in [`OWNERS`]: how the closer's thread is told whose a file is.
+    index: u32,
+    /// Its files handed to the closer and not taken by a release thread (or closed) yet.
     closing: AtomicUsize,
 }
 
@@ -27,20 +31,32 @@ impl Owner {
     }
 }
 
+/// Every owner made so far ([`owner`]).
+static OWNERS: Mutex<Vec<Arc<Owner>>> = Mutex::new(Vec::new());
+
 /// The owner named `name` (`None`: the session's), the same one each time: owners are never let
-/// go, and there are as many as the server has callers.
+/// go, and there are as many as the server has callers (the token file's names, and `None`).
 pub(crate) fn owner(name: Option<&str>) -> Arc<Owner> {
-    static OWNERS: Mutex<Vec<Arc<Owner>>> = Mutex::new(Vec::new());
     let mut owners = OWNERS.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(found) = owners.iter().find(|o| o.name.as_deref() == name) {
         return Arc::clone(found);
     }
     let made = Arc::new(Owner {
         name: name.map(Box::from),
+        index: u32::try_from(owners.len()).unwrap_or(u32::MAX),
         closing: AtomicUsize::new(0),
     });
     owners.push(Arc::clone(&made));
     made
+}
+
+/// The owner at `index` in [`OWNERS`].
+fn owner_at(index: u32) -> Option<Arc<Owner>> {
+    OWNERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(index as usize)
+        .cloned()
 }
 
 /// A file the supervisor holds that a command holds too, closed off the supervisor's thread: a
@@ -52,7 +68,7 @@ pub(crate) fn owner(name: Option<&str>) -> Arc<Owner> {
 /// a unix socket holds in flight (`SCM_RIGHTS`), whose last reference goes with the unix
 /// socket's; a pipe's waits for its lock. On the supervisor's thread that wait would hold every
 /// confined command's connects and resizes, every caller's. See [`close_elsewhere`] for where
-/// it is closed; it counts against its `owner`'s share.
+/// it is closed; it counts against its `owner`'s share until a release thread took it.
 #[derive(Debug)]
 pub(crate) struct ClosedElsewhere {
     fd: std::mem::ManuallyDrop<OwnedFd>,
@@ -110,65 +126,90 @@ const OWNER_RELEASING_MAX: usize = 16;
 const RELEASING_MAX: usize = 256;
 
 /// How long files wait before a release thread is tried again, when none could start.
-const RELEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+const RELEASE_RETRY_MS: libc::c_int = 10;
 
-/// Closes `fd` off this thread: on the closer's thread (`agentty-closer`), started at the
-/// first (on this thread if it cannot start), where a pseudo-terminal is closed (what an
-/// interactive shell resizes after every command; its release waits on nothing a command
-/// holds), and any other file handed to a short-lived thread of its own (`agentty-release`),
-/// which takes the files out of the process's fd table into one of its own and ends. A
-/// thread's files are released as it exits, and the kernel waits on no socket's linger for an
-/// exiting thread (`inet_release`), nor on one a unix socket had in flight, whose release is
-/// deferred to the same exit. A release that waits all the same (a pipe whose lock a command
-/// holds, splicing into it) holds that thread and what it took; the closer goes on. Where a
-/// thread cannot start, or `owner` has [`OWNER_RELEASING_MAX`] alive (or all have
-/// [`RELEASING_MAX`]), the files wait and it is tried again; where a thread cannot have a table
-/// of its own (no `close_range`), they are closed on the closer.
+/// Closes `fd` off this thread, as a file of `owner`'s: on the closer's thread
+/// (`agentty-closer`), where a pseudo-terminal is closed (what an interactive shell resizes
+/// after every command; its release waits on nothing a command holds), and any other file
+/// handed to a short-lived thread of its own (`agentty-release`), which takes the files into an
+/// fd table of its own and ends. A thread's files are released as it exits, and the kernel
+/// waits on no socket's linger for an exiting thread (`inet_release`), nor on one a unix socket
+/// had in flight, whose release is deferred to the same exit. A release that waits all the
+/// same (a pipe whose lock a command holds, splicing into it) holds that thread and what it
+/// took; the closer goes on. Where a thread cannot start, or `owner` has
+/// [`OWNER_RELEASING_MAX`] alive (or all have [`RELEASING_MAX`]), the files wait and it is
+/// tried again.
+///
+/// The file goes to the closer in flight on a socket (`SCM_RIGHTS`), so the closer and its
+/// release threads hold it in an fd table of the closer's own ([`release::closers_table`]),
+/// never in the process's: a release thread's copy of a table then holds none of the files
+/// other threads of the server close meanwhile (a command's pipe, which a pipe thread lets go
+/// while the command holds its lock), whose last reference it would otherwise be, waiting on
+/// it before it answers the closer (an attacker's pass, review 27). Where the closer cannot
+/// start, `fd` is closed here.
 fn close_elsewhere(fd: OwnedFd, owner: Arc<Owner>) {
-    use std::sync::{OnceLock, mpsc};
-    type Closing = (OwnedFd, Arc<Owner>);
-    static CLOSER: OnceLock<Option<Mutex<mpsc::Sender<Closing>>>> = OnceLock::new();
-    let closer = CLOSER.get_or_init(|| {
-        let (send, receive) = mpsc::channel::<Closing>();
-        std::thread::Builder::new()
-            .name("agentty-closer".into())
-            .stack_size(64 * 1024)
-            .spawn(move || close_what_comes(&receive))
-            .ok()
-            .map(|_| Mutex::new(send))
-    });
-    if let Some(send) = closer {
-        owner.closing.fetch_add(1, Ordering::Relaxed);
-        let send = send.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(mpsc::SendError((fd, owner))) = send.send((fd, owner)) {
-            owner.closing.fetch_sub(1, Ordering::Relaxed);
-            drop(fd);
-        }
+    use std::sync::OnceLock;
+    static CLOSER: OnceLock<Option<Mutex<OwnedFd>>> = OnceLock::new();
+    let Some(closer) = CLOSER.get_or_init(start_closer) else {
+        return;
+    };
+    owner.closing.fetch_add(1, Ordering::Relaxed);
+    let socket = closer.lock().unwrap_or_else(PoisonError::into_inner);
+    if release::send_fd(&socket, owner.index, &fd).is_err() {
+        // Short of memory, or too many files in flight: closed here, as with no closer.
+        owner.closing.fetch_sub(1, Ordering::Relaxed);
     }
+    // The copy in flight (then the closer's) holds the file: this is not its last reference.
+    drop(fd);
 }
 
-/// The closer's loop ([`close_elsewhere`]).
-fn close_what_comes(receive: &std::sync::mpsc::Receiver<(OwnedFd, Arc<Owner>)>) {
-    use std::sync::mpsc::RecvTimeoutError;
+/// Starts the closer's thread; the end of its socket that files are sent on. It is started
+/// while the server starts (`notify::fds_copyable`, before any command runs), as its table is
+/// made from the process's then (see [`release::closers_table`]).
+fn start_closer() -> Option<Mutex<OwnedFd>> {
+    let (send, receive) = release::socket_pair().ok()?;
+    let (ready, made) = std::sync::mpsc::sync_channel::<bool>(0);
+    let receiving = receive.as_raw_fd();
+    std::thread::Builder::new()
+        .name("agentty-closer".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let own = release::closers_table(receiving);
+            let _ = ready.send(own);
+            close_what_comes(&receive);
+        })
+        .ok()?;
+    if made.recv().ok()? {
+        // The process's table still has its copy of the closer's end: that one goes (the
+        // closer's own table keeps its own).
+        // SAFETY: an fd of this table that nothing else here owns (the thread's `receive` is
+        // the same number in its own table).
+        unsafe { libc::close(receiving) };
+    }
+    Some(Mutex::new(send))
+}
+
+/// The closer's loop ([`close_elsewhere`]): files come in on `receive`.
+fn close_what_comes(receive: &OwnedFd) {
     let mut waiting: Vec<(OwnedFd, Arc<Owner>)> = Vec::new();
-    let mut releasing: Vec<(libc::pid_t, Arc<Owner>)> = Vec::new();
+    let mut releasing: Vec<(release::Thread, Arc<Owner>)> = Vec::new();
     loop {
-        let first = if waiting.is_empty() {
-            match receive.recv() {
-                Ok(closing) => Some(closing),
-                Err(_) => return,
-            }
-        } else {
-            match receive.recv_timeout(RELEASE_RETRY) {
-                Ok(closing) => Some(closing),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(RELEASE_RETRY);
-                    None
-                }
-            }
+        let mut polled = libc::pollfd {
+            fd: receive.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
         };
-        for (fd, owner) in first.into_iter().chain(receive.try_iter()) {
+        let wait = if waiting.is_empty() {
+            -1
+        } else {
+            RELEASE_RETRY_MS
+        };
+        // SAFETY: poll on one pollfd, alive for the call.
+        unsafe { libc::poll(&raw mut polled, 1, wait) };
+        while let Some((index, fd)) = release::receive_fd(receive) {
+            let Some(owner) = owner_at(index) else {
+                continue;
+            };
             if is_a_pseudo_terminal(&fd) {
                 drop(fd);
                 owner.closing.fetch_sub(1, Ordering::Relaxed);
@@ -179,8 +220,7 @@ fn close_what_comes(receive: &std::sync::mpsc::Receiver<(OwnedFd, Arc<Owner>)>) 
         if waiting.is_empty() {
             continue;
         }
-        releasing
-            .retain(|(tid, _)| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists());
+        releasing.retain(|(thread, _)| thread.alive());
         waiting = release_each_owners(std::mem::take(&mut waiting), &mut releasing);
     }
 }
@@ -190,7 +230,7 @@ fn close_what_comes(receive: &std::sync::mpsc::Receiver<(OwnedFd, Arc<Owner>)>) 
 /// waiting.
 fn release_each_owners(
     mut waiting: Vec<(OwnedFd, Arc<Owner>)>,
-    releasing: &mut Vec<(libc::pid_t, Arc<Owner>)>,
+    releasing: &mut Vec<(release::Thread, Arc<Owner>)>,
 ) -> Vec<(OwnedFd, Arc<Owner>)> {
     let mut left = Vec::new();
     while let Some((_, owner)) = waiting.first() {
@@ -208,10 +248,10 @@ fn release_each_owners(
             continue;
         }
         let count = files.len();
-        match release_on_an_exiting_thread(files.into_iter().map(|(fd, _)| fd).collect()) {
-            Released::Taken(tid) => releasing.push((tid, Arc::clone(&owner))),
-            Released::Here => {}
-            Released::NotStarted(fds) => {
+        match release::on_an_exiting_thread(files.into_iter().map(|(fd, _)| fd).collect()) {
+            release::Released::Taken(thread) => releasing.push((thread, Arc::clone(&owner))),
+            release::Released::Here => {}
+            release::Released::NotStarted(fds) => {
                 left.extend(fds.into_iter().map(|fd| (fd, Arc::clone(&owner))));
                 continue;
             }
@@ -240,75 +280,4 @@ fn is_a_pseudo_terminal(fd: &OwnedFd) -> bool {
         return false;
     }
     (136..=143).contains(&st.stx_rdev_major) || (st.stx_rdev_major, st.stx_rdev_minor) == (5, 2)
-}
-
-/// What became of files handed to [`release_on_an_exiting_thread`].
-enum Released {
-    /// A release thread (this thread id) took them.
-    Taken(libc::pid_t),
-    /// No thread could have a table of its own: closed here.
-    Here,
-    /// No thread could start: given back.
-    NotStarted(Vec<OwnedFd>),
-}
-
-/// Hands `files` to a thread of their own, which takes them into an fd table of its own and
-/// ends, releasing them as it exits (see [`close_elsewhere`]). Returns once they are out of
-/// this process's table.
-fn release_on_an_exiting_thread(files: Vec<OwnedFd>) -> Released {
-    use std::sync::mpsc;
-    let (unshared, told) = mpsc::sync_channel::<Option<libc::pid_t>>(0);
-    let (go, wait) = mpsc::sync_channel::<()>(0);
-    let mut kept: Vec<u32> = files.iter().map(|fd| fd.as_raw_fd() as u32).collect();
-    kept.sort_unstable();
-    let started = std::thread::Builder::new()
-        .name("agentty-release".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let own = table_of_its_own_with(&kept);
-            // SAFETY: gettid has no preconditions.
-            let _ = unshared.send(own.then(|| unsafe { libc::gettid() }));
-            if own {
-                // The process's table lets go of them first: then this one holds their last
-                // references when the thread ends.
-                let _ = wait.recv();
-            }
-        });
-    if started.is_err() {
-        return Released::NotStarted(files);
-    }
-    let taken = told.recv().ok().flatten();
-    // Dropped here: the last references when the thread could not take them; else this
-    // table's, which the thread's table holds still.
-    drop(files);
-    match taken {
-        Some(tid) => {
-            let _ = go.send(());
-            Released::Taken(tid)
-        }
-        None => Released::Here,
-    }
-}
-
-/// Gives the calling thread an fd table of its own holding only the fds `kept` (sorted): the
-/// first `close_range` unshares the table (`CLOSE_RANGE_UNSHARE`, Linux 5.9, which the
-/// supervisor needs anyway), and each closes the copies between two kept fds. False if it
-/// could not: then the thread shares the process's table still.
-fn table_of_its_own_with(kept: &[u32]) -> bool {
-    const CLOSE_RANGE_UNSHARE: libc::c_uint = 1 << 1;
-    let (mut from, mut own) = (0u32, false);
-    for &fd in kept.iter().chain(std::iter::once(&u32::MAX)) {
-        if fd > from {
-            // SAFETY: close_range closes the fds from..=fd-1 of this thread's table, which after
-            // the first call (CLOSE_RANGE_UNSHARE) is a copy of its own.
-            let rc =
-                unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, CLOSE_RANGE_UNSHARE) };
-            if rc != 0 && !own {
-                return false;
-            }
-            own = true;
-        }
-        from = fd.saturating_add(1);
-    }
-    own
 }

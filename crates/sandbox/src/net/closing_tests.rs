@@ -99,9 +99,13 @@ fn the_control_lingers(file: OwnedFd) {
 /// Lets `file` go (the last reference of a lingering socket of `peer`'s, or of one in flight on
 /// it): the closer goes on, no release thread waits, and the socket is released.
 fn let_go_holds_nothing(file: closer::ClosedElsewhere, peer: &std::net::TcpListener) {
+    let before = release_threads();
     drop(file);
     assert!(the_closer_goes_on(), "the closer waits on the socket");
-    assert!(the_release_threads_end(), "a release waits on the linger");
+    assert!(
+        the_release_threads_end(&before),
+        "a release waits on the linger"
+    );
     assert!(released(peer), "the socket was kept, not released");
 }
 
@@ -124,19 +128,26 @@ fn the_closer_goes_on() -> bool {
     unsafe { libc::poll(&raw mut pollfd, 1, 1000) == 1 && pollfd.revents & libc::POLLHUP != 0 }
 }
 
-/// Whether the release threads end within a second (a release waiting on a linger would
-/// hold one for [`LINGER_SECS`]).
-fn the_release_threads_end() -> bool {
+/// The release threads of this process now, by thread id (other tests in the same process,
+/// under plain `cargo test`, may hold some of their own).
+fn release_threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim() == "agentty-release")
+        })
+        .map(|task| task.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Whether the release threads started since `before` was taken end within a second (a
+/// release waiting on a linger would hold one for [`LINGER_SECS`]).
+fn the_release_threads_end(before: &[String]) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
     loop {
-        let alive = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(Result::ok)
-            .any(|task| {
-                std::fs::read_to_string(task.path().join("comm"))
-                    .is_ok_and(|comm| comm.trim() == "agentty-release")
-            });
-        if !alive {
+        if release_threads().iter().all(|tid| before.contains(tid)) {
             return true;
         }
         if std::time::Instant::now() > deadline {
@@ -171,6 +182,7 @@ fn released(peer: &std::net::TcpListener) -> bool {
 /// and it is released.
 #[test]
 fn a_lingering_socket_of_the_supervisors_holds_neither_its_thread_nor_the_closer() {
+    let _alone = super::shares_tests::ONE_AT_A_TIME.lock();
     let (peer, control) = lingering_socket();
     the_control_lingers(control.into_inner());
     let (peer_of_ours, ours) = lingering_socket();
@@ -184,6 +196,7 @@ fn a_lingering_socket_of_the_supervisors_holds_neither_its_thread_nor_the_closer
 /// that thread is ending. Let go, it does not hold the closer.
 #[test]
 fn a_socket_in_flight_on_a_unix_socket_does_not_hold_the_closer() {
+    let _alone = super::shares_tests::ONE_AT_A_TIME.lock();
     let in_flight = |tcp: OwnedFd| -> OwnedFd {
         let mut pair = [0; 2];
         // SAFETY: socketpair writes two fds into `pair`.

@@ -11,6 +11,7 @@ mod closing_tests;
 mod credentials;
 mod listening;
 mod notify;
+mod release;
 #[cfg(test)]
 mod shares_tests;
 mod supervisor;

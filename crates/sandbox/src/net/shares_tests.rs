@@ -1,12 +1,18 @@
 //! Each caller's share of the supervisor's closes (`closer::Owner`): releases of one caller
 //! that never end (the read end of a pipe whose lock a command holds, splicing an idle socket
-//! into it) hold none of another caller's, and refuse that caller's copies only.
+//! into it) hold none of another caller's, and refuse that caller's copies only; and the
+//! closer's threads never hold a file the rest of the server closes.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::closer::{self, ClosedElsewhere};
+use super::closer::{self, ClosedElsewhere, Owner};
 use super::notify;
+
+/// The tests of the closer, one at a time where they share a process (plain `cargo test`):
+/// they count its threads, and one pauses the next thread that copies its table.
+pub(super) static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Whether thread `tid` of this process waits in `splice(2)`.
 fn in_splice(tid: libc::pid_t) -> bool {
@@ -25,9 +31,78 @@ fn pipe() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) }
 }
 
+/// A pipe whose lock a thread holds, splicing an idle socket into it, until it is dropped
+/// (also when a test fails: the process could not exit while a thread waits on the lock);
+/// with `files` files of its read end of their own (each its own last reference), opened
+/// before the lock was taken (an open waits for it too).
+struct Held {
+    read: Option<OwnedFd>,
+    files: Vec<OwnedFd>,
+    feed: std::os::unix::net::UnixStream,
+    splicer: Option<std::thread::JoinHandle<isize>>,
+}
+
+impl Held {
+    fn new(files: usize) -> Self {
+        let (read, write) = pipe();
+        let files = (0..files)
+            .map(|_| {
+                std::fs::File::open(format!("/proc/self/fd/{}", read.as_raw_fd()))
+                    .unwrap()
+                    .into()
+            })
+            .collect();
+        let (idle, feed) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let splicer = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            // SAFETY: splice between two fds this thread holds; null offsets (a socket, a pipe).
+            unsafe {
+                libc::splice(
+                    idle.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    write.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    4096,
+                    0,
+                )
+            }
+        });
+        let tid = tid_rx.recv().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !in_splice(tid) {
+            assert!(
+                Instant::now() < deadline,
+                "the splicer is not in its splice"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Held {
+            read: Some(read),
+            files,
+            feed,
+            splicer: Some(splicer),
+        }
+    }
+}
+
+impl Drop for Held {
+    /// A byte for the splice: it ends, and the lock is let go.
+    fn drop(&mut self) {
+        let _ = std::io::Write::write_all(&mut &self.feed, b"x");
+        if let Some(splicer) = self.splicer.take() {
+            let spliced = splicer.join();
+            if !std::thread::panicking() {
+                assert_eq!(spliced.unwrap(), 1);
+            }
+        }
+    }
+}
+
 /// Whether a file of `owner`'s let go now is released within a second: the write end of a
 /// new pipe, whose read end then sees the hang-up.
-fn released_soon(owner: &std::sync::Arc<closer::Owner>) -> bool {
+fn released_soon(owner: &Arc<Owner>) -> bool {
     let (read, write) = pipe();
     drop(ClosedElsewhere::new(write, owner));
     let mut pollfd = super::supervisor::poll_for(read.as_raw_fd(), libc::POLLIN);
@@ -36,7 +111,7 @@ fn released_soon(owner: &std::sync::Arc<closer::Owner>) -> bool {
 }
 
 /// Whether a copy of one of this process's fds is made for `owner` (or refused, EAGAIN).
-fn copied_for(owner: &std::sync::Arc<closer::Owner>) -> bool {
+fn copied_for(owner: &Arc<Owner>) -> bool {
     let probe = std::fs::File::open("/dev/null").unwrap();
     match notify::copy_fd(std::process::id(), probe.as_raw_fd(), owner) {
         Ok(_) => true,
@@ -47,63 +122,33 @@ fn copied_for(owner: &std::sync::Arc<closer::Owner>) -> bool {
 
 #[test]
 fn a_callers_releases_that_wait_hold_no_other_callers() {
+    let _alone = ONE_AT_A_TIME.lock();
     let (stuck, other) = (closer::owner(Some("stuck")), closer::owner(Some("other")));
     assert!(copied_for(&stuck) && copied_for(&other));
-    // Files of the pipe's read end of their own (each its own last reference), opened before
-    // its lock is taken (an open waits for it too).
-    let (read, write) = pipe();
-    let files: Vec<OwnedFd> = (0..80)
-        .map(|_| {
-            std::fs::File::open(format!("/proc/self/fd/{}", read.as_raw_fd()))
-                .unwrap()
-                .into()
-        })
-        .collect();
-    // A thread splices an idle socket into the pipe, holding the pipe's lock until a byte comes.
-    let (idle, feed) = std::os::unix::net::UnixStream::pair().unwrap();
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let splicer = std::thread::spawn(move || {
-        // SAFETY: gettid has no preconditions.
-        tid_tx.send(unsafe { libc::gettid() }).unwrap();
-        // SAFETY: splice between two fds this thread holds; null offsets (a socket, a pipe).
-        unsafe {
-            libc::splice(
-                idle.as_raw_fd(),
-                std::ptr::null_mut(),
-                write.as_raw_fd(),
-                std::ptr::null_mut(),
-                4096,
-                0,
-            )
-        }
-    });
-    let tid = tid_rx.recv().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !in_splice(tid) {
-        assert!(
-            Instant::now() < deadline,
-            "the splicer is not in its splice"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // One caller lets them go one by one: each release waits for the lock, on a thread of its
-    // own, until its share of threads is used up; the rest wait for a thread.
-    for file in files {
+    let mut held = Held::new(120);
+    // One caller lets them go one by one: each release waits for the lock, on a thread of
+    // its own, until its share of threads is used up; the rest wait for a thread, until its
+    // share of files waiting is used up too and its copies are refused.
+    let mut let_go = 0;
+    while copied_for(&stuck) {
+        let file = held
+            .files
+            .pop()
+            .expect("the stuck caller was never refused");
         drop(ClosedElsewhere::new(file, &stuck));
-        std::thread::sleep(Duration::from_millis(25));
+        let_go += 1;
+        std::thread::sleep(Duration::from_millis(10));
     }
+    // Each look (a copy let go) waits behind them too, once its threads are taken.
+    assert!(let_go > 16, "refused after {let_go} files only");
     assert!(
         released_soon(&other),
         "another caller's release waits behind the stuck caller's"
     );
     assert!(copied_for(&other), "another caller's copy is refused");
-    assert!(
-        !copied_for(&stuck),
-        "the caller whose releases wait is not refused past its share"
-    );
     // The lock let go, the caller's releases end and its share comes back.
-    std::io::Write::write_all(&mut &feed, b"x").unwrap();
-    assert_eq!(splicer.join().unwrap(), 1);
+    let read = held.read.take();
+    drop(held);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !copied_for(&stuck) {
         assert!(
@@ -114,4 +159,43 @@ fn a_callers_releases_that_wait_hold_no_other_callers() {
     }
     assert!(released_soon(&stuck));
     drop(read);
+}
+
+/// A release thread copies the closer's fd table, never the process's: a file some other
+/// thread of the server closes while the copy is made (a command's pipe, whose lock the command
+/// holds) is never the release thread's last reference, which it would wait on before it told
+/// the closer it had its files, holding every caller's closes (review 27).
+#[test]
+fn a_file_closed_elsewhere_while_a_release_starts_is_not_the_releases() {
+    let _alone = ONE_AT_A_TIME.lock();
+    assert!(
+        released_soon(&closer::owner(Some("warm"))),
+        "the closer runs"
+    );
+    let mut held = Held::new(0);
+    let (copied_tx, copied) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    *super::release::tests::PAUSE_AFTER_COPY.lock().unwrap() = Some((copied_tx, go_rx));
+    let (read, write) = pipe();
+    drop(ClosedElsewhere::new(write, &closer::owner(Some("b"))));
+    copied
+        .recv_timeout(Duration::from_secs(10))
+        .expect("no release thread copied its table");
+    // The process's last hold of the held pipe's read end goes meanwhile: its release waits for
+    // the lock on this closing thread (or on whatever else holds a copy).
+    let held_read = held.read.take();
+    let closing = std::thread::spawn(move || drop(held_read));
+    std::thread::sleep(Duration::from_millis(100));
+    go.send(()).unwrap();
+    let mut pollfd = super::supervisor::poll_for(read.as_raw_fd(), libc::POLLIN);
+    // SAFETY: one pollfd, alive for the call.
+    let hung_up = unsafe { libc::poll(&raw mut pollfd, 1, 1000) } == 1;
+    let third = released_soon(&closer::owner(Some("c")));
+    drop(held);
+    closing.join().unwrap();
+    assert!(
+        hung_up,
+        "the release thread waits on the file closed elsewhere"
+    );
+    assert!(third, "the closer waits behind that release thread");
 }
