@@ -88,6 +88,15 @@ impl HttpServer {
     /// `who`, with `flags`; and the home that holds its token file and state (nobody's for
     /// nobody), to keep while it runs.
     pub(super) fn start_callers(who: Who, flags: &[&str]) -> (Self, tempfile::TempDir) {
+        Self::start_callers_through(who, &[], flags)
+    }
+
+    /// [`Self::start_callers`], the server run through `before` (e.g. `prlimit`) too.
+    pub(super) fn start_callers_through(
+        who: Who,
+        before: &[&str],
+        flags: &[&str],
+    ) -> (Self, tempfile::TempDir) {
         let home = tempfile::Builder::new()
             .prefix("keys-callers-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -101,23 +110,21 @@ impl HttpServer {
         std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
         let workspace = tempfile::tempdir().unwrap();
-        let wrapper: &[&str] = match who {
-            Who::Root => &[],
-            Who::Nobody => {
-                chown_to_nobody(home.path());
-                chown_to_nobody(workspace.path());
-                &[
-                    "setpriv",
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    "--",
-                ]
-            }
-        };
+        let mut wrapper = before.to_vec();
+        if who == Who::Nobody {
+            chown_to_nobody(home.path());
+            chown_to_nobody(workspace.path());
+            wrapper.extend([
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+            ]);
+        }
         let mut all = vec!["--token-file", tokens.to_str().unwrap()];
         all.extend(flags);
-        let server = Self::start_with(wrapper, workspace, state, &all, &[("HOME", home.path())]);
+        let server = Self::start_with(&wrapper, workspace, state, &all, &[("HOME", home.path())]);
         (server, home)
     }
 

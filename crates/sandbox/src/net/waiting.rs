@@ -5,12 +5,13 @@
 //! socket's send timeout passed, as the kernel's own connect waits).
 //!
 //! The supervisor's one thread serves every session's commands, and each wait holds one of the
-//! server's fds (the path's; an abstract name's none), and a socket only while it is tried: at
-//! most [`BACKLOG_WAITERS_MAX`] unix connects wait at once, and at most
-//! [`BACKLOG_WAITERS_PER_FILTER`] of the commands under one seccomp filter (a session's over
-//! stdio, a caller's over HTTP), so one cannot take every place. Past that, one fails at once with EAGAIN, as a non-blocking
-//! socket's would. A `multiprocessing` pool of 48 workers that reach a manager at once (its
-//! backlog is 16) has about 31 waiting.
+//! server's fds (a TCP connection's socket; a unix connect's path, an abstract name's none, and
+//! a socket only while it is tried): at most [`WAITERS_MAX`] of each kind wait at once, and at
+//! most [`WAITERS_PER_OWNER`] of one caller's commands (`closer::Owner`: the session's over
+//! stdio, each caller's over HTTP, whatever number of filters its launchers have), so one
+//! caller can neither take every place nor run the server out of fds. Past that, one fails at
+//! once with EAGAIN, as a non-blocking socket's would. A `multiprocessing` pool of 48 workers
+//! that reach a manager at once (its backlog is 16) has about 31 waiting.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
@@ -33,11 +34,12 @@ const BACKLOG_RETRY_FIRST: Duration = Duration::from_millis(5);
 /// The longest between two tries of a unix connect to a full backlog.
 const BACKLOG_RETRY_MAX: Duration = Duration::from_millis(80);
 
-/// Unix connects that wait for room in a backlog at once, at most.
-const BACKLOG_WAITERS_MAX: usize = 256;
+/// Connects of one kind (a TCP connection being made, a unix connect waiting for room in a
+/// backlog) that wait at once, at most.
+const WAITERS_MAX: usize = 256;
 
-/// Unix connects of the commands under one filter that wait at once, at most.
-const BACKLOG_WAITERS_PER_FILTER: usize = 64;
+/// Connects of one kind of one caller's commands that wait at once, at most.
+const WAITERS_PER_OWNER: usize = 64;
 
 /// A connect a command waits for.
 pub(super) struct Pending {
@@ -110,19 +112,17 @@ impl Pending {
         matches!(self.on, Awaiting::Backlog { .. })
     }
 
-    /// Adds `new` to `waiting` if it may wait there: a wait for a backlog only while there is a
-    /// place for it ([`BACKLOG_WAITERS_MAX`], [`BACKLOG_WAITERS_PER_FILTER`]), once the places of
-    /// connects no longer asked for are let go (a signal ended them, and the kernel asks again:
-    /// the new one must not find its own old place taken). If not, the command is answered
-    /// EAGAIN.
+    /// Adds `new` to `waiting` if there is a place for it ([`WAITERS_MAX`],
+    /// [`WAITERS_PER_OWNER`]), once the places of connects no longer asked for are let go (a
+    /// signal ended them, and the kernel asks again: the new one must not find its own old place
+    /// taken). If not, the command is answered EAGAIN (and a connection being made for it is let
+    /// go).
     pub(super) fn admit(new: Self, waiting: &mut Vec<Self>) {
         if new.has_place(waiting) {
             waiting.push(new);
             return;
         }
-        waiting.retain(|other| {
-            !other.waits_for_backlog() || notify::id_valid(other.listener(), other.id)
-        });
+        waiting.retain(|other| notify::id_valid(other.listener(), other.id));
         if new.has_place(waiting) {
             waiting.push(new);
         } else {
@@ -131,15 +131,16 @@ impl Pending {
     }
 
     fn has_place(&self, others: &[Self]) -> bool {
-        if !self.waits_for_backlog() {
-            return true;
-        }
-        let (mut all, mut filter) = (0, 0);
-        for other in others.iter().filter(|other| other.waits_for_backlog()) {
+        let kind = self.waits_for_backlog();
+        let (mut all, mut its) = (0, 0);
+        for other in others
+            .iter()
+            .filter(|other| other.waits_for_backlog() == kind)
+        {
             all += 1;
-            filter += usize::from(Arc::ptr_eq(&other.listener, &self.listener));
+            its += usize::from(Arc::ptr_eq(&other.listener.owner, &self.listener.owner));
         }
-        all < BACKLOG_WAITERS_MAX && filter < BACKLOG_WAITERS_PER_FILTER
+        all < WAITERS_MAX && its < WAITERS_PER_OWNER
     }
 
     fn listener(&self) -> RawFd {
