@@ -533,15 +533,25 @@ fn stat_of_init(pid: i32, pidfd: &OwnedFd) -> Option<std::fs::File> {
         .filter(|_| still_runs(pidfd))
 }
 
-/// Whether the process `pidfd` refers to has not ended (a pidfd reads as ready once it has).
+/// Whether the process `pidfd` refers to has not ended (a pidfd reads as ready once it has);
+/// false where that cannot be told (a file then held could be another process's).
 fn still_runs(pidfd: &OwnedFd) -> bool {
-    let mut ended = libc::pollfd {
+    ended(pidfd) == Some(false)
+}
+
+/// Whether the process `pidfd` refers to has ended; `None` where `poll` failed (a signal).
+fn ended(pidfd: &OwnedFd) -> Option<bool> {
+    let mut ready = libc::pollfd {
         fd: pidfd.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
     };
     // SAFETY: poll on one pollfd, not waiting.
-    unsafe { libc::poll(&raw mut ended, 1, 0) == 0 }
+    match unsafe { libc::poll(&raw mut ready, 1, 0) } {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
 }
 
 /// The pid, in this process's namespace, of the process `pidfd` refers to.
@@ -584,7 +594,7 @@ impl Namespace {
 
     /// Whether the init has exited (its pidfd reads readable then).
     pub(crate) fn init_gone(&self) -> bool {
-        !still_runs(&self.init)
+        ended(&self.init) == Some(true)
     }
 
     /// Whether the init is exiting (`PF_EXITING` in its `/proc/<pid>/stat` flags): killed, it

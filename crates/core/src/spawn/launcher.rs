@@ -50,9 +50,10 @@ use super::signals;
 use crate::namespace::Namespace;
 use crate::reaper::{self, ExitWatch};
 
-/// Pools kept, one per confinement and namespace; past this the pool used least recently is
-/// let go. A server has one confinement, and over HTTP one namespace per caller (a token of
-/// the token file); tests make more.
+/// Pools kept, one per confinement, namespace and caller; past this the pool used least
+/// recently is let go. A server has one confinement, and over HTTP one pool per caller (a token
+/// of the token file, with a namespace of its own where there are namespaces); tests make
+/// more. With more callers at work at once, a caller's spawn may start a launcher again.
 const KEPT_POOLS: usize = 16;
 
 /// At most this many launchers per confinement, however many CPUs there are: each holds a

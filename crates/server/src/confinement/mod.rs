@@ -556,6 +556,44 @@ mod tests {
     use super::*;
     use agentty_sandbox::Backend;
 
+    /// A call's confinement says whose command it is (an HTTP caller's; none over stdio), so
+    /// its launchers, and what the network supervisor holds for its commands, are that
+    /// caller's (`Confine::caller`).
+    #[test]
+    fn a_calls_confinement_names_its_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path().to_path_buf(), Vec::new()).unwrap();
+        let c = Confinement::new(
+            Mode::Default,
+            true,
+            NetSetup {
+                mode: agentty_sandbox::Network::On,
+                loopback: true,
+                supervisor: Ok(None),
+            },
+            &workspace,
+            &Protected::default(),
+            Unreadable::default(),
+        );
+        let Ok(Some(alices)) = c.confine(false, Some(("alice", &[]))) else {
+            panic!("no sandbox here (Landlock): nothing is confined");
+        };
+        assert_eq!(alices.caller(), Some("alice"));
+        let Ok(Some(sessions)) = c.confine(false, None) else {
+            panic!("confined for alice, not for the session");
+        };
+        assert_eq!(sessions.caller(), None);
+        #[cfg(target_os = "linux")]
+        {
+            let root = std::fs::File::open("/").unwrap();
+            let terminals = alices
+                .with_terminals(std::os::fd::AsFd::as_fd(&root))
+                .unwrap()
+                .expect("a confinement with path rules made for its own terminals");
+            assert_eq!(terminals.caller(), Some("alice"));
+        }
+    }
+
     /// `/readyz` is 503 `degraded: …` when the sandbox asked for is not in force, and only then.
     #[test]
     fn not_in_force_names_why_the_sandbox_asked_for_is_missing() {
