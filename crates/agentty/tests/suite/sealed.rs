@@ -687,8 +687,8 @@ async fn sealed_a_handed_terminal_refuses_the_entry_unprivileged() {
 const BYTE_READER: &str = r#"
 import os, signal, sys, termios, time
 winch = []
-signal.signal(signal.SIGWINCH, lambda *_: winch.append(1) if line else None)
 line = b""
+signal.signal(signal.SIGWINCH, lambda *_: winch.append(1) if line else None)
 fd = os.open("/dev/tty", os.O_RDWR)
 old = termios.tcgetattr(fd)
 new = termios.tcgetattr(fd)
