@@ -140,73 +140,47 @@ const RELEASE_RETRY_MS: libc::c_int = 10;
 /// [`OWNER_RELEASING_MAX`] alive (or all have [`RELEASING_MAX`]), the files wait and it is
 /// tried again.
 ///
-/// The file goes to the closer in flight on a socket (`SCM_RIGHTS`), so the closer and its
-/// release threads hold it in an fd table of the closer's own ([`release::closers_table`]),
-/// never in the process's: a release thread's copy of a table then holds none of the files
-/// other threads of the server close meanwhile (a command's pipe, which a pipe thread lets go
-/// while the command holds its lock), whose last reference it would otherwise be, waiting on
-/// it before it answers the closer (an attacker's pass, review 27). Where the closer cannot
-/// start, `fd` is closed here.
+/// The closer and its release threads hold the files in an fd table of the closer's own
+/// (`release::closers_table`), never in the process's: a release thread's copy of a table
+/// then holds none of the files other threads of the server close meanwhile (a command's pipe,
+/// which a pipe thread lets go while the command holds its lock), whose last reference it would
+/// otherwise be, waiting on it before it answers the closer (review 27). The closer takes a
+/// copy of `fd` (`pidfd_getfd` of this process, which no limit of the user's can refuse: a
+/// file sent in flight could be refused by the same user's commands, review 28) and says so;
+/// only then is `fd` closed here, and the closer keeps its copy until it was ([`release::Closer::hand`]),
+/// so the last reference is always the closer's. A file the closer could not take is kept,
+/// never closed here, and offered again with the next one.
 fn close_elsewhere(fd: OwnedFd, owner: Arc<Owner>) {
     use std::sync::OnceLock;
-    static CLOSER: OnceLock<Option<Mutex<OwnedFd>>> = OnceLock::new();
-    let Some(closer) = CLOSER.get_or_init(start_closer) else {
+    /// Files the closer could not take, offered again with the next.
+    static UNTAKEN: Mutex<Vec<(OwnedFd, Arc<Owner>)>> = Mutex::new(Vec::new());
+    static CLOSER: OnceLock<Option<release::Closer>> = OnceLock::new();
+    let Some(closer) = CLOSER.get_or_init(|| release::Closer::start(close_what_comes)) else {
         return;
     };
     owner.closing.fetch_add(1, Ordering::Relaxed);
-    let socket = closer.lock().unwrap_or_else(PoisonError::into_inner);
-    if release::send_fd(&socket, owner.index, &fd).is_err() {
-        // Short of memory, or too many files in flight: closed here, as with no closer.
-        owner.closing.fetch_sub(1, Ordering::Relaxed);
+    let mut offered = std::mem::take(&mut *UNTAKEN.lock().unwrap_or_else(PoisonError::into_inner));
+    offered.push((fd, owner));
+    let mut untaken = Vec::new();
+    for (fd, owner) in offered {
+        if let Err(fd) = closer.hand(fd, owner.index) {
+            untaken.push((fd, owner));
+        }
     }
-    // The copy in flight (then the closer's) holds the file: this is not its last reference.
-    drop(fd);
+    UNTAKEN
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(untaken);
 }
 
-/// Starts the closer's thread; the end of its socket that files are sent on. It is started
-/// while the server starts (`notify::fds_copyable`, before any command runs), as its table is
-/// made from the process's then (see [`release::closers_table`]).
-fn start_closer() -> Option<Mutex<OwnedFd>> {
-    let (send, receive) = release::socket_pair().ok()?;
-    let (ready, made) = std::sync::mpsc::sync_channel::<bool>(0);
-    let receiving = receive.as_raw_fd();
-    std::thread::Builder::new()
-        .name("agentty-closer".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let own = release::closers_table(receiving);
-            let _ = ready.send(own);
-            close_what_comes(&receive);
-        })
-        .ok()?;
-    if made.recv().ok()? {
-        // The process's table still has its copy of the closer's end: that one goes (the
-        // closer's own table keeps its own).
-        // SAFETY: an fd of this table that nothing else here owns (the thread's `receive` is
-        // the same number in its own table).
-        unsafe { libc::close(receiving) };
-    }
-    Some(Mutex::new(send))
-}
-
-/// The closer's loop ([`close_elsewhere`]): files come in on `receive`.
-fn close_what_comes(receive: &OwnedFd) {
+/// The closer's loop ([`close_elsewhere`]): each file `taken` gives (a copy in the closer's
+/// table, with its owner's number) is closed or handed to a release thread.
+fn close_what_comes(taken: &mut dyn FnMut(Option<libc::c_int>) -> Vec<(u32, OwnedFd)>) {
     let mut waiting: Vec<(OwnedFd, Arc<Owner>)> = Vec::new();
     let mut releasing: Vec<(release::Thread, Arc<Owner>)> = Vec::new();
     loop {
-        let mut polled = libc::pollfd {
-            fd: receive.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let wait = if waiting.is_empty() {
-            -1
-        } else {
-            RELEASE_RETRY_MS
-        };
-        // SAFETY: poll on one pollfd, alive for the call.
-        unsafe { libc::poll(&raw mut polled, 1, wait) };
-        while let Some((index, fd)) = release::receive_fd(receive) {
+        let wait = (!waiting.is_empty()).then_some(RELEASE_RETRY_MS);
+        for (index, fd) in taken(wait) {
             let Some(owner) = owner_at(index) else {
                 continue;
             };

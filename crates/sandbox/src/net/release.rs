@@ -1,84 +1,161 @@
 //! The closer's side of closing the supervisor's files (`closer.rs`): the fd table of its own
-//! they are held in, how they get there (in flight on a socket), and the short-lived threads
+//! they are held in, how they get there (a copy taken from the process's table, `pidfd_getfd`), and the short-lived threads
 //! that take them into a table of their own and end.
 
-use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
-use nix::sys::socket::{
-    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
-    sendmsg, socketpair,
-};
+/// How long a file's holder waits for the closer to take it, at most: the closer never waits
+/// on a release, so it answers within microseconds; past this the file is kept and offered
+/// again (`closer::close_elsewhere`).
+const TAKE_WAIT: Duration = Duration::from_secs(5);
 
-/// The socket pair files are sent to the closer on: (the senders' end, the closer's).
-pub(super) fn socket_pair() -> nix::Result<(OwnedFd, OwnedFd)> {
-    socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
+/// A file offered to the closer: its number in the process's table, its owner's number, where
+/// to say whether the closer took a copy, and where the offerer says it closed its own.
+struct Offer {
+    fd: RawFd,
+    owner: u32,
+    taken: mpsc::SyncSender<bool>,
+    closed: mpsc::Receiver<()>,
 }
 
-/// Sends `fd` to the closer on `socket`, with the number of its owner. Blocks while the
-/// closer's queue is full: the closer never waits on a release, so it empties it soon.
-pub(super) fn send_fd(socket: &OwnedFd, owner: u32, fd: &OwnedFd) -> nix::Result<()> {
-    let payload = owner.to_ne_bytes();
-    let fds = [fd.as_raw_fd()];
-    loop {
-        match sendmsg::<()>(
-            socket.as_raw_fd(),
-            &[IoSlice::new(&payload)],
-            &[ControlMessage::ScmRights(&fds)],
-            MsgFlags::MSG_NOSIGNAL,
-            None,
-        ) {
-            Err(nix::errno::Errno::EINTR) => {}
-            sent => return sent.map(drop),
+/// The closer's thread, as the rest of the process reaches it.
+pub(super) struct Closer {
+    offers: Mutex<mpsc::Sender<Offer>>,
+    /// An eventfd that wakes it (the process's copy; the closer's table has its own).
+    wake: OwnedFd,
+}
+
+/// What the closer's loop calls for the files offered since: it waits for one first, at most
+/// the milliseconds given (`None`: until one comes); each comes as a copy in the closer's
+/// table, with its owner's number.
+pub(super) type Take<'a> = &'a mut dyn FnMut(Option<libc::c_int>) -> Vec<(u32, OwnedFd)>;
+
+impl Closer {
+    /// Starts the closer's thread, which runs `serve`; `None` if it cannot start. It is started
+    /// while the server starts (`notify::fds_copyable`, before any command runs), as its table
+    /// is made from the process's then (see [`closers_table`]).
+    pub(super) fn start(serve: fn(Take<'_>)) -> Option<Closer> {
+        // SAFETY: eventfd with flags; the fd it returns is ours.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if wake < 0 {
+            return None;
         }
-    }
-}
-
-/// The next file waiting on `socket` (the closer's end), with its owner's number; `None` when
-/// none waits.
-pub(super) fn receive_fd(socket: &OwnedFd) -> Option<(u32, OwnedFd)> {
-    use std::os::fd::FromRawFd as _;
-    loop {
-        let mut payload = [0u8; 4];
-        let mut space = nix::cmsg_space!([RawFd; 1]);
-        let mut iov = [IoSliceMut::new(&mut payload)];
-        let got = match recvmsg::<()>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Ok(got) => got,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return None,
-        };
-        let mut file = None;
-        for message in got.cmsgs().into_iter().flatten() {
-            if let ControlMessageOwned::ScmRights(fds) = message {
-                for fd in fds {
-                    // SAFETY: a file passed to us: the fd is new in this table, owned by none.
-                    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-                    file.get_or_insert(owned);
+        // SAFETY: a fresh fd nobody else owns.
+        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
+        let woken = wake.as_raw_fd();
+        let (offers, offered) = mpsc::channel::<Offer>();
+        let (ready, started) = mpsc::sync_channel::<()>(0);
+        std::thread::Builder::new()
+            .name("agentty-closer".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                closers_table(woken);
+                // The process, opened in the closer's table: its files are taken from there.
+                // SAFETY: pidfd_open of this process; the fd it returns is ours.
+                let process = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+                let _ = ready.send(());
+                if process < 0 {
+                    return;
                 }
-            }
-        }
-        let Some(file) = file else {
-            continue;
+                // SAFETY: a fresh fd nobody else owns.
+                let process = unsafe { OwnedFd::from_raw_fd(process as RawFd) };
+                serve(&mut |wait| take_offers(&process, woken, &offered, wait));
+            })
+            .ok()?;
+        started.recv().ok()?;
+        Some(Closer {
+            offers: Mutex::new(offers),
+            wake,
+        })
+    }
+
+    /// Offers `fd` (of owner number `owner`) to the closer, waits until it took a copy, then
+    /// closes `fd`, which is not the file's last reference then, and says so: the closer lets
+    /// its copy go only after that, so its release is the last. `fd` back if the closer could
+    /// not take it.
+    pub(super) fn hand(&self, fd: OwnedFd, owner: u32) -> Result<(), OwnedFd> {
+        let (taken, told) = mpsc::sync_channel(1);
+        let (closed, closing) = mpsc::sync_channel(1);
+        let offer = Offer {
+            fd: fd.as_raw_fd(),
+            owner,
+            taken,
+            closed: closing,
         };
-        return Some((u32::from_ne_bytes(payload), file));
+        let sent = self
+            .offers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(offer);
+        if sent.is_err() {
+            return Err(fd);
+        }
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd.
+        unsafe { libc::write(self.wake.as_raw_fd(), (&raw const one).cast(), 8) };
+        if !told.recv_timeout(TAKE_WAIT).unwrap_or(false) {
+            return Err(fd);
+        }
+        drop(fd);
+        let _ = closed.send(());
+        Ok(())
     }
 }
 
-/// Gives the closer's thread an fd table of its own, holding only `socket` (its end), made
+/// On the closer's thread: waits for an offer (at most `wait` ms; `None`: until one comes),
+/// then takes a copy of each file offered from the process's table into the closer's.
+fn take_offers(
+    process: &OwnedFd,
+    wake: RawFd,
+    offered: &mpsc::Receiver<Offer>,
+    wait: Option<libc::c_int>,
+) -> Vec<(u32, OwnedFd)> {
+    let mut polled = libc::pollfd {
+        fd: wake,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one pollfd, alive for the call.
+    unsafe { libc::poll(&raw mut polled, 1, wait.unwrap_or(-1)) };
+    let mut count = 0u64;
+    // SAFETY: reads 8 bytes into a live u64 from our eventfd.
+    unsafe { libc::read(wake, (&raw mut count).cast(), 8) };
+    let mut taken = Vec::new();
+    for offer in offered.try_iter() {
+        // SAFETY: pidfd_getfd takes a pidfd, an fd number of that process and flags; the new
+        // fd is ours (close-on-exec). The offerer keeps its fd open until it is answered.
+        let copy =
+            unsafe { libc::syscall(libc::SYS_pidfd_getfd, process.as_raw_fd(), offer.fd, 0u32) };
+        if copy < 0 {
+            let _ = offer.taken.send(false);
+            continue;
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        let copy = unsafe { OwnedFd::from_raw_fd(copy as RawFd) };
+        // An offerer that gave up keeps its file: this copy goes (not its last reference).
+        if offer.taken.send(true).is_err() {
+            continue;
+        }
+        // Kept until the offerer closed its own (at once: not the last reference), so that the
+        // last is never the offerer's.
+        if offer.closed.recv_timeout(TAKE_WAIT).is_ok() {
+            taken.push((offer.owner, copy));
+        } else {
+            // Never let go: whatever the offerer does, the last reference is not on its thread.
+            std::mem::forget(copy);
+        }
+    }
+    taken
+}
+
+/// Gives the closer's thread an fd table of its own, holding only `wake` (its eventfd), made
 /// from the process's as it is now (so made at start, before any command runs). False where
 /// the kernel has no `close_range` (Linux 5.9): the closer then shares the process's table.
-pub(super) fn closers_table(socket: RawFd) -> bool {
-    table_of_its_own_with(&[socket as u32])
+fn closers_table(wake: RawFd) -> bool {
+    table_of_its_own_with(&[wake as u32])
 }
 
 /// A release thread, by its `stat` file kept open: it reads nothing once the thread is gone,
