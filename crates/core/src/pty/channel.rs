@@ -30,6 +30,36 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// bash from 255 down).
 pub const SHELL_CHANNEL_FD: RawFd = 100;
 
+/// Holds [`SHELL_CHANNEL_FD`] in the server's own table for good (`/dev/null`, close-on-exec),
+/// where it is free: a shell's child `dup2`s its channel onto that number before its `exec`,
+/// which closes its copy of whatever the server had there, and a server file there (a
+/// command's pipe, whose lock the command holds) would then be released by the child, with its
+/// launcher held until it is (review 28).
+pub(crate) fn reserve_shell_channel_fd() {
+    static RESERVED: std::sync::Once = std::sync::Once::new();
+    RESERVED.call_once(|| {
+        let Ok(null) = std::fs::File::open("/dev/null") else {
+            return;
+        };
+        // SAFETY: F_DUPFD_CLOEXEC gives the lowest free number at or above the one asked; kept
+        // only if it is that number (never closing one the server holds).
+        let at = unsafe {
+            libc::fcntl(
+                std::os::fd::AsRawFd::as_raw_fd(&null),
+                libc::F_DUPFD_CLOEXEC,
+                SHELL_CHANNEL_FD,
+            )
+        };
+        if at == SHELL_CHANNEL_FD {
+            return; // held for the life of the process
+        }
+        if at >= 0 {
+            // SAFETY: the copy just made, owned by nothing else.
+            unsafe { libc::close(at) };
+        }
+    });
+}
+
 /// Longest datagram read: `D <seq> <code>` is far shorter; a longer one is no report.
 const DATAGRAM_MAX_BYTES: usize = 64;
 
@@ -242,6 +272,23 @@ mod tests {
         assert_eq!(
             std::fs::read_dir("/proc/self/fd").unwrap().count(),
             fds_before
+        );
+    }
+
+    /// The shell channel's number is held by the server from its start (`crate::init`), as
+    /// `/dev/null`: a shell's child that `dup2`s its channel there drops a copy of nothing the
+    /// server's commands could hold up.
+    #[test]
+    fn the_shell_channels_number_is_held_as_dev_null() {
+        crate::init().unwrap();
+        let held = std::fs::read_link(format!("/proc/self/fd/{SHELL_CHANNEL_FD}")).unwrap();
+        assert_eq!(held, std::path::Path::new("/dev/null"));
+        // SAFETY: F_GETFD on a plain integer.
+        let flags = unsafe { libc::fcntl(SHELL_CHANNEL_FD, libc::F_GETFD) };
+        assert_eq!(
+            flags & libc::FD_CLOEXEC,
+            libc::FD_CLOEXEC,
+            "not close-on-exec"
         );
     }
 }

@@ -169,8 +169,10 @@ impl Failure {
         if matches!(step, Step::None) {
             return Ok((pid, pidfd));
         }
-        // The child has exited (status 127): reap it here, since nobody else knows of it.
-        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        // The child exits (status 127), releasing its copies of the server's files, which may
+        // wait: reaped here if it is done, else by the reaper's next sweep, never waited for
+        // on this thread (review 28).
+        crate::reaper::reap_failed(pid, pidfd);
         Err(step.error(self.errno.load(Ordering::Acquire)))
     }
 }
