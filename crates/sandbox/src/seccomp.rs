@@ -14,6 +14,11 @@
 //!   would end the read the program waits in for a moment, and free it for another reader;
 //! - `io_uring_setup` (ENOSYS, as a kernel without io_uring): its operations (socket, connect,
 //!   setxattr) would bypass every check here;
+//! - `userfaultfd` but for faults of user mode (`UFFD_USER_MODE_ONLY`), and `/dev/userfaultfd`'s
+//!   `USERFAULTFD_IOC_NEW` (EPERM): the server reads a command's memory (a `connect`'s address,
+//!   a resize's size) on the one thread that answers every caller's commands, and a read of a
+//!   page whose faults a command's userfaultfd handles would wait for as long as it liked
+//!   (review 28);
 //! - syscalls of a foreign ABI (x86 `int 0x80`, x32), whose numbers differ and would bypass the
 //!   checks: 32-bit binaries do not run confined;
 //! - reaching into another process ([`reach_into_processes`]): `ptrace`, `process_vm_readv`,
@@ -139,6 +144,12 @@ mod bpf {
     pub const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
     pub const FS_IOC32_SETFLAGS: u32 = 0x4004_6602;
     pub const FS_IOC_FSSETXATTR: u32 = 0x401C_5820;
+    /// `USERFAULTFD_IOC_NEW` (`_IO(0xAA, 0x00)`, linux/userfaultfd.h): a userfaultfd from
+    /// `/dev/userfaultfd`.
+    pub const USERFAULTFD_IOC_NEW: u32 = 0xAA00;
+    /// `UFFD_USER_MODE_ONLY` (linux/userfaultfd.h): the userfaultfd handles faults of user mode
+    /// only; a fault in the kernel (another process reading the memory) fails at once.
+    pub const UFFD_USER_MODE_ONLY: u32 = 1;
 
     pub fn ld(offset: u32) -> sock_filter {
         stmt(BPF_LD | BPF_W | BPF_ABS, offset)
@@ -299,7 +310,7 @@ fn assemble(spec: FilterSpec, listened: bool) -> Option<Vec<libc::sock_filter>> 
     let mut asm = Asm::default();
     let (native, deny_nosys, allow) = (asm.label(), asm.label(), asm.label());
     let (deny_perm, deny_access, no_xattr) = (asm.label(), asm.label(), asm.label());
-    let (ioctl, socket) = (asm.label(), asm.label());
+    let (ioctl, socket, user_faults) = (asm.label(), asm.label(), asm.label());
     let reach = Reach {
         perf: asm.label(),
         prlimit: asm.label(),
@@ -325,6 +336,7 @@ fn assemble(spec: FilterSpec, listened: bool) -> Option<Vec<libc::sock_filter>> 
         (SYS_REMOVEXATTRAT, no_xattr),
         (libc::SYS_io_uring_setup as u32, deny_nosys),
         (libc::SYS_ioctl as u32, ioctl),
+        (libc::SYS_userfaultfd as u32, user_faults),
     ];
     special.extend(reach_into_processes(&reach, deny_perm));
     // Families `socket()` may make; `None`: any.
@@ -391,12 +403,18 @@ fn assemble(spec: FilterSpec, listened: bool) -> Option<Vec<libc::sock_filter>> 
         (FS_IOC_SETFLAGS, no_xattr),
         (FS_IOC32_SETFLAGS, no_xattr),
         (FS_IOC_FSSETXATTR, no_xattr),
+        (USERFAULTFD_IOC_NEW, deny_perm),
     ]) {
         let next = asm.label();
         asm.jump(libc::BPF_JEQ, request, refuse, next);
         asm.mark(next);
     }
     asm.always(allow);
+    // userfaultfd: faults of user mode only (the flags' low word).
+    asm.mark(user_faults);
+    asm.stmt(ld(OFFSET_ARG0));
+    asm.stmt(and(UFFD_USER_MODE_ONLY));
+    asm.jump(libc::BPF_JEQ, UFFD_USER_MODE_ONLY, allow, deny_perm);
     // socket: by domain, then (IP, supervised) by type and protocol.
     asm.mark(socket);
     asm.stmt(ld(OFFSET_ARG0));

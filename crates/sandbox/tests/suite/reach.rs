@@ -219,3 +219,53 @@ fn copying_tools_still_work_with_xattrs_refused() {
         assert!(!stderr(&out).contains("rror"), "{script}: {}", stderr(&out));
     }
 }
+
+/// A confined command gets no userfaultfd that handles faults of the kernel: the server reads a
+/// command's memory (a connect's address) on the thread that answers every caller, and a read
+/// of a page such a userfaultfd holds would wait for as long as the command liked. One that
+/// handles faults of user mode only (what a program needs for its own pages) still works.
+#[test]
+fn no_userfaultfd_holds_the_kernels_reads() {
+    let f = Fixture::new();
+    // `/dev/userfaultfd` opened here (root may), inherited by the command, which asks it for a
+    // userfaultfd (`USERFAULTFD_IOC_NEW`); -1 where the kernel has no such device.
+    // SAFETY: open of a constant path; the fd is closed below.
+    let device = unsafe { libc::open(c"/dev/userfaultfd".as_ptr(), libc::O_RDWR) };
+    let script = format!(
+        "{} -c '
+import ctypes, errno, fcntl, os
+libc = ctypes.CDLL(None, use_errno=True)
+kernel = libc.syscall({nr}, os.O_CLOEXEC)
+print(\"kernel\", kernel, ctypes.get_errno())
+user = libc.syscall({nr}, os.O_CLOEXEC | 1)
+print(\"user\", user >= 0, ctypes.get_errno())
+if {device} >= 0:
+    try:
+        fcntl.ioctl({device}, 0xAA00, os.O_CLOEXEC)
+        print(\"device made one\")
+    except OSError as e:
+        print(\"device\", errno.errorcode[e.errno])
+'",
+        python(),
+        nr = libc::SYS_userfaultfd
+    );
+    for mode in [Mode::Default, Mode::Plan] {
+        let p = f.prepared(mode);
+        let out = sh(&p, &f.ws, &f.home, &script);
+        ok(&out);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            said.contains(&format!("kernel -1 {}", libc::EPERM)),
+            "{mode:?}: {said}"
+        );
+        assert!(said.contains("user True"), "{mode:?}: {said}");
+        assert!(
+            device < 0 || said.contains("device EPERM"),
+            "{mode:?}: {said}"
+        );
+    }
+    if device >= 0 {
+        // SAFETY: the fd opened above, closed once.
+        unsafe { libc::close(device) };
+    }
+}
