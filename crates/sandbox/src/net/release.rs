@@ -219,7 +219,7 @@ pub(super) fn on_an_exiting_thread(files: Vec<OwnedFd>) -> Released {
             let _ = go.send(());
             match opened {
                 Ok(file) => Released::Taken(Thread(Some(file))),
-                // Counted all the same, until the next look finds the number gone.
+                // Not counted (gone at the next look): its file could not be opened.
                 Err(_) => Released::Taken(Thread(None)),
             }
         }
