@@ -556,14 +556,10 @@ mod tests {
     use super::*;
     use agentty_sandbox::Backend;
 
-    /// A call's confinement says whose command it is (an HTTP caller's; none over stdio), so
-    /// its launchers, and what the network supervisor holds for its commands, are that
-    /// caller's (`Confine::caller`).
-    #[test]
-    fn a_calls_confinement_names_its_caller() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path().to_path_buf(), Vec::new()).unwrap();
-        let c = Confinement::new(
+    /// The confinement of `default` mode, network `on`, for a workspace at `dir`.
+    fn confinement_in(dir: &std::path::Path) -> Confinement {
+        let workspace = Workspace::new(dir.to_path_buf(), Vec::new()).unwrap();
+        Confinement::new(
             Mode::Default,
             true,
             NetSetup {
@@ -574,7 +570,16 @@ mod tests {
             &workspace,
             &Protected::default(),
             Unreadable::default(),
-        );
+        )
+    }
+
+    /// A call's confinement says whose command it is (an HTTP caller's; none over stdio), so
+    /// its launchers, and what the network supervisor holds for its commands, are that
+    /// caller's (`Confine::caller`).
+    #[test]
+    fn a_calls_confinement_names_its_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = confinement_in(dir.path());
         let Ok(Some(alices)) = c.confine(false, Some(("alice", &[]))) else {
             panic!("no sandbox here (Landlock): nothing is confined");
         };
@@ -598,19 +603,7 @@ mod tests {
     #[test]
     fn not_in_force_names_why_the_sandbox_asked_for_is_missing() {
         let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path().to_path_buf(), Vec::new()).unwrap();
-        let mut c = Confinement::new(
-            Mode::Default,
-            true,
-            NetSetup {
-                mode: agentty_sandbox::Network::On,
-                loopback: true,
-                supervisor: Ok(None),
-            },
-            &workspace,
-            &Protected::default(),
-            Unreadable::default(),
-        );
+        let mut c = confinement_in(dir.path());
         c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::Landlock { abi: 7 });
         assert_eq!(c.not_in_force(), None);
         c.enforcement = Enforcement::decide(Mode::Default, true, &Backend::KernelLacksLandlock);
