@@ -126,7 +126,7 @@ const OWNER_RELEASING_MAX: usize = 16;
 const RELEASING_MAX: usize = 256;
 
 /// How long files wait before a release thread is tried again, when none could start.
-const RELEASE_RETRY_MS: libc::c_int = 10;
+const RELEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Closes `fd` off this thread, as a file of `owner`'s: on the closer's thread
 /// (`agentty-closer`), where a pseudo-terminal is closed (what an interactive shell resizes
@@ -173,14 +173,14 @@ fn close_elsewhere(fd: OwnedFd, owner: Arc<Owner>) {
         .extend(untaken);
 }
 
-/// The closer's loop ([`close_elsewhere`]): each file `taken` gives (a copy in the closer's
+/// The closer's loop ([`close_elsewhere`]): each file it takes from `offered` (a copy in its own
 /// table, with its owner's number) is closed or handed to a release thread.
-fn close_what_comes(taken: &mut dyn FnMut(Option<libc::c_int>) -> Vec<(u32, OwnedFd)>) {
+fn close_what_comes(offered: release::Offered) {
     let mut waiting: Vec<(OwnedFd, Arc<Owner>)> = Vec::new();
     let mut releasing: Vec<(release::Thread, Arc<Owner>)> = Vec::new();
     loop {
-        let wait = (!waiting.is_empty()).then_some(RELEASE_RETRY_MS);
-        for (index, fd) in taken(wait) {
+        let wait = (!waiting.is_empty()).then_some(RELEASE_RETRY);
+        for (index, fd) in offered.take(wait) {
             let Some(owner) = owner_at(index) else {
                 continue;
             };

@@ -1,6 +1,6 @@
 //! The closer's side of closing the supervisor's files (`closer.rs`): the fd table of its own
-//! they are held in, how they get there (a copy taken from the process's table, `pidfd_getfd`), and the short-lived threads
-//! that take them into a table of their own and end.
+//! they are held in, how they get there (a copy taken from the process's table with
+//! `pidfd_getfd`), and the short-lived threads that take them into a table of their own and end.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
@@ -24,51 +24,43 @@ struct Offer {
 /// The closer's thread, as the rest of the process reaches it.
 pub(super) struct Closer {
     offers: Mutex<mpsc::Sender<Offer>>,
-    /// An eventfd that wakes it (the process's copy; the closer's table has its own).
-    wake: OwnedFd,
 }
 
-/// What the closer's loop calls for the files offered since: it waits for one first, at most
-/// the milliseconds given (`None`: until one comes); each comes as a copy in the closer's
-/// table, with its owner's number.
-pub(super) type Take<'a> = &'a mut dyn FnMut(Option<libc::c_int>) -> Vec<(u32, OwnedFd)>;
+/// The files offered to the closer, as its thread takes them.
+pub(super) struct Offered {
+    /// This process, opened in the closer's table: the files are taken from its table.
+    process: OwnedFd,
+    offers: mpsc::Receiver<Offer>,
+}
 
 impl Closer {
     /// Starts the closer's thread, which runs `serve`; `None` if it cannot start. It is started
     /// while the server starts (`notify::fds_copyable`, before any command runs), as its table
     /// is made from the process's then (see [`closers_table`]).
-    pub(super) fn start(serve: fn(Take<'_>)) -> Option<Closer> {
-        // SAFETY: eventfd with flags; the fd it returns is ours.
-        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if wake < 0 {
-            return None;
-        }
-        // SAFETY: a fresh fd nobody else owns.
-        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
-        let woken = wake.as_raw_fd();
+    pub(super) fn start(serve: fn(Offered)) -> Option<Closer> {
         let (offers, offered) = mpsc::channel::<Offer>();
         let (ready, started) = mpsc::sync_channel::<()>(0);
         std::thread::Builder::new()
             .name("agentty-closer".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                closers_table(woken);
-                // The process, opened in the closer's table: its files are taken from there.
+                closers_table();
                 // SAFETY: pidfd_open of this process; the fd it returns is ours.
                 let process = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
                 let _ = ready.send(());
                 if process < 0 {
                     return;
                 }
-                // SAFETY: a fresh fd nobody else owns.
-                let process = unsafe { OwnedFd::from_raw_fd(process as RawFd) };
-                serve(&mut |wait| take_offers(&process, woken, &offered, wait));
+                serve(Offered {
+                    // SAFETY: a fresh fd nobody else owns.
+                    process: unsafe { OwnedFd::from_raw_fd(process as RawFd) },
+                    offers: offered,
+                });
             })
             .ok()?;
         started.recv().ok()?;
         Some(Closer {
             offers: Mutex::new(offers),
-            wake,
         })
     }
 
@@ -90,13 +82,7 @@ impl Closer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .send(offer);
-        if sent.is_err() {
-            return Err(fd);
-        }
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to our eventfd.
-        unsafe { libc::write(self.wake.as_raw_fd(), (&raw const one).cast(), 8) };
-        if !told.recv_timeout(TAKE_WAIT).unwrap_or(false) {
+        if sent.is_err() || !told.recv_timeout(TAKE_WAIT).unwrap_or(false) {
             return Err(fd);
         }
         drop(fd);
@@ -105,57 +91,55 @@ impl Closer {
     }
 }
 
-/// On the closer's thread: waits for an offer (at most `wait` ms; `None`: until one comes),
-/// then takes a copy of each file offered from the process's table into the closer's.
-fn take_offers(
-    process: &OwnedFd,
-    wake: RawFd,
-    offered: &mpsc::Receiver<Offer>,
-    wait: Option<libc::c_int>,
-) -> Vec<(u32, OwnedFd)> {
-    let mut polled = libc::pollfd {
-        fd: wake,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: poll on one pollfd, alive for the call.
-    unsafe { libc::poll(&raw mut polled, 1, wait.unwrap_or(-1)) };
-    let mut count = 0u64;
-    // SAFETY: reads 8 bytes into a live u64 from our eventfd.
-    unsafe { libc::read(wake, (&raw mut count).cast(), 8) };
-    let mut taken = Vec::new();
-    for offer in offered.try_iter() {
-        // SAFETY: pidfd_getfd takes a pidfd, an fd number of that process and flags; the new
-        // fd is ours (close-on-exec). The offerer keeps its fd open until it is answered.
-        let copy =
-            unsafe { libc::syscall(libc::SYS_pidfd_getfd, process.as_raw_fd(), offer.fd, 0u32) };
-        if copy < 0 {
-            let _ = offer.taken.send(false);
-            continue;
+impl Offered {
+    /// On the closer's thread: waits for an offer (at most `wait`; `None`: until one comes),
+    /// then takes a copy of each file offered from the process's table into the closer's, with
+    /// its owner's number.
+    pub(super) fn take(&self, wait: Option<Duration>) -> Vec<(u32, OwnedFd)> {
+        let first = match wait {
+            None => self.offers.recv().ok(),
+            Some(wait) => self.offers.recv_timeout(wait).ok(),
+        };
+        let mut taken = Vec::new();
+        for offer in first.into_iter().chain(self.offers.try_iter()) {
+            // SAFETY: pidfd_getfd takes a pidfd, an fd number of that process and flags; the
+            // new fd is ours (close-on-exec). The offerer keeps its fd open until answered.
+            let copy = unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_getfd,
+                    self.process.as_raw_fd(),
+                    offer.fd,
+                    0u32,
+                )
+            };
+            if copy < 0 {
+                let _ = offer.taken.send(false);
+                continue;
+            }
+            // SAFETY: a fresh fd nobody else owns.
+            let copy = unsafe { OwnedFd::from_raw_fd(copy as RawFd) };
+            // An offerer that gave up keeps its file: this copy goes (not its last reference).
+            if offer.taken.send(true).is_err() {
+                continue;
+            }
+            // Kept until the offerer closed its own (at once: not the last reference), so that
+            // the last is never the offerer's.
+            if offer.closed.recv_timeout(TAKE_WAIT).is_ok() {
+                taken.push((offer.owner, copy));
+            } else {
+                // Never let go: whatever the offerer does, the last reference is not its.
+                std::mem::forget(copy);
+            }
         }
-        // SAFETY: a fresh fd nobody else owns.
-        let copy = unsafe { OwnedFd::from_raw_fd(copy as RawFd) };
-        // An offerer that gave up keeps its file: this copy goes (not its last reference).
-        if offer.taken.send(true).is_err() {
-            continue;
-        }
-        // Kept until the offerer closed its own (at once: not the last reference), so that the
-        // last is never the offerer's.
-        if offer.closed.recv_timeout(TAKE_WAIT).is_ok() {
-            taken.push((offer.owner, copy));
-        } else {
-            // Never let go: whatever the offerer does, the last reference is not on its thread.
-            std::mem::forget(copy);
-        }
+        taken
     }
-    taken
 }
 
-/// Gives the closer's thread an fd table of its own, holding only `wake` (its eventfd), made
+/// Gives the closer's thread an fd table of its own, holding none of the process's files, made
 /// from the process's as it is now (so made at start, before any command runs). False where
 /// the kernel has no `close_range` (Linux 5.9): the closer then shares the process's table.
-fn closers_table(wake: RawFd) -> bool {
-    table_of_its_own_with(&[wake as u32])
+fn closers_table() -> bool {
+    table_of_its_own_with(&[])
 }
 
 /// A release thread, by its `stat` file kept open: it reads nothing once the thread is gone,
