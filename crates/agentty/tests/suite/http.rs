@@ -18,6 +18,12 @@ use super::client::{Who, chown_to_nobody, processes_with_env, text_of};
 /// The tokens of [`HttpServer::start_callers`]' two callers.
 pub(super) const ALICE: &str = "alice-0123456789abcdef0123456789abcdef";
 pub(super) const BOB: &str = "bob-0123456789abcdef0123456789abcdef0123";
+/// Three more callers of [`HttpServer::start_callers`], for what takes several at once.
+pub(super) const MORE_CALLERS: [&str; 3] = [
+    "carol-0123456789abcdef0123456789abcdef0",
+    "dave-0123456789abcdef0123456789abcdef01",
+    "erin-0123456789abcdef0123456789abcdef01",
+];
 
 /// A `serve --http` on a free loopback port, stopped (SIGTERM) when dropped.
 pub(super) struct HttpServer {
@@ -106,7 +112,12 @@ impl HttpServer {
             .tempdir_in(home.path())
             .unwrap();
         let tokens = home.path().join("tokens");
-        std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+        let [carol, dave, erin] = MORE_CALLERS;
+        std::fs::write(
+            &tokens,
+            format!("alice {ALICE}\nbob {BOB}\ncarol {carol}\ndave {dave}\nerin {erin}\n"),
+        )
+        .unwrap();
         std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
         let workspace = tempfile::tempdir().unwrap();

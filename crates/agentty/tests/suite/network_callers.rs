@@ -14,7 +14,7 @@ use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 
 use super::client::*;
-use super::http::{ALICE, BOB, HttpServer, call};
+use super::http::{ALICE, BOB, HttpServer, MORE_CALLERS, call};
 use super::network::{BLOCKING_CLIENTS, Listener, line_of};
 
 type Client = RunningService<RoleClient, ClientConfig>;
@@ -547,6 +547,90 @@ async fn anothers_connects_are_left_alone(who: Who) {
     );
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
+}
+
+/// A blocking connect to a full backlog, made on a thread: whether it still waits a second later
+/// (it had a place), or was refused at once.
+const ONE_WAIT: &str = r#"import socket, threading, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
+at = l.getsockname()
+first = socket.create_connection(at)
+said = []
+def client():
+    try:
+        socket.create_connection(at, timeout=None)
+        said.append("connected")
+    except OSError as e:
+        said.append("refused %d" % e.errno)
+threading.Thread(target=client, daemon=True).start()
+time.sleep(1)
+print(said[0] if said else "waiting", flush=True)
+"#;
+
+/// Four callers whose commands wait for as many connects as each may take every place of all
+/// (each has its share); a fifth caller's connect still has a place: each caller has a floor.
+async fn callers_that_take_every_wait_leave_another_its_floor(who: Who) {
+    let (server, _home) = HttpServer::start_callers_through(
+        who,
+        &["prlimit", "--nofile=1024:4096", "--"],
+        &["--network", "allowlist"],
+    );
+    std::fs::write(server.workspace().join("hog.py"), HOG_THE_CONNECTIONS).unwrap();
+    std::fs::write(server.workspace().join("one.py"), ONE_WAIT).unwrap();
+    let mut hogs = Vec::new();
+    for token in std::iter::once(ALICE).chain(MORE_CALLERS) {
+        let hog = server.connect_as(token, false).await;
+        let started = call(
+            &hog,
+            "terminal",
+            json!({ "command": "python3 hog.py", "background": true }),
+        )
+        .await;
+        let job = started
+            .structured_content
+            .as_ref()
+            .and_then(|content| content["job_id"].as_str())
+            .unwrap_or_else(|| panic!("{who:?}: no job: {}", text_of(&started)))
+            .to_owned();
+        hogs.push((hog, job));
+    }
+    for (hog, job) in &hogs {
+        let mut said = String::new();
+        for _ in 0..150 {
+            let read = call(hog, "task_output", json!({ "id": job, "since": 0 })).await;
+            said = text_of(&read);
+            if said.contains("refused") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        // 400 connects, 64 of them waiting: the caller's share is full.
+        assert!(
+            said.contains("refused 336 "),
+            "{who:?}: a hog did not fill its share: {said}"
+        );
+    }
+    let bob = server.connect_as(BOB, false).await;
+    let run = call(&bob, "terminal", json!({ "command": "python3 one.py" })).await;
+    assert!(
+        text_of(&run).contains("waiting"),
+        "{who:?}: bob's connect had no place: {}",
+        text_of(&run)
+    );
+    for (hog, _) in hogs {
+        hog.cancel().await.unwrap();
+    }
+    bob.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_callers_that_take_every_wait_leave_another_its_floor_as_root() {
+    callers_that_take_every_wait_leave_another_its_floor(Who::Root).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_callers_that_take_every_wait_leave_another_its_floor_as_nobody() {
+    callers_that_take_every_wait_leave_another_its_floor(Who::Nobody).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

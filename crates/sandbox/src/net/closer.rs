@@ -122,8 +122,15 @@ const OWNER_CLOSING_MAX: usize = 64;
 const OWNER_RELEASING_MAX: usize = 16;
 
 /// Release threads alive at once at most, all owners together: a bound on the threads, which
-/// only as many callers as it takes to reach it (16 at [`OWNER_RELEASING_MAX`]) can fill.
+/// as many callers as it takes to reach it (16 at [`OWNER_RELEASING_MAX`]) can fill, but for
+/// [`OWNER_RELEASING_FLOOR`].
 const RELEASING_MAX: usize = 256;
+
+/// Release threads an owner may have past [`RELEASING_MAX`]: however many other callers' releases
+/// never end, each caller's files are still released, this many at a time. The threads are
+/// bounded all the same, by the callers the server has (the token file's names, and the
+/// session's): at most `RELEASING_MAX + OWNER_RELEASING_FLOOR × callers`.
+const OWNER_RELEASING_FLOOR: usize = 2;
 
 /// How long files wait before a release thread is tried again, when none could start.
 const RELEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
@@ -137,7 +144,8 @@ const RELEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 /// had in flight, whose release is deferred to the same exit. A release that waits all the
 /// same (a pipe whose lock a command holds, splicing into it) holds that thread and what it
 /// took; the closer goes on. Where a thread cannot start, or `owner` has
-/// [`OWNER_RELEASING_MAX`] alive (or all have [`RELEASING_MAX`]), the files wait and it is
+/// [`OWNER_RELEASING_MAX`] alive (or all have [`RELEASING_MAX`] and it has its floor,
+/// [`OWNER_RELEASING_FLOOR`]), the files wait and it is
 /// tried again.
 ///
 /// The closer and its release threads hold the files in an fd table of the closer's own
@@ -200,7 +208,7 @@ fn close_what_comes(offered: release::Offered) {
 }
 
 /// Hands each owner's files in `waiting` to a release thread of their own, where the owner and
-/// all have threads to spare ([`OWNER_RELEASING_MAX`], [`RELEASING_MAX`]); the files left
+/// all have threads to spare ([`may_start_another`]); the files left
 /// waiting.
 fn release_each_owners(
     mut waiting: Vec<(OwnedFd, Arc<Owner>)>,
@@ -217,7 +225,7 @@ fn release_each_owners(
             .iter()
             .filter(|(_, of)| Arc::ptr_eq(of, &owner))
             .count();
-        if releasing.len() >= RELEASING_MAX || its_threads >= OWNER_RELEASING_MAX {
+        if !may_start_another(releasing.len(), its_threads) {
             left.extend(files);
             continue;
         }
@@ -233,6 +241,13 @@ fn release_each_owners(
         owner.closing.fetch_sub(count, Ordering::Relaxed);
     }
     left
+}
+
+/// Whether an owner with `its` release threads alive may start another while `all` are alive:
+/// within its share ([`OWNER_RELEASING_MAX`]) and the bound of all ([`RELEASING_MAX`]), or
+/// below its floor ([`OWNER_RELEASING_FLOOR`]) whatever the others have.
+fn may_start_another(all: usize, its: usize) -> bool {
+    its < OWNER_RELEASING_FLOOR || (its < OWNER_RELEASING_MAX && all < RELEASING_MAX)
 }
 
 /// Whether `fd` is a pseudo-terminal (either side): a Unix98 pty slave (136-143) or

@@ -199,3 +199,61 @@ fn a_file_closed_elsewhere_while_a_release_starts_is_not_the_releases() {
     );
     assert!(third, "the closer waits behind that release thread");
 }
+
+/// Threads of this process named `name`.
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim() == name)
+        })
+        .count()
+}
+
+/// Sixteen callers whose releases never end take every release thread the server allows for
+/// all (each has its share): a seventeenth caller's files are still released, on a thread below
+/// its floor, and its copies made.
+#[test]
+fn callers_that_take_every_release_thread_leave_each_other_caller_its_floor() {
+    let _alone = ONE_AT_A_TIME.lock();
+    const HOGS: usize = 16;
+    const EACH: usize = 16;
+    assert!(
+        released_soon(&closer::owner(Some("warm-floor"))),
+        "the closer runs"
+    );
+    let mut held = Held::new(HOGS * EACH);
+    let before = threads_named("agentty-release");
+    for hog in 0..HOGS {
+        let owner = closer::owner(Some(&format!("hog-{hog}")));
+        for _ in 0..EACH {
+            let file = held.files.pop().unwrap();
+            drop(ClosedElsewhere::new(file, &owner));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads_named("agentty-release") < before + HOGS * EACH {
+        assert!(
+            Instant::now() < deadline,
+            "the hogs' releases did not each take a thread: {} alive",
+            threads_named("agentty-release")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let late = closer::owner(Some("late"));
+    let released = released_soon(&late);
+    let copied = copied_for(&late);
+    let read = held.read.take();
+    drop(held);
+    drop(read);
+    assert!(
+        released,
+        "a caller's release waits while others hold every thread"
+    );
+    assert!(
+        copied,
+        "a caller's copy is refused while others hold every thread"
+    );
+}

@@ -9,8 +9,9 @@
 //! a socket only while it is tried): at most [`WAITERS_MAX`] of each kind wait at once, and at
 //! most [`WAITERS_PER_OWNER`] of one caller's commands (`closer::Owner`: the session's over
 //! stdio, each caller's over HTTP, whatever number of filters its launchers have), so one
-//! caller can neither take every place nor run the server out of fds. Past that, one fails at
-//! once with EAGAIN, as a non-blocking socket's would. A `multiprocessing` pool of 48 workers
+//! caller can neither take every place nor run the server out of fds; and however many callers
+//! take them, each has [`WAITERS_FLOOR_PER_OWNER`] of its own. Past that, one fails at once
+//! with EAGAIN, as a non-blocking socket's would. A `multiprocessing` pool of 48 workers
 //! that reach a manager at once (its backlog is 16) has about 31 waiting.
 
 use std::os::fd::{AsRawFd, RawFd};
@@ -40,6 +41,12 @@ const WAITERS_MAX: usize = 256;
 
 /// Connects of one kind of one caller's commands that wait at once, at most.
 const WAITERS_PER_OWNER: usize = 64;
+
+/// Connects of one kind of one caller's commands that may wait past [`WAITERS_MAX`]: however
+/// many other callers' commands wait, each caller's may, this many at once. The places stay
+/// bounded by the callers the server has (the token file's names, and the session's): at most
+/// `WAITERS_MAX + WAITERS_FLOOR_PER_OWNER × callers` of each kind.
+const WAITERS_FLOOR_PER_OWNER: usize = 8;
 
 /// A connect a command waits for.
 pub(super) struct Pending {
@@ -113,7 +120,7 @@ impl Pending {
     }
 
     /// Adds `new` to `waiting` if there is a place for it ([`WAITERS_MAX`],
-    /// [`WAITERS_PER_OWNER`]), once the places of connects no longer asked for are let go (a
+    /// [`WAITERS_PER_OWNER`], [`WAITERS_FLOOR_PER_OWNER`]), once the places of connects no longer asked for are let go (a
     /// signal ended them, and the kernel asks again: the new one must not find its own old place
     /// taken). If not, the command is answered EAGAIN (and a connection being made for it is let
     /// go).
@@ -140,7 +147,7 @@ impl Pending {
             all += 1;
             its += usize::from(Arc::ptr_eq(&other.listener.owner, &self.listener.owner));
         }
-        all < WAITERS_MAX && its < WAITERS_PER_OWNER
+        its < WAITERS_FLOOR_PER_OWNER || (its < WAITERS_PER_OWNER && all < WAITERS_MAX)
     }
 
     fn listener(&self) -> RawFd {
