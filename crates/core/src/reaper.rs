@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
@@ -70,6 +70,11 @@ struct Registry {
     /// What a child's spawn let outlive it, each let go by the reaper's thread once its child
     /// is reaped ([`keep_until_reaped`]).
     kept: Vec<(i32, OwnedFd)>,
+    /// Children that failed or were let go where no pidfd of the server's could be kept for
+    /// them (a launcher's cloner, [`reap_failed`]; no fd left, [`watch_launched`]): the sweep
+    /// opens one and abandons them. Nothing else reaps them meanwhile, so each pid is still its
+    /// child's.
+    failed_elsewhere: Vec<i32>,
 }
 
 /// How often orphans are looked for. An orphan that exited stays a zombie (no CPU, no memory
@@ -155,8 +160,23 @@ impl Registry {
 fn sweep() {
     let mut reg = registry();
     let Registry {
-        abandoned, pinned, ..
+        abandoned,
+        pinned,
+        failed_elsewhere,
+        ..
     } = &mut *reg;
+    failed_elsewhere.retain(|&pid| {
+        // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: a fresh fd nobody else owns.
+            abandoned.push((pid, unsafe {
+                OwnedFd::from_raw_fd(fd as std::os::fd::RawFd)
+            }));
+        }
+        // Kept for the next sweep only while no fd is left for it.
+        fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EMFILE)
+    });
     abandoned.retain(|(pid, fd)| {
         if pinned.contains_key(pid) {
             return true;
@@ -230,15 +250,68 @@ pub(crate) fn spawn_registered<T>(
 /// Reaps a child that failed before its `exec` (`pidfd` its) if it is done, else leaves it to
 /// the reaper's next sweep: its exit may wait (its copies of the server's files are released as
 /// it exits, and a command can make a pipe's release wait), and the spawn must not wait with
-/// it (review 28).
+/// it (review 28). On a thread whose fd table is its own (a launcher's cloner), `pidfd` is not
+/// the server's: the sweep opens one of its own for the child.
 pub(crate) fn reap_failed(pid: i32, pidfd: OwnedFd) {
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
-    if !matches!(
+    if matches!(
         waitid(Id::PIDFd(pidfd.as_fd()), flags),
         Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_)
     ) {
+        return;
+    }
+    if crate::spawn::own_table::on_this_thread() {
+        drop(pidfd);
+        registry().failed_elsewhere.push(pid);
+    } else {
         registry().abandoned.push((pid, pidfd));
     }
+}
+
+/// Runs `spawn` on a launcher's cloner and registers the child it returns (by pid: its
+/// `pidfd` may be in a table of the cloner's own, `spawn/own_table.rs`, and is let go here),
+/// with the orphan sweep held off meanwhile, as [`spawn_registered`]. The server's thread that
+/// answers for the cloner then watches it ([`watch_launched`]). Never starts the reaper's
+/// thread (which would share the cloner's table): the spawn that handed the plan over did.
+pub(crate) fn launched_registered(
+    spawn: impl FnOnce() -> io::Result<(i32, OwnedFd)>,
+) -> io::Result<i32> {
+    match STARTED.get() {
+        Some(Ok(())) => {}
+        Some(Err(e)) => return Err(io::Error::other(e.clone())),
+        None => return Err(io::Error::other("the reaper has not started")),
+    }
+    let no_sweep = SPAWNS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (pid, pidfd) = spawn()?;
+    registry().owned.insert(pid);
+    drop(no_sweep);
+    drop(pidfd);
+    Ok(pid)
+}
+
+/// The exit watch of `pid`, a child [`launched_registered`]: a pidfd of it opened here, in the
+/// server's table. Nothing reaps a registered child but its watch, so `pid` is still that
+/// child's. Where no pidfd can be opened (no fd left), its group is killed and the sweep reaps it.
+pub(crate) fn watch_launched(pid: i32) -> io::Result<ExitWatch> {
+    // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let error = io::Error::last_os_error();
+        let _ = nix::sys::signal::killpg(Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+        let mut reg = registry();
+        reg.owned.remove(&pid);
+        reg.failed_elsewhere.push(pid);
+        return Err(error);
+    }
+    Ok(ExitWatch {
+        pid,
+        // SAFETY: a fresh fd nobody else owns.
+        fd: Some(unsafe { OwnedFd::from_raw_fd(fd as std::os::fd::RawFd) }),
+        async_fd: None,
+        exited: None,
+    })
 }
 
 /// The children spawns started and that were not reaped yet (runs' leaders; orphans aside).
@@ -248,13 +321,16 @@ pub(crate) fn spawned() -> Vec<i32> {
         .iter()
         .copied()
         .chain(reg.abandoned.iter().map(|(pid, _)| *pid))
+        .chain(reg.failed_elsewhere.iter().copied())
         .collect()
 }
 
 /// Whether `pid` is a child that a spawn watches (a run's leader, not an orphan).
 pub(crate) fn is_owned(pid: i32) -> bool {
     let reg = registry();
-    reg.owned.contains(&pid) || reg.abandoned.iter().any(|(p, _)| *p == pid)
+    reg.owned.contains(&pid)
+        || reg.abandoned.iter().any(|(p, _)| *p == pid)
+        || reg.failed_elsewhere.contains(&pid)
 }
 
 /// Keeps a child from being reaped while it lives (see the module comment).

@@ -182,6 +182,11 @@ impl OwnRules {
     pub fn apply(&self) -> std::io::Result<()> {
         crate::landlock::restrict_self(self.0.as_raw_fd())
     }
+
+    /// The fd [`Self::apply`] uses: the ruleset.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
+    }
 }
 
 impl Prepared {
@@ -235,6 +240,15 @@ impl Prepared {
             crate::landlock::restrict_self(fd.as_raw_fd())?;
         }
         Ok(())
+    }
+
+    /// The fd [`Self::apply_own`] uses, if any: the command's own ruleset.
+    pub fn own_fd(&self) -> Option<std::os::fd::RawFd> {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.ruleset {
+            return Some(fd.as_raw_fd());
+        }
+        None
     }
 
     /// The command's own part ([`Self::apply_own`]) for a command whose `/dev/pts` is a devpts

@@ -97,6 +97,20 @@ pub trait TakeChildEnds: Send {
 pub type ChildEnds = Box<dyn TakeChildEnds>;
 
 impl ExecPlan {
+    /// The fds the child uses before its `exec` (its stdio, the one passed, the confinement's
+    /// own), each once: what a launcher with an fd table of its own is handed.
+    pub(super) fn fds_for_child(&self) -> Vec<RawFd> {
+        let mut fds = Vec::with_capacity(5);
+        let passed = self.passed.as_ref().map(|passed| passed.fd.as_raw_fd());
+        let own = self.confine.as_ref().and_then(|confine| confine.own_fd());
+        for fd in self.stdio.into_iter().chain(passed).chain(own) {
+            if !fds.contains(&fd) {
+                fds.push(fd);
+            }
+        }
+        fds
+    }
+
     /// After the clone (the child has its own copies, or none was made): the plan's copies of
     /// the child's ends go where [`ExecPlan::child_ends_to`] says. The child can make the plan's
     /// copy of a pipe's end the last one (it reopens `/proc/self/fd/1` and closes its fd 1) and

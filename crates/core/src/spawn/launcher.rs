@@ -23,6 +23,19 @@
 //! nobody waits for any more (the asker was dropped meanwhile) has its process group killed at
 //! once, so nothing runs that no one supervises.
 //!
+//! A launcher is two threads. The one that clones (the *cloner*) makes its fd table its own
+//! once it is confined, empty, and is handed each spawn's fds with the plan (`own_table.rs`),
+//! so a child copies those and nothing else of the server's: a child that copied the server's
+//! table could hold the last reference of another caller's command's pipe, and hang on its
+//! lock in its `exec` (a test holds this: `a_file_let_go_while_a_child_is_cloned_never_holds_that_child`).
+//! An fd number of the server's means another file there, so the cloner drops nothing the
+//! server owns and wakes no task: it passes each plan on, with the child's pid, to the
+//! launcher's answering thread (`agentty-launched`), in the server's table, which opens the
+//! child's pidfd, lets the plan go and answers. Where fds cannot be handed over (a kernel
+//! without `PIDFD_THREAD`, Linux 6.9: the cloner shares the table; a send refused, as the
+//! user's fds in flight are at their limit), the child is cloned as before, copying the
+//! server's table; so is a spawn with a `/dev/pts` of its own, from its spare ([`Spare`]).
+//!
 //! What must stay each command's own is not shared: every child still makes its own Landlock
 //! domain (`Confine::apply_own`), because Landlock scopes signals and abstract unix sockets to a
 //! domain, and commands sharing one could signal and reach each other (a test holds this:
@@ -38,6 +51,7 @@
 //! second they made with launchers).
 
 use std::io;
+use std::os::fd::{OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -46,6 +60,7 @@ use tokio::runtime::Handle;
 
 use super::Confine;
 use super::exec::{self, ExecPlan};
+use super::own_table;
 use super::signals;
 use crate::namespace::Namespace;
 use crate::reaper::{self, ExitWatch};
@@ -170,16 +185,44 @@ pub(super) fn wait_reply() -> (Reply, Receiver<Started>) {
 
 /// One child to start, and where to say so.
 struct Request {
+    /// Its number among its launcher's spawns: its fds come with that number.
+    spawn: u64,
     plan: ExecPlan,
     /// Its run marker, to find its tree if nobody claims it.
     marker: String,
     reply: Reply,
 }
 
-/// One launcher thread, and how many plans it has not answered yet.
+/// One launcher: a thread that clones (its *cloner*, with an fd table of its own where the
+/// kernel allows: `own_table.rs`) and one that answers for it in the server's table, and how
+/// many plans it has not answered yet.
 struct Launcher {
     requests: Sender<Request>,
     queued: Arc<AtomicUsize>,
+    /// The server's end of the socket pair each spawn's fds go to the cloner on; `None` where
+    /// the cloner shares the server's table.
+    fds_to: Option<OwnedFd>,
+    /// Spawns handed to it so far: the next one's number.
+    handed: u64,
+}
+
+/// A plan its cloner has cloned (or failed to), on its way to the answering thread: the pid of
+/// the child, registered with the reaper, which the answering thread watches.
+struct Cloned {
+    request: Request,
+    started: io::Result<i32>,
+}
+
+/// How a cloner's set-up went.
+enum SetUp {
+    Failed,
+    /// It shares the server's fd table.
+    Shared,
+    /// Its table is its own; its end of the socket pair is fd `end` of thread `tid`.
+    Own {
+        tid: libc::pid_t,
+        end: RawFd,
+    },
 }
 
 /// The launchers of one confinement, namespace and caller.
@@ -219,6 +262,7 @@ pub(super) fn hand(
     #[cfg(target_os = "linux")]
     if plan.own_devpts.is_some() {
         return start_alone(Request {
+            spawn: 0,
             plan,
             marker: marker.to_owned(),
             reply,
@@ -252,6 +296,7 @@ pub(super) fn hand(
     }
     let index = pools.len() - 1;
     pools[index].send(Request {
+        spawn: 0,
         plan,
         marker: marker.to_owned(),
         reply,
@@ -304,7 +349,16 @@ impl Pool {
             let Some(chosen) = chosen else {
                 return Err(Box::new((request.plan, request.reply)));
             };
-            let launcher = &self.launchers[chosen];
+            let launcher = &mut self.launchers[chosen];
+            request.spawn = launcher.handed;
+            launcher.handed += 1;
+            if let Some(to) = &launcher.fds_to
+                && own_table::send(to, request.spawn, &request.plan.fds_for_child()).is_err()
+            {
+                // Its cloner cannot be handed the child's fds (a full socket, or the user's
+                // fds in flight at their limit): cloned by the caller, as with no launcher.
+                return Err(Box::new((request.plan, request.reply)));
+            }
             launcher.queued.fetch_add(1, Ordering::Relaxed);
             match launcher.requests.send(request) {
                 Ok(()) => return Ok(()),
@@ -326,22 +380,66 @@ impl Launcher {
         namespace: Option<&'static Namespace>,
     ) -> Option<Self> {
         let (requests, incoming) = channel::<Request>();
-        let (ready_tx, ready) = sync_channel::<bool>(1);
+        let (to_answer, answering) = channel::<Cloned>();
+        let (ready_tx, ready) = sync_channel::<SetUp>(1);
+        let (taken_tx, taken) = sync_channel::<bool>(1);
         let queued = Arc::new(AtomicUsize::new(0));
         let applied = confine.cloned();
-        let answered = Arc::clone(&queued);
         std::thread::Builder::new()
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)
             .spawn(move || {
-                let ready_now = set_up(applied.as_deref(), namespace).is_ok();
-                let _ = ready_tx.send(ready_now);
-                if ready_now {
-                    serve(&incoming, &answered, namespace);
+                let set = set_up(applied.as_deref(), namespace);
+                // Let go of in the server's table, as everything the server owns must be.
+                drop(applied);
+                if set.is_err() {
+                    let _ = ready_tx.send(SetUp::Failed);
+                    return;
                 }
+                let table = if own_table::supported() {
+                    let Ok((table, end)) = own_table::Table::make() else {
+                        let _ = ready_tx.send(SetUp::Failed);
+                        return;
+                    };
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    let _ = ready_tx.send(SetUp::Own { tid, end });
+                    let was_taken = taken.recv().unwrap_or(false);
+                    // SAFETY: the other end, in this thread's own table: the server has its
+                    // copy (or none, and this thread ends).
+                    unsafe { libc::close(end) };
+                    if !was_taken {
+                        return;
+                    }
+                    Some(table)
+                } else {
+                    let _ = ready_tx.send(SetUp::Shared);
+                    None
+                };
+                clone_each(incoming, &to_answer, table, namespace);
             })
             .ok()?;
-        ready.recv().ok()?.then_some(Launcher { requests, queued })
+        let fds_to = match ready.recv().ok()? {
+            SetUp::Failed => return None,
+            SetUp::Shared => None,
+            SetUp::Own { tid, end } => {
+                let end = own_table::take_end(tid, end);
+                let _ = taken_tx.send(end.is_ok());
+                Some(end.ok()?)
+            }
+        };
+        let answered = Arc::clone(&queued);
+        std::thread::Builder::new()
+            .name("agentty-launched".into())
+            .stack_size(LAUNCHER_STACK_BYTES)
+            .spawn(move || answer_each(&answering, &answered))
+            .ok()?;
+        Some(Launcher {
+            requests,
+            queued,
+            fds_to,
+            handed: 0,
+        })
     }
 }
 
@@ -463,6 +561,7 @@ impl Spare {
                     plan,
                     marker,
                     reply,
+                    ..
                 } = request;
                 let set = ready
                     .and_then(|()| super::terminals::attach(&devpts))
@@ -542,17 +641,57 @@ fn clone_registered(plan: &ExecPlan, namespace: Option<&Namespace>) -> Started {
     })
 }
 
-/// Starts each child handed over until the pool lets go of this launcher.
-fn serve(incoming: &Receiver<Request>, queued: &AtomicUsize, namespace: Option<&Namespace>) {
-    for Request {
-        mut plan,
-        marker,
-        reply,
-    } in incoming
-    {
-        let started = clone_registered(&plan, namespace);
-        // The child has its own copies of its fds now (it has exec'd, or failed and was
-        // reaped): the server's go, so the read ends see EOF when the child's close.
+/// The cloner's loop: clones each child handed over until the pool lets go of this launcher,
+/// and passes the plan on to the answering thread with what came of it. With a table of its
+/// own (`table`), the spawn's fds are taken in first and let go after. Nothing the server owns
+/// is ever dropped here (the plans, those still queued when a panic unwinds): its fds are not
+/// this table's (see `own_table.rs`).
+fn clone_each(
+    incoming: Receiver<Request>,
+    to_answer: &Sender<Cloned>,
+    mut table: Option<own_table::Table>,
+    namespace: Option<&Namespace>,
+) {
+    let incoming = std::mem::ManuallyDrop::new(incoming);
+    while let Ok(request) = incoming.recv() {
+        let request = std::mem::ManuallyDrop::new(request);
+        let started = match &mut table {
+            None => reaper::launched_registered(|| exec::start_confined(&request.plan, namespace)),
+            Some(table) => table.receive(request.spawn).and_then(|placed| {
+                let started =
+                    reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
+                placed.close();
+                started
+            }),
+        };
+        let cloned = Cloned {
+            request: std::mem::ManuallyDrop::into_inner(request),
+            started,
+        };
+        if let Err(unsent) = to_answer.send(cloned) {
+            // The answering thread is gone (it can only have panicked): kept, not let go here.
+            std::mem::forget(unsent);
+        }
+    }
+    // Let go of once nothing is queued (the pool let go of this launcher, and every plan was
+    // passed on).
+    drop(std::mem::ManuallyDrop::into_inner(incoming));
+}
+
+/// The answering thread's loop, in the server's table: each cloned child's exit watched, the
+/// plan's copies of its ends let go, and the answer sent (a child nobody waits for any more is
+/// stopped).
+fn answer_each(answering: &Receiver<Cloned>, queued: &AtomicUsize) {
+    for Cloned { request, started } in answering {
+        let Request {
+            mut plan,
+            marker,
+            reply,
+            ..
+        } = request;
+        let started = started.and_then(|pid| reaper::watch_launched(pid).map(|watch| (pid, watch)));
+        // The child has its own copies of its fds now (it has exec'd, or failed): the server's
+        // go, so the read ends see EOF when the child's close.
         plan.let_go_of_child_ends();
         drop(plan);
         queued.fetch_sub(1, Ordering::Relaxed);

@@ -24,6 +24,7 @@ mod claim;
 mod exec;
 mod launcher;
 pub(crate) mod marker;
+pub(crate) mod own_table;
 mod prepare;
 mod signals;
 #[cfg(target_os = "linux")]
@@ -61,6 +62,13 @@ pub trait Confine: Send + Sync {
     /// Applied by each child to itself before `exec`: what must not be shared between two
     /// commands (their own Landlock domain, which scopes signals and abstract sockets).
     fn apply_own(&self) -> io::Result<()>;
+
+    /// The fd [`Confine::apply_own`] uses, if any (its Landlock ruleset): a launcher whose fd
+    /// table is its own is handed it with each spawn's fds, at the same number
+    /// (`own_table.rs`).
+    fn own_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 
     /// Applied to the calling thread, and so inherited by every child it clones after: what
     /// commands may share (the seccomp filter, the capabilities dropped). A child that is not

@@ -598,6 +598,10 @@ impl Confine for WaitForByte {
         }
     }
 
+    fn own_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.read.as_raw_fd())
+    }
+
     fn apply_shared(&self) -> io::Result<()> {
         Ok(())
     }
@@ -658,6 +662,160 @@ async fn a_child_being_cloned_does_not_hold_up_the_thread_that_asked_for_it() {
     assert_eq!(text(&outcome.stdout), "started\n", "{outcome:?}");
     assert_eq!(confine.reached.load(Ordering::Relaxed), 1);
     assert_eq!(sent.load(Ordering::Relaxed), 1);
+}
+
+/// The files a process's fd table holds, by what each fd links to.
+fn fds_of(pid: i32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .map(|link| link.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A launcher's child copies none of the server's files: between its clone and its exec (its
+/// set-up waits for a byte) its fd table holds its own few only, not a file the server holds
+/// open. A child that copied the server's table held other callers' commands' pipes until its
+/// exec: when the server let go of one whose lock a command held (splicing into it), the
+/// child's exec waited on it, unkillable, for as long as that command liked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launchers_child_holds_none_of_the_servers_files() {
+    agentty_core::init().unwrap();
+    let held = tempfile::NamedTempFile::new().unwrap();
+    let held_path = held.path().to_string_lossy().into_owned();
+    let (confine, write) = waiting_confine();
+    let mut req = request("echo ran", &marker("own-table"), 10_000);
+    req.spec.confine = Some(confine.clone());
+    let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
+    let look = {
+        let confine = confine.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while confine.reached.load(Ordering::Relaxed) == 0
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let fds = fds_of(confine.pid.load(Ordering::Relaxed));
+            tell.send(()).unwrap();
+            fds
+        }
+    };
+    let (outcome, fds) = tokio::join!(run_to_end(req), look);
+    assert!(!fallback.join().unwrap(), "the child was never looked at");
+    assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
+    assert!(
+        !fds.is_empty() && !fds.contains(&held_path),
+        "the child holds a file of the server's: {fds:?}"
+    );
+    // Its stdio (three, and the numbers they came at), the byte's pipe, its launcher's socket.
+    assert!(
+        fds.len() <= 10,
+        "the child holds {} fds: {fds:?}",
+        fds.len()
+    );
+    drop(held);
+}
+
+/// A pipe whose lock a thread holds, splicing an idle socket into it, until dropped; with a
+/// file of its read end of its own (opened before the lock was taken), the server's to let go.
+struct HeldPipe {
+    file: Option<std::fs::File>,
+    feed: std::os::unix::net::UnixStream,
+    splicer: Option<std::thread::JoinHandle<isize>>,
+    _read: std::io::PipeReader,
+}
+
+impl HeldPipe {
+    fn new() -> Self {
+        let (read, write) = std::io::pipe().unwrap();
+        let file = std::fs::File::open(format!("/proc/self/fd/{}", read.as_raw_fd())).unwrap();
+        let (idle, feed) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let splicer = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            // SAFETY: splice between two fds this thread holds; null offsets (a socket, a pipe).
+            unsafe {
+                libc::splice(
+                    idle.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    write.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    4096,
+                    0,
+                )
+            }
+        });
+        let tid = tid_rx.recv().unwrap();
+        let splice = libc::SYS_splice.to_string();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+            .map_or(true, |s| s.split_whitespace().next() != Some(&splice))
+        {
+            assert!(std::time::Instant::now() < deadline, "no splice under way");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        HeldPipe {
+            file: Some(file),
+            feed,
+            splicer: Some(splicer),
+            _read: read,
+        }
+    }
+}
+
+impl Drop for HeldPipe {
+    /// A byte for the splice: it ends, and the lock is let go.
+    fn drop(&mut self) {
+        let _ = io::Write::write_all(&mut &self.feed, b"x");
+        if let Some(splicer) = self.splicer.take() {
+            let _ = splicer.join();
+        }
+    }
+}
+
+/// The server lets go of a file while a child is between its clone and its exec, and a
+/// command holds that file's pipe's lock (as a pipe thread lets go of a command's output at its
+/// cap while the command splices into it): the child runs all the same. A child that copied
+/// the server's table held the last reference then, and its exec waited on the lock,
+/// unkillable: another caller's command that never started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_let_go_while_a_child_is_cloned_never_holds_that_child() {
+    agentty_core::init().unwrap();
+    let mut held = HeldPipe::new();
+    let (confine, write) = waiting_confine();
+    let mut req = request("echo ran", &marker("let-go-while-cloned"), 10_000);
+    req.spec.confine = Some(confine.clone());
+    let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
+    let file = held.file.take();
+    let let_go = {
+        let confine = confine.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while confine.reached.load(Ordering::Relaxed) == 0
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // Let go of on a thread of its own: where it is the last reference, this close
+            // waits for the lock.
+            let closing = std::thread::spawn(move || drop(file));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tell.send(()).unwrap();
+            closing
+        }
+    };
+    let ran = async { tokio::time::timeout(Duration::from_secs(5), run_to_end(req)).await };
+    let (outcome, closing) = tokio::join!(ran, let_go);
+    drop(held);
+    closing.join().unwrap();
+    assert!(!fallback.join().unwrap(), "the child was never released");
+    let outcome = outcome.expect("the child never got past its exec");
+    assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
 }
 
 /// A spawn dropped while its child is being cloned leaves nothing running: the child is killed

@@ -31,6 +31,10 @@ impl Confine for PreparedConfine {
         self.0.apply_own()
     }
 
+    fn own_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.0.own_fd()
+    }
+
     fn apply_shared(&self) -> std::io::Result<()> {
         self.0.apply_shared()
     }
@@ -62,6 +66,14 @@ impl Confine for CallConfine {
             return own.apply();
         }
         self.shared.0.apply_own()
+    }
+
+    fn own_fd(&self) -> Option<std::os::fd::RawFd> {
+        #[cfg(target_os = "linux")]
+        if let Some(own) = &self.own {
+            return Some(own.fd());
+        }
+        self.shared.0.own_fd()
     }
 
     fn apply_shared(&self) -> std::io::Result<()> {

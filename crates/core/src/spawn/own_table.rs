@@ -1,0 +1,326 @@
+//! A launcher's fd table of its own, so its children copy nothing of the server's.
+//!
+//! A child starts with a copy of the fd table of the thread that clones it, until its `exec`
+//! closes the close-on-exec fds. A launcher that shares the server's table hands each child a
+//! copy of every file the server holds: another caller's command's pipes among them. When the
+//! server lets go of such a pipe (its pipe thread reached the output cap) while the command holds
+//! the pipe's lock (splicing an idle socket into it), the child's copy is the last one, and the
+//! child's `exec` waits for the lock in an uninterruptible sleep: another caller's command hung
+//! before its first instruction, SIGKILL included, for as long as that command liked.
+//!
+//! So the thread that clones (a launcher's *cloner*) makes its table its own once it is
+//! confined, holding none of the server's files ([`Table::make`]: `close_range` with
+//! `CLOSE_RANGE_UNSHARE` over every fd copies nothing), and each spawn's fds are sent to it over
+//! a socket pair (`SCM_RIGHTS`, [`send`]) and put at the numbers they have in the server's table
+//! ([`Table::receive`]), so the plan, and the confinement's own part, name them as they are.
+//! A child then copies the cloner's few fds only. The server's end of the pair is taken from
+//! the cloner's table with `pidfd_getfd` on the cloner's thread (`PIDFD_THREAD`, Linux 6.9):
+//! where the kernel has none, cloners share the server's table as before ([`supported`]).
+//!
+//! What runs on a cloner must never use an fd number of the server's: the fd it names there is
+//! another file, or none. It never drops what the server owns (the plan goes on to the
+//! launcher's answering thread), wakes no task (a tokio wake may write to the runtime's
+//! eventfd), and writes no log (its fd 2 is not the server's stderr). [`on_this_thread`] says
+//! where the reaper must not keep a pidfd made here.
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
+
+/// `pidfd_open`'s flag for a pidfd of a thread (Linux 6.9), not its process.
+const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
+
+/// `close_range`'s flag that unshares the fd table first (Linux 5.9).
+const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
+
+/// Most fds one spawn sends: stdin, stdout, stderr, a passed fd and the confinement's own.
+const MOST_FDS: usize = 5;
+
+/// What a spawn's message says besides its fds: which spawn it is for, and the fds' numbers in
+/// the server's table, in the order they come.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Payload {
+    spawn: u64,
+    count: u32,
+    numbers: [RawFd; MOST_FDS],
+}
+
+thread_local! {
+    /// Whether this thread's fd table is its own ([`Table::make`]).
+    static OWN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread has an fd table of its own: an fd made here is not the server's.
+pub(crate) fn on_this_thread() -> bool {
+    OWN.with(Cell::get)
+}
+
+/// Whether cloners can have tables of their own here: the server can take a copy of a thread's
+/// fd (`pidfd_open` with `PIDFD_THREAD`, Linux 6.9).
+pub(super) fn supported() -> bool {
+    static SUPPORTED: OnceLock<bool> = OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        // SAFETY: gettid has no preconditions; pidfd_open takes a tid and flags, and the fd it
+        // returns is ours.
+        let pidfd = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_open,
+                libc::gettid() as libc::c_long,
+                PIDFD_THREAD,
+            )
+        };
+        if pidfd < 0 {
+            return false;
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        drop(unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) });
+        true
+    })
+}
+
+/// A cloner's own table: its end of the socket pair the spawns' fds come on.
+pub(super) struct Table {
+    socket: OwnedFd,
+}
+
+/// The fds of one spawn, put at their numbers in a cloner's table; closed by [`Placed::close`].
+pub(super) struct Placed {
+    at: [RawFd; MOST_FDS],
+    count: usize,
+}
+
+impl Table {
+    /// Gives the calling thread an fd table of its own, empty, then a socket pair in it: the
+    /// table, and the number of the other end, for the server to take ([`take_end`]) and then
+    /// for this thread to close.
+    pub(super) fn make() -> io::Result<(Self, RawFd)> {
+        // SAFETY: close_range of every fd number, unsharing this thread's table first: the new
+        // table is a copy of none of them.
+        let unshared =
+            unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, CLOSE_RANGE_UNSHARE) };
+        if unshared != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        OWN.with(|own| own.set(true));
+        let mut pair = [0; 2];
+        // SAFETY: socketpair writes two fds into `pair`.
+        let made = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                pair.as_mut_ptr(),
+            )
+        };
+        if made != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh fd nobody else owns; the other end is the caller's to close.
+        let socket = unsafe { OwnedFd::from_raw_fd(pair[0]) };
+        Ok((Self { socket }, pair[1]))
+    }
+
+    /// The fds [`send`] sent for spawn number `spawn`, each put at the number it has in the
+    /// server's table (in two steps: none is put where another still to be put is). Blocks until
+    /// they come. A message for an earlier spawn (whose own receive failed before it was read)
+    /// is let go, so a spawn never gets another's fds.
+    pub(super) fn receive(&mut self, spawn: u64) -> io::Result<Placed> {
+        loop {
+            let (payload, received) = self.receive_one()?;
+            if payload.spawn < spawn {
+                continue;
+            }
+            let count = payload.count as usize;
+            if payload.spawn != spawn || count > MOST_FDS || received.len() != count {
+                return Err(io::Error::other("a spawn's fds did not come with it"));
+            }
+            return self.place(received, &payload.numbers[..count]);
+        }
+    }
+
+    /// The next message on the socket: what it says, and the fds it carries, owned.
+    fn receive_one(&self) -> io::Result<(Payload, Vec<OwnedFd>)> {
+        let mut payload = Payload {
+            spawn: 0,
+            count: 0,
+            numbers: [0; MOST_FDS],
+        };
+        let mut control = [0u64; 8];
+        let mut iov = libc::iovec {
+            iov_base: (&raw mut payload).cast(),
+            iov_len: std::mem::size_of::<Payload>(),
+        };
+        // SAFETY: msghdr is plain data; the pointers set below outlive the call.
+        let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+        message.msg_iov = &raw mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.as_mut_ptr().cast();
+        message.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: recvmsg writes into the buffers `message` names, which are alive and as long
+        // as it says.
+        let got = unsafe {
+            libc::recvmsg(
+                self.socket.as_raw_fd(),
+                &raw mut message,
+                libc::MSG_CMSG_CLOEXEC,
+            )
+        };
+        if got < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let received = received_fds(&message);
+        if got as usize != std::mem::size_of::<Payload>()
+            || message.msg_flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0
+        {
+            return Err(io::Error::other("a spawn's message came cut short"));
+        }
+        Ok((payload, received))
+    }
+
+    /// Puts each of `received` at its number in `at`, moving this table's socket out of the
+    /// way if it has one of them.
+    fn place(&mut self, received: Vec<OwnedFd>, at: &[RawFd]) -> io::Result<Placed> {
+        let above = at.iter().copied().max().unwrap_or(0).saturating_add(1);
+        if at.contains(&self.socket.as_raw_fd()) {
+            self.socket = dup_from(&self.socket, above)?;
+        }
+        let staged = received
+            .iter()
+            .map(|fd| dup_from(fd, above))
+            .collect::<io::Result<Vec<_>>>()?;
+        drop(received);
+        let mut placed = Placed {
+            at: [-1; MOST_FDS],
+            count: 0,
+        };
+        for (fd, &number) in staged.iter().zip(at) {
+            // SAFETY: dup3 onto a number of this thread's own table that holds none of its
+            // fds (those received were closed, the socket moved, the staged ones are above).
+            if unsafe { libc::dup3(fd.as_raw_fd(), number, libc::O_CLOEXEC) } < 0 {
+                let error = io::Error::last_os_error();
+                placed.close();
+                return Err(error);
+            }
+            placed.at[placed.count] = number;
+            placed.count += 1;
+        }
+        Ok(placed)
+    }
+}
+
+impl Placed {
+    /// Closes the spawn's fds in the cloner's table (its child has its own copies by now).
+    pub(super) fn close(self) {
+        for &fd in &self.at[..self.count] {
+            // SAFETY: an fd this table holds for the spawn, closed once.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// A copy of `fd` at `from` or above, close-on-exec.
+fn dup_from(fd: &OwnedFd, from: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on an open fd; the new fd is ours.
+    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, from) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+}
+
+/// The fds a received message carries, owned.
+fn received_fds(message: &libc::msghdr) -> Vec<OwnedFd> {
+    let mut fds = Vec::new();
+    // SAFETY: the CMSG_ macros walk the control buffer `message` names, which recvmsg filled.
+    unsafe {
+        let mut header = libc::CMSG_FIRSTHDR(message);
+        while !header.is_null() {
+            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(header).cast::<RawFd>();
+                let bytes = (*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                for i in 0..bytes / std::mem::size_of::<RawFd>() {
+                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                }
+            }
+            header = libc::CMSG_NXTHDR(message, header);
+        }
+    }
+    fds
+}
+
+/// Takes a copy of fd `fd` of thread `tid` of this process (a cloner's end of its socket pair)
+/// into the server's table.
+pub(super) fn take_end(tid: libc::pid_t, fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a tid and flags; the fd it returns is ours.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::c_long, PIDFD_THREAD) };
+    if pidfd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+    // SAFETY: pidfd_getfd takes a pidfd, an fd number of that thread's table and flags; the
+    // copy it returns is ours (close-on-exec).
+    let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
+}
+
+/// Sends `fds` (at most [`MOST_FDS`], numbers of the server's table) for spawn number `spawn`
+/// to a cloner, on the server's end `to` of its socket pair, without waiting: a full socket, or
+/// a user with too many fds in flight (`ETOOMANYREFS`: a limit the same user's commands can
+/// fill when the server has no `CAP_SYS_RESOURCE`), is an error, and the spawn is then cloned
+/// elsewhere.
+pub(super) fn send(to: &OwnedFd, spawn: u64, fds: &[RawFd]) -> io::Result<()> {
+    if fds.is_empty() || fds.len() > MOST_FDS {
+        return Err(io::Error::other("a spawn has no fds or too many to send"));
+    }
+    let mut payload = Payload {
+        spawn,
+        count: fds.len() as u32,
+        numbers: [-1; MOST_FDS],
+    };
+    payload.numbers[..fds.len()].copy_from_slice(fds);
+    let mut control = [0u64; 8];
+    let bytes = std::mem::size_of_val(fds);
+    let mut iov = libc::iovec {
+        iov_base: (&raw mut payload).cast(),
+        iov_len: std::mem::size_of::<Payload>(),
+    };
+    // SAFETY: msghdr is plain data; the pointers set below outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &raw mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE and CMSG_LEN are arithmetic; the header and data written fit in
+    // `control` (8 words hold the space for 5 fds), which `message` names.
+    unsafe {
+        message.msg_controllen = libc::CMSG_SPACE(bytes as u32) as _;
+        let header = libc::CMSG_FIRSTHDR(&raw const message);
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
+        std::ptr::copy_nonoverlapping(
+            fds.as_ptr(),
+            libc::CMSG_DATA(header).cast::<RawFd>(),
+            fds.len(),
+        );
+    }
+    // SAFETY: sendmsg reads the buffers `message` names.
+    let sent = unsafe {
+        libc::sendmsg(
+            to.as_raw_fd(),
+            &raw const message,
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
