@@ -180,24 +180,40 @@ impl Table {
     }
 
     /// Puts each of `received` at its number in `at`, moving this table's socket out of the
-    /// way if it has one of them.
+    /// way if it has one of them. Where a received fd has the number another is to be put at,
+    /// all are first copied above every such number.
     fn place(&mut self, received: Vec<OwnedFd>, at: &[RawFd]) -> io::Result<Placed> {
         let above = at.iter().copied().max().unwrap_or(0).saturating_add(1);
         if at.contains(&self.socket.as_raw_fd()) {
             self.socket = dup_from(&self.socket, above)?;
         }
-        let staged = received
+        let in_the_way = received
             .iter()
-            .map(|fd| dup_from(fd, above))
-            .collect::<io::Result<Vec<_>>>()?;
-        drop(received);
+            .zip(at)
+            .any(|(fd, &own)| fd.as_raw_fd() != own && at.contains(&fd.as_raw_fd()));
+        let received = if in_the_way {
+            let above_all = received
+                .iter()
+                .map(|fd| dup_from(fd, above))
+                .collect::<io::Result<Vec<_>>>()?;
+            // Closed before any is put where one of these is.
+            drop(received);
+            above_all
+        } else {
+            received
+        };
         let mut placed = Placed {
             at: [-1; MOST_FDS],
             count: 0,
         };
-        for (fd, &number) in staged.iter().zip(at) {
-            // SAFETY: dup3 onto a number of this thread's own table that holds none of its
-            // fds (those received were closed, the socket moved, the staged ones are above).
+        for (fd, &number) in received.into_iter().zip(at) {
+            if fd.as_raw_fd() == number {
+                placed.at[placed.count] = std::os::fd::IntoRawFd::into_raw_fd(fd);
+                placed.count += 1;
+                continue;
+            }
+            // SAFETY: dup3 onto a number of this thread's own table that holds none of its fds
+            // still to be put (none received is there but its own, the socket was moved).
             if unsafe { libc::dup3(fd.as_raw_fd(), number, libc::O_CLOEXEC) } < 0 {
                 let error = io::Error::last_os_error();
                 placed.close();
@@ -324,3 +340,7 @@ pub(super) fn send(to: &OwnedFd, spawn: u64, fds: &[RawFd]) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "own_table_tests.rs"]
+mod tests;
