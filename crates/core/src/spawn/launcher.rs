@@ -655,14 +655,14 @@ fn clone_each(
     let incoming = std::mem::ManuallyDrop::new(incoming);
     while let Ok(request) = incoming.recv() {
         let request = std::mem::ManuallyDrop::new(request);
-        let started = match &mut table {
-            None => reaper::launched_registered(|| exec::start_confined(&request.plan, namespace)),
-            Some(table) => table.receive(request.spawn).and_then(|placed| {
-                let started =
-                    reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
-                placed.close();
-                started
-            }),
+        let start =
+            || reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
+        let (started, placed) = match &mut table {
+            None => (start(), None),
+            Some(table) => match table.receive(request.spawn) {
+                Ok(placed) => (start(), Some(placed)),
+                Err(error) => (Err(error), None),
+            },
         };
         let cloned = Cloned {
             request: std::mem::ManuallyDrop::into_inner(request),
@@ -671,6 +671,10 @@ fn clone_each(
         if let Err(unsent) = to_answer.send(cloned) {
             // The answering thread is gone (it can only have panicked): kept, not let go here.
             std::mem::forget(unsent);
+        }
+        // After the answer is on its way: the child has its own copies.
+        if let Some(placed) = placed {
+            placed.close();
         }
     }
     // Let go of once nothing is queued (the pool let go of this launcher, and every plan was

@@ -25,7 +25,7 @@
 
 use std::cell::Cell;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
 /// `pidfd_open`'s flag for a pidfd of a thread (Linux 6.9), not its process.
@@ -85,10 +85,10 @@ pub(super) struct Table {
     socket: OwnedFd,
 }
 
-/// The fds of one spawn, put at their numbers in a cloner's table; closed by [`Placed::close`].
+/// The fds of one spawn, put at their numbers in a cloner's table: every fd of it but
+/// `socket`, closed by [`Placed::close`].
 pub(super) struct Placed {
-    at: [RawFd; MOST_FDS],
-    count: usize,
+    socket: RawFd,
 }
 
 impl Table {
@@ -181,65 +181,69 @@ impl Table {
 
     /// Puts each of `received` at its number in `at`, moving this table's socket out of the
     /// way if it has one of them. Where a received fd has the number another is to be put at,
-    /// all are first copied above every such number.
+    /// all are first copied above every such number. Nothing is closed here: every fd of this
+    /// table but its socket is the spawn's from now on, all closed at once by [`Placed::close`].
     fn place(&mut self, received: Vec<OwnedFd>, at: &[RawFd]) -> io::Result<Placed> {
         let above = at.iter().copied().max().unwrap_or(0).saturating_add(1);
         if at.contains(&self.socket.as_raw_fd()) {
-            self.socket = dup_from(&self.socket, above)?;
+            self.socket = dup_from(self.socket.as_raw_fd(), above)?;
         }
+        let placed = Placed {
+            socket: self.socket.as_raw_fd(),
+        };
+        let received: Vec<RawFd> = received.into_iter().map(IntoRawFd::into_raw_fd).collect();
         let in_the_way = received
             .iter()
             .zip(at)
-            .any(|(fd, &own)| fd.as_raw_fd() != own && at.contains(&fd.as_raw_fd()));
-        let received = if in_the_way {
-            let above_all = received
+            .any(|(&fd, &own)| fd != own && at.contains(&fd));
+        let sources = if in_the_way {
+            match received
                 .iter()
-                .map(|fd| dup_from(fd, above))
-                .collect::<io::Result<Vec<_>>>()?;
-            // Closed before any is put where one of these is.
-            drop(received);
-            above_all
+                .map(|&fd| dup_from(fd, above).map(IntoRawFd::into_raw_fd))
+                .collect::<io::Result<Vec<_>>>()
+            {
+                Ok(above_all) => above_all,
+                Err(error) => {
+                    placed.close();
+                    return Err(error);
+                }
+            }
         } else {
             received
         };
-        let mut placed = Placed {
-            at: [-1; MOST_FDS],
-            count: 0,
-        };
-        for (fd, &number) in received.into_iter().zip(at) {
-            if fd.as_raw_fd() == number {
-                placed.at[placed.count] = std::os::fd::IntoRawFd::into_raw_fd(fd);
-                placed.count += 1;
-                continue;
-            }
-            // SAFETY: dup3 onto a number of this thread's own table that holds none of its fds
-            // still to be put (none received is there but its own, the socket was moved).
-            if unsafe { libc::dup3(fd.as_raw_fd(), number, libc::O_CLOEXEC) } < 0 {
+        for (fd, &number) in sources.into_iter().zip(at) {
+            // SAFETY: dup3 onto a number of this thread's own table where no fd still to be put
+            // is (none received is where another goes, or all were copied above them); what
+            // it replaces there is the spawn's.
+            if fd != number && unsafe { libc::dup3(fd, number, libc::O_CLOEXEC) } < 0 {
                 let error = io::Error::last_os_error();
                 placed.close();
                 return Err(error);
             }
-            placed.at[placed.count] = number;
-            placed.count += 1;
         }
         Ok(placed)
     }
 }
 
 impl Placed {
-    /// Closes the spawn's fds in the cloner's table (its child has its own copies by now).
+    /// Closes the spawn's fds in the cloner's table (its child has its own copies by now):
+    /// every fd but the table's socket, as the table holds nothing else between spawns.
     pub(super) fn close(self) {
-        for &fd in &self.at[..self.count] {
-            // SAFETY: an fd this table holds for the spawn, closed once.
-            unsafe { libc::close(fd) };
+        let socket = self.socket as u32;
+        // SAFETY: close_range over this thread's own table, around its socket.
+        unsafe {
+            if socket > 0 {
+                libc::syscall(libc::SYS_close_range, 0u32, socket - 1, 0u32);
+            }
+            libc::syscall(libc::SYS_close_range, socket + 1, u32::MAX, 0u32);
         }
     }
 }
 
 /// A copy of `fd` at `from` or above, close-on-exec.
-fn dup_from(fd: &OwnedFd, from: RawFd) -> io::Result<OwnedFd> {
+fn dup_from(fd: RawFd, from: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC on an open fd; the new fd is ours.
-    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, from) };
+    let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, from) };
     if copy < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -1,7 +1,7 @@
 //! A cloner's table: a spawn's fds reach it, each at the number it has in the sender's table,
 //! whatever numbers they came at; a spawn never gets another's.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
 use super::{Table, send};
 
@@ -79,9 +79,12 @@ fn fds_received_where_others_go_are_put_right() {
         let (mut table, end) = Table::make().unwrap();
         // SAFETY: the other end, not taken by anyone here.
         unsafe { libc::close(end) };
-        let (a, _a) = pipe();
-        let (b, _b) = pipe();
-        let (c, _c) = pipe();
+        // The write ends are the spawn's too (everything but the socket): closed by the
+        // placement's close, never dropped here.
+        let (a, wa) = pipe();
+        let (b, wb) = pipe();
+        let (c, wc) = pipe();
+        let writes = [wa, wb, wc].map(IntoRawFd::into_raw_fd);
         let (ia, ib, ic) = (
             inode(a.as_raw_fd()).unwrap(),
             inode(b.as_raw_fd()).unwrap(),
@@ -109,7 +112,7 @@ fn fds_received_where_others_go_are_put_right() {
         };
         assert_eq!((rc, kind), (0, libc::SOCK_SEQPACKET), "the socket was lost");
         placed.close();
-        for fd in at {
+        for fd in at.into_iter().chain(writes) {
             assert_eq!(inode(fd), None, "fd {fd} still open after the close");
         }
     })
