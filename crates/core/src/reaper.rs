@@ -174,8 +174,8 @@ fn sweep() {
                 OwnedFd::from_raw_fd(fd as std::os::fd::RawFd)
             }));
         }
-        // Kept for the next sweep only while no fd is left for it.
-        fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EMFILE)
+        // Kept for the next sweep unless it is gone (reaped already).
+        fd < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
     });
     abandoned.retain(|(pid, fd)| {
         if pinned.contains_key(pid) {
@@ -211,7 +211,10 @@ fn sweep() {
         .split_ascii_whitespace()
         .filter_map(|s| s.parse::<i32>().ok())
     {
-        if reg.owned.contains(&pid) || reg.abandoned.iter().any(|(p, _)| *p == pid) {
+        if reg.owned.contains(&pid)
+            || reg.abandoned.iter().any(|(p, _)| *p == pid)
+            || reg.failed_elsewhere.contains(&pid)
+        {
             continue;
         }
         if let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) =

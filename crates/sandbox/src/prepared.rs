@@ -289,6 +289,18 @@ impl Prepared {
         }
     }
 
+    /// The fd [`Self::apply_shared`] uses, if any: the reads' ruleset made by `prepare`.
+    pub fn shared_fd(&self) -> Option<std::os::fd::RawFd> {
+        #[cfg(target_os = "linux")]
+        {
+            self.reads.as_ref().and_then(Ruleset::fd)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            None
+        }
+    }
+
     /// [`Self::apply_shared`] with the reads' ruleset `reads` (one [`Self::reads_now`] gave).
     pub fn apply_shared_with(&self, reads: Option<&Ruleset>) -> std::io::Result<()> {
         #[cfg(target_os = "linux")]
@@ -408,6 +420,18 @@ impl Ruleset {
         #[cfg(target_os = "linux")]
         crate::landlock::restrict_self(self.0.as_raw_fd())?;
         Ok(())
+    }
+
+    /// The fd [`Self::apply`] uses.
+    pub fn fd(&self) -> Option<std::os::fd::RawFd> {
+        #[cfg(target_os = "linux")]
+        {
+            Some(self.0.as_raw_fd())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            None
+        }
     }
 
     /// Which ruleset this is: the same for every clone, another for one made again (while this

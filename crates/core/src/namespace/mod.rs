@@ -592,6 +592,15 @@ impl Namespace {
         Ok(Entered { host })
     }
 
+    /// The fds a thread uses to clone a child into these namespaces and the child to enter
+    /// them ([`Self::enter`], `setns` on the init's pidfd): the init's pidfd, and the server's
+    /// own PID namespace, where the thread goes back to.
+    pub(crate) fn fds(&self) -> Vec<RawFd> {
+        std::iter::once(self.init.as_raw_fd())
+            .chain(session().map(|s| s.host.as_raw_fd()))
+            .collect()
+    }
+
     /// Whether the init has exited (its pidfd reads readable then).
     pub(crate) fn init_gone(&self) -> bool {
         ended(&self.init) == Some(true)

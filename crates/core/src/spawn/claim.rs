@@ -8,16 +8,45 @@
 use std::io;
 
 use super::exec::{self, ExecPlan};
-use super::launcher;
+use super::{launcher, own_table};
 use crate::reaper::{self, ExitWatch};
 
-/// Clones `plan`'s child from this thread, registered with the reaper before anything can reap
-/// it: where no launcher takes the plan.
+/// Clones `plan`'s child where no launcher takes the plan, registered with the reaper before
+/// anything can reap it: from a thread whose fd table is its own and holds only what the child
+/// uses (`own_table::apart`), so the child copies none of the server's files; where no thread
+/// can take copies of them (a container's seccomp profile refusing `pidfd_getfd`), from this
+/// thread, the child copying this thread's table until its exec.
 fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
-    let started =
-        reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)));
+    let fds = plan.fds_for_whole_child();
+    // Not the child's to see, and not to be shared with the cloning thread.
+    let ends_to = plan.child_ends_to.take();
+    let lent = Lent(&plan);
+    let apart = own_table::apart(&fds, || {
+        reaper::launched_registered(|| exec::start(lent.plan()))
+    });
+    plan.child_ends_to = ends_to;
+    let started = match apart {
+        Some(started) => started.and_then(|pid| reaper::watch_launched(pid).map(|w| (pid, w))),
+        None => {
+            reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
+        }
+    };
     plan.let_go_of_child_ends();
     started
+}
+
+/// A plan lent to the thread that clones its child apart, while the lending thread waits.
+struct Lent<'p>(&'p ExecPlan);
+
+// SAFETY: the thread it is lent to only reads the plan, while the lending thread waits for that
+// thread to end (a scoped thread) and touches it not; its one field that is not `Sync`
+// (`child_ends_to`, a `Send` box) is taken out first and never reached through it.
+unsafe impl Sync for Lent<'_> {}
+
+impl Lent<'_> {
+    fn plan(&self) -> &ExecPlan {
+        self.0
+    }
 }
 
 /// What a launcher's answer is when the launcher ended without one (it can only have panicked).

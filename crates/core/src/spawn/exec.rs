@@ -111,6 +111,24 @@ impl ExecPlan {
         fds
     }
 
+    /// [`Self::fds_for_child`], and what a child that applies the whole confinement and
+    /// enters the namespaces itself uses besides (`Confine::shared_fd`, `Namespace::fds`): what
+    /// a thread that clones it from an fd table of its own takes in.
+    pub(super) fn fds_for_whole_child(&self) -> Vec<RawFd> {
+        let mut fds = self.fds_for_child();
+        let shared = self
+            .confine
+            .as_ref()
+            .and_then(|confine| confine.shared_fd());
+        let namespace = self.namespace.map(Namespace::fds).unwrap_or_default();
+        for fd in shared.into_iter().chain(namespace) {
+            if !fds.contains(&fd) {
+                fds.push(fd);
+            }
+        }
+        fds
+    }
+
     /// After the clone (the child has its own copies, or none was made): the plan's copies of
     /// the child's ends go where [`ExecPlan::child_ends_to`] says. The child can make the plan's
     /// copy of a pipe's end the last one (it reopens `/proc/self/fd/1` and closes its fd 1) and
@@ -278,10 +296,18 @@ fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Resu
     drop(entered);
     set_signal_mask(saved);
     cloned.map_err(|clone_error| match namespace {
-        // clone says ENOMEM when the namespace's init is gone.
-        Some(namespace) if namespace.init_gone() => namespace.ended(),
+        // clone says ENOMEM when the namespace's init is gone. (A launcher's cloner has a table
+        // of its own, without the init's pidfd: its answering thread looks.)
+        Some(namespace) if !entered_by_launcher(cloner) && namespace.init_gone() => {
+            namespace.ended()
+        }
         _ => clone_error,
     })
+}
+
+/// Whether a launcher entered the namespaces (a cloner, whose fd table may be its own).
+fn entered_by_launcher(cloner: Cloner<'_>) -> bool {
+    matches!(cloner, Cloner::Launcher(_))
 }
 
 /// Clones `child` onto this thread's [`CHILD_STACK`]; this thread is suspended until the child

@@ -31,10 +31,14 @@
 //! An fd number of the server's means another file there, so the cloner drops nothing the
 //! server owns and wakes no task: it passes each plan on, with the child's pid, to the
 //! launcher's answering thread (`agentty-launched`), in the server's table, which opens the
-//! child's pidfd, lets the plan go and answers. Where fds cannot be handed over (a kernel
-//! without `PIDFD_THREAD`, Linux 6.9: the cloner shares the table; a send refused, as the
-//! user's fds in flight are at their limit), the child is cloned as before, copying the
-//! server's table; so is a spawn with a `/dev/pts` of its own, from its spare ([`Spare`]).
+//! child's pidfd, lets the plan go and answers. Where the server cannot take a cloner's end
+//! (a kernel without `PIDFD_THREAD`, Linux 6.9, or a container's seccomp profile that refuses
+//! `pidfd_getfd`: `own_table::supported`), cloners share the server's table as before. A plan
+//! no launcher takes (none could be set up, or its fds could not be sent: a full socket, or the
+//! user's fds in flight at their limit, which the same user's commands can fill) is cloned
+//! apart (`claim.rs`, `own_table::apart`): from a thread of its own that takes copies of what the
+//! child uses into an empty table, the child confining itself. A spawn with a `/dev/pts` of its
+//! own is still cloned from its spare ([`Spare`]), whose table is the server's.
 //!
 //! What must stay each command's own is not shared: every child still makes its own Landlock
 //! domain (`Confine::apply_own`), because Landlock scopes signals and abstract unix sockets to a
@@ -655,15 +659,30 @@ fn clone_each(
     let incoming = std::mem::ManuallyDrop::new(incoming);
     while let Ok(request) = incoming.recv() {
         let request = std::mem::ManuallyDrop::new(request);
-        let start =
-            || reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
-        let (started, placed) = match &mut table {
-            None => (start(), None),
-            Some(table) => match table.receive(request.spawn) {
-                Ok(placed) => (start(), Some(placed)),
-                Err(error) => (Err(error), None),
-            },
-        };
+        let cloned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let start =
+                || reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
+            match &mut table {
+                None => start(),
+                Some(table) => table.receive(request.spawn).and_then(|placed| {
+                    let started = start();
+                    // Before the answer: until it is sent, the server's copies of the child's
+                    // ends are held, so this close is never the last of a pipe whose lock the
+                    // child may hold.
+                    placed.close();
+                    started
+                }),
+            }
+        }));
+        let started = cloned.unwrap_or_else(|_| {
+            // What the spawn left in the table goes; the plan is passed on all the same.
+            if let Some(table) = &table {
+                table.sweep();
+            }
+            Err(io::Error::other(
+                "agentty's launcher failed while it started the command",
+            ))
+        });
         let cloned = Cloned {
             request: std::mem::ManuallyDrop::into_inner(request),
             started,
@@ -671,10 +690,6 @@ fn clone_each(
         if let Err(unsent) = to_answer.send(cloned) {
             // The answering thread is gone (it can only have panicked): kept, not let go here.
             std::mem::forget(unsent);
-        }
-        // After the answer is on its way: the child has its own copies.
-        if let Some(placed) = placed {
-            placed.close();
         }
     }
     // Let go of once nothing is queued (the pool let go of this launcher, and every plan was
@@ -693,7 +708,15 @@ fn answer_each(answering: &Receiver<Cloned>, queued: &AtomicUsize) {
             reply,
             ..
         } = request;
-        let started = started.and_then(|pid| reaper::watch_launched(pid).map(|watch| (pid, watch)));
+        let started = match started {
+            Ok(pid) => reaper::watch_launched(pid).map(|watch| (pid, watch)),
+            // A clone fails (ENOMEM) once the namespace's init is gone; the cloner could not
+            // look (its table has no pidfd of the init).
+            Err(_) if plan.namespace.is_some_and(Namespace::init_gone) => Err(plan
+                .namespace
+                .map_or_else(|| io::Error::other("ended"), Namespace::ended)),
+            Err(error) => Err(error),
+        };
         // The child has its own copies of its fds now (it has exec'd, or failed): the server's
         // go, so the read ends see EOF when the child's close.
         plan.let_go_of_child_ends();

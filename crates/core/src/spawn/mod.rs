@@ -52,6 +52,14 @@ pub use prepare::NON_INTERACTIVE_ENV;
 #[cfg(target_os = "linux")]
 pub use terminal_maker::end_maker as end_terminal_maker;
 #[cfg(target_os = "linux")]
+pub(crate) use terminal_maker::maker_pid as terminal_maker_pid;
+
+/// No terminal maker runs where there is none.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn terminal_maker_pid() -> Option<i32> {
+    None
+}
+#[cfg(target_os = "linux")]
 pub use terminals::{OwnDevpts, OwnTerminals, own_terminals};
 
 /// A confinement (the sandbox, docs/BEHAVIOUR.md §5), in two parts: one each command must have
@@ -67,6 +75,12 @@ pub trait Confine: Send + Sync {
     /// table is its own is handed it with each spawn's fds, at the same number
     /// (`own_table.rs`).
     fn own_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
+    /// The fd [`Confine::apply_shared`] uses, if any (the reads' ruleset): a child cloned from
+    /// a thread with an fd table of its own that is not a launcher's gets it at the same number.
+    fn shared_fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
 

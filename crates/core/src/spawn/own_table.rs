@@ -37,6 +37,10 @@ const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
 /// Most fds one spawn sends: stdin, stdout, stderr, a passed fd and the confinement's own.
 const MOST_FDS: usize = 5;
 
+/// The first fd number a spawn's fds may have: 0, 1 and 2 of a table of its own are
+/// `/dev/null`, so that nothing written to them (a panic's message) reaches a spawn's file.
+const FIRST_SPAWN_FD: RawFd = 3;
+
 /// What a spawn's message says besides its fds: which spawn it is for, and the fds' numbers in
 /// the server's table, in the order they come.
 #[repr(C)]
@@ -48,7 +52,7 @@ struct Payload {
 }
 
 thread_local! {
-    /// Whether this thread's fd table is its own ([`Table::make`]).
+    /// Whether this thread's fd table is its own ([`own_empty_table`]).
     static OWN: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -57,26 +61,130 @@ pub(crate) fn on_this_thread() -> bool {
     OWN.with(Cell::get)
 }
 
-/// Whether cloners can have tables of their own here: the server can take a copy of a thread's
-/// fd (`pidfd_open` with `PIDFD_THREAD`, Linux 6.9).
+/// Gives the calling thread an fd table of its own holding none of the server's files
+/// (`close_range` of every fd with `CLOSE_RANGE_UNSHARE` copies none), with `/dev/null` as its
+/// 0, 1 and 2. An error after the unshare leaves the thread with a table of its own all the
+/// same ([`on_this_thread`]): it must then end.
+fn own_empty_table() -> io::Result<()> {
+    // SAFETY: close_range of every fd number, unsharing this thread's table first.
+    let unshared =
+        unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, CLOSE_RANGE_UNSHARE) };
+    if unshared != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    OWN.with(|own| own.set(true));
+    // SAFETY: open of a constant path; the fd is this table's 0, kept for good.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if null != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    for fd in 1..FIRST_SPAWN_FD {
+        // SAFETY: dup3 of this table's /dev/null onto its 1 and 2.
+        if unsafe { libc::dup3(0, fd, libc::O_CLOEXEC) } != fd {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether cloners can have tables of their own here: a thread can make one with a socket pair,
+/// and the server take a copy of one end from that thread's table (`pidfd_open` with
+/// `PIDFD_THREAD`, Linux 6.9; `pidfd_getfd`, which a container's seccomp profile may refuse).
+/// Tried once, on a thread that ends.
 pub(super) fn supported() -> bool {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
     *SUPPORTED.get_or_init(|| {
-        // SAFETY: gettid has no preconditions; pidfd_open takes a tid and flags, and the fd it
-        // returns is ours.
-        let pidfd = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_open,
-                libc::gettid() as libc::c_long,
-                PIDFD_THREAD,
-            )
-        };
-        if pidfd < 0 {
+        let (made_tx, made) = std::sync::mpsc::sync_channel(1);
+        let (done_tx, done) = std::sync::mpsc::sync_channel::<()>(1);
+        let tried = std::thread::Builder::new()
+            .name("agentty-fds-check".into())
+            .spawn(move || {
+                let table = Table::make();
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() };
+                let _ = made_tx.send(table.as_ref().ok().map(|(_, end)| (tid, *end)));
+                // The table stays until the server's copy was tried.
+                let _ = done.recv();
+            });
+        if tried.is_err() {
             return false;
         }
-        // SAFETY: a fresh fd nobody else owns.
-        drop(unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) });
-        true
+        let works = made
+            .recv()
+            .ok()
+            .flatten()
+            .is_some_and(|(tid, end)| take_end(tid, end).is_ok());
+        let _ = done_tx.send(());
+        works
+    })
+}
+
+/// Whether a thread can take copies of the server's fds into a table of its own
+/// (`pidfd_getfd` of this process, Linux 5.6, which a container's seccomp profile may refuse):
+/// what [`apart`] does.
+fn pulls_work() -> bool {
+    static WORKS: OnceLock<bool> = OnceLock::new();
+    *WORKS.get_or_init(|| {
+        let Ok(probe) = std::fs::File::open("/dev/null") else {
+            return false;
+        };
+        pull(&[probe.as_raw_fd()]).is_ok()
+    })
+}
+
+/// Copies of this process's fds `fds`, taken into the calling thread's table.
+fn pull(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
+    // SAFETY: pidfd_open of this process; the fd it returns is ours.
+    let process = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0u32) };
+    if process < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    let process = unsafe { OwnedFd::from_raw_fd(process as RawFd) };
+    fds.iter()
+        .map(|&fd| {
+            // SAFETY: pidfd_getfd of an fd number of this process; the copy is ours
+            // (close-on-exec).
+            let copy =
+                unsafe { libc::syscall(libc::SYS_pidfd_getfd, process.as_raw_fd(), fd, 0u32) };
+            if copy < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a fresh fd nobody else owns.
+            Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
+        })
+        .collect()
+}
+
+/// Runs `clone` (a child's clone) on a thread of its own whose fd table holds only `fds`, copies
+/// of the server's taken at the same numbers, and returns what it returns; the calling thread
+/// waits. For a spawn no launcher takes: its child then copies none of the server's files
+/// either. `None` where no thread can take copies ([`pulls_work`]) or start: the caller clones
+/// it itself then.
+pub(super) fn apart<T: Send>(
+    fds: &[RawFd],
+    clone: impl FnOnce() -> io::Result<T> + Send,
+) -> Option<io::Result<T>> {
+    if !pulls_work() {
+        return None;
+    }
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("agentty-spawn-apart".into())
+            .spawn_scoped(scope, move || {
+                own_empty_table()?;
+                let copies = pull(fds)?;
+                let placed = place(copies, fds, None)?;
+                let cloned = clone();
+                placed.close();
+                cloned
+            })
+            .ok()?;
+        Some(
+            thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the spawn's thread panicked"))),
+        )
     })
 }
 
@@ -85,25 +193,18 @@ pub(super) struct Table {
     socket: OwnedFd,
 }
 
-/// The fds of one spawn, put at their numbers in a cloner's table: every fd of it but
-/// `socket`, closed by [`Placed::close`].
+/// The fds of one spawn, put at their numbers in a table of its own: every fd of it from
+/// [`FIRST_SPAWN_FD`] on but `socket`, closed by [`Placed::close`].
 pub(super) struct Placed {
-    socket: RawFd,
+    socket: Option<RawFd>,
 }
 
 impl Table {
-    /// Gives the calling thread an fd table of its own, empty, then a socket pair in it: the
-    /// table, and the number of the other end, for the server to take ([`take_end`]) and then
-    /// for this thread to close.
+    /// Gives the calling thread an fd table of its own ([`own_empty_table`]), then a socket
+    /// pair in it: the table, and the number of the other end, for the server to take
+    /// ([`take_end`]) and then for this thread to close.
     pub(super) fn make() -> io::Result<(Self, RawFd)> {
-        // SAFETY: close_range of every fd number, unsharing this thread's table first: the new
-        // table is a copy of none of them.
-        let unshared =
-            unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, CLOSE_RANGE_UNSHARE) };
-        if unshared != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        OWN.with(|own| own.set(true));
+        own_empty_table()?;
         let mut pair = [0; 2];
         // SAFETY: socketpair writes two fds into `pair`.
         let made = unsafe {
@@ -122,10 +223,23 @@ impl Table {
         Ok((Self { socket }, pair[1]))
     }
 
+    /// This table's end of its socket pair.
+    pub(super) fn socket(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+
+    /// Closes whatever a spawn left in this table (one that panicked): every fd but its own.
+    pub(super) fn sweep(&self) {
+        Placed {
+            socket: Some(self.socket.as_raw_fd()),
+        }
+        .close();
+    }
+
     /// The fds [`send`] sent for spawn number `spawn`, each put at the number it has in the
-    /// server's table (in two steps: none is put where another still to be put is). Blocks until
-    /// they come. A message for an earlier spawn (whose own receive failed before it was read)
-    /// is let go, so a spawn never gets another's fds.
+    /// server's table ([`place`]). They are always sent before the spawn is handed over: none
+    /// there is an error, not a wait. A message for an earlier spawn (whose own receive failed
+    /// before it was read) is let go, so a spawn never gets another's fds.
     pub(super) fn receive(&mut self, spawn: u64) -> io::Result<Placed> {
         loop {
             let (payload, received) = self.receive_one()?;
@@ -136,7 +250,7 @@ impl Table {
             if payload.spawn != spawn || count > MOST_FDS || received.len() != count {
                 return Err(io::Error::other("a spawn's fds did not come with it"));
             }
-            return self.place(received, &payload.numbers[..count]);
+            return place(received, &payload.numbers[..count], Some(&mut self.socket));
         }
     }
 
@@ -164,7 +278,7 @@ impl Table {
             libc::recvmsg(
                 self.socket.as_raw_fd(),
                 &raw mut message,
-                libc::MSG_CMSG_CLOEXEC,
+                libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT,
             )
         };
         if got < 0 {
@@ -178,64 +292,84 @@ impl Table {
         }
         Ok((payload, received))
     }
+}
 
-    /// Puts each of `received` at its number in `at`, moving this table's socket out of the
-    /// way if it has one of them. Where a received fd has the number another is to be put at,
-    /// all are first copied above every such number. Nothing is closed here: every fd of this
-    /// table but its socket is the spawn's from now on, all closed at once by [`Placed::close`].
-    fn place(&mut self, received: Vec<OwnedFd>, at: &[RawFd]) -> io::Result<Placed> {
-        let above = at.iter().copied().max().unwrap_or(0).saturating_add(1);
-        if at.contains(&self.socket.as_raw_fd()) {
-            self.socket = dup_from(self.socket.as_raw_fd(), above)?;
-        }
-        let placed = Placed {
-            socket: self.socket.as_raw_fd(),
-        };
-        let received: Vec<RawFd> = received.into_iter().map(IntoRawFd::into_raw_fd).collect();
-        let in_the_way = received
-            .iter()
-            .zip(at)
-            .any(|(&fd, &own)| fd != own && at.contains(&fd));
-        let sources = if in_the_way {
-            match received
-                .iter()
-                .map(|&fd| dup_from(fd, above).map(IntoRawFd::into_raw_fd))
-                .collect::<io::Result<Vec<_>>>()
-            {
-                Ok(above_all) => above_all,
-                Err(error) => {
-                    placed.close();
-                    return Err(error);
-                }
+/// Puts each of `received` at its number in `at` (all from [`FIRST_SPAWN_FD`] on), moving
+/// `socket`, if any, out of the way if it has one of them. Where a received fd has the number
+/// another is to be put at, all are first copied above every such number. Nothing is closed
+/// here: every fd of the table from [`FIRST_SPAWN_FD`] on but `socket` is the spawn's from now
+/// on, all closed at once by [`Placed::close`].
+fn place(received: Vec<OwnedFd>, at: &[RawFd], socket: Option<&mut OwnedFd>) -> io::Result<Placed> {
+    let above = at.iter().copied().max().unwrap_or(0).saturating_add(1);
+    let socket = match socket {
+        Some(socket) => {
+            if at.contains(&socket.as_raw_fd()) {
+                *socket = dup_from(socket.as_raw_fd(), above)?;
             }
-        } else {
-            received
-        };
-        for (fd, &number) in sources.into_iter().zip(at) {
-            // SAFETY: dup3 onto a number of this thread's own table where no fd still to be put
-            // is (none received is where another goes, or all were copied above them); what
-            // it replaces there is the spawn's.
-            if fd != number && unsafe { libc::dup3(fd, number, libc::O_CLOEXEC) } < 0 {
-                let error = io::Error::last_os_error();
+            Some(socket.as_raw_fd())
+        }
+        None => None,
+    };
+    let placed = Placed { socket };
+    let received: Vec<RawFd> = received.into_iter().map(IntoRawFd::into_raw_fd).collect();
+    if at.iter().any(|&fd| fd < FIRST_SPAWN_FD) {
+        placed.close();
+        return Err(io::Error::other(
+            "a spawn's fd has a number below 3 in the server's table",
+        ));
+    }
+    let in_the_way = received
+        .iter()
+        .zip(at)
+        .any(|(&fd, &own)| fd != own && at.contains(&fd));
+    let sources = if in_the_way {
+        match received
+            .iter()
+            .map(|&fd| dup_from(fd, above).map(IntoRawFd::into_raw_fd))
+            .collect::<io::Result<Vec<_>>>()
+        {
+            Ok(above_all) => above_all,
+            Err(error) => {
                 placed.close();
                 return Err(error);
             }
         }
-        Ok(placed)
+    } else {
+        received
+    };
+    for (fd, &number) in sources.into_iter().zip(at) {
+        // SAFETY: dup3 onto a number of this thread's own table where no fd still to be put
+        // is (none received is where another goes, or all were copied above them); what it
+        // replaces there is the spawn's.
+        if fd != number && unsafe { libc::dup3(fd, number, libc::O_CLOEXEC) } < 0 {
+            let error = io::Error::last_os_error();
+            placed.close();
+            return Err(error);
+        }
     }
+    Ok(placed)
 }
 
 impl Placed {
-    /// Closes the spawn's fds in the cloner's table (its child has its own copies by now):
-    /// every fd but the table's socket, as the table holds nothing else between spawns.
+    /// Closes the spawn's fds in the table of its own (its child has its own copies by now):
+    /// every fd from [`FIRST_SPAWN_FD`] on but the socket, as the table holds nothing else of
+    /// its own there between spawns.
     pub(super) fn close(self) {
-        let socket = self.socket as u32;
+        let first = FIRST_SPAWN_FD as u32;
         // SAFETY: close_range over this thread's own table, around its socket.
         unsafe {
-            if socket > 0 {
-                libc::syscall(libc::SYS_close_range, 0u32, socket - 1, 0u32);
+            match self.socket {
+                Some(socket) if socket as u32 >= first => {
+                    let socket = socket as u32;
+                    if socket > first {
+                        libc::syscall(libc::SYS_close_range, first, socket - 1, 0u32);
+                    }
+                    libc::syscall(libc::SYS_close_range, socket + 1, u32::MAX, 0u32);
+                }
+                _ => {
+                    libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32);
+                }
             }
-            libc::syscall(libc::SYS_close_range, socket + 1, u32::MAX, 0u32);
         }
     }
 }

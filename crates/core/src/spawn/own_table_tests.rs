@@ -93,7 +93,7 @@ fn fds_received_where_others_go_are_put_right() {
         let socket = table.socket.as_raw_fd();
         // a goes where b is, b where a is, c where the socket is.
         let at = [b.as_raw_fd(), a.as_raw_fd(), socket];
-        let placed = table.place(vec![a, b, c], &at).unwrap();
+        let placed = super::place(vec![a, b, c], &at, Some(&mut table.socket)).unwrap();
         assert_eq!(inode(at[0]), Some(ia));
         assert_eq!(inode(at[1]), Some(ib));
         assert_eq!(inode(at[2]), Some(ic));

@@ -20,7 +20,11 @@
 //! paths are kept from reads (that layer has no rule there).
 //!
 //! The maker is a fork of the server, so it runs plain system calls only, on what was made
-//! before the fork: it closes every fd but its socket (a copy of a client's connection would
+//! before the fork. It is forked from a thread whose fd table is its own and holds the maker's
+//! socket alone (`own_table.rs`, Linux 6.9), so it copies none of the server's files, whose
+//! last reference it could otherwise be, its close then waiting on a pipe's lock a command
+//! holds. (Where the kernel has no `PIDFD_THREAD` it is forked as before, from a copy of the
+//! server's table.) It closes every fd but its socket (a copy of a client's connection would
 //! keep it open) and puts `/dev/null` on its stdio. It ends when the server's end of the socket
 //! closes. It holds no secret and no file of the session's: only its socket.
 
@@ -28,6 +32,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Mutex, PoisonError};
 
+use super::own_table;
 use crate::namespace::control;
 
 /// A request: any one byte.
@@ -43,6 +48,8 @@ const MAKER_WAIT: libc::timeval = libc::timeval {
 
 /// The maker running, and how to ask it.
 struct Maker {
+    /// Its pid, which its pidfd keeps its own until it is reaped.
+    pid: libc::pid_t,
     socket: OwnedFd,
     /// Its pidfd: it is signalled and waited for through it, never by a pid used again.
     pidfd: OwnedFd,
@@ -72,6 +79,22 @@ pub(super) fn make() -> io::Result<OwnedFd> {
             }
             ask(started(&mut maker).map_err(io::Error::other)?)?
         }
+    }
+}
+
+/// The maker's pid, if one runs: agentty's own process, which runs nothing of a command's (a
+/// child of the server's main thread once the thread that forked it has ended: no orphan).
+pub(crate) fn maker_pid() -> Option<i32> {
+    // Not waited for: a maker being started (or asked) is not known, and whatever it would
+    // let through is refused.
+    let maker = match MAKER.try_lock() {
+        Ok(maker) => maker,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    match maker.as_ref() {
+        Some(Ok(running)) => Some(running.pid),
+        _ => None,
     }
 }
 
@@ -131,22 +154,26 @@ fn end(maker: Maker) {
 }
 
 fn start() -> io::Result<Maker> {
-    let (server, theirs) = control::pair()?;
     // SAFETY: getuid and getgid have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // Made before the fork: the child must not allocate.
     let uid_map = format!("{uid} {uid} 1\n");
     let gid_map = format!("{gid} {gid} 1\n");
-    // SAFETY: the child runs `run` only: plain system calls on data made above, and it never
-    // returns.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        run(theirs.as_raw_fd(), uid_map.as_bytes(), gid_map.as_bytes());
-    }
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    drop(theirs);
+    let (server, pid) = if own_table::supported() {
+        fork_from_a_table_of_its_own(uid_map.into_bytes(), gid_map.into_bytes())?
+    } else {
+        let (server, theirs) = control::pair()?;
+        // SAFETY: the child runs `run` only: plain system calls on data made above, and it
+        // never returns.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            run(theirs.as_raw_fd(), uid_map.as_bytes(), gid_map.as_bytes());
+        }
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        (server, pid)
+    };
     // SAFETY: pidfd_open on the child forked above, not reaped yet (nothing waits for it before
     // it ends, and it ends only when asked or when its socket closes).
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -160,6 +187,7 @@ fn start() -> io::Result<Maker> {
     // SAFETY: a fresh pidfd, owned by nobody else.
     let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd as RawFd) };
     let maker = Maker {
+        pid,
         socket: server,
         pidfd,
     };
@@ -195,11 +223,68 @@ fn start() -> io::Result<Maker> {
     }
 }
 
+/// Forks the maker from a thread whose fd table is its own and holds only the maker's end of
+/// its socket (`own_table.rs`): the maker copies none of the server's files, whose last
+/// reference its first step (closing every fd but its socket) could otherwise be, waiting there
+/// on a pipe's lock a command holds while the server waits for it. The server's end, and the
+/// maker's pid.
+fn fork_from_a_table_of_its_own(
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+) -> io::Result<(OwnedFd, libc::pid_t)> {
+    use std::sync::mpsc::sync_channel;
+    let (made_tx, made) = sync_channel::<io::Result<(libc::pid_t, RawFd)>>(1);
+    let (taken_tx, taken) = sync_channel::<bool>(1);
+    let (forked_tx, forked) = sync_channel::<io::Result<libc::pid_t>>(1);
+    std::thread::Builder::new()
+        .name("agentty-ttys-fork".into())
+        .spawn(move || {
+            let (table, end) = match own_table::Table::make() {
+                Ok(made) => made,
+                Err(e) => {
+                    let _ = made_tx.send(Err(e));
+                    return;
+                }
+            };
+            // SAFETY: gettid has no preconditions.
+            let _ = made_tx.send(Ok((unsafe { libc::gettid() }, end)));
+            let was_taken = taken.recv().unwrap_or(false);
+            // SAFETY: the server's end, in this thread's own table: the server has its copy.
+            unsafe { libc::close(end) };
+            if !was_taken {
+                return;
+            }
+            // SAFETY: the child runs `run` only: plain system calls on data made before, and
+            // it never returns. Its table is a copy of this thread's: the socket alone.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                run(table.socket(), &uid_map, &gid_map);
+            }
+            let _ = forked_tx.send(if pid < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(pid)
+            });
+        })?;
+    let (tid, end) = made
+        .recv()
+        .map_err(|_| io::Error::other("the maker's forking thread ended"))??;
+    let server = own_table::take_end(tid, end);
+    let _ = taken_tx.send(server.is_ok());
+    let server = server?;
+    let pid = forked
+        .recv()
+        .map_err(|_| io::Error::other("the maker's forking thread ended"))??;
+    Ok((server, pid))
+}
+
 /// The maker itself, in the forked child.
 fn run(socket: RawFd, uid_map: &[u8], gid_map: &[u8]) -> ! {
     // SAFETY: plain system calls in a forked child on fds and buffers it owns; it ends with
     // `_exit`.
     unsafe {
+        #[cfg(test)]
+        tests::pause_if_asked();
         keep_only(socket);
         // The server's signal handlers are not this process's: each signal does what it does
         // by default (a stop ends it), and none is blocked.
@@ -295,3 +380,7 @@ fn errno_of(e: &io::Error) -> u8 {
         .filter(|&n| n != 0)
         .unwrap_or(libc::EIO as u8)
 }
+
+#[cfg(test)]
+#[path = "terminal_maker_tests.rs"]
+mod tests;

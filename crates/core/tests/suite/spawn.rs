@@ -581,13 +581,15 @@ struct WaitForByte {
     read: OwnedFd,
     reached: AtomicUsize,
     pid: AtomicI32,
+    /// Refuses every launcher's set-up: each child is cloned where no launcher takes it.
+    no_launcher: bool,
 }
 
 impl Confine for WaitForByte {
     fn apply_own(&self) -> io::Result<()> {
-        self.reached.fetch_add(1, Ordering::Relaxed);
         // SAFETY: getpid has no preconditions.
-        self.pid.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+        self.pid.store(unsafe { libc::getpid() }, Ordering::Release);
+        self.reached.fetch_add(1, Ordering::Release);
         let mut byte = 0u8;
         // SAFETY: a read of one byte into a local, on an fd the confinement owns.
         let n = unsafe { libc::read(self.read.as_raw_fd(), (&raw mut byte).cast(), 1) };
@@ -605,15 +607,29 @@ impl Confine for WaitForByte {
     fn apply_shared(&self) -> io::Result<()> {
         Ok(())
     }
+
+    fn apply_to_launcher(&self) -> io::Result<()> {
+        if self.no_launcher {
+            return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        }
+        Ok(())
+    }
 }
 
 /// A confinement whose children wait for a byte, and the end that writes it.
 fn waiting_confine() -> (Arc<WaitForByte>, std::fs::File) {
+    waiting_confine_launched(true)
+}
+
+/// [`waiting_confine`], its children cloned by launchers or, `launched` false, where no
+/// launcher takes them.
+fn waiting_confine_launched(launched: bool) -> (Arc<WaitForByte>, std::fs::File) {
     let (read, write) = std::io::pipe().unwrap();
     let confine = Arc::new(WaitForByte {
         read: read.into(),
         reached: AtomicUsize::new(0),
         pid: AtomicI32::new(0),
+        no_launcher: !launched,
     });
     (confine, std::fs::File::from(OwnedFd::from(write)))
 }
@@ -683,10 +699,21 @@ fn fds_of(pid: i32) -> Vec<String> {
 /// child's exec waited on it, unkillable, for as long as that command liked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_launchers_child_holds_none_of_the_servers_files() {
+    a_child_holds_none_of_the_servers_files(true).await;
+}
+
+/// [`a_launchers_child_holds_none_of_the_servers_files`] for a child no launcher takes (none
+/// could be set up, or its fds could not be sent to one): cloned from a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_no_launcher_takes_holds_none_of_the_servers_files() {
+    a_child_holds_none_of_the_servers_files(false).await;
+}
+
+async fn a_child_holds_none_of_the_servers_files(launched: bool) {
     agentty_core::init().unwrap();
     let held = tempfile::NamedTempFile::new().unwrap();
     let held_path = held.path().to_string_lossy().into_owned();
-    let (confine, write) = waiting_confine();
+    let (confine, write) = waiting_confine_launched(launched);
     let mut req = request("echo ran", &marker("own-table"), 10_000);
     req.spec.confine = Some(confine.clone());
     let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
@@ -694,26 +721,31 @@ async fn a_launchers_child_holds_none_of_the_servers_files() {
         let confine = confine.clone();
         async move {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while confine.reached.load(Ordering::Relaxed) == 0
+            while confine.reached.load(Ordering::Acquire) == 0
                 && tokio::time::Instant::now() < deadline
             {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            let fds = fds_of(confine.pid.load(Ordering::Relaxed));
+            let fds = fds_of(confine.pid.load(Ordering::Acquire));
             tell.send(()).unwrap();
             fds
         }
     };
-    let (outcome, fds) = tokio::join!(run_to_end(req), look);
+    // On a task of its own: where no launcher takes the child, the spawn holds its thread
+    // until the child has exec'd.
+    let look = tokio::spawn(look);
+    let outcome = run_to_end(req).await;
+    let fds = look.await.unwrap();
     assert!(!fallback.join().unwrap(), "the child was never looked at");
     assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
     assert!(
         !fds.is_empty() && !fds.contains(&held_path),
         "the child holds a file of the server's: {fds:?}"
     );
-    // Its stdio (three, and the numbers they came at), the byte's pipe, its launcher's socket.
+    // Its stdio (three, and the numbers they came at), the byte's pipe, its launcher's socket,
+    // and whatever of the table's `/dev/null` (its 0, 1 and 2) stdio did not replace.
     assert!(
-        fds.len() <= 10,
+        fds.len() <= 12,
         "the child holds {} fds: {fds:?}",
         fds.len()
     );
@@ -785,9 +817,20 @@ impl Drop for HeldPipe {
 /// unkillable: another caller's command that never started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_let_go_while_a_child_is_cloned_never_holds_that_child() {
+    a_file_let_go_while_cloned(true).await;
+}
+
+/// [`a_file_let_go_while_a_child_is_cloned_never_holds_that_child`] for a child no launcher
+/// takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_let_go_while_a_child_no_launcher_takes_is_cloned_never_holds_it() {
+    a_file_let_go_while_cloned(false).await;
+}
+
+async fn a_file_let_go_while_cloned(launched: bool) {
     agentty_core::init().unwrap();
     let mut held = HeldPipe::new();
-    let (confine, write) = waiting_confine();
+    let (confine, write) = waiting_confine_launched(launched);
     let mut req = request("echo ran", &marker("let-go-while-cloned"), 10_000);
     req.spec.confine = Some(confine.clone());
     let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
@@ -809,12 +852,16 @@ async fn a_file_let_go_while_a_child_is_cloned_never_holds_that_child() {
             closing
         }
     };
-    let ran = async { tokio::time::timeout(Duration::from_secs(5), run_to_end(req)).await };
-    let (outcome, closing) = tokio::join!(ran, let_go);
+    // Each on a task of its own: where no launcher takes the child, the spawn holds its thread
+    // until the child has exec'd.
+    let let_go = tokio::spawn(let_go);
+    let ran = tokio::spawn(run_to_end(req));
+    let outcome = tokio::time::timeout(Duration::from_secs(5), ran).await;
+    let closing = let_go.await.unwrap();
     drop(held);
     closing.join().unwrap();
     assert!(!fallback.join().unwrap(), "the child was never released");
-    let outcome = outcome.expect("the child never got past its exec");
+    let outcome = outcome.expect("the child never got past its exec").unwrap();
     assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
 }
 

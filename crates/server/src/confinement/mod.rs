@@ -35,6 +35,10 @@ impl Confine for PreparedConfine {
         self.0.own_fd()
     }
 
+    fn shared_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.0.shared_fd()
+    }
+
     fn apply_shared(&self) -> std::io::Result<()> {
         self.0.apply_shared()
     }
@@ -74,6 +78,10 @@ impl Confine for CallConfine {
             return Some(own.fd());
         }
         self.shared.0.own_fd()
+    }
+
+    fn shared_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.reads.as_ref().and_then(agentty_sandbox::Ruleset::fd)
     }
 
     fn apply_shared(&self) -> std::io::Result<()> {

@@ -281,9 +281,11 @@ fn agentty_processes(shell: &Shell) -> Vec<i32> {
     let mut roots = crate::reaper::spawned();
     roots.extend(main_thread_children());
     // The namespaces' inits (the session's, and over HTTP each caller's, inside it) are
-    // agentty's own and run nothing else: what they adopted is looked at below them.
+    // agentty's own and run nothing else: what they adopted is looked at below them. So is
+    // the terminal maker.
     let (inits, _) = crate::namespace::init_pids();
-    roots.retain(|pid| !inits.contains(pid));
+    let maker = crate::spawn::terminal_maker_pid();
+    roots.retain(|pid| !inits.contains(pid) && Some(*pid) != maker);
     roots.sort_unstable();
     roots.dedup();
     let mut all = roots.clone();
@@ -317,10 +319,11 @@ pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
     use crate::pty::probe::{descendants, descendants_of_single_threaded};
     let spawned = crate::reaper::spawned();
     let (inits, _) = crate::namespace::init_pids();
+    let maker = crate::spawn::terminal_maker_pid();
     let mut all = descendants_of_single_threaded(shell);
     for orphan in main_thread_children()
         .into_iter()
-        .filter(|pid| !spawned.contains(pid) && !inits.contains(pid))
+        .filter(|pid| !spawned.contains(pid) && !inits.contains(pid) && Some(*pid) != maker)
     {
         all.push(orphan);
         all.extend(descendants(orphan));
