@@ -156,6 +156,12 @@ impl Registry {
     }
 }
 
+/// [`sweep`], now (for tests elsewhere in the crate).
+#[cfg(test)]
+pub(crate) fn sweep_now() {
+    sweep();
+}
+
 /// Reaps abandoned children and orphans; leaves registered children to their owners.
 fn sweep() {
     let mut reg = registry();
@@ -214,6 +220,7 @@ fn sweep() {
         if reg.owned.contains(&pid)
             || reg.abandoned.iter().any(|(p, _)| *p == pid)
             || reg.failed_elsewhere.contains(&pid)
+            || crate::spawn::terminal_maker_pid() == Some(pid)
         {
             continue;
         }

@@ -357,12 +357,13 @@ pub fn has_survivors(leader: i32, marker: &str) -> bool {
         Some(children) => {
             // An orphan caught mid-`exec` shows no environment: it might be this run's, so it
             // counts (the stop that follows looks again). Children a spawn owns are other
-            // runs' leaders, and the session init is the server's own: never this run's
-            // escapees, so their environments are not read (that read was most of this
-            // check's cost after every command).
+            // runs' leaders, and the session init and the terminal maker are the server's own:
+            // never this run's escapees, so their environments are not read (that read was
+            // most of this check's cost after every command).
             children.into_iter().any(|pid| {
                 !is_reaper(pid)
                     && !crate::reaper::is_owned(pid)
+                    && crate::spawn::terminal_maker_pid() != Some(pid)
                     && match marked(pid, marker) {
                         Marked::Yes => true,
                         Marked::No => false,

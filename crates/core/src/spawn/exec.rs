@@ -296,9 +296,12 @@ fn clone_in_namespace(child: &mut ChildArgs<'_>, cloner: Cloner<'_>) -> io::Resu
     drop(entered);
     set_signal_mask(saved);
     cloned.map_err(|clone_error| match namespace {
-        // clone says ENOMEM when the namespace's init is gone. (A launcher's cloner has a table
-        // of its own, without the init's pidfd: its answering thread looks.)
-        Some(namespace) if !entered_by_launcher(cloner) && namespace.init_gone() => {
+        // clone says ENOMEM when the namespace's init is gone. (A launcher's cloner with a
+        // table of its own has not the init's pidfd: its answering thread looks.)
+        Some(namespace)
+            if !(entered_by_launcher(cloner) && super::own_table::on_this_thread())
+                && namespace.init_gone() =>
+        {
             namespace.ended()
         }
         _ => clone_error,

@@ -389,6 +389,9 @@ impl Launcher {
         let (taken_tx, taken) = sync_channel::<bool>(1);
         let queued = Arc::new(AtomicUsize::new(0));
         let applied = confine.cloned();
+        // Tried here, in the server's table and unconfined: tried on the launcher, its filter
+        // refuses what the try does, and the answer is kept for good (review 30).
+        let own = own_table::supported();
         std::thread::Builder::new()
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)
@@ -400,7 +403,7 @@ impl Launcher {
                     let _ = ready_tx.send(SetUp::Failed);
                     return;
                 }
-                let table = if own_table::supported() {
+                let table = if own {
                     let Ok((table, end)) = own_table::Table::make() else {
                         let _ = ready_tx.send(SetUp::Failed);
                         return;

@@ -66,6 +66,9 @@ pub(crate) fn on_this_thread() -> bool {
 /// 0, 1 and 2. An error after the unshare leaves the thread with a table of its own all the
 /// same ([`on_this_thread`]): it must then end.
 fn own_empty_table() -> io::Result<()> {
+    // No handler of the server's runs here from now on: one would use its fd numbers (a
+    // runtime's wake), another file here. (A launcher blocked them already.)
+    super::signals::block_signals(super::signals::ALL_BUT_CHILD_EXITS)?;
     // SAFETY: close_range of every fd number, unsharing this thread's table first.
     let unshared =
         unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, CLOSE_RANGE_UNSHARE) };
@@ -159,8 +162,9 @@ fn pull(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
 /// Runs `clone` (a child's clone) on a thread of its own whose fd table holds only `fds`, copies
 /// of the server's taken at the same numbers, and returns what it returns; the calling thread
 /// waits. For a spawn no launcher takes: its child then copies none of the server's files
-/// either. `None` where no thread can take copies ([`pulls_work`]) or start: the caller clones
-/// it itself then.
+/// either. `None` where no thread can take copies ([`pulls_work`]): the caller clones it itself
+/// then. A thread that cannot start is an error, not that (review 30: the same user's commands
+/// could make it so).
 pub(super) fn apart<T: Send>(
     fds: &[RawFd],
     clone: impl FnOnce() -> io::Result<T> + Send,
@@ -168,8 +172,8 @@ pub(super) fn apart<T: Send>(
     if !pulls_work() {
         return None;
     }
-    std::thread::scope(|scope| {
-        let thread = std::thread::Builder::new()
+    Some(std::thread::scope(|scope| {
+        std::thread::Builder::new()
             .name("agentty-spawn-apart".into())
             .spawn_scoped(scope, move || {
                 own_empty_table()?;
@@ -178,14 +182,10 @@ pub(super) fn apart<T: Send>(
                 let cloned = clone();
                 placed.close();
                 cloned
-            })
-            .ok()?;
-        Some(
-            thread
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the spawn's thread panicked"))),
-        )
-    })
+            })?
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the spawn's thread panicked")))
+    }))
 }
 
 /// A cloner's own table: its end of the socket pair the spawns' fds come on.

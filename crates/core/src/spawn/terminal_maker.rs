@@ -30,6 +30,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::own_table;
@@ -82,20 +83,16 @@ pub(super) fn make() -> io::Result<OwnedFd> {
     }
 }
 
+/// The running maker's pid (0: none), set once it started and cleared as it is ended: read
+/// without the maker's lock (the reaper's sweep, the sealed-entry checks).
+static MAKER_PID: AtomicI32 = AtomicI32::new(0);
+
 /// The maker's pid, if one runs: agentty's own process, which runs nothing of a command's (a
-/// child of the server's main thread once the thread that forked it has ended: no orphan).
+/// child of the server's main thread once the thread that forked it has ended: no orphan). The
+/// reaper's sweep leaves it alone, so a maker that ended stays a zombie until [`end`] reaps it
+/// and its pid is never another process's meanwhile.
 pub(crate) fn maker_pid() -> Option<i32> {
-    // Not waited for: a maker being started (or asked) is not known, and whatever it would
-    // let through is refused.
-    let maker = match MAKER.try_lock() {
-        Ok(maker) => maker,
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return None,
-    };
-    match maker.as_ref() {
-        Some(Ok(running)) => Some(running.pid),
-        _ => None,
-    }
+    Some(MAKER_PID.load(Ordering::Acquire)).filter(|&pid| pid != 0)
 }
 
 /// Ends the maker, if one runs (the server's shutdown): its socket closed, it is reaped.
@@ -139,6 +136,7 @@ fn ask(maker: &Maker) -> io::Result<io::Result<OwnedFd>> {
 /// Ends a maker (killed: it may be stopped) and reaps it, unless the server's reaping of its
 /// children took it first.
 fn end(maker: Maker) {
+    let _ = MAKER_PID.compare_exchange(maker.pid, 0, Ordering::AcqRel, Ordering::Acquire);
     drop(maker.socket);
     crate::namespace::kill_by_pidfd(&maker.pidfd);
     // SAFETY: waitid on the maker's own pidfd; `info` is written by the kernel.
@@ -207,7 +205,10 @@ fn start() -> io::Result<Maker> {
     // Its first message says whether it entered its namespaces (0, or the errno that stopped it).
     let mut status = [0u8; 1];
     match control::receive(maker.socket.as_raw_fd(), &mut status) {
-        Ok((1, _)) if status[0] == 0 => Ok(maker),
+        Ok((1, _)) if status[0] == 0 => {
+            MAKER_PID.store(maker.pid, Ordering::Release);
+            Ok(maker)
+        }
         Ok((1, _)) => {
             end(maker);
             Err(io::Error::from_raw_os_error(i32::from(status[0])))

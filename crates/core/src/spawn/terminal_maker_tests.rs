@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 /// asks, 1 asked, 2 the maker waits, 3 let it go on.
 static PAUSE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 
+/// The tests here one at a time where they share a process (plain `cargo test`): each starts a
+/// maker, whose pid is the one [`super::maker_pid`] says, and one pauses the next.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// In the forked maker: waits while a test looks at it. Plain memory and system calls only.
 pub(super) fn pause_if_asked() {
     let page = PAUSE.load(Ordering::Acquire);
@@ -31,6 +35,7 @@ pub(super) fn pause_if_asked() {
 
 #[test]
 fn the_maker_copies_none_of_the_servers_files() {
+    let _alone = ONE_AT_A_TIME.lock();
     assert!(
         super::own_table::supported(),
         "this kernel has no PIDFD_THREAD (Linux 6.9)"
@@ -86,4 +91,36 @@ fn the_maker_copies_none_of_the_servers_files() {
         "the maker holds more than its socket: {fds:?}"
     );
     drop(held);
+}
+
+/// A maker that ended is left a zombie by the reaper's sweep (it is the main thread's child,
+/// as an adopted orphan is), so its pid, which the sealed-entry checks leave out, is never
+/// another process's until the maker is ended.
+#[test]
+fn a_maker_that_ended_keeps_its_pid_until_it_is_ended() {
+    let _alone = ONE_AT_A_TIME.lock();
+    let maker = super::start().unwrap();
+    let pid = maker.pid;
+    assert_eq!(super::maker_pid(), Some(pid));
+    crate::namespace::kill_by_pidfd(&maker.pidfd);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let state = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, after)| after.trim().to_owned())
+            })
+            .and_then(|after| after.chars().next())
+    };
+    while state() != Some('Z') {
+        assert!(Instant::now() < deadline, "the maker did not end");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Its forking thread has ended: the main thread is its parent.
+    crate::reaper::sweep_now();
+    let after_sweep = state();
+    super::end(maker);
+    assert_eq!(after_sweep, Some('Z'), "the sweep reaped the maker");
+    assert_eq!(super::maker_pid(), None);
 }

@@ -581,8 +581,19 @@ struct WaitForByte {
     read: OwnedFd,
     reached: AtomicUsize,
     pid: AtomicI32,
-    /// Refuses every launcher's set-up: each child is cloned where no launcher takes it.
-    no_launcher: bool,
+    /// How its launchers are set up.
+    launchers: Launchers,
+}
+
+/// How a [`WaitForByte`]'s launchers are set up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Launchers {
+    /// With nothing to apply.
+    Plain,
+    /// With a seccomp filter that refuses `pidfd_getfd`, as a confined launcher's does.
+    Filtered,
+    /// Refused: each child is cloned where no launcher takes it.
+    Refused,
 }
 
 impl Confine for WaitForByte {
@@ -609,27 +620,77 @@ impl Confine for WaitForByte {
     }
 
     fn apply_to_launcher(&self) -> io::Result<()> {
-        if self.no_launcher {
-            return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        match self.launchers {
+            Launchers::Plain => Ok(()),
+            Launchers::Filtered => refuse_pidfd_getfd(),
+            Launchers::Refused => Err(io::Error::from_raw_os_error(libc::EAGAIN)),
         }
+    }
+}
+
+/// Installs on the calling thread a seccomp filter that refuses `pidfd_getfd` (EPERM) and
+/// allows everything else: what a confined launcher's filter does to that call.
+fn refuse_pidfd_getfd() -> io::Result<()> {
+    let mut program = [
+        // The syscall's number.
+        libc::sock_filter {
+            code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_pidfd_getfd as u32,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
+    let fprog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_mut_ptr(),
+    };
+    // SAFETY: prctl with integer arguments, then a pointer to a filter that outlives the call.
+    let rc = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &raw const fprog,
+        )
+    };
+    if rc == 0 {
         Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
 /// A confinement whose children wait for a byte, and the end that writes it.
 fn waiting_confine() -> (Arc<WaitForByte>, std::fs::File) {
-    waiting_confine_launched(true)
+    waiting_confine_with(Launchers::Plain)
 }
 
-/// [`waiting_confine`], its children cloned by launchers or, `launched` false, where no
-/// launcher takes them.
-fn waiting_confine_launched(launched: bool) -> (Arc<WaitForByte>, std::fs::File) {
+/// [`waiting_confine`], its launchers set up as `launchers` says.
+fn waiting_confine_with(launchers: Launchers) -> (Arc<WaitForByte>, std::fs::File) {
     let (read, write) = std::io::pipe().unwrap();
     let confine = Arc::new(WaitForByte {
         read: read.into(),
         reached: AtomicUsize::new(0),
         pid: AtomicI32::new(0),
-        no_launcher: !launched,
+        launchers,
     });
     (confine, std::fs::File::from(OwnedFd::from(write)))
 }
@@ -699,21 +760,34 @@ fn fds_of(pid: i32) -> Vec<String> {
 /// child's exec waited on it, unkillable, for as long as that command liked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_launchers_child_holds_none_of_the_servers_files() {
-    a_child_holds_none_of_the_servers_files(true).await;
+    a_child_holds_none_of_the_servers_files(Launchers::Plain).await;
+}
+
+/// [`a_launchers_child_holds_none_of_the_servers_files`] where the launchers' filter refuses
+/// `pidfd_getfd`, as a confined launcher's does: whether their tables can be their own is not
+/// found out on them (it was, and the answer, no, kept for good: review 30).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_launchers_child_holds_none_of_the_servers_files() {
+    a_child_holds_none_of_the_servers_files(Launchers::Filtered).await;
 }
 
 /// [`a_launchers_child_holds_none_of_the_servers_files`] for a child no launcher takes (none
 /// could be set up, or its fds could not be sent to one): cloned from a thread of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_no_launcher_takes_holds_none_of_the_servers_files() {
-    a_child_holds_none_of_the_servers_files(false).await;
+    a_child_holds_none_of_the_servers_files(Launchers::Refused).await;
 }
 
-async fn a_child_holds_none_of_the_servers_files(launched: bool) {
+async fn a_child_holds_none_of_the_servers_files(launchers: Launchers) {
     agentty_core::init().unwrap();
     let held = tempfile::NamedTempFile::new().unwrap();
     let held_path = held.path().to_string_lossy().into_owned();
-    let (confine, write) = waiting_confine_launched(launched);
+    let (held_pipe, _write) = std::io::pipe().unwrap();
+    let held_pipe_link = std::fs::read_link(format!("/proc/self/fd/{}", held_pipe.as_raw_fd()))
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let (confine, write) = waiting_confine_with(launchers);
     let mut req = request("echo ran", &marker("own-table"), 10_000);
     req.spec.confine = Some(confine.clone());
     let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
@@ -739,15 +813,8 @@ async fn a_child_holds_none_of_the_servers_files(launched: bool) {
     assert!(!fallback.join().unwrap(), "the child was never looked at");
     assert_eq!(text(&outcome.stdout), "ran\n", "{outcome:?}");
     assert!(
-        !fds.is_empty() && !fds.contains(&held_path),
+        !fds.is_empty() && !fds.contains(&held_path) && !fds.contains(&held_pipe_link),
         "the child holds a file of the server's: {fds:?}"
-    );
-    // Its stdio (three, and the numbers they came at), the byte's pipe, its launcher's socket,
-    // and whatever of the table's `/dev/null` (its 0, 1 and 2) stdio did not replace.
-    assert!(
-        fds.len() <= 12,
-        "the child holds {} fds: {fds:?}",
-        fds.len()
     );
     drop(held);
 }
@@ -817,20 +884,20 @@ impl Drop for HeldPipe {
 /// unkillable: another caller's command that never started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_let_go_while_a_child_is_cloned_never_holds_that_child() {
-    a_file_let_go_while_cloned(true).await;
+    a_file_let_go_while_cloned(Launchers::Plain).await;
 }
 
 /// [`a_file_let_go_while_a_child_is_cloned_never_holds_that_child`] for a child no launcher
 /// takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_let_go_while_a_child_no_launcher_takes_is_cloned_never_holds_it() {
-    a_file_let_go_while_cloned(false).await;
+    a_file_let_go_while_cloned(Launchers::Refused).await;
 }
 
-async fn a_file_let_go_while_cloned(launched: bool) {
+async fn a_file_let_go_while_cloned(launchers: Launchers) {
     agentty_core::init().unwrap();
     let mut held = HeldPipe::new();
-    let (confine, write) = waiting_confine_launched(launched);
+    let (confine, write) = waiting_confine_with(launchers);
     let mut req = request("echo ran", &marker("let-go-while-cloned"), 10_000);
     req.spec.confine = Some(confine.clone());
     let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
