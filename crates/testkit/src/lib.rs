@@ -213,6 +213,88 @@ pub fn zombie_children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// A pipe whose lock a thread holds, splicing an idle socket into it, until dropped (also when
+/// a test fails: the process could not exit while a thread waits on the lock): what a command
+/// that splices into its output does. `files` are files of its read end of their own (each its
+/// own last reference, to let go of), opened before the lock was taken (an open waits for it
+/// too).
+pub struct HeldPipe {
+    pub read: Option<std::os::fd::OwnedFd>,
+    pub files: Vec<std::os::fd::OwnedFd>,
+    feed: std::os::unix::net::UnixStream,
+    splicer: Option<std::thread::JoinHandle<isize>>,
+}
+
+impl HeldPipe {
+    /// A held pipe with `files` files of its read end.
+    pub fn new(files: usize) -> Self {
+        use std::os::fd::AsRawFd;
+        let (read, write) = std::io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let read = std::os::fd::OwnedFd::from(read);
+        let files = (0..files)
+            .map(|_| {
+                std::fs::File::open(format!("/proc/self/fd/{}", read.as_raw_fd()))
+                    .unwrap_or_else(|e| panic!("a file of the pipe's read end: {e}"))
+                    .into()
+            })
+            .collect();
+        let (idle, feed) =
+            std::os::unix::net::UnixStream::pair().unwrap_or_else(|e| panic!("socketpair: {e}"));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let splicer = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            let _ = tid_tx.send(unsafe { libc::gettid() });
+            // SAFETY: splice between two fds this thread holds; null offsets (a socket, a pipe).
+            unsafe {
+                libc::splice(
+                    idle.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    write.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    4096,
+                    0,
+                )
+            }
+        });
+        let tid = tid_rx
+            .recv()
+            .unwrap_or_else(|e| panic!("the splicer did not start: {e}"));
+        let splice = libc::SYS_splice.to_string();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+            .map_or(true, |s| s.split_whitespace().next() != Some(&splice))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the splicer is not in its splice"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        HeldPipe {
+            read: Some(read),
+            files,
+            feed,
+            splicer: Some(splicer),
+        }
+    }
+}
+
+impl Drop for HeldPipe {
+    /// A byte for the splice: it ends, and the lock is let go.
+    fn drop(&mut self) {
+        let _ = std::io::Write::write_all(&mut &self.feed, b"x");
+        if let Some(splicer) = self.splicer.take() {
+            let spliced = splicer.join();
+            if !std::thread::panicking() {
+                assert!(
+                    matches!(spliced, Ok(1)),
+                    "the splice did not end with the byte"
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

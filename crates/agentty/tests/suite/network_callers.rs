@@ -488,6 +488,37 @@ print("refused", len(refused), sorted(set(refused)), flush=True)
 time.sleep(120)
 "#;
 
+/// Starts [`HOG_THE_CONNECTIONS`] (written to the workspace as `hog.py`) as a background job
+/// of `client`'s: its id.
+async fn start_hog(client: &Client, who: Who) -> String {
+    let started = call(
+        client,
+        "terminal",
+        json!({ "command": "python3 hog.py", "background": true }),
+    )
+    .await;
+    started
+        .structured_content
+        .as_ref()
+        .and_then(|content| content["job_id"].as_str())
+        .unwrap_or_else(|| panic!("{who:?}: no job: {}", text_of(&started)))
+        .to_owned()
+}
+
+/// What a hog job says once it has counted its refused connects (up to 15 s).
+async fn hog_said(client: &Client, job: &str) -> String {
+    let mut said = String::new();
+    for _ in 0..150 {
+        let read = call(client, "task_output", json!({ "id": job, "since": 0 })).await;
+        said = text_of(&read);
+        if said.contains("refused") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    said
+}
+
 /// Connects a caller's commands wait for hold one of the server's descriptors each; one
 /// caller's hundreds of them (400 against a server that may hold 256) neither run the server
 /// out of descriptors nor refuse another caller's connect: past its share, its own are
@@ -503,27 +534,8 @@ async fn anothers_connects_are_left_alone(who: Who) {
         server.connect_as(BOB, false).await,
     );
     std::fs::write(server.workspace().join("hog.py"), HOG_THE_CONNECTIONS).unwrap();
-    let started = call(
-        &alice,
-        "terminal",
-        json!({ "command": "python3 hog.py", "background": true }),
-    )
-    .await;
-    let job = started
-        .structured_content
-        .as_ref()
-        .and_then(|content| content["job_id"].as_str())
-        .unwrap_or_else(|| panic!("{who:?}: no job: {}", text_of(&started)))
-        .to_owned();
-    let mut said = String::new();
-    for _ in 0..150 {
-        let read = call(&alice, "task_output", json!({ "id": job, "since": 0 })).await;
-        said = text_of(&read);
-        if said.contains("refused") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let job = start_hog(&alice, who).await;
+    let said = hog_said(&alice, &job).await;
     let refused: usize = said
         .split("refused ")
         .nth(1)
@@ -580,30 +592,11 @@ async fn callers_that_take_every_wait_leave_another_its_floor(who: Who) {
     let mut hogs = Vec::new();
     for token in std::iter::once(ALICE).chain(MORE_CALLERS) {
         let hog = server.connect_as(token, false).await;
-        let started = call(
-            &hog,
-            "terminal",
-            json!({ "command": "python3 hog.py", "background": true }),
-        )
-        .await;
-        let job = started
-            .structured_content
-            .as_ref()
-            .and_then(|content| content["job_id"].as_str())
-            .unwrap_or_else(|| panic!("{who:?}: no job: {}", text_of(&started)))
-            .to_owned();
+        let job = start_hog(&hog, who).await;
         hogs.push((hog, job));
     }
     for (hog, job) in &hogs {
-        let mut said = String::new();
-        for _ in 0..150 {
-            let read = call(hog, "task_output", json!({ "id": job, "since": 0 })).await;
-            said = text_of(&read);
-            if said.contains("refused") {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
+        let said = hog_said(hog, job).await;
         // 400 connects, 64 of them waiting: the caller's share is full.
         assert!(
             said.contains("refused 336 "),

@@ -741,6 +741,16 @@ async fn a_child_being_cloned_does_not_hold_up_the_thread_that_asked_for_it() {
     assert_eq!(sent.load(Ordering::Relaxed), 1);
 }
 
+/// Waits (up to 10 s) until a child of `confine` is in its set-up, waiting for its byte: its
+/// pid.
+async fn until_reached(confine: &WaitForByte) -> i32 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while confine.reached.load(Ordering::Acquire) == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    confine.pid.load(Ordering::Acquire)
+}
+
 /// The files a process's fd table holds, by what each fd links to.
 fn fds_of(pid: i32) -> Vec<String> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -794,13 +804,7 @@ async fn a_child_holds_none_of_the_servers_files(launchers: Launchers) {
     let look = {
         let confine = confine.clone();
         async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while confine.reached.load(Ordering::Acquire) == 0
-                && tokio::time::Instant::now() < deadline
-            {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            let fds = fds_of(confine.pid.load(Ordering::Acquire));
+            let fds = fds_of(until_reached(&confine).await);
             tell.send(()).unwrap();
             fds
         }
@@ -817,64 +821,6 @@ async fn a_child_holds_none_of_the_servers_files(launchers: Launchers) {
         "the child holds a file of the server's: {fds:?}"
     );
     drop(held);
-}
-
-/// A pipe whose lock a thread holds, splicing an idle socket into it, until dropped; with a
-/// file of its read end of its own (opened before the lock was taken), the server's to let go.
-struct HeldPipe {
-    file: Option<std::fs::File>,
-    feed: std::os::unix::net::UnixStream,
-    splicer: Option<std::thread::JoinHandle<isize>>,
-    _read: std::io::PipeReader,
-}
-
-impl HeldPipe {
-    fn new() -> Self {
-        let (read, write) = std::io::pipe().unwrap();
-        let file = std::fs::File::open(format!("/proc/self/fd/{}", read.as_raw_fd())).unwrap();
-        let (idle, feed) = std::os::unix::net::UnixStream::pair().unwrap();
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let splicer = std::thread::spawn(move || {
-            // SAFETY: gettid has no preconditions.
-            tid_tx.send(unsafe { libc::gettid() }).unwrap();
-            // SAFETY: splice between two fds this thread holds; null offsets (a socket, a pipe).
-            unsafe {
-                libc::splice(
-                    idle.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    write.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    4096,
-                    0,
-                )
-            }
-        });
-        let tid = tid_rx.recv().unwrap();
-        let splice = libc::SYS_splice.to_string();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
-            .map_or(true, |s| s.split_whitespace().next() != Some(&splice))
-        {
-            assert!(std::time::Instant::now() < deadline, "no splice under way");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        HeldPipe {
-            file: Some(file),
-            feed,
-            splicer: Some(splicer),
-            _read: read,
-        }
-    }
-}
-
-impl Drop for HeldPipe {
-    /// A byte for the splice: it ends, and the lock is let go.
-    fn drop(&mut self) {
-        let _ = io::Write::write_all(&mut &self.feed, b"x");
-        if let Some(splicer) = self.splicer.take() {
-            let _ = splicer.join();
-        }
-    }
 }
 
 /// The server lets go of a file while a child is between its clone and its exec, and a
@@ -896,21 +842,16 @@ async fn a_file_let_go_while_a_child_no_launcher_takes_is_cloned_never_holds_it(
 
 async fn a_file_let_go_while_cloned(launchers: Launchers) {
     agentty_core::init().unwrap();
-    let mut held = HeldPipe::new();
+    let mut held = agentty_testkit::HeldPipe::new(1);
     let (confine, write) = waiting_confine_with(launchers);
     let mut req = request("echo ran", &marker("let-go-while-cloned"), 10_000);
     req.spec.confine = Some(confine.clone());
     let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
-    let file = held.file.take();
+    let file = held.files.pop();
     let let_go = {
         let confine = confine.clone();
         async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while confine.reached.load(Ordering::Relaxed) == 0
-                && tokio::time::Instant::now() < deadline
-            {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+            until_reached(&confine).await;
             // Let go of on a thread of its own: where it is the last reference, this close
             // waits for the lock.
             let closing = std::thread::spawn(move || drop(file));

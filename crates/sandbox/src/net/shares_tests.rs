@@ -9,16 +9,11 @@ use std::time::{Duration, Instant};
 
 use super::closer::{self, ClosedElsewhere, Owner};
 use super::notify;
+use agentty_testkit::HeldPipe as Held;
 
 /// The tests of the closer, one at a time where they share a process (plain `cargo test`):
 /// they count its threads, and one pauses the next thread that copies its table.
 pub(super) static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Whether thread `tid` of this process waits in `splice(2)`.
-fn in_splice(tid: libc::pid_t) -> bool {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
-        .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_splice.to_string()))
-}
 
 fn pipe() -> (OwnedFd, OwnedFd) {
     let mut ends = [0; 2];
@@ -29,75 +24,6 @@ fn pipe() -> (OwnedFd, OwnedFd) {
     );
     // SAFETY: fresh fds nobody else owns.
     unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) }
-}
-
-/// A pipe whose lock a thread holds, splicing an idle socket into it, until it is dropped
-/// (also when a test fails: the process could not exit while a thread waits on the lock);
-/// with `files` files of its read end of their own (each its own last reference), opened
-/// before the lock was taken (an open waits for it too).
-struct Held {
-    read: Option<OwnedFd>,
-    files: Vec<OwnedFd>,
-    feed: std::os::unix::net::UnixStream,
-    splicer: Option<std::thread::JoinHandle<isize>>,
-}
-
-impl Held {
-    fn new(files: usize) -> Self {
-        let (read, write) = pipe();
-        let files = (0..files)
-            .map(|_| {
-                std::fs::File::open(format!("/proc/self/fd/{}", read.as_raw_fd()))
-                    .unwrap()
-                    .into()
-            })
-            .collect();
-        let (idle, feed) = std::os::unix::net::UnixStream::pair().unwrap();
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let splicer = std::thread::spawn(move || {
-            // SAFETY: gettid has no preconditions.
-            tid_tx.send(unsafe { libc::gettid() }).unwrap();
-            // SAFETY: splice between two fds this thread holds; null offsets (a socket, a pipe).
-            unsafe {
-                libc::splice(
-                    idle.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    write.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    4096,
-                    0,
-                )
-            }
-        });
-        let tid = tid_rx.recv().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !in_splice(tid) {
-            assert!(
-                Instant::now() < deadline,
-                "the splicer is not in its splice"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Held {
-            read: Some(read),
-            files,
-            feed,
-            splicer: Some(splicer),
-        }
-    }
-}
-
-impl Drop for Held {
-    /// A byte for the splice: it ends, and the lock is let go.
-    fn drop(&mut self) {
-        let _ = std::io::Write::write_all(&mut &self.feed, b"x");
-        if let Some(splicer) = self.splicer.take() {
-            let spliced = splicer.join();
-            if !std::thread::panicking() {
-                assert_eq!(spliced.unwrap(), 1);
-            }
-        }
-    }
 }
 
 /// Whether a file of `owner`'s let go now is released within a second: the write end of a
