@@ -93,46 +93,78 @@ fn own_empty_table() -> io::Result<()> {
 /// Whether cloners can have tables of their own here: a thread can make one with a socket pair,
 /// and the server take a copy of one end from that thread's table (`pidfd_open` with
 /// `PIDFD_THREAD`, Linux 6.9; `pidfd_getfd`, which a container's seccomp profile may refuse).
-/// Tried once, on a thread that ends.
+/// Tried on a thread that ends; the answer kept once it is certain ([`kept_once_certain`]).
 pub(super) fn supported() -> bool {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
-    *SUPPORTED.get_or_init(|| {
+    kept_once_certain(&SUPPORTED, || {
         let (made_tx, made) = std::sync::mpsc::sync_channel(1);
         let (done_tx, done) = std::sync::mpsc::sync_channel::<()>(1);
-        let tried = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("agentty-fds-check".into())
             .spawn(move || {
                 let table = Table::make();
                 // SAFETY: gettid has no preconditions.
                 let tid = unsafe { libc::gettid() };
-                let _ = made_tx.send(table.as_ref().ok().map(|(_, end)| (tid, *end)));
+                let _ = made_tx.send(table.as_ref().map(|(_, end)| (tid, *end)).map_err(|e| {
+                    e.raw_os_error().map_or_else(
+                        || io::Error::other(e.to_string()),
+                        io::Error::from_raw_os_error,
+                    )
+                }));
                 // The table stays until the server's copy was tried.
                 let _ = done.recv();
-            });
-        if tried.is_err() {
-            return false;
-        }
-        let works = made
+            })?;
+        let tried = made
             .recv()
-            .ok()
-            .flatten()
-            .is_some_and(|(tid, end)| take_end(tid, end).is_ok());
+            .map_err(|_| io::Error::other("the check's thread ended"))?
+            .and_then(|(tid, end)| take_end(tid, end).map(drop));
         let _ = done_tx.send(());
-        works
+        tried
     })
 }
 
 /// Whether a thread can take copies of the server's fds into a table of its own
-/// (`pidfd_getfd` of this process, Linux 5.6, which a container's seccomp profile may refuse):
-/// what [`apart`] does.
+/// (`close_range` with `CLOSE_RANGE_UNSHARE`, Linux 5.9; `pidfd_getfd` of this process, which a
+/// container's seccomp profile may refuse): what [`apart`] does, tried as it does it, on a
+/// thread that ends; the answer kept once it is certain ([`kept_once_certain`]).
 fn pulls_work() -> bool {
     static WORKS: OnceLock<bool> = OnceLock::new();
-    *WORKS.get_or_init(|| {
-        let Ok(probe) = std::fs::File::open("/dev/null") else {
-            return false;
-        };
-        pull(&[probe.as_raw_fd()]).is_ok()
+    kept_once_certain(&WORKS, || {
+        let probe = std::fs::File::open("/dev/null")?;
+        let fd = probe.as_raw_fd();
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("agentty-fds-check".into())
+                .spawn_scoped(scope, move || {
+                    own_empty_table()?;
+                    pull(&[fd]).map(drop)
+                })?
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the check's thread panicked")))
+        })
     })
+}
+
+/// `try_it`'s answer, kept in `kept` when it is certain: it worked, or the kernel refused
+/// (`EPERM`, `EACCES`: a seccomp profile; `ENOSYS`, `EINVAL`: too old a kernel). A failure that
+/// may pass (no thread, no fd, no memory left at that moment: which the same user's commands can
+/// bring about) says no this time only, and is tried again at the next ask.
+fn kept_once_certain(kept: &OnceLock<bool>, try_it: impl FnOnce() -> io::Result<()>) -> bool {
+    if let Some(&answer) = kept.get() {
+        return answer;
+    }
+    match try_it() {
+        Ok(()) => *kept.get_or_init(|| true),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EPERM | libc::EACCES | libc::ENOSYS | libc::EINVAL)
+            ) =>
+        {
+            *kept.get_or_init(|| false)
+        }
+        Err(_) => false,
+    }
 }
 
 /// Copies of this process's fds `fds`, taken into the calling thread's table.

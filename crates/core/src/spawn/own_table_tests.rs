@@ -119,3 +119,33 @@ fn fds_received_where_others_go_are_put_right() {
     .join()
     .unwrap();
 }
+
+/// A probe's refusal (a seccomp profile's EPERM, an old kernel's ENOSYS) is kept, as is a
+/// success; a failure that may pass (EAGAIN, EMFILE: which the same user's commands can bring
+/// about at the moment of the first ask) is not, and the next ask tries again.
+#[test]
+fn only_a_certain_answer_is_kept() {
+    use std::io;
+    use std::sync::OnceLock;
+    let refused = OnceLock::new();
+    assert!(!super::kept_once_certain(&refused, || Err(
+        io::Error::from_raw_os_error(libc::EPERM)
+    )));
+    assert!(
+        !super::kept_once_certain(&refused, || Ok(())),
+        "a refusal was not kept"
+    );
+    let passing = OnceLock::new();
+    for errno in [libc::EAGAIN, libc::EMFILE, libc::ENOMEM] {
+        assert!(!super::kept_once_certain(&passing, || Err(
+            io::Error::from_raw_os_error(errno)
+        )));
+    }
+    assert!(
+        super::kept_once_certain(&passing, || Ok(())),
+        "a passing failure was kept"
+    );
+    assert!(super::kept_once_certain(&passing, || Err(
+        io::Error::from_raw_os_error(libc::EPERM)
+    )));
+}
