@@ -303,17 +303,32 @@ pub(crate) fn launched_registered(
 
 /// The exit watch of `pid`, a child [`launched_registered`]: a pidfd of it opened here, in the
 /// server's table. Nothing reaps a registered child but its watch, so `pid` is still that
-/// child's. Where no pidfd can be opened (no fd left), its group is killed and the sweep reaps it.
-pub(crate) fn watch_launched(pid: i32) -> io::Result<ExitWatch> {
-    // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+/// child's. `room`, a slot held since before the child started, is let go for it where no fd
+/// is left. Where none can be opened all the same (another thread took the slot), the child's
+/// group is killed and the sweep reaps it: the error says it may have begun.
+pub(crate) fn watch_launched(pid: i32, room: Option<OwnedFd>) -> io::Result<ExitWatch> {
+    let open = || {
+        // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours.
+        unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) }
+    };
+    let mut fd = open();
+    if fd < 0
+        && matches!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE)
+        )
+        && let Some(room) = room
+    {
+        drop(room);
+        fd = open();
+    }
     if fd < 0 {
         let error = io::Error::last_os_error();
         let _ = nix::sys::signal::killpg(Pid::from_raw(pid), nix::sys::signal::SIGKILL);
         let mut reg = registry();
         reg.owned.remove(&pid);
         reg.failed_elsewhere.push(pid);
-        return Err(error);
+        return Err(AfterStart::wrap(error));
     }
     Ok(ExitWatch {
         pid,

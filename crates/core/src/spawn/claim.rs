@@ -25,8 +25,11 @@ fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
         reaper::launched_registered(|| exec::start(lent.plan()))
     });
     plan.child_ends_to = ends_to;
+    let room = plan.room_for_pidfd.take();
     let started = match apart {
-        Some(started) => started.and_then(|pid| reaper::watch_launched(pid).map(|w| (pid, w))),
+        Some(started) => {
+            started.and_then(|pid| reaper::watch_launched(pid, room).map(|w| (pid, w)))
+        }
         None => {
             reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
         }
@@ -56,7 +59,10 @@ fn launcher_gone() -> io::Error {
 
 /// Starts `plan`'s child, registered with the reaper, and waits for it. The one place a process
 /// is started, with [`launch_async`].
-pub(super) fn launch(plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
+pub(super) fn launch(mut plan: ExecPlan, marker: &str) -> io::Result<(i32, ExitWatch)> {
+    if plan.room_for_pidfd.is_none() {
+        plan.room_for_pidfd = Some(room_for_pidfd()?);
+    }
     let (reply, answer) = launcher::wait_reply();
     match launcher::hand(plan, marker, reply) {
         Ok(()) => answer.recv().map_err(|_| launcher_gone())?,
@@ -71,17 +77,47 @@ pub(super) async fn launch_async(plan: ExecPlan, marker: &str) -> io::Result<(i3
 }
 
 /// Hands `plan` to a launcher (or, where none takes it or outside a runtime, clones it here).
-fn hand(plan: ExecPlan, marker: &str) -> Claim {
-    let claimed = match launcher::Reply::to_task(marker) {
+fn hand(mut plan: ExecPlan, marker: &str) -> Claim {
+    let claimed = match room_for_pidfd() {
+        Err(e) => Claimed::Started(Err(e)),
+        Ok(room) => {
+            plan.room_for_pidfd = Some(room);
+            hand_with_room(plan, marker)
+        }
+    };
+    Claim {
+        claimed: Some(claimed),
+        marker: marker.to_owned(),
+    }
+}
+
+/// A slot of the server's fd table for the child's pidfd ([`ExecPlan::room_for_pidfd`]): a copy
+/// of `/dev/null`. Where none is left, the spawn fails here, before anything runs.
+fn room_for_pidfd() -> io::Result<std::os::fd::OwnedFd> {
+    let null = super::dev_null()?;
+    // SAFETY: F_DUPFD_CLOEXEC on an open fd; the copy is ours.
+    let room = unsafe {
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(null),
+            libc::F_DUPFD_CLOEXEC,
+            0,
+        )
+    };
+    if room < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nobody else owns.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(room) })
+}
+
+/// [`hand`], the plan's room for its pidfd taken.
+fn hand_with_room(plan: ExecPlan, marker: &str) -> Claimed {
+    match launcher::Reply::to_task(marker) {
         None => Claimed::Started(launch(plan, marker)),
         Some((reply, answer)) => match launcher::hand(plan, marker, reply) {
             Ok(()) => Claimed::Answer(answer),
             Err(returned) => Claimed::Started(launch_here(returned.0)),
         },
-    };
-    Claim {
-        claimed: Some(claimed),
-        marker: marker.to_owned(),
     }
 }
 

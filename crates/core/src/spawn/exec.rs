@@ -85,6 +85,11 @@ pub(crate) struct ExecPlan {
     /// of its own (`terminals.rs`): the launcher of this plan alone mounts it
     /// (`launcher.rs` `start_alone`).
     pub own_devpts: Option<OwnedFd>,
+    /// A slot of the server's fd table held for the child's pidfd, where it is opened after the
+    /// child has started (a launcher's answering thread, a clone apart: `reaper::watch_launched`):
+    /// taken before the hand-over, so that when no fd is left the spawn fails before anything
+    /// runs, as a clone whose own pidfd cannot be made does.
+    pub room_for_pidfd: Option<OwnedFd>,
 }
 
 /// Takes the plan's copies of a child's ends once the child has its own, to close them where a

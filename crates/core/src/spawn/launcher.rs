@@ -712,7 +712,9 @@ fn answer_each(answering: &Receiver<Cloned>, queued: &AtomicUsize) {
             ..
         } = request;
         let started = match started {
-            Ok(pid) => reaper::watch_launched(pid).map(|watch| (pid, watch)),
+            Ok(pid) => {
+                reaper::watch_launched(pid, plan.room_for_pidfd.take()).map(|watch| (pid, watch))
+            }
             // A clone fails (ENOMEM) once the namespace's init is gone; the cloner could not
             // look (its table has no pidfd of the init).
             Err(_) if plan.namespace.is_some_and(Namespace::init_gone) => Err(plan

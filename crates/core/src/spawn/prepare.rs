@@ -240,6 +240,7 @@ pub(super) fn plan(
         // each caller's are in a namespace of the caller's own.
         namespace,
         own_devpts: None,
+        room_for_pidfd: None,
     })
 }
 
