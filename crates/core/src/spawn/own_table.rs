@@ -237,22 +237,9 @@ impl Table {
     /// ([`take_end`]) and then for this thread to close.
     pub(super) fn make() -> io::Result<(Self, RawFd)> {
         own_empty_table()?;
-        let mut pair = [0; 2];
-        // SAFETY: socketpair writes two fds into `pair`.
-        let made = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                pair.as_mut_ptr(),
-            )
-        };
-        if made != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh fd nobody else owns; the other end is the caller's to close.
-        let socket = unsafe { OwnedFd::from_raw_fd(pair[0]) };
-        Ok((Self { socket }, pair[1]))
+        // The session init's kind of pair (one message per spawn), both ends close-on-exec.
+        let (socket, other) = crate::namespace::control::pair()?;
+        Ok((Self { socket }, other.into_raw_fd()))
     }
 
     /// This table's end of its socket pair.
