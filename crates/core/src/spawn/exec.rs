@@ -83,7 +83,7 @@ pub(crate) struct ExecPlan {
     pub namespace: Option<&'static Namespace>,
     /// A devpts instance (a detached mount) to be the child's `/dev/pts`, in a mount namespace
     /// of its own (`terminals.rs`): the launcher of this plan alone mounts it
-    /// (`launcher.rs` `start_alone`).
+    /// (`spare.rs` `start_alone`).
     pub own_devpts: Option<OwnedFd>,
     /// A slot of the server's fd table held for the child's pidfd, where it is opened after the
     /// child has started (a launcher's answering thread, a clone apart: `reaper::watch_launched`):

@@ -15,7 +15,7 @@
 //! themselves once, and then clone each child they are handed. (A launcher cannot move to
 //! another namespace per spawn: `setns` needs `CAP_SYS_ADMIN`, which the shared part drops.
 //! So a spawn with a `/dev/pts` of its own, `terminals.rs`, gets a launcher of its own that
-//! mounts it first: `start_alone`, a thread made ahead with its mount namespace, `Spare`.)
+//! mounts it first, made ahead with its mount namespace: `spare.rs`.)
 //! A plan goes to the launcher with the fewest plans queued, and it owns all the child uses (its
 //! fds included), so the asker does not wait on the clone: an async task awaits the
 //! answer and its worker thread runs other tasks meanwhile, where it used to sit blocked until
@@ -38,7 +38,7 @@
 //! user's fds in flight at their limit, which the same user's commands can fill) is cloned
 //! apart (`claim.rs`, `own_table::apart`): from a thread of its own that takes copies of what the
 //! child uses into an empty table, the child confining itself. A spawn with a `/dev/pts` of its
-//! own is still cloned from its spare ([`Spare`]), whose table is the server's.
+//! own is cloned by a launcher of its own (`spare.rs`), whose table becomes its own too.
 //!
 //! What must stay each command's own is not shared: every child still makes its own Landlock
 //! domain (`Confine::apply_own`), because Landlock scopes signals and abstract unix sockets to a
@@ -73,7 +73,7 @@ use crate::reaper::{self, ExitWatch};
 /// recently is let go. A server has one confinement, and over HTTP one pool per caller (a token
 /// of the token file, with a namespace of its own where there are namespaces); tests make
 /// more. With more callers at work at once, a caller's spawn may start a launcher again.
-const KEPT_POOLS: usize = 16;
+pub(super) const KEPT_POOLS: usize = 16;
 
 /// At most this many launchers per confinement, however many CPUs there are: each holds a
 /// thread and a compiled filter, and a spawn is short.
@@ -93,7 +93,7 @@ const RETRY_AFTER_PLANS: u32 = 32;
 
 /// A launcher's own stack: it only loops over a channel and clones (each child runs on a stack
 /// of its own, `exec.rs`).
-const LAUNCHER_STACK_BYTES: usize = 256 * 1024;
+pub(super) const LAUNCHER_STACK_BYTES: usize = 256 * 1024;
 
 /// What a start comes to: the child's pid and the watch of its exit, registered with the reaper.
 pub(super) type Started = io::Result<(i32, ExitWatch)>;
@@ -188,13 +188,13 @@ pub(super) fn wait_reply() -> (Reply, Receiver<Started>) {
 }
 
 /// One child to start, and where to say so.
-struct Request {
+pub(super) struct Request {
     /// Its number among its launcher's spawns: its fds come with that number.
-    spawn: u64,
-    plan: ExecPlan,
+    pub(super) spawn: u64,
+    pub(super) plan: ExecPlan,
     /// Its run marker, to find its tree if nobody claims it.
-    marker: String,
-    reply: Reply,
+    pub(super) marker: String,
+    pub(super) reply: Reply,
 }
 
 /// One launcher: a thread that clones (its *cloner*, with an fd table of its own where the
@@ -212,9 +212,21 @@ struct Launcher {
 
 /// A plan its cloner has cloned (or failed to), on its way to the answering thread: the pid of
 /// the child, registered with the reaper, which the answering thread watches.
-struct Cloned {
-    request: Request,
-    started: io::Result<i32>,
+pub(super) struct Cloned {
+    pub(super) request: Request,
+    pub(super) started: io::Result<i32>,
+    /// What is kept open until the child is reaped (a spare's copy of the mounts), if anything.
+    pub(super) keep: Option<OwnedFd>,
+}
+
+/// What a launcher's answering thread is sent. (A plan is not boxed: a pooled launcher's every
+/// spawn is one, and a hand-over is one spare's once.)
+#[allow(clippy::large_enum_variant)]
+pub(super) enum ToAnswer {
+    /// A cloner whose table became its own once its spawn came (a spare's): its end of the
+    /// socket pair to take, and that spawn's fds to send on it.
+    HandOver(own_table::HandOver),
+    Cloned(Cloned),
 }
 
 /// How a cloner's set-up went.
@@ -255,7 +267,8 @@ fn key(confine: Option<&Arc<dyn Confine>>) -> usize {
 }
 
 /// Hands `plan` to a launcher of its confinement (or of unconfined children), which answers on
-/// `reply`; a plan with a `/dev/pts` of its own to a launcher of its own ([`start_alone`]).
+/// `reply`; a plan with a `/dev/pts` of its own to a launcher of its own
+/// (`spare.rs` `start_alone`).
 /// Given back when there is none (no launcher could be set up): the caller clones the child
 /// itself.
 pub(super) fn hand(
@@ -265,7 +278,7 @@ pub(super) fn hand(
 ) -> Result<(), Box<(ExecPlan, Reply)>> {
     #[cfg(target_os = "linux")]
     if plan.own_devpts.is_some() {
-        return start_alone(Request {
+        return super::spare::start_alone(Request {
             spawn: 0,
             plan,
             marker: marker.to_owned(),
@@ -384,7 +397,7 @@ impl Launcher {
         namespace: Option<&'static Namespace>,
     ) -> Option<Self> {
         let (requests, incoming) = channel::<Request>();
-        let (to_answer, answering) = channel::<Cloned>();
+        let (to_answer, answering) = channel::<ToAnswer>();
         let (ready_tx, ready) = sync_channel::<SetUp>(1);
         let (taken_tx, taken) = sync_channel::<bool>(1);
         let queued = Arc::new(AtomicUsize::new(0));
@@ -461,17 +474,9 @@ fn set_up(confine: Option<&dyn Confine>, namespace: Option<&Namespace>) -> io::R
     confine.map_or(Ok(()), Confine::apply_to_launcher)
 }
 
-/// A spare's set-up ([`Spare`]), before its spawn comes: [`set_up`]'s signals and namespaces,
-/// then a mount namespace of its own. The confinement's part comes with the spawn.
-#[cfg(target_os = "linux")]
-fn set_up_alone(namespace: Option<&Namespace>) -> io::Result<()> {
-    enter(namespace, true)?;
-    super::terminals::unshare_mounts()
-}
-
 /// The launcher thread's signals blocked, and the thread in `namespace`; with `own_fs`, or
 /// to enter a namespace, with a cwd and root of its own.
-fn enter(namespace: Option<&Namespace>, own_fs: bool) -> io::Result<()> {
+pub(super) fn enter(namespace: Option<&Namespace>, own_fs: bool) -> io::Result<()> {
     signals::block_signals(signals::ALL_BUT_CHILD_EXITS)?;
     if namespace.is_some() || own_fs {
         // SAFETY: unshare(CLONE_FS) gives the thread a cwd and root of its own, which a mount
@@ -490,243 +495,134 @@ fn enter(namespace: Option<&Namespace>, own_fs: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Starts `request`'s child from a launcher thread of its own that first makes the plan's devpts
-/// instance its `/dev/pts`, in a mount namespace of its own the child is cloned into
-/// (`terminals.rs`): a pooled launcher cannot, it dropped the capability that takes. The thread
-/// ends once it has answered. It is the spare made for the plan's namespace after the last such
-/// spawn there, which entered that namespace and a copy of its mounts ahead ([`Spare`]); the
-/// first spawn of a namespace makes its own. Either way another spare is made for the next.
-/// Where no thread can start, the plan is given back without the instance: its child is cloned
-/// in the session's namespace, its terminal then named by no path.
-#[cfg(target_os = "linux")]
-fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
-    let Some(devpts) = request.plan.own_devpts.take() else {
-        return Err(Box::new((request.plan, request.reply)));
-    };
-    let namespace = request.plan.namespace;
-    let mut handed = (request, devpts);
-    if let Some(spare) = Spare::take(namespace) {
-        match spare.requests.send(handed) {
-            Ok(()) => {
-                Spare::keep_one(namespace);
-                return Ok(());
-            }
-            // That thread is gone (it can only have panicked): a new one takes it.
-            Err(unsent) => handed = unsent.0,
-        }
-    }
-    let Some(fresh) = Spare::make(namespace) else {
-        return Err(Box::new((handed.0.plan, handed.0.reply)));
-    };
-    // The thread is alive and waits for it: the send cannot fail.
-    let _ = fresh.requests.send(handed);
-    Spare::keep_one(namespace);
-    Ok(())
-}
-
-/// A launcher thread for one spawn with a `/dev/pts` of its own, made before that spawn comes:
-/// it has entered `namespace` (the session's or a caller's) and a mount namespace of its own,
-/// a copy of that one's with its mounts made slaves (`terminals::unshare_mounts`). The copy is
-/// most of what such a spawn costs the server (0.55 ms with 200 mounts here, 60 ms with
-/// 20 000), and the thread's start the rest, so the spawn finds both done. A namespace's mounts
-/// are made once, when it is (`namespace/init.rs`), so a copy made ahead is the one the spawn
-/// would make; what the host mounts later reaches it as a slave. Then, handed its request, it
-/// attaches the spawn's instance, takes the confinement's shared part, clones the child and
-/// ends, its copy of the mounts kept until the reaper has reaped the child.
-#[cfg(target_os = "linux")]
-struct Spare {
-    namespace: Option<&'static Namespace>,
-    requests: SyncSender<(Request, std::os::fd::OwnedFd)>,
-}
-
-/// Spares kept, one per namespace that had a spawn with a `/dev/pts` of its own, the oldest
-/// let go past [`KEPT_POOLS`] (its thread ends, and its copy of the mounts with it).
-#[cfg(target_os = "linux")]
-static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
-
-#[cfg(target_os = "linux")]
-impl Spare {
-    /// Starts a spare for `namespace`; `None` when no thread can start. A set-up that fails
-    /// is said to the spawn it is handed.
-    fn make(namespace: Option<&'static Namespace>) -> Option<Self> {
-        let (requests, incoming) = sync_channel::<(Request, std::os::fd::OwnedFd)>(1);
-        std::thread::Builder::new()
-            .name("agentty-launcher".into())
-            .stack_size(LAUNCHER_STACK_BYTES)
-            .spawn(move || {
-                // The host's /proc, which names this thread in any mount namespace.
-                let proc = std::fs::File::open("/proc");
-                let ready = set_up_alone(namespace);
-                let mounts = ready
-                    .as_ref()
-                    .ok()
-                    .and_then(|()| own_mount_namespace(proc.ok()?));
-                let Ok((request, devpts)) = incoming.recv() else {
-                    return;
-                };
-                let Request {
-                    plan,
-                    marker,
-                    reply,
-                    ..
-                } = request;
-                let set = ready
-                    .and_then(|()| super::terminals::attach(&devpts))
-                    .and_then(|()| {
-                        plan.confine
-                            .as_deref()
-                            .map_or(Ok(()), Confine::apply_to_launcher)
-                    });
-                let started = set.and_then(|()| clone_registered(&plan, namespace));
-                let child = started.as_ref().ok().map(|(pid, _)| *pid);
-                drop(plan);
-                reply.send(started, &marker);
-                // The copy of the mounts outlives the child, and is let go by the reaper: its
-                // last holder tears it down (every mount let go, and an expedited RCU grace
-                // period that interrupts every CPU), which the child, as the last, did at its
-                // exit before the exit was told, and the answer waited for it.
-                if let (Some(pid), Some(mounts)) = (child, mounts) {
-                    reaper::keep_until_reaped(pid, mounts);
-                }
-            })
-            .ok()?;
-        Some(Spare {
-            namespace,
-            requests,
-        })
-    }
-
-    /// The spare kept for `namespace`, taken out.
-    fn take(namespace: Option<&'static Namespace>) -> Option<Self> {
-        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
-        let index = spares
-            .iter()
-            .position(|spare| same_namespace(spare.namespace, namespace))?;
-        Some(spares.remove(index))
-    }
-
-    /// Makes a spare for the next spawn of `namespace` and keeps it (none if no thread can
-    /// start: that spawn then makes its own).
-    fn keep_one(namespace: Option<&'static Namespace>) {
-        let Some(spare) = Self::make(namespace) else {
-            return;
-        };
-        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
-        if spares.len() >= KEPT_POOLS {
-            spares.remove(0);
-        }
-        spares.push(spare);
-    }
-}
-
-/// This thread's mount namespace, opened through the host's `proc`; `None` where it cannot be.
-#[cfg(target_os = "linux")]
-fn own_mount_namespace(proc: std::fs::File) -> Option<std::os::fd::OwnedFd> {
-    use nix::fcntl::{OFlag, openat};
-    use nix::sys::stat::Mode;
-    openat(
-        &proc,
-        "thread-self/ns/mnt",
-        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()
-}
-
 /// Whether two launchers' namespaces are the same (both none, or one namespace).
-fn same_namespace(a: Option<&Namespace>, b: Option<&Namespace>) -> bool {
+pub(super) fn same_namespace(a: Option<&Namespace>, b: Option<&Namespace>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => std::ptr::eq(a, b),
         (a, b) => a.is_none() && b.is_none(),
     }
 }
 
-/// Clones `plan`'s child from this launcher, registered with the reaper.
-fn clone_registered(plan: &ExecPlan, namespace: Option<&Namespace>) -> Started {
-    reaper::spawn_registered(|| {
-        exec::start_confined(plan, namespace).map(|(pid, pidfd)| (pid, pidfd, pid))
-    })
-}
-
 /// The cloner's loop: clones each child handed over until the pool lets go of this launcher,
-/// and passes the plan on to the answering thread with what came of it. With a table of its
-/// own (`table`), the spawn's fds are taken in first and let go after. Nothing the server owns
-/// is ever dropped here (the plans, those still queued when a panic unwinds): its fds are not
-/// this table's (see `own_table.rs`).
+/// and passes the plan on to the answering thread with what came of it. Nothing the server owns
+/// is ever dropped here (the plans, those still queued when a panic unwinds): with a table of
+/// its own (`table`), its fds are not this table's (see `own_table.rs`).
 fn clone_each(
     incoming: Receiver<Request>,
-    to_answer: &Sender<Cloned>,
+    to_answer: &Sender<ToAnswer>,
     mut table: Option<own_table::Table>,
     namespace: Option<&Namespace>,
 ) {
     let incoming = std::mem::ManuallyDrop::new(incoming);
     while let Ok(request) = incoming.recv() {
         let request = std::mem::ManuallyDrop::new(request);
-        let cloned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let start =
-                || reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
-            match &mut table {
-                None => start(),
-                Some(table) => table.receive(request.spawn).and_then(|placed| {
-                    let started = start();
-                    // Before the answer: until it is sent, the server's copies of the child's
-                    // ends are held, so this close is never the last of a pipe whose lock the
-                    // child may hold.
-                    placed.close();
-                    started
-                }),
-            }
-        }));
-        let started = cloned.unwrap_or_else(|_| {
-            // What the spawn left in the table goes; the plan is passed on all the same.
-            if let Some(table) = &table {
-                table.sweep();
-            }
-            Err(io::Error::other(
-                "agentty's launcher failed while it started the command",
-            ))
-        });
-        let cloned = Cloned {
-            request: std::mem::ManuallyDrop::into_inner(request),
-            started,
-        };
-        if let Err(unsent) = to_answer.send(cloned) {
-            // The answering thread is gone (it can only have panicked): kept, not let go here.
-            std::mem::forget(unsent);
-        }
+        let started = clone_one(&request, table.as_mut(), namespace);
+        pass_on(
+            to_answer,
+            Cloned {
+                request: std::mem::ManuallyDrop::into_inner(request),
+                started,
+                keep: None,
+            },
+        );
     }
     // Let go of once nothing is queued (the pool let go of this launcher, and every plan was
     // passed on).
     drop(std::mem::ManuallyDrop::into_inner(incoming));
 }
 
+/// Clones `request`'s child, registered with the reaper (`reaper::launched_registered`: the
+/// answering thread watches it). With a table of its own (`table`), the spawn's fds are taken
+/// in first and let go after. A panic is said as the spawn's failure, and whatever it left in
+/// the table goes; nothing of the request is dropped here.
+pub(super) fn clone_one(
+    request: &Request,
+    mut table: Option<&mut own_table::Table>,
+    namespace: Option<&Namespace>,
+) -> io::Result<i32> {
+    let cloned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let start =
+            || reaper::launched_registered(|| exec::start_confined(&request.plan, namespace));
+        match &mut table {
+            None => start(),
+            Some(table) => table.receive(request.spawn).and_then(|placed| {
+                let started = start();
+                // Before the answer: until it is sent, the server's copies of the child's
+                // ends are held, so this close is never the last of a pipe whose lock the
+                // child may hold.
+                placed.close();
+                started
+            }),
+        }
+    }));
+    cloned.unwrap_or_else(|_| {
+        if let Some(table) = &table {
+            table.sweep();
+        }
+        Err(io::Error::other(
+            "agentty's launcher failed while it started the command",
+        ))
+    })
+}
+
+/// Sends `cloned` to the answering thread; where that thread is gone (it can only have
+/// panicked), it is kept, not let go here.
+pub(super) fn pass_on(to_answer: &Sender<ToAnswer>, cloned: Cloned) {
+    if let Err(unsent) = to_answer.send(ToAnswer::Cloned(cloned)) {
+        std::mem::forget(unsent);
+    }
+}
+
 /// The answering thread's loop, in the server's table: each cloned child's exit watched, the
 /// plan's copies of its ends let go, and the answer sent (a child nobody waits for any more is
-/// stopped).
-fn answer_each(answering: &Receiver<Cloned>, queued: &AtomicUsize) {
-    for Cloned { request, started } in answering {
-        let Request {
-            mut plan,
-            marker,
-            reply,
-            ..
-        } = request;
-        let started = match started {
-            Ok(pid) => {
-                reaper::watch_launched(pid, plan.room_for_pidfd.take()).map(|watch| (pid, watch))
+/// stopped); `queued` counts down by one for each.
+pub(super) fn answer_each(answering: &Receiver<ToAnswer>, queued: &AtomicUsize) {
+    for message in answering {
+        match message {
+            ToAnswer::HandOver(hand_over) => hand_over.hand(),
+            ToAnswer::Cloned(mut cloned) => {
+                let keep = cloned.keep.take();
+                let (reply, started, marker) = answer(cloned);
+                let child = started.as_ref().ok().map(|(pid, _)| *pid);
+                queued.fetch_sub(1, Ordering::Relaxed);
+                reply.send(started, &marker);
+                // The copy of the mounts outlives the child, and is let go by the reaper: its
+                // last holder tears it down (every mount let go, and an expedited RCU grace
+                // period that interrupts every CPU), which the child, as the last, would do
+                // at its exit before the exit is told.
+                if let (Some(pid), Some(keep)) = (child, keep) {
+                    reaper::keep_until_reaped(pid, keep);
+                }
             }
-            // A clone fails (ENOMEM) once the namespace's init is gone; the cloner could not
-            // look (its table has no pidfd of the init).
-            Err(_) if plan.namespace.is_some_and(Namespace::init_gone) => Err(plan
-                .namespace
-                .map_or_else(|| io::Error::other("ended"), Namespace::ended)),
-            Err(error) => Err(error),
-        };
-        // The child has its own copies of its fds now (it has exec'd, or failed): the server's
-        // go, so the read ends see EOF when the child's close.
-        plan.let_go_of_child_ends();
-        drop(plan);
-        queued.fetch_sub(1, Ordering::Relaxed);
-        reply.send(started, &marker);
+        }
     }
+}
+
+/// What to answer for `cloned`, and where: its exit watched, and the plan let go of.
+fn answer(cloned: Cloned) -> (Reply, Started, String) {
+    let Cloned {
+        request, started, ..
+    } = cloned;
+    let Request {
+        mut plan,
+        marker,
+        reply,
+        ..
+    } = request;
+    let started = match started {
+        Ok(pid) => {
+            reaper::watch_launched(pid, plan.room_for_pidfd.take()).map(|watch| (pid, watch))
+        }
+        // A clone fails (ENOMEM) once the namespace's init is gone; the cloner could not
+        // look (its table has no pidfd of the init).
+        Err(_) if plan.namespace.is_some_and(Namespace::init_gone) => Err(plan
+            .namespace
+            .map_or_else(|| io::Error::other("ended"), Namespace::ended)),
+        Err(error) => Err(error),
+    };
+    // The child has its own copies of its fds now (it has exec'd, or failed): the server's
+    // go, so the read ends see EOF when the child's close.
+    plan.let_go_of_child_ends();
+    drop(plan);
+    (reply, started, marker)
 }

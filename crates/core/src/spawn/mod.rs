@@ -17,7 +17,9 @@
 //!
 //! This file is the seam's face (what a caller asks for and gets back, the pipes). Behind it:
 //! `prepare.rs` encodes everything the child needs before the clone, `claim.rs` hands the plan
-//! over and claims the child back, `exec.rs` and `vfork.rs` clone it, `signals.rs` keeps the
+//! over and claims the child back, `launcher.rs` (and `spare.rs`, for a spawn with a terminal
+//! of its own) keeps the threads that clone, `own_table.rs` their fd tables, `exec.rs` and
+//! `vfork.rs` clone it, `signals.rs` keeps the
 //! signal masks around the clone, and `marker.rs` names the run-marker variable.
 
 mod claim;
@@ -27,6 +29,8 @@ pub(crate) mod marker;
 pub(crate) mod own_table;
 mod prepare;
 mod signals;
+#[cfg(target_os = "linux")]
+mod spare;
 #[cfg(target_os = "linux")]
 mod terminal_maker;
 #[cfg(target_os = "linux")]

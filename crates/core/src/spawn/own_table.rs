@@ -444,6 +444,25 @@ pub(super) fn take_end(tid: libc::pid_t, fd: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
 }
 
+/// A cloner whose table became its own only once its spawn came (a spare's: `spare.rs`), after
+/// its confinement's filter, which refuses `pidfd_getfd`: its end of the socket pair, fd `end`
+/// of thread `tid`, for a thread in the server's table to take and send that spawn's `fds` on
+/// (as spawn 0), and where to say whether they were sent.
+pub(super) struct HandOver {
+    pub(super) tid: libc::pid_t,
+    pub(super) end: RawFd,
+    pub(super) fds: Vec<RawFd>,
+    pub(super) done: std::sync::mpsc::SyncSender<bool>,
+}
+
+impl HandOver {
+    /// Takes the cloner's end and sends the fds on it (in the server's table).
+    pub(super) fn hand(self) {
+        let sent = take_end(self.tid, self.end).and_then(|to| send(&to, 0, &self.fds));
+        let _ = self.done.send(sent.is_ok());
+    }
+}
+
 /// Sends `fds` (at most [`MOST_FDS`], numbers of the server's table) for spawn number `spawn`
 /// to a cloner, on the server's end `to` of its socket pair, without waiting: a full socket, or
 /// a user with too many fds in flight (`ETOOMANYREFS`: a limit the same user's commands can

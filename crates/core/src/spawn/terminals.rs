@@ -16,8 +16,7 @@
 //!
 //! How: the server makes the instance as a detached mount (`fsopen("devpts")` with
 //! `newinstance`, `fsmount`), opens the master through it (`ptmx` of the instance) and the
-//! slave with `TIOCGPTPEER`; a launcher thread of this spawn alone (`launcher.rs`
-//! `start_alone`), after entering the session's namespaces, enters a mount namespace of its own
+//! slave with `TIOCGPTPEER`; a launcher of this spawn alone (`spare.rs` `start_alone`), after entering the session's namespaces, enters a mount namespace of its own
 //! (a copy, its mounts made slaves so nothing propagates out), attaches the instance on
 //! `/dev/pts` there (`move_mount`), takes the shared part of the confinement as every launcher
 //! does, and clones the child into that namespace. Inside, `/dev/pts/0` is the
@@ -29,7 +28,7 @@
 //! Both steps need `CAP_SYS_ADMIN`, which a pooled launcher has dropped: so each such spawn has
 //! a launcher of its own, which costs it a thread, the copy of the namespace's mounts and the
 //! seccomp filter's compile. The thread and the copy are made ahead, after the namespace's
-//! previous such spawn (`launcher.rs` `Spare`), so a spawn waits only for the compile.
+//! previous such spawn (`spare.rs` `Spare`), so a spawn waits only for the compile.
 //!
 //! Without the capability (agentty not run as root, a container without it) the instance is
 //! made by a helper in a user namespace (`terminal_maker.rs`) and mounted nowhere: no path

@@ -823,6 +823,93 @@ async fn a_child_holds_none_of_the_servers_files(launchers: Launchers) {
     drop(held);
 }
 
+/// [`a_launchers_child_holds_none_of_the_servers_files`] for a child on a terminal of its own
+/// (as root: a `/dev/pts` of its own, mounted by a launcher of that spawn alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_spawns_child_holds_none_of_the_servers_files_as_root() {
+    let held = tempfile::NamedTempFile::new().unwrap();
+    let held_path = held.path().to_string_lossy().into_owned();
+    let (started, fds) = on_own_terminal("own-table-pty", |pid| async move { fds_of(pid) }).await;
+    started.expect("the spawn failed");
+    assert!(
+        !fds.is_empty() && !fds.contains(&held_path),
+        "the child holds a file of the server's: {fds:?}"
+    );
+    drop(held);
+}
+
+/// [`a_file_let_go_while_a_child_is_cloned_never_holds_that_child`] for a child on a terminal
+/// of its own (as root: cloned by a launcher of that spawn alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_let_go_while_a_terminal_spawns_child_is_cloned_never_holds_it_as_root() {
+    let mut held = agentty_testkit::HeldPipe::new(1);
+    let file = held.files.pop();
+    let (started, closing) = on_own_terminal("let-go-while-cloned-pty", |_| async move {
+        // Let go of on a thread of its own: where it is the last reference, this close waits
+        // for the lock.
+        let closing = std::thread::spawn(move || drop(file));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        closing
+    })
+    .await;
+    drop(held);
+    closing.join().unwrap();
+    started.expect("the child never got past its exec");
+}
+
+/// Starts `echo ran` on a terminal of its own (which, as root, a launcher of that spawn alone
+/// clones: `launcher.rs` `Spare`) with a confinement whose child waits for a byte, runs `meanwhile`
+/// on the child's pid while it waits, then sends the byte: whether the child ran and ended well
+/// within 5 s, and what `meanwhile` gave.
+async fn on_own_terminal<F, Fut, T>(name: &str, meanwhile: F) -> (Result<(), String>, T)
+where
+    F: FnOnce(i32) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T> + Send,
+    T: Send + 'static,
+{
+    agentty_core::init().unwrap();
+    assert_eq!(
+        agentty_core::spawn::own_terminals(),
+        Ok(agentty_core::spawn::OwnTerminals::Named),
+        "needs CAP_SYS_ADMIN (run as root): a terminal of a spawn's own mounted on its /dev/pts"
+    );
+    let (confine, write) = waiting_confine();
+    let mut req = request("echo ran", &marker(name), 10_000);
+    req.spec.confine = Some(confine.clone());
+    let (tell, fallback) = release_unless_told(write, Duration::from_secs(30));
+    let look = {
+        let confine = confine.clone();
+        async move {
+            let pid = until_reached(&confine).await;
+            let seen = meanwhile(pid).await;
+            tell.send(()).unwrap();
+            seen
+        }
+    };
+    let look = tokio::spawn(look);
+    // Its exit waited for too: a child that holds a file of the server's may hang in its exec
+    // after its clone has been answered (in the close of the fds it does not keep).
+    let spawned = tokio::spawn(async move {
+        let (master, _name, mut started) =
+            agentty_core::pty::spawn_on_pty(req.spec, 80, 24).await?;
+        let exit = started.exit.wait().await;
+        drop(master);
+        exit
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(5), spawned).await;
+    let seen = look.await.unwrap();
+    assert!(!fallback.join().unwrap(), "the child was never released");
+    let started = match ended {
+        Err(_) => Err("no exit in 5 s".to_owned()),
+        Ok(joined) => match joined.unwrap() {
+            Err(e) => Err(e.to_string()),
+            Ok(exit) if exit.success() => Ok(()),
+            Ok(exit) => Err(format!("{exit:?}")),
+        },
+    };
+    (started, seen)
+}
+
 /// The server lets go of a file while a child is between its clone and its exec, and a
 /// command holds that file's pipe's lock (as a pipe thread lets go of a command's output at its
 /// cap while the command splices into it): the child runs all the same. A child that copied

@@ -1,0 +1,228 @@
+//! A launcher of one spawn's own, for a spawn with a `/dev/pts` of its own (`terminals.rs`):
+//! a pooled launcher cannot mount it, it dropped the capability that takes. [`start_alone`]
+//! hands the spawn to the [`Spare`] made ahead for its namespace.
+//!
+//! A spare is a launcher's two threads (`launcher.rs`): a cloner, and an answering thread in
+//! the server's table. Its cloner mounts the spawn's instance and takes the confinement's shared
+//! part once the spawn comes, in the server's table: the filter's listener is made there for the
+//! network supervisor to keep, and the mount needs the capability the shared part drops. Only
+//! then, the filter in place, does it make its fd table its own, so it cannot take its end of
+//! the socket pair into the server's table itself (the filter refuses `pidfd_getfd`): its
+//! answering thread takes it and sends the spawn's fds on it (`own_table::HandOver`). Its child
+//! then copies those few fds and none of the server's, as a pooled launcher's does (a test
+//! holds this: `a_file_let_go_while_a_terminal_spawns_child_is_cloned_never_holds_it_as_root`).
+//! Where cloners cannot have tables of their own (`own_table::supported`), a spare's shares
+//! the server's, as pooled launchers' do.
+
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc::{Sender, SyncSender, channel, sync_channel};
+use std::sync::{Mutex, PoisonError};
+
+use super::exec::ExecPlan;
+use super::launcher::{
+    self, Cloned, KEPT_POOLS, LAUNCHER_STACK_BYTES, Reply, Request, ToAnswer, same_namespace,
+};
+use super::{Confine, own_table};
+use crate::namespace::Namespace;
+
+/// Starts `request`'s child from a launcher of its own that first makes the plan's devpts
+/// instance its `/dev/pts`, in a mount namespace of its own the child is cloned into
+/// (`terminals.rs`). Its threads end once it has answered. It is the spare made for the plan's namespace after the last such
+/// spawn there, which entered that namespace and a copy of its mounts ahead ([`Spare`]); the
+/// first spawn of a namespace makes its own. Either way another spare is made for the next.
+/// Where no thread can start, the plan is given back without the instance: its child is cloned
+/// in the session's namespace, its terminal then named by no path.
+pub(super) fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Reply)>> {
+    let Some(devpts) = request.plan.own_devpts.take() else {
+        return Err(Box::new((request.plan, request.reply)));
+    };
+    let namespace = request.plan.namespace;
+    let mut handed = (request, devpts);
+    if let Some(spare) = Spare::take(namespace) {
+        match spare.requests.send(handed) {
+            Ok(()) => {
+                Spare::keep_one(namespace);
+                return Ok(());
+            }
+            // That thread is gone (it can only have panicked): a new one takes it.
+            Err(unsent) => handed = unsent.0,
+        }
+    }
+    let Some(fresh) = Spare::make(namespace) else {
+        return Err(Box::new((handed.0.plan, handed.0.reply)));
+    };
+    // The thread is alive and waits for it: the send cannot fail.
+    let _ = fresh.requests.send(handed);
+    Spare::keep_one(namespace);
+    Ok(())
+}
+
+/// A launcher thread for one spawn with a `/dev/pts` of its own, made before that spawn comes:
+/// it has entered `namespace` (the session's or a caller's) and a mount namespace of its own,
+/// a copy of that one's with its mounts made slaves (`terminals::unshare_mounts`). The copy is
+/// most of what such a spawn costs the server (0.55 ms with 200 mounts here, 60 ms with
+/// 20 000), and the thread's start the rest, so the spawn finds both done. A namespace's mounts
+/// are made once, when it is (`namespace/init.rs`), so a copy made ahead is the one the spawn
+/// would make; what the host mounts later reaches it as a slave. Then, handed its request, it
+/// attaches the spawn's instance, takes the confinement's shared part, makes its table its own,
+/// clones the child and ends, its copy of the mounts kept until the reaper has reaped the child
+/// ([`clone_alone`]).
+struct Spare {
+    namespace: Option<&'static Namespace>,
+    requests: SyncSender<(Request, OwnedFd)>,
+}
+
+/// Spares kept, one per namespace that had a spawn with a `/dev/pts` of its own, the oldest
+/// let go past [`KEPT_POOLS`] (its threads end, and its copy of the mounts with it).
+static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
+
+impl Spare {
+    /// Starts a spare for `namespace`: its cloner, and its answering thread in the server's
+    /// table; `None` when a thread cannot start. A set-up that fails is said to the spawn it is
+    /// handed.
+    fn make(namespace: Option<&'static Namespace>) -> Option<Self> {
+        let (requests, incoming) = sync_channel::<(Request, OwnedFd)>(1);
+        let (to_answer, answering) = channel::<ToAnswer>();
+        // Tried here, in the server's table and unconfined (see `Launcher::new`).
+        let own = own_table::supported();
+        std::thread::Builder::new()
+            .name("agentty-launched".into())
+            .stack_size(LAUNCHER_STACK_BYTES)
+            .spawn(move || launcher::answer_each(&answering, &AtomicUsize::new(1)))
+            .ok()?;
+        std::thread::Builder::new()
+            .name("agentty-launcher".into())
+            .stack_size(LAUNCHER_STACK_BYTES)
+            .spawn(move || clone_alone(incoming, &to_answer, namespace, own))
+            .ok()?;
+        Some(Spare {
+            namespace,
+            requests,
+        })
+    }
+
+    /// The spare kept for `namespace`, taken out.
+    fn take(namespace: Option<&'static Namespace>) -> Option<Self> {
+        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = spares
+            .iter()
+            .position(|spare| same_namespace(spare.namespace, namespace))?;
+        Some(spares.remove(index))
+    }
+
+    /// Makes a spare for the next spawn of `namespace` and keeps it (none if no thread can
+    /// start: that spawn then makes its own).
+    fn keep_one(namespace: Option<&'static Namespace>) {
+        let Some(spare) = Self::make(namespace) else {
+            return;
+        };
+        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+        if spares.len() >= KEPT_POOLS {
+            spares.remove(0);
+        }
+        spares.push(spare);
+    }
+}
+
+/// This thread's mount namespace, opened through the host's `proc`; `None` where it cannot be.
+fn own_mount_namespace(proc: std::fs::File) -> Option<OwnedFd> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    openat(
+        &proc,
+        "thread-self/ns/mnt",
+        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
+}
+
+/// A spare's cloner: enters `namespace` and a mount namespace of its own ahead, then, handed its
+/// spawn, mounts the spawn's instance, takes the confinement's shared part, makes its table
+/// its own where it can (`own`, [`own_table_handed`]), clones the child and passes it on to the
+/// answering thread with the copy of the mounts, which is kept until the child is reaped.
+fn clone_alone(
+    incoming: std::sync::mpsc::Receiver<(Request, OwnedFd)>,
+    to_answer: &Sender<ToAnswer>,
+    namespace: Option<&Namespace>,
+    own: bool,
+) {
+    // The host's /proc, which names this thread in any mount namespace.
+    let proc = std::fs::File::open("/proc");
+    let ready = set_up_alone(namespace);
+    let mounts = proc
+        .ok()
+        .filter(|_| ready.is_ok())
+        .and_then(own_mount_namespace);
+    let Ok((request, devpts)) = incoming.recv() else {
+        return;
+    };
+    // Let go of in the server's table, as everything the server owns must be: one spawn only
+    // comes (the spare is taken out before it is sent).
+    drop(incoming);
+    let set = ready
+        .and_then(|()| super::terminals::attach(&devpts))
+        .and_then(|()| {
+            request
+                .plan
+                .confine
+                .as_deref()
+                .map_or(Ok(()), Confine::apply_to_launcher)
+        });
+    drop(devpts);
+    // From here this thread's table may be its own: nothing of the server's is let go here.
+    let request = ManuallyDrop::new(request);
+    let mounts = ManuallyDrop::new(mounts);
+    let started = set.and_then(|()| {
+        let mut table = match own {
+            true => Some(own_table_handed(&request.plan, to_answer)?),
+            false => None,
+        };
+        launcher::clone_one(&request, table.as_mut(), namespace)
+    });
+    launcher::pass_on(
+        to_answer,
+        Cloned {
+            request: ManuallyDrop::into_inner(request),
+            started,
+            keep: ManuallyDrop::into_inner(mounts),
+        },
+    );
+}
+
+/// Makes this thread's fd table its own (`own_table::Table::make`) and has the answering
+/// thread take its end and send `plan`'s fds on it: the table, for the clone to take them in.
+/// An error leaves the table its own all the same: nothing may be cloned from it then.
+fn own_table_handed(plan: &ExecPlan, to_answer: &Sender<ToAnswer>) -> io::Result<own_table::Table> {
+    let fds = plan.fds_for_child();
+    let (done, sent) = sync_channel(1);
+    let (table, end) = own_table::Table::make()?;
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let asked = to_answer.send(ToAnswer::HandOver(own_table::HandOver {
+        tid,
+        end,
+        fds,
+        done,
+    }));
+    let handed = asked.is_ok() && sent.recv().unwrap_or(false);
+    // SAFETY: the other end, in this thread's own table: the server has its copy, or none.
+    unsafe { libc::close(end) };
+    if handed {
+        Ok(table)
+    } else {
+        Err(io::Error::other(
+            "agentty could not hand the command's files to its launcher",
+        ))
+    }
+}
+
+/// A spare's set-up ([`Spare`]), before its spawn comes: a launcher's signals and namespaces,
+/// then a mount namespace of its own. The confinement's part comes with the spawn.
+fn set_up_alone(namespace: Option<&Namespace>) -> io::Result<()> {
+    launcher::enter(namespace, true)?;
+    super::terminals::unshare_mounts()
+}
