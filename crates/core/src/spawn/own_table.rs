@@ -28,14 +28,17 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
+use crate::namespace::control;
+
 /// `pidfd_open`'s flag for a pidfd of a thread (Linux 6.9), not its process.
 const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
 
 /// `close_range`'s flag that unshares the fd table first (Linux 5.9).
 const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
 
-/// Most fds one spawn sends: stdin, stdout, stderr, a passed fd and the confinement's own.
-const MOST_FDS: usize = 5;
+/// Most fds one spawn sends: stdin, stdout, stderr, a passed fd and the confinement's own
+/// (as many as one message of the session init's kind carries).
+const MOST_FDS: usize = control::MOST_FDS;
 
 /// The first fd number a spawn's fds may have: 0, 1 and 2 of a table of its own are
 /// `/dev/null`, so that nothing written to them (a panic's message) reaches a spawn's file.
@@ -49,6 +52,23 @@ struct Payload {
     spawn: u64,
     count: u32,
     numbers: [RawFd; MOST_FDS],
+}
+
+// No padding: every byte of a payload is one of its fields, so it may be sent as bytes.
+const _: () = assert!(std::mem::size_of::<Payload>() == 8 + 4 + 4 * MOST_FDS);
+
+impl Payload {
+    /// The payload as the bytes a message carries.
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: a `repr(C)` struct of integers without padding (asserted above): each of its
+        // bytes is initialized, and any bytes make a valid value.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                (&raw mut *self).cast::<u8>(),
+                std::mem::size_of::<Self>(),
+            )
+        }
+    }
 }
 
 thread_local! {
@@ -238,7 +258,7 @@ impl Table {
     pub(super) fn make() -> io::Result<(Self, RawFd)> {
         own_empty_table()?;
         // The session init's kind of pair (one message per spawn), both ends close-on-exec.
-        let (socket, other) = crate::namespace::control::pair()?;
+        let (socket, other) = control::pair()?;
         Ok((Self { socket }, other.into_raw_fd()))
     }
 
@@ -280,32 +300,15 @@ impl Table {
             count: 0,
             numbers: [0; MOST_FDS],
         };
-        let mut control = [0u64; 8];
-        let mut iov = libc::iovec {
-            iov_base: (&raw mut payload).cast(),
-            iov_len: std::mem::size_of::<Payload>(),
-        };
-        // SAFETY: msghdr is plain data; the pointers set below outlive the call.
-        let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-        message.msg_iov = &raw mut iov;
-        message.msg_iovlen = 1;
-        message.msg_control = control.as_mut_ptr().cast();
-        message.msg_controllen = std::mem::size_of_val(&control) as _;
-        // SAFETY: recvmsg writes into the buffers `message` names, which are alive and as long
-        // as it says.
-        let got = unsafe {
-            libc::recvmsg(
-                self.socket.as_raw_fd(),
-                &raw mut message,
-                libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT,
-            )
-        };
-        if got < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let received = received_fds(&message);
-        if got as usize != std::mem::size_of::<Payload>()
-            || message.msg_flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0
+        let mut received = Vec::with_capacity(MOST_FDS);
+        let (got, flags) = control::receive_with(
+            self.socket.as_raw_fd(),
+            payload.as_bytes_mut(),
+            libc::MSG_DONTWAIT,
+            |fd| received.push(fd),
+        )?;
+        if got != std::mem::size_of::<Payload>()
+            || flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0
         {
             return Err(io::Error::other("a spawn's message came cut short"));
         }
@@ -404,26 +407,6 @@ fn dup_from(fd: RawFd, from: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
-/// The fds a received message carries, owned.
-fn received_fds(message: &libc::msghdr) -> Vec<OwnedFd> {
-    let mut fds = Vec::new();
-    // SAFETY: the CMSG_ macros walk the control buffer `message` names, which recvmsg filled.
-    unsafe {
-        let mut header = libc::CMSG_FIRSTHDR(message);
-        while !header.is_null() {
-            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(header).cast::<RawFd>();
-                let bytes = (*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                for i in 0..bytes / std::mem::size_of::<RawFd>() {
-                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
-                }
-            }
-            header = libc::CMSG_NXTHDR(message, header);
-        }
-    }
-    fds
-}
-
 /// Takes a copy of fd `fd` of thread `tid` of this process (a cloner's end of its socket pair)
 /// into the server's table.
 pub(super) fn take_end(tid: libc::pid_t, fd: RawFd) -> io::Result<OwnedFd> {
@@ -478,43 +461,12 @@ pub(super) fn send(to: &OwnedFd, spawn: u64, fds: &[RawFd]) -> io::Result<()> {
         numbers: [-1; MOST_FDS],
     };
     payload.numbers[..fds.len()].copy_from_slice(fds);
-    let mut control = [0u64; 8];
-    let bytes = std::mem::size_of_val(fds);
-    let mut iov = libc::iovec {
-        iov_base: (&raw mut payload).cast(),
-        iov_len: std::mem::size_of::<Payload>(),
-    };
-    // SAFETY: msghdr is plain data; the pointers set below outlive the call.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &raw mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE and CMSG_LEN are arithmetic; the header and data written fit in
-    // `control` (8 words hold the space for 5 fds), which `message` names.
-    unsafe {
-        message.msg_controllen = libc::CMSG_SPACE(bytes as u32) as _;
-        let header = libc::CMSG_FIRSTHDR(&raw const message);
-        (*header).cmsg_level = libc::SOL_SOCKET;
-        (*header).cmsg_type = libc::SCM_RIGHTS;
-        (*header).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
-        std::ptr::copy_nonoverlapping(
-            fds.as_ptr(),
-            libc::CMSG_DATA(header).cast::<RawFd>(),
-            fds.len(),
-        );
-    }
-    // SAFETY: sendmsg reads the buffers `message` names.
-    let sent = unsafe {
-        libc::sendmsg(
-            to.as_raw_fd(),
-            &raw const message,
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        )
-    };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    control::send_with(
+        to.as_raw_fd(),
+        payload.as_bytes_mut(),
+        fds,
+        libc::MSG_DONTWAIT,
+    )
 }
 
 #[cfg(test)]
