@@ -63,6 +63,34 @@ pub(crate) use terminal_maker::maker_pid as terminal_maker_pid;
 pub(crate) fn terminal_maker_pid() -> Option<i32> {
     None
 }
+
+/// agentty's own processes, which run no command: the namespaces' inits (the session's, and
+/// over HTTP each caller's, inside it), where the kernel re-parents confined commands'
+/// orphans, and the terminal maker.
+pub(crate) struct OwnProcesses {
+    inits: Vec<i32>,
+    maker: Option<i32>,
+}
+
+impl OwnProcesses {
+    /// Those there are now.
+    pub(crate) fn now() -> Self {
+        OwnProcesses {
+            inits: crate::namespace::init_pids().0,
+            maker: terminal_maker_pid(),
+        }
+    }
+
+    /// The namespaces' inits among them.
+    pub(crate) fn inits(&self) -> &[i32] {
+        &self.inits
+    }
+
+    /// Whether `pid` is one of them.
+    pub(crate) fn contains(&self, pid: i32) -> bool {
+        self.inits.contains(&pid) || self.maker == Some(pid)
+    }
+}
 #[cfg(target_os = "linux")]
 pub use terminals::{OwnDevpts, OwnTerminals, own_terminals};
 

@@ -280,12 +280,9 @@ fn agentty_processes(shell: &Shell) -> Vec<i32> {
     use crate::pty::probe::{descendants, descendants_of_single_threaded, with_descendants};
     let mut roots = crate::reaper::spawned();
     roots.extend(main_thread_children());
-    // The namespaces' inits (the session's, and over HTTP each caller's, inside it) are
-    // agentty's own and run nothing else: what they adopted is looked at below them. So is
-    // the terminal maker.
-    let (inits, _) = crate::namespace::init_pids();
-    let maker = crate::spawn::terminal_maker_pid();
-    roots.retain(|pid| !inits.contains(pid) && Some(*pid) != maker);
+    // agentty's own processes run nothing else: what the inits adopted is looked at below them.
+    let own = crate::spawn::OwnProcesses::now();
+    roots.retain(|&pid| !own.contains(pid));
     roots.sort_unstable();
     roots.dedup();
     let mut all = roots.clone();
@@ -318,12 +315,11 @@ pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
     use crate::children::main_thread_children;
     use crate::pty::probe::{descendants, descendants_of_single_threaded};
     let spawned = crate::reaper::spawned();
-    let (inits, _) = crate::namespace::init_pids();
-    let maker = crate::spawn::terminal_maker_pid();
+    let own = crate::spawn::OwnProcesses::now();
     let mut all = descendants_of_single_threaded(shell);
     for orphan in main_thread_children()
         .into_iter()
-        .filter(|pid| !spawned.contains(pid) && !inits.contains(pid) && Some(*pid) != maker)
+        .filter(|&pid| !spawned.contains(&pid) && !own.contains(pid))
     {
         all.push(orphan);
         all.extend(descendants(orphan));
@@ -338,11 +334,11 @@ pub(super) fn within_reach(shell: i32, group: i32) -> Vec<i32> {
         all.push(root);
         all.extend(descendants(root));
     }
-    for &init in &inits {
+    for &init in own.inits() {
         all.extend(
             descendants_of_single_threaded(init)
                 .into_iter()
-                .filter(|pid| !inits.contains(pid)),
+                .filter(|&pid| !own.contains(pid)),
         );
     }
     all.sort_unstable();
