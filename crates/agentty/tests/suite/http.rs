@@ -139,6 +139,11 @@ impl HttpServer {
         (server, home)
     }
 
+    /// The serving process's pid (the watchdog's child).
+    pub(super) fn serving_pid(&self) -> i32 {
+        super::client::serving_pid(self.child.id() as i32)
+    }
+
     /// The server's workspace, where commands start.
     pub(super) fn workspace(&self) -> &std::path::Path {
         self.workspace.path()

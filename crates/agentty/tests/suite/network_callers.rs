@@ -237,7 +237,7 @@ async fn net_another_callers_proxy_credentials_are_refused_as_nobody() {
     anothers_credentials_are_refused(Who::Nobody).await;
 }
 
-/// A server that may hold 256 descriptors (its commands 4096) running `script` (Python, given
+/// A server sized for 256 descriptors (it may hold 4096, its commands 2048) running `script` (Python, given
 /// `argument`) as a background job, once the job wrote the file `held`: the server, its client
 /// and what the job wrote there.
 async fn held_by_a_job(script: &str, argument: &str) -> (HttpServer, Client, String) {
@@ -297,13 +297,21 @@ time.sleep(60)
 "#;
 
 /// A command holding hundreds of idle connections to the proxy (each one of the server's
-/// descriptors for up to 30 s) does not run the server out of them, here 256 (the command may
-/// hold 4096): the oldest idle ones are closed, and a request through the proxy still works.
+/// descriptors for up to 30 s) does not run the server out of them: it holds fewer than the 256
+/// it is sized for (it may hold 4096, the command 2048), as the oldest idle ones are closed,
+/// and a request through the proxy still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn net_idle_proxy_connections_never_run_the_server_out_of_descriptors() {
     let service = Listener::on("127.0.0.1".parse().unwrap());
     let local = format!("http://localhost:{}/", service.at.port());
-    let (_server, client, held) = held_by_a_job(HOLD_IDLE, "400").await;
+    let (server, client, held) = held_by_a_job(HOLD_IDLE, "400").await;
+    let holds = std::fs::read_dir(format!("/proc/{}/fd", server.serving_pid()))
+        .unwrap()
+        .count();
+    assert!(
+        holds < 256,
+        "the job held {held}; the server holds {holds} descriptors"
+    );
     let proxied = call(
         &client,
         "terminal",
@@ -505,13 +513,13 @@ async fn start_hog(client: &Client, who: Who) -> String {
         .to_owned()
 }
 
-/// What a hog job says once it has counted its refused connects (up to 15 s).
-async fn hog_said(client: &Client, job: &str) -> String {
+/// What a hog job says once it has said `word` (up to 15 s).
+async fn hog_said(client: &Client, job: &str, word: &str) -> String {
     let mut said = String::new();
     for _ in 0..150 {
         let read = call(client, "task_output", json!({ "id": job, "since": 0 })).await;
         said = text_of(&read);
-        if said.contains("refused") {
+        if said.contains(word) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -535,7 +543,7 @@ async fn anothers_connects_are_left_alone(who: Who) {
     );
     std::fs::write(server.workspace().join("hog.py"), HOG_THE_CONNECTIONS).unwrap();
     let job = start_hog(&alice, who).await;
-    let said = hog_said(&alice, &job).await;
+    let said = hog_said(&alice, &job, "refused").await;
     let refused: usize = said
         .split("refused ")
         .nth(1)
@@ -559,6 +567,78 @@ async fn anothers_connects_are_left_alone(who: Who) {
     );
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
+}
+
+/// Keeps fds in flight on unix sockets it never reads from until the kernel refuses more
+/// (`ETOOMANYREFS`: the same user's fds in flight past the sender's descriptor limit, which it
+/// raises to its hard one first), and says how many.
+const HOG_THE_FDS_IN_FLIGHT: &str = r#"import array, errno, os, resource, socket, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+r, w = os.pipe()
+held, sent, stopped = [], 0, None
+while stopped is None and len(held) < 400:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    held.append((a, b))
+    while True:
+        try:
+            a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r] * 250))], socket.MSG_DONTWAIT)
+            sent += 250
+        except BlockingIOError:
+            break
+        except OSError as e:
+            stopped = errno.errorcode.get(e.errno, str(e.errno))
+            break
+print("in flight", sent, "then", stopped, "limit", hard, flush=True)
+time.sleep(120)
+"#;
+
+/// One caller's command fills the fds in flight the kernel allows its user (the server's, when
+/// it is not root): another caller's commands are still handed to their launchers, whose fds go
+/// to them in flight, and their connects are supervised. The server's own descriptor limit is
+/// above what its commands may raise theirs to, and the kernel counts a sender's fds in flight
+/// against the sender's limit; before, the hog filled past the server's, every spawn was
+/// cloned apart, and a connect there failed (ENOSYS: an apart child's filter has no listener).
+async fn anothers_spawns_outlast_fds_in_flight(who: Who) {
+    let (server, _home) = HttpServer::start_callers_through(
+        who,
+        &["prlimit", "--nofile=256:4096", "--"],
+        &["--network", "allowlist"],
+    );
+    let (alice, bob) = (
+        server.connect_as(ALICE, false).await,
+        server.connect_as(BOB, false).await,
+    );
+    std::fs::write(server.workspace().join("hog.py"), HOG_THE_FDS_IN_FLIGHT).unwrap();
+    let job = start_hog(&alice, who).await;
+    let said = hog_said(&alice, &job, "in flight").await;
+    assert!(
+        said.contains("then ETOOMANYREFS"),
+        "{who:?}: the hog did not fill its fds in flight: {said}"
+    );
+    let service = Listener::on("127.0.0.1".parse().unwrap());
+    let connect = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {})); print(\"connected\")'",
+        service.at.port()
+    );
+    let run = call(&bob, "terminal", json!({ "command": connect })).await;
+    assert!(
+        text_of(&run).contains("connected"),
+        "{who:?}: {}\n(the hog: {said})",
+        text_of(&run)
+    );
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_anothers_spawns_outlast_fds_in_flight_as_root() {
+    anothers_spawns_outlast_fds_in_flight(Who::Root).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn net_anothers_spawns_outlast_fds_in_flight_as_nobody() {
+    anothers_spawns_outlast_fds_in_flight(Who::Nobody).await;
 }
 
 /// A blocking connect to a full backlog, made on a thread: whether it still waits a second later
@@ -596,7 +676,7 @@ async fn callers_that_take_every_wait_leave_another_its_floor(who: Who) {
         hogs.push((hog, job));
     }
     for (hog, job) in &hogs {
-        let said = hog_said(hog, job).await;
+        let said = hog_said(hog, job, "refused").await;
         // 400 connects, 64 of them waiting: the caller's share is full.
         assert!(
             said.contains("refused 336 "),

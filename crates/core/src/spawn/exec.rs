@@ -161,6 +161,7 @@ enum Step {
     Sandbox,
     Exec,
     Namespace,
+    Limits,
 }
 
 impl Step {
@@ -173,6 +174,7 @@ impl Step {
             5 => Step::Sandbox,
             6 => Step::Exec,
             7 => Step::Namespace,
+            8 => Step::Limits,
             _ => Step::None,
         }
     }
@@ -188,6 +190,7 @@ impl Step {
             Step::Workdir => "could not enter the workdir",
             Step::Sandbox => "the sandbox could not be applied",
             Step::Namespace => "could not enter the session's namespace",
+            Step::Limits => "could not set the command's descriptor limit",
         };
         io::Error::new(os.kind(), format!("{what}: {os}"))
     }
@@ -457,6 +460,13 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             fail(failure, Step::Workdir, errno());
+        }
+        // Below the server's, so a command cannot fill the fds in flight it needs
+        // (`limits::raise_descriptors`).
+        if let Some(limit) = crate::limits::descriptors_for_commands()
+            && libc::setrlimit(libc::RLIMIT_NOFILE, limit) != 0
+        {
+            fail(failure, Step::Limits, errno());
         }
         if let Some(confine) = &plan.confine {
             confine_self(confine.as_ref(), inherits, failure);

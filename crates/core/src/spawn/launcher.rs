@@ -276,6 +276,10 @@ pub(super) fn hand(
     marker: &str,
     reply: Reply,
 ) -> Result<(), Box<(ExecPlan, Reply)>> {
+    // The reaper thread starts here if it has not yet, never on a launcher: a thread started
+    // there would inherit the launcher's filter and namespaces. (Its error is the spawn's:
+    // `spawn_registered` asks again.)
+    let _ = reaper::init();
     #[cfg(target_os = "linux")]
     if plan.own_devpts.is_some() {
         return super::spare::start_alone(Request {
@@ -286,10 +290,6 @@ pub(super) fn hand(
         });
     }
     let confine = plan.confine.clone();
-    // The reaper thread starts here if it has not yet, never on a launcher: a thread started
-    // there would inherit the launcher's filter and namespaces. (Its error is the spawn's:
-    // `spawn_registered` asks again.)
-    let _ = reaper::init();
     let key = key(confine.as_ref());
     let caller = confine.as_ref().and_then(|confine| confine.caller());
     let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);

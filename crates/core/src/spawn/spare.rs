@@ -176,12 +176,20 @@ fn clone_alone(
     // From here this thread's table may be its own: nothing of the server's is let go here.
     let request = ManuallyDrop::new(request);
     let mounts = ManuallyDrop::new(mounts);
-    let started = set.and_then(|()| {
-        let mut table = match own {
-            true => Some(own_table_handed(&request.plan, to_answer)?),
-            false => None,
-        };
-        launcher::clone_one(&request, table.as_mut(), namespace)
+    // Whatever comes of it is passed on: a panic too, so the spawn is answered.
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        set.and_then(|()| {
+            let mut table = match own {
+                true => Some(own_table_handed(&request.plan, to_answer)?),
+                false => None,
+            };
+            launcher::clone_one(&request, table.as_mut(), namespace)
+        })
+    }))
+    .unwrap_or_else(|_| {
+        Err(io::Error::other(
+            "agentty's launcher failed while it started the command",
+        ))
     });
     launcher::pass_on(
         to_answer,

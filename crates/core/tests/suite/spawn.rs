@@ -858,7 +858,7 @@ async fn a_file_let_go_while_a_terminal_spawns_child_is_cloned_never_holds_it_as
 }
 
 /// Starts `echo ran` on a terminal of its own (which, as root, a launcher of that spawn alone
-/// clones: `launcher.rs` `Spare`) with a confinement whose child waits for a byte, runs `meanwhile`
+/// clones: `spare.rs` `Spare`) with a confinement whose child waits for a byte, runs `meanwhile`
 /// on the child's pid while it waits, then sends the byte: whether the child ran and ended well
 /// within 5 s, and what `meanwhile` gave.
 async fn on_own_terminal<F, Fut, T>(name: &str, meanwhile: F) -> (Result<(), String>, T)
