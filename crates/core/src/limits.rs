@@ -116,6 +116,8 @@ fn descriptors_now() -> Option<libc::rlimit> {
 /// clones it (`spawn/own_table.rs`); a command that could fill the user's fds in flight up to
 /// the server's limit pushed every caller's spawns off their launchers. A command can now fill
 /// them to about half the server's limit only: its own sends are refused past its own.
+///
+/// Linux only: elsewhere the limits are left as they are (no spawn hands fds over there).
 pub fn raise_descriptors() {
     DESCRIPTORS.get_or_init(|| {
         let Some(given) = descriptors_now() else {
@@ -124,6 +126,12 @@ pub fn raise_descriptors() {
                 for_commands: None,
             };
         };
+        if cfg!(not(target_os = "linux")) {
+            return Descriptors {
+                given: usize::try_from(given.rlim_cur).unwrap_or(usize::MAX),
+                for_commands: None,
+            };
+        }
         let wanted = match given.rlim_max {
             libc::RLIM_INFINITY => NR_OPEN_DEFAULT,
             hard => hard,
