@@ -45,13 +45,10 @@ pub use spill::{
 };
 pub use tree::{has_survivors, parent_of};
 
-/// Prepares the process to run commands: raises its descriptor limit above its commands'
-/// (`limits::raise_descriptors`), starts the reaper (and becomes a child subreaper) and drops
-/// the controlling terminal so no command can open `/dev/tty`. Idempotent; call it before the
-/// first spawn.
+/// Prepares the process to run commands: starts the reaper (and becomes a child subreaper) and
+/// drops the controlling terminal so no command can open `/dev/tty`. Idempotent; call it before
+/// the first spawn.
 pub fn init() -> Result<(), String> {
-    // Before any command: what each gets is set here.
-    limits::raise_descriptors();
     static DETACHED: std::sync::Once = std::sync::Once::new();
     DETACHED.call_once(|| {
         if !spawn::detach_controlling_terminal() {

@@ -67,98 +67,18 @@ pub const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// and nobody waits for these processes' output any more.
 pub const WATCHDOG_GRACE_MS: u64 = 500;
 
-/// The descriptors the server was given (its soft `RLIMIT_NOFILE` at start, before
-/// [`raise_descriptors`]; 1024 where it cannot be read): what the HTTP server's connections and
-/// the network proxy's waiting requests are sized by. The rest, up to its hard limit, is the
-/// server's headroom.
+/// The descriptors this process may hold (its soft `RLIMIT_NOFILE`; 1024 where it cannot be
+/// read): what the HTTP server's connections and the network proxy's waiting requests are
+/// sized by.
 pub fn descriptors_most() -> usize {
-    DESCRIPTORS.get().map_or_else(
-        || {
-            descriptors_now().map_or(1024, |now| {
-                usize::try_from(now.rlim_cur).unwrap_or(usize::MAX)
-            })
-        },
-        |descriptors| descriptors.given,
-    )
-}
-
-/// The server's descriptor limits, set once at start ([`raise_descriptors`]).
-struct Descriptors {
-    /// Its soft `RLIMIT_NOFILE` as given ([`descriptors_most`]).
-    given: usize,
-    /// The `RLIMIT_NOFILE` its commands get; `None` where it could not be read.
-    for_commands: Option<libc::rlimit>,
-}
-
-static DESCRIPTORS: std::sync::OnceLock<Descriptors> = std::sync::OnceLock::new();
-
-/// Where the kernel's own bound on descriptors stands when the hard limit says none
-/// (`fs.nr_open`'s default).
-const NR_OPEN_DEFAULT: libc::rlim_t = 1 << 20;
-
-/// This process's `RLIMIT_NOFILE`, if it can be read.
-fn descriptors_now() -> Option<libc::rlimit> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes only to the struct it is given.
-    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0).then_some(limit)
-}
-
-/// Raises the server's soft `RLIMIT_NOFILE` to its hard one, and sets the one its commands get
-/// ([`descriptors_for_commands`]): their hard limit is half the server's soft one, their soft
-/// one as given (at most that). Once, at start, before any command.
-///
-/// Why: the kernel refuses to put more fds in flight (`SCM_RIGHTS`, `ETOOMANYREFS`) once those
-/// the sender's user has in flight pass the sender's own soft limit, and the server's commands
-/// run as its user when it is not root. The server sends each spawn's fds to the thread that
-/// clones it (`spawn/own_table.rs`); a command that could fill the user's fds in flight up to
-/// the server's limit pushed every caller's spawns off their launchers. A command can now fill
-/// them to about half the server's limit only: its own sends are refused past its own.
-///
-/// Linux only: elsewhere the limits are left as they are (no spawn hands fds over there).
-pub fn raise_descriptors() {
-    DESCRIPTORS.get_or_init(|| {
-        let Some(given) = descriptors_now() else {
-            return Descriptors {
-                given: 1024,
-                for_commands: None,
-            };
-        };
-        if cfg!(not(target_os = "linux")) {
-            return Descriptors {
-                given: usize::try_from(given.rlim_cur).unwrap_or(usize::MAX),
-                for_commands: None,
-            };
-        }
-        let wanted = match given.rlim_max {
-            libc::RLIM_INFINITY => NR_OPEN_DEFAULT,
-            hard => hard,
-        };
-        let raised = libc::rlimit {
-            rlim_cur: wanted.max(given.rlim_cur),
-            rlim_max: given.rlim_max,
-        };
-        // SAFETY: setrlimit reads the struct it is given.
-        let server = if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raw const raised) } == 0 {
-            raised.rlim_cur
-        } else {
-            given.rlim_cur
-        };
-        let hard = (server / 2).min(given.rlim_max);
-        Descriptors {
-            given: usize::try_from(given.rlim_cur).unwrap_or(usize::MAX),
-            for_commands: Some(libc::rlimit {
-                rlim_cur: given.rlim_cur.min(hard),
-                rlim_max: hard,
-            }),
-        }
-    });
-}
-
-/// The `RLIMIT_NOFILE` each command gets ([`raise_descriptors`]), once it was set. Read in a
-/// child between its clone and its exec: no allocation, no lock.
-pub(crate) fn descriptors_for_commands() -> Option<&'static libc::rlimit> {
-    DESCRIPTORS.get()?.for_commands.as_ref()
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    }
 }

@@ -330,30 +330,58 @@ impl Prepared {
         reads: Option<&Ruleset>,
         caller: Option<&str>,
     ) -> std::io::Result<()> {
+        if let Some(listener) = self.apply_to_cloner_with(reads)? {
+            self.adopt_listener(listener, caller);
+        }
+        Ok(())
+    }
+
+    /// [`Self::apply_to_launcher_with`] for a thread whose fd table is not the server's (the
+    /// supervisor could not read a listener made there): the filter's listener, if any, is
+    /// given back, for a thread in the server's table to take a copy of and hand to the
+    /// supervisor ([`Self::adopt_listener`]). It must be: a listener let go of leaves the
+    /// filter's supervised calls failing (ENOSYS) and a command free to install a listener of
+    /// its own, so a thread that cannot hand it over clones nothing.
+    pub fn apply_to_cloner_with(
+        &self,
+        reads: Option<&Ruleset>,
+    ) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
         #[cfg(target_os = "linux")]
         {
             if let Some(reads) = reads {
                 reads.apply()?;
             }
-            // A listener goes to the supervisor; with none, the filter has no listener (never
-            // one dropped: see `Filter::install_unlistened`).
-            if let Some(filter) = &self.filter {
-                match &self.supervisor {
-                    Some(supervisor) => {
-                        if let Some(listener) = filter.install()? {
-                            supervisor.adopt(listener, crate::net::owner(caller));
-                        }
-                    }
-                    None => filter.install_unlistened()?,
+            // A listener only where there is a supervisor to answer it; with none, the filter
+            // has no listener (never one dropped: see `Filter::install_unlistened`).
+            let listener = match (&self.filter, &self.supervisor) {
+                (Some(filter), Some(_)) => filter.install()?,
+                (Some(filter), None) => {
+                    filter.install_unlistened()?;
+                    None
                 }
-            }
+                (None, _) => None,
+            };
             if self.drop_caps {
                 crate::caps::drop_in_child()?;
             }
+            Ok(listener)
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = (reads, caller);
-        Ok(())
+        {
+            let _ = reads;
+            Ok(None)
+        }
+    }
+
+    /// Hands a listener [`Self::apply_to_cloner_with`] gave (its copy in the server's table) to
+    /// the supervisor, for the commands of `caller` (`None`: the session's).
+    pub fn adopt_listener(&self, listener: std::os::fd::OwnedFd, caller: Option<&str>) {
+        #[cfg(target_os = "linux")]
+        if let Some(supervisor) = &self.supervisor {
+            supervisor.adopt(listener, crate::net::owner(caller));
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (listener, caller);
     }
 
     /// [`Self::apply_to_launcher_with`] with the reads' ruleset made by `prepare`, for the
@@ -366,6 +394,19 @@ impl Prepared {
         #[cfg(not(target_os = "linux"))]
         {
             Ok(())
+        }
+    }
+
+    /// [`Self::apply_to_cloner_with`] with the reads' ruleset made by `prepare`, for the
+    /// session's commands.
+    pub fn apply_to_cloner(&self) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+        #[cfg(target_os = "linux")]
+        {
+            self.apply_to_cloner_with(self.reads.as_ref())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Ok(None)
         }
     }
 

@@ -237,7 +237,7 @@ async fn net_another_callers_proxy_credentials_are_refused_as_nobody() {
     anothers_credentials_are_refused(Who::Nobody).await;
 }
 
-/// A server sized for 256 descriptors (it may hold 4096, its commands 2048) running `script` (Python, given
+/// A server that may hold 256 descriptors (its commands 4096) running `script` (Python, given
 /// `argument`) as a background job, once the job wrote the file `held`: the server, its client
 /// and what the job wrote there.
 async fn held_by_a_job(script: &str, argument: &str) -> (HttpServer, Client, String) {
@@ -298,8 +298,8 @@ time.sleep(60)
 
 /// A command holding hundreds of idle connections to the proxy (each one of the server's
 /// descriptors for up to 30 s) does not run the server out of them: it holds fewer than the 256
-/// it is sized for (it may hold 4096, the command 2048), as the oldest idle ones are closed,
-/// and a request through the proxy still works.
+/// it may hold (the command may hold 4096), as the oldest idle ones are closed, and a request
+/// through the proxy still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn net_idle_proxy_connections_never_run_the_server_out_of_descriptors() {
     let service = Listener::on("127.0.0.1".parse().unwrap());
@@ -594,11 +594,10 @@ time.sleep(120)
 "#;
 
 /// One caller's command fills the fds in flight the kernel allows its user (the server's, when
-/// it is not root): another caller's commands are still handed to their launchers, whose fds go
-/// to them in flight, and their connects are supervised. The server's own descriptor limit is
-/// above what its commands may raise theirs to, and the kernel counts a sender's fds in flight
-/// against the sender's limit; before, the hog filled past the server's, every spawn was
-/// cloned apart, and a connect there failed (ENOSYS: an apart child's filter has no listener).
+/// it is not root) past the server's own limit: another caller's commands, whose fds can no
+/// longer be handed to their launchers, are cloned apart, and their connects are supervised
+/// all the same. Before, an apart child's filter had no listener, and the connect failed
+/// (ENOSYS: r30 L5, review 32).
 async fn anothers_spawns_outlast_fds_in_flight(who: Who) {
     let (server, _home) = HttpServer::start_callers_through(
         who,

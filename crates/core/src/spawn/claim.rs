@@ -7,29 +7,54 @@
 
 use std::io;
 
+use super::Confine;
 use super::exec::{self, ExecPlan};
 use super::{launcher, own_table};
+use crate::namespace::Namespace;
 use crate::reaper::{self, ExitWatch};
 
 /// Clones `plan`'s child where no launcher takes the plan, registered with the reaper before
-/// anything can reap it: from a thread whose fd table is its own and holds only what the child
-/// uses (`own_table::apart`), so the child copies none of the server's files; where no thread
-/// can take copies of them (a container's seccomp profile refusing `pidfd_getfd`), from this
-/// thread, the child copying this thread's table until its exec.
+/// anything can reap it: from a thread that enters the namespaces, makes its fd table its own
+/// holding only what the child uses and takes the confinement's shared part, as a launcher does
+/// (`own_table::apart`), so the child copies none of the server's files and its filter's
+/// listener is the supervisor's; where no thread can take copies of them (a container's seccomp
+/// profile refusing `pidfd_getfd`), from this thread, the child entering the namespaces and
+/// confining itself, copying this thread's table until its exec.
 fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
     let fds = plan.fds_for_whole_child();
     // Not the child's to see, and not to be shared with the cloning thread.
     let ends_to = plan.child_ends_to.take();
     let lent = Lent(&plan);
-    let apart = own_table::apart(&fds, || {
-        reaper::launched_registered(|| exec::start(lent.plan()))
-    });
+    let namespace = plan.namespace;
+    let apart = own_table::apart(
+        &fds,
+        own_table::Apart {
+            before: || launcher::enter(namespace, false),
+            confine: || {
+                lent.plan()
+                    .confine
+                    .as_deref()
+                    .map_or(Ok(None), Confine::apply_to_cloner)
+                    .map_err(exec::sandbox_failed)
+            },
+            adopt: |listener| {
+                if let Some(confine) = &plan.confine {
+                    confine.adopt_listener(listener);
+                }
+            },
+            clone: || reaper::launched_registered(|| exec::start_confined(lent.plan(), namespace)),
+        },
+    );
     plan.child_ends_to = ends_to;
     let room = plan.room_for_pidfd.take();
     let started = match apart {
-        Some(started) => {
-            started.and_then(|pid| reaper::watch_launched(pid, room).map(|w| (pid, w)))
+        Some(Ok(pid)) => reaper::watch_launched(pid, room).map(|watch| (pid, watch)),
+        // A clone fails (ENOMEM) once the namespace's init is gone; the cloning thread did not
+        // look (see `launcher::answer`).
+        Some(Err(_)) if namespace.is_some_and(Namespace::init_gone) => {
+            Err(namespace.map_or_else(|| io::Error::other("ended"), Namespace::ended))
         }
+        Some(Err(error)) => Err(error),
         None => {
             reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
         }

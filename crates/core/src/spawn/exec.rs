@@ -161,7 +161,6 @@ enum Step {
     Sandbox,
     Exec,
     Namespace,
-    Limits,
 }
 
 impl Step {
@@ -174,7 +173,6 @@ impl Step {
             5 => Step::Sandbox,
             6 => Step::Exec,
             7 => Step::Namespace,
-            8 => Step::Limits,
             _ => Step::None,
         }
     }
@@ -188,12 +186,20 @@ impl Step {
             Step::Stdio => "could not set up stdin/stdout/stderr",
             Step::Terminal => "could not attach the terminal",
             Step::Workdir => "could not enter the workdir",
-            Step::Sandbox => "the sandbox could not be applied",
+            Step::Sandbox => SANDBOX_FAILED,
             Step::Namespace => "could not enter the session's namespace",
-            Step::Limits => "could not set the command's descriptor limit",
         };
         io::Error::new(os.kind(), format!("{what}: {os}"))
     }
+}
+
+/// What a spawn whose sandbox could not be applied says, before the system's error.
+const SANDBOX_FAILED: &str = "the sandbox could not be applied";
+
+/// `error`, from applying a spawn's sandbox on the thread that clones it, worded as the child's
+/// own failure to is.
+pub(super) fn sandbox_failed(error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{SANDBOX_FAILED}: {error}"))
 }
 
 struct Failure {
@@ -460,13 +466,6 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             fail(failure, Step::Workdir, errno());
-        }
-        // Below the server's, so a command cannot fill the fds in flight it needs
-        // (`limits::raise_descriptors`).
-        if let Some(limit) = crate::limits::descriptors_for_commands()
-            && libc::setrlimit(libc::RLIMIT_NOFILE, limit) != 0
-        {
-            fail(failure, Step::Limits, errno());
         }
         if let Some(confine) = &plan.confine {
             confine_self(confine.as_ref(), inherits, failure);

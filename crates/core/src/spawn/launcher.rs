@@ -223,8 +223,8 @@ pub(super) struct Cloned {
 /// spawn is one, and a hand-over is one spare's once.)
 #[allow(clippy::large_enum_variant)]
 pub(super) enum ToAnswer {
-    /// A cloner whose table became its own once its spawn came (a spare's): its end of the
-    /// socket pair to take, and that spawn's fds to send on it.
+    /// A file of a cloner's table of its own to take into the server's (a spare's filter's
+    /// listener).
     HandOver(own_table::HandOver),
     Cloned(Cloned),
 }
@@ -535,7 +535,7 @@ fn clone_each(
 /// answering thread watches it). With a table of its own (`table`), the spawn's fds are taken
 /// in first and let go after. A panic is said as the spawn's failure, and whatever it left in
 /// the table goes; nothing of the request is dropped here.
-pub(super) fn clone_one(
+fn clone_one(
     request: &Request,
     mut table: Option<&mut own_table::Table>,
     namespace: Option<&Namespace>,

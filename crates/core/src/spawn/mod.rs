@@ -128,6 +128,20 @@ pub trait Confine: Send + Sync {
         self.apply_shared()
     }
 
+    /// [`Confine::apply_to_launcher`] for a thread whose fd table is its own
+    /// (`own_table.rs`): the seccomp filter's listener, if any, made in that table, is given
+    /// back for a thread in the server's table to take a copy of and hand over
+    /// ([`Confine::adopt_listener`]). A thread that cannot hand it over must clone nothing.
+    fn apply_to_cloner(&self) -> io::Result<Option<std::os::fd::OwnedFd>> {
+        self.apply_to_launcher().map(|()| None)
+    }
+
+    /// Hands a listener [`Confine::apply_to_cloner`] gave (a copy in the server's table) to
+    /// the supervisor of connections.
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) {
+        drop(listener);
+    }
+
     /// Which launchers may clone this confinement's children: those of another confinement
     /// with the same key, whose shared part ([`Confine::apply_shared`]) is the same. Two keys are
     /// equal only while the thing they are the address of lives, so an implementation that

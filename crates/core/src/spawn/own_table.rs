@@ -211,30 +211,100 @@ fn pull(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
         .collect()
 }
 
-/// Runs `clone` (a child's clone) on a thread of its own whose fd table holds only `fds`, copies
-/// of the server's taken at the same numbers, and returns what it returns; the calling thread
-/// waits. For a spawn no launcher takes: its child then copies none of the server's files
-/// either. `None` where no thread can take copies ([`pulls_work`]): the caller clones it itself
-/// then. A thread that cannot start is an error, not that (review 30: the same user's commands
-/// could make it so).
+/// Whether a thread can clone apart here: take copies of the server's fds into a table of its
+/// own ([`pulls_work`]), and have a file of that table taken into the server's ([`supported`]).
+pub(super) fn works_apart() -> bool {
+    pulls_work() && supported()
+}
+
+/// Gives the calling thread an fd table of its own ([`own_empty_table`]) holding copies of the
+/// server's `fds`, each at the number it has there. An error leaves the table its own all the
+/// same: the thread must then clone nothing.
+pub(super) fn pulled(fds: &[RawFd]) -> io::Result<Placed> {
+    own_empty_table()?;
+    let copies = pull(fds)?;
+    place(copies, fds, None)
+}
+
+/// A clone made apart ([`apart`]): what its thread does, in order.
+pub(super) struct Apart<B, C, A, K> {
+    /// In the server's table still: the namespaces entered.
+    pub(super) before: B,
+    /// Once the thread's table holds the child's fds: the confinement's shared part, and the
+    /// filter's listener it made, if any, which the calling thread takes into the server's
+    /// table and hands to `adopt` before anything is cloned.
+    pub(super) confine: C,
+    /// On the calling thread, with its copy of that listener.
+    pub(super) adopt: A,
+    /// The child's clone.
+    pub(super) clone: K,
+}
+
+/// Runs a child's clone on a thread of its own whose fd table holds only `fds`, copies of the
+/// server's taken at the same numbers (`pidfd_getfd`, before the thread confines itself, whose
+/// filter refuses it), and returns what the clone returns; the calling thread waits, taking the
+/// filter's listener meanwhile (see [`Apart`]). For a spawn no launcher takes: a launcher that
+/// could not be set up, or whose fds could not be sent (a user's fds in flight at their limit,
+/// which the same user's commands can fill: review 32). No fd goes in flight. Its child then
+/// copies none of the server's files either, and its connects are supervised as a launcher's
+/// child's are. `None` where no thread can take copies ([`pulls_work`]), or none can have its
+/// listener taken ([`supported`]): the caller clones it itself then. A thread that cannot start
+/// is an error, not that (review 30: the same user's commands could make it so).
 pub(super) fn apart<T: Send>(
     fds: &[RawFd],
-    clone: impl FnOnce() -> io::Result<T> + Send,
+    steps: Apart<
+        impl FnOnce() -> io::Result<()> + Send,
+        impl FnOnce() -> io::Result<Option<OwnedFd>> + Send,
+        impl FnOnce(OwnedFd),
+        impl FnOnce() -> io::Result<T> + Send,
+    >,
 ) -> Option<io::Result<T>> {
-    if !pulls_work() {
+    if !works_apart() {
         return None;
     }
+    let Apart {
+        before,
+        confine,
+        adopt,
+        clone,
+    } = steps;
     Some(std::thread::scope(|scope| {
-        std::thread::Builder::new()
+        let (ask, asked) = std::sync::mpsc::sync_channel::<(libc::pid_t, RawFd)>(1);
+        let (answer, answered) = std::sync::mpsc::sync_channel::<bool>(1);
+        let thread = std::thread::Builder::new()
             .name("agentty-spawn-apart".into())
             .spawn_scoped(scope, move || {
-                own_empty_table()?;
-                let copies = pull(fds)?;
-                let placed = place(copies, fds, None)?;
-                let cloned = clone();
+                before()?;
+                let placed = pulled(fds)?;
+                let handed = confine().and_then(|listener| {
+                    let Some(listener) = listener else {
+                        return Ok(());
+                    };
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    let taken = ask.send((tid, listener.as_raw_fd())).is_ok()
+                        && answered.recv().unwrap_or(false);
+                    drop(listener);
+                    if taken {
+                        Ok(())
+                    } else {
+                        Err(io::Error::other(
+                            "agentty could not hand the command's filter to its supervisor",
+                        ))
+                    }
+                });
+                drop(ask);
+                let cloned = handed.and_then(|()| clone());
                 placed.close();
                 cloned
-            })?
+            })?;
+        // The thread's listener, when it makes one, taken into this table (the thread's
+        // filter refuses it the copy) and handed over.
+        if let Ok((tid, fd)) = asked.recv() {
+            let taken = take_end(tid, fd).map(adopt).is_ok();
+            let _ = answer.send(taken);
+        }
+        thread
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the spawn's thread panicked")))
     }))
@@ -407,8 +477,8 @@ fn dup_from(fd: RawFd, from: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
-/// Takes a copy of fd `fd` of thread `tid` of this process (a cloner's end of its socket pair)
-/// into the server's table.
+/// Takes a copy of fd `fd` of thread `tid` of this process, whose fd table is its own (a
+/// cloner's end of its socket pair, a filter's listener), into the calling thread's table.
 pub(super) fn take_end(tid: libc::pid_t, fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a tid and flags; the fd it returns is ours.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::c_long, PIDFD_THREAD) };
@@ -427,22 +497,21 @@ pub(super) fn take_end(tid: libc::pid_t, fd: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy as RawFd) })
 }
 
-/// A cloner whose table became its own only once its spawn came (a spare's: `spare.rs`), after
-/// its confinement's filter, which refuses `pidfd_getfd`: its end of the socket pair, fd `end`
-/// of thread `tid`, for a thread in the server's table to take and send that spawn's `fds` on
-/// (as spawn 0), and where to say whether they were sent.
+/// A file of a cloner's table of its own, fd `fd` of thread `tid`, for a thread in the server's
+/// table to take a copy of ([`take_end`]) and give `to`: a spare's filter's listener
+/// (`spare.rs`), which the spare's filter refuses it the copy of. `done` is told whether it was.
 pub(super) struct HandOver {
     pub(super) tid: libc::pid_t,
-    pub(super) end: RawFd,
-    pub(super) fds: Vec<RawFd>,
+    pub(super) fd: RawFd,
+    pub(super) to: Box<dyn FnOnce(OwnedFd) + Send>,
     pub(super) done: std::sync::mpsc::SyncSender<bool>,
 }
 
 impl HandOver {
-    /// Takes the cloner's end and sends the fds on it (in the server's table).
+    /// Takes the copy and gives it on (in the server's table).
     pub(super) fn hand(self) {
-        let sent = take_end(self.tid, self.end).and_then(|to| send(&to, 0, &self.fds));
-        let _ = self.done.send(sent.is_ok());
+        let taken = take_end(self.tid, self.fd).map(self.to).is_ok();
+        let _ = self.done.send(taken);
     }
 }
 

@@ -3,30 +3,32 @@
 //! hands the spawn to the [`Spare`] made ahead for its namespace.
 //!
 //! A spare is a launcher's two threads (`launcher.rs`): a cloner, and an answering thread in
-//! the server's table. Its cloner mounts the spawn's instance and takes the confinement's shared
-//! part once the spawn comes, in the server's table: the filter's listener is made there for the
-//! network supervisor to keep, and the mount needs the capability the shared part drops. Only
-//! then, the filter in place, does it make its fd table its own, so it cannot take its end of
-//! the socket pair into the server's table itself (the filter refuses `pidfd_getfd`): its
-//! answering thread takes it and sends the spawn's fds on it (`own_table::HandOver`). Its child
-//! then copies those few fds and none of the server's, as a pooled launcher's does (a test
-//! holds this: `a_file_let_go_while_a_terminal_spawns_child_is_cloned_never_holds_it_as_root`).
-//! Where cloners cannot have tables of their own (`own_table::supported`), a spare's shares
-//! the server's, as pooled launchers' do.
+//! the server's table. Handed its spawn, the cloner mounts the instance (which needs the
+//! capability the confinement's shared part drops), then makes its fd table its own holding
+//! copies of the child's fds only (`own_table::pulled`: `pidfd_getfd`, which the shared part's
+//! filter refuses, so before it), then takes the shared part; the filter's listener, made in
+//! that table, is taken into the server's by the answering thread and handed to the network
+//! supervisor (`own_table::HandOver`). No fd goes in flight, so the fds in flight the same user's
+//! commands can fill (`ETOOMANYREFS`) cannot stop it. Its child then copies those few fds and
+//! none of the server's, as a pooled launcher's does (a test holds this:
+//! `a_file_let_go_while_a_terminal_spawns_child_is_cloned_never_holds_it_as_root`). Where a
+//! thread cannot clone apart (`own_table::works_apart`), a spare's cloner shares the server's
+//! table, takes the shared part there and clones.
 
 use std::io;
 use std::mem::ManuallyDrop;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{Sender, SyncSender, channel, sync_channel};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use super::exec::ExecPlan;
+use super::exec::{self, ExecPlan};
 use super::launcher::{
     self, Cloned, KEPT_POOLS, LAUNCHER_STACK_BYTES, Reply, Request, ToAnswer, same_namespace,
 };
 use super::{Confine, own_table};
 use crate::namespace::Namespace;
+use crate::reaper;
 
 /// Starts `request`'s child from a launcher of its own that first makes the plan's devpts
 /// instance its `/dev/pts`, in a mount namespace of its own the child is cloned into
@@ -87,7 +89,7 @@ impl Spare {
         let (requests, incoming) = sync_channel::<(Request, OwnedFd)>(1);
         let (to_answer, answering) = channel::<ToAnswer>();
         // Tried here, in the server's table and unconfined (see `Launcher::new`).
-        let own = own_table::supported();
+        let own = own_table::works_apart();
         std::thread::Builder::new()
             .name("agentty-launched".into())
             .stack_size(LAUNCHER_STACK_BYTES)
@@ -141,9 +143,9 @@ fn own_mount_namespace(proc: std::fs::File) -> Option<OwnedFd> {
 }
 
 /// A spare's cloner: enters `namespace` and a mount namespace of its own ahead, then, handed its
-/// spawn, mounts the spawn's instance, takes the confinement's shared part, makes its table
-/// its own where it can (`own`, [`own_table_handed`]), clones the child and passes it on to the
-/// answering thread with the copy of the mounts, which is kept until the child is reaped.
+/// spawn, mounts the spawn's instance, clones the child ([`clone_own_table`] where it can, `own`;
+/// else as a launcher sharing the server's table) and passes it on to the answering thread with
+/// the copy of the mounts, which is kept until the child is reaped.
 fn clone_alone(
     incoming: std::sync::mpsc::Receiver<(Request, OwnedFd)>,
     to_answer: &Sender<ToAnswer>,
@@ -163,27 +165,23 @@ fn clone_alone(
     // Let go of in the server's table, as everything the server owns must be: one spawn only
     // comes (the spare is taken out before it is sent).
     drop(incoming);
-    let set = ready
-        .and_then(|()| super::terminals::attach(&devpts))
-        .and_then(|()| {
-            request
-                .plan
-                .confine
-                .as_deref()
-                .map_or(Ok(()), Confine::apply_to_launcher)
-        });
+    let attached = ready.and_then(|()| super::terminals::attach(&devpts));
     drop(devpts);
     // From here this thread's table may be its own: nothing of the server's is let go here.
     let request = ManuallyDrop::new(request);
     let mounts = ManuallyDrop::new(mounts);
     // Whatever comes of it is passed on: a panic too, so the spawn is answered.
     let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        set.and_then(|()| {
-            let mut table = match own {
-                true => Some(own_table_handed(&request.plan, to_answer)?),
-                false => None,
-            };
-            launcher::clone_one(&request, table.as_mut(), namespace)
+        attached.and_then(|()| match own {
+            true => clone_own_table(&request, to_answer, namespace),
+            false => request
+                .plan
+                .confine
+                .as_deref()
+                .map_or(Ok(()), Confine::apply_to_launcher)
+                .and_then(|()| {
+                    reaper::launched_registered(|| exec::start_confined(&request.plan, namespace))
+                }),
         })
     }))
     .unwrap_or_else(|_| {
@@ -201,31 +199,62 @@ fn clone_alone(
     );
 }
 
-/// Makes this thread's fd table its own (`own_table::Table::make`) and has the answering
-/// thread take its end and send `plan`'s fds on it: the table, for the clone to take them in.
-/// An error leaves the table its own all the same: nothing may be cloned from it then.
-fn own_table_handed(plan: &ExecPlan, to_answer: &Sender<ToAnswer>) -> io::Result<own_table::Table> {
-    let fds = plan.fds_for_child();
-    let (done, sent) = sync_channel(1);
-    let (table, end) = own_table::Table::make()?;
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    let asked = to_answer.send(ToAnswer::HandOver(own_table::HandOver {
-        tid,
-        end,
-        fds,
-        done,
-    }));
-    let handed = asked.is_ok() && sent.recv().unwrap_or(false);
-    // SAFETY: the other end, in this thread's own table: the server has its copy, or none.
-    unsafe { libc::close(end) };
-    if handed {
-        Ok(table)
-    } else {
-        Err(io::Error::other(
-            "agentty could not hand the command's files to its launcher",
-        ))
-    }
+/// Clones `request`'s child from an fd table of this thread's own holding only what the child
+/// uses, copies of the server's taken at their numbers (`own_table::pulled`) before the
+/// confinement's shared part, whose filter refuses the copies; the filter's listener, made in
+/// that table, is taken into the server's by the answering thread and handed to the supervisor
+/// (`own_table::HandOver`) before anything is cloned. No fd goes in flight: the same user's
+/// commands, filling the fds in flight the kernel allows, cannot keep a terminal spawn from
+/// starting (review 32). The child copies none of the server's files.
+fn clone_own_table(
+    request: &Request,
+    to_answer: &Sender<ToAnswer>,
+    namespace: Option<&Namespace>,
+) -> io::Result<i32> {
+    let plan = &request.plan;
+    let fds = plan.fds_for_whole_child();
+    let placed = own_table::pulled(&fds)?;
+    let confined = plan
+        .confine
+        .as_deref()
+        .map_or(Ok(None), Confine::apply_to_cloner)
+        .and_then(|listener| match (listener, &plan.confine) {
+            (Some(listener), Some(confine)) => {
+                let confine = Arc::clone(confine);
+                let (done, taken) = sync_channel(1);
+                let hand_over = own_table::HandOver {
+                    // SAFETY: gettid has no preconditions.
+                    tid: unsafe { libc::gettid() },
+                    fd: listener.as_raw_fd(),
+                    to: Box::new(move |copy| confine.adopt_listener(copy)),
+                    done,
+                };
+                let handed = match to_answer.send(ToAnswer::HandOver(hand_over)) {
+                    Ok(()) => taken.recv().unwrap_or(false),
+                    Err(unsent) => {
+                        // Its confinement is the server's to let go of.
+                        std::mem::forget(unsent);
+                        false
+                    }
+                };
+                drop(listener);
+                if handed {
+                    Ok(())
+                } else {
+                    Err(io::Error::other(
+                        "agentty could not hand the command's filter to its supervisor",
+                    ))
+                }
+            }
+            (listener, _) => {
+                drop(listener);
+                Ok(())
+            }
+        });
+    let started = confined
+        .and_then(|()| reaper::launched_registered(|| exec::start_confined(plan, namespace)));
+    placed.close();
+    started
 }
 
 /// A spare's set-up ([`Spare`]), before its spawn comes: a launcher's signals and namespaces,

@@ -132,6 +132,12 @@ impl Confine for CountsLaunchers {
             _ => Ok(()),
         }
     }
+
+    /// A thread that clones apart (no launcher took the spawn) is not a launcher: not counted,
+    /// not refused.
+    fn apply_to_cloner(&self) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+        Ok(None)
+    }
 }
 
 /// A shell (`program`) or terminal command's spawn spec: no arguments, in the temp dir.

@@ -527,8 +527,8 @@ async fn the_sandbox_reaches_children_through_a_launcher_and_no_other_thread() {
         "only launchers are confined: {threads:?}"
     );
 
-    // A sandbox that fails fails the spawn (the launcher could not be set up, and the child's
-    // own attempt is refused as well), and nothing is left behind.
+    // A sandbox that fails fails the spawn (the launcher could not be set up, and the thread
+    // that clones apart is refused as well), and nothing is left behind.
     let (failing, _, shared) = MarkNoNewPrivs::new(true);
     let mut req = request("true", &m, 10_000);
     req.spec.confine = Some(Arc::new(failing));
@@ -540,9 +540,9 @@ async fn the_sandbox_reaches_children_through_a_launcher_and_no_other_thread() {
     assert_eq!(
         shared.load(Ordering::Relaxed),
         2,
-        "the launcher, then the child"
+        "the launcher, then the thread that clones apart"
     );
-    // The failed child was cloned here, by this thread: it would bear its name. (Other tests
+    // No child was cloned; one cloned here, by this thread, would bear its name. (Other tests
     // in this process may have children of their own exiting meanwhile.)
     assert_eq!(no_zombies_soon(zombies_cloned_here), Vec::<i32>::new());
 }
@@ -592,7 +592,8 @@ enum Launchers {
     Plain,
     /// With a seccomp filter that refuses `pidfd_getfd`, as a confined launcher's does.
     Filtered,
-    /// Refused: each child is cloned where no launcher takes it.
+    /// Refused (a thread that clones apart is not): each child is cloned where no launcher
+    /// takes it.
     Refused,
 }
 
@@ -624,6 +625,14 @@ impl Confine for WaitForByte {
             Launchers::Plain => Ok(()),
             Launchers::Filtered => refuse_pidfd_getfd(),
             Launchers::Refused => Err(io::Error::from_raw_os_error(libc::EAGAIN)),
+        }
+    }
+
+    /// A thread that clones apart (no launcher took the spawn) is set up all the same.
+    fn apply_to_cloner(&self) -> io::Result<Option<OwnedFd>> {
+        match self.launchers {
+            Launchers::Plain | Launchers::Refused => Ok(None),
+            Launchers::Filtered => refuse_pidfd_getfd().map(|()| None),
         }
     }
 }

@@ -46,6 +46,14 @@ impl Confine for PreparedConfine {
     fn apply_to_launcher(&self) -> std::io::Result<()> {
         self.0.apply_to_launcher()
     }
+
+    fn apply_to_cloner(&self) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+        self.0.apply_to_cloner()
+    }
+
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) {
+        self.0.adopt_listener(listener, None);
+    }
 }
 
 /// One command's confinement: the server's, with the reads' ruleset current when the call came
@@ -92,6 +100,16 @@ impl Confine for CallConfine {
         self.shared
             .0
             .apply_to_launcher_with(self.reads.as_ref(), self.caller.as_deref())
+    }
+
+    fn apply_to_cloner(&self) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+        self.shared.0.apply_to_cloner_with(self.reads.as_ref())
+    }
+
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) {
+        self.shared
+            .0
+            .adopt_listener(listener, self.caller.as_deref());
     }
 
     fn caller(&self) -> Option<&str> {
