@@ -16,6 +16,10 @@ pub const DISABLED_BY_CONFIG: &str =
 pub const NO_BACKEND: &str = "not confined: no sandbox backend on this platform";
 pub const KERNEL_LACKS_LANDLOCK: &str = "not confined: this kernel does not offer Landlock";
 pub const FULL_ACCESS: &str = "danger-full-access: writes are not confined";
+/// A spawn refused because its caller's filters hold the most listeners the network supervisor
+/// keeps for one caller (`net/closer.rs` `OWNER_LISTENERS_MAX`).
+pub const LISTENERS_FULL: &str =
+    "too many of this caller's commands are supervised at once: let some end, then try again";
 
 const PREFIX: &str = "[sandbox]";
 

@@ -330,8 +330,10 @@ impl Prepared {
         reads: Option<&Ruleset>,
         caller: Option<&str>,
     ) -> std::io::Result<()> {
-        if let Some(listener) = self.apply_to_cloner_with(reads)? {
-            self.adopt_listener(listener, caller);
+        if let Some(listener) = self.apply_to_cloner_with(reads)?
+            && !self.adopt_listener(listener, caller)
+        {
+            return Err(std::io::Error::other(crate::notice::LISTENERS_FULL));
         }
         Ok(())
     }
@@ -374,14 +376,16 @@ impl Prepared {
     }
 
     /// Hands a listener [`Self::apply_to_cloner_with`] gave (its copy in the server's table) to
-    /// the supervisor, for the commands of `caller` (`None`: the session's).
-    pub fn adopt_listener(&self, listener: std::os::fd::OwnedFd, caller: Option<&str>) {
+    /// the supervisor, for the commands of `caller` (`None`: the session's). False when it was
+    /// not taken (no supervisor, or `caller`'s filters hold the most listeners it keeps for one
+    /// caller): the thread that installed the filter must then clone nothing.
+    pub fn adopt_listener(&self, listener: std::os::fd::OwnedFd, caller: Option<&str>) -> bool {
         #[cfg(target_os = "linux")]
         if let Some(supervisor) = &self.supervisor {
-            supervisor.adopt(listener, crate::net::owner(caller));
+            return supervisor.adopt(listener, crate::net::owner(caller));
         }
-        #[cfg(not(target_os = "linux"))]
         let _ = (listener, caller);
+        false
     }
 
     /// [`Self::apply_to_launcher_with`] with the reads' ruleset made by `prepare`, for the

@@ -10,7 +10,6 @@ use std::io;
 use super::Confine;
 use super::exec::{self, ExecPlan};
 use super::{launcher, own_table};
-use crate::namespace::Namespace;
 use crate::reaper::{self, ExitWatch};
 
 /// Clones `plan`'s child where no launcher takes the plan, registered with the reaper before
@@ -29,7 +28,7 @@ fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
     let apart = own_table::apart(
         &fds,
         own_table::Apart {
-            before: || launcher::enter(namespace, false),
+            before: || launcher::enter(namespace, false).map_err(exec::namespace_failed),
             confine: || {
                 lent.plan()
                     .confine
@@ -38,9 +37,9 @@ fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
                     .map_err(exec::sandbox_failed)
             },
             adopt: |listener| {
-                if let Some(confine) = &plan.confine {
-                    confine.adopt_listener(listener);
-                }
+                plan.confine
+                    .as_ref()
+                    .is_some_and(|confine| confine.adopt_listener(listener))
             },
             clone: || reaper::launched_registered(|| exec::start_confined(lent.plan(), namespace)),
         },
@@ -51,10 +50,10 @@ fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
         Some(Ok(pid)) => reaper::watch_launched(pid, room).map(|watch| (pid, watch)),
         // A clone fails (ENOMEM) once the namespace's init is gone; the cloning thread did not
         // look (see `launcher::answer`).
-        Some(Err(_)) if namespace.is_some_and(Namespace::init_gone) => {
-            Err(namespace.map_or_else(|| io::Error::other("ended"), Namespace::ended))
-        }
-        Some(Err(error)) => Err(error),
+        Some(Err(error)) => Err(match namespace {
+            Some(namespace) if namespace.init_gone() => namespace.ended(),
+            _ => error,
+        }),
         None => {
             reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
         }
@@ -141,7 +140,9 @@ fn hand_with_room(plan: ExecPlan, marker: &str) -> Claimed {
         None => Claimed::Started(launch(plan, marker)),
         Some((reply, answer)) => match launcher::hand(plan, marker, reply) {
             Ok(()) => Claimed::Answer(answer),
-            Err(returned) => Claimed::Started(launch_here(returned.0)),
+            // A launcher's work here (a filter compiled, perhaps for every spawn while a
+            // caller fills the fds in flight): off the worker's other tasks.
+            Err(returned) => Claimed::Started(crate::blocking::section(|| launch_here(returned.0))),
         },
     }
 }

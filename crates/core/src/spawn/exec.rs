@@ -187,7 +187,7 @@ impl Step {
             Step::Terminal => "could not attach the terminal",
             Step::Workdir => "could not enter the workdir",
             Step::Sandbox => SANDBOX_FAILED,
-            Step::Namespace => "could not enter the session's namespace",
+            Step::Namespace => NAMESPACE_FAILED,
         };
         io::Error::new(os.kind(), format!("{what}: {os}"))
     }
@@ -196,10 +196,19 @@ impl Step {
 /// What a spawn whose sandbox could not be applied says, before the system's error.
 const SANDBOX_FAILED: &str = "the sandbox could not be applied";
 
+/// What a spawn that could not enter its namespace says, before the system's error.
+const NAMESPACE_FAILED: &str = "could not enter the session's namespace";
+
 /// `error`, from applying a spawn's sandbox on the thread that clones it, worded as the child's
 /// own failure to is.
 pub(super) fn sandbox_failed(error: io::Error) -> io::Error {
     io::Error::new(error.kind(), format!("{SANDBOX_FAILED}: {error}"))
+}
+
+/// `error`, from entering a spawn's namespaces on the thread that clones it, worded as the
+/// child's own failure to is.
+pub(super) fn namespace_failed(error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{NAMESPACE_FAILED}: {error}"))
 }
 
 struct Failure {

@@ -36,17 +36,19 @@
 //! `pidfd_getfd`: `own_table::supported`), cloners share the server's table as before. A plan
 //! no launcher takes (none could be set up, or its fds could not be sent: a full socket, or the
 //! user's fds in flight at their limit, which the same user's commands can fill) is cloned
-//! apart (`claim.rs`, `own_table::apart`): from a thread of its own that takes copies of what the
-//! child uses into an empty table, the child confining itself. A spawn with a `/dev/pts` of its
-//! own is cloned by a launcher of its own (`spare.rs`), whose table becomes its own too.
+//! apart (`claim.rs`, `own_table::apart`): by a launcher for that spawn alone, a thread that
+//! enters the namespaces, takes copies of what the child uses into an empty table, then takes
+//! the shared part, its filter's listener taken into the server's table by the asking thread
+//! (`Confine::apply_to_cloner`, `Confine::adopt_listener`). A spawn with a `/dev/pts` of its
+//! own is cloned by a launcher of its own made ahead (`spare.rs`), the same way.
 //!
 //! What must stay each command's own is not shared: every child still makes its own Landlock
 //! domain (`Confine::apply_own`), because Landlock scopes signals and abstract unix sockets to a
 //! domain, and commands sharing one could signal and reach each other (a test holds this:
 //! `commands_cannot_signal_or_reach_each_other`). Otherwise the child does what it did: its
-//! process group or terminal, its stdio, its workdir, and `exec`, with the same checks. Where a
-//! launcher cannot be set up (a thread cannot start, a namespace or the filter refuses), the
-//! asking thread clones the child, which applies all of it itself, and reports a failure as
+//! process group or terminal, its stdio, its workdir, and `exec`, with the same checks. Where no
+//! thread can take copies of the server's fds (`own_table::works_apart`), the asking thread
+//! clones a child no launcher takes, which applies all of it itself, and reports a failure as
 //! before.
 //!
 //! Unconfined children (`--no-sandbox`, `auto` mode) have a pool too, of launchers with nothing
@@ -404,7 +406,8 @@ impl Launcher {
         let applied = confine.cloned();
         // Tried here, in the server's table and unconfined: tried on the launcher, its filter
         // refuses what the try does, and the answer is kept for good (review 30).
-        let own = own_table::supported();
+        // Not known yet (no thread or fd to try it with): no launcher now.
+        let own = own_table::supported()?;
         std::thread::Builder::new()
             .name("agentty-launcher".into())
             .stack_size(LAUNCHER_STACK_BYTES)

@@ -110,8 +110,9 @@ pub trait Confine: Send + Sync {
         None
     }
 
-    /// The fd [`Confine::apply_shared`] uses, if any (the reads' ruleset): a child cloned from
-    /// a thread with an fd table of its own that is not a launcher's gets it at the same number.
+    /// The fd [`Confine::apply_shared`] uses, if any (the reads' ruleset): a thread that takes
+    /// the shared part from an fd table of its own made for one spawn (`own_table::apart`, a
+    /// spare) takes a copy of it at the same number.
     fn shared_fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
@@ -132,14 +133,16 @@ pub trait Confine: Send + Sync {
     /// (`own_table.rs`): the seccomp filter's listener, if any, made in that table, is given
     /// back for a thread in the server's table to take a copy of and hand over
     /// ([`Confine::adopt_listener`]). A thread that cannot hand it over must clone nothing.
+    /// By default [`Confine::apply_shared`], which makes no listener.
     fn apply_to_cloner(&self) -> io::Result<Option<std::os::fd::OwnedFd>> {
-        self.apply_to_launcher().map(|()| None)
+        self.apply_shared().map(|()| None)
     }
 
     /// Hands a listener [`Confine::apply_to_cloner`] gave (a copy in the server's table) to
-    /// the supervisor of connections.
-    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) {
+    /// the supervisor of connections; false when it was not taken (then nothing is cloned).
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) -> bool {
         drop(listener);
+        false
     }
 
     /// Which launchers may clone this confinement's children: those of another confinement

@@ -113,8 +113,9 @@ fn own_empty_table() -> io::Result<()> {
 /// Whether cloners can have tables of their own here: a thread can make one with a socket pair,
 /// and the server take a copy of one end from that thread's table (`pidfd_open` with
 /// `PIDFD_THREAD`, Linux 6.9; `pidfd_getfd`, which a container's seccomp profile may refuse).
-/// Tried on a thread that ends; the answer kept once it is certain ([`kept_once_certain`]).
-pub(super) fn supported() -> bool {
+/// Tried on a thread that ends; the answer kept once it is certain ([`kept_once_certain`]):
+/// `None` until then.
+pub(super) fn supported() -> Option<bool> {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
     kept_once_certain(&SUPPORTED, || {
         let (made_tx, made) = std::sync::mpsc::sync_channel(1);
@@ -146,8 +147,9 @@ pub(super) fn supported() -> bool {
 /// Whether a thread can take copies of the server's fds into a table of its own
 /// (`close_range` with `CLOSE_RANGE_UNSHARE`, Linux 5.9; `pidfd_getfd` of this process, which a
 /// container's seccomp profile may refuse): what [`apart`] does, tried as it does it, on a
-/// thread that ends; the answer kept once it is certain ([`kept_once_certain`]).
-fn pulls_work() -> bool {
+/// thread that ends; the answer kept once it is certain ([`kept_once_certain`]): `None` until
+/// then.
+fn pulls_work() -> Option<bool> {
     static WORKS: OnceLock<bool> = OnceLock::new();
     kept_once_certain(&WORKS, || {
         let probe = std::fs::File::open("/dev/null")?;
@@ -168,22 +170,26 @@ fn pulls_work() -> bool {
 /// `try_it`'s answer, kept in `kept` when it is certain: it worked, or the kernel refused
 /// (`EPERM`, `EACCES`: a seccomp profile; `ENOSYS`, `EINVAL`: too old a kernel). A failure that
 /// may pass (no thread, no fd, no memory left at that moment: which the same user's commands can
-/// bring about) says no this time only, and is tried again at the next ask.
-fn kept_once_certain(kept: &OnceLock<bool>, try_it: impl FnOnce() -> io::Result<()>) -> bool {
+/// bring about) is no answer (`None`): not kept, tried again at the next ask, and the asker
+/// neither falls back to the server's table for it nor says no for good (review 33).
+fn kept_once_certain(
+    kept: &OnceLock<bool>,
+    try_it: impl FnOnce() -> io::Result<()>,
+) -> Option<bool> {
     if let Some(&answer) = kept.get() {
-        return answer;
+        return Some(answer);
     }
     match try_it() {
-        Ok(()) => *kept.get_or_init(|| true),
+        Ok(()) => Some(*kept.get_or_init(|| true)),
         Err(e)
             if matches!(
                 e.raw_os_error(),
                 Some(libc::EPERM | libc::EACCES | libc::ENOSYS | libc::EINVAL)
             ) =>
         {
-            *kept.get_or_init(|| false)
+            Some(*kept.get_or_init(|| false))
         }
-        Err(_) => false,
+        Err(_) => None,
     }
 }
 
@@ -211,10 +217,25 @@ fn pull(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
         .collect()
 }
 
-/// Whether a thread can clone apart here: take copies of the server's fds into a table of its
+/// Why a thread that would clone a command under a supervised filter clones none: its listener
+/// could not be handed to the supervisor (no fd left in the server's table, or the caller's
+/// filters hold the most listeners it keeps for one caller).
+pub(super) const FILTER_NOT_HANDED: &str = "agentty could not hand the command's filter to its supervisor (too many of this caller's \
+     commands are supervised at once, or no file descriptor is left)";
+
+/// Why a spawn no launcher takes fails when whether a thread can clone it apart could not be
+/// told (no thread or fd to try it with at that moment).
+const NOT_NOW: &str = "agentty could not start the command: no thread or file descriptor is \
+     left to start it with; try again once some commands have ended";
+
+/// Whether a thread can clone apart here (`None`: not known yet, see [`kept_once_certain`]): take copies of the server's fds into a table of its
 /// own ([`pulls_work`]), and have a file of that table taken into the server's ([`supported`]).
-pub(super) fn works_apart() -> bool {
-    pulls_work() && supported()
+pub(super) fn works_apart() -> Option<bool> {
+    match (pulls_work(), supported()) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
 }
 
 /// Gives the calling thread an fd table of its own ([`own_empty_table`]) holding copies of the
@@ -234,7 +255,8 @@ pub(super) struct Apart<B, C, A, K> {
     /// filter's listener it made, if any, which the calling thread takes into the server's
     /// table and hands to `adopt` before anything is cloned.
     pub(super) confine: C,
-    /// On the calling thread, with its copy of that listener.
+    /// On the calling thread, with its copy of that listener: whether it was taken (if not,
+    /// nothing is cloned).
     pub(super) adopt: A,
     /// The child's clone.
     pub(super) clone: K,
@@ -255,12 +277,14 @@ pub(super) fn apart<T: Send>(
     steps: Apart<
         impl FnOnce() -> io::Result<()> + Send,
         impl FnOnce() -> io::Result<Option<OwnedFd>> + Send,
-        impl FnOnce(OwnedFd),
+        impl FnOnce(OwnedFd) -> bool,
         impl FnOnce() -> io::Result<T> + Send,
     >,
 ) -> Option<io::Result<T>> {
-    if !works_apart() {
-        return None;
+    match works_apart() {
+        Some(true) => {}
+        Some(false) => return None,
+        None => return Some(Err(io::Error::other(NOT_NOW))),
     }
     let Apart {
         before,
@@ -288,9 +312,7 @@ pub(super) fn apart<T: Send>(
                     if taken {
                         Ok(())
                     } else {
-                        Err(io::Error::other(
-                            "agentty could not hand the command's filter to its supervisor",
-                        ))
+                        Err(io::Error::other(FILTER_NOT_HANDED))
                     }
                 });
                 drop(ask);
@@ -301,7 +323,7 @@ pub(super) fn apart<T: Send>(
         // The thread's listener, when it makes one, taken into this table (the thread's
         // filter refuses it the copy) and handed over.
         if let Ok((tid, fd)) = asked.recv() {
-            let taken = take_end(tid, fd).map(adopt).is_ok();
+            let taken = take_end(tid, fd).is_ok_and(adopt);
             let _ = answer.send(taken);
         }
         thread
@@ -503,14 +525,14 @@ pub(super) fn take_end(tid: libc::pid_t, fd: RawFd) -> io::Result<OwnedFd> {
 pub(super) struct HandOver {
     pub(super) tid: libc::pid_t,
     pub(super) fd: RawFd,
-    pub(super) to: Box<dyn FnOnce(OwnedFd) + Send>,
+    pub(super) to: Box<dyn FnOnce(OwnedFd) -> bool + Send>,
     pub(super) done: std::sync::mpsc::SyncSender<bool>,
 }
 
 impl HandOver {
     /// Takes the copy and gives it on (in the server's table).
     pub(super) fn hand(self) {
-        let taken = take_end(self.tid, self.fd).map(self.to).is_ok();
+        let taken = take_end(self.tid, self.fd).is_ok_and(self.to);
         let _ = self.done.send(taken);
     }
 }

@@ -128,24 +128,30 @@ fn only_a_certain_answer_is_kept() {
     use std::io;
     use std::sync::OnceLock;
     let refused = OnceLock::new();
-    assert!(!super::kept_once_certain(&refused, || Err(
-        io::Error::from_raw_os_error(libc::EPERM)
-    )));
-    assert!(
-        !super::kept_once_certain(&refused, || Ok(())),
+    assert_eq!(
+        super::kept_once_certain(&refused, || Err(io::Error::from_raw_os_error(libc::EPERM))),
+        Some(false)
+    );
+    assert_eq!(
+        super::kept_once_certain(&refused, || Ok(())),
+        Some(false),
         "a refusal was not kept"
     );
     let passing = OnceLock::new();
     for errno in [libc::EAGAIN, libc::EMFILE, libc::ENOMEM] {
-        assert!(!super::kept_once_certain(&passing, || Err(
-            io::Error::from_raw_os_error(errno)
-        )));
+        assert_eq!(
+            super::kept_once_certain(&passing, || Err(io::Error::from_raw_os_error(errno))),
+            None,
+            "a passing failure is no answer"
+        );
     }
-    assert!(
+    assert_eq!(
         super::kept_once_certain(&passing, || Ok(())),
+        Some(true),
         "a passing failure was kept"
     );
-    assert!(super::kept_once_certain(&passing, || Err(
-        io::Error::from_raw_os_error(libc::EPERM)
-    )));
+    assert_eq!(
+        super::kept_once_certain(&passing, || Err(io::Error::from_raw_os_error(libc::EPERM))),
+        Some(true)
+    );
 }

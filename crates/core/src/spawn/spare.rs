@@ -69,7 +69,7 @@ pub(super) fn start_alone(mut request: Request) -> Result<(), Box<(ExecPlan, Rep
 /// 20 000), and the thread's start the rest, so the spawn finds both done. A namespace's mounts
 /// are made once, when it is (`namespace/init.rs`), so a copy made ahead is the one the spawn
 /// would make; what the host mounts later reaches it as a slave. Then, handed its request, it
-/// attaches the spawn's instance, takes the confinement's shared part, makes its table its own,
+/// attaches the spawn's instance, makes its table its own, takes the confinement's shared part,
 /// clones the child and ends, its copy of the mounts kept until the reaper has reaped the child
 /// ([`clone_alone`]).
 struct Spare {
@@ -89,7 +89,8 @@ impl Spare {
         let (requests, incoming) = sync_channel::<(Request, OwnedFd)>(1);
         let (to_answer, answering) = channel::<ToAnswer>();
         // Tried here, in the server's table and unconfined (see `Launcher::new`).
-        let own = own_table::works_apart();
+        // Not known yet (no thread or fd to try it with): no spare now.
+        let own = own_table::works_apart()?;
         std::thread::Builder::new()
             .name("agentty-launched".into())
             .stack_size(LAUNCHER_STACK_BYTES)
@@ -218,6 +219,7 @@ fn clone_own_table(
         .confine
         .as_deref()
         .map_or(Ok(None), Confine::apply_to_cloner)
+        .map_err(exec::sandbox_failed)
         .and_then(|listener| match (listener, &plan.confine) {
             (Some(listener), Some(confine)) => {
                 let confine = Arc::clone(confine);
@@ -241,9 +243,7 @@ fn clone_own_table(
                 if handed {
                     Ok(())
                 } else {
-                    Err(io::Error::other(
-                        "agentty could not hand the command's filter to its supervisor",
-                    ))
+                    Err(io::Error::other(own_table::FILTER_NOT_HANDED))
                 }
             }
             (listener, _) => {

@@ -157,21 +157,22 @@ fn start() -> io::Result<Maker> {
     // Made before the fork: the child must not allocate.
     let uid_map = format!("{uid} {uid} 1\n");
     let gid_map = format!("{gid} {gid} 1\n");
-    let (server, pid) = if own_table::supported() {
-        fork_from_a_table_of_its_own(uid_map.into_bytes(), gid_map.into_bytes())?
-    } else {
-        let (server, theirs) = control::pair()?;
-        // SAFETY: the child runs `run` only: plain system calls on data made above, and it
-        // never returns.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            run(theirs.as_raw_fd(), uid_map.as_bytes(), gid_map.as_bytes());
-        }
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        (server, pid)
-    };
+    let (server, pid) =
+        if own_table::supported().ok_or_else(|| io::Error::from_raw_os_error(libc::EAGAIN))? {
+            fork_from_a_table_of_its_own(uid_map.into_bytes(), gid_map.into_bytes())?
+        } else {
+            let (server, theirs) = control::pair()?;
+            // SAFETY: the child runs `run` only: plain system calls on data made above, and it
+            // never returns.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                run(theirs.as_raw_fd(), uid_map.as_bytes(), gid_map.as_bytes());
+            }
+            if pid < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            (server, pid)
+        };
     // SAFETY: pidfd_open on the child forked above, not reaped yet (nothing waits for it before
     // it ends, and it ends only when asked or when its socket closes).
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };

@@ -1324,3 +1324,66 @@ fn refuse_clone3_from_here() {
         );
     }
 }
+
+/// A confinement whose launchers cannot be set up, and whose filter's listener (a stand-in:
+/// `/dev/null`) the supervisor does not take; counts the children that got as far as their own
+/// part.
+struct ListenerNotTaken {
+    children: AtomicUsize,
+    offered: AtomicUsize,
+}
+
+impl Confine for ListenerNotTaken {
+    fn apply_own(&self) -> io::Result<()> {
+        self.children.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn apply_shared(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn apply_to_launcher(&self) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EAGAIN))
+    }
+
+    fn apply_to_cloner(&self) -> io::Result<Option<OwnedFd>> {
+        Ok(Some(std::fs::File::open("/dev/null")?.into()))
+    }
+
+    fn adopt_listener(&self, listener: OwnedFd) -> bool {
+        self.offered.fetch_add(1, Ordering::Relaxed);
+        drop(listener);
+        false
+    }
+}
+
+/// A spawn no launcher takes is cloned by a thread whose filter's listener must be handed to
+/// the supervisor: where it is not taken (the caller's filters hold the most listeners kept for
+/// one caller), nothing is cloned, and the spawn says why. A child cloned under a filter whose
+/// listener is let go of would have its connects fail, and could install a listener of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_whose_listener_is_not_taken_clones_nothing() {
+    agentty_core::init().unwrap();
+    let confine = Arc::new(ListenerNotTaken {
+        children: AtomicUsize::new(0),
+        offered: AtomicUsize::new(0),
+    });
+    let mut req = request("echo ran", &marker("listener-not-taken"), 10_000);
+    req.spec.confine = Some(confine.clone());
+    let error = run::run(req, std::future::pending(), None)
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("could not hand the command's filter"),
+        "{error}"
+    );
+    assert_eq!(confine.offered.load(Ordering::Relaxed), 1, "offered once");
+    assert_eq!(
+        confine.children.load(Ordering::Relaxed),
+        0,
+        "a child was cloned"
+    );
+}

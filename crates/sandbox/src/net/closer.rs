@@ -20,6 +20,8 @@ pub(crate) struct Owner {
     index: u32,
     /// Its files handed to the closer and not taken by a release thread (or closed) yet.
     closing: AtomicUsize,
+    /// Its filters' listeners the supervisor holds ([`Owner::take_listener_place`]).
+    listeners: AtomicUsize,
 }
 
 impl Owner {
@@ -28,6 +30,21 @@ impl Owner {
     /// copy).
     pub(super) fn may_hold_more(&self) -> bool {
         self.closing.load(Ordering::Relaxed) < OWNER_CLOSING_MAX
+    }
+
+    /// Takes a place for another of its filters' listeners, if there is one
+    /// ([`OWNER_LISTENERS_MAX`]); given back with [`Owner::give_listener_place`].
+    pub(super) fn take_listener_place(&self) -> bool {
+        self.listeners
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held < OWNER_LISTENERS_MAX).then_some(held + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives back a place [`Owner::take_listener_place`] took.
+    pub(super) fn give_listener_place(&self) {
+        self.listeners.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -45,6 +62,7 @@ pub(crate) fn owner(name: Option<&str>) -> Arc<Owner> {
         name: name.map(Box::from),
         index: u32::try_from(owners.len()).unwrap_or(u32::MAX),
         closing: AtomicUsize::new(0),
+        listeners: AtomicUsize::new(0),
     });
     owners.push(Arc::clone(&made));
     made
@@ -115,6 +133,13 @@ impl Drop for ClosedElsewhere {
 /// never waits on a release but a terminal's (see [`close_elsewhere`]), so this bounds a burst,
 /// or files whose releases hold up the owner's threads.
 const OWNER_CLOSING_MAX: usize = 64;
+
+/// An owner's filters' listeners the supervisor holds at most. A launcher holds one for as long
+/// as it or a command it started lives, and so does a spawn cloned apart (its own filter): a
+/// caller that made every spawn go apart (filling the fds in flight) and left each command's
+/// escapee running would otherwise have the server hold a listener per call, without bound
+/// (review 33). A caller's launchers are at most 8 per pool.
+pub(super) const OWNER_LISTENERS_MAX: usize = 64;
 
 /// Release threads ([`close_elsewhere`]) of one owner alive at once at most; past it its files
 /// wait (and then its commands' fds are not copied), so its releases that never end cannot

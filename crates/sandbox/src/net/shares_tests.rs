@@ -200,3 +200,27 @@ fn callers_that_take_every_release_thread_leave_each_other_caller_its_floor() {
         "a caller's copy is refused while others hold every thread"
     );
 }
+
+/// A caller's filters' listeners the supervisor takes are bounded, one caller's apart from
+/// another's, and a place comes back with a listener let go of: a caller that made every spawn
+/// go apart and left each command running could otherwise have the server hold a listener per
+/// call (review 33).
+#[test]
+fn a_callers_listeners_are_bounded_and_their_places_come_back() {
+    let (hog, other) = (
+        closer::owner(Some("listeners-hog")),
+        closer::owner(Some("listeners-other")),
+    );
+    let taken = (0..closer::OWNER_LISTENERS_MAX * 2)
+        .filter(|_| hog.take_listener_place())
+        .count();
+    assert_eq!(taken, closer::OWNER_LISTENERS_MAX, "past the bound");
+    assert!(other.take_listener_place(), "another caller's place");
+    hog.give_listener_place();
+    assert!(hog.take_listener_place(), "a place given back");
+    assert!(!hog.take_listener_place());
+    for _ in 0..closer::OWNER_LISTENERS_MAX {
+        hog.give_listener_place();
+    }
+    other.give_listener_place();
+}

@@ -155,8 +155,14 @@ impl Supervisor {
     }
 
     /// Takes the listener of a filter just installed: its commands' connects come here, and
-    /// the files held for them count against `owner`'s share ([`closer::Owner`]).
-    pub(crate) fn adopt(&self, listener: OwnedFd, owner: Arc<closer::Owner>) {
+    /// the files held for them count against `owner`'s share ([`closer::Owner`]). False, the
+    /// listener let go of, when `owner`'s filters hold the most listeners the supervisor keeps
+    /// for one owner: then nothing may be cloned under that filter (its notifying calls fail
+    /// with ENOSYS, and a command could install a listener of its own).
+    pub(crate) fn adopt(&self, listener: OwnedFd, owner: Arc<closer::Owner>) -> bool {
+        if !owner.take_listener_place() {
+            return false;
+        }
         self.incoming
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -167,6 +173,7 @@ impl Supervisor {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.wake.as_raw_fd(), (&raw const one).cast(), 8) };
+        true
     }
 
     fn run(&self, judge: &dyn Judge) {
@@ -250,6 +257,13 @@ pub(super) struct Listener {
     fd: OwnedFd,
     /// Whose the files held for its commands are ([`closer::Owner`]).
     pub(super) owner: Arc<closer::Owner>,
+}
+
+impl Drop for Listener {
+    /// Its place among its owner's listeners goes with it.
+    fn drop(&mut self) {
+        self.owner.give_listener_place();
+    }
 }
 
 impl AsRawFd for Listener {
