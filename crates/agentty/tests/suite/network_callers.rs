@@ -554,19 +554,21 @@ async fn anothers_connects_are_left_alone(who: Who) {
         refused >= 300,
         "{who:?}: alice's connects past her share wait: {said}"
     );
+    let said = connect_to_a_loopback_listener(&bob).await;
+    assert!(said.contains("connected"), "{who:?}: {said}");
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}
+
+/// What a command of `client`'s says that connects to a listener of this test's on
+/// 127.0.0.1 (loopback is allowed): `connected`, or why not.
+async fn connect_to_a_loopback_listener(client: &Client) -> String {
     let service = Listener::on("127.0.0.1".parse().unwrap());
     let connect = format!(
         "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {})); print(\"connected\")'",
         service.at.port()
     );
-    let run = call(&bob, "terminal", json!({ "command": connect })).await;
-    assert!(
-        text_of(&run).contains("connected"),
-        "{who:?}: {}",
-        text_of(&run)
-    );
-    alice.cancel().await.unwrap();
-    bob.cancel().await.unwrap();
+    text_of(&call(client, "terminal", json!({ "command": connect })).await)
 }
 
 /// Keeps fds in flight on unix sockets it never reads from until the kernel refuses more
@@ -615,16 +617,10 @@ async fn anothers_spawns_outlast_fds_in_flight(who: Who) {
         said.contains("then ETOOMANYREFS"),
         "{who:?}: the hog did not fill its fds in flight: {said}"
     );
-    let service = Listener::on("127.0.0.1".parse().unwrap());
-    let connect = format!(
-        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {})); print(\"connected\")'",
-        service.at.port()
-    );
-    let run = call(&bob, "terminal", json!({ "command": connect })).await;
+    let connected = connect_to_a_loopback_listener(&bob).await;
     assert!(
-        text_of(&run).contains("connected"),
-        "{who:?}: {}\n(the hog: {said})",
-        text_of(&run)
+        connected.contains("connected"),
+        "{who:?}: {connected}\n(the hog: {said})"
     );
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();

@@ -196,6 +196,18 @@ impl Step {
 /// What a spawn whose sandbox could not be applied says, before the system's error.
 const SANDBOX_FAILED: &str = "the sandbox could not be applied";
 
+/// Why a thread that would clone a command under a supervised filter clones none: its listener
+/// could not be handed to the supervisor (no fd left in the server's table, or the caller's
+/// filters hold the most listeners it keeps for one caller).
+pub(super) const FILTER_NOT_HANDED: &str = "agentty could not hand the command's filter to \
+     its supervisor (too many of this caller's commands are supervised at once, or no file \
+     descriptor is left)";
+
+/// Why a spawn no launcher takes fails when whether a thread can clone it apart could not be
+/// told (no thread or fd to try it with at that moment).
+pub(super) const NOT_NOW: &str = "agentty could not start the command: no thread or file \
+     descriptor is left to start it with; try again once some commands have ended";
+
 /// What a spawn that could not enter its namespace says, before the system's error.
 const NAMESPACE_FAILED: &str = "could not enter the session's namespace";
 

@@ -217,19 +217,9 @@ fn pull(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
         .collect()
 }
 
-/// Why a thread that would clone a command under a supervised filter clones none: its listener
-/// could not be handed to the supervisor (no fd left in the server's table, or the caller's
-/// filters hold the most listeners it keeps for one caller).
-pub(super) const FILTER_NOT_HANDED: &str = "agentty could not hand the command's filter to its supervisor (too many of this caller's \
-     commands are supervised at once, or no file descriptor is left)";
-
-/// Why a spawn no launcher takes fails when whether a thread can clone it apart could not be
-/// told (no thread or fd to try it with at that moment).
-const NOT_NOW: &str = "agentty could not start the command: no thread or file descriptor is \
-     left to start it with; try again once some commands have ended";
-
-/// Whether a thread can clone apart here (`None`: not known yet, see [`kept_once_certain`]): take copies of the server's fds into a table of its
+/// Whether a thread can clone apart here: take copies of the server's fds into a table of its
 /// own ([`pulls_work`]), and have a file of that table taken into the server's ([`supported`]).
+/// `None`: not known yet ([`kept_once_certain`]).
 pub(super) fn works_apart() -> Option<bool> {
     match (pulls_work(), supported()) {
         (Some(false), _) | (_, Some(false)) => Some(false),
@@ -284,7 +274,7 @@ pub(super) fn apart<T: Send>(
     match works_apart() {
         Some(true) => {}
         Some(false) => return None,
-        None => return Some(Err(io::Error::other(NOT_NOW))),
+        None => return Some(Err(io::Error::other(super::exec::NOT_NOW))),
     }
     let Apart {
         before,
@@ -312,7 +302,7 @@ pub(super) fn apart<T: Send>(
                     if taken {
                         Ok(())
                     } else {
-                        Err(io::Error::other(FILTER_NOT_HANDED))
+                        Err(io::Error::other(super::exec::FILTER_NOT_HANDED))
                     }
                 });
                 drop(ask);

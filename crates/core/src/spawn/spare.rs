@@ -243,7 +243,7 @@ fn clone_own_table(
                 if handed {
                     Ok(())
                 } else {
-                    Err(io::Error::other(own_table::FILTER_NOT_HANDED))
+                    Err(io::Error::other(exec::FILTER_NOT_HANDED))
                 }
             }
             (listener, _) => {
