@@ -331,7 +331,7 @@ impl Prepared {
         caller: Option<&str>,
     ) -> std::io::Result<()> {
         if let Some(listener) = self.apply_to_cloner_with(reads)?
-            && !self.adopt_listener(listener, caller)
+            && !self.adopt_listener(listener, caller, false)
         {
             return Err(std::io::Error::other(crate::notice::LISTENERS_FULL));
         }
@@ -376,15 +376,23 @@ impl Prepared {
     }
 
     /// Hands a listener [`Self::apply_to_cloner_with`] gave (its copy in the server's table) to
-    /// the supervisor, for the commands of `caller` (`None`: the session's). False when it was
-    /// not taken (no supervisor, or `caller`'s filters hold the most listeners it keeps for one
-    /// caller): the thread that installed the filter must then clone nothing.
-    pub fn adopt_listener(&self, listener: std::os::fd::OwnedFd, caller: Option<&str>) -> bool {
+    /// the supervisor, for the commands of `caller` (`None`: the session's). `per_spawn`: the
+    /// filter is one spawn's alone (a spawn no launcher took), so its listener counts against
+    /// the most the supervisor keeps for one caller (a launcher's, or a terminal spawn's, are
+    /// bounded by the launchers and terminals there are). False when it was not taken (no
+    /// supervisor, or that bound reached): the thread that installed the filter must then clone
+    /// nothing.
+    pub fn adopt_listener(
+        &self,
+        listener: std::os::fd::OwnedFd,
+        caller: Option<&str>,
+        per_spawn: bool,
+    ) -> bool {
         #[cfg(target_os = "linux")]
         if let Some(supervisor) = &self.supervisor {
-            return supervisor.adopt(listener, crate::net::owner(caller));
+            return supervisor.adopt(listener, crate::net::owner(caller), per_spawn);
         }
-        let _ = (listener, caller);
+        let _ = (listener, caller, per_spawn);
         false
     }
 

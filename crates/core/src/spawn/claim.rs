@@ -39,7 +39,7 @@ fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
             adopt: |listener| {
                 plan.confine
                     .as_ref()
-                    .is_some_and(|confine| confine.adopt_listener(listener))
+                    .is_some_and(|confine| confine.adopt_listener(listener, true))
             },
             clone: || reaper::launched_registered(|| exec::start_confined(lent.plan(), namespace)),
         },

@@ -140,7 +140,10 @@ pub trait Confine: Send + Sync {
 
     /// Hands a listener [`Confine::apply_to_cloner`] gave (a copy in the server's table) to
     /// the supervisor of connections; false when it was not taken (then nothing is cloned).
-    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) -> bool {
+    /// `per_spawn`: the filter is one spawn's alone (a spawn no launcher took), whose listeners
+    /// the supervisor bounds per caller.
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd, per_spawn: bool) -> bool {
+        let _ = per_spawn;
         drop(listener);
         false
     }

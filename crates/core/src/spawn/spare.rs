@@ -228,7 +228,8 @@ fn clone_own_table(
                     // SAFETY: gettid has no preconditions.
                     tid: unsafe { libc::gettid() },
                     fd: listener.as_raw_fd(),
-                    to: Box::new(move |copy| confine.adopt_listener(copy)),
+                    // A terminal spawn's: bounded by the terminals there may be.
+                    to: Box::new(move |copy| confine.adopt_listener(copy, false)),
                     done,
                 };
                 let handed = match to_answer.send(ToAnswer::HandOver(hand_over)) {

@@ -103,11 +103,28 @@ pub fn end_maker() {
     }
 }
 
+/// The maker, started at the first ask. Why it could not be is kept, and said at every ask
+/// after, unless it may pass (no thread, process, fd or memory at that moment): then the next
+/// ask tries again (review 34: a moment's lack at the first terminal spawn left every later one
+/// without a terminal of its own).
 fn started(maker: &mut Option<Result<Maker, String>>) -> Result<&Maker, String> {
-    maker
-        .get_or_insert_with(|| start().map_err(|e| why(&e)))
-        .as_ref()
-        .map_err(Clone::clone)
+    if maker.is_none() {
+        match start() {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE)
+                ) =>
+            {
+                return Err(why(&e));
+            }
+            made => *maker = Some(made.map_err(|e| why(&e))),
+        }
+    }
+    maker.as_ref().map_or_else(
+        || Err("no terminal maker".to_owned()),
+        |m| m.as_ref().map_err(Clone::clone),
+    )
 }
 
 fn why(e: &io::Error) -> String {

@@ -1351,7 +1351,7 @@ impl Confine for ListenerNotTaken {
         Ok(Some(std::fs::File::open("/dev/null")?.into()))
     }
 
-    fn adopt_listener(&self, listener: OwnedFd) -> bool {
+    fn adopt_listener(&self, listener: OwnedFd, _: bool) -> bool {
         self.offered.fetch_add(1, Ordering::Relaxed);
         drop(listener);
         false

@@ -134,11 +134,13 @@ impl Drop for ClosedElsewhere {
 /// or files whose releases hold up the owner's threads.
 const OWNER_CLOSING_MAX: usize = 64;
 
-/// An owner's filters' listeners the supervisor holds at most. A launcher holds one for as long
-/// as it or a command it started lives, and so does a spawn cloned apart (its own filter): a
-/// caller that made every spawn go apart (filling the fds in flight) and left each command's
-/// escapee running would otherwise have the server hold a listener per call, without bound
-/// (review 33). A caller's launchers are at most 8 per pool.
+/// An owner's listeners of one spawn's own filter the supervisor holds at most: a spawn no
+/// launcher took has a filter of its own, whose listener is held for as long as a command
+/// started under it lives. A caller that made every spawn go apart (filling the fds in flight)
+/// and left each command's escapee running would otherwise have the server hold a listener per
+/// call, without bound (review 33). Launchers' listeners (bounded by the pools) and terminal
+/// spawns' (by the shells and jobs there may be) are not counted: an honest caller's idle
+/// launchers of outdated pools, or its shells, would fill the places (review 34).
 pub(super) const OWNER_LISTENERS_MAX: usize = 64;
 
 /// Release threads ([`close_elsewhere`]) of one owner alive at once at most; past it its files

@@ -224,3 +224,38 @@ fn a_callers_listeners_are_bounded_and_their_places_come_back() {
     }
     other.give_listener_place();
 }
+
+/// A judge that refuses every connect (no connect is made in these tests).
+struct RefuseAll;
+
+impl super::supervisor::Judge for RefuseAll {
+    fn judge(&self, _: u32, _: std::net::SocketAddr) -> super::supervisor::Verdict {
+        super::supervisor::Verdict::Refuse
+    }
+
+    fn refused_socket(&self, _: u32, _: i32, _: i32, _: i32) {}
+}
+
+/// Only the listeners of one spawn's own filter take a caller's places: its launchers' and
+/// terminal spawns' do not (an honest caller's idle launchers of outdated pools, and its
+/// shells, would fill them: review 34). Stand-in listeners: eventfds, which never read ready.
+#[test]
+fn only_one_spawns_listeners_take_a_callers_places() {
+    let supervisor = super::supervisor::Supervisor::start(Arc::new(RefuseAll)).unwrap();
+    let owner = closer::owner(Some("listeners-of-launchers"));
+    let stand_in = || {
+        // SAFETY: eventfd returns a fresh fd or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh fd nobody else owns.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+    let launchers = (0..closer::OWNER_LISTENERS_MAX * 2)
+        .filter(|_| supervisor.adopt(stand_in(), Arc::clone(&owner), false))
+        .count();
+    assert_eq!(launchers, closer::OWNER_LISTENERS_MAX * 2, "launchers' were bounded");
+    let spawns = (0..closer::OWNER_LISTENERS_MAX * 2)
+        .filter(|_| supervisor.adopt(stand_in(), Arc::clone(&owner), true))
+        .count();
+    assert_eq!(spawns, closer::OWNER_LISTENERS_MAX, "one spawn's were not bounded");
+}

@@ -155,12 +155,18 @@ impl Supervisor {
     }
 
     /// Takes the listener of a filter just installed: its commands' connects come here, and
-    /// the files held for them count against `owner`'s share ([`closer::Owner`]). False, the
-    /// listener let go of, when `owner`'s filters hold the most listeners the supervisor keeps
-    /// for one owner: then nothing may be cloned under that filter (its notifying calls fail
-    /// with ENOSYS, and a command could install a listener of its own).
-    pub(crate) fn adopt(&self, listener: OwnedFd, owner: Arc<closer::Owner>) -> bool {
-        if !owner.take_listener_place() {
+    /// the files held for them count against `owner`'s share ([`closer::Owner`]). A filter of
+    /// one spawn's alone (`per_spawn`: a spawn no launcher took) takes one of `owner`'s places
+    /// for such listeners; with none left it is not taken and false said, the listener let go
+    /// of: then nothing may be cloned under that filter (its notifying calls fail with ENOSYS,
+    /// and a command could install a listener of its own).
+    pub(crate) fn adopt(
+        &self,
+        listener: OwnedFd,
+        owner: Arc<closer::Owner>,
+        per_spawn: bool,
+    ) -> bool {
+        if per_spawn && !owner.take_listener_place() {
             return false;
         }
         self.incoming
@@ -169,6 +175,7 @@ impl Supervisor {
             .push(Listener {
                 fd: listener,
                 owner,
+                placed: per_spawn,
             });
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
@@ -257,12 +264,16 @@ pub(super) struct Listener {
     fd: OwnedFd,
     /// Whose the files held for its commands are ([`closer::Owner`]).
     pub(super) owner: Arc<closer::Owner>,
+    /// It holds one of its owner's places for one spawn's listeners ([`Supervisor::adopt`]).
+    placed: bool,
 }
 
 impl Drop for Listener {
-    /// Its place among its owner's listeners goes with it.
+    /// Its place among its owner's listeners, if it holds one, goes with it.
     fn drop(&mut self) {
-        self.owner.give_listener_place();
+        if self.placed {
+            self.owner.give_listener_place();
+        }
     }
 }
 

@@ -51,8 +51,8 @@ impl Confine for PreparedConfine {
         self.0.apply_to_cloner()
     }
 
-    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) -> bool {
-        self.0.adopt_listener(listener, None)
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd, per_spawn: bool) -> bool {
+        self.0.adopt_listener(listener, None, per_spawn)
     }
 }
 
@@ -106,10 +106,10 @@ impl Confine for CallConfine {
         self.shared.0.apply_to_cloner_with(self.reads.as_ref())
     }
 
-    fn adopt_listener(&self, listener: std::os::fd::OwnedFd) -> bool {
+    fn adopt_listener(&self, listener: std::os::fd::OwnedFd, per_spawn: bool) -> bool {
         self.shared
             .0
-            .adopt_listener(listener, self.caller.as_deref())
+            .adopt_listener(listener, self.caller.as_deref(), per_spawn)
     }
 
     fn caller(&self) -> Option<&str> {
