@@ -253,9 +253,17 @@ fn only_one_spawns_listeners_take_a_callers_places() {
     let launchers = (0..closer::OWNER_LISTENERS_MAX * 2)
         .filter(|_| supervisor.adopt(stand_in(), Arc::clone(&owner), false))
         .count();
-    assert_eq!(launchers, closer::OWNER_LISTENERS_MAX * 2, "launchers' were bounded");
+    assert_eq!(
+        launchers,
+        closer::OWNER_LISTENERS_MAX * 2,
+        "launchers' were bounded"
+    );
     let spawns = (0..closer::OWNER_LISTENERS_MAX * 2)
         .filter(|_| supervisor.adopt(stand_in(), Arc::clone(&owner), true))
         .count();
-    assert_eq!(spawns, closer::OWNER_LISTENERS_MAX, "one spawn's were not bounded");
+    assert_eq!(
+        spawns,
+        closer::OWNER_LISTENERS_MAX,
+        "one spawn's were not bounded"
+    );
 }
