@@ -532,18 +532,7 @@ async fn hog_said(client: &Client, job: &str, word: &str) -> String {
 /// out of descriptors nor refuse another caller's connect: past its share, its own are
 /// refused at once (EAGAIN). (Review 27.)
 async fn anothers_connects_are_left_alone(who: Who) {
-    let (server, _home) = HttpServer::start_callers_through(
-        who,
-        &["prlimit", "--nofile=256:4096", "--"],
-        &["--network", "allowlist"],
-    );
-    let (alice, bob) = (
-        server.connect_as(ALICE, false).await,
-        server.connect_as(BOB, false).await,
-    );
-    std::fs::write(server.workspace().join("hog.py"), HOG_THE_CONNECTIONS).unwrap();
-    let job = start_hog(&alice, who).await;
-    let said = hog_said(&alice, &job, "refused").await;
+    let (_server, _home, alice, bob, said) = alice_hogs(who, HOG_THE_CONNECTIONS, "refused").await;
     let refused: usize = said
         .split("refused ")
         .nth(1)
@@ -558,6 +547,29 @@ async fn anothers_connects_are_left_alone(who: Who) {
     assert!(said.contains("connected"), "{who:?}: {said}");
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
+}
+
+/// A server (run as `who`, that may hold 256 descriptors, its commands 4096, in `allowlist`)
+/// where alice runs `hog` (Python, written to the workspace as `hog.py`) as a background job:
+/// the server, its home, alice's and bob's clients, and what the hog said once it said `word`.
+async fn alice_hogs(
+    who: Who,
+    hog: &str,
+    word: &str,
+) -> (HttpServer, impl Sized, Client, Client, String) {
+    let (server, home) = HttpServer::start_callers_through(
+        who,
+        &["prlimit", "--nofile=256:4096", "--"],
+        &["--network", "allowlist"],
+    );
+    let (alice, bob) = (
+        server.connect_as(ALICE, false).await,
+        server.connect_as(BOB, false).await,
+    );
+    std::fs::write(server.workspace().join("hog.py"), hog).unwrap();
+    let job = start_hog(&alice, who).await;
+    let said = hog_said(&alice, &job, word).await;
+    (server, home, alice, bob, said)
 }
 
 /// What a command of `client`'s says that connects to a listener of this test's on
@@ -601,18 +613,8 @@ time.sleep(120)
 /// all the same. Before, an apart child's filter had no listener, and the connect failed
 /// (ENOSYS: r30 L5, review 32).
 async fn anothers_spawns_outlast_fds_in_flight(who: Who) {
-    let (server, _home) = HttpServer::start_callers_through(
-        who,
-        &["prlimit", "--nofile=256:4096", "--"],
-        &["--network", "allowlist"],
-    );
-    let (alice, bob) = (
-        server.connect_as(ALICE, false).await,
-        server.connect_as(BOB, false).await,
-    );
-    std::fs::write(server.workspace().join("hog.py"), HOG_THE_FDS_IN_FLIGHT).unwrap();
-    let job = start_hog(&alice, who).await;
-    let said = hog_said(&alice, &job, "in flight").await;
+    let (_server, _home, alice, bob, said) =
+        alice_hogs(who, HOG_THE_FDS_IN_FLIGHT, "in flight").await;
     assert!(
         said.contains("then ETOOMANYREFS"),
         "{who:?}: the hog did not fill its fds in flight: {said}"
