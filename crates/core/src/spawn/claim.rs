@@ -48,12 +48,8 @@ fn launch_here(mut plan: ExecPlan) -> io::Result<(i32, ExitWatch)> {
     let room = plan.room_for_pidfd.take();
     let started = match apart {
         Some(Ok(pid)) => reaper::watch_launched(pid, room).map(|watch| (pid, watch)),
-        // A clone fails (ENOMEM) once the namespace's init is gone; the cloning thread did not
-        // look (see `launcher::answer`).
-        Some(Err(error)) => Err(match namespace {
-            Some(namespace) if namespace.init_gone() => namespace.ended(),
-            _ => error,
-        }),
+        // The cloning thread did not look (its table may have no pidfd of the init).
+        Some(Err(error)) => Err(exec::failed_in(namespace, error)),
         None => {
             reaper::spawn_registered(|| exec::start(&plan).map(|(pid, pidfd)| (pid, pidfd, pid)))
         }
@@ -118,20 +114,7 @@ fn hand(mut plan: ExecPlan, marker: &str) -> Claim {
 /// A slot of the server's fd table for the child's pidfd ([`ExecPlan::room_for_pidfd`]): a copy
 /// of `/dev/null`. Where none is left, the spawn fails here, before anything runs.
 fn room_for_pidfd() -> io::Result<std::os::fd::OwnedFd> {
-    let null = super::dev_null()?;
-    // SAFETY: F_DUPFD_CLOEXEC on an open fd; the copy is ours.
-    let room = unsafe {
-        libc::fcntl(
-            std::os::fd::AsRawFd::as_raw_fd(null),
-            libc::F_DUPFD_CLOEXEC,
-            0,
-        )
-    };
-    if room < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd nobody else owns.
-    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(room) })
+    own_table::dup_from(std::os::fd::AsRawFd::as_raw_fd(super::dev_null()?), 0)
 }
 
 /// [`hand`], the plan's room for its pidfd taken.

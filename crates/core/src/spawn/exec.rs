@@ -208,6 +208,19 @@ pub(super) const FILTER_NOT_HANDED: &str = "agentty could not hand the command's
 pub(super) const NOT_NOW: &str = "agentty could not start the command: no thread or file \
      descriptor is left to start it with; try again once some commands have ended";
 
+/// What a spawn says whose launcher panicked while it cloned the child.
+pub(super) const LAUNCHER_FAILED: &str = "agentty's launcher failed while it started the command";
+
+/// `error`, from a clone into `namespace` (if any) on a thread that could not look whether its
+/// init is gone (a table of its own has no pidfd of it): the namespace's end where it is gone,
+/// as a clone there fails then (ENOMEM).
+pub(super) fn failed_in(namespace: Option<&Namespace>, error: io::Error) -> io::Error {
+    match namespace {
+        Some(namespace) if namespace.init_gone() => namespace.ended(),
+        _ => error,
+    }
+}
+
 /// What a spawn that could not enter its namespace says, before the system's error.
 const NAMESPACE_FAILED: &str = "could not enter the session's namespace";
 

@@ -562,9 +562,7 @@ fn clone_one(
         if let Some(table) = &table {
             table.sweep();
         }
-        Err(io::Error::other(
-            "agentty's launcher failed while it started the command",
-        ))
+        Err(io::Error::other(exec::LAUNCHER_FAILED))
     })
 }
 
@@ -616,12 +614,8 @@ fn answer(cloned: Cloned) -> (Reply, Started, String) {
         Ok(pid) => {
             reaper::watch_launched(pid, plan.room_for_pidfd.take()).map(|watch| (pid, watch))
         }
-        // A clone fails (ENOMEM) once the namespace's init is gone; the cloner could not
-        // look (its table has no pidfd of the init).
-        Err(_) if plan.namespace.is_some_and(Namespace::init_gone) => Err(plan
-            .namespace
-            .map_or_else(|| io::Error::other("ended"), Namespace::ended)),
-        Err(error) => Err(error),
+        // The cloner could not look (its table has no pidfd of the init).
+        Err(error) => Err(exec::failed_in(plan.namespace, error)),
     };
     // The child has its own copies of its fds now (it has exec'd, or failed): the server's
     // go, so the read ends see EOF when the child's close.

@@ -228,6 +228,25 @@ pub(super) fn works_apart() -> Option<bool> {
     }
 }
 
+/// Has a thread in the server's table take a copy of `listener`, a filter's listener made in the
+/// calling thread's table of its own (which the filter refuses the copy): `handing` tells that
+/// thread this thread's tid and the listener's number, and says whether it was taken
+/// ([`take_end`]). This table's is let go of either way. An error when it was not taken:
+/// nothing may be cloned under that filter then.
+pub(super) fn hand_listener(
+    listener: OwnedFd,
+    handing: impl FnOnce(libc::pid_t, RawFd) -> bool,
+) -> io::Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let taken = handing(unsafe { libc::gettid() }, listener.as_raw_fd());
+    drop(listener);
+    if taken {
+        Ok(())
+    } else {
+        Err(io::Error::other(super::exec::FILTER_NOT_HANDED))
+    }
+}
+
 /// Gives the calling thread an fd table of its own ([`own_empty_table`]) holding copies of the
 /// server's `fds`, each at the number it has there. An error leaves the table its own all the
 /// same: the thread must then clone nothing.
@@ -291,19 +310,11 @@ pub(super) fn apart<T: Send>(
                 before()?;
                 let placed = pulled(fds)?;
                 let handed = confine().and_then(|listener| {
-                    let Some(listener) = listener else {
-                        return Ok(());
-                    };
-                    // SAFETY: gettid has no preconditions.
-                    let tid = unsafe { libc::gettid() };
-                    let taken = ask.send((tid, listener.as_raw_fd())).is_ok()
-                        && answered.recv().unwrap_or(false);
-                    drop(listener);
-                    if taken {
-                        Ok(())
-                    } else {
-                        Err(io::Error::other(super::exec::FILTER_NOT_HANDED))
-                    }
+                    listener.map_or(Ok(()), |listener| {
+                        hand_listener(listener, |tid, fd| {
+                            ask.send((tid, fd)).is_ok() && answered.recv().unwrap_or(false)
+                        })
+                    })
                 });
                 drop(ask);
                 let cloned = handed.and_then(|()| clone());
@@ -479,7 +490,7 @@ impl Placed {
 }
 
 /// A copy of `fd` at `from` or above, close-on-exec.
-fn dup_from(fd: RawFd, from: RawFd) -> io::Result<OwnedFd> {
+pub(super) fn dup_from(fd: RawFd, from: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC on an open fd; the new fd is ours.
     let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, from) };
     if copy < 0 {

@@ -17,7 +17,7 @@
 
 use std::io;
 use std::mem::ManuallyDrop;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -185,11 +185,7 @@ fn clone_alone(
                 }),
         })
     }))
-    .unwrap_or_else(|_| {
-        Err(io::Error::other(
-            "agentty's launcher failed while it started the command",
-        ))
-    });
+    .unwrap_or_else(|_| Err(io::Error::other(exec::LAUNCHER_FAILED)));
     launcher::pass_on(
         to_answer,
         Cloned {
@@ -221,32 +217,25 @@ fn clone_own_table(
         .map_or(Ok(None), Confine::apply_to_cloner)
         .map_err(exec::sandbox_failed)
         .and_then(|listener| match (listener, &plan.confine) {
-            (Some(listener), Some(confine)) => {
+            (Some(listener), Some(confine)) => own_table::hand_listener(listener, |tid, fd| {
                 let confine = Arc::clone(confine);
                 let (done, taken) = sync_channel(1);
                 let hand_over = own_table::HandOver {
-                    // SAFETY: gettid has no preconditions.
-                    tid: unsafe { libc::gettid() },
-                    fd: listener.as_raw_fd(),
+                    tid,
+                    fd,
                     // A terminal spawn's: bounded by the terminals there may be.
                     to: Box::new(move |copy| confine.adopt_listener(copy, false)),
                     done,
                 };
-                let handed = match to_answer.send(ToAnswer::HandOver(hand_over)) {
+                match to_answer.send(ToAnswer::HandOver(hand_over)) {
                     Ok(()) => taken.recv().unwrap_or(false),
                     Err(unsent) => {
                         // Its confinement is the server's to let go of.
                         std::mem::forget(unsent);
                         false
                     }
-                };
-                drop(listener);
-                if handed {
-                    Ok(())
-                } else {
-                    Err(io::Error::other(exec::FILTER_NOT_HANDED))
                 }
-            }
+            }),
             (listener, _) => {
                 drop(listener);
                 Ok(())
