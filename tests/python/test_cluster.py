@@ -481,3 +481,30 @@ def test_a_restart_brings_the_session_back_and_says_which_jobs_were_lost():
             status, _, _ = raw(url, None, sid, method="DELETE")
             assert status in (200, 202, 204), status
             assert not os.path.exists(os.path.join(kept, f"session-{sid['Mcp-Session-Id']}"))
+
+
+def test_sessions_brought_back_after_restarts_count_against_the_session_caps():
+    """Review 36, M3: a session brought back after a restart was not counted, so a caller
+    opened one per restart, brought them all back, and held the whole cap: another caller's
+    `initialize` got 503. Brought back, a session counts as one opened does."""
+    tokens = private_file(f"alice {A}\nbob {B}\n")
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "task_list", "arguments": {}}}
+    with tempfile.TemporaryDirectory() as ws, private_dir() as state:
+        # Two places, two callers: a share of one each.
+        flags = ("--token-file", tokens, "--max-sessions", "2")
+        sessions = []
+        for _ in range(2):
+            with server(state, ws, *flags) as (proc, url):
+                sessions.append(session(url, A))
+                session_call(url, sessions[-1], "task_list", {})
+                proc.kill()
+                proc.wait()
+        with server(state, ws, *flags) as (proc, url):
+            assert raw(url, call, sessions[0])[0] == 200
+            status, _, said_back = raw(url, call, sessions[1])
+            assert status == 503, (status, said_back)
+            assert "share" in said_back or "sessions are live" in said_back, said_back
+            status, _, body = raw(url, INIT, {"Authorization": f"Bearer {B}"})
+            assert status == 200, (status, body)
+    os.unlink(tokens)

@@ -724,3 +724,58 @@ def test_a_flood_of_half_requests_past_the_fd_limit_neither_spins_nor_floods_the
         assert server.log.lines - lines <= 6, server.log.text()[-2000:]
         print(server.log.text().splitlines()[-1])
         stream.close()
+
+
+def proven_connections(url, token, n):
+    """`n` kept-alive connections, each proven by one `GET /metrics` with `token`: each with the
+    status it was answered (None: no answer within 3 s, the connection waiting for room)."""
+    import socket
+
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    held = []
+    for _ in range(n):
+        s = socket.create_connection((host, int(port)), timeout=3)
+        s.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+                  .encode())
+        try:
+            got = s.recv(4096)
+            status = int(got.split(b" ", 2)[1]) if got.startswith(b"HTTP/1.1 ") else None
+        except OSError:
+            status = None
+        held.append((s, status))
+    return held
+
+
+def test_one_caller_holding_connections_leaves_every_other_caller_its_share():
+    """Review 36, H1: a caller with a valid token proves as many connections as it likes and
+    holds them (a view's event streams never end). Past its share of the places it is refused,
+    so another caller still gets in."""
+    alice, bob = "a" * 8 + uuid.uuid4().hex, "b" * 8 + uuid.uuid4().hex
+    tokens = private_file(f"alice {alice}\nbob {bob}\n")
+    with http_server("--token-file", tokens, "--max-connections", "24") as (url, _, _):
+        # 24 places, three provers (two callers and the operator's view): a share of 8 each.
+        held = proven_connections(url, alice, 24)
+        try:
+            statuses = [status for _, status in held]
+            assert statuses[:8] == [200] * 8, statuses
+            assert statuses[8:] == [503] * 16, statuses
+            refused = held[8][0]
+            assert not still_open(refused), "a refused connection stays open"
+            result = {}
+            caller = threading.Thread(
+                target=lambda: result.update(took=real_call(url, bob)), daemon=True
+            )
+            caller.start()
+            caller.join(timeout=15)
+            assert "took" in result, "bob got no answer while alice held her connections"
+            assert result["took"] < 5, result
+        finally:
+            for s, _ in held:
+                s.close()
+        # Her places come back as her connections close (once the server has seen them close).
+        def one_more_is_hers():
+            [(sock, status)] = proven_connections(url, alice, 1)
+            sock.close()
+            return status == 200
+
+        assert wait_until(one_more_is_hers), "her places did not come back"

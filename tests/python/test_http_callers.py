@@ -13,7 +13,7 @@ import time
 import urllib.request
 import uuid
 
-from private_dirs import private_file
+from private_dirs import private_dir, private_file
 from test_http import INIT, http_server, raw, wait_until, with_env
 
 A = "a" * 8 + uuid.uuid4().hex  # 40 characters
@@ -442,3 +442,163 @@ def test_each_caller_has_its_share_of_the_session_cap():
             assert raw(url, INIT, alice)[0] == 200
     finally:
         os.unlink(tokens)
+
+
+def test_one_callers_secret_requests_never_hold_off_another_callers():
+    """Review 36, M1: one shell asking for a secret 16 times filled the server's table of
+    requests, and every other caller's secret entry was refused for 5 minutes. A shell now has
+    one request at a time (a new one replaces it), and a caller at most 4."""
+    full = "requests for a secret from this caller's shells already wait"
+    tokens = token_file(f"alice {A}\nbob {B}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, _):
+            def waiting_prompt(sid):
+                shell = session_call(url, sid, "shell_open", {})["structuredContent"]["id"]
+                session_call(url, sid, "shell_send", {
+                    "id": shell, "timeout_ms": 3000,
+                    "input": "python3 -c 'import getpass; getpass.getpass(\"pw: \")'\n"})
+                return shell
+
+            def ask(sid, shell):
+                return said(session_call(url, sid, "shell_send", {"id": shell, "secret": "a pw"}))
+
+            alice = [session(url, A), session(url, A)]
+            first = waiting_prompt(alice[0])
+            for _ in range(16):
+                asked = ask(alice[0], first)
+                assert full not in asked, asked
+            shells = [(sid, waiting_prompt(sid)) for sid in (alice[0], alice[0], alice[0], alice[1])]
+            answers = [ask(sid, shell) for sid, shell in shells]
+            assert [full in a for a in answers] == [False, False, False, True], answers
+            assert "4 requests" in answers[3], answers[3]
+            # A request of a shell that ended waits for nothing: it no longer counts.
+            session_call(url, shells[0][0], "shell_close", {"id": shells[0][1]})
+            again = ask(*shells[3])
+            assert full not in again, again
+            # Requests of shells closed at once do not pile up for anyone: more than a table
+            # shared by all callers held (64) once filled that way (review 38).
+            for sid, shell in [(alice[0], first), *shells[1:]]:
+                session_call(url, sid, "shell_close", {"id": shell})
+            for _ in range(66):
+                shell = waiting_prompt(alice[1])
+                asked = ask(alice[1], shell)
+                assert full not in asked, asked
+                session_call(url, alice[1], "shell_close", {"id": shell})
+            bob = session(url, B)
+            asked = ask(bob, waiting_prompt(bob))
+            assert full not in asked and "web view" in asked, asked
+    finally:
+        os.unlink(tokens)
+
+
+def kernel_keeps_pid_max_per_namespace():
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    return (major, minor) >= (6, 14)
+
+
+# Forks sleepers until it may not (or N of them), then says how many and why it stopped.
+FORKER = """
+import os, sys, time
+n, why = 0, "none"
+try:
+    for _ in range(int(sys.argv[1])):
+        if os.fork() == 0:
+            time.sleep(int(sys.argv[2]))
+            os._exit(0)
+        n += 1
+except OSError as e:
+    why = e.errno
+    print("error:", e, flush=True)
+print("started", n, "stopped", why, flush=True)
+time.sleep(int(sys.argv[2]))
+"""
+
+
+def test_one_callers_fork_loop_is_bounded_and_leaves_other_callers_their_processes():
+    """Review 36 M4: one caller's fork loop could take every process the machine had left, and
+    every caller's spawns failed. As root on Linux 6.14+, each caller's PID namespace has a
+    pid_max (`--max-processes` plus the 300 numbers a wrap skips): alice's loop of 1200 stops
+    between 512 and 812 with EAGAIN, while bob still starts 300 processes of his own at once."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("a PID namespace per caller needs CAP_SYS_ADMIN")
+    if not kernel_keeps_pid_max_per_namespace():
+        pytest.skip("the kernel keeps pid_max per PID namespace from Linux 6.14")
+    tokens = token_file(f"alice {A}\nbob {B}\n")
+    try:
+        with http_server("--token-file", tokens, "--max-processes", "512") as (url, _, _):
+            alice = session(url, A)
+            loop = session_call(
+                url, alice, "terminal",
+                {"argv": ["python3", "-c", FORKER, "1200", "60"], "background": True},
+            )
+            job = loop["structuredContent"]["job_id"]
+            seen = {}
+
+            def alice_stopped():
+                out = session_call(url, alice, "task_output", {"id": job, "since": 0})
+                seen["text"] = said(out)
+                return "started" in seen["text"]
+
+            assert wait_until(alice_stopped, 60), seen
+            m = re.search(r"started (\d+) stopped (\S+)", seen["text"])
+            assert m and m.group(2) == "11", seen["text"]
+            assert 512 <= int(m.group(1)) < 812, seen["text"]
+            bob = session(url, B)
+            his = session_call(
+                url, bob, "terminal", {"argv": ["python3", "-c", FORKER, "300", "1"]}
+            )
+            assert "started 300 stopped none" in said(his), said(his)
+            session_call(url, alice, "task_stop", {"id": job})
+    finally:
+        os.unlink(tokens)
+
+
+def test_over_stdio_the_sessions_processes_are_bounded_too():
+    """Over stdio the one caller's commands run in the session's PID namespace: its pid_max is
+    `--max-processes` (root, Linux 6.14+), and the bound says so in `doctor`."""
+    import asyncio
+    import subprocess
+    import tempfile
+
+    import pytest
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from test_e2e import BIN, text
+
+    if os.geteuid() != 0:
+        pytest.skip("a PID namespace needs CAP_SYS_ADMIN")
+    if not kernel_keeps_pid_max_per_namespace():
+        pytest.skip("the kernel keeps pid_max per PID namespace from Linux 6.14")
+
+    async def scenario():
+        with tempfile.TemporaryDirectory() as ws, private_dir() as state:
+            args = ["serve", "--workspace", ws, "--state-dir", state, "--max-processes", "600"]
+            params = StdioServerParameters(command=BIN, args=args)
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await session.call_tool(
+                        "terminal", {"argv": ["python3", "-c", FORKER, "1200", "1"]}
+                    )
+                    # Told once a session; an ordinary call says nothing of it.
+                    again = await session.call_tool(
+                        "terminal", {"argv": ["python3", "-c", FORKER, "1200", "1"]}
+                    )
+                    ordinary = await session.call_tool("terminal", {"command": "echo fine"})
+                    return text(result), text(again), text(ordinary)
+
+    out, again, ordinary = asyncio.run(scenario())
+    note = "[note] the output shows a process or thread that could not be started (EAGAIN)"
+    assert note in out and "at most 600 processes and threads" in out, out
+    assert "--max-processes" in out, out
+    assert "stopped 11" in again and note not in again, again
+    assert note not in ordinary, ordinary
+    m = re.search(r"started (\d+) stopped (\S+)", out)
+    assert m and m.group(2) == "11" and 600 <= int(m.group(1)) < 900, out
+    doctor = subprocess.run(
+        [BIN, "doctor", "--max-processes", "600"], capture_output=True, text=True, timeout=60
+    )
+    assert "at most 600 per caller at once" in doctor.stdout, doctor.stdout

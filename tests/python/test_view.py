@@ -340,6 +340,122 @@ def test_a_shells_few_lines_show_in_its_pane_at_phone_and_desktop_width():
             agent.close()
 
 
+CONTRAST_OF = """(text) => {
+    const lum = (c) => {
+        const [r, g, b] = c.match(/[0-9.]+/g).slice(0, 3).map(Number).map((v) => {
+            v /= 255;
+            return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const pre = document.querySelector('#output');
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const found = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (!node.textContent.includes(text)) continue;
+        const fg = getComputedStyle(node.parentElement).color;
+        let bg = 'rgba(0, 0, 0, 0)';
+        for (let at = node.parentElement; at; at = at.parentElement) {
+            bg = getComputedStyle(at).backgroundColor;
+            if (bg !== 'rgba(0, 0, 0, 0)' && bg !== 'transparent') break;
+        }
+        const [a, b] = [lum(fg), lum(bg)];
+        found.push({fg, bg, ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)});
+    }
+    return found;
+}"""
+
+# Text a program colours as the page's background (truecolour), black on black, a near-black
+# grey; a colour that stays; a right-to-left override and a tag character (invisible, read by
+# models).
+HIDING_PRINTF = (
+    "printf 'plain-ok\\n"
+    "\\033[38;2;13;15;18mhidden-truecolour\\033[0m\\n"
+    "\\033[30;40mhidden-black-on-black\\033[0m\\n"
+    "\\033[38;5;232mhidden-grey232\\033[0m\\n"
+    "\\033[31mvisible-red\\033[0m\\n"
+    "rlo-\\342\\200\\256txet\\n"
+    "tag-\\363\\240\\201\\201x\\n"
+    "\\033[2;38;5;238mhidden-dim-grey\\033[0m\\n"
+    "filler-\\343\\205\\244x\\n"
+    "heart-\\342\\235\\244\\357\\270\\217-ok\\n'"
+)
+
+
+def assert_nothing_hidden(page, where):
+    # Every place the text shows (a shell's screen has the command line too) can be seen.
+    for hidden in ["hidden-truecolour", "hidden-black-on-black", "hidden-grey232",
+                   "hidden-dim-grey"]:
+        seen = page.evaluate(CONTRAST_OF, hidden)
+        assert seen and min(s["ratio"] for s in seen) >= 2, (where, hidden, seen)
+    red = page.evaluate(CONTRAST_OF, "visible-red")
+    # Red stays red (the job's palette and the shell screen's differ).
+    reds = [[int(v) for v in re.findall(r"\d+", s["fg"])[:3]] for s in red]
+    assert any(r > 150 and g < 130 and b < 130 for r, g, b in reds), (where, red)
+    shown = page.locator("#output").text_content()
+    assert "rlo-<U+202E>txet" in shown, (where, shown)
+    assert "tag-<U+E0041>x" in shown, (where, shown)
+    assert "filler-<U+3164>x" in shown, (where, shown)
+    # An emoji's own selector is part of it, not hiding anything.
+    assert "heart-\u2764\ufe0f-ok" in shown, (where, shown)
+
+
+@needs_chromium
+def test_text_hidden_by_its_colours_or_reordered_is_shown_to_the_person_watching():
+    """Review 35 F10: a program could colour text as its background, or reorder it with bidi
+    controls, so that the person watching did not see what the model reads. In a job's output
+    and in a shell's screen, such text is drawn in a colour that stands out, and characters
+    that reorder or hide text are shown as their code points; other colours stay."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with http_server() as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            job = agent.call("terminal", {"command": HIDING_PRINTF, "background": True})
+            job = job.structured_content["job_id"]
+            shell = agent.call("shell_open", {}).structured_content["id"]
+            said = agent.call("shell_send", {"id": shell, "input": HIDING_PRINTF + "\n"})
+            assert "visible-red" in said.text, said.text
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                open_view(page, base_of(url), token)
+                output = page.locator("#output")
+                for pane in [job, shell]:
+                    page.click(f"button.job[data-id='{pane}']")
+                    expect(output).to_contain_text("visible-red", timeout=20000)
+                    assert_nothing_hidden(page, pane)
+                # An emoji with 40 variation selectors keeps them all, shown (review 40 M3).
+                selectors = agent.call(
+                    "terminal",
+                    {"command": "printf 'emoji-\\360\\237\\230\\200'; "
+                                "for i in $(seq 40); do printf '\\357\\270\\217'; done; echo",
+                     "background": True},
+                ).structured_content["job_id"]
+                page.click(f"button.job[data-id='{selectors}']")
+                expect(output).to_contain_text("emoji-", timeout=20000)
+                page.wait_for_timeout(300)
+                assert output.text_content().count("<U+FE0F>") == 40, output.text_content()
+                # A flood of zero-width spaces keeps the page within its bound (review 40 M2:
+                # each counted 1 when added and 8 when trimmed, so the page grew for good).
+                flood = agent.call(
+                    "terminal",
+                    {"command": "for i in $(seq 20); do head -c 5000 /dev/zero | "
+                                "sed 's/\\x00/\\xe2\\x80\\x8b/g'; echo; sleep 0.05; done; "
+                                "echo flood-done",
+                     "background": True},
+                ).structured_content["job_id"]
+                page.click(f"button.job[data-id='{flood}']")
+                expect(output).to_contain_text("flood-done", timeout=60000)
+                page.wait_for_timeout(500)
+                length = len(output.text_content())
+                assert length <= 300 * 1024, length
+                browser.close()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()
+
+
 def test_a_flood_of_combining_marks_reaches_the_page_capped():
     """A character with 30 000 combining marks held a viewer's page for seconds per update: the
     page gets at most 8 on one character."""

@@ -160,10 +160,10 @@ def test_view_prints_the_address_when_no_browser_opens_it():
     the view and printed nothing."""
     tokens = private_file(f"{ALICE}\n")
     try:
-        with http_server("--token-file", tokens) as (url, _, _):
+        with http_server("--token-file", tokens) as (url, _, state):
             base = base_of(url)
             view = lambda browser: subprocess.run(  # noqa: E731
-                [BIN, "view", "--url", base, "--token-file", tokens],
+                [BIN, "view", "--url", base, "--state-dir", state, "--token-file", tokens],
                 capture_output=True, text=True, timeout=20,
                 env={**os.environ, "BROWSER": browser},
             )
@@ -189,6 +189,62 @@ def test_view_prints_the_address_when_no_browser_opens_it():
                 capture_output=True, text=True, timeout=20,
             )
             assert nobody.returncode != 0 and "--url http://ADDR" in nobody.stderr, nobody.stderr
+    finally:
+        os.unlink(tokens)
+
+
+def test_view_hands_the_browser_a_private_page_never_the_login_code():
+    """Review 36, H2: the login code was an argument of the browser (and of `xdg-open`), which
+    every process of the user can read in `/proc/PID/cmdline`, another caller's confined
+    commands too where the server runs without PID namespaces: one logged in with it first. The
+    browser is now handed a page of the state dir (which confined commands cannot read) that
+    leads to the address; its arguments hold no code."""
+    tokens = private_file(f"{ALICE}\n")
+    try:
+        with http_server("--token-file", tokens) as (url, _, state), \
+                tempfile.TemporaryDirectory() as seen:
+            base = base_of(url)
+            browser = os.path.join(seen, "browser")
+            with open(browser, "w") as f:
+                f.write(f'#!/bin/sh\nprintf "%s\\n" "$@" > {seen}/argv\n'
+                        f'cat "${{1#file://}}" > {seen}/page\n')
+            os.chmod(browser, 0o755)
+            opened = subprocess.run(
+                [BIN, "view", "--url", base, "--state-dir", state, "--token-file", tokens],
+                capture_output=True, text=True, timeout=20,
+                env={**os.environ, "BROWSER": browser},
+            )
+            assert opened.returncode == 0, opened.stderr
+            with open(os.path.join(seen, "argv")) as f:
+                argv = f.read()
+            assert "code=" not in argv, argv
+            page = argv.strip().removeprefix("file://")
+            assert page.startswith(os.path.join(state, "view-logins") + "/"), argv
+            assert oct(os.stat(page).st_mode & 0o777) == "0o600"
+            with open(os.path.join(seen, "page")) as f:
+                html = f.read()
+            code = html.split("#code=")[1].split('"')[0]
+            assert f'content="0;url={base}/#code={code}"' in html, html
+            status, _, said = get(
+                base + "/view/login", {"Content-Type": "application/json"}, "POST",
+                json.dumps({"code": code}).encode(),
+            )
+            assert status == 200, said
+            # Without --state-dir, the state dir `serve` takes from the config file.
+            config = os.path.join(seen, "config")
+            os.makedirs(os.path.join(config, "agentty"))
+            with open(os.path.join(config, "agentty", "config.toml"), "w") as f:
+                f.write(f'state_dir = "{state}"\n')
+            opened = subprocess.run(
+                [BIN, "view", "--url", base, "--token-file", tokens],
+                capture_output=True, text=True, timeout=20,
+                env={**os.environ, "BROWSER": browser, "XDG_CONFIG_HOME": config},
+            )
+            assert opened.returncode == 0, opened.stderr
+            with open(os.path.join(seen, "argv")) as f:
+                argv = f.read()
+            assert argv.strip().removeprefix("file://").startswith(
+                os.path.join(state, "view-logins") + "/"), argv
     finally:
         os.unlink(tokens)
 

@@ -422,3 +422,66 @@ def test_with_control_the_user_takes_a_shells_keyboard_and_the_agent_is_told():
             agent.call("shell_close", {"id": shell})
         finally:
             agent.close()
+
+
+def test_keys_the_user_types_at_a_password_prompt_reach_neither_the_model_nor_the_log():
+    """Review 36, M5: a password typed through the view's keyboard at an echo-off prompt went
+    into the model's next result ("the user typed ... (\"hunter2\\n\")") and the INFO log. Now
+    the model and the log get its length only, and an echo of it is masked."""
+    import json
+
+    import test_http
+    from test_view import get_stream
+
+    secret = "hunter2-" + os.urandom(6).hex()
+    with http_server("--view-control") as (url, token, _):
+        agent = Agent(url, token)
+        try:
+            shell = agent.call("shell_open", {}).structured_content["id"]
+            asked = agent.call("shell_send", {
+                "id": shell, "timeout_ms": 3000,
+                "input": "python3 -c 'import getpass; p = getpass.getpass(\"Password: \"); "
+                         "print(\"echo:\", p)'\n",
+            })
+            assert asked.structured_content["status"] == "awaiting_input", asked.text
+            base = base_of(url)
+            view = log_in(base, token)
+            _, _, events = get_stream(base + "/view/events", view)
+            key = next(s["key"] for s in events["sessions"] for j in s["jobs"] if j["id"] == shell)
+            headers = {**view, "Content-Type": "application/json"}
+
+            def type_by_hand(keys):
+                """The user takes the shell's keyboard in the view, types `keys`, gives it back."""
+                for action in ({"action": "take"}, {"action": "type", "keys": keys},
+                               {"action": "give"}):
+                    body = json.dumps({"session": key, "id": shell, **action}).encode()
+                    status, _, said = get(base + "/view/keyboard", headers, "POST", body)
+                    assert status == 200, (action, status, said)
+
+            type_by_hand(secret + "\n")
+            told = agent.call("shell_read", {"id": shell})
+            assert secret not in told.text, told.text
+            assert f"[{len(secret)} keys at a password prompt, not shown]" in told.text, told.text
+            assert "echo:" in told.text, told.text
+            log = test_http.SERVERS[-1].log.text()
+            assert secret not in log, log[-2000:]
+            assert "typed at a password prompt from the web view" in log, log[-2000:]
+            # A program that reads a token key by key in raw mode turns no echo off: the words
+            # of its prompt tell (review 37 #9).
+            token = "ghp_" + os.urandom(8).hex()
+            raw_reader = (
+                "python3 -c 'import sys, tty; tty.setraw(0); "
+                "sys.stdout.write(\"? Paste your authentication token: \"); sys.stdout.flush(); "
+                "s = \"\"\n"
+                "while not s.endswith(chr(10)): s += sys.stdin.read(1)\n"
+                "print(\"got\", len(s))'\n"
+            )
+            agent.call("shell_send", {"id": shell, "timeout_ms": 1500, "input": raw_reader})
+            type_by_hand(token + "\n")
+            told = agent.call("shell_read", {"id": shell})
+            assert token not in told.text, told.text
+            assert f"[{len(token)} keys at a password prompt, not shown]" in told.text, told.text
+            assert token not in test_http.SERVERS[-1].log.text()
+            agent.call("shell_close", {"id": shell})
+        finally:
+            agent.close()

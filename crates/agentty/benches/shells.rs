@@ -49,7 +49,7 @@ impl RawPty {
             marker: format!("bench-raw-{}", std::process::id()),
             confine: None,
             caller: None,
-            pass_fd: None,
+            pass_fds: Vec::new(),
             masks: None,
         };
         let (master, _, _) = spawn_on_pty(spec, 120, 40).await.expect("raw pty");

@@ -46,6 +46,7 @@ pub fn run(flags: &Flags) -> Result<String> {
         agentty_sandbox::Mode::Auto
     };
     let protected = settings.protected.clone();
+    let max_processes = settings.max_processes;
     let session = agentty_server::Agentty::new(settings, "doctor".into())?;
     writeln!(out, "commands would run with: {}", session.sandbox_line())?;
     writeln!(out, "{}", session.network_report())?;
@@ -54,6 +55,18 @@ pub fn run(flags: &Flags) -> Result<String> {
     writeln!(out, "{}", agentty_core::watchdog::describe())?;
     let namespace = agentty_core::namespace::available();
     writeln!(out, "{}", agentty_core::namespace::describe(&namespace))?;
+    if mode == agentty_sandbox::Mode::Auto {
+        writeln!(
+            out,
+            "confined commands' processes and threads: no bound (commands are not confined)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{}",
+            agentty_core::namespace::describe_bounds(&namespace, max_processes)
+        )?;
+    }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let sources =
         agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name));

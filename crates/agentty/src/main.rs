@@ -38,11 +38,17 @@ enum Command {
         flags: config::Flags,
     },
     /// Open the web view in the browser, logged in as a caller of the token file: a one-time
-    /// login code goes in the address, never the token
+    /// login code goes in the address, never the token, and the browser is handed a page in
+    /// the state dir that leads there, never the address itself
     View {
         /// The view's address: `serve --view`'s (the default), or a `serve --http` server's
         #[arg(long, default_value = "http://127.0.0.1:7338")]
         url: String,
+        /// The server's state dir, which confined commands cannot read: the page that leads
+        /// the browser to the view goes there (default: as `serve`'s without --state-dir, the
+        /// config file's `state_dir` or the default)
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<std::path::PathBuf>,
         /// The token file (default: `token` in the state dir)
         #[arg(long, value_name = "FILE")]
         token_file: Option<std::path::PathBuf>,
@@ -134,10 +140,11 @@ fn main() -> std::process::ExitCode {
             .map(|()| std::process::ExitCode::SUCCESS),
         Command::View {
             url,
+            state_dir,
             token_file,
             caller,
             print,
-        } => view(&url, token_file, caller.as_deref(), print)
+        } => view(&url, state_dir, token_file, caller.as_deref(), print)
             .map(|()| std::process::ExitCode::SUCCESS),
         Command::ProxyConnect { host, port } => proxy_connect::run(&host, port),
         Command::Guard {
@@ -162,22 +169,36 @@ fn main() -> std::process::ExitCode {
 }
 
 /// `agentty view`: the page's address with a one-time login code, opened in the user's browser
-/// (`$BROWSER`, else `xdg-open`), or printed.
+/// (`$BROWSER`, else `xdg-open`) through a page of the state dir that leads there
+/// ([`http::login::lead_page`]), or printed.
 fn view(
     url: &str,
+    state_dir: Option<std::path::PathBuf>,
     token_file: Option<std::path::PathBuf>,
     caller: Option<&str>,
     print: bool,
 ) -> Result<()> {
-    let token_file = token_file.unwrap_or_else(|| config::default_state_dir().join("token"));
+    let state_dir = match state_dir {
+        Some(dir) => dir,
+        None => config::state_dir_in_effect()?,
+    };
+    let token_file = token_file.unwrap_or_else(|| state_dir.join("token"));
     let address = http::login::address(url, &token_file, caller)?;
     if !print {
         let opener = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".into());
-        match open_with(&opener, &address) {
-            Ok(()) => {
+        let opened = http::login::lead_page(&state_dir, &address)
+            .map_err(|e| format!("no page to lead there: {e:#}"))
+            .and_then(|page| {
+                let target = format!("file://{}", page.display());
+                open_with(&opener, &target).map(|()| target)
+            });
+        match opened {
+            Ok(target) => {
                 eprintln!(
-                    "agentty: opened the view (the login code in its address works once, for a \
-                     minute)"
+                    "agentty: opened the view through {target} (readable by your user only; the \
+                     login code it leads to works once, for a minute). A browser that cannot \
+                     read it (a snap's cannot read hidden directories): `agentty view --print` \
+                     prints the address to paste"
                 );
                 return Ok(());
             }

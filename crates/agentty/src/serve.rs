@@ -56,12 +56,34 @@ pub fn serve(flags: &Flags, http_flags: &HttpFlags) -> Result<()> {
     // confined commands run in a PID namespace whose init dies with this server, and, where
     // caches are writable, see the package sources already extracted as read-only.
     if confining {
-        enter_namespace(
+        // What confined commands may write, judged once for every check below.
+        let plan = config::plan_for(settings.mode, &settings.workspace, &settings.add_dirs);
+        let entered = enter_namespace(
             &settings,
+            &plan,
             runs.recorded(),
             serving.tokens(),
             serving.mcp_callers(),
+            !serving.is_stdio(),
         );
+        settings.start_up_files_writable =
+            start_up_files_writable(&settings, &plan, entered == Some(true));
+        if let Some(tokens) = serving.tokens()
+            && entered.is_none()
+        {
+            let exposed = if tokens.callers() > 1 {
+                Some(config::TokenUse::SeveralCallers)
+            } else if serving.view_control() {
+                Some(config::TokenUse::ViewControl)
+            } else {
+                None
+            };
+            if let Some(exposed) = exposed {
+                config::refuse_readable_tokens(&plan, tokens.file_to_hide(), exposed)?;
+                let pages = settings.state_dir().join(crate::http::login::LEAD_PAGES);
+                config::refuse_readable_login_pages(&plan, &pages, exposed)?;
+            }
+        }
     }
     // The session's name names this server when the watchdog could not start: its heartbeat
     // is then this server's, on a thread (the watchdog beats otherwise).
@@ -112,6 +134,14 @@ impl Serving {
         match self {
             Serving::Http(_, tokens) => tokens.callers(),
             Serving::Stdio(_) => 1,
+        }
+    }
+
+    /// Whether the web view may type into shells and stop jobs (`--view-control`).
+    fn view_control(&self) -> bool {
+        match self {
+            Serving::Http(options, _) | Serving::Stdio(Some((options, _))) => options.view_control,
+            Serving::Stdio(None) => false,
         }
     }
 
@@ -207,12 +237,47 @@ fn hide_other_terminals() {
 /// network namespace too), the package sources extracted already and the paths that run code
 /// later mounted read-only (in `default` mode), and the run records and the token file covered;
 /// says so when several MCP callers' processes cannot be kept apart.
+/// Whether zsh's start-up files would lie where confined commands may write: the kernel has
+/// no Landlock, or the plan lets them write the shells' root (the workspace holds the state
+/// dir, the warned setup), and no read-only mount of the session's covers it (`read_only_held`:
+/// the session's mount namespace made every protected path read-only). zsh is refused then
+/// (review 39 M1): a job could add to the file a later zsh reads, and forge its results.
+fn start_up_files_writable(
+    settings: &Settings,
+    plan: &agentty_sandbox::Plan,
+    read_only_held: bool,
+) -> bool {
+    let root = settings.shells_root();
+    let covered = read_only_held
+        && settings
+            .protected
+            .read_only
+            .iter()
+            .any(|path| root.starts_with(path));
+    let refused = config::landlock_cannot_hide(plan, &root) && !covered;
+    if refused
+        && agentty_core::pty::integration::Flavor::of(&settings.shell)
+            == agentty_core::pty::integration::Flavor::Zsh
+    {
+        tracing::warn!(
+            "zsh shells are refused: confined commands may write the state dir that holds \
+             their start-up files, and no mount namespace keeps it read-only (use --shell \
+             /bin/bash, or a --state-dir outside what they may write)"
+        );
+    }
+    refused
+}
+
+/// Enters the session's namespaces: `None` where the kernel refused them, else whether every
+/// protected path is read-only in them (the token file and the records of runs are covered).
 fn enter_namespace(
     settings: &Settings,
+    plan: &agentty_sandbox::Plan,
     recorded_runs: Option<&Path>,
     tokens: Option<&Tokens>,
     mcp_callers: usize,
-) {
+    http: bool,
+) -> Option<bool> {
     let sources = if settings.mode == Mode::Default {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         agentty_sandbox::extracted_sources(home.as_deref(), |name| std::env::var_os(name))
@@ -226,28 +291,31 @@ fn enter_namespace(
         .into_iter()
         .chain(protected.pinned.iter().cloned())
         .collect();
+    let readable = |path: &PathBuf| config::landlock_cannot_hide(plan, path);
+    let lead_pages = crate::http::login::lead_pages_dir(settings.state_dir())
+        .inspect_err(|e| tracing::warn!("the view's login pages cannot be covered: {e:#}"))
+        .ok();
     let mounts = agentty_core::namespace::Mounts {
         read_only: sources.paths,
         pinned: pinned.into_iter().collect(),
         protected: protected.read_only.clone(),
-        // The records of runs (their names too: reading is what Landlock refuses). The HTTP
-        // token, which a confined command could call this server with, only where the kernel
-        // has no Landlock: Landlock's read rules refuse it, and said so (`unreadable.rs`),
-        // where a cover would read as an empty file.
+        // The records of runs (their names too: reading is what Landlock refuses). Where
+        // Landlock cannot keep reads from them: the HTTP token, which a confined command could
+        // call this server with, and the pages that lead to the view, whose login codes would
+        // let one in (review 41 H1). Elsewhere Landlock's read rules refuse them, and said so
+        // (`unreadable.rs`), where a cover would read as empty.
         hidden: recorded_runs
             .map(Path::to_path_buf)
             .into_iter()
-            .chain(
-                tokens
-                    .filter(|_| agentty_sandbox::landlock_abi().is_none())
-                    .and_then(Tokens::file_to_hide),
-            )
+            .chain(tokens.and_then(Tokens::file_to_hide).filter(readable))
+            .chain(lead_pages.filter(readable))
             .collect(),
     };
     // In `allowlist` and `ask`, a network namespace with nothing in it but `lo`: the server's
     // supervisor makes every connection and listening socket its commands get.
     let network = settings.network.filtered();
-    match agentty_core::namespace::start(&mounts, network) {
+    let processes = agentty_core::namespace::ProcessBounds::new(settings.max_processes, http);
+    match agentty_core::namespace::start(&mounts, network, processes) {
         Ok(started) => {
             tracing::info!(
                 sealed = started.sealed,
@@ -257,12 +325,29 @@ fn enter_namespace(
                 "extracted package sources, and paths that run code later, read-only to \
                  confined commands"
             );
+            match started.processes {
+                Some(bounds) => tracing::info!(
+                    all = bounds.session,
+                    per_caller = bounds.caller,
+                    "confined commands' processes and threads bounded (pid_max of their PID \
+                     namespaces)"
+                ),
+                None if agentty_core::namespace::pid_max_per_namespace() => tracing::warn!(
+                    "confined commands' processes and threads are not bounded: the kernel \
+                     refused the session's pid_max (a read-only /proc/sys?)"
+                ),
+                None => tracing::info!(
+                    "confined commands' processes and threads are not bounded: the kernel keeps \
+                     pid_max per PID namespace from Linux 6.14"
+                ),
+            }
             if network && !started.network {
                 tracing::warn!(
                     "confined commands share the server's network namespace: the kernel refused \
                      one of their own (the seccomp and Landlock layer holds the network alone)"
                 );
             }
+            Some(started.protected == mounts.protected.len())
         }
         Err(why) => {
             tracing::info!("confined commands run in the server's PID namespace: {why}");
@@ -272,6 +357,7 @@ fn enter_namespace(
                      show the others' commands (a PID namespace per caller {why})"
                 );
             }
+            None
         }
     }
 }

@@ -34,7 +34,7 @@ async fn main() {
                 marker: format!("bench-{i}"),
                 confine: None,
                 caller: None,
-                pass_fd: None,
+                pass_fds: Vec::new(),
                 masks: None,
             },
             stdin: None,

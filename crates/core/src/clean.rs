@@ -15,6 +15,10 @@
 /// size, so memory stays bounded; carriage-return collapse does not reach across the flush.
 pub const PENDING_LINE_MAX_BYTES: usize = 64 * 1024;
 
+/// Put where a newline cut an escape string left open (see [`Cleaner::cut_open_string`]).
+pub const OPEN_ESCAPE_CUT: &str =
+    "[an escape sequence was left open: the rest of this line was dropped]";
+
 /// Streaming cleaner for one byte stream.
 ///
 /// Why two paths: `vte` hands printable text to [`LineState`] one character at a time, a few
@@ -75,16 +79,29 @@ impl Default for Cleaner {
     }
 }
 
+/// One terminal line as it is written: the text left of the cursor, and what a terminal still
+/// shows right of it (after `\r`, a backspace or a move left), which printed characters
+/// overwrite one by one (review 35 F8: dropping it hid what a terminal shows, a `FAILED` that
+/// a shorter `\rok` only partly covers). Every move costs at most the characters it passes,
+/// and only `\r` and moves left pass them to the right, once each per character written: a
+/// command cannot make the cleaning cost more than its output's length.
 #[derive(Default)]
 struct LineState {
-    /// The line being written; not final until `\n`.
+    /// The line left of the cursor; not final until `\n`.
     pending: String,
-    /// A `\r` was seen: the next printed character starts the line over.
-    carriage_return: bool,
+    /// The line right of the cursor, last character first (so the one under the cursor is
+    /// popped, and one moved left is pushed, in O(1)).
+    right: String,
+    /// A `\r` came and nothing since: the cursor is at the line's start, and `pending` (with
+    /// `right` empty) is all right of it. Moved there only when something is written (a
+    /// terminal's `\r\n` line endings cost nothing).
+    returned: bool,
     /// Completed text not yet handed to the caller.
     done: String,
     /// Set by the callbacks that are only made in, or lead back to, the ground state.
     settled: bool,
+    /// Lines ended so far: whether the parser took a newline as one.
+    lines_ended: u64,
     /// Keep colour and bold (SGR sequences) in the text: the web view's copy only
     /// ([`Cleaner::keeping_colours`]); what a model reads never has them.
     keep_colours: bool,
@@ -98,9 +115,11 @@ impl LineState {
         if text.is_empty() {
             return;
         }
-        if self.carriage_return {
-            self.pending.clear();
-            self.carriage_return = false;
+        self.settle_return();
+        if !self.right.is_empty() {
+            // Over what a terminal still shows: a character at a time, each in its column.
+            text.chars().for_each(|c| self.put_char(c));
+            return;
         }
         while !text.is_empty() {
             let room = PENDING_LINE_MAX_BYTES
@@ -116,9 +135,18 @@ impl LineState {
                 cut += 1;
             }
             self.pending.push_str(&text[..cut]);
-            self.done.push_str(&self.pending);
-            self.pending.clear();
+            self.hand_over();
             text = &text[cut..];
+        }
+    }
+
+    /// A zero-width escape kept in the text (an SGR sequence of the web view's copy): where
+    /// the cursor is, overwriting nothing.
+    fn put_escape(&mut self, seq: &str) {
+        self.settle_return();
+        self.pending.push_str(seq);
+        if self.pending.len() >= PENDING_LINE_MAX_BYTES {
+            self.hand_over();
         }
     }
 
@@ -128,22 +156,136 @@ impl LineState {
         if ('\u{80}'..='\u{9f}').contains(&c) {
             return;
         }
-        if self.carriage_return {
-            self.pending.clear();
-            self.carriage_return = false;
+        self.settle_return();
+        if !self.right.is_empty() {
+            self.drop_under_cursor();
         }
         self.pending.push(c);
         if self.pending.len() >= PENDING_LINE_MAX_BYTES {
-            self.done.push_str(&self.pending);
-            self.pending.clear();
+            self.hand_over();
         }
     }
 
-    fn end_line(&mut self) {
-        self.carriage_return = false;
+    /// The character under the cursor, about to be overwritten, goes.
+    fn drop_under_cursor(&mut self) {
+        self.right.pop();
+    }
+
+    /// The whole line as a terminal shows it.
+    fn shown(&self) -> std::borrow::Cow<'_, str> {
+        if self.right.is_empty() {
+            std::borrow::Cow::Borrowed(&self.pending)
+        } else {
+            let mut line = self.pending.clone();
+            line.extend(self.right.chars().rev());
+            std::borrow::Cow::Owned(line)
+        }
+    }
+
+    /// The line so far goes to `done` without a newline (it reached the pending limit).
+    fn hand_over(&mut self) {
+        self.returned = false;
         self.done.push_str(&self.pending);
-        self.done.push('\n');
+        self.done.extend(self.right.chars().rev());
         self.pending.clear();
+        self.right.clear();
+    }
+
+    fn end_line(&mut self) {
+        self.lines_ended += 1;
+        self.hand_over();
+        self.done.push('\n');
+    }
+
+    /// `\r`: the cursor to the line's start; all of it is right of the cursor now.
+    fn carriage_return(&mut self) {
+        if self.right.is_empty() {
+            self.returned = !self.pending.is_empty();
+        } else {
+            self.pending_to_right();
+        }
+    }
+
+    /// Where a `\r` left the cursor at the start, the line goes right of it before anything
+    /// is written there.
+    fn settle_return(&mut self) {
+        if std::mem::take(&mut self.returned) {
+            self.pending_to_right();
+        }
+    }
+
+    /// All of the line left of the cursor goes right of it. The web view's copy keeps its text
+    /// there, not its colours (review 42 H1, H2): a run of colour sequences, which takes no
+    /// column, would otherwise move back and forth whole with every `\rx` a command printed,
+    /// and pile up right of the cursor with every `ESC[1m\r`. Each sequence is dropped once,
+    /// so moves stay linear in the output and the line bounded.
+    fn pending_to_right(&mut self) {
+        if self.keep_colours && self.pending.contains('\x1b') {
+            let mut in_escape = false;
+            let visible: String = self
+                .pending
+                .chars()
+                .filter(|&c| {
+                    let was = in_escape;
+                    in_escape = (in_escape || c == '\x1b') && c != 'm';
+                    !was && c != '\x1b'
+                })
+                .collect();
+            self.right.extend(visible.chars().rev());
+        } else {
+            self.right.extend(self.pending.chars().rev());
+        }
+        self.pending.clear();
+    }
+
+    /// `CSI K`: the line right of the cursor is erased.
+    fn erase_right(&mut self) {
+        if std::mem::take(&mut self.returned) {
+            self.pending.clear();
+        }
+        self.right.clear();
+    }
+
+    /// The cursor `n` columns left, not past the line's start (backspace, `CSI n D`). The web
+    /// view's copy drops the colour sequences it passes (see [`LineState::pending_to_right`]).
+    fn cursor_left(&mut self, n: usize) {
+        if self.returned {
+            return;
+        }
+        for _ in 0..n {
+            while self.keep_colours {
+                let tail = sgr_tail_len(&self.pending);
+                if tail == 0 {
+                    break;
+                }
+                self.pending.truncate(self.pending.len() - tail);
+            }
+            match self.pending.pop() {
+                Some(c) => self.right.push(c),
+                None => return,
+            }
+        }
+    }
+}
+
+/// The length of the SGR sequence `text` ends with (`ESC [` digits `;` `:` `m`), or 0. Looks
+/// back no further than the longest one [`sgr`] makes, so a move left costs the same on any
+/// line (a long run of digits before an `m` cannot make each step scan it).
+fn sgr_tail_len(text: &str) -> usize {
+    // vte's 32 parameters, each at most 5 digits and a separator.
+    const SGR_PARAMS_MAX: usize = 200;
+    let Some((b'm', body)) = text.as_bytes().split_last() else {
+        return 0;
+    };
+    let params = body
+        .iter()
+        .rev()
+        .take(SGR_PARAMS_MAX)
+        .take_while(|&&b| b.is_ascii_digit() || b == b';' || b == b':')
+        .count();
+    match body.len().checked_sub(params + 2) {
+        Some(start) if &body[start..start + 2] == b"\x1b[" => text.len() - start,
+        _ => 0,
     }
 }
 
@@ -175,30 +317,53 @@ impl vte::Perform for LineState {
 
     fn execute(&mut self, byte: u8) {
         match byte {
-            b'\n' => self.end_line(),
-            b'\r' => self.carriage_return = true,
+            // A vertical tab and a form feed move down a line as `\n` does on a terminal: the
+            // next text does not write over this line (review 42 M1).
+            b'\n' | 0x0b | 0x0c => self.end_line(),
+            b'\r' => self.carriage_return(),
             // Not `print`: a tab executed inside a sequence says nothing about the parser state.
             b'\t' => self.put_char('\t'),
-            // Backspace: spinners and `less`-style overstrike erase the previous character.
-            0x08 => {
-                self.pending.pop();
+            // Backspace moves left: spinners and `less`-style overstrike write over it.
+            0x08 => self.cursor_left(1),
+            _ => {}
+        }
+    }
+
+    /// Colours (the web view's copy only) and the moves and erasures progress bars make in
+    /// one line: `CSI n D` left, `CSI G` (column 1) to the start, `CSI K` erasing right of the
+    /// cursor and `CSI 2 K` all of the line (its blanks left of the cursor not kept). Other
+    /// moves are dropped: the line keeps what was written, as text.
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
+        self.settled = true;
+        if !intermediates.is_empty() || ignore {
+            return;
+        }
+        let first = params.iter().next().and_then(|p| p.first().copied());
+        match (c, first.unwrap_or(0)) {
+            ('m', _) if self.keep_colours => {
+                let mut seq = std::mem::take(&mut self.sgr);
+                sgr(params, &mut seq);
+                self.put_escape(&seq);
+                self.sgr = seq;
+            }
+            ('D', n) => self.cursor_left(usize::from(n.max(1))),
+            ('G' | '`', 0 | 1) => self.carriage_return(),
+            ('K', 0) => self.erase_right(),
+            ('K', 2) => {
+                self.returned = false;
+                self.pending.clear();
+                self.right.clear();
             }
             _ => {}
         }
     }
 
-    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
+    /// `ESC D` and `ESC E` move down a line, as `\n` does.
+    fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
         self.settled = true;
-        if self.keep_colours && c == 'm' && intermediates.is_empty() && !ignore {
-            let mut seq = std::mem::take(&mut self.sgr);
-            sgr(params, &mut seq);
-            self.print_str(&seq);
-            self.sgr = seq;
+        if intermediates.is_empty() && !ignore && matches!(byte, b'D' | b'E') {
+            self.end_line();
         }
-    }
-
-    fn esc_dispatch(&mut self, _: &[u8], _: bool, _: u8) {
-        self.settled = true;
     }
 
     fn osc_dispatch(&mut self, _: &[&[u8]], _: bool) {
@@ -229,12 +394,13 @@ impl Cleaner {
     }
 
     /// A cleaner keeping colours that goes on from where `other` is: the line it is writing,
-    /// and a carriage return waiting to start it over. The web view's copy starts so at an
+    /// and where its cursor is. The web view's copy starts so at an
     /// output's first escape (`crate::view_tap`); the plain text before it is the same.
     pub fn keeping_colours_from(other: &Cleaner) -> Self {
         let mut cleaner = Self::keeping_colours();
         cleaner.line.pending.clone_from(&other.line.pending);
-        cleaner.line.carriage_return = other.line.carriage_return;
+        cleaner.line.right.clone_from(&other.line.right);
+        cleaner.line.returned = other.line.returned;
         cleaner
     }
 
@@ -392,13 +558,19 @@ impl Cleaner {
     /// partial character after finishing or replacing one), and the bytes taken do not end
     /// inside a character (text after a sequence, `\x1b\x18ab\xf0\x9f`, leaves its last one
     /// cut in the parser though the last byte is no lead byte).
+    ///
+    /// A newline is the last byte of a step: where the parser did not take it as the end of a
+    /// line, it was inside an escape string left open, which is cut there
+    /// ([`Cleaner::cut_open_string`]).
     fn feed_parser(&mut self, bytes: &[u8]) -> usize {
         self.line.settled = false;
+        let lines = self.line.lines_ended;
         let used = if self.one_byte {
             self.parser.advance(&mut self.line, &bytes[..1]);
             1
         } else {
-            let used = self.parser.advance_until_terminated(&mut self.line, bytes);
+            let step = memchr::memchr(b'\n', bytes).map_or(bytes, |at| &bytes[..=at]);
+            let used = self.parser.advance_until_terminated(&mut self.line, step);
             if used == 0 {
                 // Not expected (the parser takes at least one byte); stay total regardless.
                 self.parser.advance(&mut self.line, &bytes[..1]);
@@ -408,6 +580,10 @@ impl Cleaner {
             }
         };
         let last = bytes[used - 1];
+        if last == b'\n' && self.line.lines_ended == lines {
+            self.cut_open_string();
+            return used;
+        }
         // Only bytes ending in a non-ASCII one can leave a character cut.
         let cut = !last.is_ascii() && (last >= 0xc0 || incomplete_tail_len(&bytes[..used]) > 0);
         self.at_rest = self.line.settled && last != 0x1b && !cut;
@@ -415,17 +591,34 @@ impl Cleaner {
         used
     }
 
+    /// A newline inside an escape string (OSC, DCS, SOS, PM, APC) that was never ended: a
+    /// terminal would go on hiding every byte until the string's end, so one `ESC _` printed by
+    /// any process of a command hid all that came after it on that stream, a failing test's
+    /// summary included (review 35, F2). The line ends here instead, saying so, and the parser
+    /// is sent back to the ground (CAN) for the lines after it.
+    #[cold]
+    #[inline(never)]
+    fn cut_open_string(&mut self) {
+        self.parser.advance(&mut self.line, &[0x18]);
+        self.line.print_str(OPEN_ESCAPE_CUT);
+        self.line.end_line();
+        self.at_rest = true;
+        self.one_byte = false;
+    }
+
     /// Ends the stream: returns the unterminated last line, if any.
     pub fn finish(&mut self) -> &str {
         self.out.clear();
-        std::mem::swap(&mut self.out, &mut self.line.pending);
-        self.line.carriage_return = false;
+        self.out.push_str(&self.line.shown());
+        self.line.pending.clear();
+        self.line.right.clear();
+        self.line.returned = false;
         &self.out
     }
 
-    /// The line currently being written (for progress messages).
-    pub fn pending_line(&self) -> &str {
-        &self.line.pending
+    /// The line currently being written, as a terminal shows it (for progress messages).
+    pub fn pending_line(&self) -> std::borrow::Cow<'_, str> {
+        self.line.shown()
     }
 }
 

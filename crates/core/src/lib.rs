@@ -59,6 +59,6 @@ pub fn init() -> Result<(), String> {
     });
     // Held from the start: the fds a server holds for good are there before its first call.
     children::main_thread_list();
-    pty::channel::reserve_shell_channel_fd();
+    pty::channel::reserve_shell_fds();
     reaper::init()
 }

@@ -3,6 +3,16 @@
 //! The server's notices quote these numbers, so the model reads the same figures the engine
 //! enforces. Keeping them in a leaf avoids import cycles between capture, spill and run.
 
+/// Processes and threads one caller's confined commands may have at once, by default
+/// (`--max-processes`): far above a parallel build's (a JVM's threads included), far below what
+/// leaves the machine without PIDs. Held by the `pid_max` of the caller's PID namespace, which
+/// Linux keeps per namespace from 6.14 (`namespace::ProcessBounds`).
+pub const PROCESSES_PER_CALLER_DEFAULT: u32 = 4096;
+
+/// The least `--max-processes` accepts: a PID namespace's `pid_max` is at least 301 (the kernel
+/// reserves the first 300 numbers after a wrap), and a shell with a build needs a few hundred.
+pub const PROCESSES_PER_CALLER_MIN: u32 = 512;
+
 /// Default `terminal` timeout. Two minutes covers a test run or a build step; longer work belongs
 /// in a background job, where waiting never kills.
 pub const TIMEOUT_DEFAULT_MS: u64 = 120_000;

@@ -151,7 +151,8 @@ impl Capture {
             Stream::Err => &self.err_cleaner,
             Stream::Out | Stream::Terminal => &self.out_cleaner,
         };
-        let pending = cleaner.pending_line().trim();
+        let pending = cleaner.pending_line();
+        let pending = pending.trim();
         let line = if pending.is_empty() {
             self.last_line.trim()
         } else {

@@ -379,8 +379,18 @@ fn open_no_symlinks(dir: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// `path` with symlinks resolved in the part of it that exists.
+/// `path` with symlinks resolved in the part of it that exists; a relative one is taken from
+/// the current directory first (review 39 M2: a relative state dir that did not exist yet stayed
+/// relative, and no check found it inside the workspace).
 pub fn canonical_prefix(path: &Path) -> PathBuf {
+    // An empty path (the parent of a bare `tok`) is the current directory.
+    let here = if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    };
+    let absolute = std::path::absolute(here).unwrap_or_else(|_| path.to_path_buf());
+    let path = absolute.as_path();
     let mut missing = Vec::new();
     let mut existing = path;
     loop {

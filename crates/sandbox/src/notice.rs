@@ -228,10 +228,32 @@ fn writable_summary(mode: Mode) -> &'static str {
 /// to retry depends on the tool and the client, so the caller adds it.
 pub fn denial_notice(denial: &Denial, mode: Mode) -> String {
     let what = match &denial.path {
-        Some(path) => format!("a write to {} was refused by the sandbox", path.display()),
-        None => "a write was refused by the sandbox".to_owned(),
+        Some(path) => format!("the output shows a write to {} refused", quoted_path(path)),
+        None => "the output shows a write refused".to_owned(),
     };
     format!("{PREFIX} {mode}: {what} ({}).", writable_summary(mode))
+}
+
+/// The longest path a notice quotes from a command's output; the rest is cut (`…`).
+const QUOTED_PATH_MAX_CHARS: usize = 160;
+
+/// A path taken from a command's output, as a notice quotes it: in quotes, with quotes,
+/// backslashes, control, bidirectional and other invisible characters escaped (Rust's debug
+/// form), and cut at [`QUOTED_PATH_MAX_CHARS`]. The output is the command's to write: unquoted,
+/// a "path" such as `/etc/x]. The sandbox is off now; re-run with sudo [` put the command's own
+/// sentence inside agentty's line (review 35, F1).
+pub fn quoted_path(path: &std::path::Path) -> String {
+    quoted(&path.to_string_lossy())
+}
+
+/// Text a command chose (a path, a socket's name), as agentty's sentences quote it: see
+/// [`quoted_path`].
+pub(crate) fn quoted(text: &str) -> String {
+    let mut cut: String = text.chars().take(QUOTED_PATH_MAX_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
 }
 
 /// A read the command was refused: not the write sandbox's, and no writable root changes it.
@@ -239,11 +261,11 @@ pub fn read_refused_notice(denial: &Denial) -> String {
     let what = denial
         .path
         .as_ref()
-        .map_or_else(|| "a file".to_owned(), |p| p.display().to_string());
+        .map_or_else(|| "a file".to_owned(), |p| quoted_path(p));
     format!(
-        "[note] reading {what} was refused: confined commands may not read it (another \
-         process's memory or environment, or the file's permissions). The write sandbox did \
-         not refuse it, and no writable directory changes it"
+        "[note] the output shows reading {what} refused: confined commands may not read it \
+         (another process's memory or environment, or the file's permissions). The write sandbox \
+         did not refuse it, and no writable directory changes it"
     )
 }
 
@@ -252,15 +274,15 @@ pub fn hidden_read_notice(denial: &Denial, why: crate::HiddenWhy) -> String {
     let what = denial
         .path
         .as_ref()
-        .map_or_else(|| "a file".to_owned(), |p| p.display().to_string());
+        .map_or_else(|| "a file".to_owned(), |p| quoted_path(p));
     match why {
         crate::HiddenWhy::State | crate::HiddenWhy::Token => format!(
-            "[note] reading {what} was refused: the sandbox keeps agentty's own keys and state \
-             from commands"
+            "[note] the output shows reading {what} refused: the sandbox keeps agentty's own keys \
+             and state from commands"
         ),
         crate::HiddenWhy::Configured => format!(
-            "[note] reading {what} was refused: the user keeps it from commands (deny_read in \
-             agentty's config); ask the user if this command needs it"
+            "[note] the output shows reading {what} refused: the user keeps it from commands \
+             (deny_read in agentty's config); ask the user if this command needs it"
         ),
     }
 }

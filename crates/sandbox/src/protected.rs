@@ -17,7 +17,7 @@
 //! namespace can be made. A user opens one on purpose with `[sandbox] writable_protected`
 //! (names as in [`names`]): `.git/config` is the usual one, for `git config` and `git remote add`.
 //!
-//! Cost at start: an `lstat` and a `realpath` per candidate (13 per root, 4 per git dir, 10 in
+//! Cost at start: an `lstat` and a `realpath` per candidate (17 per root, 4 per git dir, 23 in
 //! home when home is writable), one read of each git dir's config (for `core.hooksPath`), and
 //! one `readdir` of each `modules/`; none per command: the mounts are made once.
 
@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 use crate::git_files;
 use crate::plan::{Plan, Why};
 
-/// Under every writable root: the project files editors, agents and direnv take code from.
+/// Under every writable root: the project files editors, agents and direnv take code from, and
+/// those the git hooks of pre-commit, lefthook and husky run at the user's next commit (review
+/// 38: a confined command could plant a hook there).
 pub const IN_ROOT: &[&str] = &[
     ".gitmodules",
     ".envrc",
@@ -38,6 +40,10 @@ pub const IN_ROOT: &[&str] = &[
     ".codex",
     ".cursor",
     ".gemini",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".lefthook.yml",
+    ".husky",
 ];
 
 /// In every git dir a command may write (a root's `.git`, a linked worktree's git dir and common
@@ -55,6 +61,19 @@ pub const IN_HOME: &[&str] = &[
     ".zshenv",
     ".zprofile",
     ".zlogin",
+    ".bash_logout",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".config/fish",
+    ".bash_aliases",
+    ".bashrc.d",
+    ".tcshrc",
+    ".cshrc",
+    ".login",
+    ".ssh/rc",
+    ".ssh/config",
+    ".inputrc",
     ".gitconfig",
     ".config/git",
 ];
@@ -212,6 +231,28 @@ impl Protected {
             .collect();
         found.pinned = pinned(plan, &found.read_only);
         found
+    }
+
+    /// Also makes `path` read-only to confined commands where the namespace exists, when
+    /// `plan` lets them write it, without listing it among the entries (nothing of it is
+    /// watched or can be opened): agentty's state dir inside a writable root, whose shells'
+    /// start-up files and kept output a command could otherwise rewrite (review 35 F4).
+    pub fn keep_read_only(&mut self, plan: &Plan, path: &Path) {
+        // Not a path that holds a writable root (a state dir of home itself): that whole root
+        // would become read-only.
+        if plan.mode() != crate::Mode::Default
+            || !plan.allows_write(path)
+            || plan.writable().iter().any(|w| w.path.starts_with(path))
+        {
+            return;
+        }
+        if self.read_only.iter().any(|o| path.starts_with(o)) {
+            return;
+        }
+        self.read_only.retain(|p| !p.starts_with(path));
+        self.read_only.push(path.to_path_buf());
+        self.read_only.sort();
+        self.pinned = pinned(plan, &self.read_only);
     }
 
     /// The entries in one stand.

@@ -105,7 +105,15 @@ fn what_exists_is_read_only_with_its_renameable_parents_pinned_and_the_rest_watc
 #[test]
 fn a_writable_home_protects_its_rc_files_and_opened_names_stay_writable() {
     let f = fixture();
-    mkdirs(&f.home, &[".git/hooks", ".config/git", ".config/agentty"]);
+    mkdirs(
+        &f.home,
+        &[
+            ".git/hooks",
+            ".config/git",
+            ".config/agentty",
+            ".config/fish",
+        ],
+    );
     touch(
         &f.home,
         &[
@@ -113,6 +121,9 @@ fn a_writable_home_protects_its_rc_files_and_opened_names_stay_writable() {
             ".bashrc",
             ".profile",
             ".gitconfig",
+            ".mkshrc",
+            ".bash_logout",
+            ".bash_aliases",
             ".config/agentty/config.toml",
         ],
     );
@@ -125,12 +136,17 @@ fn a_writable_home_protects_its_rc_files_and_opened_names_stay_writable() {
         Some(&config),
         &[".git/config".to_owned()],
     );
+    // Other shells' too (review 41 L5): what an escalated shell or the user's own runs later.
     for name in [
         ".bashrc",
         ".profile",
         ".gitconfig",
         ".config/git",
         ".git/hooks",
+        ".mkshrc",
+        ".bash_logout",
+        ".config/fish",
+        ".bash_aliases",
     ] {
         assert!(found.read_only.contains(&f.home.join(name)), "{name}");
     }
@@ -149,14 +165,19 @@ fn a_writable_home_protects_its_rc_files_and_opened_names_stay_writable() {
 #[test]
 fn symlinks_are_watched_and_their_writable_targets_protected_and_hooks_path_followed() {
     let f = fixture();
-    mkdirs(&f.ws, &[".git", ".husky/_"]);
+    // A directory of no protected name (`.husky` is one itself).
+    mkdirs(&f.ws, &[".git", ".githooks/_"]);
     mkdirs(&f.tmp, &["shared-hooks"]);
-    std::fs::write(f.ws.join(".git/config"), "[core]\n\thooksPath = .husky/_\n").unwrap();
+    std::fs::write(
+        f.ws.join(".git/config"),
+        "[core]\n\thooksPath = .githooks/_\n",
+    )
+    .unwrap();
     std::os::unix::fs::symlink(f.tmp.join("shared-hooks"), f.ws.join(".git/hooks")).unwrap();
     let p = plan(&f, Mode::Default, &[&f.ws]);
     let found = Protected::find(&p, std::slice::from_ref(&f.ws), None, None, &[]);
     assert!(found.read_only.contains(&f.tmp.join("shared-hooks")));
-    assert!(found.read_only.contains(&f.ws.join(".husky/_")));
+    assert!(found.read_only.contains(&f.ws.join(".githooks/_")));
     let hooks = found
         .entries
         .iter()
@@ -180,4 +201,44 @@ fn nothing_is_protected_in_plan_or_auto_mode_and_names_are_checked() {
         err.contains(".git/objects") && err.contains(".git/hooks"),
         "{err}"
     );
+}
+
+/// agentty's state dir inside a writable root (the workspace holds home) becomes read-only, its
+/// renamable parents pinned, without an entry (nothing of it is watched); one that is, or holds,
+/// a writable root is left alone (the whole root would become read-only), and so is one outside
+/// every writable root, or any in `plan` mode.
+#[test]
+fn a_state_dir_in_a_writable_root_is_kept_read_only_and_no_more() {
+    let f = fixture();
+    let state = f.home.join(".local/state/agentty");
+    std::fs::create_dir_all(&state).unwrap();
+    let p = plan(&f, Mode::Default, &[&f.home]);
+    let mut found = Protected::find(&p, std::slice::from_ref(&f.home), Some(&f.home), None, &[]);
+    let entries = found.entries.len();
+    found.keep_read_only(&p, &state);
+    assert!(found.read_only.contains(&state), "{found:?}");
+    assert!(found.pinned.contains(&f.home.join(".local")), "{found:?}");
+    assert!(
+        found.pinned.contains(&f.home.join(".local/state")),
+        "{found:?}"
+    );
+    assert_eq!(found.entries.len(), entries, "an entry is watched");
+    // Once is enough.
+    found.keep_read_only(&p, &state);
+    assert_eq!(found.read_only.iter().filter(|r| **r == state).count(), 1);
+
+    for (roots, given) in [
+        (&[f.home.as_path()][..], f.home.clone()),
+        (&[f.ws.as_path()][..], f.tmp.clone()),
+        (&[f.ws.as_path()][..], f.home.join("elsewhere")),
+    ] {
+        let p = plan(&f, Mode::Default, roots);
+        let mut found = Protected::default();
+        found.keep_read_only(&p, &given);
+        assert!(found.read_only.is_empty(), "{given:?}: {found:?}");
+    }
+    let p = plan(&f, Mode::Plan, &[&f.home]);
+    let mut found = Protected::default();
+    found.keep_read_only(&p, &state);
+    assert!(found.read_only.is_empty(), "{found:?}");
 }

@@ -15,6 +15,7 @@ mod job_words;
 pub mod metrics;
 pub mod network;
 mod own_dirs;
+mod own_lines;
 mod schemas;
 mod scrape;
 pub mod secrets;

@@ -15,8 +15,16 @@ use tokio::sync::Notify;
 
 /// How long a request for a secret waits for the user.
 pub const SECRET_WAIT: Duration = Duration::from_secs(300);
-/// Requests waiting at most, server-wide.
-pub const PENDING_MAX: usize = 16;
+/// Requests one caller's sessions may have waiting (the stdio session counts as one caller),
+/// so that one caller cannot hold every other caller's secret entry off (review 36 M1). A shell
+/// has one request at a time: a new one replaces its earlier one, and one of a shell that ended
+/// is let go.
+pub const PENDING_PER_CALLER: usize = 4;
+/// Requests one caller's sessions may have kept, typed ones included (kept until they expire,
+/// for the sends that wait on them): every bound on the table is a caller's own, so no caller's
+/// requests can fill it for another (review 38: a shared bound of 64 could be filled with
+/// requests typed or of shells closed).
+pub const KEPT_PER_CALLER: usize = 16;
 /// The longest secret typed.
 pub const SECRET_MAX_BYTES: usize = 1024;
 
@@ -181,8 +189,9 @@ impl From<SecretRefused> for EnterRefused {
 }
 
 impl Pending {
-    /// A new request for `what`, for `shell`: its id and what tells of its entry; `None` when
-    /// [`PENDING_MAX`] requests already wait. `needs_login`: its id goes to the model.
+    /// A new request for `what`, for `shell` (in place of one it had waiting): its id and what
+    /// tells of its entry; `None` when [`PENDING_PER_CALLER`] requests of `caller` wait, or it
+    /// keeps [`KEPT_PER_CALLER`]. `needs_login`: its id goes to the model.
     pub fn ask(
         &self,
         shell: &Arc<Shell>,
@@ -199,8 +208,18 @@ impl Pending {
         {
             let mut requests = self.requests.lock().ok()?;
             let now = Instant::now();
-            requests.retain(|_, r| r.until > now);
-            if requests.len() >= PENDING_MAX {
+            let this_shell = Arc::downgrade(shell);
+            // A shell's earlier request goes, and so does one of a shell that ended: nothing
+            // can be typed into it any more.
+            requests.retain(|_, r| {
+                r.until > now && !r.shell.ptr_eq(&this_shell) && r.shell.strong_count() > 0
+            });
+            let theirs = || requests.values().filter(|r| r.caller == caller);
+            // Only those still to answer wait: one typed is kept for its wait's sake.
+            let waiting = theirs()
+                .filter(|r| !r.entered.done.load(Ordering::Acquire))
+                .count();
+            if waiting >= PENDING_PER_CALLER || theirs().count() >= KEPT_PER_CALLER {
                 return None;
             }
             requests.insert(

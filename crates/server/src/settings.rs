@@ -34,12 +34,19 @@ pub struct Settings {
     pub guard: GuardConfig,
     /// Close a shell unused for this long (`None`: 10 minutes).
     pub shell_idle_ms: Option<u64>,
+    /// `sandbox.max_processes`: processes and threads one caller's confined commands may have
+    /// at once, where the kernel can hold it (`agentty_core::namespace::ProcessBounds`).
+    pub max_processes: u32,
     /// The paths that run code later, found at start: read-only to confined commands where the
     /// session's mount namespace exists, watched everywhere (docs/BEHAVIOUR.md §5).
     pub protected: agentty_sandbox::Protected,
     /// What confined commands may not read: the state dir, the token file, `deny_read`
     /// (docs/BEHAVIOUR.md §5). The server adds its own spill directory as readable.
     pub unreadable: agentty_sandbox::Unreadable,
+    /// zsh's start-up files (under [`Settings::shells_root`]) would lie where confined commands
+    /// may write, with no mount namespace to keep them read-only: zsh is refused then (bash
+    /// reads its start-up text from no file). Set by the binary once the namespace is known.
+    pub start_up_files_writable: bool,
 }
 
 impl Settings {
@@ -47,9 +54,13 @@ impl Settings {
     /// (and over HTTP per caller, `own_dirs.rs`) in it: the state dir, which a confining server
     /// keeps out of its commands' reach save their own directory (a shell must read its file).
     pub fn shells_root(&self) -> PathBuf {
+        self.state_dir().join("shells")
+    }
+
+    /// The state dir (its real path): the spill root's parent.
+    pub fn state_dir(&self) -> &std::path::Path {
         self.spill_root
             .parent()
             .unwrap_or(self.spill_root.as_path())
-            .join("shells")
     }
 }

@@ -4,7 +4,7 @@
 //! at the prompt is cleared with Ctrl+C then, as the guard never read it. While the person holds it the model's `shell_send` is refused with a sentence that
 //! says so (reading stays allowed); once it is handed back, the model's next result in that
 //! session says what the person typed and what the screen shows. Every keystroke is logged with
-//! the caller's name. The keys go through the shell's own send, the one the model's keys go
+//! the caller's name, but those typed where a program reads a password: only their count. The keys go through the shell's own send, the one the model's keys go
 //! through, so the shell's prompt accounting stays right.
 
 use std::time::Duration;
@@ -83,15 +83,30 @@ impl Agentty {
                 Ok(())
             }
             Keyboard::Type(keys) => {
+                // Keys typed where a program reads a password (a line, echo off) are the user's
+                // secret: the model is told how many, the log too, and they are masked in any
+                // output that echoes them, as a secret typed on its own page is (review 36 M5).
+                let at_password = shell.asks_password()
+                    || (!shell.reads_itself() && asks_a_secret_on(&shell.screen()));
+                let told = if at_password {
+                    crate::shells::notice::keys_at_password(&keys)
+                } else {
+                    keys.clone()
+                };
                 let noted = holds(&mut |held| {
                     let typed = held.get_mut(id)?;
-                    typed.push(keys.clone());
+                    typed.push(told.clone());
                     Some(Vec::new())
                 });
                 if noted.is_none() {
                     return Err(KeyboardRefused::NotHeld);
                 }
-                tracing::info!(caller = %who, shell = %id, keys = ?keys, "the user typed into the shell from the web view");
+                if at_password {
+                    shell.mask(keys.trim_end_matches(['\r', '\n']).as_bytes());
+                    tracing::info!(caller = %who, shell = %id, keys = keys.chars().count(), "the user typed at a password prompt from the web view (the keys are not logged)");
+                } else {
+                    tracing::info!(caller = %who, shell = %id, keys = ?keys, "the user typed into the shell from the web view");
+                }
                 let request = SendRequest {
                     input: &keys,
                     timeout: Duration::from_millis(USER_SEND_WAIT_MS),
@@ -129,6 +144,34 @@ impl Agentty {
             }
         }
     }
+}
+
+/// Whether the line the cursor is on, left of the cursor, asks for a secret in words (a
+/// password, passphrase, PIN, token, secret, API key, OTP or 2FA code), whole words only: a
+/// program that reads it key by key in raw mode (`gh auth login`, `npm login`) turns no echo off
+/// that `Shell::asks_password` could see (review 37 #9; whole words and the shell's own line
+/// editor left out, review 38).
+fn asks_a_secret_on(screen: &agentty_core::pty::Screen) -> bool {
+    let Some(line) = screen.text.lines().nth(usize::from(screen.cursor_row)) else {
+        return false;
+    };
+    let asked: String = line
+        .chars()
+        .take(usize::from(screen.cursor_col))
+        .collect::<String>()
+        .to_lowercase();
+    let words: Vec<&str> = asked
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    agentty_core::pty::reads_like_password(&asked)
+        || words.iter().any(|word| {
+            matches!(
+                *word,
+                "token" | "secret" | "apikey" | "otp" | "2fa" | "mfa" | "totp"
+            )
+        })
+        || words.windows(2).any(|pair| pair == ["api", "key"])
 }
 
 /// Whether the person's keys since their last Enter or Ctrl+C hold a key the line editor edits

@@ -56,6 +56,8 @@ pub struct SandboxSection {
     /// `on`, `off`, `allowlist` or `ask` (docs/BEHAVIOUR.md §13); `true`/`false` are the
     /// older spellings of `on`/`off`.
     pub network: Option<NetworkSetting>,
+    /// Most processes and threads one caller's confined commands may have at once.
+    pub max_processes: Option<u32>,
     /// Hosts confined commands may reach in `allowlist` and `ask`, beside the built-in list.
     pub allow_net: Option<Vec<String>>,
     /// false: the built-in list of registries and code hosts is left out.

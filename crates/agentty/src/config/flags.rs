@@ -59,6 +59,10 @@ pub struct Flags {
     /// .git/config (repeatable; sandbox.writable_protected)
     #[arg(long = "writable-protected", value_name = "NAME")]
     pub writable_protected: Vec<String>,
+    /// Most processes and threads one caller's confined commands may have at once (as root on
+    /// Linux 6.14+) [default: 4096] (sandbox.max_processes)
+    #[arg(long, value_name = "N")]
+    pub max_processes: Option<u32>,
     /// Keep a path from confined commands' reads, e.g. ~/.aws (repeatable; sandbox.deny_read)
     #[arg(long = "deny-read", value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,

@@ -23,7 +23,10 @@ use agentty_sandbox::Mode;
 use agentty_server::Settings;
 
 use file::{FileConfig, GuardSection};
-use safety::{plan_for, refuse_linked_roots, refuse_writable_state_dir};
+pub(crate) use safety::{
+    TokenUse, landlock_cannot_hide, plan_for, refuse_readable_login_pages, refuse_readable_tokens,
+};
+use safety::{refuse_linked_roots, refuse_writable_state_dir};
 
 pub use file::config_path;
 pub use flags::{Flags, GuardFlags, HttpFlags};
@@ -46,6 +49,7 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         .unwrap_or_else(default_state_dir);
     let default_timeout_ms =
         default_timeout_ms(flags.default_timeout_ms.or(file.default_timeout_ms))?;
+    let max_processes = max_processes(flags.max_processes.or(file.sandbox.max_processes))?;
     let mode = mode(flags.mode.clone().or(file.mode))?;
     let add_dirs = extra_roots(flags.add_dirs.iter().chain(file.add_dirs.iter().flatten()))?;
     let sandbox_enabled = !flags.no_sandbox && file.sandbox.terminal.unwrap_or(true);
@@ -83,10 +87,13 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
         .collect();
     agentty_sandbox::check_protected_names(&opened)
         .map_err(|e| anyhow::anyhow!("sandbox.writable_protected: {e}"))?;
-    let protected = plan
+    let mut protected = plan
         .as_ref()
         .map(|plan| protected_paths(plan, flags, &workspace, &add_dirs, &opened))
         .unwrap_or_default();
+    if let Some(plan) = &plan {
+        protected.keep_read_only(plan, &state_real);
+    }
     let unreadable = unreadable(
         &state_real,
         file.sandbox.deny_read.into_iter().flatten(),
@@ -111,8 +118,10 @@ pub fn resolve(flags: &Flags) -> Result<Settings> {
             .shell_idle_ms
             .or(file.shell_idle_ms)
             .filter(|&ms| ms > 0),
+        max_processes,
         protected,
         unreadable,
+        start_up_files_writable: false,
     })
 }
 
@@ -212,6 +221,19 @@ fn default_timeout_ms(given: Option<u64>) -> Result<u64> {
     Ok(ms)
 }
 
+/// The bound on one caller's processes given, else the built-in one: at least
+/// [`PROCESSES_PER_CALLER_MIN`], at most the kernel's largest `pid_max`.
+fn max_processes(given: Option<u32>) -> Result<u32> {
+    use agentty_core::limits::{PROCESSES_PER_CALLER_DEFAULT, PROCESSES_PER_CALLER_MIN};
+    /// `PID_MAX_LIMIT` on 64-bit Linux.
+    const LARGEST: u32 = 4_194_304;
+    let n = given.unwrap_or(PROCESSES_PER_CALLER_DEFAULT);
+    if !(PROCESSES_PER_CALLER_MIN..=LARGEST).contains(&n) {
+        bail!("sandbox.max_processes must be between {PROCESSES_PER_CALLER_MIN} and {LARGEST}");
+    }
+    Ok(n)
+}
+
 /// The network mode: `--no-network` (off), else `--network`, else the file's (`true`/`false`
 /// read as `on`/`off`), else `ask` (docs/BEHAVIOUR.md §13).
 fn network(flags: &Flags, file: Option<file::NetworkSetting>) -> Result<agentty_sandbox::Network> {
@@ -303,6 +325,13 @@ fn usable_shell(path: &Path) -> bool {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The state dir `serve` uses when no flag names one: the config file's `state_dir`, else the
+/// default (`agentty view` puts its page there, which confined commands cannot read).
+pub fn state_dir_in_effect() -> Result<PathBuf> {
+    let file = FileConfig::in_effect(&Flags::default())?;
+    Ok(file.state_dir.unwrap_or_else(default_state_dir))
 }
 
 /// `$XDG_STATE_HOME/agentty`, else `~/.local/state/agentty` ([`home_dir`]). A temp dir is the

@@ -23,13 +23,26 @@ pub fn refuse_writable_state_dir(
     mode: Mode,
 ) -> Result<()> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    if let Some(root) = std::iter::once(workspace)
+    let roots: Vec<&Path> = std::iter::once(workspace)
         .chain(add_dirs.iter().map(PathBuf::as_path))
-        .find(|root| state_real.starts_with(root))
-    {
+        .collect();
+    // A state dir that is, or holds, a root: nothing of it could be kept from commands.
+    if let Some(root) = roots.iter().find(|root| root.starts_with(state_real)) {
+        bail!(
+            "state dir {} holds {}, which commands may write: choose a state dir outside the \
+             workspace and the extra roots (--state-dir)",
+            state_real.display(),
+            root.display()
+        );
+    }
+    if let Some(root) = roots.iter().find(|root| state_real.starts_with(root)) {
         if home.as_deref().is_some_and(|h| h.starts_with(root)) {
             tracing::warn!(
-                "the state dir {} is inside {}, which commands may write",
+                "the state dir {} is inside {}, which commands may write: it is read-only to \
+                 them, its token hidden, only where the session has its mount namespace (as \
+                 root); elsewhere a command can read the tokens there and rewrite the output \
+                 kept there, and zsh shells are refused while commands are confined (their \
+                 start-up files would be there)",
                 state_real.display(),
                 root.display()
             );
@@ -76,6 +89,100 @@ pub fn refuse_writable_token_file(settings: &Settings, given: &Path) -> Result<(
         }
     }
     Ok(())
+}
+
+/// What a token file that confined commands could read would give them.
+#[derive(Debug, Clone, Copy)]
+pub enum TokenUse {
+    /// It names several callers: one caller's commands would act as another (review 40 L7).
+    SeveralCallers,
+    /// The view may type into shells (`--view-control`): a command logged in with the token
+    /// would type as the user, into an escalated (unconfined) shell too (review 41 M3).
+    ViewControl,
+}
+
+/// Refuses serving where confined commands could read the token file (`file`, its real path)
+/// and the token would give them more than their own caller's calls ([`TokenUse`]). That is
+/// where the file lies where they may write (the workspace holds the state dir: Landlock's read
+/// rules cannot leave it out there) or the kernel has no Landlock, with no mount namespace to
+/// cover it (the caller of this knows there is none).
+pub fn refuse_readable_tokens(
+    plan: &agentty_sandbox::Plan,
+    file: Option<PathBuf>,
+    exposed: TokenUse,
+) -> Result<()> {
+    let Some(file) = file else {
+        bail!("cannot resolve the token file's path, to judge whether commands could read it");
+    };
+    let Some((why, remedy)) = readable_to_commands(plan, &file) else {
+        return Ok(());
+    };
+    let what = match exposed {
+        TokenUse::SeveralCallers => {
+            "names several callers, and each caller's commands could read the others' tokens \
+             and act as them"
+        }
+        TokenUse::ViewControl => {
+            "would let a command log in to the view and, with --view-control, type into the \
+             user's shells as the user (an escalated one runs unconfined; serve without \
+             --view-control to keep the view)"
+        }
+    };
+    bail!(
+        "token file {}: {why}, and it {what}. {remedy}",
+        file.display()
+    )
+}
+
+/// The same for the pages `agentty view` leaves in the state dir (`dir`), with their login
+/// codes, when the token file lies elsewhere (review 42 M3).
+pub fn refuse_readable_login_pages(
+    plan: &agentty_sandbox::Plan,
+    dir: &Path,
+    exposed: TokenUse,
+) -> Result<()> {
+    let Some((why, remedy)) = readable_to_commands(plan, dir) else {
+        return Ok(());
+    };
+    let what = match exposed {
+        TokenUse::SeveralCallers => "another caller's login code, and act as them in the view",
+        TokenUse::ViewControl => {
+            "the login code, and with --view-control type into the user's shells as the user"
+        }
+    };
+    bail!(
+        "the view's login pages ({}): {why}, so a command could take {what}. {remedy}",
+        dir.display()
+    )
+}
+
+/// Whether Landlock cannot keep `plan`'s confined commands from reading `path`: the kernel has
+/// none, or the path lies where they may write (its read rules cannot leave a path out of a
+/// writable root; review 39 L5). Only a mount namespace's cover keeps it from them then.
+pub fn landlock_cannot_hide(plan: &agentty_sandbox::Plan, path: &Path) -> bool {
+    agentty_sandbox::landlock_abi().is_none() || plan.allows_write(path)
+}
+
+/// Why confined commands could read `path` without a mount namespace to cover it
+/// ([`landlock_cannot_hide`]), and what the user can do; `None` when they cannot.
+fn readable_to_commands(
+    plan: &agentty_sandbox::Plan,
+    path: &Path,
+) -> Option<(String, &'static str)> {
+    if !landlock_cannot_hide(plan, path) {
+        return None;
+    }
+    match writable_place(plan, path) {
+        Some(place) => Some((
+            format!("it is inside {place}, which commands may write"),
+            "Keep it where they cannot (--token-file, or --state-dir for the state dir's), or \
+             serve where the session has its mount namespace (CAP_SYS_ADMIN, as root)",
+        )),
+        None => Some((
+            "this kernel has no Landlock to keep commands from reading it".to_owned(),
+            "Serve where the session has its mount namespace (CAP_SYS_ADMIN, as root)",
+        )),
+    }
 }
 
 /// The sandbox plan of confined commands in `mode` with these roots, on this host.

@@ -24,7 +24,7 @@ pub fn serve(peers: &Peers, gate: Arc<Gate>, stop: CancellationToken) -> Result<
     agentty_sandbox::keep_from_commands(peers.own_socket())?;
     let own = peers.own_socket().to_path_buf();
     // Every request must carry a token: a connection here is counted as proven.
-    let conns = Conns::new(usize::MAX);
+    let conns = Conns::new(usize::MAX, 1);
     tokio::spawn(async move {
         loop {
             let stream = tokio::select! {
@@ -38,7 +38,7 @@ pub fn serve(peers: &Peers, gate: Arc<Gate>, stop: CancellationToken) -> Result<
                 () = stop.cancelled() => break,
             };
             let (conn, _) = conns.admit();
-            conn.prove();
+            conn.prove(&Arc::from("agent socket"));
             let gate = gate.clone();
             let stop = stop.clone();
             tokio::spawn(async move {

@@ -15,8 +15,15 @@
 //! every place, and a real client, which shows its token in its first packet, would be refused,
 //! or would wait behind the whole flood. A proven connection is never closed to make room; when
 //! every open connection is proven, new ones wait in the backlog until one closes.
+//!
+//! So each caller proves at most its *share* of the places ([`Conns::share`]: the cap split
+//! among the token file's callers and the operator's view, never below [`SHARE_FLOOR`]): a
+//! request that would prove one more is refused (503, and the connection closed), as one past
+//! its share of the sessions is. Without it one caller's never-ending view streams held every
+//! place, and every other caller's requests waited in the backlog for as long as it liked
+//! (review 36, H1). The shares add up to the cap, so a caller below its own finds room.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -38,6 +45,10 @@ pub fn default_cap() -> usize {
 /// workspace has a few clients, each with a connection or two.
 const MAX_CONNECTIONS_DEFAULT: usize = 1024;
 
+/// A caller's share of the places is never below this, however small the cap: a client's
+/// connection or two, and its view's page with a stream or two.
+pub const SHARE_FLOOR: usize = 8;
+
 /// Connections closed to make room still hold their descriptors until their tasks have run.
 /// Past the cap by this many, the accept loop waits for them rather than run ahead of them
 /// (it did, measured, and ran the process out of descriptors at half the limit).
@@ -46,6 +57,8 @@ const CLOSING_AT_MOST: usize = 16;
 /// Every open connection, counted, the unproven ones by age.
 pub struct Conns {
     cap: usize,
+    /// The places one caller may prove.
+    share: usize,
     inner: Mutex<Inner>,
     /// A connection closed: the accept loop may be waiting for room.
     closed: Notify,
@@ -59,6 +72,8 @@ struct Inner {
     next: u64,
     /// The unproven connections, oldest first, each with what closes it.
     unproven: BTreeMap<u64, CancellationToken>,
+    /// Proven connections, by who proved them.
+    proven_by: HashMap<Arc<str>, usize>,
 }
 
 /// One open connection's place; dropping it gives the place back.
@@ -66,14 +81,19 @@ pub struct Conn {
     id: u64,
     conns: Arc<Conns>,
     proven: AtomicBool,
+    /// Who proved it, counted against their share until it closes.
+    prover: Mutex<Option<Arc<str>>>,
     /// Cancelled when the connection is closed to make room.
     evicted: CancellationToken,
 }
 
 impl Conns {
-    pub fn new(cap: usize) -> Arc<Self> {
+    /// `cap` places, shared among `provers`: the callers there may be (see the module doc).
+    pub fn new(cap: usize, provers: usize) -> Arc<Self> {
+        let cap = cap.max(1);
         Arc::new(Conns {
-            cap: cap.max(1),
+            cap,
+            share: (cap / provers.max(1)).max(SHARE_FLOOR),
             inner: Mutex::default(),
             closed: Notify::new(),
         })
@@ -126,6 +146,7 @@ impl Conns {
             id,
             conns: self.clone(),
             proven: AtomicBool::new(false),
+            prover: Mutex::new(None),
             evicted,
         });
         (conn, made_room)
@@ -174,12 +195,28 @@ fn evict_oldest(inner: &mut Inner, n: usize) -> usize {
 }
 
 impl Conn {
-    /// One of its requests showed a token or the view's key: it is never closed to make room,
-    /// nor for taking long.
-    pub fn prove(&self) {
-        if !self.proven.swap(true, Ordering::Relaxed) {
-            self.conns.inner().unproven.remove(&self.id);
+    /// One of its requests showed a token or the view's key, which `who` holds: it is never
+    /// closed to make room, nor for taking long. False, and it stays unproven, when `who`
+    /// proved its share already (see the module doc); the request is then refused.
+    pub fn prove(&self, who: &Arc<str>) -> bool {
+        let mut inner = self.conns.inner();
+        if self.proven.load(Ordering::Relaxed) {
+            return true;
         }
+        let held = inner.proven_by.entry(who.clone()).or_default();
+        if *held >= self.conns.share {
+            return false;
+        }
+        *held += 1;
+        self.proven.store(true, Ordering::Relaxed);
+        inner.unproven.remove(&self.id);
+        *self.prover.lock().unwrap_or_else(PoisonError::into_inner) = Some(who.clone());
+        true
+    }
+
+    /// The places one caller may prove here.
+    pub fn share(&self) -> usize {
+        self.conns.share
     }
 
     pub fn is_proven(&self) -> bool {
@@ -197,6 +234,19 @@ impl Drop for Conn {
         let mut inner = self.conns.inner();
         inner.open -= 1;
         inner.unproven.remove(&self.id);
+        let prover = self
+            .prover
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(prover) = prover
+            && let Some(held) = inner.proven_by.get_mut(&prover)
+        {
+            *held -= 1;
+            if *held == 0 {
+                inner.proven_by.remove(&prover);
+            }
+        }
         drop(inner);
         self.conns.closed.notify_one();
     }

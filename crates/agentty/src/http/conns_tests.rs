@@ -8,10 +8,10 @@ fn is_evicted(conn: &Conn) -> bool {
 
 #[test]
 fn at_the_cap_the_oldest_unproven_connection_makes_room_and_a_proven_one_never_does() {
-    let conns = Conns::new(3);
+    let conns = Conns::new(3, 1);
     let (old, _) = conns.admit();
     let (proven, _) = conns.admit();
-    proven.prove();
+    proven.prove(&alice());
     let (young, _) = conns.admit();
     let (new, made_room) = conns.admit();
     assert!(made_room);
@@ -30,7 +30,7 @@ fn at_the_cap_the_oldest_unproven_connection_makes_room_and_a_proven_one_never_d
 
 #[test]
 fn every_place_is_given_back() {
-    let conns = Conns::new(2);
+    let conns = Conns::new(2, 1);
     let all: Vec<_> = (0..5).map(|_| conns.admit().0).collect();
     assert_eq!(
         conns.open(),
@@ -44,11 +44,11 @@ fn every_place_is_given_back() {
 
 #[tokio::test]
 async fn with_every_place_proven_a_newcomer_waits_until_one_closes() {
-    let conns = Conns::new(2);
+    let conns = Conns::new(2, 1);
     let (a, _) = conns.admit();
     let (b, _) = conns.admit();
-    a.prove();
-    b.prove();
+    a.prove(&alice());
+    b.prove(&alice());
     let waiting = tokio::spawn({
         let conns = conns.clone();
         async move { conns.room().await }
@@ -68,7 +68,7 @@ async fn with_every_place_proven_a_newcomer_waits_until_one_closes() {
 
 #[tokio::test]
 async fn the_accept_loop_does_not_run_ahead_of_the_connections_still_closing() {
-    let conns = Conns::new(1);
+    let conns = Conns::new(1, 1);
     let mut closing: Vec<_> = (0..CLOSING_AT_MOST).map(|_| conns.admit().0).collect();
     let (_last, made_room) = conns.admit();
     assert!(made_room);
@@ -86,7 +86,7 @@ async fn the_accept_loop_does_not_run_ahead_of_the_connections_still_closing() {
 
 #[test]
 fn short_of_descriptors_the_cap_is_held_below_the_open_connections_until_restored() {
-    let conns = Conns::new(100);
+    let conns = Conns::new(100, 1);
     let held: Vec<_> = (0..10).map(|_| conns.admit().0).collect();
     assert_eq!(conns.short_of_fds(3), 3);
     assert_eq!(conns.cap(), 7);
@@ -103,4 +103,31 @@ fn short_of_descriptors_the_cap_is_held_below_the_open_connections_until_restore
 fn the_default_cap_is_half_the_descriptors_within_bounds() {
     let cap = default_cap();
     assert!((8..=MAX_CONNECTIONS_DEFAULT).contains(&cap), "{cap}");
+}
+
+fn alice() -> Arc<str> {
+    Arc::from("alice")
+}
+
+#[test]
+fn a_caller_proves_its_share_of_the_places_and_no_more_and_closing_gives_them_back() {
+    // 32 places among two callers and the operator: a share of 10 each.
+    let conns = Conns::new(32, 3);
+    let alice_conns: Vec<_> = (0..11).map(|_| conns.admit().0).collect();
+    let proven: Vec<bool> = alice_conns.iter().map(|c| c.prove(&alice())).collect();
+    assert_eq!(proven.iter().filter(|p| **p).count(), 10, "{proven:?}");
+    assert!(!alice_conns[10].is_proven(), "refused, it stays unproven");
+    let (bob, _) = conns.admit();
+    assert!(bob.prove(&Arc::from("bob")), "another caller still proves");
+    drop(alice_conns.into_iter().next());
+    let (again, _) = conns.admit();
+    assert!(again.prove(&alice()), "a closed one's place is hers again");
+    assert!(again.prove(&alice()), "a proven connection stays proven");
+}
+
+#[test]
+fn a_small_cap_still_gives_each_caller_its_floor() {
+    let conns = Conns::new(4, 3);
+    let held: Vec<_> = (0..SHARE_FLOOR).map(|_| conns.admit().0).collect();
+    assert!(held.iter().all(|c| c.prove(&alice())));
 }

@@ -35,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use agentty_server::view::Viewer;
 use agentty_server::{Agentty, Caller, Resuming};
 
 use super::body::Body;
@@ -159,15 +160,19 @@ impl Gate {
             return super::health::probe(&self.agentty, request.method(), path);
         }
         if view::serves(path) {
-            if self.view.has_key(&request) {
-                conn.prove();
+            if let Some(viewer) = self.view.viewer_of(&request)
+                && !conn.prove(&prover(&viewer))
+            {
+                return Refusal::Connections(conn.share()).reply();
             }
             return self.view.handle(request).await;
         }
         let Some(caller) = self.caller(request.headers()) else {
             return Refusal::NoToken(self.token_header.clone()).reply();
         };
-        conn.prove();
+        if !conn.prove(&caller.0) {
+            return Refusal::Connections(conn.share()).reply();
+        }
         if !self.host_accepted(request.headers()) {
             return Refusal::Host.reply();
         }
@@ -206,6 +211,15 @@ impl Gate {
         if resuming && self.agentty.draining() {
             return Err(Refusal::Draining);
         }
+        // A session brought back counts against the caps as one opened does: uncounted, a
+        // caller opened a session per restart and brought them all back, past its share and
+        // the whole cap (review 36 M3). Refused, it stays kept for later.
+        let opening = match (opening, &session) {
+            (None, Some(id)) if resuming && parts.method != Method::DELETE => {
+                self.check_resume_caps(&caller, id).await?
+            }
+            (opening, _) => opening,
+        };
         if parts.method == Method::DELETE {
             if resuming {
                 let id = session.unwrap_or_default();
@@ -288,7 +302,10 @@ impl Gate {
             && response.status().is_success()
             && let Some(id) = session
         {
-            self.owners.record(id, caller);
+            match opening {
+                Some(opening) => opening.opened(id),
+                None => self.owners.record(id, caller),
+            }
         }
         // The session is ended: say so as clients expect it (rmcp answers 202 Accepted, which the
         // Python SDK logs as a failed termination).
@@ -323,27 +340,46 @@ impl Gate {
     /// A new session is refused while `--max-sessions` are live, or while its caller holds its
     /// share of them.
     async fn check_session_caps(&self, caller: &Caller) -> Result<Opening<'_>, Refusal> {
-        let live: Vec<String> = self
-            .sessions
+        let live = self.live_sessions().await;
+        self.owners.open(caller, &live).map_err(Self::refused_full)
+    }
+
+    /// [`Gate::check_session_caps`] for the kept session `id` being brought back; `None` when
+    /// another request bringing it back holds its place.
+    async fn check_resume_caps(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Option<Opening<'_>>, Refusal> {
+        let live = self.live_sessions().await;
+        self.owners
+            .resume(caller, &live, id)
+            .map_err(Self::refused_full)
+    }
+
+    async fn live_sessions(&self) -> Vec<String> {
+        self.sessions
             .sessions
             .read()
             .await
             .keys()
             .map(ToString::to_string)
-            .collect();
-        self.owners.open(caller, &live).map_err(|full| {
-            match &full {
-                NoRoom::Share { caller, held } => tracing::warn!(
-                    caller = &*caller.0,
-                    held,
-                    "refused a new session: the caller holds its share"
-                ),
-                NoRoom::All { live } => {
-                    tracing::warn!(live, "refused a new session: the cap is reached");
-                }
+            .collect()
+    }
+
+    /// A session refused for want of room, logged.
+    fn refused_full(full: NoRoom) -> Refusal {
+        match &full {
+            NoRoom::Share { caller, held } => tracing::warn!(
+                caller = &*caller.0,
+                held,
+                "refused a new session: the caller holds its share"
+            ),
+            NoRoom::All { live } => {
+                tracing::warn!(live, "refused a new session: the cap is reached");
             }
-            Refusal::Full(full)
-        })
+        }
+        Refusal::Full(full)
     }
 
     /// A `DELETE` names a session that is live.
@@ -379,6 +415,8 @@ enum Refusal {
     TooLarge,
     /// The caller's share of the sessions, or all of them, are live: 503.
     Full(NoRoom),
+    /// The caller holds its share of the connections (this many): 503, and this one closes.
+    Connections(usize),
 }
 
 impl Refusal {
@@ -411,6 +449,19 @@ impl Refusal {
             ),
             Refusal::Forgotten => reply(StatusCode::NO_CONTENT, ""),
             Refusal::NotMcp => reply(StatusCode::NOT_FOUND, "agentty: MCP is served at /mcp\n"),
+            Refusal::Connections(share) => {
+                let mut response = reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "agentty: this caller holds {share} connections, its share of this \
+                         server's (--max-connections): close one first\n"
+                    ),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+            }
             Refusal::NoSuchSession => reply(StatusCode::NOT_FOUND, "agentty: no such session\n"),
             Refusal::TooLarge => reply(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -447,6 +498,17 @@ fn json_rpc_error(status: StatusCode, message: &str) -> Response<Body> {
         ),
     )
 }
+
+/// Who a view key's connections count against: its caller, or the operator.
+fn prover(viewer: &Viewer) -> Arc<str> {
+    match viewer {
+        Viewer::Caller(caller) => caller.0.clone(),
+        Viewer::Operator => Arc::from(OPERATOR),
+    }
+}
+
+/// The operator's view, as a prover of connections: no caller's name can be empty.
+const OPERATOR: &str = "";
 
 fn reply(status: StatusCode, text: &str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());

@@ -104,7 +104,11 @@ pub async fn serve(
     // `conns_stop`, first, so a reply being written at the end goes out whole.
     let stop = CancellationToken::new();
     let conns_stop = CancellationToken::new();
-    let conns = conns::Conns::new(options.max_connections.unwrap_or_else(conns::default_cap));
+    // Shared among the token file's callers and the operator's view (see `conns`).
+    let conns = conns::Conns::new(
+        options.max_connections.unwrap_or_else(conns::default_cap),
+        callers.len() + 1,
+    );
     tokio::pin!(shutdown);
     let bound = match listen::bind(options.listen).await {
         Ok(bound) => bound,
@@ -233,4 +237,17 @@ fn announce(options: &HttpOptions, bound: SocketAddr, gate: &Gate, file: &Path, 
         "agentty: web view at http://{bound}/ (open it and enter a token once; {tokens} in {})",
         file.display()
     );
+}
+
+/// Makes `dir` (and what is missing above it) readable by this user only, as every directory
+/// the HTTP side keeps in the state dir is (the token file's, the agents' sockets, the view's
+/// lead pages); one there already is taken as it is.
+fn private_dir(dir: &Path) -> Result<()> {
+    use anyhow::Context;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
 }

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
@@ -41,13 +41,8 @@ pub struct Peers {
 impl Peers {
     /// The agents of `state_dir`, this one's socket named by its pid.
     pub fn new(state_dir: &Path, token: String) -> Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
         let dir = state_dir.join(AGENTS_DIR);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        super::private_dir(&dir)?;
         let own = dir.join(format!("{}.sock", std::process::id()));
         Ok(Peers { dir, own, token })
     }

@@ -25,6 +25,9 @@ struct Book {
     owners: HashMap<String, Caller>,
     /// `initialize`s let through and not yet answered, by caller.
     opening: HashMap<Caller, usize>,
+    /// Sessions kept from before a restart whose first request back holds a place now: a
+    /// second request for one at once takes none of its own.
+    resuming: std::collections::HashSet<String>,
 }
 
 /// The client sessions of the listener, by owner, and their caps.
@@ -48,6 +51,8 @@ pub struct Opening<'a> {
     sessions: &'a Sessions,
     caller: Caller,
     held: bool,
+    /// The kept session it brings back, if that is what it opens.
+    resumes: Option<String>,
 }
 
 impl Sessions {
@@ -76,9 +81,34 @@ impl Sessions {
     /// A place for a new session of `caller`, or why there is none. `live` are the sessions
     /// rmcp holds: the owners of those that ended are forgotten here.
     pub fn open(&self, caller: &Caller, live: &[String]) -> Result<Opening<'_>, NoRoom> {
+        // A new session always takes a place: `None` comes only for a resume.
+        self.open_or_resume(caller, live, None)?
+            .ok_or(NoRoom::All { live: self.max })
+    }
+
+    /// As [`Sessions::open`], for the session `id` kept from before a restart; `None` when a
+    /// request bringing it back holds its place already.
+    pub fn resume(
+        &self,
+        caller: &Caller,
+        live: &[String],
+        id: &str,
+    ) -> Result<Option<Opening<'_>>, NoRoom> {
+        self.open_or_resume(caller, live, Some(id))
+    }
+
+    fn open_or_resume(
+        &self,
+        caller: &Caller,
+        live: &[String],
+        resumes: Option<&str>,
+    ) -> Result<Option<Opening<'_>>, NoRoom> {
         let Ok(mut book) = self.book.lock() else {
             return Err(NoRoom::All { live: self.max });
         };
+        if resumes.is_some_and(|id| book.resuming.contains(id)) {
+            return Ok(None);
+        }
         book.owners.retain(|id, _| live.contains(id));
         let opening = book.opening.get(caller).copied().unwrap_or(0);
         let held = opening + book.owners.values().filter(|c| *c == caller).count();
@@ -94,11 +124,15 @@ impl Sessions {
             return Err(NoRoom::All { live: all });
         }
         *book.opening.entry(caller.clone()).or_default() += 1;
-        Ok(Opening {
+        if let Some(id) = resumes {
+            book.resuming.insert(id.to_owned());
+        }
+        Ok(Some(Opening {
             sessions: self,
             caller: caller.clone(),
             held: true,
-        })
+            resumes: resumes.map(ToOwned::to_owned),
+        }))
     }
 
     /// Records `caller` as the one that opened the session `id` (one that no cap counted).
@@ -110,7 +144,10 @@ impl Sessions {
 }
 
 impl Book {
-    fn give_back(&mut self, caller: &Caller) {
+    fn give_back(&mut self, caller: &Caller, resumes: Option<&String>) {
+        if let Some(id) = resumes {
+            self.resuming.remove(id);
+        }
         if let Some(n) = self.opening.get_mut(caller) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -125,7 +162,7 @@ impl Opening<'_> {
     pub fn opened(mut self, id: String) {
         if let Ok(mut book) = self.sessions.book.lock() {
             book.owners.insert(id, self.caller.clone());
-            book.give_back(&self.caller);
+            book.give_back(&self.caller, self.resumes.as_ref());
             self.held = false;
         }
     }
@@ -136,7 +173,7 @@ impl Drop for Opening<'_> {
         if self.held
             && let Ok(mut book) = self.sessions.book.lock()
         {
-            book.give_back(&self.caller);
+            book.give_back(&self.caller, self.resumes.as_ref());
         }
     }
 }

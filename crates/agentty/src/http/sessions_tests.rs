@@ -66,3 +66,26 @@ fn an_initialize_on_its_way_holds_its_place_until_it_is_answered() {
     first.opened("s0".to_owned());
     assert!(sessions.open(&me, &ids(1)).is_ok());
 }
+
+/// Two requests bringing one kept session back at once hold one place between them: with a
+/// share of one, the second is not refused (review 37 #7).
+#[test]
+fn two_requests_bringing_one_session_back_hold_one_place() {
+    let sessions = Sessions::new(2, None, 2);
+    let alice = caller("alice");
+    let first = sessions.resume(&alice, &[], "kept-1").ok().flatten();
+    assert!(first.is_some(), "the first takes a place");
+    let second = sessions.resume(&alice, &[], "kept-1");
+    assert!(matches!(second, Ok(None)), "the second takes none");
+    assert!(
+        sessions.resume(&alice, &[], "kept-2").is_err(),
+        "another of hers is past her share"
+    );
+    first.unwrap().opened("kept-1".to_owned());
+    let live = ["kept-1".to_owned()];
+    assert!(
+        sessions.open(&alice, &live).is_err(),
+        "the session brought back counts"
+    );
+    assert!(sessions.open(&caller("bob"), &live).is_ok());
+}

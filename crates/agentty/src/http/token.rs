@@ -187,7 +187,7 @@ pub fn parse(text: &str) -> Result<Callers> {
 /// symlink followed. Returns them, their file, and whether it is new.
 pub fn load_or_make(given: Option<&Path>, default: &Path) -> Result<(Callers, PathBuf, bool)> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     if let Some(file) = given {
         let callers = read_private(file, 0)
             .with_context(|| format!("cannot use the token file {}", file.display()))?;
@@ -195,11 +195,7 @@ pub fn load_or_make(given: Option<&Path>, default: &Path) -> Result<(Callers, Pa
     }
     let file = default;
     if let Some(dir) = file.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        super::private_dir(dir)?;
     }
     match read_private(file, libc::O_NOFOLLOW) {
         Ok(callers) => Ok((callers, file.to_owned(), false)),

@@ -178,17 +178,22 @@ fn a_state_dir_commands_may_write_is_refused() {
         assert!(!out.status.success(), "{}: accepted", state.display());
         assert!(err.contains("which commands may write"), "{err}");
     }
-    let ok = Command::new(env!("CARGO_BIN_EXE_agentty"))
-        .args(["doctor", "--workspace"])
-        .arg(&ws)
-        .arg("--state-dir")
-        .arg(base.join("state"))
-        .output()
-        .unwrap();
+    assert_ran(
+        Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["doctor", "--workspace"])
+            .arg(&ws)
+            .arg("--state-dir")
+            .arg(base.join("state")),
+    );
+}
+
+/// Runs `command` to its end and asserts it succeeded, saying its stderr if not.
+fn assert_ran(command: &mut Command) {
+    let out = command.output().unwrap();
     assert!(
-        ok.status.success(),
+        out.status.success(),
         "{}",
-        String::from_utf8_lossy(&ok.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
@@ -210,8 +215,16 @@ fn a_token_file_commands_may_write_is_refused() {
     }
     let link = temp.path().join("link");
     std::os::unix::fs::symlink(&private, &link).unwrap();
-    for given in [&in_temp, &link] {
+    // The link also as a bare name from its directory (review 40 L6: its directory was empty,
+    // so the link itself was never judged).
+    let bare = std::path::PathBuf::from("link");
+    for (given, cwd) in [
+        (&in_temp, std::env::current_dir().unwrap()),
+        (&link, std::env::current_dir().unwrap()),
+        (&bare, temp.path().to_path_buf()),
+    ] {
         let mut server = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .current_dir(&cwd)
             .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
             .arg(workspace.path())
             .arg("--state-dir")
@@ -558,4 +571,71 @@ async fn the_cli_and_a_call_give_the_same_verdict() {
         help.contains("as a `terminal` call") && help.contains("environment"),
         "{help}"
     );
+}
+
+/// `--max-processes` (and `[sandbox] max_processes`) below what a PID namespace's `pid_max`
+/// and a shell with a build need, or above the kernel's largest, is refused with the range.
+#[test]
+fn a_process_bound_out_of_range_is_refused_with_the_range() {
+    for given in ["10", "511", "4194305"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["doctor", "--max-processes", given])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{given}: accepted");
+        assert!(
+            err.contains("sandbox.max_processes must be between 512 and 4194304"),
+            "{given}: {err}"
+        );
+    }
+    assert_ran(Command::new(env!("CARGO_BIN_EXE_agentty")).args([
+        "doctor",
+        "--max-processes",
+        "512",
+    ]));
+}
+
+/// A relative state dir or token file that does not exist yet is judged where it will be: from
+/// the current directory (review 39 M2: it stayed relative, so no check found it inside the
+/// workspace, and the first start made it there).
+#[test]
+fn a_relative_state_dir_or_token_file_in_the_workspace_is_refused() {
+    let base = agentty_testkit::state_dir();
+    let ws = base.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    for flags in [
+        &["--state-dir", "new-state"][..],
+        &["--token-file", "new-token", "--http", "127.0.0.1:0"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .current_dir(&ws)
+            .args(["serve", "--workspace", "."])
+            .args(flags)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?}: accepted");
+        assert!(err.contains("which commands may write"), "{flags:?}: {err}");
+        assert!(
+            !ws.join("new-state").exists(),
+            "{flags:?}: made in the workspace"
+        );
+    }
+    // A state dir that is the workspace, or holds it, is refused even where home is inside
+    // (review 40 L7: nothing of it could be kept read-only).
+    for state in [ws.clone(), ws.parent().unwrap().to_path_buf()] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["doctor", "--workspace"])
+            .arg(&ws)
+            .arg("--state-dir")
+            .arg(&state)
+            .env("HOME", &ws)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{}: accepted", state.display());
+        assert!(err.contains(&format!("holds {}", ws.display())), "{err}");
+    }
 }

@@ -299,6 +299,18 @@ pub enum Who {
     Nobody,
 }
 
+/// A home that is the workspace too (the warned setup: the state dir lies where confined
+/// commands may write), and a state dir in it, where the default one would be.
+pub fn warned_home() -> (tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::TempDir::with_prefix("ws-home-").unwrap();
+    std::fs::create_dir_all(home.path().join(".local/state")).unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("agentty-")
+        .tempdir_in(home.path().join(".local/state"))
+        .unwrap();
+    (home, state)
+}
+
 pub fn chown_to_nobody(path: &Path) {
     let status = std::process::Command::new("chown")
         .arg("-R")

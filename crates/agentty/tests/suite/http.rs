@@ -13,7 +13,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::client::{Who, chown_to_nobody, processes_with_env, text_of};
+use super::client::{Who, chown_to_nobody, processes_with_env, text_of, warned_home};
 
 /// The tokens of [`HttpServer::start_callers`]' two callers.
 pub(super) const ALICE: &str = "alice-0123456789abcdef0123456789abcdef";
@@ -219,6 +219,108 @@ async fn wait_for(what: impl Fn() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     what()
+}
+
+/// A home that is the workspace too (the warned setup), with the state dir in it holding a
+/// token file of `tokens` (the default one, which only the state dir's rules protect); owned by
+/// nobody for nobody.
+fn warned_home_with(who: Who, tokens: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let (home, state) = warned_home();
+    let file = state.path().join("token");
+    std::fs::write(&file, tokens).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    if who == Who::Nobody {
+        chown_to_nobody(home.path());
+    }
+    (home, state)
+}
+
+/// Review 40 L7: with the workspace holding the state dir and no mount namespace (nobody),
+/// confined commands can read the token file, and with several callers in it each caller's
+/// commands could act as the others: such a server is refused at start, saying why and what
+/// to do; so is one caller's with `--view-control` (review 41 M3). One caller is served (its
+/// commands can only be it; the start-up warning says they can read the token), and so are
+/// several as root, whose mount namespace covers the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_callers_are_refused_where_commands_could_read_their_tokens() {
+    // A nobody's server in the warned setup with `tokens`: it must refuse to start.
+    let refused = |tokens: &str, flags: &[&str]| {
+        let (home, state) = warned_home_with(Who::Nobody, tokens);
+        let out = Command::new("timeout")
+            .args(["20", "setpriv", "--reuid=65534", "--regid=65534"])
+            .args(["--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_agentty"))
+            .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
+            .arg(home.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .args(flags)
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{err}");
+        err
+    };
+    let callers = format!("alice {ALICE}\nbob {BOB}\n");
+    let err = refused(&callers, &[]);
+    assert!(
+        err.contains("names several callers") && err.contains("act as them"),
+        "{err}"
+    );
+    // One caller whose view may type into shells (review 41 M3): the token is the view's too.
+    let err = refused(&format!("alice {ALICE}\n"), &["--view-control"]);
+    assert!(
+        err.contains("type into the user's shells") && err.contains("--view-control"),
+        "{err}"
+    );
+    // The token file kept elsewhere: the view's login pages are still in the state dir (review
+    // 42 M3).
+    let keys = tempfile::Builder::new()
+        .prefix("keys-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let elsewhere = keys.path().join("tokens");
+    std::fs::write(&elsewhere, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+    std::fs::set_permissions(
+        &elsewhere,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    chown_to_nobody(keys.path());
+    let err = refused("", &["--token-file", elsewhere.to_str().unwrap()]);
+    assert!(
+        err.contains("login pages") && err.contains("act as them in the view"),
+        "{err}"
+    );
+    // One caller, as nobody: served.
+    let (home, state) = warned_home_with(Who::Nobody, &format!("alice {ALICE}\n"));
+    let path = home.path().to_path_buf();
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+    ];
+    let server = HttpServer::start_with(&nobody, home, state, &[], &[("HOME", &path)]);
+    let alice = server.connect_as(ALICE, false).await;
+    let ran = call(&alice, "terminal", json!({"command": "echo served"})).await;
+    assert!(text_of(&ran).contains("served"), "{}", text_of(&ran));
+    // Why several are refused: the file is open to the commands here.
+    let command = format!("cat {}/.local/state/*/token", path.display());
+    let ran = call(&alice, "terminal", json!({ "command": command })).await;
+    assert!(text_of(&ran).contains(ALICE), "{}", text_of(&ran));
+    // Several, as root: served, and alice's commands cannot read bob's token.
+    let (home, state) = warned_home_with(Who::Root, &callers);
+    let (file, path) = (state.path().join("token"), home.path().to_path_buf());
+    let server = HttpServer::start_with(&[], home, state, &[], &[("HOME", &path)]);
+    let alice = server.connect_as(ALICE, false).await;
+    let command = format!("cat {}; echo tried", file.display());
+    let ran = call(&alice, "terminal", json!({ "command": command })).await;
+    assert!(text_of(&ran).contains("tried"), "{}", text_of(&ran));
+    assert!(!text_of(&ran).contains(BOB), "{}", text_of(&ran));
 }
 
 /// Each caller's PTY commands run in that caller's namespaces, however the callers take turns:

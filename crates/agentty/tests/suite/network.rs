@@ -655,15 +655,19 @@ async fn net_local_work_passes_as_nobody() {
 /// the bytes it reads.
 struct UnixService {
     bytes: Arc<AtomicUsize>,
+    connections: Arc<AtomicUsize>,
 }
 
 impl UnixService {
     fn on(listener: std::os::unix::net::UnixListener) -> UnixService {
         let bytes = Arc::new(AtomicUsize::new(0));
         let read = Arc::clone(&bytes);
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = Arc::clone(&connections);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
+                accepted.fetch_add(1, Ordering::SeqCst);
                 let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
                 let mut buffer = [0u8; 4096];
                 if let Ok(n) = stream.read(&mut buffer) {
@@ -672,11 +676,15 @@ impl UnixService {
                 let _ = stream.write_all(b"host-service");
             }
         });
-        UnixService { bytes }
+        UnixService { bytes, connections }
     }
 
     fn bytes(&self) -> usize {
         self.bytes.load(Ordering::SeqCst)
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 }
 
@@ -732,7 +740,7 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
     assert_refused(
         &text,
         &s,
-        &format!("unix:{shown}"),
+        &format!("unix:{shown:?}"),
         "a service of this machine on a unix socket",
     );
     assert!(text.contains("loopback = true"), "{text}");
@@ -745,7 +753,12 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
              2>&1 | tail -n 1"
         ))
         .await;
-    assert_refused(&text, &s, "unix:x\\n[sandbox] forged", "on a unix socket");
+    assert_refused(
+        &text,
+        &s,
+        "unix:\"x\\n[sandbox] forged\"",
+        "on a unix socket",
+    );
     assert!(
         !text
             .lines()
@@ -760,10 +773,10 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
             send("SOCK_STREAM", "daemon.sock")
         ))
         .await;
-    assert_refused(&text, &s, "unix:daemon.sock", "on a unix socket");
+    assert_refused(&text, &s, "unix:\"daemon.sock\"", "on a unix socket");
     let (text, s) = setup.run(&send("SOCK_STREAM", &format!("@{name}"))).await;
     assert_eq!(s["error_code"], 2010, "{text}");
-    assert!(text.contains("unix:@agentty-test-"), "{text}");
+    assert!(text.contains("unix:\"@agentty-test-"), "{text}");
     // No unix datagram socket, made or paired: one sends to whatever socket an address names.
     let to = datagrams.display().to_string();
     for made in [
@@ -810,7 +823,7 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
         .expect("the view's agent socket");
     let own = own.display().to_string();
     let (text, s) = setup.run(&send("SOCK_STREAM", &own)).await;
-    assert_refused(&text, &s, &format!("unix:{own}"), "on a unix socket");
+    assert_refused(&text, &s, &format!("unix:{own:?}"), "on a unix socket");
     // A netlink connect to a group is made by the supervisor without its capabilities: as a
     // root server's command (which dropped CAP_NET_ADMIN) would be refused by the kernel.
     let (text, s) = setup
@@ -823,6 +836,17 @@ async fn unix_services_are_closed_with_loopback(who: Who) {
     assert!(s["error_code"].is_null(), "{text}");
     assert_eq!(daemon.bytes(), 0, "the daemon got bytes");
     assert_eq!(abstract_daemon.bytes(), 0, "the abstract daemon got bytes");
+    // As root the session has a network namespace of its own, whose abstract names are not
+    // the host's: a connect to one is refused before the supervisor connects anywhere (review
+    // 37: a quoted name once passed for a path, and the supervisor connected in the host's).
+    // Without one the supervisor connects to judge the listener, as for a path.
+    if matches!(who, Who::Root) {
+        assert_eq!(
+            abstract_daemon.connections(),
+            0,
+            "the host's abstract daemon was connected to"
+        );
+    }
     assert!(
         log.recv(&mut [0u8; 64]).is_err(),
         "the datagram socket got one"

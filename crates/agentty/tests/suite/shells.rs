@@ -835,6 +835,11 @@ async fn a_read_says_when_a_program_waits_for_keys() {
     let (text, s) = read_until_awaited("getpass").await;
     assert_eq!(s["awaiting_input"], "Passphrase:", "{s}");
     assert!(text.contains("asks for a password"), "{text}");
+    // Who asks is named: any program can print a prompt (review 35 F9).
+    assert!(
+        text.contains("the program \"/") && text.contains("python3 -c \\\"import getpass"),
+        "{text}"
+    );
     assert!(text.contains("\"secret\""), "{text}");
     let (list, _) = ok(&server, "shell_list", json!({})).await;
     assert!(

@@ -518,3 +518,24 @@ async fn a_failed_commands_last_stderr_lines_are_shown_when_stdout_buried_them()
     let (_, after_cut) = text.split_once("omitted").expect("a cut output");
     assert!(!after_cut.contains("note"), "{text}");
 }
+
+/// A failure on stderr that the head+tail cut left out is given after the tail, even when a
+/// later line of stdout holds its last line as a part (review 35, F7: a substring match then
+/// kept the traceback out of sight).
+#[tokio::test]
+async fn a_failure_on_stderr_the_cut_left_out_is_given_after_the_tail() {
+    let server = start().await;
+    let (text, _) = server
+        .terminal(json!({"command": "seq 1 30000; \
+            printf 'Traceback (most recent call last):\\n  File \"t.py\", line 3\\nAssertionError\\n' >&2; \
+            seq 1 30000; echo 'note: retry on AssertionError is disabled'; exit 1"}))
+        .await;
+    assert!(
+        text.contains("[the last lines it wrote to stderr, left out above:]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  File \"t.py\", line 3\nAssertionError"),
+        "{text}"
+    );
+}

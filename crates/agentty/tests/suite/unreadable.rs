@@ -163,7 +163,7 @@ async fn keys_and_secrets_are_unreadable(who: Who) {
             .await;
         assert!(
             text.contains(&format!(
-                "[note] reading {} was refused: {why}",
+                "[note] the output shows reading {:?} refused: {why}",
                 file.display()
             )),
             "{who:?}: {text}"
@@ -305,7 +305,7 @@ async fn an_http_callers_commands_read_their_own_proc_and_not_the_token() {
         );
         assert!(
             text.contains(&format!(
-                "[note] reading {} was refused",
+                "[note] the output shows reading {:?} refused",
                 token_file.display()
             )),
             "modern {modern}: {text}"
@@ -344,7 +344,7 @@ async fn a_token_file_elsewhere_is_unreadable(who: Who) {
         if confined {
             assert!(
                 text.contains(&format!(
-                    "[note] reading {given} was refused: the sandbox keeps agentty's own keys"
+                    "[note] the output shows reading {given:?} refused: the sandbox keeps agentty's own keys"
                 )),
                 "{who:?}: {text}"
             );
@@ -401,7 +401,9 @@ async fn a_callers_spill_files_are_its_own(who: Who) {
             "{who:?} modern {modern}: bob read alice's spill file: {text}"
         );
         assert!(
-            text.contains(&format!("[note] reading {spill} was refused")),
+            text.contains(&format!(
+                "[note] the output shows reading {spill:?} refused"
+            )),
             "{who:?} modern {modern}: {text}"
         );
         let by_alice = super::http::call(&alice, "terminal", json!({ "command": &read })).await;

@@ -19,7 +19,7 @@ fn python(script: &str, tag: &str) -> SpawnSpec {
         marker: format!("test-{tag}"),
         confine: None,
         caller: None,
-        pass_fd: None,
+        pass_fds: Vec::new(),
         masks: None,
     }
 }

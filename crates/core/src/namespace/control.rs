@@ -30,10 +30,10 @@ pub(crate) fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Most fds one message carries.
-pub(crate) const MOST_FDS: usize = 5;
+pub(crate) const MOST_FDS: usize = 7;
 
 /// A control buffer aligned for a `cmsghdr`, with room for [`MOST_FDS`] fds (`CMSG_SPACE` of
-/// 20 bytes is 40 on Linux).
+/// 28 bytes is 48 on Linux).
 type ControlBuffer = [u64; 8];
 
 /// Sends `data` as one message, with `fd` passed along when there is one.

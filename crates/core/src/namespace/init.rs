@@ -67,13 +67,73 @@ impl CMounts {
     }
 }
 
+/// The `pid_max` values the inits write, as text made before the fork (see
+/// [`super::ProcessBounds`]).
+pub(super) struct PidMaxes {
+    session: Vec<u8>,
+    caller: Vec<u8>,
+}
+
+impl PidMaxes {
+    pub(super) fn new(bounds: super::ProcessBounds) -> Self {
+        let pid_max = |count| {
+            super::ProcessBounds::pid_max_for(count)
+                .to_string()
+                .into_bytes()
+        };
+        PidMaxes {
+            session: pid_max(bounds.session),
+            caller: pid_max(bounds.caller),
+        }
+    }
+}
+
+/// Writes `value` as the `pid_max` of the calling process's PID namespace (Linux 6.14: the
+/// namespace of the writer is the one changed), then makes this mount namespace's `/proc/sys`
+/// read-only where it can: a confined command running as root where there is no Landlock could
+/// otherwise raise it (the kernel asks only for euid 0). Only ever called where the kernel keeps
+/// it per namespace. `Err`: the bound was not set.
+fn set_pid_max(value: &[u8]) -> io::Result<()> {
+    write_pid_max(value)?;
+    let _ = read_only_in_place(c"/proc/sys");
+    Ok(())
+}
+
+fn write_pid_max(value: &[u8]) -> io::Result<()> {
+    // SAFETY: open on a NUL-terminated path, write of a buffer of the length given, close of
+    // the fd opened here.
+    unsafe {
+        let fd = libc::open(
+            c"/proc/sys/kernel/pid_max".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let wrote = libc::write(fd, value.as_ptr().cast(), value.len());
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if wrote == value.len() as isize {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
 /// The errno of `e` as the status byte of a report.
 fn status_of(e: &io::Error) -> u8 {
     u8::try_from(e.raw_os_error().unwrap_or(libc::EIO)).unwrap_or(u8::MAX)
 }
 
 /// The session init's body, in a network namespace of its own with `network`. Never returns.
-pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts, network: bool) -> ! {
+pub(super) fn run(
+    control: OwnedFd,
+    ready: OwnedFd,
+    mounts: &CMounts,
+    network: bool,
+    pid_maxes: Option<&PidMaxes>,
+) -> ! {
     // SAFETY (whole function): a single-threaded forked child; plain system calls on fds it
     // owns and on NUL-terminated strings.
     unsafe {
@@ -112,24 +172,28 @@ pub(super) fn run(control: OwnedFd, ready: OwnedFd, mounts: &CMounts, network: b
         };
         let protected = count(&mounts.protected);
         let sealed = count(&mounts.read_only);
+        // This namespace's bound first, then each caller's, in its own namespace.
+        let bounded = pid_maxes.is_some_and(|p| set_pid_max(&p.session).is_ok());
+        let caller_pid_max = pid_maxes.filter(|_| bounded).map(|p| p.caller.as_slice());
         let mut report = [0u8; super::REPORT_BYTES];
         report[0] = status;
         report[1..5].copy_from_slice(&sealed.to_ne_bytes());
         report[5..9].copy_from_slice(&protected.to_ne_bytes());
         report[9] = u8::from(network);
+        report[10] = u8::from(bounded);
         libc::write(ready.as_raw_fd(), report.as_ptr().cast(), report.len());
         drop(ready);
         if mounted.is_err() {
             libc::_exit(1);
         }
-        serve(control.as_raw_fd(), &masks)
+        serve(control.as_raw_fd(), &masks, caller_pid_max)
     }
 }
 
 /// Reaps orphans and answers the server's requests for a caller's namespace until the control
 /// socket reads EOF (the server is gone); then leaves, which takes every process of the
 /// namespace along, the callers' namespaces included.
-fn serve(control: RawFd, masks: &[ProcMask]) -> ! {
+fn serve(control: RawFd, masks: &[ProcMask], caller_pid_max: Option<&[u8]>) -> ! {
     // This namespace, to come back to after each caller's is made.
     let own = open_own_pid_namespace();
     // SAFETY: plain system calls on fds and a signal set of this process.
@@ -158,7 +222,7 @@ fn serve(control: RawFd, masks: &[ProcMask]) -> ! {
                 match control::receive(control, &mut request) {
                     Ok((control::REQUEST_BYTES, _)) => {
                         let made = match &own {
-                            Ok(own) => make_caller(own.as_raw_fd(), masks),
+                            Ok(own) => make_caller(own.as_raw_fd(), masks, caller_pid_max),
                             Err(e) => Err(io::Error::from_raw_os_error(
                                 e.raw_os_error().unwrap_or(libc::EIO),
                             )),
@@ -200,7 +264,7 @@ fn open_own_pid_namespace() -> io::Result<OwnedFd> {
 
 /// Makes a caller's namespace: forks its init into a new PID namespace inside this one, and
 /// waits until it has its `/proc`. Returns a pidfd of it.
-fn make_caller(own: RawFd, masks: &[ProcMask]) -> io::Result<OwnedFd> {
+fn make_caller(own: RawFd, masks: &[ProcMask], pid_max: Option<&[u8]>) -> io::Result<OwnedFd> {
     let (ready_read, ready_write) = super::pipe()?;
     // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
     check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
@@ -208,7 +272,7 @@ fn make_caller(own: RawFd, masks: &[ProcMask]) -> io::Result<OwnedFd> {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop(ready_read);
-        caller_init(ready_write, masks);
+        caller_init(ready_write, masks, pid_max);
     }
     let forked = io::Error::last_os_error();
     // Back to this namespace for the children after (unshare refuses while they would go
@@ -261,7 +325,7 @@ fn make_caller(own: RawFd, masks: &[ProcMask]) -> io::Result<OwnedFd> {
 
 /// A caller's init: pid 1 of the caller's PID namespace, in a copy of the session's mount
 /// namespace whose `/proc` shows the caller's processes only. Never returns.
-fn caller_init(ready: OwnedFd, masks: &[ProcMask]) -> ! {
+fn caller_init(ready: OwnedFd, masks: &[ProcMask], pid_max: Option<&[u8]>) -> ! {
     // SAFETY (whole function): a single-threaded forked child; plain system calls on fds it
     // owns. Its parent is the session init, whose death kills this namespace too.
     unsafe {
@@ -269,7 +333,13 @@ fn caller_init(ready: OwnedFd, masks: &[ProcMask]) -> ! {
         let Some([ready]) = keep_only([ready]) else {
             libc::_exit(1);
         };
+        // A bound the kernel refuses leaves the caller within the session's (which it took).
         let status = own_proc(masks).as_ref().map_or_else(status_of, |()| 0);
+        if status == 0
+            && let Some(value) = pid_max
+        {
+            let _ = set_pid_max(value);
+        }
         libc::write(ready.as_raw_fd(), [status].as_ptr().cast(), 1);
         drop(ready);
         if status != 0 {
@@ -380,6 +450,27 @@ fn own_proc(masks: &[ProcMask]) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes `path` a read-only copy of itself in this mount namespace.
+fn read_only_in_place(path: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: plain mount calls on a NUL-terminated string.
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            std::ptr::null(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+            std::ptr::null(),
+        ))
+    }
+}
+
 /// A mount below `/proc` in the server's namespace: a container runtime's mask.
 enum ProcMask {
     /// A part of `/proc` made read-only (`/proc/sys`, `/proc/sysrq-trigger`, …).
@@ -427,22 +518,7 @@ impl ProcMask {
         // SAFETY: plain system calls on NUL-terminated strings.
         unsafe {
             match self {
-                ProcMask::ReadOnly(path) => {
-                    check(libc::mount(
-                        path.as_ptr(),
-                        path.as_ptr(),
-                        std::ptr::null(),
-                        libc::MS_BIND | libc::MS_REC,
-                        std::ptr::null(),
-                    ))?;
-                    check(libc::mount(
-                        std::ptr::null(),
-                        path.as_ptr(),
-                        std::ptr::null(),
-                        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
-                        std::ptr::null(),
-                    ))
-                }
+                ProcMask::ReadOnly(path) => read_only_in_place(path),
                 ProcMask::File(path) => check(libc::mount(
                     c"/dev/null".as_ptr(),
                     path.as_ptr(),

@@ -77,9 +77,96 @@ const END_WAIT: Duration = Duration::from_secs(10);
 /// How long start-up waits for the session init to report, and the session init for a
 /// caller's (a mount on a hung network file system must not hang the server).
 const READY_WAIT: Duration = Duration::from_secs(10);
-/// The session init's report: a status byte, two counts (`u32`, native order), and whether it
-/// made a network namespace (1) or not (0).
-const REPORT_BYTES: usize = 10;
+/// The session init's report: a status byte, two counts (`u32`, native order), whether it
+/// made a network namespace (1) or not (0), and whether it bounded the processes (1) or not.
+const REPORT_BYTES: usize = 11;
+
+/// How many processes and threads confined commands may have at once: the `pid_max` of their
+/// PID namespaces, which Linux keeps per namespace from 6.14 (on an older kernel it is one value
+/// for the whole machine, never written here). `session`: all of them together (stdio's one
+/// caller, or every HTTP caller's); `caller`: each HTTP caller's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessBounds {
+    pub session: u32,
+    pub caller: u32,
+}
+
+impl ProcessBounds {
+    /// Over stdio, `per_caller` for the session's one caller. Over HTTP, `per_caller` each, and
+    /// three quarters of the machine's `pid_max` for all together (the rest for the server
+    /// and everything else), never below `per_caller`.
+    pub fn new(per_caller: u32, http: bool) -> Self {
+        let session = if http {
+            host_pid_max().map_or(per_caller, |max| (max / 4 * 3).max(per_caller))
+        } else {
+            per_caller
+        };
+        ProcessBounds {
+            session,
+            caller: per_caller.min(session),
+        }
+    }
+}
+
+/// The numbers the kernel skips when a namespace's pids wrap around: past its first wrap a
+/// namespace whose `pid_max` is `n` holds `n - 300` processes, so a bound of `count` is written as
+/// `count + 300` (never fewer than asked; up to 300 more before the first wrap).
+const RESERVED_PIDS: u32 = 300;
+
+impl ProcessBounds {
+    /// The `pid_max` that holds `count` processes: `count` plus the reserved numbers, at least
+    /// the kernel's least (`max(301, 8 × possible CPUs)`: a smaller one is refused).
+    pub(crate) fn pid_max_for(count: u32) -> u32 {
+        count.saturating_add(RESERVED_PIDS).max(pid_max_floor())
+    }
+}
+
+/// The least `pid_max` the kernel accepts: 301, or 8 per possible CPU where that is more.
+fn pid_max_floor() -> u32 {
+    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|list| possible_cpus(&list))
+        .unwrap_or(1);
+    (RESERVED_PIDS + 1).max(possible.saturating_mul(8))
+}
+
+/// How many CPUs a kernel CPU list names (`0-127`, `0,2-3`).
+fn possible_cpus(list: &str) -> Option<u32> {
+    let mut count = 0u32;
+    for part in list.trim().split(',') {
+        let (first, last) = part.split_once('-').unwrap_or((part, part));
+        let (first, last): (u32, u32) = (first.parse().ok()?, last.parse().ok()?);
+        count = count.saturating_add(last.checked_sub(first)? + 1);
+    }
+    Some(count)
+}
+
+/// The machine's `pid_max`, as this process's PID namespace reads it.
+fn host_pid_max() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether this kernel keeps `pid_max` per PID namespace (Linux 6.14 and later); on an older one
+/// a write inside a namespace would change the machine's.
+pub fn pid_max_per_namespace() -> bool {
+    // SAFETY: uname fills the struct it is given; all zeroes is a valid value of it.
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: a pointer to a struct of the right type.
+    if unsafe { libc::uname(&raw mut name) } != 0 {
+        return false;
+    }
+    // SAFETY: uname NUL-terminates `release`.
+    let release = unsafe { std::ffi::CStr::from_ptr(name.release.as_ptr()) }.to_string_lossy();
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (6, 14)
+}
 
 /// What the session's mount namespace changes for confined commands.
 #[derive(Debug, Default, Clone)]
@@ -109,6 +196,9 @@ pub struct Started {
     /// Confined commands run in a network namespace of the session's own (only `lo`):
     /// asked of [`start`] and made.
     pub network: bool,
+    /// The bounds on confined commands' processes, where the kernel keeps them per namespace
+    /// and the session init set its own.
+    pub processes: Option<ProcessBounds>,
 }
 
 /// A PID namespace confined commands run in (the session's, or a caller's), as the server
@@ -356,9 +446,9 @@ fn open(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
 /// asked to be read-only are, and whether the network namespace was made; `Err` says why there
 /// is no namespace: confined commands then run in the server's namespaces, tracked by run
 /// marker and subreaper only.
-pub fn start(mounts: &Mounts, network: bool) -> Result<Started, String> {
+pub fn start(mounts: &Mounts, network: bool, processes: ProcessBounds) -> Result<Started, String> {
     SESSION
-        .get_or_init(|| create(mounts, network).map_err(|e| why(&e)))
+        .get_or_init(|| create(mounts, network, processes).map_err(|e| why(&e)))
         .as_ref()
         .map(|session| session.started)
         .map_err(Clone::clone)
@@ -379,7 +469,7 @@ fn why(e: &io::Error) -> String {
     }
 }
 
-fn create(mounts: &Mounts, network: bool) -> io::Result<Session> {
+fn create(mounts: &Mounts, network: bool, processes: ProcessBounds) -> io::Result<Session> {
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::other(format!(
@@ -390,13 +480,14 @@ fn create(mounts: &Mounts, network: bool) -> io::Result<Session> {
     let (control, control_init) = control::pair()?;
     let (ready_read, ready_write) = pipe()?;
     let mounts = init::CMounts::new(mounts);
+    let bounds = pid_max_per_namespace().then(|| init::PidMaxes::new(processes));
     // SAFETY: unshare(CLONE_NEWPID) only changes where this (only) thread's next child goes.
     check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
     // SAFETY: one thread (checked above): the child is a complete copy of this process.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop((control, ready_read));
-        init::run(control_init, ready_write, &mounts, network);
+        init::run(control_init, ready_write, &mounts, network, bounds.as_ref());
     }
     let forked = io::Error::last_os_error();
     // Back to the host namespace for every later child and thread, whatever happened; a
@@ -471,6 +562,7 @@ fn create(mounts: &Mounts, network: bool) -> io::Result<Session> {
             sealed: count(1),
             protected: count(5),
             network,
+            processes: (ready[10] == 1).then_some(processes),
         },
     })
 }
@@ -760,6 +852,55 @@ pub fn describe(available: &Result<(), String>) -> String {
              environment and signals stay refused by Landlock (each command is a domain of its \
              own; signals from ABI 6)"
         ),
+    }
+}
+
+/// What bounds how many processes and threads confined commands may have, given whether the
+/// session's PID namespace can be made (`available`) and the bound per caller.
+pub fn describe_bounds(available: &Result<(), String>, per_caller: u32) -> String {
+    match available {
+        Ok(()) if pid_max_per_namespace() => format!(
+            "confined commands' processes and threads: at most {per_caller} per caller at once, \
+             up to {} before its namespace's numbers first wrap (the pid_max of its PID \
+             namespace; --max-processes), where the kernel takes it",
+            ProcessBounds::pid_max_for(per_caller) - 1
+        ),
+        Ok(()) => "confined commands' processes and threads: no bound of agentty's (the kernel \
+                   keeps pid_max per PID namespace from Linux 6.14); one caller's fork loop can \
+                   take every process the machine has left"
+            .to_owned(),
+        Err(why) => format!(
+            "confined commands' processes and threads: no bound of agentty's (a PID namespace \
+             {why}); the user's own process limit, shared by every caller, is the only one"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_list_counts_its_cpus() {
+        assert_eq!(possible_cpus("0-127\n"), Some(128));
+        assert_eq!(possible_cpus("0,2-3,8-11"), Some(7));
+        assert_eq!(possible_cpus("0"), Some(1));
+        assert_eq!(possible_cpus("3-1"), None);
+        assert_eq!(possible_cpus("x"), None);
+    }
+
+    /// A bound is written as itself plus the numbers a wrap skips, never under the kernel's
+    /// least (review 40 M1: 512 was refused on a machine of 128 possible CPUs).
+    #[test]
+    fn a_bound_is_written_above_the_skipped_numbers_and_the_kernels_least() {
+        let floor = pid_max_floor();
+        assert!(floor >= 301);
+        assert_eq!(
+            ProcessBounds::pid_max_for(4096),
+            (4096 + RESERVED_PIDS).max(floor)
+        );
+        assert!(ProcessBounds::pid_max_for(1) >= floor);
+        assert_eq!(ProcessBounds::pid_max_for(u32::MAX), u32::MAX);
     }
 }
 

@@ -42,6 +42,9 @@ pub(crate) struct SendCapture {
     /// prompt. If nothing of this send runs after that prompt, the input went to that command
     /// (a line typed into a REPL that was still busy), and this is the send's answer.
     stale_end: Option<(i32, String)>,
+    /// The exit codes of those earlier commands whose prompts came during this send, oldest
+    /// first: ended commands the send tells of.
+    earlier_codes: Vec<i32>,
 }
 
 impl SendCapture {
@@ -67,7 +70,14 @@ impl SendCapture {
             any_output: false,
             stale: 0,
             stale_end: None,
+            earlier_codes: Vec::new(),
         }
+    }
+
+    /// The exit codes of earlier commands that ended during this send (see
+    /// [`SendCapture::earlier_codes`]).
+    pub fn earlier_codes(&self) -> &[i32] {
+        &self.earlier_codes
     }
 
     /// A command line was accepted since the send (its start marker came).
@@ -120,7 +130,10 @@ impl SendCapture {
                 let echo = std::mem::take(&mut self.echo);
                 let stale = self.stale - 1;
                 let watches_text = self.watches_text;
+                let mut earlier_codes = std::mem::take(&mut self.earlier_codes);
+                earlier_codes.push(code);
                 *self = Self::new("", self.marks_start);
+                self.earlier_codes = earlier_codes;
                 self.echo = echo;
                 self.watches_text = watches_text;
                 self.stale = stale;
@@ -176,7 +189,7 @@ impl SendCapture {
     pub fn visible(&self) -> String {
         let mut out = self.text.clone();
         if self.feeding {
-            out.push_str(self.cleaner.pending_line());
+            out.push_str(&self.cleaner.pending_line());
         }
         out
     }

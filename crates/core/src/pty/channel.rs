@@ -30,32 +30,35 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// bash from 255 down).
 pub const SHELL_CHANNEL_FD: RawFd = 100;
 
-/// Holds [`SHELL_CHANNEL_FD`] in the server's own table for good (`/dev/null`, close-on-exec),
-/// where it is free: a shell's child `dup2`s its channel onto that number before its `exec`,
-/// which closes its copy of whatever the server had there, and a server file there (a
-/// command's pipe, whose lock the command holds) would then be released by the child, with its
-/// launcher held until it is (review 28).
-pub(crate) fn reserve_shell_channel_fd() {
+/// Where bash finds its start-up text (`startup.rs`), read and closed before its first prompt.
+pub const SHELL_STARTUP_FD: RawFd = 101;
+
+/// Holds [`SHELL_CHANNEL_FD`] and [`SHELL_STARTUP_FD`] in the server's own table for good
+/// (`/dev/null`, close-on-exec), where they are free: a shell's child `dup2`s its fds onto those
+/// numbers before its `exec`, which closes its copy of whatever the server had there, and a
+/// server file there (a command's pipe, whose lock the command holds) would then be released by
+/// the child, with its launcher held until it is (review 28).
+pub(crate) fn reserve_shell_fds() {
     static RESERVED: std::sync::Once = std::sync::Once::new();
     RESERVED.call_once(|| {
         let Ok(null) = std::fs::File::open("/dev/null") else {
             return;
         };
-        // SAFETY: F_DUPFD_CLOEXEC gives the lowest free number at or above the one asked; kept
-        // only if it is that number (never closing one the server holds).
-        let at = unsafe {
-            libc::fcntl(
-                std::os::fd::AsRawFd::as_raw_fd(&null),
-                libc::F_DUPFD_CLOEXEC,
-                SHELL_CHANNEL_FD,
-            )
-        };
-        if at == SHELL_CHANNEL_FD {
-            return; // held for the life of the process
-        }
-        if at >= 0 {
-            // SAFETY: the copy just made, owned by nothing else.
-            unsafe { libc::close(at) };
+        for number in [SHELL_CHANNEL_FD, SHELL_STARTUP_FD] {
+            // SAFETY: F_DUPFD_CLOEXEC gives the lowest free number at or above the one asked;
+            // kept only if it is that number (never closing one the server holds), for the
+            // life of the process.
+            let at = unsafe {
+                libc::fcntl(
+                    std::os::fd::AsRawFd::as_raw_fd(&null),
+                    libc::F_DUPFD_CLOEXEC,
+                    number,
+                )
+            };
+            if at >= 0 && at != number {
+                // SAFETY: the copy just made, owned by nothing else.
+                unsafe { libc::close(at) };
+            }
         }
     });
 }

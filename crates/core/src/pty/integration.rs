@@ -13,12 +13,13 @@
 //! what code, is said by the shell's own process on its private channel (`channel.rs`): the
 //! prompt hook (a function run in the shell itself: bash's `PROMPT_COMMAND`, zsh's `precmd`)
 //! sends `D <seq> <code>` there, then prints `E;<seq>`. An `E` marker with no report of the
-//! same number from the shell's pid is just output. The hooks come from a start-up file
+//! same number from the shell's pid is just output. The hooks come from a start-up text
 //! (`startup.rs`), not the environment, so no program the shell runs inherits them or the
 //! nonce: bash starts with `--norc --noprofile` (no user rc, nor the system's
-//! `/etc/bash.bashrc`, which `--rcfile` would still read) and a `PROMPT_COMMAND` that sources the
-//! file once, on its first prompt; the file takes `PROMPT_COMMAND` out of the environment and
-//! puts the hooks in its place. zsh starts with `-o no_global_rcs` and `ZDOTDIR` naming the
+//! `/etc/bash.bashrc`, which `--rcfile` would still read), readline's keys from
+//! `/etc/inputrc` only, and a `PROMPT_COMMAND` that reads the
+//! text from a sealed memfd at a fixed fd once, on its first prompt, closes that fd and runs
+//! it; the text takes `PROMPT_COMMAND` out of the environment and puts the hooks in its place. zsh starts with `-o no_global_rcs` and `ZDOTDIR` naming the
 //! file's directory, so it reads `/etc/zsh/zshenv` (which no option skips, `-f` neither) and
 //! then only that `.zshrc`, which unsets `ZDOTDIR`. In both the end marker is printed before
 //! the prompt proper, so a prefix a venv puts in front of the prompt stays out of the output.
@@ -31,7 +32,7 @@
 
 use std::path::Path;
 
-use crate::pty::channel::SHELL_CHANNEL_FD;
+use crate::pty::channel::{SHELL_CHANNEL_FD, SHELL_STARTUP_FD};
 
 /// The fixed part of every marker; the nonce follows.
 const OSC_PREFIX: &[u8] = b"\x1b]6973;";
@@ -92,16 +93,30 @@ impl Flavor {
         Some((name, text))
     }
 
-    /// Environment that installs the markers: for bash and zsh only where the start-up file
-    /// (`startup`, see [`Flavor::startup`]) is; for POSIX shells the prompts themselves, nonce
-    /// included (the limit named in the module header).
+    /// Environment that installs the markers: for bash, how to read its start-up text at
+    /// [`SHELL_STARTUP_FD`]; for zsh only where the start-up file (`startup`, see
+    /// [`Flavor::startup`]) is; for POSIX shells the prompts themselves, nonce included (the
+    /// limit named in the module header).
     pub fn env(self, nonce: &str, startup: Option<&Path>) -> Vec<(String, String)> {
         let osc = |kind: &str| format!("\x1b]6973;{nonce};{kind}\x07");
         match (self, startup) {
-            (Flavor::Bash, Some(file)) => vec![(
-                "PROMPT_COMMAND".into(),
-                format!(". {}", single_quoted(&file.to_string_lossy())),
-            )],
+            // The text is read whole (up to a NUL it has none of) with builtins only, its fd
+            // closed before it runs, so nothing the shell starts inherits it.
+            // Readline's keys from the system's file only: a `~/.inputrc` a command wrote could
+            // make Enter run another line than the one typed (review 39 H1). No history file
+            // read at start (the user's own, or one a command planted, which `!` would run:
+            // review 41 L5) nor written at the end; the start-up text unsets the variable.
+            (Flavor::Bash, _) => vec![
+                (
+                    "PROMPT_COMMAND".into(),
+                    format!(
+                        "IFS= read -r -d '' -u {SHELL_STARTUP_FD} __agentty_rc; \
+                         exec {SHELL_STARTUP_FD}<&-; eval \"$__agentty_rc\"; unset __agentty_rc"
+                    ),
+                ),
+                ("INPUTRC".into(), "/etc/inputrc".into()),
+                ("HISTFILE".into(), String::new()),
+            ],
             (Flavor::Zsh, Some(file)) => {
                 let dir = file.parent().unwrap_or(file);
                 vec![("ZDOTDIR".into(), dir.to_string_lossy().into_owned())]
@@ -120,12 +135,15 @@ impl Flavor {
     }
 }
 
-/// bash's start-up file, sourced by the bootstrap `PROMPT_COMMAND` at the first prompt (which
+/// bash's start-up text, read and run by the bootstrap `PROMPT_COMMAND` at the first prompt (which
 /// it then draws itself). The report goes to the channel before the marker is printed: once
 /// the server reads the marker, the report is queued already. Errors are not silenced: a
 /// channel someone closed (`exec 100>&-`) says so at each prompt, and silencing costs an `open`
-/// per prompt.
-const BASH_STARTUP: &str = r#"export -n PROMPT_COMMAND PS0 PS1 PS2
+/// per prompt. A `!` typed is text, not a history reference (`echo "Hello!World"` ran as typed
+/// only so), and no history file is kept.
+const BASH_STARTUP: &str = r#"export -n PROMPT_COMMAND PS0 PS1 PS2 INPUTRC
+set +H
+unset HISTFILE
 __agentty_seq=0
 __agentty_end() {
 	local code=$?
@@ -146,9 +164,10 @@ __agentty_end
 /// prompt to a new line after output without a final newline) runs before the hooks, so its
 /// spaces would end up in the command's output: it is done by the hook instead, after the
 /// marker (a line of spaces, which wraps only when the cursor was not at the start of a line,
-/// then a carriage return). `POSTEDIT` is printed when the line editor hands a line over.
-const ZSH_STARTUP: &str = r#"unset ZDOTDIR
-unsetopt prompt_sp prompt_cr
+/// then a carriage return). `POSTEDIT` is printed when the line editor hands a line over. As in
+/// bash, a `!` is text and no history file is kept.
+const ZSH_STARTUP: &str = r#"unset ZDOTDIR HISTFILE
+unsetopt prompt_sp prompt_cr bang_hist
 typeset +x PS1 PS2 POSTEDIT
 typeset -gi __agentty_seq=0
 __agentty_end() {
@@ -164,11 +183,6 @@ POSTEDIT=$'\e]6973;{nonce};C\a'
 PS1='%# '
 PS2=$'%{\e]6973;{nonce};P\a%}> '
 "#;
-
-/// `text` in single quotes for a POSIX shell.
-fn single_quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
 
 /// What a POSIX shell prints after its prompt marker (the visible prompt).
 pub(crate) const POSIX_PROMPT: &str = "$ ";

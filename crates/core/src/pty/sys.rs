@@ -9,6 +9,7 @@
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -155,8 +156,18 @@ pub fn asks_password(t: &libc::termios) -> bool {
     t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO == 0
 }
 
-/// Bytes the terminal has written that agentty has not read yet.
+/// Bytes the terminal has written that agentty has not read yet. The kernel moves what a
+/// program wrote into the master's queue from a work item, which `FIONREAD` does not wait for:
+/// right after a write it said 0 in about half the tries here. Linux's poll runs that work
+/// first, so one comes before the count.
 pub fn unread_output(master: RawFd) -> usize {
+    let mut fd = libc::pollfd {
+        fd: master,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one pollfd given, and does not wait (timeout 0).
+    unsafe { libc::poll(&raw mut fd, 1, 0) };
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int.
     let rc = unsafe { libc::ioctl(master, libc::FIONREAD, &mut n) };
@@ -291,6 +302,9 @@ fn hung_up_now(master: RawFd) -> bool {
 /// The master side, non-blocking, in tokio's reactor.
 pub struct Master {
     fd: AsyncFd<OwnedFd>,
+    /// Bytes taken from the terminal may not be handed on yet: set before each read, cleared
+    /// by the next read that finds nothing (see [`Master::output_in_flight`]).
+    in_hand: AtomicBool,
 }
 
 impl Master {
@@ -309,6 +323,7 @@ impl Master {
         let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };
         Ok(Self {
             fd: fd.map_err(io::Error::from)?,
+            in_hand: AtomicBool::new(false),
         })
     }
 
@@ -322,13 +337,14 @@ impl Master {
         let moved = crate::drivers::registering(|| unsafe {
             AsyncFd::register_with_interest(fd, Interest::READABLE)
         });
+        let in_hand = self.in_hand;
         match moved {
-            Ok(fd) => Ok(Self { fd }),
+            Ok(fd) => Ok(Self { fd, in_hand }),
             Err(failed) => {
                 let (fd, e) = failed.into_parts();
                 tracing::warn!("a terminal stays with the request runtime's reactor: {e}");
                 unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
-                    .map(|fd| Self { fd })
+                    .map(|fd| Self { fd, in_hand })
                     .map_err(io::Error::from)
             }
         }
@@ -338,12 +354,23 @@ impl Master {
         self.fd.get_ref().as_raw_fd()
     }
 
+    /// Whether output the program wrote may not have reached its reader's sink yet: bytes still
+    /// in the terminal (counted after a poll: [`unread_output`]), or a chunk its reader took and
+    /// has not handed on (its next read has not begun). A look for a program waiting for keys
+    /// makes no claim then: the prompt it would quote may be in that chunk.
+    pub fn output_in_flight(&self) -> bool {
+        // The count first: a read that took those bytes had set the flag before it did.
+        unread_output(self.raw()) > 0 || self.in_hand.load(Ordering::SeqCst)
+    }
+
     /// Reads some bytes; `Ok(0)` is the end. After the last slave fd closes Linux reports EIO
     /// rather than 0, so EIO is the end too.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             let mut guard = self.fd.readable().await?;
             let hung_up = guard.ready().is_read_closed();
+            // Set before the bytes leave the terminal; the chunk before was handed on.
+            self.in_hand.store(true, Ordering::SeqCst);
             let result = guard.try_io(|fd| {
                 // SAFETY: read writes at most buf.len() bytes into buf.
                 let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -353,6 +380,9 @@ impl Master {
                     Ok(n as usize)
                 }
             });
+            if !matches!(result, Ok(Ok(n)) if n > 0) {
+                self.in_hand.store(false, Ordering::SeqCst);
+            }
             match result {
                 Ok(Ok(n)) => return Ok(n),
                 Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),

@@ -186,3 +186,58 @@ async fn a_program_taking_its_input_byte_by_byte_wakes_no_reactor() {
         "the reactor's thread was woken {woken} times by a program reading its input"
     );
 }
+
+/// What a program wrote a moment ago counts as unread at once: the kernel moves it into the
+/// master's queue from a work item, which `FIONREAD` alone does not wait for (right after a
+/// write it said 0 in about half the tries here), so a look for a program waiting for keys
+/// could miss the prompt it had just written (the flaky `a_read_says_when_a_program_waits_for_keys`).
+#[test]
+fn output_just_written_is_unread_at_once() {
+    let pair = open_pair(80, 24).expect("pty");
+    let mut missed = 0;
+    for _ in 0..500 {
+        // SAFETY: write reads the given bytes from a live buffer into an fd we own.
+        let wrote =
+            unsafe { libc::write(pair.slave.as_raw_fd(), b"Continue? ".as_ptr().cast(), 10) };
+        assert_eq!(wrote, 10);
+        if super::unread_output(pair.master.as_raw_fd()) < 10 {
+            missed += 1;
+        }
+        let mut buf = [0u8; 64];
+        let mut taken = 0;
+        while taken < 10 {
+            // SAFETY: read writes at most the buffer's length into it.
+            let n =
+                unsafe { libc::read(pair.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            assert!(n > 0, "the master gave nothing back");
+            taken += n as usize;
+        }
+    }
+    assert_eq!(missed, 0, "writes not yet counted as unread");
+}
+
+/// A chunk its reader took stays "in flight" until the reader's next read finds nothing: until
+/// then it may not have reached the screen and ring a look for a waiting program quotes from.
+#[tokio::test]
+async fn a_chunk_taken_is_in_flight_until_the_next_read_finds_nothing() {
+    let (master, slave) = raw_pair();
+    assert!(!master.output_in_flight(), "nothing written yet");
+    // SAFETY: write reads the given bytes from a live buffer into an fd we own.
+    let wrote = unsafe { libc::write(slave.as_raw_fd(), b"Continue? ".as_ptr().cast(), 10) };
+    assert_eq!(wrote, 10);
+    assert!(master.output_in_flight(), "written, not read");
+    let mut buf = [0u8; 64];
+    let mut taken = 0;
+    while taken < 10 {
+        taken += master.read(&mut buf).await.expect("read");
+    }
+    assert_eq!(unread(&master), 0);
+    assert!(master.output_in_flight(), "read, not handed on");
+    let next = tokio::time::timeout(Duration::from_millis(50), master.read(&mut buf)).await;
+    assert!(next.is_err(), "nothing more was written: {next:?}");
+    assert!(!master.output_in_flight(), "the next read found nothing");
+}
+
+fn unread(master: &Master) -> usize {
+    super::unread_output(master.raw())
+}

@@ -74,8 +74,8 @@ pub(crate) struct ExecPlan {
     pub keep_open: Vec<OwnedFd>,
     /// Where `keep_open` goes after the clone; closed where the plan is when `None`.
     pub child_ends_to: Option<ChildEnds>,
-    /// One more fd for the child at a fixed number (see [`super::PassedFd`]).
-    pub passed: Option<super::PassedFd>,
+    /// More fds for the child at fixed numbers (see [`super::PassedFd`]).
+    pub passed: Vec<super::PassedFd>,
     pub session: Session,
     pub confine: Option<Arc<dyn Confine>>,
     /// The namespaces of a confined child: the session's, or its caller's (see
@@ -102,11 +102,11 @@ pub trait TakeChildEnds: Send {
 pub type ChildEnds = Box<dyn TakeChildEnds>;
 
 impl ExecPlan {
-    /// The fds the child uses before its `exec` (its stdio, the one passed, the confinement's
+    /// The fds the child uses before its `exec` (its stdio, the passed ones, the confinement's
     /// own), each once: what a launcher with an fd table of its own is handed.
     pub(super) fn fds_for_child(&self) -> Vec<RawFd> {
-        let mut fds = Vec::with_capacity(5);
-        let passed = self.passed.as_ref().map(|passed| passed.fd.as_raw_fd());
+        let mut fds = Vec::with_capacity(6);
+        let passed = self.passed.iter().map(|passed| passed.fd.as_raw_fd());
         let own = self.confine.as_ref().and_then(|confine| confine.own_fd());
         for fd in self.stdio.into_iter().chain(passed).chain(own) {
             if !fds.contains(&fd) {
@@ -478,14 +478,24 @@ unsafe fn child_main(child: &mut ChildArgs<'_>) -> isize {
         if !session_ok {
             fail(failure, Step::Session, errno());
         }
-        // Read before stdio is installed: a passed fd below 3 is moved out of its way first.
-        let passed = plan
-            .passed
-            .as_ref()
-            .map(|p| (above_stdio(p.fd.as_raw_fd(), failure), p.at));
+        // Read before stdio is installed: a passed fd below 3, or at another's number, is
+        // moved out of the way first.
+        let mut passed = [(-1, -1); super::PASSED_FDS_MAX];
+        for (slot, p) in passed.iter_mut().zip(&plan.passed) {
+            *slot = (p.fd.as_raw_fd(), p.at);
+        }
+        let targets = passed.map(|(_, at)| at);
+        let above = targets.iter().copied().max().unwrap_or(2).max(2) + 1;
+        for (from, at) in &mut passed {
+            if *from >= 0 && (*from < 3 || (*from != *at && targets.contains(from))) {
+                *from = moved_to(*from, above, failure);
+            }
+        }
         install_stdio(plan.stdio, failure);
-        if let Some((from, at)) = passed {
-            install_passed(from, at, failure);
+        for (from, at) in passed {
+            if from >= 0 {
+                install_passed(from, at, failure);
+            }
         }
         if plan.session == Session::OwnTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
             fail(failure, Step::Terminal, errno());
@@ -553,17 +563,14 @@ unsafe fn install_stdio(mut stdio: [RawFd; 3], failure: &Failure) {
     }
 }
 
-/// `fd`, or a copy of it at 3 or above when it is one of the stdio numbers (which
-/// [`install_stdio`] overwrites).
+/// A copy of `fd` at `above` or higher (out of the way of the numbers stdio and the passed fds
+/// are installed at).
 ///
 /// # Safety
 /// Child only (see [`child_main`]).
-unsafe fn above_stdio(fd: RawFd, failure: &Failure) -> RawFd {
-    if fd >= 3 {
-        return fd;
-    }
+unsafe fn moved_to(fd: RawFd, above: RawFd, failure: &Failure) -> RawFd {
     // SAFETY: fcntl on a plain integer.
-    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above) };
     if moved < 0 {
         fail(failure, Step::Stdio, errno());
     }

@@ -225,12 +225,16 @@ pub struct SpawnSpec {
     /// command of a caller runs in that caller's own PID namespace, where the session has
     /// namespaces (`crate::namespace`); `None` (stdio, one caller) runs it in the session's.
     pub caller: Option<Arc<str>>,
-    /// One more fd the child gets at a fixed number besides stdio (a shell's end of its private
-    /// channel to the server, `pty::channel`); `None` for everything else.
-    pub pass_fd: Option<PassedFd>,
+    /// More fds the child gets at fixed numbers besides stdio (a shell's end of its private
+    /// channel to the server, `pty::channel`, and bash's start-up text, `pty::startup`); empty
+    /// for everything else. At most [`PASSED_FDS_MAX`], each at its own number.
+    pub pass_fds: Vec<PassedFd>,
     /// The secrets masked in its output (the session's, [`crate::mask`]); `None`: none.
     pub masks: Option<Arc<crate::mask::Masks>>,
 }
+
+/// Most fds a spawn passes besides stdio ([`SpawnSpec::pass_fds`]).
+pub const PASSED_FDS_MAX: usize = 2;
 
 /// An fd given to the child as fd `at` (3 or more), without close-on-exec. The server's copy is
 /// held by the plan until the child is cloned, then closed with the last clone of the `Arc`.

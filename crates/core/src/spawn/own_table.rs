@@ -36,8 +36,9 @@ const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
 /// `close_range`'s flag that unshares the fd table first (Linux 5.9).
 const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
 
-/// Most fds one spawn sends: stdin, stdout, stderr, a passed fd and the confinement's own
-/// (as many as one message of the session init's kind carries).
+/// Most fds one spawn sends: stdin, stdout, stderr, two passed fds and the confinement's own,
+/// and one to spare, which keeps a payload free of padding (as many as one message of the
+/// session init's kind carries).
 const MOST_FDS: usize = control::MOST_FDS;
 
 /// The first fd number a spawn's fds may have: 0, 1 and 2 of a table of its own are

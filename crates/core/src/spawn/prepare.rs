@@ -210,10 +210,14 @@ pub(super) fn plan(
     for arg in &spec.args {
         argv.push(c_string_of(arg.as_bytes(), "an argument")?);
     }
-    if spec.pass_fd.as_ref().is_some_and(|passed| passed.at < 3) {
+    let passed_at = |i: usize| spec.pass_fds[i].at;
+    if spec.pass_fds.len() > super::PASSED_FDS_MAX
+        || (0..spec.pass_fds.len())
+            .any(|i| passed_at(i) < 3 || (0..i).any(|j| passed_at(j) == passed_at(i)))
+    {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "an fd passed to the child must be 3 or more",
+            "fds passed to the child must be at most two, each at its own number of 3 or more",
         ));
     }
     let namespace = match spec.confine {
@@ -233,7 +237,7 @@ pub(super) fn plan(
         stdio,
         keep_open,
         child_ends_to: None,
-        passed: spec.pass_fd.clone(),
+        passed: spec.pass_fds.clone(),
         session,
         confine: spec.confine.clone(),
         // Confined commands only: unconfined ones keep the host's `ps` and `kill`. Over HTTP,

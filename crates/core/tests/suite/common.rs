@@ -28,7 +28,7 @@ pub fn sh(command: &str, marker: &str) -> SpawnSpec {
         marker: marker.to_owned(),
         confine: None,
         caller: None,
-        pass_fd: None,
+        pass_fds: Vec::new(),
         masks: None,
     }
 }
@@ -151,7 +151,7 @@ pub fn spec(program: &str, marker: &str) -> SpawnSpec {
         marker: marker.to_owned(),
         confine: None,
         caller: None,
-        pass_fd: None,
+        pass_fds: Vec::new(),
         masks: None,
     }
 }

@@ -358,6 +358,157 @@ async fn the_screen_of_a_program_that_clears_the_terminal_is_rendered() {
     t.close_clean().await;
 }
 
+/// What bash does after every command, and what raced a model's resize: the size read, then
+/// written back. A resize made between the two was undone by the write-back (CI of 875a847).
+/// This program does the same on purpose: it reads the size, waits for the resize's SIGWINCH,
+/// then writes back the size it read.
+const WRITES_BACK_THE_SIZE: &str = "python3 -c '
+import fcntl, signal, termios
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
+size = fcntl.ioctl(0, termios.TIOCGWINSZ, bytes(8))
+print(\"ready\", flush=True)
+signal.sigtimedwait([signal.SIGWINCH], 10)
+fcntl.ioctl(0, termios.TIOCSWINSZ, size)
+'\n";
+
+#[tokio::test]
+async fn a_resize_outlasts_a_write_back_of_the_size_it_replaced() {
+    let t = open_one("/bin/bash", "write-back").await;
+    let shell = t.shell.clone();
+    send(&shell, "stty cols 80 rows 24\n").await;
+    let re = regex::Regex::new("ready").unwrap();
+    let out = shell
+        .send(SendRequest {
+            input: WRITES_BACK_THE_SIZE,
+            timeout: PROMPT,
+            wait_for: Some(&re),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.status, SendStatus::Matched, "{out:?}");
+    shell.resize(100, 30).unwrap();
+    // An empty send waits for the program's end, its prompt.
+    let out = send(&shell, "").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert_eq!(shell.size(), (100, 30), "the model's size is kept");
+    assert_eq!(shell.screen().cols, 100);
+    let out = send(&shell, "stty size\n").await;
+    assert_eq!(out.output, "30 100\n", "the program sees the model's size");
+    // A resize at the prompt (nothing writes back there): a size a command sets after it
+    // stays, the replaced one included.
+    shell.resize(90, 28).unwrap();
+    let out = send(&shell, "stty cols 100 rows 30; stty size\n").await;
+    assert_eq!(out.output, "30 100\n", "{out:?}");
+    assert_eq!(shell.size(), (100, 30), "a command's own size is kept");
+    let out = send(&shell, "stty size\n").await;
+    assert_eq!(out.output, "30 100\n", "{out:?}");
+    // A resize while a command runs that nothing writes back is done with at the prompt.
+    let out = send_for(&shell, "sleep 0.3\n", 50).await;
+    assert_eq!(out.status, SendStatus::Running, "{out:?}");
+    shell.resize(110, 35).unwrap();
+    let out = send(&shell, "").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    let out = send(&shell, "stty cols 80 rows 24; stty size\n").await;
+    assert_eq!(out.output, "24 80\n", "{out:?}");
+    assert_eq!(shell.size(), (80, 24), "a command's own size is kept");
+    t.close_clean().await;
+}
+
+/// bash 5.2 writes its size back after its prompt hook, so after agentty's prompt marker, and
+/// before its prompt: a write-back made after the marker is undone too, as long as the model
+/// has not typed since (review 37). Here a program left in the background does it, once it
+/// sees the resize.
+#[tokio::test]
+async fn a_resize_outlasts_a_write_back_made_after_the_prompt_marker() {
+    let t = open_one("/bin/bash", "write-back-late").await;
+    let shell = t.shell.clone();
+    send(&shell, "stty cols 80 rows 24\n").await;
+    let ready = t.scratch.path().join("ready");
+    let program = format!(
+        "python3 -c '
+import fcntl, termios, time
+size = fcntl.ioctl(0, termios.TIOCGWINSZ, bytes(8))
+open(\"{}\", \"w\").close()
+end = time.time() + 10
+while fcntl.ioctl(0, termios.TIOCGWINSZ, bytes(8)) == size and time.time() < end:
+    time.sleep(0.005)
+fcntl.ioctl(0, termios.TIOCSWINSZ, size)
+print(\"wrote\" + \"-back\", flush=True)
+' &\n",
+        ready.display()
+    );
+    let out = send(&shell, &program).await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    // The program is waiting, and bash's own write-back is made: it comes before the prompt
+    // (a resize between bash's two calls is undone once, and the program's would not be).
+    let until = Instant::now() + PROMPT;
+    let prompted = || shell.screen().text.trim_end().ends_with('#');
+    while !(ready.exists() && prompted()) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shell.resize(100, 30).unwrap();
+    // Not the echo of the command line, which holds the two words apart. Looked for in what
+    // the terminal sent, not on the screen: the write-back's SIGWINCH has readline redraw its
+    // prompt line, which the program's word may share, and the redraw can erase it.
+    let wrote_back = || shell.raw_tail(4096).contains("wrote-back");
+    while !wrote_back() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(wrote_back(), "{:?}", shell.raw_tail(4096));
+    assert_eq!(shell.size(), (100, 30), "the model's size is kept");
+    let out = send(&shell, "stty size\n").await;
+    // bash tells of the background job's end after it.
+    assert!(out.output.starts_with("30 100\n"), "{out:?}");
+    t.close_clean().await;
+}
+
+/// A `!` the model types is text, not a history reference, and no history file is kept
+/// (review 41 L5: with bash's defaults `echo "Hello!World"` failed with `event not found`, `!!`
+/// ran the last line of the user's `~/.bash_history`, and a history file a command planted
+/// could put its text in the model's line).
+async fn a_bang_is_text_and_no_history_file_is_kept(program: &str) {
+    let t = open_one(program, "bang").await;
+    let out = send(
+        &t.shell,
+        "echo \"Hello!World\" a!!b; echo \"${HISTFILE-none}\"\n",
+    )
+    .await;
+    assert_eq!(out.output, "Hello!World a!!b\nnone\n", "{out:?}");
+    t.close_clean().await;
+}
+
+#[tokio::test]
+async fn a_bang_is_text_and_no_history_file_is_kept_in_bash() {
+    a_bang_is_text_and_no_history_file_is_kept("/bin/bash").await;
+}
+
+#[tokio::test]
+#[ignore = "needs zsh: scripts/test runs it where zsh is installed"]
+async fn a_bang_is_text_and_no_history_file_is_kept_in_zsh_needs_zsh() {
+    a_bang_is_text_and_no_history_file_is_kept("/usr/bin/zsh").await;
+}
+
+/// A program with no prompt markers (a REPL): a size it sets once the model typed again is its
+/// own, the size a resize replaced included.
+#[tokio::test]
+async fn a_size_set_after_the_models_keys_stays_in_a_program_without_prompts() {
+    let t = open_one("/usr/bin/python3", "unmarked-size").await;
+    let shell = t.shell.clone();
+    let (cols, rows) = shell.size();
+    shell.resize(cols + 20, rows + 6).unwrap();
+    let set_back = format!("import os; os.system('stty cols {cols} rows {rows}')\n");
+    send(&shell, &set_back).await;
+    send(&shell, "print('after')\n").await;
+    assert_eq!(shell.size(), (cols, rows), "the program's size is kept");
+    let out = send(&shell, "print(os.get_terminal_size())\n").await;
+    assert!(
+        out.output
+            .contains(&format!("columns={cols}, lines={rows}")),
+        "{out:?}"
+    );
+    t.close_clean().await;
+}
+
 #[tokio::test]
 async fn a_fifth_shell_is_refused_and_closed_shells_say_why() {
     // One run marker per shell, as the server gives each: closing one stops only its tree.
@@ -1189,7 +1340,9 @@ async fn a_send_is_woken_by_its_prompt_not_by_every_chunk() {
         "answers told {answered} times for {changed} chunks: by the prompt only"
     );
 
-    // Waiting for a pattern: every chunk may bring it.
+    // Waiting for a pattern: every chunk may bring it. What the first send's prompt drew after
+    // it returned (nobody's answer) is let land first: it is not this send's to tell.
+    until_still(&changes).await;
     let pattern = regex::Regex::new("never printed").unwrap();
     let answered_before = *answers.borrow();
     let changed_before = *changes.borrow();
@@ -1205,9 +1358,52 @@ async fn a_send_is_woken_by_its_prompt_not_by_every_chunk() {
     let changed = *changes.borrow() - changed_before;
     let answered = *answers.borrow() - answered_before;
     assert!(changed >= 6, "{changed} chunks");
+    // A chunk of the prompt may land after the send returned, before the count is read.
     assert!(
-        answered + 1 >= changed,
+        answered >= 6 && answered + 2 >= changed,
         "a pattern's send was told {answered} times for {changed} chunks"
     );
+    t.close_clean().await;
+}
+
+/// Waits until the screen has not changed for 300 ms (at most 10 s).
+async fn until_still(changes: &tokio::sync::watch::Receiver<u64>) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let mut seen = *changes.borrow();
+    while Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = *changes.borrow();
+        if now == seen {
+            return;
+        }
+        seen = now;
+    }
+}
+
+/// Review 35, F3: (b) an earlier command that ended during a later send lost its exit code;
+/// (a) a line the still-running earlier command read came back as if the shell had run it.
+#[tokio::test]
+async fn earlier_commands_ending_during_a_send_are_told_and_a_line_they_read_says_so() {
+    let t = open_one("/bin/bash", "type-ahead").await;
+    let shell = t.shell.clone();
+    let out = send_for(&shell, "sleep 0.5; echo 'migration FAILED'; (exit 7)\n", 50).await;
+    assert_eq!(out.status, SendStatus::Running, "{out:?}");
+    let out = send(&shell, "echo mine\n").await;
+    assert_eq!(out.status, SendStatus::Done(0), "{out:?}");
+    assert_eq!(out.output, "mine\n", "{out:?}");
+    assert_eq!(out.ended_before, vec![7], "{out:?}");
+    assert!(!out.read_by_earlier, "{out:?}");
+    // Still running when the model types ahead: a program it runs then reads the line.
+    let out = send_for(
+        &shell,
+        "sleep 0.5; python3 -c 'import sys; sys.stdin.readline(); sys.exit(3)'\n",
+        50,
+    )
+    .await;
+    assert_eq!(out.status, SendStatus::Running, "{out:?}");
+    let out = send(&shell, "pytest -q\n").await;
+    assert_eq!(out.status, SendStatus::Done(3), "{out:?}");
+    assert!(out.read_by_earlier, "{out:?}");
+    assert!(out.ended_before.is_empty(), "{out:?}");
     t.close_clean().await;
 }

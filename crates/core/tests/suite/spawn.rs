@@ -124,10 +124,10 @@ async fn a_passed_fd_is_the_childs_at_its_number_across_exec() {
         &m,
         10_000,
     );
-    req.spec.pass_fd = Some(agentty_core::spawn::PassedFd {
+    req.spec.pass_fds = vec![agentty_core::spawn::PassedFd {
         fd: Arc::new(write),
         at: 57,
-    });
+    }];
     let outcome = run_to_end(req).await;
     assert!(
         outcome.exit.is_some_and(agentty_core::Exit::success),
@@ -140,15 +140,80 @@ async fn a_passed_fd_is_the_childs_at_its_number_across_exec() {
     assert_eq!(&got[..n], b"through\n");
 
     let mut req = request("true", &m, 10_000);
-    req.spec.pass_fd = Some(agentty_core::spawn::PassedFd {
+    req.spec.pass_fds = vec![agentty_core::spawn::PassedFd {
         fd: Arc::new(read),
         at: 2,
-    });
+    }];
     let refused = agentty_core::run::run(req, std::future::pending(), None).await;
     assert!(
         refused.is_err_and(|e| e.kind() == io::ErrorKind::InvalidInput),
         "fd 2 is stdio"
     );
+}
+
+/// A pipe (read end, write end), both close-on-exec.
+fn cloexec_pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both are fresh and owned from here on.
+    unsafe {
+        use std::os::fd::FromRawFd;
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
+/// Two fds passed (a shell's channel and bash's start-up text), one of them held at the number
+/// the other is given at: each reaches the child at its own number, neither overwritten by the
+/// other's installing. Three, or two at one number, are refused before anything starts.
+#[tokio::test]
+async fn two_passed_fds_each_reach_their_number_whatever_numbers_they_had() {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    agentty_core::init().unwrap();
+    let m = marker("passed-fds");
+    let (read_a, write_a) = cloexec_pipe();
+    let (read_b, write_b) = cloexec_pipe();
+    // b's write end held at 58, the number a is given at (installed first).
+    // SAFETY: F_DUPFD_CLOEXEC gives a fresh fd at 58 or above, owned from here on.
+    let b_at_58 = unsafe {
+        OwnedFd::from_raw_fd(libc::fcntl(write_b.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 58))
+    };
+    assert_eq!(
+        b_at_58.as_raw_fd(),
+        58,
+        "fd 58 is taken in this test process"
+    );
+    drop(write_b);
+    let passed = |fd: OwnedFd, at| agentty_core::spawn::PassedFd {
+        fd: Arc::new(fd),
+        at,
+    };
+    let mut req = request(
+        "echo to-57 > /proc/self/fd/57; echo to-58 > /proc/self/fd/58",
+        &m,
+        10_000,
+    );
+    req.spec.pass_fds = vec![passed(write_a, 58), passed(b_at_58, 57)];
+    let outcome = run_to_end(req).await;
+    assert!(
+        outcome.exit.is_some_and(agentty_core::Exit::success),
+        "{outcome:?}"
+    );
+    let mut got = [0u8; 16];
+    let n = nix::unistd::read(&read_a, &mut got).unwrap();
+    assert_eq!(&got[..n], b"to-58\n");
+    let n = nix::unistd::read(&read_b, &mut got).unwrap();
+    assert_eq!(&got[..n], b"to-57\n");
+
+    for ats in [&[40, 41, 42][..], &[40, 40][..]] {
+        let mut req = request("true", &m, 10_000);
+        req.spec.pass_fds = ats.iter().map(|&at| passed(cloexec_pipe().1, at)).collect();
+        let refused = agentty_core::run::run(req, std::future::pending(), None).await;
+        assert!(
+            refused.is_err_and(|e| e.kind() == io::ErrorKind::InvalidInput),
+            "{ats:?}"
+        );
+    }
 }
 
 #[tokio::test]

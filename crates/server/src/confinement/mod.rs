@@ -178,6 +178,9 @@ pub struct Confinement {
     protection: Protection,
     /// The model was told why a tracer (`strace`, `gdb`, `perf`) was refused: once a session.
     trace_told: AtomicBool,
+    /// Whether the model was told this session that a process could not be started under the
+    /// bound on processes (`limit_met`).
+    limit_told: AtomicBool,
 }
 
 /// The paths that run code later as the session's commands meet them.
@@ -389,6 +392,7 @@ impl Confinement {
             unreadable_line,
             protection,
             trace_told: AtomicBool::new(false),
+            limit_told: AtomicBool::new(false),
         }
     }
 
@@ -510,6 +514,15 @@ impl Confinement {
             return None;
         }
         if let Some(name) = self.protection.refused(output) {
+            // The output alone is the command's to write: only a command line that names the
+            // path (or runs git, for git's files) has the model told how to make it writable,
+            // which lets code run outside the sandbox later (review 35, F1).
+            if !names_protected(command, name) {
+                return Some(Refused::Write(notice::protected_refused_unnamed(
+                    self.plan.mode(),
+                    name,
+                )));
+            }
             let sentence = notice::protected_refused(self.plan.mode(), name);
             return Some(Refused::Write(format!(
                 "{sentence} {}",
@@ -517,12 +530,16 @@ impl Confinement {
             )));
         }
         if !agentty_sandbox::shows_denial_symptom(output, &self.plan) {
-            return self.trace_refused(output);
+            return self
+                .trace_refused(output)
+                .or_else(|| self.limit_met(output));
         }
         let cwd = cwd();
         let ran = cwd.as_deref().map(|cwd| RanIn { cwd, command });
         let Some(denial) = detect_denial(exit, output, &self.plan, ran) else {
-            return self.trace_refused(output);
+            return self
+                .trace_refused(output)
+                .or_else(|| self.limit_met(output));
         };
         let sentence = denial.notice(self.plan.mode());
         Some(match denial.op {
@@ -532,17 +549,125 @@ impl Confinement {
     }
 }
 
+/// Whether the command line `command` names the protected path `name` (as the protection
+/// names it), or is made of programs that write it only: git's commands that write
+/// `.git/config`, hook installers for `.git/hooks`, `git sparse-checkout` for `.git/info`, with
+/// nothing else but inert builtins. Not a word that merely holds a part of the name
+/// (`--config ci.json`), nor a writer chained with any other program (`git config … && npm
+/// test`: the output may be the other's) (reviews 37, 38).
+fn names_protected(command: &str, name: &str) -> bool {
+    if command.contains(name) {
+        return true;
+    }
+    let mut writer = false;
+    for simple in command.split(|c: char| ";&|()\n`".contains(c)) {
+        let words: Vec<&str> = simple
+            .split_whitespace()
+            .skip_while(|word| word.contains('=') && !word.starts_with('-'))
+            .collect();
+        let Some(first) = words.first() else { continue };
+        if INERT.contains(first) {
+            continue;
+        }
+        if !writes_protected(name, &words) {
+            return false;
+        }
+        writer = true;
+    }
+    writer
+}
+
+/// Builtins that print nothing but what the command line itself says.
+const INERT: &[&str] = &["cd", "true", ":", "export", "set", "pwd", "echo", "printf"];
+
+/// Whether the simple command `words` is a program that writes the protected path `name`.
+fn writes_protected(name: &str, words: &[&str]) -> bool {
+    let program = words[0].rsplit('/').next().unwrap_or(words[0]);
+    match (program, name) {
+        ("git", ".git/config" | ".git/config.worktree") => {
+            let sub = git_subcommand(&words[1..]);
+            matches!(
+                sub,
+                Some(
+                    "config"
+                        | "remote"
+                        | "branch"
+                        | "submodule"
+                        | "init"
+                        | "clone"
+                        | "worktree"
+                        | "lfs"
+                )
+            ) || (sub == Some("push") && words.iter().any(|w| *w == "-u" || *w == "--set-upstream"))
+        }
+        ("git", ".git/hooks") => matches!(git_subcommand(&words[1..]), Some("config" | "lfs")),
+        ("git", ".git/info") => git_subcommand(&words[1..]) == Some("sparse-checkout"),
+        ("pre-commit", ".git/hooks") => words.get(1) == Some(&"install"),
+        ("husky", ".git/hooks") => true,
+        ("npx", ".git/hooks") => words.get(1) == Some(&"husky"),
+        _ => false,
+    }
+}
+
+/// git's subcommand in its arguments `args`, past its own options (`-C DIR`, `-c KEY=VALUE`).
+fn git_subcommand<'a>(args: &[&'a str]) -> Option<&'a str> {
+    let mut rest = args.iter();
+    while let Some(&word) = rest.next() {
+        match word {
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" => {
+                rest.next();
+            }
+            option if option.starts_with('-') => {}
+            subcommand => return Some(subcommand),
+        }
+    }
+    None
+}
+
 impl Confinement {
     /// Why `strace`, `gdb` or `perf` said "Operation not permitted", when `output` shows it and
     /// the model was not told yet in this session: the program names no reason.
     fn trace_refused(&self, output: &str) -> Option<Refused> {
-        if !agentty_sandbox::shows_trace_refusal(output, &self.plan)
+        // Told already (the usual case after once): the output is not scanned again.
+        if self.trace_told.load(Ordering::Relaxed)
+            || !agentty_sandbox::shows_trace_refusal(output, &self.plan)
             || self.trace_told.swap(true, Ordering::Relaxed)
         {
             return None;
         }
         Some(Refused::Trace(notice::TRACE_REFUSED.to_owned()))
     }
+
+    /// The bound on a caller's processes, when `output` shows a process or thread that could
+    /// not be started (`EAGAIN`) while the bound is in force, and the model was not told yet in
+    /// this session: the program's own words never name agentty's bound.
+    fn limit_met(&self, output: &str) -> Option<Refused> {
+        let bounds = agentty_core::namespace::started()?.ok()?.processes?;
+        if !self.plan.confines()
+            || self.limit_told.load(Ordering::Relaxed)
+            || !shows_start_refused(output)
+            || self.limit_told.swap(true, Ordering::Relaxed)
+        {
+            return None;
+        }
+        Some(Refused::Limit(notice::processes_bounded(bounds.caller)))
+    }
+}
+
+/// Whether the end of `output` says a process or thread could not be started for want of
+/// room (`EAGAIN`): a shell's `fork`, Python's `[Errno 11]` or threads, Java's native threads.
+fn shows_start_refused(output: &str) -> bool {
+    output.lines().rev().take(40).any(|line| {
+        let lower = line.to_ascii_lowercase();
+        lower.contains("cannot fork")
+            || lower.contains("fork: retry")
+            || lower.contains("can't start new thread")
+            || lower.contains("unable to create native thread")
+            || (lower.contains("resource temporarily unavailable")
+                && ["fork", "thread", "spawn", "errno 11", "eagain", "clone"]
+                    .iter()
+                    .any(|word| lower.contains(word)))
+    })
 }
 
 /// What a command's output shows it was refused, in words for the model.
@@ -554,6 +679,8 @@ pub enum Refused {
     Read(String),
     /// A tracer or profiler the sandbox refused (`ptrace`, `perf_event_open`): a note, once.
     Trace(String),
+    /// A process or thread not started under the bound on a caller's processes: a note, once.
+    Limit(String),
 }
 
 impl Refused {
@@ -566,7 +693,7 @@ impl Refused {
     pub fn write_sentence(&self) -> Option<&str> {
         match self {
             Refused::Write(sentence) => Some(sentence),
-            Refused::Read(_) | Refused::Trace(_) => None,
+            Refused::Read(_) | Refused::Trace(_) | Refused::Limit(_) => None,
         }
     }
 
@@ -577,6 +704,8 @@ impl Refused {
             Refused::Write(_) => Refusal::Write,
             // Tracing another process is reading it (its memory, its system calls).
             Refused::Read(_) | Refused::Trace(_) => Refusal::Read,
+            // Not the sandbox's refusal: a bound the user sets.
+            Refused::Limit(_) => return,
         });
     }
 
@@ -584,7 +713,7 @@ impl Refused {
     pub fn line(&self) -> String {
         match self {
             Refused::Write(sentence) => notice::sandbox_denied(sentence),
-            Refused::Read(note) | Refused::Trace(note) => note.clone(),
+            Refused::Read(note) | Refused::Trace(note) | Refused::Limit(note) => note.clone(),
         }
     }
 }
@@ -594,7 +723,64 @@ mod tests {
     use super::*;
     use agentty_sandbox::Backend;
 
+    /// Only a command line that names the path, or is made of programs that write it and inert
+    /// builtins, gets the way to open a protected path (reviews 35 F1, 37, 38).
+    #[test]
+    fn a_protected_path_is_named_only_by_its_writers() {
+        for (line, name) in [
+            ("cat .git/config", ".git/config"),
+            ("git config user.name x", ".git/config"),
+            ("git -C sub config user.name x && echo done", ".git/config"),
+            (
+                "git remote add origin /x; git push -u origin main",
+                ".git/config",
+            ),
+            ("X=1 git branch -u origin/main", ".git/config"),
+            ("pre-commit install", ".git/hooks"),
+            ("npx husky install", ".git/hooks"),
+            ("git sparse-checkout set src", ".git/info"),
+        ] {
+            assert!(names_protected(line, name), "{line}");
+        }
+        for (line, name) in [
+            ("sh run-tests.sh", ".git/config"),
+            ("sh run-tests.sh --config ci.json", ".git/config"),
+            ("git status; sh run-tests.sh", ".git/config"),
+            ("git checkout -b x && npm test", ".git/config"),
+            ("git config a b; make", ".git/config"),
+            ("git push origin main", ".git/config"),
+            ("echo $(npm test)", ".git/config"),
+            ("npm install # husky", ".git/hooks"),
+            ("git config core.x y", ".envrc"),
+        ] {
+            assert!(!names_protected(line, name), "{line}");
+        }
+    }
+
     /// The confinement of `default` mode, network `on`, for a workspace at `dir`.
+    /// What a process or thread not started for want of room says, in the programs that say
+    /// it most; and lines that only look alike.
+    #[test]
+    fn a_start_refused_for_want_of_room_is_told_by_its_words() {
+        for said in [
+            "bash: fork: retry: Resource temporarily unavailable",
+            "sh: 1: Cannot fork",
+            "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+            "RuntimeError: can't start new thread",
+            "java.lang.OutOfMemoryError: unable to create native thread: possibly out of memory",
+            "thread 'main' panicked: failed to spawn thread: Resource temporarily unavailable (os error 11)",
+        ] {
+            assert!(shows_start_refused(&format!("ok\n{said}\n")), "{said}");
+        }
+        for said in [
+            "read: Resource temporarily unavailable",
+            "all 12 tests passed",
+            "git fork created",
+        ] {
+            assert!(!shows_start_refused(said), "{said}");
+        }
+    }
+
     fn confinement_in(dir: &std::path::Path) -> Confinement {
         let workspace = Workspace::new(dir.to_path_buf(), Vec::new()).unwrap();
         Confinement::new(

@@ -30,6 +30,16 @@ that keeps a secret the user types into a program of the shell from the agent. s
 ltrace and perf record or stat of a program fail here; run such a call with \
 sandbox_permissions: \"require_escalated\" (the user approves it) if it is needed";
 
+/// Said once a session when output shows a process or thread that could not be started while
+/// confined commands' processes are bounded (`--max-processes`).
+pub fn processes_bounded(per_caller: u32) -> String {
+    format!(
+        "[note] the output shows a process or thread that could not be started (EAGAIN): this \
+         caller's confined commands may have at most {per_caller} processes and threads at \
+         once; the user can raise that with --max-processes ([sandbox] max_processes)"
+    )
+}
+
 /// Changes to what runs code later listed in one warning at most (the user has them all in
 /// the server's log).
 const CHANGES_SAID: usize = 16;
@@ -96,6 +106,18 @@ pub fn protected_refused(mode: agentty_sandbox::Mode, name: &str) -> String {
          sandbox later (git hooks and config, rc files, .envrc, editor and agent settings). \
          The user can leave it writable with `writable_protected = [\"{name}\"]` in the \
          [sandbox] section of agentty's config (or --writable-protected {name})."
+    )
+}
+
+/// The 2008 sentence of a write to a path that runs code later, shown by the output of a
+/// command whose line does not name it: said as what the output shows, with no way offered to
+/// make it writable (the output is the command's to write).
+pub fn protected_refused_unnamed(mode: agentty_sandbox::Mode, name: &str) -> String {
+    format!(
+        "[sandbox] {mode}: the output shows a write to {name} refused, which is read-only to \
+         confined commands: it runs code outside the sandbox later. This call's command line \
+         does not name it: find which program wrote there, and why, before asking the user \
+         about it."
     )
 }
 

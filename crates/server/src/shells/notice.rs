@@ -25,12 +25,23 @@ pub fn held_by_user(id: &str) -> String {
 pub fn user_typed(id: &str, typed: &[String], screen: &str) -> String {
     let lines: usize = typed.iter().map(|t| t.matches('\n').count()).sum();
     let what: Vec<String> = typed.iter().map(|t| format!("{t:?}")).collect();
-    format!(
+    let mut said = format!(
         "[note] the user typed {lines} line{} into {id} from the web view ({}) and gave it back; \
          the screen now shows:\n{screen}",
         if lines == 1 { "" } else { "s" },
         what.join(", ")
-    )
+    );
+    // What the screen shows is the programs' (`own_lines.rs`).
+    crate::own_lines::push_note(&mut said, screen);
+    said
+}
+
+/// What the model is told of keys the user typed at a password prompt from the web view
+/// ([`user_typed`] lists it as typed): their count, and the Enter if they ended with one.
+pub fn keys_at_password(keys: &str) -> String {
+    let enter = if keys.ends_with('\n') { "\n" } else { "" };
+    let count = keys.trim_end_matches(['\r', '\n']).chars().count();
+    format!("[{count} keys at a password prompt, not shown]{enter}")
 }
 
 pub fn busy(id: &str, timeout_ms: u64) -> String {
@@ -73,6 +84,12 @@ pub fn shell_what(shell: &str) -> String {
     format!("an interactive shell ({shell})")
 }
 
+/// zsh where its start-up file would lie where confined commands may write (review 39 M1).
+pub const ZSH_START_UP_WRITABLE: &str = "no shell was opened: zsh reads its start-up file from \
+    a directory, and here confined commands may write agentty's state dir, which holds it (no \
+    mount namespace keeps it read-only), so a command could change what every later zsh runs. \
+    Ask the user to restart agentty with --shell /bin/bash, or with a --state-dir outside what \
+    commands may write.";
 pub const CANCELLED_BEFORE_OPEN: &str = "cancelled before it started: no shell was opened";
 pub const CANCELLED_BEFORE_TYPING: &str = "cancelled before it started: nothing was typed";
 pub fn shell_open_description() -> String {
@@ -270,12 +287,27 @@ pub enum Asks {
     PasswordEchoed,
 }
 
-pub fn awaiting_input(prompt: &str, by_shell: bool, asks: Asks, id: &str) -> String {
+/// The awaiting-input line. `reader`: the program that reads the terminal, as the shell's
+/// `foreground` describes it (its file and command line, escaped), named where a password is
+/// asked: a prompt is any program's to print, and who reads the answer is what the model and
+/// the user judge it by (review 35 F9).
+pub fn awaiting_input(
+    prompt: &str,
+    by_shell: bool,
+    asks: Asks,
+    id: &str,
+    reader: Option<&str>,
+) -> String {
     let secret = format!("shell_send({{\"id\": \"{id}\", \"secret\": \"<what it is>\"}})");
+    // One quoted value: the command line is the program's to choose, words and all.
+    let program = reader.map_or_else(
+        || "the program".to_owned(),
+        |r| format!("the program {r:?}"),
+    );
     match asks {
         Asks::Password if !by_shell => {
             return format!(
-                "[awaiting input: the program asks for a password at {prompt:?}. Have the user \
+                "[awaiting input: {program} asks for a password at {prompt:?}. Have the user \
                  type it: {secret}; never send a password as input. Or send \"\\u0003\" to \
                  interrupt it]"
             );
@@ -361,18 +393,26 @@ pub fn dropped(bytes: u64, id: &str, cursor: u64, spill: Option<&std::path::Path
     crate::job_words::not_shown("shell_read", id, cursor, bytes, spill)
 }
 
-/// Commands whose sends returned while they ran, and that ended before this send.
+/// A send whose input the command an earlier send left running read (the shell never ran it),
+/// and which then ended: the exit code that follows is that command's.
+pub const READ_BY_EARLIER: &str = "[the command still running from an earlier send read this \
+input (the shell did not run it as a command line), then ended: the exit code below is that \
+command's]";
+
+/// Commands whose sends returned while they ran, and that ended since the last reply (before
+/// this send or during it).
 pub fn ended_before(codes: &[i32]) -> String {
     let list = codes
         .iter()
         .map(|c| format!("exit {c}"))
         .collect::<Vec<_>>()
         .join(", ");
-    if codes.len() == 1 {
-        format!("[before this send, the earlier command ended: {list}]")
+    let (which, its) = if codes.len() == 1 {
+        ("command", "its output")
     } else {
-        format!("[before this send, the earlier commands ended: {list}]")
-    }
+        ("commands", "their output")
+    };
+    format!("[since the last reply, the earlier {which} ended: {list}; shell_read has {its}]")
 }
 
 /// What a shell is doing, in `shell_list`.
@@ -464,8 +504,8 @@ not running: ask the user to restart agentty with --view (or --http), or to type
 /// The handler's word when the page's address goes back as `input_required` (never shown).
 pub const SECRET_ASKED: &str = "asked the user to open the page";
 
-pub const SECRETS_FULL: &str = "16 requests for a secret already wait: answer or let them expire \
-(5 minutes) first";
+pub const SECRETS_FULL: &str = "4 requests for a secret from this caller's shells already wait \
+(or 16 were made in the last 5 minutes): answer them or let them expire first";
 
 pub const SECRET_NOT_ASKED_URL: &str = "the client could not open agentty's page for the user: \
 nothing was typed. Ask the user to enter it in agentty's web view";

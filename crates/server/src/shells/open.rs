@@ -58,6 +58,9 @@ impl Agentty {
                 }
             };
         let shell_path = self.settings().shell.clone();
+        if self.settings().start_up_files_writable && Flavor::of(&shell_path) == Flavor::Zsh {
+            return tool_error(say::ZSH_START_UP_WRITABLE.into());
+        }
         // Over the cap the open would be refused after the user approved it: say so first (the
         // open checks again).
         if p.sandbox_permissions == Some(SandboxPermissions::RequireEscalated)
@@ -111,7 +114,7 @@ impl Agentty {
                 marker,
                 confine,
                 caller: Agentty::caller_of(&ctx),
-                pass_fd: None,
+                pass_fds: Vec::new(),
                 masks: Some(self.masks()),
             },
             cols,

@@ -60,11 +60,14 @@ impl Agentty {
     }
 }
 
-/// `screen: true`: the rendered screen, as a terminal shows it.
+/// `screen: true`: the rendered screen, as a terminal shows it (with the look-alike note,
+/// `own_lines.rs`: what is on it is the programs').
 fn screen(job: &Job, shell: &Shell) -> CallToolResult {
     let screen = shell.screen();
+    let mut text = screen.text.clone();
+    crate::own_lines::push_note(&mut text, &screen.text);
     success(
-        screen.text.clone(),
+        text,
         &ShellReadResult {
             screen: Some(ScreenInfo {
                 cols: screen.cols,
@@ -143,6 +146,7 @@ fn stream(job: &Job, shell: Option<&Shell>, since: Option<u64>) -> CallToolResul
     } else {
         text.push_str(say::END_OF_OUTPUT);
     }
+    crate::own_lines::push_note(&mut text, &slice.text);
     success(
         text,
         &ShellReadResult {

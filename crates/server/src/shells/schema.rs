@@ -139,7 +139,7 @@ pub struct ShellSendResult {
     /// What the sandbox refused, in words, with `error_code`.
     pub sandbox_denied: Option<String>,
     /// Exit codes of earlier commands that were still running when their sends returned and
-    /// ended before this send (oldest first).
+    /// ended since the last reply, before this send or during it (oldest first).
     pub earlier_exit_codes: Vec<i32>,
     /// Bytes of the input the terminal had not taken by the timeout: they were not typed.
     pub untyped_bytes: u64,

@@ -318,6 +318,10 @@ impl Agentty {
             text.push_str(&say::ended_before(&outcome.ended_before));
             text.push('\n');
         }
+        if outcome.read_by_earlier {
+            text.push_str(say::READ_BY_EARLIER);
+            text.push('\n');
+        }
         if outcome.dropped > 0 {
             // Where the left-out head is: still in the ring, or only in the spill file.
             let head = job.output.read(Some(outcome.cursor_from), 0);
@@ -347,6 +351,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&crate::network::notice::network_refused(refused));
         }
+        crate::own_lines::push_note(&mut text, &outcome.output);
         if let Some(warning) = self.planted_warning() {
             text.push('\n');
             text.push_str(&warning);
@@ -395,7 +400,11 @@ pub(super) fn awaiting_line(
 ) -> (String, String) {
     let prompt = say::short_prompt(prompt);
     let asks = asks(shell, &prompt, by_shell);
-    let line = say::awaiting_input(&prompt, by_shell, asks, id);
+    let reader = (asks == say::Asks::Password && !by_shell)
+        .then(|| shell.foreground())
+        .flatten()
+        .map(|f| f.described);
+    let line = say::awaiting_input(&prompt, by_shell, asks, id, reader.as_deref());
     (prompt, line)
 }
 

@@ -199,6 +199,7 @@ impl Agentty {
             text.push_str(&say::spill_stopped(path, bytes));
         }
         push_denial(&mut text, refused.as_ref());
+        crate::own_lines::push_note(&mut text, &s.text);
         let structured = TaskOutputResult {
             job: job_info,
             from: s.from,
@@ -300,6 +301,7 @@ impl Agentty {
             text.push_str(&say::leftovers(job.leftovers()));
         }
         push_denial(&mut text, refused.as_ref());
+        crate::own_lines::push_note(&mut text, &s.text);
         let structured = TaskWaitResult {
             job: job_info,
             ended,

@@ -126,7 +126,7 @@ impl Agentty {
                 marker,
                 confine,
                 caller: Agentty::caller_of(&ctx),
-                pass_fd: None,
+                pass_fds: Vec::new(),
                 masks: Some(self.masks()),
             },
             stdin: prepared.stdin.clone(),

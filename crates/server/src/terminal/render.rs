@@ -39,10 +39,15 @@ pub(super) fn render(
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    if parsed.is_none()
-        && outcome.status == RunStatus::Failed
-        && let Some(lines) = stderr_left_out(outcome)
-    {
+    let rescued = (parsed.is_none() && outcome.status == RunStatus::Failed)
+        .then(|| stderr_left_out(outcome))
+        .flatten();
+    // The rescued stderr lines are the command's too.
+    notes.extend(match &rescued {
+        Some(lines) => crate::own_lines::note(&format!("{text}{lines}")),
+        None => crate::own_lines::note(&text),
+    });
+    if let Some(lines) = rescued {
         text.push_str(&notice::stderr_tail(&lines));
         text.push('\n');
     }
@@ -163,8 +168,12 @@ fn stderr_left_out(outcome: &RunOutcome) -> Option<String> {
         .filter(|l| !l.trim().is_empty())
         .take(STDERR_TAIL_LINES)
         .collect();
-    let newest = last.first()?;
-    if tail.contains(newest) {
+    // Shown already when every one of those lines is a line of the tail, whole: a line of
+    // stdout that merely holds the newest as a part (`retry on AssertionError is disabled`)
+    // kept a traceback out of sight (review 35, F7).
+    last.first()?;
+    let tail_lines: std::collections::HashSet<&str> = tail.lines().collect();
+    if last.iter().all(|line| tail_lines.contains(line)) {
         return None;
     }
     let mut lines: Vec<&str> = last.into_iter().rev().collect();

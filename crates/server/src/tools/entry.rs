@@ -28,6 +28,7 @@ const SHELL_OWNED: &[&str] = &[
     "POSTEDIT",
     "PROMPT_EOL_MARK",
     "ZDOTDIR",
+    "INPUTRC",
 ];
 
 /// Why a call was refused before anything ran: the sentence for the model, and whether the
@@ -88,6 +89,12 @@ pub(crate) fn check_env(
         if let Some(code) = code_in_env(&key, &value, workdir)? {
             judge(&code, &place, guard)
                 .map_err(|m| Refused::by_guard(notice::blocked_in(&format!("env.{key}"), &m)))?;
+        }
+        // An exported function stands in for a builtin the integration's hooks use
+        // (`BASH_FUNC_printf%%`, review 39 L1): a shell's functions are defined in it. After
+        // the guard, which says so first when the function's code is what it refuses.
+        if for_shell && key.starts_with("BASH_FUNC_") {
+            return Err(notice::shell_function_env(&key).into());
         }
         out.push((OsString::from(key), OsString::from(value)));
     }

@@ -30,6 +30,13 @@ pub fn nul_byte(field: &str) -> String {
     format!("`{field}` contains a NUL byte, which no program argument, path or variable can hold")
 }
 
+pub fn shell_function_env(name: &str) -> String {
+    format!(
+        "`env.{name}` cannot be set for shell_open: an exported function could stand in for a \
+         builtin the shell integration uses; define the function inside the shell instead"
+    )
+}
+
 pub fn shell_owned_env(name: &str) -> String {
     format!(
         "`env.{name}` cannot be set for shell_open: the shell integration sets it to know when \

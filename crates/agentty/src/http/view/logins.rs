@@ -13,14 +13,19 @@ use agentty_server::view::Viewer;
 
 use super::{Body, View, text};
 
-/// Keys handed out at login and live at once; the oldest goes first. A page makes one per load.
-const KEYS_MAX: usize = 64;
+/// Keys handed out at login and live at once, per viewer (a caller, or the operator); that
+/// viewer's oldest goes first. A page makes one per load. Per viewer, so that one caller's
+/// logins cannot log another caller's pages out (review 36 M2).
+const KEYS_PER_VIEWER: usize = 16;
+/// Keys live at once in all, whoever's: a bound on memory only (the oldest goes first).
+const KEYS_MAX: usize = 1024;
 /// A key no request used for this long is forgotten (the page then logs in again).
 const KEY_IDLE: Duration = Duration::from_secs(12 * 3600);
 /// A login code lives this long, for one login.
 const CODE_TTL: Duration = Duration::from_secs(60);
-/// Codes waiting at once, at most.
-const CODES_MAX: usize = 16;
+/// Codes waiting at once per viewer, and in all.
+const CODES_PER_VIEWER: usize = 4;
+const CODES_MAX: usize = 256;
 
 /// Secrets a login hands out, each bound to its viewer: 256-bit keys (page memory only) and
 /// 128-bit one-time codes (`agentty view`).
@@ -41,9 +46,14 @@ impl Logins {
         let mut keys = Self::lock(&self.keys);
         let now = Instant::now();
         keys.retain(|_, (_, used)| now.duration_since(*used) < KEY_IDLE);
-        while keys.len() >= KEYS_MAX {
+        loop {
+            let own = keys.values().filter(|(v, _)| *v == viewer).count();
+            if own < KEYS_PER_VIEWER && keys.len() < KEYS_MAX {
+                break;
+            }
             let oldest = keys
                 .iter()
+                .filter(|(_, (v, _))| own < KEYS_PER_VIEWER || *v == viewer)
                 .min_by_key(|(_, (_, used))| *used)
                 .map(|(k, _)| k.clone());
             match oldest {
@@ -72,7 +82,8 @@ impl Logins {
         let mut codes = Self::lock(&self.codes);
         let now = Instant::now();
         codes.retain(|_, (_, made)| now.duration_since(*made) < CODE_TTL);
-        if codes.len() >= CODES_MAX {
+        let own = codes.values().filter(|(v, _)| *v == viewer).count();
+        if own >= CODES_PER_VIEWER || codes.len() >= CODES_MAX {
             return None;
         }
         let code = agentty_core::random::hex(16);
@@ -169,5 +180,44 @@ impl View {
             HeaderValue::from_static("application/json"),
         );
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(name: &str) -> Viewer {
+        Viewer::Caller(agentty_server::Caller(name.into()))
+    }
+
+    /// Review 36, M2: alice's 64 logins logged bob's page out, and her 16 codes made bob's
+    /// `agentty view` answer 429. Keys and codes are bounded per viewer now.
+    #[test]
+    fn one_viewers_logins_and_codes_leave_another_viewers_alone() {
+        let logins = Logins::default();
+        let bob = logins.key_for(caller("bob"));
+        let alice: Vec<String> = (0..100).map(|_| logins.key_for(caller("alice"))).collect();
+        assert_eq!(
+            logins.viewer(&bob),
+            Some(caller("bob")),
+            "bob was logged out"
+        );
+        assert_eq!(logins.viewer(&alice[99]), Some(caller("alice")));
+        assert_eq!(
+            logins.viewer(&alice[0]),
+            None,
+            "alice keeps her newest keys only"
+        );
+        let alive = alice.iter().filter(|k| logins.viewer(k).is_some()).count();
+        assert_eq!(alive, KEYS_PER_VIEWER);
+        for _ in 0..CODES_PER_VIEWER {
+            assert!(logins.code_for(caller("alice")).is_some());
+        }
+        assert!(logins.code_for(caller("alice")).is_none(), "past her share");
+        let code = logins
+            .code_for(caller("bob"))
+            .expect("bob still gets a code");
+        assert_eq!(logins.take_code(&code), Some(caller("bob")));
     }
 }

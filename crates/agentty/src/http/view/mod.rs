@@ -237,8 +237,9 @@ impl View {
     }
 
     /// Whether the request carries a live key (the gate counts such a connection as proven).
-    pub fn has_key(&self, request: &Request<hyper::body::Incoming>) -> bool {
-        self.viewer(request).is_some()
+    /// Who holds the key (or token) the request carries, if it carries a live one.
+    pub fn viewer_of(&self, request: &Request<hyper::body::Incoming>) -> Option<Viewer> {
+        self.viewer(request)
     }
 
     /// Who the request's key was handed to, if it carries a live one; or, for another agent of

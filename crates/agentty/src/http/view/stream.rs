@@ -50,7 +50,10 @@ async fn keep_alive(tx: &mut Sender<Bytes>, last: &mut std::time::Instant) -> bo
 /// update; no script needs more than a few.
 const MARKS_KEPT: usize = 8;
 
-/// Drops the combining marks past [`MARKS_KEPT`] in a row, across the pieces of one stream.
+/// Drops the combining marks past [`MARKS_KEPT`] in a row, across the pieces of one stream. A
+/// mark the page shows as its code point (a variation selector: `looks_blank`) is kept and
+/// ends the run: it stacks on nothing there, and dropping it would hide from the person what
+/// the model reads (review 40 M3).
 #[derive(Default)]
 struct MarkCap {
     /// Marks in a row at the end of what was capped so far.
@@ -70,6 +73,7 @@ impl MarkCap {
         let mut out = String::with_capacity(text.len());
         for c in text.chars() {
             let mark = !c.is_ascii()
+                && !agentty_core::pty::shell::looks_blank(c)
                 && matches!(
                     get_general_category(c),
                     GeneralCategory::NonspacingMark
@@ -388,6 +392,24 @@ mod tests {
         for text in ["e\u{301}te\u{301}", "नमस्ते", "ok\n"] {
             assert_eq!(marks.cap(text), text);
         }
+    }
+
+    /// Review 40 M3: an emoji with 40 variation selectors (which the page shows as their code
+    /// points) lost all but 8 of them, so the person saw less than the model read.
+    #[test]
+    fn marks_the_page_shows_as_code_points_are_kept() {
+        let mut marks = MarkCap::default();
+        let hidden = format!("\u{1f600}{}x", "\u{fe0f}".repeat(40));
+        assert_eq!(marks.cap(&hidden), hidden);
+        let tags = format!("a{}{}", "\u{e0041}".repeat(20), "\u{301}".repeat(20));
+        assert_eq!(
+            marks.cap(&tags),
+            format!(
+                "a{}{}",
+                "\u{e0041}".repeat(20),
+                "\u{301}".repeat(MARKS_KEPT)
+            )
+        );
     }
 
     #[test]

@@ -88,7 +88,7 @@ function callButton(s, c) {
   const st = el("span", "state", "call, " + stateText(c) + ", ");
   st.append(when);
   button.append(st);
-  button.append(el("span", "label", c.label));
+  button.append(textSpan("label", c.label));
   button.addEventListener("click", (event) => openItem(s.key, c.id, "call", event));
   return button;
 }
@@ -254,7 +254,7 @@ function jobButton(s, j) {
   button.title = "started " + new Date(Date.now() - j.age_ms).toLocaleTimeString();
   button.append(el("span", "id", j.id + " "));
   button.append(el("span", "state", j.kind + ", " + stateText(j) + ", " + age(j.age_ms)));
-  button.append(el("span", "label", j.kind === "shell" ? shellLabel(j) : j.label));
+  button.append(textSpan("label", j.kind === "shell" ? shellLabel(j) : j.label));
   button.addEventListener("click", (event) => openItem(s.key, j.id, j.kind, event));
   return button;
 }
@@ -295,11 +295,11 @@ function renderFacts(state) {
   actions.replaceChildren();
   $("keys-form").hidden = true;
   if (!j) { facts.textContent = "ended with its session"; return; }
-  $("title").textContent = j.id + "  " + j.label;
+  $("title").replaceChildren(...shownText(j.id + "  " + j.label));
   if (j.kind === "call") { renderCallFacts(s, j); return; }
   facts.replaceChildren(el("span", statusClass(j), stateText(j)), " · " + [j.kind, "pid " + j.pid, "age " + age(j.age_ms),
     size(j.bytes) + " of output", sessionName(s), j.sandbox].join(" · "));
-  if (j.kind === "shell") $("title").textContent = j.id + "  " + shellLabel(j);
+  if (j.kind === "shell") $("title").replaceChildren(...shownText(j.id + "  " + shellLabel(j)));
   if (control && j.state === "running") {
     const button = el("button", "", j.kind === "shell" ? "Close this shell" : "Stop this job");
     button.addEventListener("click", () => stop(s.key, j.id));
@@ -452,6 +452,78 @@ function rgb(r, g, b) {
   return "#" + hex(r) + hex(g) + hex(b);
 }
 
+// What a program prints must not be hidden from the person watching while the model reads it
+// (review 35 F10): text coloured (nearly) as its background is drawn in a colour that can be
+// seen there, and characters that reorder or hide text (bidi controls, zero-width and tag
+// characters) are shown as their code points.
+
+const PAGE_FG = "#d8dee9";
+const PAGE_BG = "#0d0f12";
+/** Below this contrast ratio (WCAG's, 1 to 21) text counts as hidden on its background. */
+const MIN_CONTRAST = 2;
+
+/** The relative luminance of "#rrggbb", or null for anything else. */
+function luminance(colour) {
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(colour);
+  if (!m) return null;
+  const lin = (h) => { const c = parseInt(h, 16) / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * lin(m[1]) + 0.7152 * lin(m[2]) + 0.0722 * lin(m[3]);
+}
+
+/** The colour to draw text in, given its own `fg` and `bg` (null: the page's) and whether it is
+ * `dim` (drawn at 60% opacity, so nearer its background): `fg`, unless it would be hard to see
+ * on that background; then the page's text colour or its background's, whichever stands out
+ * there. */
+function legible(fg, bg, dim) {
+  let f = luminance(fg || PAGE_FG);
+  const b = luminance(bg || PAGE_BG);
+  if (f === null || b === null) return fg;
+  if (dim) f = 0.6 * f + 0.4 * b;
+  const ratio = (x, y) => (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+  if (ratio(f, b) >= MIN_CONTRAST) return fg;
+  return ratio(luminance(PAGE_FG), b) >= ratio(luminance(PAGE_BG), b) ? PAGE_FG : PAGE_BG;
+}
+
+// As the server's `looks_blank` (pty/shell/reader.rs): soft hyphen, grapheme joiner, Arabic letter
+// mark, Hangul fillers, Khmer vowels, Mongolian selectors, zero-widths and bidi controls, word
+// joiners and invisible operators, braille blank, variation selectors, BOM, interlinear and
+// shorthand format controls, musical symbol formats, tags and their selectors.
+const HIDING = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u2800\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFF8\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
+
+/** Whether `c` is drawn as itself and is not plain ASCII: what an emoji's selector or joiner
+ * follows. */
+function drawnNonAscii(c) {
+  return c !== undefined && c.codePointAt(0) > 0x7f && !HIDING.test(c) && !/\s/u.test(c);
+}
+
+/** `text` as nodes, each character of HIDING shown as <U+XXXX> in a span of its own, but for
+ * what emoji are made of: one text or emoji selector (U+FE0E, U+FE0F) after a drawn character,
+ * and one zero-width joiner between two. A run of them, or one anywhere else, is shown. */
+function shownText(text) {
+  if (!HIDING.test(text)) return [text];
+  const chars = Array.from(text);
+  const nodes = [];
+  let plain = "";
+  chars.forEach((c, i) => {
+    const [before, after] = [chars[i - 1], chars[i + 1]];
+    const emoji = ((c === "\uFE0E" || c === "\uFE0F") && drawnNonAscii(before) && !HIDING.test(after ?? ""))
+      || (c === "\u200D" && drawnNonAscii(before) && drawnNonAscii(after));
+    if (!HIDING.test(c) || emoji) { plain += c; return; }
+    if (plain) { nodes.push(plain); plain = ""; }
+    const code = c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+    nodes.push(el("span", "hidden-char", `<U+${code}>`));
+  });
+  if (plain) nodes.push(plain);
+  return nodes;
+}
+
+/** A span of `text` (its hiding characters shown) with classes `cls`. */
+function textSpan(cls, text) {
+  const span = el("span", cls);
+  span.append(...shownText(text));
+  return span;
+}
+
 /** Applies one SGR parameter list ("1;31", "38;5;208", "38:2::1:2:3") to `style`. */
 function applySgr(style, params) {
   const list = params === "" ? [[0]] : params.split(";").map((p) => p.split(":").map((x) => Number(x) || 0));
@@ -494,13 +566,20 @@ function appendAnsi(pre, text) {
   const frag = document.createDocumentFragment();
   const sgr = /\x1b\[([0-9;:]*)m/g;
   let at = 0;
+  // What the page shows of it (its hiding characters as code points), as trimOutput counts.
+  let added = 0;
   const put = (piece) => {
     if (piece === "") return;
     const plain = !style.fg && !style.bg && !style.bold && !style.dim && !style.italic && !style.underline;
-    if (plain) { frag.append(piece); return; }
+    if (plain) {
+      for (const node of shownText(piece)) { frag.append(node); added += node.length ?? node.textContent.length; }
+      return;
+    }
     const cls = [style.bold && "b", style.dim && "d", style.italic && "i", style.underline && "u"].filter(Boolean).join(" ");
-    const span = el("span", cls, piece);
-    if (style.fg) span.style.color = style.fg;
+    const span = textSpan(cls, piece);
+    added += span.textContent.length;
+    const fg = legible(style.fg, style.bg, style.dim);
+    if (fg) span.style.color = fg;
     if (style.bg) span.style.backgroundColor = style.bg;
     frag.append(span);
   };
@@ -511,7 +590,7 @@ function appendAnsi(pre, text) {
   }
   put(text.slice(at));
   pre.append(frag);
-  pre.shown = (pre.shown || 0) + text.length;
+  pre.shown = (pre.shown || 0) + added;
   outputChanged();
 }
 
@@ -545,9 +624,10 @@ function drawScreen(pre, screen) {
   screen.lines.slice(0, last + 1).forEach((runs, row) => {
     let col = 0;
     for (const [text, fg, bg, flags] of runs) {
-      const span = el("span", flags.split("").join(" "), text);
+      const span = textSpan(flags.split("").join(" "), text);
       let [f, b] = [fg, bg];
-      if (flags.includes("r")) [f, b] = [bg || "#0d0f12", fg || "#d8dee9"];
+      if (flags.includes("r")) [f, b] = [bg || PAGE_BG, fg || PAGE_FG];
+      f = legible(f, b, flags.includes("d"));
       if (f) span.style.color = f;
       if (b) span.style.backgroundColor = b;
       if (row === screen.cursor[0] && col <= screen.cursor[1] && screen.cursor[1] < col + text.length) {

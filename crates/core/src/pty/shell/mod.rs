@@ -28,7 +28,7 @@ use crate::engine::{self, Sink, Source, Stream};
 use crate::jobs::{Job, JobState, OutputRing};
 use crate::limits::KILL_WAIT_MS;
 use crate::pty::capture::SendCapture;
-use crate::pty::channel::{self, Channel, SHELL_CHANNEL_FD};
+use crate::pty::channel::{self, Channel, SHELL_CHANNEL_FD, SHELL_STARTUP_FD};
 use crate::pty::integration::{Flavor, Scanner};
 use crate::pty::startup::StartupFile;
 use crate::pty::sys::{self, Master};
@@ -39,11 +39,12 @@ use crate::spawn::{PassedFd, SpawnSpec};
 use crate::tree;
 
 mod reader;
+mod resize;
 mod secret;
 mod send;
 mod stream;
 
-pub use reader::{Foreground, Reader, quoted};
+pub use reader::{Foreground, Reader, looks_blank, quoted};
 pub use secret::{SECRET_TYPE_MS, SecretRefused};
 
 /// Why a shell ended at our hands.
@@ -128,6 +129,9 @@ pub struct SendOutcome {
     pub untyped: usize,
     /// What runs in the shell (its process and command line), when the send ended `Running`.
     pub running: Option<String>,
+    /// The input went to a command an earlier send left running, which read it and then ended
+    /// (`status` is that command's end): the shell never ran it as a command line.
+    pub read_by_earlier: bool,
 }
 
 pub struct SendRequest<'a> {
@@ -237,18 +241,8 @@ pub struct Shell {
     /// The process group that last read a secret here: while it lives, it is not stopped by a
     /// key the model types (`secret.rs`).
     sealed: Mutex<Option<i32>>,
-    /// Resizes, held while a secret is typed (see [`Resizes`]).
-    resizes: Mutex<Resizes>,
-}
-
-/// While a secret is typed key by key, each key goes into a read of the program's that holds
-/// the terminal's read lock; a signal would end that read and free the lock for a moment, and a
-/// resize sends the program SIGWINCH. So a resize asked meanwhile (by the model's
-/// `shell_read`, or the view) waits for the typing's end, and only the last one is made then.
-#[derive(Default)]
-struct Resizes {
-    held: bool,
-    asked: Option<(u16, u16)>,
+    /// Resizes, held while a secret is typed (see [`resize::Resizes`]).
+    resizes: Mutex<resize::Resizes>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -280,18 +274,27 @@ impl Shell {
         } = spec;
         let flavor = Flavor::of(std::path::Path::new(&spawn.program));
         let nonce = crate::random::hex(16);
-        // bash and zsh: the hooks in a start-up file, the channel they report on at a fixed fd.
-        // The file is removed when this function returns: by then the shell has read it (its
-        // first prompt comes from it), or is gone.
+        // bash and zsh: the hooks in a start-up text (bash: a sealed memfd at a fixed fd; zsh:
+        // a file), the channel they report on at a fixed fd. The file is removed when this
+        // function returns: by then the shell has read it (its first prompt comes from it), or
+        // is gone.
         let (channel, startup) = match flavor.startup(&nonce) {
             Some((name, text)) => {
                 let (channel, shell_end) = channel::pair()?;
-                spawn.pass_fd = Some(PassedFd {
+                spawn.pass_fds.push(PassedFd {
                     fd: Arc::new(shell_end),
                     at: SHELL_CHANNEL_FD,
                 });
-                let file = StartupFile::write(&startup_dir, name, &text)?;
-                (Some(channel), Some(file))
+                let file = if flavor == Flavor::Bash {
+                    spawn.pass_fds.push(PassedFd {
+                        fd: Arc::new(crate::pty::startup::sealed_text(&text)?),
+                        at: SHELL_STARTUP_FD,
+                    });
+                    None
+                } else {
+                    Some(StartupFile::write(&startup_dir, name, &text)?)
+                };
+                (Some(channel), file)
             }
             None => (None, None),
         };
@@ -358,7 +361,7 @@ impl Shell {
             rows: AtomicU16::new(rows),
             masks,
             sealed: Mutex::new(None),
-            resizes: Mutex::new(Resizes::default()),
+            resizes: Mutex::new(resize::Resizes::default()),
         });
         // The first prompt is captured like a send's output, so open can wait for its marker.
         lock(&shell.live).send = Some(SendCapture::new("", flavor.marks_start()));
@@ -445,44 +448,6 @@ impl Shell {
 
     fn master(&self) -> Option<Arc<Master>> {
         lock(&self.master).clone()
-    }
-
-    /// Resizes the terminal and the emulator (the program gets SIGWINCH); while a secret is
-    /// typed, once it is ([`Resizes`]).
-    pub fn resize(&self, cols: u16, rows: u16) -> Result<(), PtyError> {
-        let master = self.master().ok_or(PtyError::Closed)?;
-        let mut resizes = lock(&self.resizes);
-        if resizes.held {
-            resizes.asked = Some((cols, rows));
-            return Ok(());
-        }
-        // Made with the gate held, so none is under way once a typing holds it.
-        self.resize_now(&master, cols, rows)
-    }
-
-    /// Holds resizes from now until [`Shell::release_resizes`] (a secret's typing).
-    pub(super) fn hold_resizes(&self) {
-        lock(&self.resizes).held = true;
-    }
-
-    /// Lets resizes go again, making the last one asked meanwhile.
-    pub(super) fn release_resizes(&self) {
-        let mut resizes = lock(&self.resizes);
-        resizes.held = false;
-        if let (Some((cols, rows)), Some(master)) = (resizes.asked.take(), self.master())
-            && let Err(e) = self.resize_now(&master, cols, rows)
-        {
-            tracing::debug!("a resize held during a secret's typing failed: {e}");
-        }
-    }
-
-    fn resize_now(&self, master: &Master, cols: u16, rows: u16) -> Result<(), PtyError> {
-        sys::set_size(master.raw(), cols, rows)?;
-        lock(&self.live).screen.set_size(nz(rows), nz(cols));
-        self.cols.store(cols, Ordering::Relaxed);
-        self.rows.store(rows, Ordering::Relaxed);
-        self.touch();
-        Ok(())
     }
 
     /// The rendered screen, as a terminal would show it now.

@@ -86,8 +86,9 @@ pub fn quoted(text: &str) -> String {
 
 /// A character Rust prints as itself that shows as nothing or as a space: Unicode's default
 /// ignorables (a Hangul filler, a variation selector) and the blank Braille pattern, with
-/// which a name passes for words apart (`b⠀[open]`).
-fn looks_blank(c: char) -> bool {
+/// which a name passes for words apart (`b⠀[open]`). The web view shows the same ones as their
+/// code points (`view.js` `HIDING`).
+pub fn looks_blank(c: char) -> bool {
     matches!(c,
         '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
         | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'

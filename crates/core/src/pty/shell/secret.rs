@@ -181,6 +181,14 @@ fn has_special_key(t: &libc::termios, secret: &[u8]) -> bool {
 }
 
 impl Shell {
+    /// Masks `value` in this shell's output from now on, as a secret typed into it is (where
+    /// the session masks secrets; too short a value is not: `crate::mask`).
+    pub fn mask(&self, value: &[u8]) {
+        if let Some(masks) = &self.masks {
+            masks.add(value);
+        }
+    }
+
     /// Whether a program waits for a password: a line with echo off.
     pub fn asks_password(&self) -> bool {
         self.master()
@@ -655,7 +663,7 @@ impl Drop for Typing<'_> {
 
 /// Resizes held while a secret is typed (a signal to the program would free the terminal's
 /// read lock it waits with), let go when dropped: the model's and the view's wait (`Resizes`
-/// in `mod.rs`), confined commands' fail ([`crate::pty::typed_into`]).
+/// in `resize.rs`), confined commands' fail ([`crate::pty::typed_into`]).
 struct ResizesHeld<'s> {
     shell: &'s Shell,
     _typing: crate::pty::typed_into::Typing,

@@ -80,6 +80,7 @@ impl Shell {
                 full_screen: false,
                 untyped: req.input.len(),
                 running: None,
+                read_by_earlier: false,
             });
         }
         let begun = self.begin_capture(req.input, blank, req.wait_for.is_some());
@@ -98,10 +99,14 @@ impl Shell {
                 full_screen: false,
                 untyped: 0,
                 running: None,
+                read_by_earlier: false,
             });
         }
         if begun.idle_before {
             self.wait_for_prompt(master.raw()).await;
+        }
+        if !req.input.is_empty() {
+            self.input_comes();
         }
         // Typed as the terminal takes it, until the deadline: a program that does not read
         // its input (raw mode, queues full) cannot hold the send past its timeout.
@@ -139,6 +144,22 @@ impl Shell {
             Some(c) => (c.output(matches!(status, SendStatus::Done(_))), c.dropped),
             None => (String::new(), 0),
         };
+        // Earlier commands that ended during this send are told as those that ended before it;
+        // the last of them is this send's answer when the input went to it (review 35, F3).
+        let read_by_earlier = matches!(status, SendStatus::Done(_))
+            && cap
+                .as_ref()
+                .is_some_and(|c| c.input_went_to_earlier_command().is_some());
+        let mut ended_before = begun.ended_before;
+        if let Some(c) = &cap {
+            let codes = c.earlier_codes();
+            let told = if read_by_earlier {
+                &codes[..codes.len().saturating_sub(1)]
+            } else {
+                codes
+            };
+            ended_before.extend_from_slice(told);
+        }
         Ok(SendOutcome {
             status,
             output,
@@ -146,10 +167,11 @@ impl Shell {
             cursor_from,
             cursor_next: self.output.total(),
             elapsed: start.elapsed(),
-            ended_before: begun.ended_before,
+            ended_before,
             full_screen,
             untyped,
             running,
+            read_by_earlier,
         })
     }
 
@@ -183,7 +205,7 @@ impl Shell {
     /// looks: none while output is still in flight.
     pub fn awaiting_input(&self) -> Option<Awaiting> {
         let master = self.master()?;
-        if self.has_ended() || sys::unread_output(master.raw()) > 0 {
+        if self.has_ended() || master.output_in_flight() {
             return None;
         }
         let wait = input_wait(
@@ -378,7 +400,7 @@ impl Shell {
             super::stream::take_reports(channel, self.pid, &mut live.reports);
         }
         let master = self.master()?;
-        if sys::unread_output(master.raw()) > 0 {
+        if master.output_in_flight() {
             return None; // output is still in flight: not quiet after all
         }
         let fg = sys::foreground_group(master.raw());

@@ -18,6 +18,8 @@ impl Shell {
     /// Takes a chunk of the terminal's output; whether a send (or the open) may have its
     /// answer now (see `answers`).
     pub(super) fn ingest(&self, chunk: &[u8]) -> bool {
+        let mut resizes = lock(&self.resizes);
+        self.before_chunk(&mut resizes);
         let mut guard = lock(&self.live);
         let live = &mut *guard;
         // A program in the terminal may have set its size (`stty cols`): what follows is drawn
@@ -74,6 +76,7 @@ impl Shell {
                 *started = matches!(marker, Marker::Start);
                 if *at_prompt {
                     *held_told = false;
+                    resizes.prompt_came();
                 }
                 match send.as_mut() {
                     Some(cap) => cap.marker(marker),

@@ -82,6 +82,14 @@ fn known_inside(name: &str) -> &'static [&'static str] {
         ".cursor" => &["mcp.json", "rules"],
         ".gemini" => &["settings.json"],
         ".codex" => &["config.toml"],
+        ".husky" => &[
+            "pre-commit",
+            "commit-msg",
+            "prepare-commit-msg",
+            "pre-push",
+            "post-checkout",
+            "post-merge",
+        ],
         "~/.config/git" => &["config", "attributes"],
         _ => &[],
     }
