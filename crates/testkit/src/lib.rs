@@ -65,6 +65,8 @@ pub fn wait_reading(ready: &std::path::Path, within: std::time::Duration) -> i32
 pub struct Stat {
     pub pid: i32,
     pub ppid: i32,
+    /// The process group.
+    pub pgrp: i32,
     /// The state letter (`R`, `S`, `Z`, …).
     pub state: char,
 }
@@ -97,7 +99,29 @@ pub fn stat(pid: i32) -> Option<Stat> {
     let mut fields = text.get(text.rfind(')')? + 2..)?.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
-    Some(Stat { pid, ppid, state })
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(Stat {
+        pid,
+        ppid,
+        pgrp,
+        state,
+    })
+}
+
+/// Whether a thread of a process in process group `group` sleeps in a read of a terminal, as
+/// `wait_woken` (first in line) or `n_tty_read` (queued behind another reader).
+pub fn group_reads_a_terminal(group: i32) -> bool {
+    pids()
+        .into_iter()
+        .filter(|&pid| stat(pid).is_some_and(|s| s.pgrp == group))
+        .any(|pid| {
+            fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+                tasks.flatten().any(|task| {
+                    let wchan = fs::read_to_string(task.path().join("wchan")).unwrap_or_default();
+                    matches!(wchan.trim(), "wait_woken" | "n_tty_read")
+                })
+            })
+        })
 }
 
 /// Every pid in `/proc` now.

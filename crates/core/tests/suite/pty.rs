@@ -840,8 +840,9 @@ async fn ask_with(shell: &Shell, command: &str) {
 }
 
 /// Waits (bounded) until a program of `shell` asks for a password: the terminal reads a line
-/// with echo off, and its foreground is not the shell (after `stty -echo`, the shell holds the
-/// terminal for a moment before the reader starts).
+/// with echo off, its foreground is not the shell (after `stty -echo`, the shell holds the
+/// terminal for a moment before the reader starts), and a process of the foreground waits in a
+/// read of a terminal (not `stty` itself, which turned echo off and has yet to end).
 async fn until_it_asks_a_password(shell: &Shell) {
     until_asked(shell, true).await;
 }
@@ -850,7 +851,13 @@ async fn until_it_asks_a_password(shell: &Shell) {
 /// `by_program`, else by anyone (the shell's own `read -s`).
 async fn until_asked(shell: &Shell, by_program: bool) {
     let started = Instant::now();
-    while !shell.asks_password() || (by_program && shell.reads_itself()) {
+    let program_reads = || {
+        !shell.reads_itself()
+            && shell
+                .foreground_leader()
+                .is_some_and(agentty_testkit::group_reads_a_terminal)
+    };
+    while !shell.asks_password() || (by_program && !program_reads()) {
         assert!(started.elapsed() < PROMPT, "no password asked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
