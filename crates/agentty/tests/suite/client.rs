@@ -259,6 +259,44 @@ pub fn serving_pid(watchdog: i32) -> i32 {
     }
 }
 
+/// Kills the watchdog `watchdog` and its server in the same instant (`pkill -9 agentty`), the
+/// server frozen first so it cannot act on its watchdog's death: every thread of it stopped
+/// before the watchdog dies. `kill` returns before a stop lands, and a thread that has yet to
+/// take the SIGSTOP when the watchdog's death signal arrives (SIGUSR1, a lower number) takes
+/// that first, and the server stops its children. Returns the server's pid.
+pub async fn kill_with_its_watchdog(watchdog: i32) -> i32 {
+    let serving = serving_pid(watchdog);
+    let signal = |pid: i32, sig: i32| {
+        // SAFETY: kill takes a pid and a signal number.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
+    };
+    signal(serving, libc::SIGSTOP);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !every_thread_stopped(serving) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server {serving} did not stop"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    signal(watchdog, libc::SIGKILL);
+    signal(serving, libc::SIGKILL);
+    serving
+}
+
+/// Whether every thread of `pid` is stopped (state `T`).
+fn every_thread_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        stat.rfind(')')
+            .and_then(|end| stat.get(end + 2..end + 3))
+            .is_some_and(|state| state == "T")
+    })
+}
+
 /// Waits (at most `within`) until two scans in a row count at least `n`, and returns the last
 /// two counts. Trees fork and exec as they start, so a single scan can catch a passing state;
 /// judge by these counts, not by a fresh scan.

@@ -225,17 +225,7 @@ async fn the_sweep_spares_the_users_processes_that_sourced_a_planted_marker() {
     };
     assert_eq!(with_marker(&during), 1, "the plant was not sourced");
 
-    // Both killed in one instant, the server frozen first so it cannot act on its watchdog's
-    // death.
-    let serving = serving_pid(watchdog);
-    for (pid, sig) in [
-        (serving, libc::SIGSTOP),
-        (watchdog, libc::SIGKILL),
-        (serving, libc::SIGKILL),
-    ] {
-        // SAFETY: kill takes a pid and a signal number.
-        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
-    }
+    let serving = kill_with_its_watchdog(watchdog).await;
     let alive = |pid: i32| agentty_testkit::stat(pid).is_some_and(|s| !s.zombie());
     let deadline = Instant::now() + PROMPT;
     while (alive(serving) || alive(watchdog)) && Instant::now() < deadline {

@@ -525,16 +525,7 @@ async fn a_session_killed_with_its_watchdog_is_swept_by_the_next_start() {
         assert!(seen.iter().all(|&n| n >= 2), "jobs did not start: {seen:?}");
     }
     let live_before = processes_with_env("JOBTAG", &t_live);
-    // Both at once; the server frozen first, so it cannot act on its watchdog's death.
-    let serving = serving_pid(dead.pid);
-    for (pid, sig) in [
-        (serving, libc::SIGSTOP),
-        (dead.pid, libc::SIGKILL),
-        (serving, libc::SIGKILL),
-    ] {
-        // SAFETY: kill takes a pid and a signal number.
-        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
-    }
+    let serving = kill_with_its_watchdog(dead.pid).await;
     let alive = |pid: i32| std::path::Path::new(&format!("/proc/{pid}/status")).exists();
     let deadline = Instant::now() + PROMPT;
     while (alive(serving) || alive(dead.pid)) && Instant::now() < deadline {
@@ -588,15 +579,7 @@ async fn an_escapee_without_a_marker_dies_with_a_server_killed_with_its_watchdog
         1,
         "the escapee did not start or was stopped"
     );
-    let serving = serving_pid(server.pid);
-    for (pid, sig) in [
-        (serving, libc::SIGSTOP),
-        (server.pid, libc::SIGKILL),
-        (serving, libc::SIGKILL),
-    ] {
-        // SAFETY: kill takes a pid and a signal number.
-        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
-    }
+    kill_with_its_watchdog(server.pid).await;
     let deadline = Instant::now() + PROMPT;
     while !processes_named(&name).is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
