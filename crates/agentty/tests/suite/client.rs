@@ -259,28 +259,38 @@ pub fn serving_pid(watchdog: i32) -> i32 {
     }
 }
 
-/// Kills the watchdog `watchdog` and its server in the same instant (`pkill -9 agentty`), the
-/// server frozen first so it cannot act on its watchdog's death: every thread of it stopped
-/// before the watchdog dies. `kill` returns before a stop lands, and a thread that has yet to
-/// take the SIGSTOP when the watchdog's death signal arrives (SIGUSR1, a lower number) takes
-/// that first, and the server stops its children. Returns the server's pid.
+/// Kills the watchdog `watchdog` and its server as if in the same instant (`pkill -9 agentty`),
+/// so that neither acts on the other's death: the watchdog frozen first (SIGSTOP, until it is
+/// stopped: `kill` returns before a stop lands), then the server killed (its children go to the
+/// frozen watchdog), then the watchdog, and with it they go to the init. Not the server frozen
+/// first: once the watchdog dies, the server's process group (itself alone, under the init
+/// then) is an orphaned one with a stopped job, which the kernel sends SIGHUP and SIGCONT, and
+/// the server wakes to its watchdog's death and stops its children. The watchdog's group is
+/// not orphaned: its parent, the test, is in the same session. Returns the server's pid.
 pub async fn kill_with_its_watchdog(watchdog: i32) -> i32 {
     let serving = serving_pid(watchdog);
     let signal = |pid: i32, sig: i32| {
         // SAFETY: kill takes a pid and a signal number.
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid} {sig}");
     };
-    signal(serving, libc::SIGSTOP);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !every_thread_stopped(serving) {
+    signal(watchdog, libc::SIGSTOP);
+    while !every_thread_stopped(watchdog) {
         assert!(
             std::time::Instant::now() < deadline,
-            "the server {serving} did not stop"
+            "the watchdog did not stop"
         );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    signal(serving, libc::SIGKILL);
+    while agentty_testkit::stat(serving).is_some_and(|s| !s.zombie()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not die"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     signal(watchdog, libc::SIGKILL);
-    signal(serving, libc::SIGKILL);
     serving
 }
 
