@@ -840,24 +840,23 @@ async fn ask_with(shell: &Shell, command: &str) {
 }
 
 /// Waits (bounded) until a program of `shell` asks for a password: the terminal reads a line
-/// with echo off, its foreground is not the shell (after `stty -echo`, the shell holds the
-/// terminal for a moment before the reader starts), and a process of the foreground waits in a
-/// read of a terminal (not `stty` itself, which turned echo off and has yet to end).
+/// with echo off, its foreground is not the shell, and a process of the foreground waits in a
+/// read of a terminal. Echo off and a foreground not the shell's alone are true while `stty
+/// -echo` itself is the foreground; once it ends the shell holds the terminal for a moment
+/// before the reader starts.
 async fn until_it_asks_a_password(shell: &Shell) {
-    until_asked(shell, true).await;
+    until_asked(shell, Some(&agentty_testkit::group_reads_a_terminal)).await;
 }
 
-/// Waits (bounded) until the terminal reads a line with echo off, asked by a program when
-/// `by_program`, else by anyone (the shell's own `read -s`).
-async fn until_asked(shell: &Shell, by_program: bool) {
+/// Waits (bounded) until the terminal reads a line with echo off, asked by a program whose
+/// process group `program` accepts when given (and the shell does not hold the terminal), else
+/// by anyone (the shell's own `read -s`).
+async fn until_asked(shell: &Shell, program: Option<&dyn Fn(i32) -> bool>) {
     let started = Instant::now();
-    let program_reads = || {
-        !shell.reads_itself()
-            && shell
-                .foreground_leader()
-                .is_some_and(agentty_testkit::group_reads_a_terminal)
+    let asked_by_it = |program: &dyn Fn(i32) -> bool| {
+        !shell.reads_itself() && shell.foreground_leader().is_some_and(program)
     };
-    while !shell.asks_password() || (by_program && !program_reads()) {
+    while !shell.asks_password() || program.is_some_and(|p| !asked_by_it(p)) {
         assert!(started.elapsed() < PROMPT, "no password asked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -865,6 +864,7 @@ async fn until_asked(shell: &Shell, by_program: bool) {
 
 /// A shell whose command turns echo off and reads nothing until the test's file exists: a
 /// program that asks for a password but does not read (yet). Returns the file to create.
+/// Waits until that program (`sh`, not the `stty` before it) is the foreground.
 async fn shell_asking_without_reading(name: &str) -> (Opened, std::path::PathBuf) {
     let t = open_one("/bin/bash", name).await;
     let go = t.file("go");
@@ -873,7 +873,10 @@ async fn shell_asking_without_reading(name: &str) -> (Opened, std::path::PathBuf
         go.display()
     );
     send_for(&t.shell, &command, 300).await;
-    until_it_asks_a_password(&t.shell).await;
+    let the_loop = |leader: i32| {
+        std::fs::read_to_string(format!("/proc/{leader}/comm")).is_ok_and(|c| c.trim() == "sh")
+    };
+    until_asked(&t.shell, Some(&the_loop)).await;
     (t, go)
 }
 
@@ -1318,7 +1321,7 @@ async fn a_secret_is_refused_while_a_process_waits_queued_for_a_terminal_read() 
 async fn a_secret_for_the_shells_own_read_is_refused() {
     let t = open_one("/bin/bash", "secret-own-read").await;
     send_for(&t.shell, "read -r -s pw; echo \"${#pw}\"\n", 50).await;
-    until_asked(&t.shell, false).await;
+    until_asked(&t.shell, None).await;
     assert!(t.shell.reads_itself());
     let typed = t.shell.type_secret(b"hunter2", None).await;
     assert_eq!(typed, Err(SecretRefused::ShellItself));
