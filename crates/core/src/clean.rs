@@ -197,6 +197,21 @@ impl LineState {
         self.done.push('\n');
     }
 
+    /// A move the line does not follow (right, to a column or a position, up or down, a
+    /// restored cursor, blanks inserted before it): on a terminal, what is printed next lands
+    /// elsewhere than under this cursor. Where something of the line is right of the cursor,
+    /// printing it here would write over what a terminal still shows (`FAILED\r\e[6Cok` read
+    /// `okILED`, review 42 M1's other rows), so the line ends here instead: what follows starts
+    /// a line of its own, and nothing is hidden. At the line's end it goes on as written. Not
+    /// counted as a line ended by a newline ([`Cleaner::feed_parser`] asks that of the parser).
+    fn cursor_moved_away(&mut self) {
+        let written_right = !self.right.is_empty() || (self.returned && !self.pending.is_empty());
+        if written_right {
+            self.hand_over();
+            self.done.push('\n');
+        }
+    }
+
     /// `\r`: the cursor to the line's start; all of it is right of the cursor now.
     fn carriage_return(&mut self) {
         if self.right.is_empty() {
@@ -331,8 +346,13 @@ impl vte::Perform for LineState {
 
     /// Colours (the web view's copy only) and the moves and erasures progress bars make in
     /// one line: `CSI n D` left, `CSI G` (column 1) to the start, `CSI K` erasing right of the
-    /// cursor and `CSI 2 K` all of the line (its blanks left of the cursor not kept). Other
-    /// moves are dropped: the line keeps what was written, as text.
+    /// cursor and `CSI 2 K` all of the line (its blanks left of the cursor not kept). The moves
+    /// it does not follow end the line where it was written over ([`LineState::cursor_moved_away`]):
+    /// right (`C`, `a`, forward tabs `I`), to a column (`G` past column 1, `` ` ``, `d`), to a
+    /// position (`H`, `f`, margins `r`), up or down (`A`, `B`, `e`, `E`, `F`, scrolls `S`, `T`,
+    /// lines inserted or deleted `L`, `M`), blanks inserted (`@`), a restored cursor (`u`).
+    /// Moves left it does not follow (back tabs) and erasures (`J`, `X`, `P`) are dropped: the
+    /// line keeps more than a terminal shows, never less.
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
         self.settled = true;
         if !intermediates.is_empty() || ignore {
@@ -354,15 +374,26 @@ impl vte::Perform for LineState {
                 self.pending.clear();
                 self.right.clear();
             }
+            ('G' | '`', _) | ('C' | 'a' | 'I' | 'd' | 'H' | 'f' | 'r' | 'u' | '@', _) => {
+                self.cursor_moved_away();
+            }
+            ('A' | 'B' | 'e' | 'E' | 'F' | 'S' | 'T' | 'L' | 'M', _) => self.cursor_moved_away(),
             _ => {}
         }
     }
 
-    /// `ESC D` and `ESC E` move down a line, as `\n` does.
+    /// `ESC D` and `ESC E` move down a line, as `\n` does; `ESC M` (up a line), `ESC 8` (a
+    /// saved cursor restored) and `ESC c` (a reset) move where the line does not follow
+    /// ([`LineState::cursor_moved_away`]).
     fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
         self.settled = true;
-        if intermediates.is_empty() && !ignore && matches!(byte, b'D' | b'E') {
-            self.end_line();
+        if !intermediates.is_empty() || ignore {
+            return;
+        }
+        match byte {
+            b'D' | b'E' => self.end_line(),
+            b'M' | b'8' | b'c' => self.cursor_moved_away(),
+            _ => {}
         }
     }
 

@@ -98,6 +98,50 @@ fn a_line_moved_down_from_is_not_written_over() {
     }
 }
 
+/// A move the cleaning does not follow (right, to a column or a position, up or down, a
+/// restored cursor, blanks inserted) ends a line that the next text would write over there:
+/// nothing a terminal still shows is hidden (review 42 M1's other rows). At the line's end the
+/// line goes on as written; a newline inside an escape string left open after one is still cut.
+#[test]
+fn a_move_the_cleaning_does_not_follow_hides_nothing() {
+    for away in [
+        "\x1b[6C",
+        "\x1b[C",
+        "\x1b[6a",
+        "\x1b[I",
+        "\x1b[7G",
+        "\x1b[7`",
+        "\x1b[2d",
+        "\x1b[1;7H",
+        "\x1b[H",
+        "\x1b[f",
+        "\x1b[r",
+        "\x1b[u",
+        "\x1b[6@",
+        "\x1b[A",
+        "\x1b[2B",
+        "\x1b[e",
+        "\x1b[E",
+        "\x1b[F",
+        "\x1b[S",
+        "\x1b[T",
+        "\x1b[L",
+        "\x1b[M",
+        "\x1bM",
+        "\x1b8",
+        "\x1bc",
+    ] {
+        let returned = clean_all(format!("FAILED\r{away}ok\n").as_bytes());
+        assert_eq!(returned, "FAILED\nok\n", "{away:?} after \\r");
+        let moved_left = clean_all(format!("1 FAILED\x08\x08{away}ok\n").as_bytes());
+        assert_eq!(moved_left, "1 FAILED\nok\n", "{away:?} after backspaces");
+        let at_the_end = clean_all(format!("FAILED{away}ok\n").as_bytes());
+        assert_eq!(at_the_end, "FAILEDok\n", "{away:?} at the line's end");
+    }
+    let open = clean_all(b"FAILED\r\x1b[6C\x1b_open\nnext\n");
+    assert_eq!(open, format!("FAILED\n{OPEN_ESCAPE_CUT}\nnext\n"));
+}
+
 /// The definition of what cleaning produces, written apart from the implementation's own
 /// line handling: `vte` fed one byte at a time (fed larger slices, `vte` 0.15 skips valid
 /// characters after a split one when an invalid byte comes within three; the bulk path never
@@ -108,8 +152,11 @@ fn a_line_moved_down_from_is_not_written_over() {
 /// - `\n` (and VT, FF, `ESC D`, `ESC E`) ends the line, `\r` and `CSI G` (column 1) move the
 ///   cursor to its start, backspace
 ///   and `CSI n D` move it left (not past the start), `CSI K` erases from it to the end,
-///   `CSI 2 K` erases the line and moves it to the start; `\t` prints; every other escape
-///   sequence and control is dropped;
+///   `CSI 2 K` erases the line and moves it to the start; `\t` prints; a move right, to a
+///   column or a position, up or down, a restored cursor or blanks inserted (`CSI C a I G d H f
+///   r u @ A B e E F S T L M` but `G` to column 1, `ESC M 8 c`) ends the line where cells stand
+///   right of the cursor (with a newline no parser took), and does nothing at its end; every
+///   other escape sequence and control is dropped;
 /// - a `\n` inside an escape string left open ends the line all the same, with
 ///   [`OPEN_ESCAPE_CUT`] where the rest of it was, and the string is over.
 struct Reference {
@@ -159,6 +206,15 @@ impl Model {
     fn line(&self) -> String {
         self.cells.iter().collect()
     }
+
+    /// A move the model does not follow: where cells stand right of the cursor, the line ends
+    /// there (not counted as a newline).
+    fn moved_away(&mut self) {
+        if self.cursor < self.cells.len() {
+            self.hand_over();
+            self.done.push('\n');
+        }
+    }
 }
 
 impl vte::Perform for Model {
@@ -181,8 +237,13 @@ impl vte::Perform for Model {
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
-        if intermediates.is_empty() && !ignore && matches!(byte, b'D' | b'E') {
-            self.execute(b'\n');
+        if !intermediates.is_empty() || ignore {
+            return;
+        }
+        match byte {
+            b'D' | b'E' => self.execute(b'\n'),
+            b'M' | b'8' | b'c' => self.moved_away(),
+            _ => {}
         }
     }
 
@@ -200,6 +261,11 @@ impl vte::Perform for Model {
                 self.cursor = 0;
                 self.left_bytes = 0;
             }
+            (
+                'G' | '`' | 'C' | 'a' | 'I' | 'd' | 'H' | 'f' | 'r' | 'u' | '@' | 'A' | 'B' | 'e'
+                | 'E' | 'F' | 'S' | 'T' | 'L' | 'M',
+                _,
+            ) => self.moved_away(),
             _ => {}
         }
     }
@@ -293,6 +359,18 @@ pub(crate) fn fragments() -> Vec<Vec<u8>> {
         b"\x1b[G",
         b"\x1b[1G",
         b"\x1b[5G",
+        b"\x1b[6C",
+        b"\x1b[C",
+        b"\x1b[2;5H",
+        b"\x1b[A",
+        b"\x1b[2B",
+        b"\x1bM",
+        b"\x1b7",
+        b"\x1b8",
+        b"\x1b[6@",
+        b"\x1b[u",
+        b"\x1b[J",
+        b"\x1b[3X",
         b"\x0b",
         b"\x0c",
         b"\x1bD",
