@@ -96,6 +96,17 @@ struct LineState {
     /// `right` empty) is all right of it. Moved there only when something is written (a
     /// terminal's `\r\n` line endings cost nothing).
     returned: bool,
+    /// Insert mode (`CSI 4 h`): a terminal shifts what the cursor stands on right as text
+    /// comes, so the line takes no move left while it is on (see [`LineState::unsynced`]).
+    insert: bool,
+    /// Where the terminal's cursor stands is not known to be where the line has it: after a
+    /// move the line does not follow, a tab, a character not one column wide, a vertical move
+    /// that keeps the column, an erasure of the line that keeps it, a flush at the pending
+    /// limit. Then what is printed goes at the line's end and writes over nothing, and a move
+    /// left or `\r` ends the line instead (a `\r` then starts the next in step with the
+    /// terminal): the text keeps more than a terminal shows, never less (review 44 H1, H2).
+    /// Nothing stands right of the cursor while it is set.
+    unsynced: bool,
     /// Completed text not yet handed to the caller.
     done: String,
     /// Set by the callbacks that are only made in, or lead back to, the ground state.
@@ -121,6 +132,9 @@ impl LineState {
             text.chars().for_each(|c| self.put_char(c));
             return;
         }
+        if !self.unsynced && !all_one_column(text) {
+            self.unsynced = true;
+        }
         while !text.is_empty() {
             let room = PENDING_LINE_MAX_BYTES
                 .saturating_sub(self.pending.len())
@@ -135,7 +149,7 @@ impl LineState {
                 cut += 1;
             }
             self.pending.push_str(&text[..cut]);
-            self.hand_over();
+            self.flush_full();
             text = &text[cut..];
         }
     }
@@ -146,23 +160,50 @@ impl LineState {
         self.settle_return();
         self.pending.push_str(seq);
         if self.pending.len() >= PENDING_LINE_MAX_BYTES {
-            self.hand_over();
+            self.flush_full();
         }
     }
 
     fn put_char(&mut self, c: char) {
         // C1 controls: `vte` executes them when a slice holds the whole character but prints
-        // them when it arrived split; dropping them here makes both cases the same.
+        // them when it arrived split; both cases go the same way.
         if ('\u{80}'..='\u{9f}').contains(&c) {
+            self.c1_control(c as u8);
+            return;
+        }
+        // DEL: a terminal shows nothing for it.
+        if c == '\x7f' {
             return;
         }
         self.settle_return();
+        let one_column = one_column(c);
         if !self.right.is_empty() {
-            self.drop_under_cursor();
+            if one_column {
+                self.drop_under_cursor();
+            } else {
+                // A tab or a character of another width would take other columns than the
+                // one under the cursor: it goes on a line of its own.
+                self.break_line();
+            }
+        }
+        if !one_column {
+            self.unsynced = true;
         }
         self.pending.push(c);
         if self.pending.len() >= PENDING_LINE_MAX_BYTES {
-            self.hand_over();
+            self.flush_full();
+        }
+    }
+
+    /// A C1 control (U+0080 to U+009F, which some terminals act on): `NEL` ends the line as
+    /// `\n` does, `IND` moves down as a vertical tab does, `HTS` and `ST` move nothing, and any
+    /// other may move the cursor or start a sequence (`CSI`, `RI`): a move away.
+    fn c1_control(&mut self, code: u8) {
+        match code {
+            0x85 => self.end_line(),
+            0x84 => self.move_down(),
+            0x88 | 0x9c => {}
+            _ => self.cursor_moved_away(),
         }
     }
 
@@ -182,7 +223,24 @@ impl LineState {
         }
     }
 
-    /// The line so far goes to `done` without a newline (it reached the pending limit).
+    /// The line reached the pending limit: it goes to `done` without a newline, and the next
+    /// part starts where the terminal's cursor is not at its line's start.
+    fn flush_full(&mut self) {
+        self.hand_over();
+        self.unsynced = true;
+    }
+
+    /// The line so far, if any, ends here with a newline no parser took (not counted in
+    /// `lines_ended`): what comes next starts a line of its own.
+    fn break_line(&mut self) {
+        if !self.pending.is_empty() || !self.right.is_empty() {
+            self.hand_over();
+            self.done.push('\n');
+        }
+        self.returned = false;
+    }
+
+    /// The line so far goes to `done` without a newline.
     fn hand_over(&mut self) {
         self.returned = false;
         self.done.push_str(&self.pending);
@@ -191,29 +249,63 @@ impl LineState {
         self.right.clear();
     }
 
+    /// The line ends. Only a `\n` is counted in `lines_ended` (by `execute`): a vertical tab
+    /// or `ESC E` before an escape string left open must not pass for the newline that cuts it.
     fn end_line(&mut self) {
-        self.lines_ended += 1;
         self.hand_over();
         self.done.push('\n');
+        self.unsynced = false;
+    }
+
+    /// A vertical tab, a form feed, `ESC D`, `IND`: down a line, in the same column. The line
+    /// ends, and the next starts in step with the terminal only if the column was its first.
+    fn move_down(&mut self) {
+        let off_start = self.unsynced || self.column_past_start();
+        self.end_line();
+        self.unsynced = off_start;
+    }
+
+    /// Whether something of the line stands right of the cursor.
+    fn text_right_of_cursor(&self) -> bool {
+        !self.right.is_empty() || (self.returned && !self.pending.is_empty())
+    }
+
+    /// Whether the cursor stands past the line's first column.
+    fn column_past_start(&self) -> bool {
+        !self.returned && !self.pending.is_empty()
     }
 
     /// A move the line does not follow (right, to a column or a position, up or down, a
     /// restored cursor, blanks inserted before it): on a terminal, what is printed next lands
     /// elsewhere than under this cursor. Where something of the line is right of the cursor,
     /// printing it here would write over what a terminal still shows (`FAILED\r\e[6Cok` read
-    /// `okILED`, review 42 M1's other rows), so the line ends here instead: what follows starts
-    /// a line of its own, and nothing is hidden. At the line's end it goes on as written. Not
-    /// counted as a line ended by a newline ([`Cleaner::feed_parser`] asks that of the parser).
+    /// `okILED`, review 42 M1's other rows), so the line ends here instead. Either way the
+    /// cursor is out of step from now on ([`LineState::unsynced`]).
     fn cursor_moved_away(&mut self) {
-        let written_right = !self.right.is_empty() || (self.returned && !self.pending.is_empty());
-        if written_right {
-            self.hand_over();
-            self.done.push('\n');
+        if self.text_right_of_cursor() {
+            self.break_line();
         }
+        self.returned = false;
+        self.unsynced = true;
+    }
+
+    /// A move left while the line takes none (insert mode, or out of step): the line ends
+    /// where something of it is left of the cursor, so nothing is written over.
+    fn left_out_of_step(&mut self) {
+        if !self.pending.is_empty() {
+            self.break_line();
+        }
+        self.unsynced = true;
     }
 
     /// `\r`: the cursor to the line's start; all of it is right of the cursor now.
     fn carriage_return(&mut self) {
+        if self.insert || self.unsynced {
+            // The next line starts at the terminal's first column: in step again.
+            self.break_line();
+            self.unsynced = false;
+            return;
+        }
         if self.right.is_empty() {
             self.returned = !self.pending.is_empty();
         } else {
@@ -264,6 +356,10 @@ impl LineState {
     /// The cursor `n` columns left, not past the line's start (backspace, `CSI n D`). The web
     /// view's copy drops the colour sequences it passes (see [`LineState::pending_to_right`]).
     fn cursor_left(&mut self, n: usize) {
+        if self.insert || self.unsynced {
+            self.left_out_of_step();
+            return;
+        }
         if self.returned {
             return;
         }
@@ -280,6 +376,23 @@ impl LineState {
                 None => return,
             }
         }
+    }
+}
+
+/// Whether a terminal moves its cursor one column for `c`: not for a tab (to the next stop), a
+/// wide character (two), a combining or zero-width one (none), a control.
+fn one_column(c: char) -> bool {
+    use unicode_width::UnicodeWidthChar as _;
+    c != '\t' && c.width() == Some(1)
+}
+
+/// Whether every character of `text` (no controls but tabs) is [`one_column`]; ASCII text
+/// needs only a look for a tab.
+fn all_one_column(text: &str) -> bool {
+    if text.is_ascii() {
+        memchr::memchr(b'\t', text.as_bytes()).is_none()
+    } else {
+        text.chars().all(one_column)
     }
 }
 
@@ -324,6 +437,121 @@ fn sgr(params: &vte::Params, seq: &mut String) {
     seq.push('m');
 }
 
+/// What an escape sequence does to the line being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Nothing the line shows: dropped. Erasures that leave the cursor where it is (the text
+    /// keeps more than a terminal shows, never less), moves left the line does not follow,
+    /// reports, modes and settings that move nothing.
+    Nothing,
+    /// Colour and bold (SGR): kept in the web view's copy only.
+    Colour,
+    /// The cursor `n` columns left (`CSI n D`).
+    Left(usize),
+    /// The cursor to the line's start (`CSI G`, `CSI 1 G`).
+    LineStart,
+    /// The line right of the cursor erased (`CSI K`).
+    EraseRight,
+    /// The whole line erased (`CSI 2 K`).
+    EraseLine,
+    /// Insert mode on or off (`CSI 4 h`, `CSI 4 l`; a soft reset turns it off).
+    Insert(bool),
+    /// The line ends, as with a newline (`ESC E`).
+    NewLine,
+    /// Down a line in the same column (`ESC D`), as a vertical tab.
+    Down,
+    /// The cursor goes where the line does not follow ([`LineState::cursor_moved_away`]).
+    Away,
+    /// A terminal reset (`ESC c`): insert mode off, and the cursor away.
+    Reset,
+}
+
+/// DEC private modes (`CSI ? n h`, `CSI ? n l`) that move no text and no cursor: cursor keys,
+/// reverse video, autowrap, auto-repeat, mouse reporting and its encodings, the cursor's
+/// blinking and showing, focus events, bracketed paste, synchronized output. Any other (origin
+/// mode and the alternate screen move the cursor or the text) counts as a move away.
+const QUIET_PRIVATE_MODES: &[u16] = &[
+    1, 5, 7, 8, 9, 12, 25, 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1015, 1016, 1034, 1036,
+    1042, 2004, 2026, 2027,
+];
+
+/// What a CSI sequence does to the line (review 35 F8, review 42 M1). An allowlist: a sequence
+/// not known to leave the cursor where the line has it, or left of it, is a move away, so that
+/// no sequence a terminal acts on can make later text write over what it still shows. Those
+/// `vte` gives up on (too many parameters or intermediates) too, but for colours.
+pub(crate) fn csi_effect(
+    params: &vte::Params,
+    intermediates: &[u8],
+    ignore: bool,
+    c: char,
+) -> Effect {
+    let first = params
+        .iter()
+        .next()
+        .and_then(|p| p.first().copied())
+        .unwrap_or(0);
+    // Each mode one number (no sub-parameters), and `quiet`.
+    let each_mode =
+        |quiet: &dyn Fn(u16) -> bool| params.iter().all(|p| matches!(p, &[mode] if quiet(mode)));
+    if ignore {
+        // One `vte` gives up on may still set insert mode on a terminal.
+        return match c {
+            'm' => Effect::Nothing,
+            'h' => Effect::Insert(true),
+            _ => Effect::Away,
+        };
+    }
+    match intermediates {
+        [] => match (c, first) {
+            ('m', _) => Effect::Colour,
+            ('D', n) => Effect::Left(usize::from(n.max(1))),
+            ('G' | '`', 0 | 1) => Effect::LineStart,
+            ('K', 0) => Effect::EraseRight,
+            ('K', 2) => Effect::EraseLine,
+            ('h' | 'l', _) if !each_mode(&|m| m != 4) => Effect::Insert(c == 'h'),
+            // Erasures that leave the cursor (left of it, the screen, characters), reports,
+            // window operations, tab stops cleared, printing, modes other than insert (none
+            // moves the cursor).
+            ('K' | 'J' | 'X' | 'P' | 'n' | 'c' | 't' | 'g' | 'i' | 'h' | 'l', _) => Effect::Nothing,
+            _ => Effect::Away,
+        },
+        [b'?'] => match c {
+            'h' | 'l' if each_mode(&|m| QUIET_PRIVATE_MODES.contains(&m)) => Effect::Nothing,
+            // Selective erasures, reports, a kitty keyboard query, modes saved.
+            'J' | 'K' | 'n' | 'c' | 'u' | 'm' | 's' => Effect::Nothing,
+            _ => Effect::Away,
+        },
+        // A soft reset (`CSI ! p`) turns insert mode off and moves nothing.
+        [b'!'] if c == 'p' => Effect::Insert(false),
+        // The cursor's style (`CSI n SP q`), protection (`CSI " q`), device attributes, mode
+        // requests, rectangle operations and key modifiers (`>`, `=`, `$`): settings, reports
+        // and changes that move no cursor. Not the shifts (`CSI SP @`, `CSI SP A`, `CSI ' }`).
+        [b' ' | b'"'] if c == 'q' => Effect::Nothing,
+        [b'>' | b'=' | b'$'] => Effect::Nothing,
+        _ => Effect::Away,
+    }
+}
+
+/// What an ESC sequence does to the line: `ESC D` and `ESC E` move down a line, as `\n` does;
+/// `ESC M` (up), `ESC 8` (a saved cursor restored), `ESC 9` (forward) and `ESC # 8` (the screen
+/// filled, the cursor home) move away; `ESC c` resets. Charset designations, keypad modes, a
+/// saved cursor, tab stops and the string terminator change nothing the line shows.
+pub(crate) fn esc_effect(intermediates: &[u8], ignore: bool, byte: u8) -> Effect {
+    if ignore {
+        return Effect::Nothing;
+    }
+    match (intermediates, byte) {
+        ([], b'E') => Effect::NewLine,
+        ([], b'D') => Effect::Down,
+        // Up, a restored cursor, forward and back index, the screen filled (the cursor home),
+        // and the VT52 moves (`ESC A B C H I Y`, after `CSI ? 2 l`).
+        ([], b'M' | b'8' | b'9' | b'6' | b'A' | b'B' | b'C' | b'H' | b'I' | b'Y')
+        | ([b'#'], b'8') => Effect::Away,
+        ([], b'c') => Effect::Reset,
+        _ => Effect::Nothing,
+    }
+}
+
 impl vte::Perform for LineState {
     fn print(&mut self, c: char) {
         self.settled = true;
@@ -334,65 +562,70 @@ impl vte::Perform for LineState {
         match byte {
             // A vertical tab and a form feed move down a line as `\n` does on a terminal: the
             // next text does not write over this line (review 42 M1).
-            b'\n' | 0x0b | 0x0c => self.end_line(),
+            b'\n' => {
+                self.lines_ended += 1;
+                self.end_line();
+            }
+            0x0b | 0x0c => self.move_down(),
             b'\r' => self.carriage_return(),
             // Not `print`: a tab executed inside a sequence says nothing about the parser state.
             b'\t' => self.put_char('\t'),
             // Backspace moves left: spinners and `less`-style overstrike write over it.
             0x08 => self.cursor_left(1),
+            0x80..=0x9f => self.c1_control(byte),
             _ => {}
         }
     }
 
-    /// Colours (the web view's copy only) and the moves and erasures progress bars make in
-    /// one line: `CSI n D` left, `CSI G` (column 1) to the start, `CSI K` erasing right of the
-    /// cursor and `CSI 2 K` all of the line (its blanks left of the cursor not kept). The moves
-    /// it does not follow end the line where it was written over ([`LineState::cursor_moved_away`]):
-    /// right (`C`, `a`, forward tabs `I`), to a column (`G` past column 1, `` ` ``, `d`), to a
-    /// position (`H`, `f`, margins `r`), up or down (`A`, `B`, `e`, `E`, `F`, scrolls `S`, `T`,
-    /// lines inserted or deleted `L`, `M`), blanks inserted (`@`), a restored cursor (`u`).
-    /// Moves left it does not follow (back tabs) and erasures (`J`, `X`, `P`) are dropped: the
-    /// line keeps more than a terminal shows, never less.
+    /// What [`csi_effect`] says of the sequence.
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
         self.settled = true;
-        if !intermediates.is_empty() || ignore {
-            return;
-        }
-        let first = params.iter().next().and_then(|p| p.first().copied());
-        match (c, first.unwrap_or(0)) {
-            ('m', _) if self.keep_colours => {
+        match csi_effect(params, intermediates, ignore, c) {
+            Effect::Colour if self.keep_colours => {
                 let mut seq = std::mem::take(&mut self.sgr);
                 sgr(params, &mut seq);
                 self.put_escape(&seq);
                 self.sgr = seq;
             }
-            ('D', n) => self.cursor_left(usize::from(n.max(1))),
-            ('G' | '`', 0 | 1) => self.carriage_return(),
-            ('K', 0) => self.erase_right(),
-            ('K', 2) => {
+            Effect::Colour | Effect::Nothing => {}
+            Effect::Left(n) => self.cursor_left(n),
+            Effect::Down => self.move_down(),
+            Effect::LineStart => self.carriage_return(),
+            Effect::EraseRight => self.erase_right(),
+            Effect::EraseLine => {
+                // The cursor stays in its column.
+                self.unsynced |= self.column_past_start();
                 self.returned = false;
                 self.pending.clear();
                 self.right.clear();
             }
-            ('G' | '`', _) | ('C' | 'a' | 'I' | 'd' | 'H' | 'f' | 'r' | 'u' | '@', _) => {
+            Effect::Insert(on) => {
+                // What stands right of the cursor would be shifted as text comes.
+                if on && self.text_right_of_cursor() {
+                    self.break_line();
+                }
+                self.insert = on;
+            }
+            Effect::Away => self.cursor_moved_away(),
+            Effect::Reset => {
+                self.insert = false;
                 self.cursor_moved_away();
             }
-            ('A' | 'B' | 'e' | 'E' | 'F' | 'S' | 'T' | 'L' | 'M', _) => self.cursor_moved_away(),
-            _ => {}
+            Effect::NewLine => self.end_line(),
         }
     }
 
-    /// `ESC D` and `ESC E` move down a line, as `\n` does; `ESC M` (up a line), `ESC 8` (a
-    /// saved cursor restored) and `ESC c` (a reset) move where the line does not follow
-    /// ([`LineState::cursor_moved_away`]).
+    /// What [`esc_effect`] says of the sequence.
     fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
         self.settled = true;
-        if !intermediates.is_empty() || ignore {
-            return;
-        }
-        match byte {
-            b'D' | b'E' => self.end_line(),
-            b'M' | b'8' | b'c' => self.cursor_moved_away(),
+        match esc_effect(intermediates, ignore, byte) {
+            Effect::NewLine => self.end_line(),
+            Effect::Down => self.move_down(),
+            Effect::Away => self.cursor_moved_away(),
+            Effect::Reset => {
+                self.insert = false;
+                self.cursor_moved_away();
+            }
             _ => {}
         }
     }
@@ -432,6 +665,8 @@ impl Cleaner {
         cleaner.line.pending.clone_from(&other.line.pending);
         cleaner.line.right.clone_from(&other.line.right);
         cleaner.line.returned = other.line.returned;
+        cleaner.line.insert = other.line.insert;
+        cleaner.line.unsynced = other.line.unsynced;
         cleaner
     }
 
@@ -631,6 +866,10 @@ impl Cleaner {
     #[inline(never)]
     fn cut_open_string(&mut self) {
         self.parser.advance(&mut self.line, &[0x18]);
+        // The notice writes over nothing a terminal still shows (review 44 H3).
+        if self.line.text_right_of_cursor() {
+            self.line.break_line();
+        }
         self.line.print_str(OPEN_ESCAPE_CUT);
         self.line.end_line();
         self.at_rest = true;
@@ -644,6 +883,7 @@ impl Cleaner {
         self.line.pending.clear();
         self.line.right.clear();
         self.line.returned = false;
+        self.line.unsynced = false;
         &self.out
     }
 

@@ -130,6 +130,25 @@ fn a_move_the_cleaning_does_not_follow_hides_nothing() {
         "\x1bM",
         "\x1b8",
         "\x1bc",
+        "\x1b9",
+        "\x1b#8",
+        "\x1b[?6h",
+        "\x1b[?1049h",
+        "\x1b[?47l",
+        "\x1b[?25;6h",
+        "\x1b[?r",
+        "\x1b[3b",
+        "\x1b[*x",
+        "\x1b[Z",
+        "\x1b6",
+        "\x1b[2 A",
+        "\x1b[2 @",
+        "\x1b[2'}",
+        "\x1b[s",
+        "\x1bC",
+        "\x1b[?2l",
+        "\x1b[?25:1h",
+        "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20;21;22;23;24;25;26;27;28;29;30;31;32;33;34H",
     ] {
         let returned = clean_all(format!("FAILED\r{away}ok\n").as_bytes());
         assert_eq!(returned, "FAILED\nok\n", "{away:?} after \\r");
@@ -140,6 +159,110 @@ fn a_move_the_cleaning_does_not_follow_hides_nothing() {
     }
     let open = clean_all(b"FAILED\r\x1b[6C\x1b_open\nnext\n");
     assert_eq!(open, format!("FAILED\n{OPEN_ESCAPE_CUT}\nnext\n"));
+    // Sequences that move nothing leave the line as it was: a progress bar still collapses.
+    for quiet in [
+        "\x1b[?25l",
+        "\x1b[?2004h",
+        "\x1b[?1;1000h",
+        "\x1b[6n",
+        "\x1b[ q",
+        "\x1b[>c",
+        "\x1b[J",
+        "\x1b[1K",
+        "\x1b[3X",
+        "\x1b[!p",
+        "\x1b(B",
+        "\x1b7",
+        "\x1b=",
+        "\x1b[2 q",
+    ] {
+        let out = clean_all(format!("10%\r{quiet}100%\n").as_bytes());
+        assert_eq!(out, "100%\n", "{quiet:?}");
+    }
+}
+
+/// Insert mode (`CSI 4 h`): a terminal shifts what the cursor stands on right, so the line
+/// takes no move left while it is on: the text after `\r` or a backspace starts a line of its
+/// own instead of writing over the line. The held line stays bounded (review 44 H4: `x\r`
+/// repeated grew it without end). `CSI 4 l` and a soft reset (`CSI ! p`) end insert mode; a
+/// reset (`ESC c`) too, and the cursor is then out of step.
+#[test]
+fn insert_mode_writes_over_nothing_and_holds_little() {
+    assert_eq!(clean_all(b"\x1b[4hFAILED\rok\n"), "FAILED\nok\n");
+    assert_eq!(clean_all(b"\x1b[4;20hFAILED\x08\x08ok\n"), "FAILED\nok\n");
+    assert_eq!(clean_all(b"FAILED\r\x1b[4hok\n"), "FAILED\nok\n");
+    for off in ["\x1b[4l", "\x1b[!p"] {
+        let out = clean_all(format!("\x1b[4h{off}FAILED\rok\n").as_bytes());
+        assert_eq!(out, "okILED\n", "{off:?}");
+    }
+    assert_eq!(clean_all(b"\x1b[4h\x1bcFAILED\rok\n"), "FAILED\nok\n");
+    let mut cleaner = Cleaner::new();
+    cleaner.feed(b"\x1b[4h");
+    for _ in 0..100_000 {
+        cleaner.feed(b"x\r");
+    }
+    assert!(
+        cleaner.pending_line().len() < 8,
+        "{}",
+        cleaner.pending_line().len()
+    );
+}
+
+/// The cursor out of step (review 44 H1, H2): after a move right at the line's end, a tab, a
+/// character not one column wide, a vertical tab or an erasure of the line (which keep the
+/// column), a move left or `\r` would write over what a terminal still shows; the line ends
+/// there instead. A character not one column wide never writes over one that is. DEL shows
+/// nothing; C1 controls some terminals act on move too; the open-string notice writes over
+/// nothing; a vertical tab or `ESC E` does not pass for the newline that cuts an open string.
+#[test]
+fn a_cursor_out_of_step_writes_over_nothing() {
+    let zero_width = "\u{200b}".repeat(6);
+    for (input, want) in [
+        (
+            "FAILED\x1b[10C\x1b[10DPASSED\n",
+            "FAILED\nPASSED\n".to_owned(),
+        ),
+        (
+            "FAILED\t\t\t\x08\x08\x08PASSED\n",
+            "FAILED\t\t\t\nPASSED\n".to_owned(),
+        ),
+        (
+            "xxxxxxxxxx\x1b[2KFAILED\rPASSED\n",
+            "FAILED\nPASSED\n".to_owned(),
+        ),
+        (
+            "xxxxxx\x0bFAILED\rPASSED\n",
+            "xxxxxx\nFAILED\nPASSED\n".to_owned(),
+        ),
+        (
+            "xxxxxx\x1bDFAILED\rPASSED\n",
+            "xxxxxx\nFAILED\nPASSED\n".to_owned(),
+        ),
+        ("FAILED\r\t\tPASSED\n", "FAILED\n\t\tPASSED\n".to_owned()),
+        ("FAILED\r\x7f\x7f\x7f\x7f\x7f\x7f\n", "FAILED\n".to_owned()),
+        (
+            &format!("FAILED\r{zero_width}\n"),
+            format!("FAILED\n{zero_width}\n"),
+        ),
+        ("FAILED\r世界ok\n", "FAILED\n世界ok\n".to_owned()),
+        ("世界\rok\n", "世界\nok\n".to_owned()),
+        ("FAILED\r\u{85}PASSED\n", "FAILED\nPASSED\n".to_owned()),
+        ("FAILED\r\u{8d}PASSED\n", "FAILED\nPASSED\n".to_owned()),
+        ("x\u{84}FAILED\rPASSED\n", "x\nFAILED\nPASSED\n".to_owned()),
+        // In step: a progress bar of one-column characters still collapses.
+        ("⠋ 10%\r⠙ 20%\r⠹ 100%\n", "⠹ 100%\n".to_owned()),
+        ("abc\x0bdef\n", "abc\ndef\n".to_owned()),
+    ] {
+        assert_eq!(clean_all(input.as_bytes()), want, "{input:?}");
+    }
+    for (input, first) in [
+        (&b"FAILED\r\x1b_\nnext\n"[..], "FAILED\n"),
+        (b"\x0b\x1b_\nnext\n", "\n"),
+        (b"\x1bE\x1b_\nnext\n", "\n"),
+    ] {
+        let want = format!("{first}{OPEN_ESCAPE_CUT}\nnext\n");
+        assert_eq!(clean_all(input), want, "{input:?}");
+    }
 }
 
 /// The definition of what cleaning produces, written apart from the implementation's own
@@ -152,11 +275,12 @@ fn a_move_the_cleaning_does_not_follow_hides_nothing() {
 /// - `\n` (and VT, FF, `ESC D`, `ESC E`) ends the line, `\r` and `CSI G` (column 1) move the
 ///   cursor to its start, backspace
 ///   and `CSI n D` move it left (not past the start), `CSI K` erases from it to the end,
-///   `CSI 2 K` erases the line and moves it to the start; `\t` prints; a move right, to a
-///   column or a position, up or down, a restored cursor or blanks inserted (`CSI C a I G d H f
-///   r u @ A B e E F S T L M` but `G` to column 1, `ESC M 8 c`) ends the line where cells stand
-///   right of the cursor (with a newline no parser took), and does nothing at its end; every
-///   other escape sequence and control is dropped;
+///   `CSI 2 K` erases the line and moves it to the start; `\t` prints; in insert mode
+///   (`CSI 4 h`) a printed character shifts the cells from the cursor on right; a sequence the
+///   implementation's [`csi_effect`] and [`esc_effect`] call a move away ends the line where
+///   cells stand right of the cursor (with a newline no parser took), and does nothing at its
+///   end (those tables are shared; `a_move_the_cleaning_does_not_follow_hides_nothing` checks
+///   them); every other escape sequence and control is dropped;
 /// - a `\n` inside an escape string left open ends the line all the same, with
 ///   [`OPEN_ESCAPE_CUT`] where the rest of it was, and the string is over.
 struct Reference {
@@ -172,12 +296,29 @@ struct Model {
     left_bytes: usize,
     done: String,
     lines: u64,
+    /// Insert mode: no move left is followed.
+    insert: bool,
+    /// The terminal's column may not be the model's: no move left is followed, and the cursor
+    /// is at the line's end.
+    unsynced: bool,
 }
 
 impl Model {
     fn write(&mut self, c: char) {
-        if ('\u{80}'..='\u{9f}').contains(&c) {
-            return;
+        use unicode_width::UnicodeWidthChar as _;
+        match c {
+            '\u{85}' => return self.end(),
+            '\u{84}' => return self.down(),
+            '\u{88}' | '\u{9c}' | '\x7f' => return,
+            '\u{80}'..='\u{9f}' => return self.moved_away(),
+            _ => {}
+        }
+        let one_column = c != '\t' && c.width() == Some(1);
+        if !one_column {
+            if self.cursor < self.cells.len() {
+                self.break_line();
+            }
+            self.unsynced = true;
         }
         match self.cells.get_mut(self.cursor) {
             Some(cell) => *cell = c,
@@ -187,6 +328,7 @@ impl Model {
         self.left_bytes += c.len_utf8();
         if self.left_bytes >= PENDING_LINE_MAX_BYTES {
             self.hand_over();
+            self.unsynced = true;
         }
     }
 
@@ -196,11 +338,47 @@ impl Model {
         self.left_bytes = 0;
     }
 
+    /// The line so far ends with a newline no parser took.
+    fn break_line(&mut self) {
+        if !self.cells.is_empty() {
+            self.hand_over();
+            self.done.push('\n');
+        }
+    }
+
     fn left(&mut self, n: usize) {
+        if self.insert || self.unsynced {
+            self.break_line();
+            self.unsynced = true;
+            return;
+        }
         for _ in 0..n.min(self.cursor) {
             self.cursor -= 1;
             self.left_bytes -= self.cells[self.cursor].len_utf8();
         }
+    }
+
+    fn carriage_return(&mut self) {
+        if self.insert || self.unsynced {
+            self.break_line();
+            self.unsynced = false;
+        } else {
+            self.left(self.cursor);
+        }
+    }
+
+    /// The line ends (not counted: only a `\n` is).
+    fn end(&mut self) {
+        self.hand_over();
+        self.done.push('\n');
+        self.unsynced = false;
+    }
+
+    /// Down a line in the same column.
+    fn down(&mut self) {
+        let off_start = self.unsynced || self.cursor > 0;
+        self.end();
+        self.unsynced = off_start;
     }
 
     fn line(&self) -> String {
@@ -208,12 +386,12 @@ impl Model {
     }
 
     /// A move the model does not follow: where cells stand right of the cursor, the line ends
-    /// there (not counted as a newline).
+    /// there (not counted as a newline); out of step from then on.
     fn moved_away(&mut self) {
         if self.cursor < self.cells.len() {
-            self.hand_over();
-            self.done.push('\n');
+            self.break_line();
         }
+        self.unsynced = true;
     }
 }
 
@@ -224,49 +402,54 @@ impl vte::Perform for Model {
 
     fn execute(&mut self, byte: u8) {
         match byte {
-            b'\n' | 0x0b | 0x0c => {
-                self.hand_over();
-                self.done.push('\n');
+            b'\n' => {
                 self.lines += 1;
+                self.end();
             }
-            b'\r' => self.left(self.cursor),
+            0x0b | 0x0c => self.down(),
+            b'\r' => self.carriage_return(),
             b'\t' => self.write('\t'),
             0x08 => self.left(1),
+            0x80..=0x9f => self.write(char::from(byte)),
             _ => {}
         }
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
-        if !intermediates.is_empty() || ignore {
-            return;
-        }
-        match byte {
-            b'D' | b'E' => self.execute(b'\n'),
-            b'M' | b'8' | b'c' => self.moved_away(),
-            _ => {}
-        }
+        self.apply(crate::clean::esc_effect(intermediates, ignore, byte));
     }
 
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
-        if !intermediates.is_empty() || ignore {
-            return;
-        }
-        let first = params.iter().next().map_or(0, |p| p[0]);
-        match (c, first) {
-            ('D', n) => self.left(usize::from(n.max(1))),
-            ('G' | '`', 0 | 1) => self.left(self.cursor),
-            ('K', 0) => self.cells.truncate(self.cursor),
-            ('K', 2) => {
+        self.apply(crate::clean::csi_effect(params, intermediates, ignore, c));
+    }
+}
+
+impl Model {
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Nothing | Effect::Colour => {}
+            Effect::Left(n) => self.left(n),
+            Effect::LineStart => self.carriage_return(),
+            Effect::EraseRight => self.cells.truncate(self.cursor),
+            Effect::EraseLine => {
+                self.unsynced |= self.cursor > 0;
                 self.cells.clear();
                 self.cursor = 0;
                 self.left_bytes = 0;
             }
-            (
-                'G' | '`' | 'C' | 'a' | 'I' | 'd' | 'H' | 'f' | 'r' | 'u' | '@' | 'A' | 'B' | 'e'
-                | 'E' | 'F' | 'S' | 'T' | 'L' | 'M',
-                _,
-            ) => self.moved_away(),
-            _ => {}
+            Effect::Insert(on) => {
+                if on && self.cursor < self.cells.len() {
+                    self.break_line();
+                }
+                self.insert = on;
+            }
+            Effect::NewLine => self.end(),
+            Effect::Down => self.down(),
+            Effect::Away => self.moved_away(),
+            Effect::Reset => {
+                self.insert = false;
+                self.moved_away();
+            }
         }
     }
 }
@@ -280,6 +463,9 @@ impl Reference {
             if *byte == b'\n' && self.line.lines == lines {
                 // Inside an escape string left open: cut at the line's end, said so.
                 self.parser.advance(&mut self.line, b"\x18");
+                if self.line.cursor < self.line.cells.len() {
+                    self.line.break_line();
+                }
                 OPEN_ESCAPE_CUT.chars().for_each(|c| self.line.write(c));
                 vte::Perform::execute(&mut self.line, b'\n');
             }
@@ -371,6 +557,16 @@ pub(crate) fn fragments() -> Vec<Vec<u8>> {
         b"\x1b[u",
         b"\x1b[J",
         b"\x1b[3X",
+        b"\x1b[4h",
+        b"\x1b[4l",
+        b"\x1b[?1049h",
+        b"\x1b[?25l",
+        b"\x1b#8",
+        b"\x1b[Z",
+        b"\x1b6",
+        "\u{200b}".as_bytes(),
+        "\u{301}".as_bytes(),
+        b"\x1b[2 q",
         b"\x0b",
         b"\x0c",
         b"\x1bD",
