@@ -527,7 +527,10 @@ pub(crate) fn csi_effect(
         // requests, rectangle operations and key modifiers (`>`, `=`, `$`): settings, reports
         // and changes that move no cursor. Not the shifts (`CSI SP @`, `CSI SP A`, `CSI ' }`).
         [b' ' | b'"'] if c == 'q' => Effect::Nothing,
-        [b'>' | b'=' | b'$'] => Effect::Nothing,
+        // Not the status line chosen or shown (`CSI n $ }`, `$ ~`, review 45 A1: text then goes
+        // to another row) nor the columns per page set (`$ |`).
+        [b'$'] if !matches!(c, '}' | '~' | '|') => Effect::Nothing,
+        [b'>' | b'='] => Effect::Nothing,
         _ => Effect::Away,
     }
 }

@@ -148,6 +148,8 @@ fn a_move_the_cleaning_does_not_follow_hides_nothing() {
         "\x1bC",
         "\x1b[?2l",
         "\x1b[?25:1h",
+        "\x1b[1$}",
+        "\x1b[2$~",
         "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20;21;22;23;24;25;26;27;28;29;30;31;32;33;34H",
     ] {
         let returned = clean_all(format!("FAILED\r{away}ok\n").as_bytes());
