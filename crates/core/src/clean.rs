@@ -81,7 +81,7 @@ impl Default for Cleaner {
 
 /// One terminal line as it is written: the text left of the cursor, and what a terminal still
 /// shows right of it (after `\r`, a backspace or a move left), which printed characters
-/// overwrite one by one (review 35 F8: dropping it hid what a terminal shows, a `FAILED` that
+/// overwrite column by column (a wide character is two) (review 35 F8: dropping it hid what a terminal shows, a `FAILED` that
 /// a shorter `\rok` only partly covers). Every move costs at most the characters it passes,
 /// and only `\r` and moves left pass them to the right, once each per character written: a
 /// command cannot make the cleaning cost more than its output's length.
@@ -100,7 +100,8 @@ struct LineState {
     /// comes, so the line takes no move left while it is on (see [`LineState::unsynced`]).
     insert: bool,
     /// Where the terminal's cursor stands is not known to be where the line has it: after a
-    /// move the line does not follow, a tab, a character not one column wide, a vertical move
+    /// move the line does not follow, a tab, a zero-width or combining character, a move left
+    /// into a wide character, a vertical move
     /// that keeps the column, an erasure of the line that keeps it, a flush at the pending
     /// limit. Then what is printed goes at the line's end and writes over nothing, and a move
     /// left or `\r` ends the line instead (a `\r` then starts the next in step with the
@@ -132,7 +133,7 @@ impl LineState {
             text.chars().for_each(|c| self.put_char(c));
             return;
         }
-        if !self.unsynced && !all_one_column(text) {
+        if !self.unsynced && !all_columns_known(text) {
             self.unsynced = true;
         }
         while !text.is_empty() {
@@ -176,18 +177,17 @@ impl LineState {
             return;
         }
         self.settle_return();
-        let one_column = one_column(c);
-        if !self.right.is_empty() {
-            if one_column {
-                self.drop_under_cursor();
-            } else {
-                // A tab or a character of another width would take other columns than the
-                // one under the cursor: it goes on a line of its own.
-                self.break_line();
+        match columns(c) {
+            Some(width) if !self.right.is_empty() => self.write_over(width),
+            Some(_) => {}
+            None => {
+                // A tab, a zero-width or combining character: its columns are not known here.
+                // Over the line, it goes on a line of its own.
+                if !self.right.is_empty() {
+                    self.break_line();
+                }
+                self.unsynced = true;
             }
-        }
-        if !one_column {
-            self.unsynced = true;
         }
         self.pending.push(c);
         if self.pending.len() >= PENDING_LINE_MAX_BYTES {
@@ -207,9 +207,20 @@ impl LineState {
         }
     }
 
-    /// The character under the cursor, about to be overwritten, goes.
-    fn drop_under_cursor(&mut self) {
-        self.right.pop();
+    /// The `width` columns under the cursor, about to be written over, go (as on a terminal: a
+    /// wide character half covered is blanked, its other half left as a space).
+    fn write_over(&mut self, width: usize) {
+        let mut covered = 0;
+        while covered < width {
+            match self.right.pop() {
+                // Only characters of one or two columns are ever right of the cursor.
+                Some(under) => covered += columns(under).unwrap_or(1),
+                None => return,
+            }
+        }
+        for _ in width..covered {
+            self.right.push(' ');
+        }
     }
 
     /// The whole line as a terminal shows it.
@@ -363,7 +374,8 @@ impl LineState {
         if self.returned {
             return;
         }
-        for _ in 0..n {
+        let mut left = n;
+        while left > 0 {
             while self.keep_colours {
                 let tail = sgr_tail_len(&self.pending);
                 if tail == 0 {
@@ -371,28 +383,41 @@ impl LineState {
                 }
                 self.pending.truncate(self.pending.len() - tail);
             }
-            match self.pending.pop() {
-                Some(c) => self.right.push(c),
-                None => return,
+            let Some(c) = self.pending.chars().next_back() else {
+                return;
+            };
+            // In step, every character left of the cursor is one or two columns wide.
+            let width = columns(c).unwrap_or(1);
+            if width > left {
+                // Into the second half of a wide character: not followed.
+                self.left_out_of_step();
+                return;
             }
+            self.pending.pop();
+            self.right.push(c);
+            left -= width;
         }
     }
 }
 
-/// Whether a terminal moves its cursor one column for `c`: not for a tab (to the next stop), a
-/// wide character (two), a combining or zero-width one (none), a control.
-fn one_column(c: char) -> bool {
+/// The columns a terminal moves its cursor for `c`, where the line can follow them: 1, or 2
+/// for a wide character. `None` for a tab (to the next stop), a combining or zero-width
+/// character (none), a control.
+fn columns(c: char) -> Option<usize> {
     use unicode_width::UnicodeWidthChar as _;
-    c != '\t' && c.width() == Some(1)
+    match c.width() {
+        Some(width @ 1..=2) if c != '\t' => Some(width),
+        _ => None,
+    }
 }
 
-/// Whether every character of `text` (no controls but tabs) is [`one_column`]; ASCII text
-/// needs only a look for a tab.
-fn all_one_column(text: &str) -> bool {
+/// Whether every character of `text` (no controls but tabs) has [`columns`]; ASCII text needs
+/// only a look for a tab.
+fn all_columns_known(text: &str) -> bool {
     if text.is_ascii() {
         memchr::memchr(b'\t', text.as_bytes()).is_none()
     } else {
-        text.chars().all(one_column)
+        text.chars().all(|c| columns(c).is_some())
     }
 }
 
@@ -441,8 +466,8 @@ fn sgr(params: &vte::Params, seq: &mut String) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Effect {
     /// Nothing the line shows: dropped. Erasures that leave the cursor where it is (the text
-    /// keeps more than a terminal shows, never less), moves left the line does not follow,
-    /// reports, modes and settings that move nothing.
+    /// keeps more than a terminal shows, never less), reports, modes and settings that move
+    /// nothing.
     Nothing,
     /// Colour and bold (SGR): kept in the web view's copy only.
     Colour,
@@ -475,10 +500,11 @@ const QUIET_PRIVATE_MODES: &[u16] = &[
     1042, 2004, 2026, 2027,
 ];
 
-/// What a CSI sequence does to the line (review 35 F8, review 42 M1). An allowlist: a sequence
-/// not known to leave the cursor where the line has it, or left of it, is a move away, so that
-/// no sequence a terminal acts on can make later text write over what it still shows. Those
-/// `vte` gives up on (too many parameters or intermediates) too, but for colours.
+/// What a CSI sequence does to the line (review 35 F8, reviews 42 M1, 44, 45). An allowlist: a
+/// sequence not known to leave the cursor where the line has it (or to move it as the line
+/// follows) is a move away, so that no sequence a terminal acts on can make later text write
+/// over what it still shows. Those `vte` gives up on (too many parameters or intermediates)
+/// too, but for colours, and one that may set insert mode.
 pub(crate) fn csi_effect(
     params: &vte::Params,
     intermediates: &[u8],

@@ -211,9 +211,10 @@ fn insert_mode_writes_over_nothing_and_holds_little() {
 }
 
 /// The cursor out of step (review 44 H1, H2): after a move right at the line's end, a tab, a
-/// character not one column wide, a vertical tab or an erasure of the line (which keep the
-/// column), a move left or `\r` would write over what a terminal still shows; the line ends
-/// there instead. A character not one column wide never writes over one that is. DEL shows
+/// zero-width character, a vertical tab or an erasure of the line (which keep the column), a
+/// move left or `\r` would write over what a terminal still shows; the line ends there
+/// instead. Wide characters are two columns, written over as a terminal does (review 45), so a
+/// progress bar with them still collapses. DEL shows
 /// nothing; C1 controls some terminals act on move too; the open-string notice writes over
 /// nothing; a vertical tab or `ESC E` does not pass for the newline that cuts an open string.
 #[test]
@@ -246,13 +247,23 @@ fn a_cursor_out_of_step_writes_over_nothing() {
             &format!("FAILED\r{zero_width}\n"),
             format!("FAILED\n{zero_width}\n"),
         ),
-        ("FAILED\r世界ok\n", "FAILED\n世界ok\n".to_owned()),
-        ("世界\rok\n", "世界\nok\n".to_owned()),
+        // A wide character takes two columns, as on a terminal: one half covered blanks it.
+        ("FAILED\r世ok\n", "世okED\n".to_owned()),
+        ("FAILED\r世界ok\n", "世界ok\n".to_owned()),
+        ("世界\rok\n", "ok界\n".to_owned()),
+        ("ab界\x1b[2Dcd\n", "abcd\n".to_owned()),
+        ("ab世界\x1b[2DXY\n", "ab世XY\n".to_owned()),
+        // Into a wide character's second half: not followed.
+        ("ab界\x08x\n", "ab界\nx\n".to_owned()),
         ("FAILED\r\u{85}PASSED\n", "FAILED\nPASSED\n".to_owned()),
         ("FAILED\r\u{8d}PASSED\n", "FAILED\nPASSED\n".to_owned()),
         ("x\u{84}FAILED\rPASSED\n", "x\nFAILED\nPASSED\n".to_owned()),
         // In step: a progress bar of one-column characters still collapses.
         ("⠋ 10%\r⠙ 20%\r⠹ 100%\n", "⠹ 100%\n".to_owned()),
+        (
+            "🚀 10% 世界\r🚀 20% 世界\r🚀 100% 世界\n",
+            "🚀 100% 世界\n".to_owned(),
+        ),
         ("abc\x0bdef\n", "abc\ndef\n".to_owned()),
     ] {
         assert_eq!(clean_all(input.as_bytes()), want, "{input:?}");
@@ -290,8 +301,12 @@ struct Reference {
     line: Model,
 }
 
+/// The model's cell for a wide character's second column (NUL is never printed).
+const SECOND_HALF: char = '\0';
+
 #[derive(Default)]
 struct Model {
+    /// One per column: a wide character's second column holds [`SECOND_HALF`].
     cells: Vec<char>,
     cursor: usize,
     /// Bytes of the cells left of the cursor.
@@ -315,18 +330,26 @@ impl Model {
             '\u{80}'..='\u{9f}' => return self.moved_away(),
             _ => {}
         }
-        let one_column = c != '\t' && c.width() == Some(1);
-        if !one_column {
-            if self.cursor < self.cells.len() {
-                self.break_line();
+        let width = match c.width() {
+            Some(width @ 1..=2) if c != '\t' => width,
+            _ => {
+                if self.cursor < self.cells.len() {
+                    self.break_line();
+                }
+                self.unsynced = true;
+                1
             }
-            self.unsynced = true;
+        };
+        // A wide character whose first half is written over loses its second half.
+        let end = self.cursor + width;
+        if self.cells.get(end) == Some(&SECOND_HALF) {
+            self.cells[end] = ' ';
         }
-        match self.cells.get_mut(self.cursor) {
-            Some(cell) => *cell = c,
-            None => self.cells.push(c),
+        self.put(self.cursor, c);
+        if width == 2 {
+            self.put(self.cursor + 1, SECOND_HALF);
         }
-        self.cursor += 1;
+        self.cursor += width;
         self.left_bytes += c.len_utf8();
         if self.left_bytes >= PENDING_LINE_MAX_BYTES {
             self.hand_over();
@@ -334,8 +357,16 @@ impl Model {
         }
     }
 
+    fn put(&mut self, column: usize, cell: char) {
+        match self.cells.get_mut(column) {
+            Some(old) => *old = cell,
+            None => self.cells.push(cell),
+        }
+    }
+
     fn hand_over(&mut self) {
-        self.done.extend(self.cells.drain(..));
+        self.done
+            .extend(self.cells.drain(..).filter(|&c| c != SECOND_HALF));
         self.cursor = 0;
         self.left_bytes = 0;
     }
@@ -354,10 +385,21 @@ impl Model {
             self.unsynced = true;
             return;
         }
-        for _ in 0..n.min(self.cursor) {
-            self.cursor -= 1;
-            self.left_bytes -= self.cells[self.cursor].len_utf8();
+        let to = self.cursor.saturating_sub(n);
+        if self.cells.get(to) == Some(&SECOND_HALF) {
+            // Into the second half of a wide character: not followed.
+            self.break_line();
+            self.unsynced = true;
+            return;
         }
+        for cell in &self.cells[to..self.cursor] {
+            self.left_bytes -= if *cell == SECOND_HALF {
+                0
+            } else {
+                cell.len_utf8()
+            };
+        }
+        self.cursor = to;
     }
 
     fn carriage_return(&mut self) {
@@ -384,7 +426,7 @@ impl Model {
     }
 
     fn line(&self) -> String {
-        self.cells.iter().collect()
+        self.cells.iter().filter(|&&c| c != SECOND_HALF).collect()
     }
 
     /// A move the model does not follow: where cells stand right of the cursor, the line ends
