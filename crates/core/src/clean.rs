@@ -178,6 +178,10 @@ impl LineState {
         }
         self.settle_return();
         match columns(c) {
+            // One column over one ASCII character, the common case: that character goes.
+            Some(1) if self.right.as_bytes().last().is_some_and(u8::is_ascii) => {
+                self.right.pop();
+            }
             Some(width) if !self.right.is_empty() => self.write_over(width),
             Some(_) => {}
             None => {
@@ -405,6 +409,10 @@ impl LineState {
 /// character (none), a control.
 fn columns(c: char) -> Option<usize> {
     use unicode_width::UnicodeWidthChar as _;
+    // Printable ASCII, most of what is written over: no table to look up.
+    if (' '..='~').contains(&c) {
+        return Some(1);
+    }
     match c.width() {
         Some(width @ 1..=2) if c != '\t' => Some(width),
         _ => None,
