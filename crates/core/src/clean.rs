@@ -368,6 +368,38 @@ impl LineState {
         self.right.clear();
     }
 
+    /// What a sequence does to the line (but a colour, which [`vte::Perform::csi_dispatch`]
+    /// keeps itself): one place for both tables' effects.
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Colour | Effect::Nothing => {}
+            Effect::Left(n) => self.cursor_left(n),
+            Effect::Down => self.move_down(),
+            Effect::LineStart => self.carriage_return(),
+            Effect::EraseRight => self.erase_right(),
+            Effect::EraseLine => {
+                // The cursor stays in its column.
+                self.unsynced |= self.column_past_start();
+                self.returned = false;
+                self.pending.clear();
+                self.right.clear();
+            }
+            Effect::Insert(on) => {
+                // What stands right of the cursor would be shifted as text comes.
+                if on && self.text_right_of_cursor() {
+                    self.break_line();
+                }
+                self.insert = on;
+            }
+            Effect::Away => self.cursor_moved_away(),
+            Effect::Reset => {
+                self.insert = false;
+                self.cursor_moved_away();
+            }
+            Effect::NewLine => self.end_line(),
+        }
+    }
+
     /// The cursor `n` columns left, not past the line's start (backspace, `CSI n D`). The web
     /// view's copy drops the colour sequences it passes (see [`LineState::pending_to_right`]).
     fn cursor_left(&mut self, n: usize) {
@@ -614,7 +646,8 @@ impl vte::Perform for LineState {
         }
     }
 
-    /// What [`csi_effect`] says of the sequence.
+    /// What [`csi_effect`] says of the sequence: a colour kept in the web view's copy here (it
+    /// needs the parameters), the rest as [`LineState::apply`] does.
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
         self.settled = true;
         match csi_effect(params, intermediates, ignore, c) {
@@ -624,47 +657,14 @@ impl vte::Perform for LineState {
                 self.put_escape(&seq);
                 self.sgr = seq;
             }
-            Effect::Colour | Effect::Nothing => {}
-            Effect::Left(n) => self.cursor_left(n),
-            Effect::Down => self.move_down(),
-            Effect::LineStart => self.carriage_return(),
-            Effect::EraseRight => self.erase_right(),
-            Effect::EraseLine => {
-                // The cursor stays in its column.
-                self.unsynced |= self.column_past_start();
-                self.returned = false;
-                self.pending.clear();
-                self.right.clear();
-            }
-            Effect::Insert(on) => {
-                // What stands right of the cursor would be shifted as text comes.
-                if on && self.text_right_of_cursor() {
-                    self.break_line();
-                }
-                self.insert = on;
-            }
-            Effect::Away => self.cursor_moved_away(),
-            Effect::Reset => {
-                self.insert = false;
-                self.cursor_moved_away();
-            }
-            Effect::NewLine => self.end_line(),
+            effect => self.apply(effect),
         }
     }
 
     /// What [`esc_effect`] says of the sequence.
     fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
         self.settled = true;
-        match esc_effect(intermediates, ignore, byte) {
-            Effect::NewLine => self.end_line(),
-            Effect::Down => self.move_down(),
-            Effect::Away => self.cursor_moved_away(),
-            Effect::Reset => {
-                self.insert = false;
-                self.cursor_moved_away();
-            }
-            _ => {}
-        }
+        self.apply(esc_effect(intermediates, ignore, byte));
     }
 
     fn osc_dispatch(&mut self, _: &[&[u8]], _: bool) {
