@@ -11,6 +11,8 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::json;
+
 use super::client::*;
 use super::network::serve;
 
@@ -119,4 +121,154 @@ async fn net_the_origin_gets_one_request_with_the_judged_host_as_root() {
 #[tokio::test]
 async fn net_the_origin_gets_one_request_with_the_judged_host_as_nobody() {
     one_request_per_connection(Who::Nobody).await;
+}
+
+/// An allowed host the proxy cannot reach is said as what it is, not as a refusal: the model
+/// learns that the sandbox let it through (so asking the user to allow it would change
+/// nothing), on `terminal`, `shell_send` and a background job's `task_wait` (which says its
+/// refusals too), and the log has a line for it. Two such hosts: a
+/// listed name that resolves to nothing (the server's hosts file does not name it and its
+/// resolver is loopback's port 53, where nothing answers: no packet leaves this machine), and
+/// a listed name whose address and port are listed but take no connection.
+#[tokio::test]
+async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let dir = tempfile::Builder::new()
+        .prefix("names-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let hosts = dir.path().join("hosts");
+    let resolver = dir.path().join("resolv.conf");
+    std::fs::write(&hosts, "127.0.0.1 localhost\n127.0.0.1 closed-host.test\n").unwrap();
+    std::fs::write(
+        &resolver,
+        "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+    )
+    .unwrap();
+    for file in [&hosts, &resolver] {
+        std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
+    }
+    let mount = format!(
+        "mount --bind {} /etc/hosts && mount --bind {} /etc/resolv.conf && exec \"$@\"",
+        hosts.display(),
+        resolver.display()
+    );
+    let wrapper = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &mount,
+        "sh",
+    ];
+    let (nowhere, closed_host) = (
+        "nowhere.test:80".to_owned(),
+        format!("closed-host.test:{port}"),
+    );
+    let address = format!("127.0.0.1:{port}");
+    let flags = [
+        "--network",
+        "allowlist",
+        "--allow-net",
+        &nowhere,
+        "--allow-net",
+        &closed_host,
+        "--allow-net",
+        &address,
+    ];
+    let setup = serve(Who::Root, &flags, &wrapper).await;
+    let said = |text: &str, target: &str, why: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("[network] allowed, but agentty's proxy could not reach"))
+            .unwrap_or_else(|| panic!("no note of a host not reached: {text}"));
+        assert!(
+            line.contains(&format!("{target} ({why})")),
+            "{target}: {line}"
+        );
+        assert!(line.contains("Not a sandbox refusal"), "{line}");
+        assert!(!text.contains("[error 2010]"), "said as a refusal: {text}");
+    };
+
+    let (text, s) = setup
+        .run("curl -sS --max-time 20 http://nowhere.test/ 2>&1 | tail -n 2")
+        .await;
+    said(&text, &nowhere, "the name does not resolve here");
+    assert_eq!(s["error_code"], serde_json::Value::Null, "{s}");
+    assert!(
+        s["notes"]
+            .to_string()
+            .contains("could not reach nowhere.test:80"),
+        "not among the notes: {s}"
+    );
+
+    let (text, _) = setup
+        .run(&format!(
+            "curl -sS --max-time 20 http://closed-host.test:{port}/ 2>&1 | tail -n 2"
+        ))
+        .await;
+    said(&text, &closed_host, "connecting failed: connection refused");
+
+    let shell = setup.server.open_shell().await;
+    let (text, _) = setup
+        .server
+        .shell_send(
+            &shell,
+            "curl -sS --max-time 20 http://nowhere.test/ 2>&1 | tail -n 2\n",
+        )
+        .await;
+    said(&text, &nowhere, "the name does not resolve here");
+
+    // A background job's report says both once it ended, whatever the exit code.
+    let job = setup
+        .server
+        .background(json!({
+            "command": "curl -sS --max-time 20 http://nowhere.test/ 2>&1 | tail -n 1; \
+                        curl -sS --max-time 20 https://exfil.invalid/ 2>&1 | tail -n 1"
+        }))
+        .await;
+    let waited = setup
+        .server
+        .call("task_wait", json!({ "id": job, "timeout_ms": 30000 }))
+        .await;
+    let text = text_of(&waited);
+    let s = waited.structured_content.clone().unwrap_or_default();
+    assert_eq!(s["job"]["state"], "exited", "{text}");
+    let refused = text
+        .lines()
+        .find(|l| l.starts_with("[error 2010] network: the sandbox refused"))
+        .unwrap_or_else(|| panic!("the job's refusal is not said: {text}"));
+    assert!(refused.contains("exfil.invalid:443"), "{refused}");
+    assert_eq!(s["job"]["error_code"], 2010, "{s}");
+    let unreached = text
+        .lines()
+        .find(|l| l.starts_with("[network] allowed, but"))
+        .unwrap_or_else(|| panic!("the job's host not reached is not said: {text}"));
+    assert!(
+        unreached.contains("nowhere.test:80 (the name does not resolve here)"),
+        "{unreached}"
+    );
+
+    for words in [
+        ["network: allowed", "nowhere.test:80", "call c"],
+        [
+            "network: not reached",
+            "nowhere.test:80",
+            "does not resolve",
+        ],
+        ["network: not reached", &closed_host, "connection refused"],
+    ] {
+        assert!(
+            logged(&setup.log, &words, Duration::from_secs(5))
+                .await
+                .is_some(),
+            "no log line with {words:?}: {}",
+            setup.log.lock().unwrap()
+        );
+    }
 }

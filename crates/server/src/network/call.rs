@@ -2,16 +2,21 @@
 //! own credentials, the refusals it met, and its end (docs/BEHAVIOUR.md §13).
 
 use std::ffi::OsString;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
-use super::{CallNet, Egress, Refusal};
+use super::{CALLS_KEPT, CallNet, Egress, Refusal, Unreached};
 
 /// Keeps a background job's (or a shell's) registration while it runs: its connections are
-/// attributed, logged and shown in the web view until it ends.
+/// attributed, logged and shown in the web view until it ends. A command job's refusals and
+/// hosts not reached stay with the job for its reports ([`Egress::met_by_job`]).
 pub(crate) fn keep_while_running(job: &Arc<agentty_core::jobs::Job>, net: Option<NetCall>) {
     let (Some(net), Ok(runtime)) = (net, tokio::runtime::Handle::try_current()) else {
         return;
     };
+    // A command job's report says what it met once ended; a shell's sends say it as they go.
+    if job.kind == agentty_core::jobs::JobKind::Command {
+        net.egress.keep_for_job(job, &net.net);
+    }
     let job = Arc::clone(job);
     runtime.spawn(async move {
         job.ended().await;
@@ -77,6 +82,11 @@ impl NetCall {
         self.net.take_refusals()
     }
 
+    /// The allowed hosts the proxy could not reach so far, emptied.
+    pub(crate) fn take_unreached(&self) -> Vec<super::Unreached> {
+        self.net.take_unreached()
+    }
+
     /// Whether a question about these refusals may go back with the result (a 2026-07-28
     /// client in `ask` mode).
     pub(crate) fn may_ask_later(&self) -> bool {
@@ -87,5 +97,30 @@ impl NetCall {
 impl Drop for NetCall {
     fn drop(&mut self) {
         self.egress.revoke(&self.net.marker);
+    }
+}
+
+impl Egress {
+    fn keep_for_job(&self, job: &Arc<agentty_core::jobs::Job>, net: &Arc<CallNet>) {
+        let mut by_job = self.by_job.lock().unwrap_or_else(PoisonError::into_inner);
+        by_job.retain(|(job, _)| job.strong_count() > 0);
+        if by_job.len() >= CALLS_KEPT {
+            by_job.remove(0);
+        }
+        by_job.push((Arc::downgrade(job), Arc::clone(net)));
+    }
+
+    /// What a background command job's commands met: the connections refused and the allowed
+    /// hosts not reached (none for a job without a network filter).
+    pub(crate) fn met_by_job(
+        &self,
+        job: &agentty_core::jobs::Job,
+    ) -> (Vec<Refusal>, Vec<Unreached>) {
+        let by_job = self.by_job.lock().unwrap_or_else(PoisonError::into_inner);
+        by_job
+            .iter()
+            .find(|(kept, _)| std::ptr::eq(kept.as_ptr(), job))
+            .map(|(_, net)| (net.refusals(), net.unreached()))
+            .unwrap_or_default()
     }
 }

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::sync::PoisonError;
 
 use super::{
-    CallNet, Egress, RECENT_PER_SESSION, RECENT_SESSIONS, Refusal, Seen, Target, Why, notice,
+    CallNet, Egress, RECENT_PER_SESSION, RECENT_SESSIONS, Refusal, Seen, Target, Unreach,
+    Unreached, Why, notice,
 };
 
 impl Egress {
@@ -67,6 +68,21 @@ impl Egress {
                 why,
             });
         }
+    }
+
+    /// An allowed host the proxy could not reach: a line of the log, and a note for the
+    /// call's result (the sandbox did not refuse it; allowing it again would change nothing).
+    pub(super) fn note_unreached(&self, call: &CallNet, target: &Target, why: Unreach) {
+        tracing::info!(
+            "network: not reached {target} ({}); session {} call {}",
+            notice::unreach_words(why),
+            call.session,
+            call.call
+        );
+        call.note_unreached(Unreached {
+            target: target.clone(),
+            why,
+        });
     }
 
     /// The decisions seen in `session`, oldest first (the web view).

@@ -53,7 +53,7 @@ pub use list::{Allowlist, Rule, RuleError};
 /// Calls kept registered at most (background jobs and shells stay while they run): the
 /// oldest are let go first.
 const CALLS_KEPT: usize = 1024;
-/// Refusals kept for one call's result.
+/// Refusals (and allowed hosts not reached) kept for one call's result.
 const REFUSALS_KEPT: usize = 16;
 /// Decisions kept per session for the web view, and sessions kept.
 const RECENT_PER_SESSION: usize = 32;
@@ -127,6 +127,23 @@ pub struct Refusal {
     pub why: Why,
 }
 
+/// An allowed host agentty's proxy could not reach, for the model: the network's doing, not
+/// the sandbox's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreached {
+    pub target: Target,
+    pub why: Unreach,
+}
+
+/// What failed on the way to an allowed host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreach {
+    /// The name resolved to no address here.
+    Unresolved,
+    /// No address took the connection: the last attempt's error.
+    Connect(std::io::ErrorKind),
+}
+
 /// The user's answer to a question about a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Choice {
@@ -170,6 +187,7 @@ pub(crate) struct CallNet {
     /// Hosts the user approved for this call.
     once: Mutex<HashSet<Target>>,
     refused: Mutex<Vec<Refusal>>,
+    unreached: Mutex<Vec<Unreached>>,
 }
 
 impl CallNet {
@@ -197,10 +215,45 @@ impl CallNet {
     }
 
     fn note_refusal(&self, refusal: Refusal) {
-        let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
-        if refused.len() < REFUSALS_KEPT && !refused.contains(&refusal) {
-            refused.push(refusal);
-        }
+        keep_once(&self.refused, refusal);
+    }
+
+    /// The refusals met so far, kept.
+    fn refusals(&self) -> Vec<Refusal> {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The allowed hosts not reached so far, kept.
+    fn unreached(&self) -> Vec<Unreached> {
+        self.unreached
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The allowed hosts not reached so far, emptied.
+    pub(crate) fn take_unreached(&self) -> Vec<Unreached> {
+        std::mem::take(
+            &mut *self
+                .unreached
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    fn note_unreached(&self, unreached: Unreached) {
+        keep_once(&self.unreached, unreached);
+    }
+}
+
+/// `item` added to a call's list, once, while the list holds fewer than [`REFUSALS_KEPT`].
+fn keep_once<T: PartialEq>(list: &Mutex<Vec<T>>, item: T) {
+    let mut list = list.lock().unwrap_or_else(PoisonError::into_inner);
+    if list.len() < REFUSALS_KEPT && !list.contains(&item) {
+        list.push(item);
     }
 }
 
@@ -244,6 +297,9 @@ pub struct Egress {
     /// Results whose refusals went back to a 2026-07-28 client as a question, by key: a
     /// "deny" answers with the result the command had.
     kept: Mutex<VecDeque<(String, rmcp::model::CallToolResult)>>,
+    /// Background command jobs' calls, kept for their reports once ended (`task_wait`,
+    /// `task_output`) for as long as the job is (let go with it).
+    by_job: Mutex<Vec<(std::sync::Weak<agentty_core::jobs::Job>, Arc<CallNet>)>>,
 }
 
 impl std::fmt::Debug for Egress {
@@ -268,6 +324,7 @@ impl Egress {
             recent: Mutex::default(),
             asking: ask::Pending::default(),
             kept: Mutex::default(),
+            by_job: Mutex::default(),
         })
     }
 
@@ -319,6 +376,7 @@ impl Egress {
             ask_later: ask_later && self.mode == Network::Ask,
             once: Mutex::new(granted.into_iter().collect()),
             refused: Mutex::default(),
+            unreached: Mutex::default(),
         });
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         while calls.order.len() >= CALLS_KEPT {

@@ -200,6 +200,33 @@ pub fn network_refused_body(target: &super::Target, why: &super::Why) -> String 
     )
 }
 
+/// What failed on the way to an allowed host, in a few words: the log line, the note.
+pub fn unreach_words(why: super::Unreach) -> String {
+    match why {
+        super::Unreach::Unresolved => "the name does not resolve here".to_owned(),
+        super::Unreach::Connect(kind) => format!("connecting failed: {kind}"),
+    }
+}
+
+/// The note of a result whose command was let through to hosts agentty's proxy could not
+/// reach: the sandbox did not refuse them, so allowing them again would change nothing.
+pub fn network_unreached(unreached: &[super::Unreached]) -> String {
+    let said: Vec<String> = unreached
+        .iter()
+        .take(REFUSALS_SAID)
+        .map(|u| format!("{} ({})", u.target, unreach_words(u.why)))
+        .collect();
+    let more = match unreached.len().saturating_sub(REFUSALS_SAID) {
+        0 => String::new(),
+        n => format!(" and {n} more (the server's log has them)"),
+    };
+    format!(
+        "[network] allowed, but agentty's proxy could not reach {}{more}. Not a sandbox \
+         refusal: allowing it changes nothing.",
+        said.join("; ")
+    )
+}
+
 pub fn proxy_unresolved(target: &super::Target) -> String {
     format!("agentty's proxy could not resolve {}.\n", target.host)
 }

@@ -21,7 +21,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::{CallNet, Choice, Egress, Target, Why, framing};
+use super::{CallNet, Choice, Egress, Target, Unreach, Why, framing};
 
 /// A request's head larger than this is refused (400).
 const HEAD_MAX_BYTES: usize = 16 * 1024;
@@ -283,16 +283,22 @@ async fn serve(mut client: TcpStream, egress: &Egress, admitted: Admitted, open:
             .await;
             return;
         }
-        Err(Refused::Unresolved) => {
+        Err(Refused::Unresolved { rule }) => {
+            egress.note(Some(&call), &asked.target, Ok(rule));
+            egress.note_unreached(&call, &asked.target, Unreach::Unresolved);
             let body = crate::network::notice::proxy_unresolved(&asked.target);
             let _ = reply(&mut client, 502, "Bad Gateway", &[], &body).await;
             return;
         }
     };
-    let Some(mut upstream) = connect(&addresses).await else {
-        let body = crate::network::notice::proxy_unreachable(&asked.target);
-        let _ = reply(&mut client, 502, "Bad Gateway", &[], &body).await;
-        return;
+    let mut upstream = match connect(&addresses).await {
+        Ok(upstream) => upstream,
+        Err(failed) => {
+            egress.note_unreached(&call, &asked.target, Unreach::Connect(failed));
+            let body = crate::network::notice::proxy_unreachable(&asked.target);
+            let _ = reply(&mut client, 502, "Bad Gateway", &[], &body).await;
+            return;
+        }
     };
     let _ = upstream.set_nodelay(true);
     let outgoing = match asked.way {
@@ -528,8 +534,11 @@ fn copy_all(mut from: &std::net::TcpStream, mut to: &std::net::TcpStream) -> std
 /// Why a target is not connected to.
 enum Refused {
     Policy(Why),
-    /// The name does not resolve: not a refusal, the program says it.
-    Unresolved,
+    /// The name (allowed by `rule`) does not resolve: not a refusal; the program says it,
+    /// and the result's note says why.
+    Unresolved {
+        rule: String,
+    },
 }
 
 /// Whether `call` may reach `target`: the addresses to try and the rule that allows it.
@@ -575,7 +584,7 @@ async fn decide(
     .map(Iterator::collect::<Vec<SocketAddr>>)
     .unwrap_or_default();
     if resolved.is_empty() {
-        return Err(Refused::Unresolved);
+        return Err(Refused::Unresolved { rule });
     }
     // An inside address only where the list names that address.
     let mut inside = None;
@@ -646,16 +655,18 @@ async fn unlisted(
 }
 
 /// A connection to the first of `addresses` that answers.
-async fn connect(addresses: &[SocketAddr]) -> Option<TcpStream> {
+/// A connection to the first of `addresses` that takes one, or the last attempt's error.
+async fn connect(addresses: &[SocketAddr]) -> Result<TcpStream, std::io::ErrorKind> {
     let each = CONNECT_WAIT / u32::try_from(addresses.len().max(1)).unwrap_or(1);
+    let mut failed = std::io::ErrorKind::AddrNotAvailable;
     for at in addresses {
-        if let Ok(Ok(stream)) =
-            tokio::time::timeout(each.max(Duration::from_secs(3)), TcpStream::connect(at)).await
-        {
-            return Some(stream);
+        match tokio::time::timeout(each.max(Duration::from_secs(3)), TcpStream::connect(at)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => failed = e.kind(),
+            Err(_) => failed = std::io::ErrorKind::TimedOut,
         }
     }
-    None
+    Err(failed)
 }
 
 async fn reply(

@@ -141,8 +141,10 @@ impl Agentty {
         let said = self.said(&send, &outcome).await;
         // The connections refused since the last reply: this command's, and those of one
         // still running when an earlier send returned.
-        let refused = net.map(|n| n.take_refusals()).unwrap_or_default();
-        self.reply_sent(&send, outcome, said, entered, &refused)
+        let (refused, unreached) = net
+            .map(|n| (n.take_refusals(), n.take_unreached()))
+            .unwrap_or_default();
+        self.reply_sent(&send, outcome, said, entered, (&refused, &unreached))
     }
 
     /// A typed line is a command line: the guard applies as in `terminal`, judged in the
@@ -282,14 +284,14 @@ impl Agentty {
 
     /// The reply: the secret's note, earlier commands' ends, what was left out, the output,
     /// the state line, untyped keys, a refused write, refused connections (error 2010,
-    /// whatever the exit code), planted code.
+    /// whatever the exit code), allowed hosts not reached, planted code.
     fn reply_sent(
         &self,
         send: &Send,
         outcome: SendOutcome,
         said: Said,
         entered: Option<Entered>,
-        refused: &[crate::network::Refusal],
+        (refused, unreached): (&[crate::network::Refusal], &[crate::network::Unreached]),
     ) -> CallToolResult {
         let (job, shell) = (&send.job, &send.shell);
         // A command that finished under the sandbox, and whose output shows a refused write,
@@ -350,6 +352,10 @@ impl Agentty {
         if !refused.is_empty() {
             text.push('\n');
             text.push_str(&crate::network::notice::network_refused(refused));
+        }
+        if !unreached.is_empty() {
+            text.push('\n');
+            text.push_str(&crate::network::notice::network_unreached(unreached));
         }
         crate::own_lines::push_note(&mut text, &outcome.output);
         if let Some(warning) = self.planted_warning() {

@@ -20,7 +20,7 @@ use crate::server::Agentty;
 use crate::tools::reply;
 use crate::tools::{input_schema, parse_args, tool_error};
 use notice as say;
-use report::{info, push_denial};
+use report::{info, push_met};
 
 mod ext;
 pub(crate) mod notice;
@@ -122,7 +122,7 @@ impl Agentty {
             forgotten,
             jobs: jobs
                 .iter()
-                .map(|j| info(j, self.confinement(), self.retry(false)).0)
+                .map(|j| info(j, self.confinement(), self.egress(), self.retry(false)).0)
                 .collect(),
         };
         reply(text.trim_end().to_owned(), &structured)
@@ -158,7 +158,7 @@ impl Agentty {
         }
         let s = job.output.read(since, READ_MAX_BYTES);
         job.note_delivered(s.next);
-        let (job_info, refused) = info(&job, self.confinement(), self.retry(false));
+        let (job_info, met) = info(&job, self.confinement(), self.egress(), self.retry(false));
         let mut text = String::new();
         if s.dropped > 0 {
             text.push_str(&crate::job_words::scrolled_out(
@@ -198,7 +198,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::spill_stopped(path, bytes));
         }
-        push_denial(&mut text, refused.as_ref());
+        push_met(&mut text, &met);
         crate::own_lines::push_note(&mut text, &s.text);
         let structured = TaskOutputResult {
             job: job_info,
@@ -260,7 +260,7 @@ impl Agentty {
         let start = since.max(end.saturating_sub(READ_MAX_BYTES as u64));
         let s = job.output.read(Some(start), READ_MAX_BYTES);
         job.note_delivered(s.next);
-        let (job_info, refused) = info(&job, self.confinement(), self.retry(false));
+        let (job_info, met) = info(&job, self.confinement(), self.egress(), self.retry(false));
         let mut text = String::new();
         if s.from > since {
             text.push_str(&say::earlier_output(
@@ -300,7 +300,7 @@ impl Agentty {
             text.push('\n');
             text.push_str(&say::leftovers(job.leftovers()));
         }
-        push_denial(&mut text, refused.as_ref());
+        push_met(&mut text, &met);
         crate::own_lines::push_note(&mut text, &s.text);
         let structured = TaskWaitResult {
             job: job_info,
@@ -339,7 +339,7 @@ impl Agentty {
         if was_running {
             job.stop().await;
         }
-        let (job_info, _) = info(&job, self.confinement(), self.retry(false));
+        let (job_info, _) = info(&job, self.confinement(), self.egress(), self.retry(false));
         let text = if was_running {
             say::stopped(&job.id, &job_info.state_text)
         } else {

@@ -1,4 +1,5 @@
-//! A job as the `task_*` tools report it, with what its output shows was refused.
+//! A job as the `task_*` tools report it, with what it met: what its output shows was refused,
+//! and the connections the network policy refused or could not make.
 
 use agentty_core::jobs::{Job, JobKind, JobState, READ_MAX_BYTES};
 
@@ -6,6 +7,7 @@ use super::{TaskInfo, TaskKind, TaskState};
 use crate::confinement::Confinement;
 use crate::confinement::Refused;
 use crate::confinement::notice::Retry;
+use crate::network::{Egress, notice};
 use crate::tools::timing::millis;
 
 /// What an ended command job's output shows it was refused: a write the sandbox refused
@@ -25,13 +27,37 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<Refused>
     })
 }
 
-/// A job as the tools report it, and what its output shows it was refused.
+/// What an ended job's report says it met: a write or read its output shows refused, and the
+/// lines of the connections the network policy refused (error 2010) or could not make.
+pub(super) struct Met {
+    denial: Option<Refused>,
+    network: Vec<String>,
+}
+
+/// The network lines of an ended command job: what its commands were refused and the allowed
+/// hosts not reached, whatever they printed and whatever the exit code.
+fn network_met(job: &Job, egress: &Egress) -> Vec<String> {
+    if job.kind != JobKind::Command || job.state() == JobState::Running {
+        return Vec::new();
+    }
+    let (refused, unreached) = egress.met_by_job(job);
+    let refused = (!refused.is_empty()).then(|| notice::network_refused(&refused));
+    let unreached = (!unreached.is_empty()).then(|| notice::network_unreached(&unreached));
+    refused.into_iter().chain(unreached).collect()
+}
+
+/// A job as the tools report it, and what it met.
 pub(super) fn info(
     job: &Job,
     confinement: &Confinement,
+    egress: &Egress,
     retry: Retry,
-) -> (TaskInfo, Option<Refused>) {
+) -> (TaskInfo, Met) {
     let refused = denial(job, confinement, retry);
+    let network = network_met(job, egress);
+    let network_refused = network
+        .iter()
+        .any(|line| line.starts_with(&format!("[error {}]", notice::NETWORK_REFUSED)));
     let state = job.state();
     let (task_state, exit_code, signal) = match &state {
         JobState::Running => (TaskState::Running, None, None),
@@ -60,21 +86,36 @@ pub(super) fn info(
         pid: job.pid,
         output_bytes: job.output.total(),
         leftovers_stopped: job.leftovers(),
-        error_code: refused.as_ref().and_then(Refused::code),
+        error_code: refused
+            .as_ref()
+            .and_then(Refused::code)
+            .or(network_refused.then_some(notice::NETWORK_REFUSED)),
         sandbox_denied: refused
             .as_ref()
             .and_then(Refused::write_sentence)
             .map(ToOwned::to_owned),
     };
-    (info, refused)
+    (
+        info,
+        Met {
+            denial: refused,
+            network,
+        },
+    )
 }
 
-/// Appends the 2008 line (or the refused read's note), when there is one, to a reply's text.
-pub(super) fn push_denial(text: &mut String, refused: Option<&Refused>) {
-    if let Some(refused) = refused {
+/// Appends what the job met, when anything, to a reply's text: the 2008 line (or the refused
+/// read's note), then the network's lines.
+pub(super) fn push_met(text: &mut String, met: &Met) {
+    let lines = met
+        .denial
+        .iter()
+        .map(Refused::line)
+        .chain(met.network.iter().cloned());
+    for line in lines {
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&refused.line());
+        text.push_str(&line);
     }
 }

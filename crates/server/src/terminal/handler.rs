@@ -250,6 +250,10 @@ impl Agentty {
         let refused = net.as_ref().map(NetCall::take_refusals).unwrap_or_default();
         let network =
             (!refused.is_empty()).then(|| crate::network::notice::network_refused(&refused));
+        let unreached = net.as_ref().map(NetCall::take_unreached);
+        if let Some(unreached) = unreached.filter(|u| !u.is_empty()) {
+            notes.push(crate::network::notice::network_unreached(&unreached));
+        }
         let denial = self.confinement().denial(
             escalated,
             outcome.exit.and_then(agentty_core::Exit::code),
