@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::sync::{Arc, PoisonError};
 
-use super::{CALLS_KEPT, CallNet, Egress, Refusal, Unreached};
+use super::{CALLS_KEPT, CallNet, Egress, Met, Refusal, Unreached};
 
 /// Keeps a background job's (or a shell's) registration while it runs: its connections are
 /// attributed, logged and shown in the web view until it ends. A command job's refusals and
@@ -15,7 +15,7 @@ pub(crate) fn keep_while_running(job: &Arc<agentty_core::jobs::Job>, net: Option
     };
     // A command job's report says what it met once ended; a shell's sends say it as they go.
     if job.kind == agentty_core::jobs::JobKind::Command {
-        net.egress.keep_for_job(job, &net.net);
+        net.egress.keep_for_job(job, &net.net.met);
     }
     let job = Arc::clone(job);
     runtime.spawn(async move {
@@ -101,13 +101,13 @@ impl Drop for NetCall {
 }
 
 impl Egress {
-    fn keep_for_job(&self, job: &Arc<agentty_core::jobs::Job>, net: &Arc<CallNet>) {
+    fn keep_for_job(&self, job: &Arc<agentty_core::jobs::Job>, met: &Arc<Met>) {
         let mut by_job = self.by_job.lock().unwrap_or_else(PoisonError::into_inner);
         by_job.retain(|(job, _)| job.strong_count() > 0);
         if by_job.len() >= CALLS_KEPT {
             by_job.remove(0);
         }
-        by_job.push((Arc::downgrade(job), Arc::clone(net)));
+        by_job.push((Arc::downgrade(job), Arc::clone(met)));
     }
 
     /// What a background command job's commands met: the connections refused and the allowed
@@ -120,7 +120,7 @@ impl Egress {
         by_job
             .iter()
             .find(|(kept, _)| std::ptr::eq(kept.as_ptr(), job))
-            .map(|(_, net)| (net.refusals(), net.unreached()))
+            .map(|(_, met)| met.both())
             .unwrap_or_default()
     }
 }

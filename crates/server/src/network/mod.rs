@@ -186,8 +186,7 @@ pub(crate) struct CallNet {
     ask_later: bool,
     /// Hosts the user approved for this call.
     once: Mutex<HashSet<Target>>,
-    refused: Mutex<Vec<Refusal>>,
-    unreached: Mutex<Vec<Unreached>>,
+    met: Arc<Met>,
 }
 
 impl CallNet {
@@ -211,42 +210,46 @@ impl CallNet {
 
     /// The refusals met so far, emptied.
     pub(crate) fn take_refusals(&self) -> Vec<Refusal> {
-        std::mem::take(&mut *self.refused.lock().unwrap_or_else(PoisonError::into_inner))
+        take(&self.met.refused)
     }
 
     fn note_refusal(&self, refusal: Refusal) {
-        keep_once(&self.refused, refusal);
-    }
-
-    /// The refusals met so far, kept.
-    fn refusals(&self) -> Vec<Refusal> {
-        self.refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The allowed hosts not reached so far, kept.
-    fn unreached(&self) -> Vec<Unreached> {
-        self.unreached
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        keep_once(&self.met.refused, refusal);
     }
 
     /// The allowed hosts not reached so far, emptied.
     pub(crate) fn take_unreached(&self) -> Vec<Unreached> {
-        std::mem::take(
-            &mut *self
-                .unreached
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        take(&self.met.unreached)
     }
 
     fn note_unreached(&self, unreached: Unreached) {
-        keep_once(&self.unreached, unreached);
+        keep_once(&self.met.unreached, unreached);
     }
+}
+
+/// What a call's commands met: the connections refused, and the allowed hosts not reached. A
+/// background command job keeps its call's to report them once ended ([`Egress::met_by_job`]).
+#[derive(Default)]
+pub(crate) struct Met {
+    refused: Mutex<Vec<Refusal>>,
+    unreached: Mutex<Vec<Unreached>>,
+}
+
+impl Met {
+    /// Both, kept.
+    fn both(&self) -> (Vec<Refusal>, Vec<Unreached>) {
+        (copy(&self.refused), copy(&self.unreached))
+    }
+}
+
+/// A call's list, kept.
+fn copy<T: Clone>(list: &Mutex<Vec<T>>) -> Vec<T> {
+    list.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// A call's list, emptied.
+fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(&mut *list.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// `item` added to a call's list, once, while the list holds fewer than [`REFUSALS_KEPT`].
@@ -299,7 +302,7 @@ pub struct Egress {
     kept: Mutex<VecDeque<(String, rmcp::model::CallToolResult)>>,
     /// Background command jobs' calls, kept for their reports once ended (`task_wait`,
     /// `task_output`) for as long as the job is (let go with it).
-    by_job: Mutex<Vec<(std::sync::Weak<agentty_core::jobs::Job>, Arc<CallNet>)>>,
+    by_job: Mutex<Vec<(std::sync::Weak<agentty_core::jobs::Job>, Arc<Met>)>>,
 }
 
 impl std::fmt::Debug for Egress {
@@ -375,8 +378,7 @@ impl Egress {
             asker: asker.filter(|_| self.mode == Network::Ask),
             ask_later: ask_later && self.mode == Network::Ask,
             once: Mutex::new(granted.into_iter().collect()),
-            refused: Mutex::default(),
-            unreached: Mutex::default(),
+            met: Arc::default(),
         });
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         while calls.order.len() >= CALLS_KEPT {
