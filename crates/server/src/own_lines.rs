@@ -34,6 +34,7 @@ const OWN_STARTS: &[&str] = &[
     "[nothing more yet",
     "[nothing was typed",
     "[the command still running",
+    "[network] ",
 ];
 
 /// How agentty's own lines that start with a number go on after it (`[2048 more bytes:
@@ -109,6 +110,18 @@ mod tests {
         use crate::tasks::notice as ta;
         use crate::terminal::notice as te;
         let path = std::path::Path::new("/tmp/agentty/spill/x");
+        let target = crate::network::Target {
+            host: "example.org".into(),
+            port: 443,
+        };
+        let refusal = crate::network::Refusal {
+            target: target.clone(),
+            why: crate::network::Why::Direct,
+        };
+        let unreached = crate::network::Unreached {
+            target,
+            why: crate::network::Unreach::Unresolved,
+        };
         let said = [
             te::exited(0, 3),
             te::signalled("SIGKILL", 3),
@@ -151,6 +164,8 @@ mod tests {
             ta::leftovers(1),
             ta::TASK_MERGED.to_owned(),
             crate::job_words::scrolled_out(3, None, None),
+            crate::network::notice::network_refused(&[refusal]),
+            crate::network::notice::network_unreached(&[unreached]),
         ];
         let mut bracketed = 0;
         for text in &said {

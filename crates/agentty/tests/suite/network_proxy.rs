@@ -125,40 +125,44 @@ async fn net_the_origin_gets_one_request_with_the_judged_host_as_nobody() {
 
 /// An allowed host the proxy cannot reach is said as what it is, not as a refusal: the model
 /// learns that the sandbox let it through (so asking the user to allow it would change
-/// nothing), on `terminal`, `shell_send` and a background job's `task_wait` (which says its
-/// refusals too), and the log has a line for it. Two such hosts: a
-/// listed name that resolves to nothing (the server's hosts file does not name it and its
-/// resolver is loopback's port 53, where nothing answers: no packet leaves this machine), and
-/// a listed name whose address and port are listed but take no connection.
+/// nothing), on `terminal`, `shell_send` and a background job's reports (which say its
+/// refusals too, once it ended), and the log has a line for it. Two such hosts: a listed name
+/// that resolves to nothing, and a listed name whose address and port are listed but take no
+/// connection. No packet can leave this machine: the server runs in a network namespace of its
+/// own with loopback alone, its hosts file names nothing of the test's `.invalid` names, its
+/// resolver is that loopback's port 53, and its name service is files and DNS only (no
+/// systemd-resolved, which is reached over a unix socket).
 #[tokio::test]
 async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
+    let port = 9; // discard: nothing listens in the server's own network namespace
     let dir = tempfile::Builder::new()
         .prefix("names-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let hosts = dir.path().join("hosts");
-    let resolver = dir.path().join("resolv.conf");
-    std::fs::write(&hosts, "127.0.0.1 localhost\n127.0.0.1 closed-host.test\n").unwrap();
-    std::fs::write(
-        &resolver,
-        "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
-    )
-    .unwrap();
-    for file in [&hosts, &resolver] {
-        std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+    let files = [
+        (
+            "hosts",
+            "127.0.0.1 localhost\n127.0.0.1 closed-host.invalid\n",
+        ),
+        (
+            "resolv.conf",
+            "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+        ),
+        ("nsswitch.conf", "hosts: files dns\n"),
+    ];
+    let mut mounts = String::from("ip link set lo up");
+    for (name, text) in files {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
             .unwrap();
+        mounts.push_str(&format!(" && mount --bind {} /etc/{name}", file.display()));
     }
-    let mount = format!(
-        "mount --bind {} /etc/hosts && mount --bind {} /etc/resolv.conf && exec \"$@\"",
-        hosts.display(),
-        resolver.display()
-    );
+    let mount = format!("{mounts} && exec \"$@\"");
     let wrapper = [
         "unshare",
         "-m",
+        "-n",
         "--propagation",
         "private",
         "sh",
@@ -166,9 +170,10 @@ async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
         &mount,
         "sh",
     ];
-    let (nowhere, closed_host) = (
-        "nowhere.test:80".to_owned(),
-        format!("closed-host.test:{port}"),
+    let (nowhere, closed_host, job_only) = (
+        "nowhere.invalid:80".to_owned(),
+        format!("closed-host.invalid:{port}"),
+        "job-only.invalid:80".to_owned(),
     );
     let address = format!("127.0.0.1:{port}");
     let flags = [
@@ -180,6 +185,8 @@ async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
         &closed_host,
         "--allow-net",
         &address,
+        "--allow-net",
+        &job_only,
     ];
     let setup = serve(Who::Root, &flags, &wrapper).await;
     let said = |text: &str, target: &str, why: &str| {
@@ -196,20 +203,20 @@ async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
     };
 
     let (text, s) = setup
-        .run("curl -sS --max-time 20 http://nowhere.test/ 2>&1 | tail -n 2")
+        .run("curl -sS --max-time 20 http://nowhere.invalid/ 2>&1 | tail -n 2")
         .await;
     said(&text, &nowhere, "the name does not resolve here");
     assert_eq!(s["error_code"], serde_json::Value::Null, "{s}");
     assert!(
         s["notes"]
             .to_string()
-            .contains("could not reach nowhere.test:80"),
+            .contains("could not reach nowhere.invalid:80"),
         "not among the notes: {s}"
     );
 
     let (text, _) = setup
         .run(&format!(
-            "curl -sS --max-time 20 http://closed-host.test:{port}/ 2>&1 | tail -n 2"
+            "curl -sS --max-time 20 http://closed-host.invalid:{port}/ 2>&1 | tail -n 2"
         ))
         .await;
     said(&text, &closed_host, "connecting failed: connection refused");
@@ -219,16 +226,17 @@ async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
         .server
         .shell_send(
             &shell,
-            "curl -sS --max-time 20 http://nowhere.test/ 2>&1 | tail -n 2\n",
+            "curl -sS --max-time 20 http://nowhere.invalid/ 2>&1 | tail -n 2\n",
         )
         .await;
     said(&text, &nowhere, "the name does not resolve here");
 
-    // A background job's report says both once it ended, whatever the exit code.
+    // A background job's reports say what its own commands met once it ended, whatever the
+    // exit code, and nothing the calls before it met.
     let job = setup
         .server
         .background(json!({
-            "command": "curl -sS --max-time 20 http://nowhere.test/ 2>&1 | tail -n 1; \
+            "command": "curl -sS --max-time 20 http://job-only.invalid/ 2>&1 | tail -n 1; \
                         curl -sS --max-time 20 https://exfil.invalid/ 2>&1 | tail -n 1"
         }))
         .await;
@@ -236,29 +244,38 @@ async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
         .server
         .call("task_wait", json!({ "id": job, "timeout_ms": 30000 }))
         .await;
-    let text = text_of(&waited);
     let s = waited.structured_content.clone().unwrap_or_default();
-    assert_eq!(s["job"]["state"], "exited", "{text}");
-    let refused = text
-        .lines()
-        .find(|l| l.starts_with("[error 2010] network: the sandbox refused"))
-        .unwrap_or_else(|| panic!("the job's refusal is not said: {text}"));
-    assert!(refused.contains("exfil.invalid:443"), "{refused}");
+    assert_eq!(s["job"]["state"], "exited", "{}", text_of(&waited));
     assert_eq!(s["job"]["error_code"], 2010, "{s}");
-    let unreached = text
-        .lines()
-        .find(|l| l.starts_with("[network] allowed, but"))
-        .unwrap_or_else(|| panic!("the job's host not reached is not said: {text}"));
-    assert!(
-        unreached.contains("nowhere.test:80 (the name does not resolve here)"),
-        "{unreached}"
-    );
+    let read = setup
+        .server
+        .call("task_output", json!({ "id": job, "since": 0 }))
+        .await;
+    for text in [text_of(&waited), text_of(&read)] {
+        let refused = text
+            .lines()
+            .find(|l| l.starts_with("[error 2010] network: the sandbox refused"))
+            .unwrap_or_else(|| panic!("the job's refusal is not said: {text}"));
+        assert!(refused.contains("exfil.invalid:443"), "{refused}");
+        let unreached = text
+            .lines()
+            .find(|l| l.starts_with("[network] allowed, but"))
+            .unwrap_or_else(|| panic!("the job's host not reached is not said: {text}"));
+        assert!(
+            unreached.contains("job-only.invalid:80 (the name does not resolve here)"),
+            "{unreached}"
+        );
+        assert!(
+            !text.contains("nowhere.invalid") && !text.contains("closed-host"),
+            "the job's report names what earlier calls met: {text}"
+        );
+    }
 
     for words in [
-        ["network: allowed", "nowhere.test:80", "call c"],
+        ["network: allowed", "nowhere.invalid:80", "call c"],
         [
             "network: not reached",
-            "nowhere.test:80",
+            "nowhere.invalid:80",
             "does not resolve",
         ],
         ["network: not reached", &closed_host, "connection refused"],

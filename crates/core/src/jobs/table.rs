@@ -131,6 +131,8 @@ pub struct Job {
     ends_in: std::sync::OnceLock<PathBuf>,
     /// Why the server stopped it on its own, when it did ([`Job::stop_for`]).
     cause: std::sync::OnceLock<StopCause>,
+    /// What the server keeps with the job for its reports ([`Job::attach`]).
+    attached: std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Job {
@@ -151,6 +153,17 @@ impl Job {
     /// Where the command ends up, when [`Job::note_ends_in`] recorded it.
     pub fn ends_in(&self) -> Option<&std::path::Path> {
         self.ends_in.get().map(PathBuf::as_path)
+    }
+
+    /// Keeps `what` with the job, for as long as the job is kept, for its reports (the server's
+    /// record of what its commands met on the network). Set once: a second is not kept.
+    pub fn attach(&self, what: Arc<dyn std::any::Any + Send + Sync>) {
+        let _ = self.attached.set(what);
+    }
+
+    /// What [`Job::attach`] kept, if it is a `T`.
+    pub fn attached<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.attached.get()?.downcast_ref()
     }
 
     /// Records that the caller was shown the output up to the cursor `next`.
@@ -549,6 +562,7 @@ impl Reserved<'_> {
             finished: std::sync::OnceLock::new(),
             ends_in: std::sync::OnceLock::new(),
             cause: std::sync::OnceLock::new(),
+            attached: std::sync::OnceLock::new(),
         });
         let key = (self.kind.prefix(), self.n);
         if self.inner.ids == Ids::Unguessable {

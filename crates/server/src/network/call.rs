@@ -2,20 +2,20 @@
 //! own credentials, the refusals it met, and its end (docs/BEHAVIOUR.md §13).
 
 use std::ffi::OsString;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
-use super::{CALLS_KEPT, CallNet, Egress, Met, Refusal, Unreached};
+use super::{CallNet, Egress, Met, Refusal, Unreached};
 
 /// Keeps a background job's (or a shell's) registration while it runs: its connections are
 /// attributed, logged and shown in the web view until it ends. A command job's refusals and
-/// hosts not reached stay with the job for its reports ([`Egress::met_by_job`]).
+/// hosts not reached stay with the job for its reports ([`met_by_job`]).
 pub(crate) fn keep_while_running(job: &Arc<agentty_core::jobs::Job>, net: Option<NetCall>) {
     let (Some(net), Ok(runtime)) = (net, tokio::runtime::Handle::try_current()) else {
         return;
     };
     // A command job's report says what it met once ended; a shell's sends say it as they go.
     if job.kind == agentty_core::jobs::JobKind::Command {
-        net.egress.keep_for_job(job, &net.net.met);
+        job.attach(Arc::clone(&net.net.met) as Arc<dyn std::any::Any + Send + Sync>);
     }
     let job = Arc::clone(job);
     runtime.spawn(async move {
@@ -100,27 +100,8 @@ impl Drop for NetCall {
     }
 }
 
-impl Egress {
-    fn keep_for_job(&self, job: &Arc<agentty_core::jobs::Job>, met: &Arc<Met>) {
-        let mut by_job = self.by_job.lock().unwrap_or_else(PoisonError::into_inner);
-        by_job.retain(|(job, _)| job.strong_count() > 0);
-        if by_job.len() >= CALLS_KEPT {
-            by_job.remove(0);
-        }
-        by_job.push((Arc::downgrade(job), Arc::clone(met)));
-    }
-
-    /// What a background command job's commands met: the connections refused and the allowed
-    /// hosts not reached (none for a job without a network filter).
-    pub(crate) fn met_by_job(
-        &self,
-        job: &agentty_core::jobs::Job,
-    ) -> (Vec<Refusal>, Vec<Unreached>) {
-        let by_job = self.by_job.lock().unwrap_or_else(PoisonError::into_inner);
-        by_job
-            .iter()
-            .find(|(kept, _)| std::ptr::eq(kept.as_ptr(), job))
-            .map(|(_, met)| met.both())
-            .unwrap_or_default()
-    }
+/// What a background command job's commands met: the connections refused and the allowed
+/// hosts not reached (none for a job without a network filter).
+pub(crate) fn met_by_job(job: &agentty_core::jobs::Job) -> (Vec<Refusal>, Vec<Unreached>) {
+    job.attached::<Met>().map(Met::both).unwrap_or_default()
 }

@@ -47,7 +47,7 @@ use agentty_sandbox::Network;
 use rmcp::{Peer, RoleServer};
 
 pub use address::Inside;
-pub(crate) use call::{NetCall, keep_while_running};
+pub(crate) use call::{NetCall, keep_while_running, met_by_job};
 pub use list::{Allowlist, Rule, RuleError};
 
 /// Calls kept registered at most (background jobs and shells stay while they run): the
@@ -228,7 +228,7 @@ impl CallNet {
 }
 
 /// What a call's commands met: the connections refused, and the allowed hosts not reached. A
-/// background command job keeps its call's to report them once ended ([`Egress::met_by_job`]).
+/// background command job keeps its call's to report them once ended ([`met_by_job`]).
 #[derive(Default)]
 pub(crate) struct Met {
     refused: Mutex<Vec<Refusal>>,
@@ -300,9 +300,6 @@ pub struct Egress {
     /// Results whose refusals went back to a 2026-07-28 client as a question, by key: a
     /// "deny" answers with the result the command had.
     kept: Mutex<VecDeque<(String, rmcp::model::CallToolResult)>>,
-    /// Background command jobs' calls, kept for their reports once ended (`task_wait`,
-    /// `task_output`) for as long as the job is (let go with it).
-    by_job: Mutex<Vec<(std::sync::Weak<agentty_core::jobs::Job>, Arc<Met>)>>,
 }
 
 impl std::fmt::Debug for Egress {
@@ -327,7 +324,6 @@ impl Egress {
             recent: Mutex::default(),
             asking: ask::Pending::default(),
             kept: Mutex::default(),
-            by_job: Mutex::default(),
         })
     }
 

@@ -122,7 +122,7 @@ impl Agentty {
             forgotten,
             jobs: jobs
                 .iter()
-                .map(|j| info(j, self.confinement(), self.egress(), self.retry(false)).0)
+                .map(|j| info(j, self.confinement(), self.retry(false)).0)
                 .collect(),
         };
         reply(text.trim_end().to_owned(), &structured)
@@ -158,7 +158,7 @@ impl Agentty {
         }
         let s = job.output.read(since, READ_MAX_BYTES);
         job.note_delivered(s.next);
-        let (job_info, met) = info(&job, self.confinement(), self.egress(), self.retry(false));
+        let (job_info, met) = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.dropped > 0 {
             text.push_str(&crate::job_words::scrolled_out(
@@ -260,7 +260,7 @@ impl Agentty {
         let start = since.max(end.saturating_sub(READ_MAX_BYTES as u64));
         let s = job.output.read(Some(start), READ_MAX_BYTES);
         job.note_delivered(s.next);
-        let (job_info, met) = info(&job, self.confinement(), self.egress(), self.retry(false));
+        let (job_info, met) = info(&job, self.confinement(), self.retry(false));
         let mut text = String::new();
         if s.from > since {
             text.push_str(&say::earlier_output(
@@ -339,7 +339,7 @@ impl Agentty {
         if was_running {
             job.stop().await;
         }
-        let (job_info, _) = info(&job, self.confinement(), self.egress(), self.retry(false));
+        let (job_info, _) = info(&job, self.confinement(), self.retry(false));
         let text = if was_running {
             say::stopped(&job.id, &job_info.state_text)
         } else {

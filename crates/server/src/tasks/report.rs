@@ -7,7 +7,7 @@ use super::{TaskInfo, TaskKind, TaskState};
 use crate::confinement::Confinement;
 use crate::confinement::Refused;
 use crate::confinement::notice::Retry;
-use crate::network::{Egress, notice};
+use crate::network::notice;
 use crate::tools::timing::millis;
 
 /// What an ended command job's output shows it was refused: a write the sandbox refused
@@ -35,29 +35,24 @@ pub(super) struct Met {
 }
 
 /// The network lines of an ended command job: what its commands were refused and the allowed
-/// hosts not reached, whatever they printed and whatever the exit code.
-fn network_met(job: &Job, egress: &Egress) -> Vec<String> {
+/// hosts not reached, whatever they printed and whatever the exit code; and whether it was
+/// refused a connection (error 2010).
+fn network_met(job: &Job) -> (Vec<String>, bool) {
     if job.kind != JobKind::Command || job.state() == JobState::Running {
-        return Vec::new();
+        return (Vec::new(), false);
     }
-    let (refused, unreached) = egress.met_by_job(job);
-    let refused = (!refused.is_empty()).then(|| notice::network_refused(&refused));
-    let unreached = (!unreached.is_empty()).then(|| notice::network_unreached(&unreached));
-    refused.into_iter().chain(unreached).collect()
+    let (refused, unreached) = crate::network::met_by_job(job);
+    let lines = [
+        (!refused.is_empty()).then(|| notice::network_refused(&refused)),
+        (!unreached.is_empty()).then(|| notice::network_unreached(&unreached)),
+    ];
+    (lines.into_iter().flatten().collect(), !refused.is_empty())
 }
 
 /// A job as the tools report it, and what it met.
-pub(super) fn info(
-    job: &Job,
-    confinement: &Confinement,
-    egress: &Egress,
-    retry: Retry,
-) -> (TaskInfo, Met) {
+pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskInfo, Met) {
     let refused = denial(job, confinement, retry);
-    let network = network_met(job, egress);
-    let network_refused = network
-        .iter()
-        .any(|line| line.starts_with(&format!("[error {}]", notice::NETWORK_REFUSED)));
+    let (network, network_refused) = network_met(job);
     let state = job.state();
     let (task_state, exit_code, signal) = match &state {
         JobState::Running => (TaskState::Running, None, None),
