@@ -654,7 +654,6 @@ async fn unlisted(
     }
 }
 
-/// A connection to the first of `addresses` that answers.
 /// A connection to the first of `addresses` that takes one, or the last attempt's error.
 async fn connect(addresses: &[SocketAddr]) -> Result<TcpStream, std::io::ErrorKind> {
     let each = CONNECT_WAIT / u32::try_from(addresses.len().max(1)).unwrap_or(1);
