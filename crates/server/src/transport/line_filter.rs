@@ -43,6 +43,8 @@ const REFUSALS_KEPT: usize = 64;
 
 /// A line longer than this is refused whole (rmcp's own reader has a limit as well).
 const LINE_MAX_BYTES: usize = 64 << 20;
+/// What one read of the client's bytes takes at most.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
 
 /// The stdin reader under the transport: passes through the lines that are JSON, refuses the
 /// others (see the module header).
@@ -56,6 +58,8 @@ pub struct LineFilter<R> {
     /// Discarding the rest of a line that was too long.
     skipping: bool,
     refused: Refused,
+    /// What each read of `inner` fills: made once, not zeroed again at every read.
+    chunk: Box<[u8]>,
 }
 
 impl<R> LineFilter<R> {
@@ -67,6 +71,7 @@ impl<R> LineFilter<R> {
             ready_at: 0,
             skipping: false,
             refused,
+            chunk: vec![0u8; READ_CHUNK_BYTES].into_boxed_slice(),
         }
     }
 
@@ -197,12 +202,21 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineFilter<R> {
                 }
                 return Poll::Ready(Ok(()));
             }
-            let mut buf = [0u8; 16 * 1024];
-            let mut read = ReadBuf::new(&mut buf);
-            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+            let mut chunk = std::mem::take(&mut this.chunk);
+            let mut read = ReadBuf::new(&mut chunk);
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut read);
+            let got = read.filled().len();
+            if let Poll::Ready(Ok(())) = polled
+                && got > 0
+            {
+                this.take_lines(&chunk[..got]);
+            }
+            this.chunk = chunk;
+            match polled {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                Poll::Ready(Ok(())) if got > 0 => {}
+                Poll::Ready(Ok(())) => {
                     // End of input: an incomplete last line is passed on as it is.
                     let rest = std::mem::take(&mut this.partial);
                     if rest.is_empty() || this.skipping {
@@ -211,11 +225,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineFilter<R> {
                     this.ready = rest;
                     this.ready_at = 0;
                 }
-                Poll::Ready(Ok(())) => {
-                    let filled = read.filled().to_vec();
-                    this.take_lines(&filled);
-                }
             }
         }
     }
 }
+
+#[cfg(test)]
+#[path = "line_filter_tests.rs"]
+mod tests;
