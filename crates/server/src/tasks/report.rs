@@ -29,7 +29,7 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<Refused>
 
 /// What an ended job's report says it met: a write or read its output shows refused, and the
 /// lines of the connections the network policy refused (error 2010) or could not make.
-pub(super) struct Met {
+pub(super) struct MetLines {
     denial: Option<Refused>,
     network: Vec<String>,
 }
@@ -50,7 +50,7 @@ fn network_met(job: &Job) -> (Vec<String>, bool) {
 }
 
 /// A job as the tools report it, and what it met.
-pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskInfo, Met) {
+pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskInfo, MetLines) {
     let refused = denial(job, confinement, retry);
     let (network, network_refused) = network_met(job);
     let state = job.state();
@@ -92,7 +92,7 @@ pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskI
     };
     (
         info,
-        Met {
+        MetLines {
             denial: refused,
             network,
         },
@@ -101,7 +101,7 @@ pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskI
 
 /// Appends what the job met, when anything, to a reply's text: the 2008 line (or the refused
 /// read's note), then the network's lines.
-pub(super) fn push_met(text: &mut String, met: &Met) {
+pub(super) fn push_met(text: &mut String, met: &MetLines) {
     let lines = met
         .denial
         .iter()
