@@ -483,15 +483,22 @@ const HOG_THE_CONNECTIONS: &str = r#"import errno, socket, threading, time
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
 at = l.getsockname()
 first = socket.create_connection(at)
-refused = []
+refused, tried = [], []
 def client():
+    tried.append(1)
     try:
         socket.create_connection(at, timeout=None)
     except OSError as e:
         refused.append(e.errno)
 for _ in range(400):
     threading.Thread(target=client, daemon=True).start()
-time.sleep(3)
+seen, since, deadline = -1, time.time(), time.time() + 60
+while time.time() < deadline:
+    if len(refused) != seen:
+        seen, since = len(refused), time.time()
+    elif len(tried) == 400 and time.time() - since >= 1:
+        break
+    time.sleep(0.05)
 print("refused", len(refused), sorted(set(refused)), flush=True)
 time.sleep(120)
 "#;
@@ -513,10 +520,12 @@ async fn start_hog(client: &Client, who: Who) -> String {
         .to_owned()
 }
 
-/// What a hog job says once it has said `word` (up to 15 s).
+/// What a hog job says once it has said `word` (up to 70 s: [`HOG_THE_CONNECTIONS`] says it
+/// once every thread tried and no refusal came for a second, which a loaded machine reaches
+/// late).
 async fn hog_said(client: &Client, job: &str, word: &str) -> String {
     let mut said = String::new();
-    for _ in 0..150 {
+    for _ in 0..700 {
         let read = call(client, "task_output", json!({ "id": job, "since": 0 })).await;
         said = text_of(&read);
         if said.contains(word) {
@@ -681,16 +690,28 @@ async fn callers_that_take_every_wait_leave_another_its_floor(who: Who) {
         );
     }
     let bob = server.connect_as(BOB, false).await;
-    let run = call(&bob, "terminal", json!({ "command": "python3 one.py" })).await;
+    let within = std::time::Duration::from_secs(60);
+    let run = tokio::time::timeout(
+        within,
+        call(&bob, "terminal", json!({ "command": "python3 one.py" })),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{who:?}: bob's call did not return"));
     assert!(
         text_of(&run).contains("waiting"),
         "{who:?}: bob's connect had no place: {}",
         text_of(&run)
     );
-    for (hog, _) in hogs {
-        hog.cancel().await.unwrap();
+    for (n, (hog, _)) in hogs.into_iter().enumerate() {
+        tokio::time::timeout(within, hog.cancel())
+            .await
+            .unwrap_or_else(|_| panic!("{who:?}: hog {n}'s session did not end"))
+            .unwrap();
     }
-    bob.cancel().await.unwrap();
+    tokio::time::timeout(within, bob.cancel())
+        .await
+        .unwrap_or_else(|_| panic!("{who:?}: bob's session did not end"))
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
