@@ -51,6 +51,15 @@ pub(super) async fn serve(who: Who, flags: &[&str], wrapper: &[&str]) -> Setup {
     }
 }
 
+/// A wrapper for [`serve`]: the server started by `script` (which ends in `exec "$@"`) in the
+/// namespaces `unshare` makes with `namespaces` (`-m`, `-n`), mounts kept private to them.
+pub(super) fn unshared<'a>(namespaces: &[&'a str], script: &'a str) -> Vec<&'a str> {
+    let mut wrapper = vec!["unshare"];
+    wrapper.extend_from_slice(namespaces);
+    wrapper.extend(["--propagation", "private", "sh", "-c", script, "sh"]);
+    wrapper
+}
+
 /// A TCP listener of the test (unconfined, on the host) that answers each connection with a
 /// tiny HTTP response and counts them.
 pub(super) struct Listener {
@@ -280,16 +289,7 @@ async fn exfiltration_is_refused(who: Who, mode: &str) {
         "mount --bind {} /etc/hosts && exec \"$@\"",
         hosts.path().display()
     );
-    let wrapper = [
-        "unshare",
-        "-m",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        &mount,
-        "sh",
-    ];
+    let wrapper = unshared(&["-m"], &mount);
     let setup = serve(
         who,
         &[

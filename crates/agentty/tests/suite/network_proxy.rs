@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::client::*;
-use super::network::serve;
+use super::network::{serve, unshared};
 
 /// A loopback origin that answers the first request of each connection and records every byte
 /// each connection brought.
@@ -159,17 +159,7 @@ async fn net_an_allowed_host_not_reached_is_said_as_such_not_refused() {
         mounts.push_str(&format!(" && mount --bind {} /etc/{name}", file.display()));
     }
     let mount = format!("{mounts} && exec \"$@\"");
-    let wrapper = [
-        "unshare",
-        "-m",
-        "-n",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        &mount,
-        "sh",
-    ];
+    let wrapper = unshared(&["-m", "-n"], &mount);
     let (nowhere, closed_host, job_only) = (
         "nowhere.invalid:80".to_owned(),
         format!("closed-host.invalid:{port}"),

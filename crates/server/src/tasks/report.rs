@@ -27,33 +27,25 @@ fn denial(job: &Job, confinement: &Confinement, retry: Retry) -> Option<Refused>
     })
 }
 
-/// What an ended job's report says it met: a write or read its output shows refused, and the
-/// lines of the connections the network policy refused (error 2010) or could not make.
-pub(super) struct MetLines {
+/// What an ended job met: a write or read its output shows refused, and the connections the
+/// network policy refused (error 2010) or could not make. Worded only where a reply says it
+/// ([`push_met`]); `task_list` needs no more than the code.
+pub(super) struct JobMet {
     denial: Option<Refused>,
-    network: Vec<String>,
-}
-
-/// The network lines of an ended command job: what its commands were refused and the allowed
-/// hosts not reached, whatever they printed and whatever the exit code; and whether it was
-/// refused a connection (error 2010).
-fn network_met(job: &Job) -> (Vec<String>, bool) {
-    if job.kind != JobKind::Command || job.state() == JobState::Running {
-        return (Vec::new(), false);
-    }
-    let (refused, unreached) = crate::network::met_by_job(job);
-    let lines = [
-        (!refused.is_empty()).then(|| notice::network_refused(&refused)),
-        (!unreached.is_empty()).then(|| notice::network_unreached(&unreached)),
-    ];
-    (lines.into_iter().flatten().collect(), !refused.is_empty())
+    refused: Vec<crate::network::Refusal>,
+    unreached: Vec<crate::network::Unreached>,
 }
 
 /// A job as the tools report it, and what it met.
-pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskInfo, MetLines) {
-    let refused = denial(job, confinement, retry);
-    let (network, network_refused) = network_met(job);
+pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskInfo, JobMet) {
+    let denial = denial(job, confinement, retry);
     let state = job.state();
+    // An ended command job's connections, whatever it printed and whatever the exit code.
+    let (refused, unreached) = if job.kind == JobKind::Command && state != JobState::Running {
+        crate::network::met_by_job(job)
+    } else {
+        Default::default()
+    };
     let (task_state, exit_code, signal) = match &state {
         JobState::Running => (TaskState::Running, None, None),
         JobState::Exited(code) => (TaskState::Exited, Some(*code), None),
@@ -81,33 +73,34 @@ pub(super) fn info(job: &Job, confinement: &Confinement, retry: Retry) -> (TaskI
         pid: job.pid,
         output_bytes: job.output.total(),
         leftovers_stopped: job.leftovers(),
-        error_code: refused
+        error_code: denial
             .as_ref()
             .and_then(Refused::code)
-            .or(network_refused.then_some(notice::NETWORK_REFUSED)),
-        sandbox_denied: refused
+            .or((!refused.is_empty()).then_some(notice::NETWORK_REFUSED)),
+        sandbox_denied: denial
             .as_ref()
             .and_then(Refused::write_sentence)
             .map(ToOwned::to_owned),
     };
     (
         info,
-        MetLines {
-            denial: refused,
-            network,
+        JobMet {
+            denial,
+            refused,
+            unreached,
         },
     )
 }
 
 /// Appends what the job met, when anything, to a reply's text: the 2008 line (or the refused
-/// read's note), then the network's lines.
-pub(super) fn push_met(text: &mut String, met: &MetLines) {
-    let lines = met
-        .denial
-        .iter()
-        .map(Refused::line)
-        .chain(met.network.iter().cloned());
-    for line in lines {
+/// read's note), then the 2010 line and the note of hosts not reached.
+pub(super) fn push_met(text: &mut String, met: &JobMet) {
+    let lines = [
+        met.denial.as_ref().map(Refused::line),
+        (!met.refused.is_empty()).then(|| notice::network_refused(&met.refused)),
+        (!met.unreached.is_empty()).then(|| notice::network_unreached(&met.unreached)),
+    ];
+    for line in lines.into_iter().flatten() {
         if !text.ends_with('\n') {
             text.push('\n');
         }
